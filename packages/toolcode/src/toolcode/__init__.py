@@ -1,0 +1,5 @@
+"""toolcode."""
+
+from toolcode.exceptions import ToolCodeError
+
+__all__ = ["ToolCodeError"]

@@ -1,0 +1,5 @@
+"""tooldocs."""
+
+from tooldocs.exceptions import ToolDocsError
+
+__all__ = ["ToolDocsError"]

@@ -1,0 +1,57 @@
+"""toolindex: a searchable, thread-safe catalog of MCP tools.
+
+>>> from toolindex import InMemoryIndex, Tool, BackendRef
+>>> index = InMemoryIndex()
+>>> index.register(Tool(name="get_weather", namespace="weather", description="Current weather for a city."),
+...                BackendRef.local("get_weather"))
+>>> index.search("weather in paris")[0].id
+'weather:get_weather'
+"""
+
+from toolindex._ids import ToolID
+from toolindex._index import InMemoryIndex
+from toolindex._model import (
+    DEFAULT_NAMESPACE,
+    BackendKind,
+    BackendRef,
+    ChangeEvent,
+    ChangeKind,
+    NamespaceInfo,
+    SearchHit,
+    Tool,
+    ToolPage,
+    summarize,
+)
+from toolindex._protocol import ChangeCallback, Index, Unsubscribe
+from toolindex.exceptions import (
+    AmbiguousToolIDError,
+    DuplicateToolError,
+    InvalidToolError,
+    InvalidToolIDError,
+    ToolIndexError,
+    ToolNotFoundError,
+)
+
+__all__ = [
+    "DEFAULT_NAMESPACE",
+    "AmbiguousToolIDError",
+    "BackendKind",
+    "BackendRef",
+    "ChangeCallback",
+    "ChangeEvent",
+    "ChangeKind",
+    "DuplicateToolError",
+    "InMemoryIndex",
+    "Index",
+    "InvalidToolError",
+    "InvalidToolIDError",
+    "NamespaceInfo",
+    "SearchHit",
+    "Tool",
+    "ToolID",
+    "ToolIndexError",
+    "ToolNotFoundError",
+    "ToolPage",
+    "Unsubscribe",
+    "summarize",
+]

@@ -1,0 +1,404 @@
+"""The default :class:`~toolindex.Index`: everything in memory, guarded by one lock."""
+
+from __future__ import annotations
+
+import base64
+import threading
+from collections.abc import Iterable, Sequence
+
+import structlog
+from rapidfuzz import process as fuzz_process
+
+from toolindex._ids import ToolID
+from toolindex._model import BackendRef, ChangeEvent, ChangeKind, NamespaceInfo, SearchHit, Tool, ToolPage
+from toolindex._protocol import ChangeCallback, Unsubscribe
+from toolindex._search import SearchEngine
+from toolindex.exceptions import AmbiguousToolIDError, DuplicateToolError, ToolNotFoundError
+
+__all__ = ["InMemoryIndex"]
+
+_log = structlog.get_logger("toolindex")
+
+
+def _version_key(version: str | None) -> tuple[int, tuple[tuple[int, int | str], ...]]:
+    # Unversioned sorts oldest; numeric parts compare as numbers ("1.10" > "1.9").
+    if version is None:
+        return (0, ())
+    parts: list[tuple[int, int | str]] = []
+    for piece in version.replace("-", ".").replace("+", ".").split("."):
+        parts.append((1, int(piece)) if piece.isdigit() else (0, piece))
+    return (1, tuple(parts))
+
+
+class InMemoryIndex:
+    """Thread-safe in-memory tool index with BM25F search.
+
+    Search ranks tools with a BM25F-style lexical model over identifier-aware tokens
+    (``list_issues``, ``getApiOverview``, ``kebab-case``, ``dotted.names``), Snowball
+    stemming and per-field weights (name, title, description, parameters, tags,
+    namespace), with typo and abbreviation tolerance against the index vocabulary.
+    Registration is incremental: adding one tool updates its postings only.
+
+    An empty or whitespace-only query returns no hits (``[]``); use :meth:`list_tools`
+    to enumerate tools.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        # id (ns:name or ns:name:version) -> tool
+        self._tools: dict[str, Tool] = {}
+        self._backends: dict[str, list[BackendRef]] = {}
+        # ns:name -> ids of every version of it
+        self._by_key: dict[str, list[str]] = {}
+        # bare name -> set of ns:name keys
+        self._by_name: dict[str, set[str]] = {}
+        self._version = 0
+        self._subscribers: dict[int, ChangeCallback] = {}
+        self._next_sub = 0
+        self._engine = SearchEngine()
+
+    # -- mutation -----------------------------------------------------------------
+
+    def register(self, tool: Tool, backend: BackendRef | Sequence[BackendRef]) -> None:
+        """Add a tool, or update a registered one and add backends to it.
+
+        Args:
+            tool: The tool.
+            backend: One backend reference or several.
+
+        Raises:
+            InvalidToolError: If the tool is invalid (raised when building the ``Tool``).
+        """
+        self.register_many([(tool, backend)])
+
+    def register_many(self, items: Iterable[tuple[Tool, BackendRef | Sequence[BackendRef]]]) -> None:
+        """Register a batch atomically: all of it or none of it.
+
+        Args:
+            items: Pairs of tool and backend reference(s).
+
+        Raises:
+            DuplicateToolError: If one id appears twice in the batch.
+            TypeError: If an item is not a ``(Tool, BackendRef | [BackendRef, ...])`` pair.
+        """
+        batch: list[tuple[Tool, list[BackendRef]]] = []
+        seen: set[str] = set()
+        for item in items:
+            tool, backend = item
+            if not isinstance(tool, Tool):  # pyright: ignore[reportUnnecessaryIsInstance]
+                raise TypeError(f"expected a Tool, got {type(tool).__name__}")
+            refs = [backend] if isinstance(backend, BackendRef) else list(backend)
+            if not refs:
+                raise ValueError(f"tool {tool.id!r}: at least one backend reference is required")
+            for r in refs:
+                if not isinstance(r, BackendRef):  # pyright: ignore[reportUnnecessaryIsInstance]
+                    raise TypeError(f"tool {tool.id!r}: expected a BackendRef, got {type(r).__name__}")
+            if tool.id in seen:
+                raise DuplicateToolError(tool.id)
+            seen.add(tool.id)
+            batch.append((tool, refs))
+        if not batch:
+            return
+        with self._lock:
+            new_ids: list[str] = []
+            updated_ids: list[str] = []
+            for tool, refs in batch:
+                tid = tool.id
+                old = self._tools.get(tid)
+                if old is None:
+                    new_ids.append(tid)
+                    self._by_key.setdefault(tool.key, []).append(tid)
+                    self._by_name.setdefault(tool.name, set()).add(tool.key)
+                    self._backends[tid] = list(refs)
+                else:
+                    updated_ids.append(tid)
+                    have = self._backends[tid]
+                    have.extend(r for r in refs if r not in have)
+                self._tools[tid] = tool
+                self._engine.add(tid, tool)
+            if new_ids:
+                self._emit("registered", new_ids)
+            if updated_ids:
+                self._emit("updated", updated_ids)
+
+    def unregister(self, tool_id: str) -> None:
+        """Remove a tool and all its backends.
+
+        Args:
+            tool_id: Any id form :meth:`get` accepts; without a version, every version goes.
+
+        Raises:
+            ToolNotFoundError: If no tool matches.
+        """
+        with self._lock:
+            ids = self._resolve_all_versions(tool_id)
+            for tid in ids:
+                self._remove(tid)
+            self._emit("unregistered", ids)
+
+    def unregister_backend(self, backend: BackendRef) -> list[str]:
+        """Detach a backend from every tool; tools left without a backend are removed.
+
+        Args:
+            backend: The reference to detach (compared by value).
+
+        Returns:
+            Ids of the tools removed.
+        """
+        with self._lock:
+            removed: list[str] = []
+            for tid, refs in list(self._backends.items()):
+                if backend in refs:
+                    refs.remove(backend)
+                    if not refs:
+                        self._remove(tid)
+                        removed.append(tid)
+            if removed:
+                self._emit("unregistered", removed)
+            return removed
+
+    def _remove(self, tid: str) -> None:
+        tool = self._tools.pop(tid)
+        del self._backends[tid]
+        versions = self._by_key[tool.key]
+        versions.remove(tid)
+        if not versions:
+            del self._by_key[tool.key]
+            keys = self._by_name[tool.name]
+            keys.discard(tool.key)
+            if not keys:
+                del self._by_name[tool.name]
+        self._engine.remove(tid)
+
+    # -- lookup -------------------------------------------------------------------
+
+    def get(self, tool_id: str) -> Tool:
+        """Resolve an id to a tool.
+
+        Args:
+            tool_id: ``ns:name``, ``ns:name:version`` or a bare ``name``.
+
+        Returns:
+            The tool; the latest version when none is given.
+
+        Raises:
+            InvalidToolIDError: If the id is malformed.
+            AmbiguousToolIDError: If a bare name exists in several namespaces.
+            ToolNotFoundError: If nothing matches (with close suggestions).
+        """
+        with self._lock:
+            return self._tools[self._resolve(tool_id)]
+
+    def resolve(self, tool_id: str) -> str:
+        """The fully qualified id :meth:`get` would return a tool for.
+
+        Raises:
+            InvalidToolIDError: If the id is malformed.
+            AmbiguousToolIDError: If a bare name exists in several namespaces.
+            ToolNotFoundError: If nothing matches.
+        """
+        with self._lock:
+            return self._resolve(tool_id)
+
+    def backends(self, tool_id: str) -> list[BackendRef]:
+        """The backends of a tool, in registration order.
+
+        Raises:
+            ToolNotFoundError: If no tool matches.
+        """
+        with self._lock:
+            return list(self._backends[self._resolve(tool_id)])
+
+    def _resolve(self, tool_id: str) -> str:
+        tid = ToolID.parse(tool_id)
+        if tid.namespace is None:
+            keys = self._by_name.get(tid.name)
+            if not keys:
+                raise ToolNotFoundError(tool_id, self._suggest(tool_id))
+            if len(keys) > 1:
+                raise AmbiguousToolIDError(tid.name, sorted(keys))
+            key = next(iter(keys))
+        else:
+            key = tid.key
+        versions = self._by_key.get(key)
+        if not versions:
+            raise ToolNotFoundError(tool_id, self._suggest(tool_id))
+        if tid.version is not None:
+            full = f"{key}:{tid.version}"
+            if full not in self._tools:
+                raise ToolNotFoundError(tool_id, sorted(versions))
+            return full
+        return max(versions, key=lambda i: _version_key(self._tools[i].version))
+
+    def _resolve_all_versions(self, tool_id: str) -> list[str]:
+        tid = ToolID.parse(tool_id)
+        if tid.version is not None:
+            return [self._resolve(tool_id)]
+        latest = self._resolve(tool_id)
+        return list(self._by_key[self._tools[latest].key])
+
+    def _suggest(self, tool_id: str, limit: int = 3) -> list[str]:
+        if not self._by_key:
+            return []
+        choices = list(self._by_key)
+        # Compare against both full keys and bare names so "get_wether" finds "weather:get_weather".
+        scored: dict[str, float] = {}
+        for key, score, _ in fuzz_process.extract(tool_id, choices, limit=limit * 2, score_cutoff=60):
+            scored[key] = max(scored.get(key, 0.0), score)
+        bare = tool_id.rsplit(":", 1)[-1]
+        names = {k.split(":", 1)[1]: k for k in choices}
+        for name, score, _ in fuzz_process.extract(bare, list(names), limit=limit * 2, score_cutoff=60):
+            k = names[name]
+            scored[k] = max(scored.get(k, 0.0), score)
+        return [k for k, _ in sorted(scored.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]]
+
+    def suggest(self, tool_id: str, limit: int = 3) -> list[str]:
+        """Registered ids that look close to ``tool_id`` (for "did you mean" messages).
+
+        Args:
+            tool_id: The id that was not found.
+            limit: Maximum number of suggestions.
+
+        Returns:
+            Up to ``limit`` ids, best first.
+        """
+        with self._lock:
+            return self._suggest(tool_id, limit)
+
+    # -- search -------------------------------------------------------------------
+
+    def search(
+        self,
+        query: str,
+        *,
+        limit: int = 10,
+        namespaces: Sequence[str] | None = None,
+        tags: Sequence[str] | None = None,
+    ) -> list[SearchHit]:
+        """Rank tools for a free-text query.
+
+        Args:
+            query: Free text; an empty or whitespace-only query returns ``[]``.
+            limit: Maximum number of hits (must be >= 1).
+            namespaces: Only tools in these namespaces.
+            tags: Only tools carrying all of these tags (normalised like ``Tool.tags``).
+
+        Returns:
+            Hits, best first.
+
+        Raises:
+            ValueError: If ``limit`` is below 1.
+        """
+        if limit < 1:
+            raise ValueError(f"limit must be at least 1, got {limit}")
+        if not query or not query.strip():
+            return []
+        ns = frozenset(namespaces) if namespaces is not None else None
+        tg = frozenset(t.strip().lower().replace(" ", "-") for t in tags) if tags else None
+        with self._lock:
+
+            def accept(tid: str) -> bool:
+                tool = self._tools[tid]
+                if ns is not None and tool.namespace not in ns:
+                    return False
+                return not (tg is not None and not tg.issubset(tool.tags))
+
+            ranked = self._engine.search(query, limit, accept if (ns is not None or tg is not None) else None)
+            return [
+                SearchHit(
+                    id=tid, namespace=t.namespace, name=t.name, summary=t.summary, score=round(score, 6)
+                )
+                for tid, score in ranked
+                for t in (self._tools[tid],)
+            ]
+
+    # -- listing ------------------------------------------------------------------
+
+    def namespaces(self) -> list[NamespaceInfo]:
+        """All namespaces with their tool counts, sorted by name."""
+        with self._lock:
+            counts: dict[str, int] = {}
+            for tool in self._tools.values():
+                counts[tool.namespace] = counts.get(tool.namespace, 0) + 1
+        return [NamespaceInfo(name=n, tool_count=c) for n, c in sorted(counts.items())]
+
+    def list_tools(self, *, cursor: str | None = None, limit: int = 100, namespace: str | None = None) -> ToolPage:
+        """A page of tools in id order.
+
+        Args:
+            cursor: ``next_cursor`` of the previous page, or ``None`` for the first page.
+            limit: Page size (1-1000).
+            namespace: Only tools of this namespace.
+
+        Returns:
+            The page; ``next_cursor`` is ``None`` on the last one.
+
+        Raises:
+            ValueError: If the cursor is not one this index produced or ``limit`` is out of range.
+        """
+        if not 1 <= limit <= 1000:
+            raise ValueError(f"limit must be between 1 and 1000, got {limit}")
+        after = ""
+        if cursor is not None:
+            try:
+                after = base64.urlsafe_b64decode(cursor.encode()).decode()
+            except (ValueError, UnicodeDecodeError) as e:
+                raise ValueError(f"invalid cursor {cursor!r}") from e
+        with self._lock:
+            ids = sorted(
+                tid for tid, t in self._tools.items() if tid > after and (namespace is None or t.namespace == namespace)
+            )
+            page = ids[:limit]
+            tools = tuple(self._tools[i] for i in page)
+        nxt = base64.urlsafe_b64encode(page[-1].encode()).decode() if len(ids) > limit else None
+        return ToolPage(tools=tools, next_cursor=nxt)
+
+    # -- events -------------------------------------------------------------------
+
+    def subscribe(self, callback: ChangeCallback) -> Unsubscribe:
+        """Receive a :class:`ChangeEvent` after each mutation.
+
+        Args:
+            callback: Called synchronously, under the index lock, so it must be quick and
+                must not mutate the index (schedule work instead).
+
+        Returns:
+            A function that unsubscribes; calling it again is harmless.
+        """
+        with self._lock:
+            sid = self._next_sub
+            self._next_sub += 1
+            self._subscribers[sid] = callback
+
+        def unsubscribe() -> None:
+            with self._lock:
+                self._subscribers.pop(sid, None)
+
+        return unsubscribe
+
+    def _emit(self, kind: ChangeKind, ids: list[str]) -> None:
+        self._version += 1
+        event = ChangeEvent(version=self._version, kind=kind, tool_ids=tuple(ids))
+        for cb in list(self._subscribers.values()):
+            try:
+                cb(event)
+            except Exception:  # a subscriber's bug must not break the index
+                _log.exception("index subscriber failed", version=event.version, kind=kind)
+
+    @property
+    def version(self) -> int:
+        """Current version: 0 when new, +1 for every mutation."""
+        return self._version
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._tools)
+
+    def __contains__(self, tool_id: object) -> bool:
+        if not isinstance(tool_id, str):
+            return False
+        try:
+            self.resolve(tool_id)
+        except (LookupError, ValueError):
+            return False
+        return True

@@ -1,0 +1,97 @@
+"""The :class:`Index` seam."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Protocol, runtime_checkable
+
+from toolindex._model import BackendRef, ChangeEvent, NamespaceInfo, SearchHit, Tool, ToolPage
+
+__all__ = ["ChangeCallback", "Index", "Unsubscribe"]
+
+ChangeCallback = Callable[[ChangeEvent], None]
+"""Called with each change event, synchronously, after the change is visible."""
+Unsubscribe = Callable[[], None]
+"""Call to stop receiving events; calling it twice is harmless."""
+
+
+@runtime_checkable
+class Index(Protocol):
+    """A catalog of tools that can be searched and resolved.
+
+    Contract:
+        - Concurrency: every method may be called from many threads and tasks at once.
+          Methods are synchronous and do no I/O in the default implementation; a
+          mutation is atomic (readers see all of it or none of it).
+        - Ids: ``get`` accepts ``ns:name``, ``ns:name:version`` and a bare ``name``; a
+          bare name resolves when exactly one namespace has it, a missing version
+          resolves to the latest registered version (highest by version ordering,
+          unversioned tools count as the oldest).
+        - Errors: only :class:`~toolindex.exceptions.ToolIndexError` subclasses.
+        - Events: subscribers are called after each successful mutation with a
+          :class:`ChangeEvent` whose ``version`` strictly increases; a callback that
+          raises is logged and does not affect the mutation or other subscribers.
+        - Ownership: tools are immutable values; the index keeps references to them.
+    """
+
+    def register(self, tool: Tool, backend: BackendRef | Sequence[BackendRef]) -> None:
+        """Add a tool, or add backends to (and update) an already registered tool."""
+        ...
+
+    def register_many(self, items: Iterable[tuple[Tool, BackendRef | Sequence[BackendRef]]]) -> None:
+        """Register a batch atomically: all of it or, on any error, none of it."""
+        ...
+
+    def unregister(self, tool_id: str) -> None:
+        """Remove a tool (all its backends). Raises ``ToolNotFoundError`` if absent."""
+        ...
+
+    def unregister_backend(self, backend: BackendRef) -> list[str]:
+        """Detach a backend from every tool; tools left with no backend are removed.
+
+        Returns:
+            Ids of the tools removed.
+        """
+        ...
+
+    def get(self, tool_id: str) -> Tool:
+        """Resolve an id to a tool (see the contract for bare names and versions)."""
+        ...
+
+    def backends(self, tool_id: str) -> list[BackendRef]:
+        """The backends of a tool, in registration order."""
+        ...
+
+    def search(
+        self,
+        query: str,
+        *,
+        limit: int = 10,
+        namespaces: Sequence[str] | None = None,
+        tags: Sequence[str] | None = None,
+    ) -> list[SearchHit]:
+        """Rank tools for a free-text query, best first, at most ``limit`` hits."""
+        ...
+
+    def namespaces(self) -> list[NamespaceInfo]:
+        """All namespaces with their tool counts, sorted by name."""
+        ...
+
+    def list_tools(
+        self, *, cursor: str | None = None, limit: int = 100, namespace: str | None = None
+    ) -> ToolPage:
+        """A page of tools in id order; pass ``next_cursor`` back for the next page."""
+        ...
+
+    def subscribe(self, callback: ChangeCallback) -> Unsubscribe:
+        """Receive change events; returns a function that unsubscribes."""
+        ...
+
+    @property
+    def version(self) -> int:
+        """Current version: 0 when empty and new, +1 for every mutation."""
+        ...
+
+    def __len__(self) -> int:
+        """Number of registered tools (each version counts)."""
+        ...

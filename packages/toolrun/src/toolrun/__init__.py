@@ -1,0 +1,5 @@
+"""toolrun."""
+
+from toolrun.exceptions import ToolRunError
+
+__all__ = ["ToolRunError"]
