@@ -36,7 +36,9 @@ def validate_name(name: str, *, raw: str | None = None) -> str:
     if len(name) > 128:
         raise InvalidToolIDError(src, f"the tool name has {len(name)} characters; at most 128 are allowed")
     bad = sorted({c for c in name if not re.match(r"[A-Za-z0-9_.\-]", c)})
-    raise InvalidToolIDError(src, f"the tool name contains {''.join(bad)!r}; only letters, digits, '_', '.', '-' are allowed")
+    raise InvalidToolIDError(
+        src, f"the tool name contains {''.join(bad)!r}; only letters, digits, '_', '.', '-' are allowed"
+    )
 
 
 def validate_namespace(namespace: str, *, raw: str | None = None) -> str:

@@ -24,10 +24,8 @@ def _version_key(version: str | None) -> tuple[int, tuple[tuple[int, int | str],
     # Unversioned sorts oldest; numeric parts compare as numbers ("1.10" > "1.9").
     if version is None:
         return (0, ())
-    parts: list[tuple[int, int | str]] = []
-    for piece in version.replace("-", ".").replace("+", ".").split("."):
-        parts.append((1, int(piece)) if piece.isdigit() else (0, piece))
-    return (1, tuple(parts))
+    pieces = version.replace("-", ".").replace("+", ".").split(".")
+    return (1, tuple((1, int(p)) if p.isdigit() else (0, p) for p in pieces))
 
 
 class InMemoryIndex:
@@ -305,9 +303,7 @@ class InMemoryIndex:
 
             ranked = self._engine.search(query, limit, accept if (ns is not None or tg is not None) else None)
             return [
-                SearchHit(
-                    id=tid, namespace=t.namespace, name=t.name, summary=t.summary, score=round(score, 6)
-                )
+                SearchHit(id=tid, namespace=t.namespace, name=t.name, summary=t.summary, score=round(score, 6))
                 for tid, score in ranked
                 for t in (self._tools[tid],)
             ]

@@ -77,9 +77,7 @@ class Index(Protocol):
         """All namespaces with their tool counts, sorted by name."""
         ...
 
-    def list_tools(
-        self, *, cursor: str | None = None, limit: int = 100, namespace: str | None = None
-    ) -> ToolPage:
+    def list_tools(self, *, cursor: str | None = None, limit: int = 100, namespace: str | None = None) -> ToolPage:
         """A page of tools in id order; pass ``next_cursor`` back for the next page."""
         ...
 

@@ -1,5 +1,55 @@
-"""toolrun."""
+"""toolrun: run tools on local functions, MCP servers and providers."""
 
-from toolrun.exceptions import ToolRunError
+from toolrun._types import (
+    Backend,
+    BackendResult,
+    ChainResult,
+    ChainStep,
+    OnError,
+    ProgressCallback,
+    ProgressEvent,
+    Runner,
+    RunResult,
+    StepResult,
+    ValidationPolicy,
+)
+from toolrun.exceptions import (
+    BackendUnavailableError,
+    ChainError,
+    ConfigError,
+    InputValidationError,
+    NoBackendError,
+    OutputValidationError,
+    StreamNotSupportedError,
+    ToolExecutionError,
+    ToolNotFoundError,
+    ToolRunError,
+    ToolTimeoutError,
+    ValidationProblem,
+)
 
-__all__ = ["ToolRunError"]
+__all__ = [
+    "Backend",
+    "BackendResult",
+    "BackendUnavailableError",
+    "ChainError",
+    "ChainResult",
+    "ChainStep",
+    "ConfigError",
+    "InputValidationError",
+    "NoBackendError",
+    "OnError",
+    "OutputValidationError",
+    "ProgressCallback",
+    "ProgressEvent",
+    "RunResult",
+    "Runner",
+    "StepResult",
+    "StreamNotSupportedError",
+    "ToolExecutionError",
+    "ToolNotFoundError",
+    "ToolRunError",
+    "ToolTimeoutError",
+    "ValidationPolicy",
+    "ValidationProblem",
+]

@@ -194,7 +194,9 @@ class Runner(Protocol):
         - Ownership: the runner owns the backends it was given; ``aclose`` closes them.
     """
 
-    async def run(self, tool_id: str, args: Mapping[str, Any] | None = None, *, timeout: float | None = None) -> RunResult:
+    async def run(
+        self, tool_id: str, args: Mapping[str, Any] | None = None, *, timeout: float | None = None
+    ) -> RunResult:
         """Run one tool; raises on failure (``ToolExecutionError`` for a tool-level error)."""
         ...
 

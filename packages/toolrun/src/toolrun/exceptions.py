@@ -1,27 +1,181 @@
 """Errors raised by toolrun.
 
 Every error derives from :class:`ToolRunError`; ``ToolNotFoundError`` is toolindex's own,
-re-exported here, so it is also a ``ToolIndexError``::
+re-exported here (it is a ``toolindex.ToolIndexError`` and a ``LookupError``)::
 
     ToolRunError
     ├── ConfigError               bad server configuration (names the server and the field)
-    ├── NoBackendError            the tool has no backend that this runner can use
+    ├── NoBackendError            the tool has no backend this runner can use
     ├── InputValidationError      args do not match the input schema (JSON path of each problem)
     ├── OutputValidationError     the result does not match the output schema
     ├── ToolExecutionError        the tool ran and failed (MCP isError, an exception in a local function)
     ├── ToolTimeoutError          the call exceeded its timeout (also a TimeoutError)
     ├── BackendUnavailableError   the backend cannot be reached (server crashed, failed to start)
     ├── StreamNotSupportedError   the backend cannot stream progress
-    └── ChainError                a chain is invalid (too many steps, bad step)
+    └── ChainError                a chain is invalid (too many steps, a malformed step)
     toolindex.ToolNotFoundError   (re-exported) no such tool
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
 from toolindex.exceptions import ToolNotFoundError
 
-__all__ = ["ToolNotFoundError", "ToolRunError"]
+__all__ = [
+    "BackendUnavailableError",
+    "ChainError",
+    "ConfigError",
+    "InputValidationError",
+    "NoBackendError",
+    "OutputValidationError",
+    "StreamNotSupportedError",
+    "ToolExecutionError",
+    "ToolNotFoundError",
+    "ToolRunError",
+    "ToolTimeoutError",
+    "ValidationProblem",
+]
 
 
 class ToolRunError(Exception):
     """Root of every error raised by toolrun (except the re-exported ``ToolNotFoundError``)."""
+
+
+class ConfigError(ToolRunError, ValueError):
+    """Server configuration is invalid.
+
+    Attributes:
+        server: The server's name in ``mcpServers`` (``None`` for the file as a whole).
+        field: The offending field, or ``None``.
+        reason: Why.
+    """
+
+    def __init__(self, server: str | None, field: str | None, reason: str) -> None:
+        self.server = server
+        self.field = field
+        self.reason = reason
+        where = "config" if server is None else f"server {server!r}"
+        if field:
+            where += f" field {field!r}"
+        super().__init__(f"{where}: {reason}")
+
+
+class NoBackendError(ToolRunError):
+    """No configured backend can run the tool.
+
+    Attributes:
+        tool_id: The tool.
+        refs: The backend references the index holds for it (as strings).
+    """
+
+    def __init__(self, tool_id: str, refs: Sequence[str]) -> None:
+        self.tool_id = tool_id
+        self.refs = list(refs)
+        have = ", ".join(self.refs) or "none"
+        super().__init__(f"no backend available for tool {tool_id!r} (its backends: {have})")
+
+
+@dataclass(frozen=True, slots=True)
+class ValidationProblem:
+    """One schema violation."""
+
+    path: str
+    """JSON path of the offending value, e.g. ``$.items[2].name`` (``$`` for the root)."""
+    message: str
+    """What is wrong."""
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}"
+
+
+class _ValidationError(ToolRunError, ValueError):
+    def __init__(self, what: str, tool_id: str, problems: Sequence[ValidationProblem]) -> None:
+        self.tool_id = tool_id
+        self.problems = list(problems)
+        lines = "; ".join(str(p) for p in self.problems[:10])
+        more = f" (+{len(self.problems) - 10} more)" if len(self.problems) > 10 else ""
+        super().__init__(f"{what} for tool {tool_id!r}: {lines}{more}")
+
+
+class InputValidationError(_ValidationError):
+    """Arguments do not match the tool's input schema.
+
+    Attributes:
+        tool_id: The tool.
+        problems: Each violation with its JSON path.
+    """
+
+    def __init__(self, tool_id: str, problems: Sequence[ValidationProblem]) -> None:
+        super().__init__("invalid arguments", tool_id, problems)
+
+
+class OutputValidationError(_ValidationError):
+    """A result does not match the tool's output schema.
+
+    Attributes:
+        tool_id: The tool.
+        problems: Each violation with its JSON path.
+    """
+
+    def __init__(self, tool_id: str, problems: Sequence[ValidationProblem]) -> None:
+        super().__init__("result does not match the output schema", tool_id, problems)
+
+
+class ToolExecutionError(ToolRunError):
+    """The tool ran and reported failure.
+
+    Attributes:
+        tool_id: The tool.
+        message: The tool's own error text (MCP ``isError`` content, or the exception message).
+        content: MCP content blocks of the failing result, if any.
+    """
+
+    def __init__(self, tool_id: str, message: str, content: Sequence[dict[str, Any]] = ()) -> None:
+        self.tool_id = tool_id
+        self.message = message
+        self.content = tuple(content)
+        super().__init__(f"tool {tool_id!r} failed: {message}")
+
+
+class ToolTimeoutError(ToolRunError, TimeoutError):
+    """The call did not finish within its timeout.
+
+    Attributes:
+        tool_id: The tool.
+        timeout: The timeout in seconds.
+    """
+
+    def __init__(self, tool_id: str, timeout: float) -> None:
+        self.tool_id = tool_id
+        self.timeout = timeout
+        super().__init__(f"tool {tool_id!r} timed out after {timeout:g} s")
+
+
+class BackendUnavailableError(ToolRunError):
+    """The backend cannot be reached (failed to start, crashed, connection refused).
+
+    Attributes:
+        backend: The backend's description (e.g. ``mcp:git``).
+        reason: What went wrong.
+    """
+
+    def __init__(self, backend: str, reason: str) -> None:
+        self.backend = backend
+        self.reason = reason
+        super().__init__(f"backend {backend} unavailable: {reason}")
+
+
+class StreamNotSupportedError(ToolRunError):
+    """The tool's backend cannot report progress, so it cannot be streamed."""
+
+    def __init__(self, tool_id: str, backend: str) -> None:
+        self.tool_id = tool_id
+        self.backend = backend
+        super().__init__(f"tool {tool_id!r}: backend {backend} does not support streaming")
+
+
+class ChainError(ToolRunError, ValueError):
+    """A chain is invalid before it runs (too many steps, a malformed step)."""
