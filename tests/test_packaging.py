@@ -83,7 +83,10 @@ def test_layering_imports_point_one_way(name: str) -> None:
 
 
 def test_toolindex_does_not_pull_in_mcp_or_toolrun() -> None:
-    code = "import sys, toolindex; print(sorted(m for m in ('mcp', 'toolrun', 'tooldocs', 'toolcode') if m in sys.modules))"
+    code = (
+        "import sys, toolindex; "
+        "print(sorted(m for m in ('mcp', 'toolrun', 'tooldocs', 'toolcode') if m in sys.modules))"
+    )
     import subprocess
 
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
