@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 import structlog
 from rapidfuzz import process as fuzz_process
 
-from toolindex._ids import ToolID
+from toolindex._ids import ToolID, validate_namespace
 from toolindex._model import BackendRef, ChangeEvent, ChangeKind, NamespaceInfo, SearchHit, Tool, ToolPage
 from toolindex._protocol import ChangeCallback, Unsubscribe
 from toolindex._search import SearchEngine
@@ -54,6 +54,8 @@ class InMemoryIndex:
         self._subscribers: dict[int, ChangeCallback] = {}
         self._next_sub = 0
         self._engine = SearchEngine()
+        # namespace -> description (search metadata, e.g. an MCP server's instructions)
+        self._ns_text: dict[str, str] = {}
 
     # -- mutation -----------------------------------------------------------------
 
@@ -113,7 +115,7 @@ class InMemoryIndex:
                     have = self._backends[tid]
                     have.extend(r for r in refs if r not in have)
                 self._tools[tid] = tool
-                self._engine.add(tid, tool)
+                self._engine.add(tid, tool, self._ns_text.get(tool.namespace))
             if new_ids:
                 self._emit("registered", new_ids)
             if updated_ids:
@@ -154,6 +156,40 @@ class InMemoryIndex:
             if removed:
                 self._emit("unregistered", removed)
             return removed
+
+    def describe_namespace(self, namespace: str, description: str | None) -> None:
+        """Attach a description to a namespace (or clear it with ``None``).
+
+        The description says what the namespace's tools are for as a whole (an MCP
+        server's ``instructions`` or registry description, say). It is shown by
+        :meth:`namespaces` and searched as a low-weight field of every tool in the
+        namespace, so a query about the service finds its tools even when a tool's own
+        description does not name it. It may be set before the namespace has tools.
+
+        Re-indexes the namespace's tools; if it has any, subscribers get one ``updated``
+        event listing them.
+
+        Args:
+            namespace: The namespace (need not have tools yet).
+            description: Free text, or ``None`` (or blank) to remove it.
+
+        Raises:
+            InvalidToolIDError: If ``namespace`` is not a valid namespace.
+        """
+        validate_namespace(namespace)
+        text = description.strip() if description else ""
+        with self._lock:
+            if self._ns_text.get(namespace, "") == text:
+                return
+            if text:
+                self._ns_text[namespace] = text
+            else:
+                self._ns_text.pop(namespace, None)
+            ids = sorted(tid for tid, t in self._tools.items() if t.namespace == namespace)
+            for tid in ids:
+                self._engine.add(tid, self._tools[tid], text or None)
+            if ids:
+                self._emit("updated", ids)
 
     def _remove(self, tid: str) -> None:
         tool = self._tools.pop(tid)
@@ -294,14 +330,7 @@ class InMemoryIndex:
         ns = frozenset(namespaces) if namespaces is not None else None
         tg = frozenset(t.strip().lower().replace(" ", "-") for t in tags) if tags else None
         with self._lock:
-
-            def accept(tid: str) -> bool:
-                tool = self._tools[tid]
-                if ns is not None and tool.namespace not in ns:
-                    return False
-                return not (tg is not None and not tg.issubset(tool.tags))
-
-            ranked = self._engine.search(query, limit, accept if (ns is not None or tg is not None) else None)
+            ranked = self._engine.search(query, limit, ns, tg)
             return [
                 SearchHit(id=tid, namespace=t.namespace, name=t.name, summary=t.summary, score=round(score, 6))
                 for tid, score in ranked
@@ -316,7 +345,9 @@ class InMemoryIndex:
             counts: dict[str, int] = {}
             for tool in self._tools.values():
                 counts[tool.namespace] = counts.get(tool.namespace, 0) + 1
-        return [NamespaceInfo(name=n, tool_count=c) for n, c in sorted(counts.items())]
+            return [
+                NamespaceInfo(name=n, tool_count=c, description=self._ns_text.get(n)) for n, c in sorted(counts.items())
+            ]
 
     def list_tools(self, *, cursor: str | None = None, limit: int = 100, namespace: str | None = None) -> ToolPage:
         """A page of tools in id order.

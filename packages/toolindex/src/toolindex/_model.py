@@ -200,7 +200,8 @@ class Tool(BaseModel):
         except ValidationError as e:
             err = e.errors()[0]
             field = ".".join(str(p) for p in err["loc"]) or None
-            raise InvalidToolError(str(fields.get("name", "?")), field, err["msg"]) from e
+            msg = err["msg"].removeprefix("Value error, ")
+            raise InvalidToolError(str(fields.get("name", "?")), field, msg) from e
 
     @property
     def id(self) -> str:
@@ -309,6 +310,8 @@ class NamespaceInfo(BaseModel):
 
     name: str
     tool_count: int
+    description: str | None = None
+    """The namespace's description, if one was set (see ``InMemoryIndex.describe_namespace``)."""
 
 
 class ChangeEvent(BaseModel):

@@ -1,77 +1,454 @@
-"""Lexical search engine behind :class:`~toolindex.InMemoryIndex` (first cut: plain BM25)."""
+"""The lexical search engine behind :class:`~toolindex.InMemoryIndex`.
+
+Model: BM25F. Each tool is a document with several fields (name, title, description,
+parameter names, parameter descriptions, tags, namespace, namespace description, and
+name/title word pairs). A term's frequency is length-normalised per field, weighted per
+field and summed into one pseudo-frequency, which is then saturated once (so a term
+repeated across fields does not count many times over). On top of that:
+
+- a coverage factor favours tools that match more of the query's (idf-weighted) terms;
+- query words the index has never seen are expanded to close vocabulary words (typos,
+  rapidfuzz Levenshtein distance) or to words they begin (abbreviations: ``repo`` →
+  ``repository``), at a discount.
+
+Layout: inverted postings per term, appended to on registration (``array`` buffers), turned
+into numpy arrays lazily the first time a query needs them; scores accumulate in a dense
+numpy vector. Removal is lazy: a removed tool's slot is marked dead (its normalisers drop to
+zero) and the postings are compacted once dead slots dominate.
+
+The engine is not thread-safe; :class:`~toolindex.InMemoryIndex` serialises access.
+"""
 
 from __future__ import annotations
 
+import bisect
 import math
-import re
+from array import array
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from rapidfuzz import process as fuzz_process
+from rapidfuzz.distance import Levenshtein
 
 from toolindex._model import Tool
+from toolindex._tokenize import STOPWORDS, split_words, stem
 
-__all__ = ["SearchEngine", "tokenize"]
+__all__ = ["FIELDS", "SearchEngine", "SearchParams"]
 
-_SPLIT = re.compile(r"[^A-Za-z0-9]+")
-_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+FloatArray = npt.NDArray[np.float32]
+IntArray = npt.NDArray[np.int32]
+
+FIELDS = ("name", "title", "description", "param_names", "param_text", "tags", "namespace", "ns_text", "phrase")
+"""Document fields, in the order of :class:`SearchParams` weights."""
+_F = {f: i for i, f in enumerate(FIELDS)}
 
 
-def tokenize(text: str) -> list[str]:
-    """Split text and identifiers (snake, camel, kebab, dotted) into lower-case words."""
+@dataclass(frozen=True, slots=True)
+class SearchParams:
+    """Ranking parameters: one set of defaults for every catalog."""
+
+    k1: float = 1.2
+    """Term-frequency saturation."""
+    weights: tuple[float, ...] = (3.0, 2.0, 1.0, 0.6, 0.3, 1.0, 0.8, 0.25, 1.5)
+    """Per-field weights, in :data:`FIELDS` order."""
+    b: tuple[float, ...] = (0.5, 0.5, 0.75, 0.6, 0.75, 0.3, 0.3, 0.75, 0.5)
+    """Per-field length normalisation, in :data:`FIELDS` order."""
+    coverage: float = 0.5
+    """How much matching more of the query's idf mass multiplies the score."""
+    fuzzy_discount: float = 0.6
+    """Weight of a typo correction relative to an exact term."""
+    prefix_discount: float = 0.4
+    """Weight of an abbreviation (prefix) expansion relative to an exact term."""
+    max_expansions: int = 3
+    """Vocabulary words an unknown query word may expand to."""
+
+
+class _Postings:
+    """One term's postings: parallel buffers of (slot, field, tf), slots non-decreasing."""
+
+    __slots__ = ("cache", "fields", "slots", "tfs")
+
+    def __init__(self) -> None:
+        self.slots = array("i")
+        self.fields = array("b")
+        self.tfs = array("f")
+        self.cache: tuple[IntArray, npt.NDArray[np.int8], FloatArray, IntArray, IntArray] | None = None
+
+    def arrays(self) -> tuple[IntArray, npt.NDArray[np.int8], FloatArray, IntArray, IntArray]:
+        """(slots, fields, tfs, start of each slot's run, unique slots) as numpy arrays."""
+        if self.cache is None:
+            slots = np.array(self.slots, dtype=np.int32)
+            fields = np.array(self.fields, dtype=np.int8)
+            tfs = np.array(self.tfs, dtype=np.float32)
+            if len(slots):
+                starts = np.flatnonzero(np.concatenate(([True], slots[1:] != slots[:-1]))).astype(np.int32)
+            else:
+                starts = np.zeros(0, dtype=np.int32)
+            self.cache = (slots, fields, tfs, starts, slots[starts])
+        return self.cache
+
+
+@dataclass(slots=True)
+class _Doc:
+    tid: str
+    namespace: str
+    tags: tuple[str, ...]
+    terms: tuple[str, ...]
+    """Distinct terms (for df bookkeeping on removal)."""
+    words: tuple[str, ...]
+    """Distinct unstemmed words (for the typo vocabulary)."""
+
+
+def _schema_params(schema: Mapping[str, Any], depth: int = 0) -> Iterable[tuple[str, str]]:
+    """(name, description) of each property, nested objects and array items included (2 levels)."""
+    props = schema.get("properties")
+    if not isinstance(props, Mapping):
+        return
+    for name, sub in props.items():  # pyright: ignore[reportUnknownVariableType]
+        if not isinstance(sub, Mapping):
+            yield str(name), ""  # pyright: ignore[reportUnknownArgumentType]
+            continue
+        desc = sub.get("description")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+        enum = sub.get("enum")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+        text = str(desc) if isinstance(desc, str) else ""  # pyright: ignore[reportUnknownArgumentType]
+        if isinstance(enum, list) and len(enum) <= 30:  # pyright: ignore[reportUnknownArgumentType]
+            text += " " + " ".join(str(e) for e in enum if isinstance(e, str))  # pyright: ignore[reportUnknownVariableType]
+        yield str(name), text  # pyright: ignore[reportUnknownArgumentType]
+        if depth < 1:
+            yield from _schema_params(sub, depth + 1)  # pyright: ignore[reportUnknownArgumentType]
+            items = sub.get("items")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+            if isinstance(items, Mapping):
+                yield from _schema_params(items, depth + 1)  # pyright: ignore[reportUnknownArgumentType]
+
+
+def _terms(text: str, words: set[str]) -> list[str]:
     out: list[str] = []
-    for piece in _SPLIT.split(text):
-        if piece:
-            out.extend(w.lower() for w in _CAMEL.split(piece) if w)
+    for w in split_words(text):
+        if w in STOPWORDS:
+            continue
+        words.add(w)
+        out.append(stem(w))
     return out
 
 
+def _pairs(terms: list[str]) -> list[str]:
+    # Adjacent term pairs; a space cannot occur inside a term, so pairs never collide with words.
+    return [f"{a} {b}" for a, b in zip(terms, terms[1:], strict=False) if a != b]
+
+
+def document_fields(tool: Tool, namespace_text: str | None) -> tuple[dict[int, Counter[str]], set[str]]:
+    """The field → term counts of a tool, and its unstemmed words."""
+    words: set[str] = set()
+    name = _terms(tool.name, words)
+    title = _terms(tool.title or "", words)
+    params = list(_schema_params(tool.input_schema))
+    fields: dict[int, Counter[str]] = {
+        _F["name"]: Counter(name),
+        _F["title"]: Counter(title),
+        _F["description"]: Counter(_terms(tool.description, words)),
+        _F["param_names"]: Counter(t for p, _ in params for t in _terms(p, words)),
+        _F["param_text"]: Counter(t for _, d in params for t in _terms(d, words)),
+        _F["tags"]: Counter(t for tag in tool.tags for t in _terms(tag, words)),
+        _F["namespace"]: Counter(_terms(tool.namespace, words)),
+        _F["ns_text"]: Counter(_terms(namespace_text or "", words)),
+        _F["phrase"]: Counter(_pairs(name) + _pairs(title)),
+    }
+    return {f: c for f, c in fields.items() if c}, words
+
+
 class SearchEngine:
-    """Incremental BM25 over name + description + tags. Not thread-safe: the index locks."""
+    """Incremental BM25F index over tools. Not thread-safe: the owning index serialises calls."""
 
-    def __init__(self, k1: float = 1.2, b: float = 0.75) -> None:
-        self.k1 = k1
-        self.b = b
-        self._docs: dict[str, Counter[str]] = {}
-        self._lens: dict[str, int] = {}
+    def __init__(self, params: SearchParams | None = None) -> None:
+        self.params = params or SearchParams()
+        nf = len(FIELDS)
+        if len(self.params.weights) != nf or len(self.params.b) != nf:
+            raise ValueError(f"weights and b need {nf} values each, in the order {FIELDS}")
+        self._weights = np.array(self.params.weights, dtype=np.float32)
+        self._b = np.array(self.params.b, dtype=np.float32)
+        self._postings: dict[str, _Postings] = {}
         self._df: Counter[str] = Counter()
-        self._total_len = 0
+        self._slot_of: dict[str, int] = {}
+        self._docs: list[_Doc | None] = []
+        self._cap = 1024
+        self._lens = np.zeros((nf, self._cap), dtype=np.float32)
+        self._alive = np.zeros(self._cap, dtype=bool)
+        self._len_sum = np.zeros(nf, dtype=np.float64)
+        self._n_alive = 0
+        self._norm: FloatArray | None = None  # weight / length normaliser, per field and slot
+        # Typo vocabulary: unstemmed word -> number of live tools using it.
+        self._words: Counter[str] = Counter()
+        self._vocab_sorted: list[str] | None = None
+        self._by_len: dict[int, list[str]] | None = None
+        self._expansions: dict[str, list[tuple[str, float]]] = {}
+        self._ns_slots: dict[str, set[int]] = {}
+        self._tag_slots: dict[str, set[int]] = {}
 
-    def add(self, tid: str, tool: Tool) -> None:
-        """Index (or re-index) one tool."""
-        if tid in self._docs:
+    def __len__(self) -> int:
+        return self._n_alive
+
+    # -- mutation -------------------------------------------------------------------------
+
+    def add(self, tid: str, tool: Tool, namespace_text: str | None = None) -> None:
+        """Index (or re-index) one tool; touches only its own terms."""
+        if tid in self._slot_of:
             self.remove(tid)
-        text = " ".join([tool.namespace, tool.name, tool.title or "", tool.description, " ".join(tool.tags)])
-        tf = Counter(tokenize(text))
-        self._docs[tid] = tf
-        n = sum(tf.values())
-        self._lens[tid] = n
-        self._total_len += n
-        self._df.update(tf.keys())
+        fields, words = document_fields(tool, namespace_text)
+        slot = len(self._docs)
+        if slot >= self._cap:
+            self._grow()
+        terms: set[str] = set()
+        # Postings stay sorted by slot because slots only grow; entries of one slot are adjacent.
+        for f, counts in fields.items():
+            self._lens[f, slot] = sum(counts.values())
+            for term, tf in counts.items():
+                p = self._postings.get(term)
+                if p is None:
+                    p = self._postings[term] = _Postings()
+                p.slots.append(slot)
+                p.fields.append(f)
+                p.tfs.append(tf)
+                p.cache = None
+                terms.add(term)
+        self._len_sum += self._lens[:, slot]
+        self._df.update(terms)
+        new_words = [w for w in words if w not in self._words]
+        self._words.update(words)
+        if new_words:
+            self._vocab_changed()
+        self._alive[slot] = True
+        self._n_alive += 1
+        self._docs.append(_Doc(tid, tool.namespace, tool.tags, tuple(terms), tuple(words)))
+        self._slot_of[tid] = slot
+        self._ns_slots.setdefault(tool.namespace, set()).add(slot)
+        for tag in tool.tags:
+            self._tag_slots.setdefault(tag, set()).add(slot)
+        self._norm = None
 
     def remove(self, tid: str) -> None:
-        """Drop one tool from the index."""
-        tf = self._docs.pop(tid, None)
-        if tf is None:
+        """Drop one tool (lazily: its slot goes dead, postings are compacted later)."""
+        slot = self._slot_of.pop(tid, None)
+        if slot is None:
             return
-        self._total_len -= self._lens.pop(tid)
-        self._df.subtract(tf.keys())
+        doc = self._docs[slot]
+        assert doc is not None
+        self._docs[slot] = None
+        self._alive[slot] = False
+        self._n_alive -= 1
+        self._len_sum -= self._lens[:, slot]
+        self._df.subtract(doc.terms)
+        for t in doc.terms:
+            if self._df[t] <= 0:
+                del self._df[t]
+        self._words.subtract(doc.words)
+        gone = [w for w in doc.words if self._words[w] <= 0]
+        for w in gone:
+            del self._words[w]
+        if gone:
+            self._vocab_changed()
+        self._ns_slots[doc.namespace].discard(slot)
+        if not self._ns_slots[doc.namespace]:
+            del self._ns_slots[doc.namespace]
+        for tag in doc.tags:
+            self._tag_slots[tag].discard(slot)
+            if not self._tag_slots[tag]:
+                del self._tag_slots[tag]
+        self._norm = None
+        dead = len(self._docs) - self._n_alive
+        if dead > 1024 and dead > self._n_alive:
+            self._compact()
 
-    def search(self, query: str, limit: int, accept: Callable[[str], bool] | None) -> list[tuple[str, float]]:
-        """Return ``(id, score)`` pairs, best first."""
-        terms = tokenize(query)
-        n = len(self._docs)
-        if not terms or n == 0:
-            return []
-        avg = self._total_len / n
-        scores: dict[str, float] = {}
-        for tid, tf in self._docs.items():
-            if accept is not None and not accept(tid):
+    def _grow(self) -> None:
+        cap = self._cap * 2
+        lens = np.zeros((len(FIELDS), cap), dtype=np.float32)
+        lens[:, : self._cap] = self._lens
+        alive = np.zeros(cap, dtype=bool)
+        alive[: self._cap] = self._alive
+        self._lens, self._alive, self._cap = lens, alive, cap
+
+    def _compact(self) -> None:
+        # Renumber live slots densely and drop dead postings; O(index size), amortised by the
+        # rule that it only runs once dead slots outnumber live ones.
+        live = np.flatnonzero(self._alive[: len(self._docs)])
+        remap = np.full(len(self._docs), -1, dtype=np.int32)
+        remap[live] = np.arange(len(live), dtype=np.int32)
+        for term, p in list(self._postings.items()):
+            slots = np.array(p.slots, dtype=np.int32)
+            keep = remap[slots] >= 0
+            if not keep.any():
+                del self._postings[term]
                 continue
-            s = 0.0
-            for t in terms:
-                f = tf.get(t, 0)
-                if f:
-                    idf = math.log(1 + (n - self._df[t] + 0.5) / (self._df[t] + 0.5))
-                    s += idf * f * (self.k1 + 1) / (f + self.k1 * (1 - self.b + self.b * self._lens[tid] / avg))
-            if s > 0:
-                scores[tid] = s
-        return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+            q = _Postings()
+            q.slots = array("i", remap[slots[keep]].tolist())
+            q.fields = array("b", np.array(p.fields, dtype=np.int8)[keep].tolist())
+            q.tfs = array("f", np.array(p.tfs, dtype=np.float32)[keep].tolist())
+            self._postings[term] = q
+        docs = [self._docs[int(i)] for i in live]
+        self._docs = docs
+        self._slot_of = {d.tid: i for i, d in enumerate(docs) if d is not None}
+        lens = np.zeros_like(self._lens)
+        lens[:, : len(live)] = self._lens[:, live]
+        self._lens = lens
+        self._alive[:] = False
+        self._alive[: len(live)] = True
+        self._ns_slots = {}
+        self._tag_slots = {}
+        for i, d in enumerate(docs):
+            assert d is not None
+            self._ns_slots.setdefault(d.namespace, set()).add(i)
+            for tag in d.tags:
+                self._tag_slots.setdefault(tag, set()).add(i)
+        self._norm = None
+
+    def _vocab_changed(self) -> None:
+        self._vocab_sorted = None
+        self._by_len = None
+        self._expansions.clear()
+
+    # -- query ----------------------------------------------------------------------------
+
+    def _normalisers(self) -> FloatArray:
+        if self._norm is None:
+            n = len(self._docs)
+            avg = np.where(self._len_sum > 0, self._len_sum / max(self._n_alive, 1), 1.0).astype(np.float32)
+            b = self._b[:, None]
+            denom = 1.0 - b + b * (self._lens[:, :n] / avg[:, None])
+            norm = np.zeros((len(FIELDS), self._cap), dtype=np.float32)
+            norm[:, :n] = self._weights[:, None] / denom
+            norm[:, :n] *= self._alive[:n]
+            self._norm = norm
+        return self._norm
+
+    def _idf(self, term: str) -> float:
+        df = self._df.get(term, 0)
+        n = self._n_alive
+        return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+
+    def _expand(self, word: str) -> list[tuple[str, float]]:
+        """Vocabulary stems an unknown query word may stand for, with their discount."""
+        cached = self._expansions.get(word)
+        if cached is not None:
+            return cached
+        p = self.params
+        out: dict[str, float] = {}
+        if word.isalpha() and len(word) >= 4:
+            if self._by_len is None:
+                by_len: dict[int, list[str]] = {}
+                for w in self._words:
+                    by_len.setdefault(len(w), []).append(w)
+                self._by_len = by_len
+            max_d = 1 if len(word) <= 7 else 2
+            cands = [w for n in range(len(word) - max_d, len(word) + max_d + 1) for w in self._by_len.get(n, ())]
+            found = fuzz_process.extract(
+                word, cands, scorer=Levenshtein.distance, score_cutoff=max_d, limit=p.max_expansions * 4
+            )
+            found.sort(key=lambda m: (m[1], -self._words[m[0]], m[0]))
+            for w, dist, _ in found[: p.max_expansions]:
+                s = stem(w)
+                weight = p.fuzzy_discount * (1.0 - dist / (len(word) + 1))
+                out[s] = max(out.get(s, 0.0), weight)
+        if word.isalpha() and len(word) >= 3 and not out:
+            if self._vocab_sorted is None:
+                self._vocab_sorted = sorted(self._words)
+            vocab = self._vocab_sorted
+            i = bisect.bisect_left(vocab, word)
+            longer: list[str] = []
+            while i < len(vocab) and vocab[i].startswith(word) and len(longer) < 50:
+                longer.append(vocab[i])
+                i += 1
+            longer.sort(key=lambda w: (-self._words[w], w))
+            for w in longer[: p.max_expansions]:
+                s = stem(w)
+                out[s] = max(out.get(s, 0.0), p.prefix_discount * len(word) / len(w))
+        result = sorted(out.items())
+        if len(self._expansions) > 10_000:
+            self._expansions.clear()
+        self._expansions[word] = result
+        return result
+
+    def query_terms(self, query: str) -> dict[str, float]:
+        """Weighted query terms: exact stems, word pairs, and expansions of unknown words."""
+        weights: dict[str, float] = {}
+        stems: list[str] = []
+        for w in split_words(query):
+            if w in STOPWORDS:
+                continue
+            s = stem(w)
+            if s in self._df:
+                stems.append(s)
+                weights[s] = weights.get(s, 0.0) + 1.0
+                continue
+            for t, wt in self._expand(w):
+                if t in self._df:
+                    weights[t] = max(weights.get(t, 0.0), wt)
+        for pair in _pairs(stems):
+            if pair in self._df:
+                weights[pair] = 1.0
+        # Repeating a word in a query should not double its pull.
+        return {t: 1.0 + 0.5 * math.log(w) if w > 1.0 else w for t, w in weights.items()}
+
+    def search(
+        self,
+        query: str,
+        limit: int,
+        namespaces: frozenset[str] | None = None,
+        tags: frozenset[str] | None = None,
+    ) -> list[tuple[str, float]]:
+        """``(id, score)`` pairs, best first, ties by id."""
+        if self._n_alive == 0:
+            return []
+        terms = self.query_terms(query)
+        if not terms:
+            return []
+        norm = self._normalisers()
+        n = len(self._docs)
+        k1 = self.params.k1
+        scores = np.zeros(n, dtype=np.float32)
+        covered = np.zeros(n, dtype=np.float32)
+        total = 0.0
+        for term, qw in terms.items():
+            idf = self._idf(term) * qw
+            total += idf
+            slots, fields, tfs, starts, uniq = self._postings[term].arrays()
+            pseudo = np.add.reduceat(tfs * norm[fields, slots], starts) if len(starts) else tfs
+            scores[uniq] += (idf * (k1 + 1.0)) * pseudo / (k1 + pseudo)
+            covered[uniq] += np.where(pseudo > 0, idf, 0.0).astype(np.float32)
+        mask = self._filter(namespaces, tags, n)
+        if mask is not None:
+            scores *= mask
+        cand = np.flatnonzero(scores > 0)
+        if len(cand) == 0:
+            return []
+        final = scores[cand] * (1.0 + self.params.coverage * covered[cand] / np.float32(total))
+        if len(cand) > limit:
+            kth = np.partition(final, len(final) - limit)[len(final) - limit]
+            keep = final >= kth
+            cand, final = cand[keep], final[keep]
+        ranked = sorted(
+            ((float(s), self._docs[int(c)].tid) for c, s in zip(cand, final, strict=True)),  # type: ignore[union-attr]
+            key=lambda x: (-x[0], x[1]),
+        )
+        return [(tid, s) for s, tid in ranked[:limit]]
+
+    def _filter(self, namespaces: frozenset[str] | None, tags: frozenset[str] | None, n: int) -> FloatArray | None:
+        if namespaces is None and not tags:
+            return None
+        mask = np.zeros(n, dtype=np.float32)
+        if namespaces is None:
+            mask[:] = 1.0
+        else:
+            for ns in namespaces:
+                slots = self._ns_slots.get(ns)
+                if slots:
+                    mask[list(slots)] = 1.0
+        for tag in tags or ():
+            slots = self._tag_slots.get(tag)
+            keep = np.zeros(n, dtype=np.float32)
+            if slots:
+                keep[list(slots)] = 1.0
+            mask *= keep
+        return mask

@@ -1,0 +1,137 @@
+"""Text and identifier tokenisation for search.
+
+Identifiers are split the way people read them: ``list_issues``, ``getApiOverview``,
+``HTTPServer``, ``kebab-case``, ``dotted.names`` all become separate words; a word mixing
+letters and digits (``s3``, ``base64``) is kept whole and, when its letter run is long enough
+to mean something, that run is added too (``base64`` → ``base64``, ``base``).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from functools import lru_cache
+
+import Stemmer
+
+__all__ = ["STOPWORDS", "split_words", "stem", "tokenize"]
+
+# Unicode letters and digits; "_" is a separator here, so identifiers split on it.
+_PIECE = re.compile(r"[^\W_]+")
+_CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])|(?<=[0-9])(?=[A-Z][a-z])")
+_LETTERS = re.compile(r"[a-z]+")
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+
+#: Words that carry no meaning for finding a tool: English function words and the
+#: conversational filler of requests ("can you please help me ..."). Dropped from both
+#: documents and queries.
+STOPWORDS: frozenset[str] = frozenset(
+    """
+    a about above after again against all also am an and any are as at be because been before being
+    below between both but by can could did do does doing done down during each either else etc ever
+    every few for from further had has have having he her here hers herself him himself his how i if
+    in into is it its itself just let lets like may me might mine more most much must my myself need
+    needs no nor not now of off on once only or other our ours ourselves out over own per please same
+    shall she should so some such than that the their theirs them themselves then there these they
+    this those through thus to too under until up upon us very via was we were what when where which
+    while who whom whose why will with within without would yet you your yours yourself yourselves
+    want wants wanted
+    """.split()
+)
+
+
+@lru_cache(maxsize=200_000)
+def _stem_cached(word: str) -> str:
+    return _STEMMER.stemWord(word)
+
+
+_STEMMER = Stemmer.Stemmer("english")
+
+
+def stem(word: str) -> str:
+    """The Snowball (Porter2) English stem of a lower-case word; words with digits stay whole."""
+    if not word.isalpha() or len(word) < 3:
+        return word
+    return _stem_cached(word)
+
+
+def _fold(text: str) -> str:
+    # Strip accents so "café" and "cafe" meet; keep CJK and other scripts as they are.
+    if text.isascii():
+        return text
+    decomposed = unicodedata.normalize("NFKD", text)
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
+def split_words(text: str) -> list[str]:
+    """Split text and identifiers into lower-case words (no stemming, stopwords kept).
+
+    Args:
+        text: Free text or an identifier.
+
+    Returns:
+        The words, in order.
+    """
+    out: list[str] = []
+    for piece in _PIECE.findall(_fold(text)):
+        if _CJK.search(piece):
+            out.extend(_cjk_words(piece))
+            continue
+        for part in _CAMEL.split(piece):
+            if not part:
+                continue
+            word = part.lower()
+            if word.isalpha() or word.isdigit():
+                out.append(word)
+                continue
+            # Mixed letters and digits: keep the whole, plus a long enough letter run.
+            out.append(word)
+            out.extend(run for run in _LETTERS.findall(word) if len(run) >= 3)
+    return out
+
+
+def _cjk_words(piece: str) -> list[str]:
+    # CJK text has no spaces: index overlapping character bigrams (as Lucene's CJK analyser does),
+    # and keep Latin runs inside the piece as words.
+    out: list[str] = []
+    run: list[str] = []
+
+    def flush() -> None:
+        if len(run) == 1:
+            out.append(run[0])
+        out.extend(run[i] + run[i + 1] for i in range(len(run) - 1))
+        run.clear()
+
+    latin = ""
+    for ch in piece:
+        if _CJK.match(ch):
+            if latin:
+                out.extend(w.lower() for w in _CAMEL.split(latin) if w)
+                latin = ""
+            run.append(ch)
+        else:
+            if run:
+                flush()
+            latin += ch
+    if run:
+        flush()
+    if latin:
+        out.extend(w.lower() for w in _CAMEL.split(latin) if w)
+    return out
+
+
+def tokenize(text: str) -> list[str]:
+    """Split, drop stopwords and stem: the terms search matches on.
+
+    Args:
+        text: Free text or an identifier.
+
+    Returns:
+        Stemmed terms, in order.
+
+    >>> tokenize("getApiOverview")
+    ['get', 'api', 'overview']
+    >>> tokenize("list_open-issues.v2")
+    ['list', 'open', 'issu', 'v2']
+    """
+    return [stem(w) for w in split_words(text) if w not in STOPWORDS]
