@@ -57,6 +57,9 @@ class BackendResult:
     content: tuple[dict[str, Any], ...] = ()
     """MCP content blocks in wire form (``{"type": "text", "text": ...}``, images, audio, resources)."""
     is_error: bool = False
+    error: BaseException | None = field(default=None, compare=False, repr=False)
+    """With ``is_error``: the exception behind the failure, if there is one (a local function's
+    exception, a provider's); the runner chains ``ToolExecutionError`` to it."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,506 @@
+"""Local backend: plain Python functions, sync or async, registered with a decorator."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, NotRequired, Required, TypeVar, get_type_hints, overload
+
+import anyio
+import anyio.from_thread
+import anyio.to_thread
+import pydantic
+import structlog
+from pydantic import ConfigDict, Field, TypeAdapter
+from pydantic.json_schema import GenerateJsonSchema
+from pydantic_core import PydanticSerializationError, to_jsonable_python
+from typing_extensions import TypedDict
+
+from toolindex import BackendKind, BackendRef, Index, Tool
+from toolrun._types import BackendResult, ProgressCallback, ProgressEvent
+from toolrun._validation import json_path
+from toolrun.exceptions import (
+    BackendUnavailableError,
+    InputValidationError,
+    NoBackendError,
+    ToolTimeoutError,
+    ValidationProblem,
+)
+
+__all__ = ["LocalBackend", "Progress"]
+
+_log = structlog.get_logger("toolrun.local")
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_JSON_SCALARS: frozenset[type[Any]] = frozenset({str, int, float, bool, type(None)})
+_SECTION = re.compile(
+    r"^(Args|Arguments|Parameters|Params|Returns|Return|Yields|Raises|Examples?|Notes?|Attributes|See Also|Warnings?)"
+    r"\s*:\s*$"
+)
+_PARAM_LINE = re.compile(r"^\*{0,2}(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
+
+
+class Progress:
+    """Progress reporter handed to a local function that declares a parameter of this type.
+
+    The parameter is not part of the tool's input schema. When the call is not streamed,
+    reporting is a cheap no-op. Async functions ``await progress.report(...)``; sync
+    functions running in a worker thread call ``progress.report_sync(...)``.
+    """
+
+    __slots__ = ("_callback", "_tool_id")
+
+    def __init__(self, tool_id: str, callback: ProgressCallback | None) -> None:
+        self._tool_id = tool_id
+        self._callback = callback
+
+    @property
+    def enabled(self) -> bool:
+        """Whether anyone listens (the call is streamed)."""
+        return self._callback is not None
+
+    async def report(self, progress: float, total: float | None = None, message: str | None = None) -> None:
+        """Report progress from an async function.
+
+        Args:
+            progress: Progress so far (should increase).
+            total: The total, when known.
+            message: A short human-readable status.
+        """
+        if self._callback is not None:
+            await self._callback(ProgressEvent(self._tool_id, progress, total, message))
+
+    def report_sync(self, progress: float, total: float | None = None, message: str | None = None) -> None:
+        """Report progress from a sync function running in a worker thread.
+
+        Args:
+            progress: Progress so far (should increase).
+            total: The total, when known.
+            message: A short human-readable status.
+
+        Raises:
+            RuntimeError: If called from the event loop thread (use :meth:`report` there).
+        """
+        callback = self._callback
+        if callback is not None:
+            event = ProgressEvent(self._tool_id, progress, total, message)
+
+            async def send() -> None:
+                await callback(event)
+
+            anyio.from_thread.run(send)
+
+
+class _NoTitles(GenerateJsonSchema):
+    # Property titles generated from parameter names ("A" for "a") are noise in tool docs.
+    def field_title_should_be_set(self, schema: Any) -> bool:
+        return False
+
+
+def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
+    """Split a Google-style docstring into its description and per-parameter descriptions.
+
+    Args:
+        doc: The docstring (may be ``None``).
+
+    Returns:
+        The text before the first section header, and ``{param: description}`` from the
+        ``Args:`` section (continuation lines joined).
+    """
+    if not doc:
+        return "", {}
+    lines = inspect.cleandoc(doc).splitlines()
+    desc: list[str] = []
+    params: dict[str, str] = {}
+    section: str | None = None
+    current: str | None = None
+    base_indent = 0
+    for line in lines:
+        stripped = line.strip()
+        m = _SECTION.match(stripped) if not line.startswith((" ", "\t")) else None
+        if m:
+            section = m.group(1).lower()
+            current = None
+            base_indent = -1
+            continue
+        if section is None:
+            desc.append(line)
+            continue
+        if section not in ("args", "arguments", "parameters", "params") or not stripped:
+            continue
+        indent = len(line) - len(line.lstrip())
+        if base_indent < 0:
+            base_indent = indent
+        pm = _PARAM_LINE.match(stripped)
+        if indent <= base_indent and pm:
+            current = str(pm.group(1))
+            params[current] = str(pm.group(2)).strip()
+        elif current is not None:
+            params[current] = f"{params[current]} {stripped}".strip()
+    return "\n".join(desc).strip(), params
+
+
+@dataclass(frozen=True, slots=True)
+class _LocalTool:
+    fn: Callable[..., Any]
+    tool: Tool
+    is_async: bool
+    inline: bool
+    progress_param: str | None
+    args_adapter: TypeAdapter[Any]
+    result_adapter: TypeAdapter[Any] | None
+
+
+class LocalBackend:
+    """Runs plain Python functions registered with :meth:`tool`.
+
+    The input schema comes from the parameters' type hints (pydantic), with parameter
+    descriptions from the Google-style ``Args:`` section of the docstring; the output schema
+    from the return annotation (none when there is no annotation or it is ``None``). Sync
+    functions run in a worker thread so they never block the event loop, unless registered
+    with ``inline=True`` (for fast, pure functions). An exception raised by the function is
+    a tool failure: the runner raises ``ToolExecutionError`` with its message, chained to it.
+
+    Each function is referenced from the index as ``BackendRef.local("namespace:name")``.
+
+    Example::
+
+        local = LocalBackend()
+
+        @local.tool(tags=["math"])
+        def add(a: int, b: int = 1) -> int:
+            '''Add two numbers.
+
+    Args:
+                a: The first number.
+                b: The second number.
+            '''
+            return a + b
+    """
+
+    def __init__(self, *, max_threads: int | None = None) -> None:
+        """Create an empty backend.
+
+        Args:
+            max_threads: Maximum sync functions running in worker threads at once (default:
+                anyio's shared limit of 40).
+        """
+        self._tools: dict[str, _LocalTool] = {}
+        self._indexes: list[Index] = []
+        self._limiter = anyio.CapacityLimiter(max_threads) if max_threads is not None else None
+        self._closed = False
+
+    # -- Backend protocol ---------------------------------------------------------
+
+    @property
+    def kind(self) -> BackendKind:
+        """Always ``"local"``."""
+        return "local"
+
+    @property
+    def supports_progress(self) -> bool:
+        """``True``: functions that take a :class:`Progress` parameter report progress."""
+        return True
+
+    def handles(self, ref: BackendRef) -> bool:
+        """Whether ``ref`` points at a function registered here.
+
+        Args:
+            ref: A backend reference.
+
+        Returns:
+            ``True`` for a ``local`` reference to one of this backend's functions.
+        """
+        return ref.kind == "local" and ref.name in self._tools
+
+    async def attach(self, index: Index) -> list[Tool]:
+        """Register every function's tool in ``index``; later registrations go there too.
+
+        Args:
+            index: The index to fill.
+
+        Returns:
+            The tools registered.
+        """
+        tools = [(t.tool, BackendRef.local(key)) for key, t in self._tools.items()]
+        if tools:
+            index.register_many(tools)
+        if index not in self._indexes:
+            self._indexes.append(index)
+        return [t for t, _ in tools]
+
+    async def call(
+        self,
+        ref: BackendRef,
+        tool: Tool,
+        args: Mapping[str, Any],
+        *,
+        timeout: float | None = None,
+        progress: ProgressCallback | None = None,
+    ) -> BackendResult:
+        """Call the function behind ``ref``.
+
+        Args:
+            ref: A ``local`` reference this backend handles.
+            tool: The tool being run (for error messages and progress events).
+            args: Arguments (validated and converted to the parameters' types here).
+            timeout: Seconds before ``ToolTimeoutError``; ``None`` for no limit.
+            progress: Receives progress events the function reports.
+
+        Returns:
+            The normalised result; ``is_error=True`` (with ``error`` set) if the function raised.
+
+        Raises:
+            NoBackendError: If ``ref`` names no function registered here.
+            InputValidationError: If the arguments do not fit the parameters' types.
+            ToolTimeoutError: If ``timeout`` expires.
+            BackendUnavailableError: If the backend was closed.
+        """
+        spec = self._tools.get(ref.name or "")
+        if spec is None:
+            if self._closed:
+                raise BackendUnavailableError("local", "the backend is closed")
+            raise NoBackendError(tool.id, [str(ref)])
+        if timeout is None:
+            return await self._invoke(spec, tool, args, progress)
+        with anyio.move_on_after(timeout) as scope:
+            return await self._invoke(spec, tool, args, progress)
+        if scope.cancelled_caught:
+            raise ToolTimeoutError(tool.id, timeout)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def aclose(self) -> None:
+        """Forget every registered function; idempotent."""
+        self._closed = True
+        self._tools.clear()
+        self._indexes.clear()
+
+    # -- registration -------------------------------------------------------------
+
+    @overload
+    def tool(self, fn: F, /) -> F: ...
+
+    @overload
+    def tool(
+        self,
+        fn: None = None,
+        /,
+        *,
+        name: str | None = None,
+        namespace: str = "local",
+        description: str | None = None,
+        tags: Sequence[str] = (),
+        inline: bool = False,
+    ) -> Callable[[F], F]: ...
+
+    def tool(
+        self,
+        fn: F | None = None,
+        /,
+        *,
+        name: str | None = None,
+        namespace: str = "local",
+        description: str | None = None,
+        tags: Sequence[str] = (),
+        inline: bool = False,
+    ) -> F | Callable[[F], F]:
+        """Decorator registering a function as a tool; the function itself is returned unchanged.
+
+        Usable bare (``@local.tool``) or with options (``@local.tool(name="x")``).
+
+        Args:
+            fn: The function (when used bare).
+            name: Tool name (default: the function's ``__name__``).
+            namespace: Namespace of the tool in the index.
+            description: Description (default: the docstring's text before its sections).
+            tags: Tags for search.
+            inline: Run a sync function directly on the event loop instead of in a worker
+                thread. Only for fast functions that never block.
+
+        Returns:
+            The function, or a decorator when called with options.
+
+        Raises:
+            TypeError: If the function's signature cannot be exposed as a tool.
+            ValueError: If a tool with the same namespace and name is already registered.
+            toolindex.InvalidToolError: If the name or namespace is invalid.
+        """
+
+        def register(f: F) -> F:
+            self.add(f, name=name, namespace=namespace, description=description, tags=tags, inline=inline)
+            return f
+
+        return register(fn) if fn is not None else register
+
+    def add(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        namespace: str = "local",
+        description: str | None = None,
+        tags: Sequence[str] = (),
+        inline: bool = False,
+    ) -> Tool:
+        """Register a function as a tool (the non-decorator form of :meth:`tool`).
+
+        Args:
+            fn: A sync or async function.
+            name: Tool name (default: the function's ``__name__``).
+            namespace: Namespace of the tool in the index.
+            description: Description (default: from the docstring).
+            tags: Tags for search.
+            inline: Run a sync function on the event loop (see :meth:`tool`).
+
+        Returns:
+            The tool as registered.
+
+        Raises:
+            TypeError: If the function's signature cannot be exposed as a tool.
+            ValueError: If a tool with the same namespace and name is already registered.
+            toolindex.InvalidToolError: If the name or namespace is invalid.
+        """
+        spec = _build(fn, name=name, namespace=namespace, description=description, tags=tags, inline=inline)
+        key = spec.tool.key
+        if key in self._tools:
+            raise ValueError(f"a local tool {key!r} is already registered")
+        self._tools[key] = spec
+        for index in self._indexes:
+            index.register(spec.tool, BackendRef.local(key))
+        return spec.tool
+
+    @property
+    def tools(self) -> list[Tool]:
+        """The tools registered here, in registration order."""
+        return [t.tool for t in self._tools.values()]
+
+    # -- calling ------------------------------------------------------------------
+
+    async def _invoke(
+        self, spec: _LocalTool, tool: Tool, args: Mapping[str, Any], progress: ProgressCallback | None
+    ) -> BackendResult:
+        try:
+            kwargs: dict[str, Any] = spec.args_adapter.validate_python(args)
+        except pydantic.ValidationError as e:
+            raise InputValidationError(tool.id, _problems(e)) from e
+        if spec.progress_param is not None:
+            kwargs[spec.progress_param] = Progress(tool.id, progress)
+        try:
+            if spec.is_async:
+                value = await spec.fn(**kwargs)
+            elif spec.inline:
+                value = spec.fn(**kwargs)
+            else:
+                # Abandon on cancel: a thread cannot be interrupted, but the caller's timeout must hold.
+                value = await anyio.to_thread.run_sync(
+                    functools.partial(spec.fn, **kwargs), abandon_on_cancel=True, limiter=self._limiter
+                )
+        except Exception as e:  # the function's own failure is a tool-level error, reported as a result
+            text = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+            return BackendResult(None, ({"type": "text", "text": text},), is_error=True, error=e)
+        try:
+            structured = _to_json(value, spec.result_adapter)
+        except (PydanticSerializationError, TypeError, ValueError) as e:
+            text = f"the result ({type(value).__name__}) cannot be converted to JSON: {e}"
+            return BackendResult(None, ({"type": "text", "text": text},), is_error=True, error=e)
+        return BackendResult(structured)
+
+
+def _to_json(value: Any, adapter: TypeAdapter[Any] | None) -> Any:
+    if type(value) in _JSON_SCALARS:
+        return value
+    if adapter is not None:
+        return adapter.dump_python(value, mode="json", warnings=False)
+    return to_jsonable_python(value)
+
+
+def _problems(e: pydantic.ValidationError) -> list[ValidationProblem]:
+    return [ValidationProblem(json_path(err["loc"]), err["msg"]) for err in e.errors(include_url=False)]
+
+
+def _build(
+    fn: Callable[..., Any],
+    *,
+    name: str | None,
+    namespace: str,
+    description: str | None,
+    tags: Sequence[str],
+    inline: bool,
+) -> _LocalTool:
+    if not callable(fn):
+        raise TypeError(f"expected a function, got {type(fn).__name__}")
+    tool_name = name or getattr(fn, "__name__", None)
+    if not tool_name:
+        raise TypeError("the function has no __name__; pass name=")
+    target = inspect.unwrap(fn)
+    is_async = inspect.iscoroutinefunction(target)
+    try:
+        hints = get_type_hints(target, include_extras=True)
+    except (NameError, TypeError) as e:
+        raise TypeError(f"tool {tool_name!r}: cannot resolve the type hints: {e}") from e
+    sig = inspect.signature(target)
+    doc_text, doc_params = parse_docstring(inspect.getdoc(target))
+
+    schema_fields: dict[str, Any] = {}
+    td_fields: dict[str, Any] = {}
+    progress_param: str | None = None
+    for p in sig.parameters.values():
+        if p.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+            raise TypeError(f"tool {tool_name!r}: *args and **kwargs cannot be described by a schema")
+        if p.kind is inspect.Parameter.POSITIONAL_ONLY:
+            raise TypeError(f"tool {tool_name!r}: positional-only parameter {p.name!r} cannot be passed by name")
+        ann = hints.get(p.name, Any)
+        if ann is Progress:
+            if not is_async and inline:
+                raise TypeError(
+                    f"tool {tool_name!r}: an inline sync function cannot report progress (it runs on the event loop)"
+                )
+            progress_param = p.name
+            continue
+        field_desc = doc_params.get(p.name)
+        if p.default is inspect.Parameter.empty:
+            schema_fields[p.name] = (ann, Field(description=field_desc))
+            td_fields[p.name] = Required[ann]
+        else:
+            schema_fields[p.name] = (ann, Field(default=p.default, description=field_desc))
+            td_fields[p.name] = NotRequired[ann]
+
+    model = pydantic.create_model(
+        f"{tool_name}_arguments", __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=False), **schema_fields
+    )
+    input_schema = model.model_json_schema(schema_generator=_NoTitles)
+    input_schema.pop("title", None)
+    args_td: Any = TypedDict(f"{tool_name}_args", td_fields)  # type: ignore[misc]
+    args_td.__pydantic_config__ = ConfigDict(extra="forbid")
+    args_adapter: TypeAdapter[Any] = TypeAdapter(args_td)
+
+    ret = hints.get("return", inspect.Signature.empty)
+    result_adapter: TypeAdapter[Any] | None = None
+    output_schema: dict[str, Any] | None = None
+    if ret is not inspect.Signature.empty and ret is not None and ret is not type(None):
+        result_adapter = TypeAdapter(ret)
+        output_schema = result_adapter.json_schema(mode="serialization", schema_generator=_NoTitles)
+        output_schema.pop("title", None)
+
+    desc = description if description is not None else doc_text
+    tool = Tool.validated(
+        name=tool_name,
+        namespace=namespace,
+        description=desc,
+        input_schema=input_schema,
+        output_schema=output_schema,
+        tags=tuple(tags),
+    )
+    return _LocalTool(
+        fn=fn,
+        tool=tool,
+        is_async=is_async,
+        inline=inline,
+        progress_param=progress_param,
+        args_adapter=args_adapter,
+        result_adapter=result_adapter,
+    )

@@ -1,0 +1,514 @@
+"""The default :class:`~toolrun.Runner`: resolve → backend → validate → call → normalise → validate."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from time import perf_counter
+from typing import Any, Protocol, Self, cast, runtime_checkable
+
+import anyio
+import jsonschema.exceptions
+import structlog
+
+from toolindex import BackendKind, BackendRef, ChangeEvent, Index, Tool, ToolIndexError
+from toolrun._types import (
+    Backend,
+    BackendResult,
+    ChainResult,
+    ChainStep,
+    ProgressCallback,
+    ProgressEvent,
+    RunResult,
+    StepResult,
+    ValidationPolicy,
+)
+from toolrun._validation import DEFAULT_VALIDATION_POLICY, CompiledSchema, SchemaCache
+from toolrun.exceptions import (
+    BackendUnavailableError,
+    ChainError,
+    InputValidationError,
+    NoBackendError,
+    OutputValidationError,
+    StreamNotSupportedError,
+    ToolExecutionError,
+    ToolRunError,
+    ToolTimeoutError,
+    ValidationProblem,
+)
+
+__all__ = ["DEFAULT_MAX_CHAIN_STEPS", "BackendChooser", "DefaultRunner", "ResultRecorder"]
+
+_log = structlog.get_logger("toolrun")
+
+DEFAULT_MAX_CHAIN_STEPS = 100
+"""Longest chain :meth:`DefaultRunner.run_chain` accepts unless configured otherwise."""
+
+BackendChooser = Callable[[Tool, Sequence[tuple[BackendRef, Backend]]], tuple[BackendRef, Backend] | None]
+"""Picks one candidate ``(ref, backend)`` for a tool, or ``None`` for "none of them"."""
+
+_POLICIES = ("error", "warn", "off")
+
+
+@runtime_checkable
+class ResultRecorder(Protocol):
+    """Receives successful results, e.g. so a docs store can learn a tool's result shape.
+
+    Contract:
+        - ``record_result`` is synchronous and cheap; it is called once per successful
+          call, on the event loop, after output validation.
+        - It may be called from many tasks at once (never from two threads).
+        - An exception it raises is logged and does not fail the call.
+    """
+
+    def record_result(self, tool_id: str, value: Any) -> None:
+        """Take note of one successful result (``RunResult.value``) of the tool."""
+        ...
+
+
+class _Entry:
+    """A resolved tool: everything the hot path needs, computed once per index version."""
+
+    __slots__ = ("backend", "input", "input_error", "output", "output_error", "ref", "tool", "tool_id")
+
+    def __init__(
+        self,
+        tool: Tool,
+        ref: BackendRef,
+        backend: Backend,
+        input_schema: CompiledSchema | None,
+        input_error: str | None,
+        output_schema: CompiledSchema | None,
+        output_error: str | None,
+    ) -> None:
+        self.tool = tool
+        self.tool_id = tool.id
+        self.ref = ref
+        self.backend = backend
+        self.input = input_schema
+        self.input_error = input_error
+        self.output = output_schema
+        self.output_error = output_error
+
+
+class DefaultRunner:
+    """Runs tools from an index on the backends it was given.
+
+    Pipeline of :meth:`run`: resolve the id in the index → choose a backend → validate the
+    arguments against the input schema → call (with the timeout) → the backend normalises
+    the result → a tool-level error (MCP ``isError``, an exception in a local function)
+    raises ``ToolExecutionError`` → validate ``structured`` against the output schema per
+    the policy → hand the value to the ``store`` → return a :class:`RunResult`.
+
+    **Backend precedence.** The candidates are the tool's backend references in the order
+    the index holds them (registration order), each paired with the first of this runner's
+    backends that ``handles()`` it; references no backend handles are dropped. With
+    ``backend_order`` (a list of kinds such as ``["local", "mcp"]``) candidates of the listed
+    kinds come first, in that order, then the rest. A ``chooser`` callable overrides all of
+    this. The first candidate runs; there is no fallback to the next one on failure.
+
+    **Validation.** Input is validated when ``validate_input`` is true (default). Output is
+    validated per ``validation``: ``"error"`` (default) raises ``OutputValidationError``,
+    ``"warn"`` logs a warning and returns the result, ``"off"`` skips the check. Schemas
+    are JSON Schema 2020-12 unless ``$schema`` names another draft (draft-07 is accepted);
+    each distinct schema is compiled once, and a tool's resolution (tool, backend,
+    compiled schemas) is cached until the index reports a change.
+
+    Use as an async context manager, or call :meth:`aclose`: the runner owns its backends.
+    """
+
+    def __init__(
+        self,
+        index: Index,
+        backends: Sequence[Backend],
+        *,
+        store: ResultRecorder | None = None,
+        validation: ValidationPolicy = DEFAULT_VALIDATION_POLICY,
+        validate_input: bool = True,
+        max_chain_steps: int = DEFAULT_MAX_CHAIN_STEPS,
+        default_timeout: float | None = None,
+        backend_order: Sequence[BackendKind] | None = None,
+        chooser: BackendChooser | None = None,
+    ) -> None:
+        """Create a runner.
+
+        Args:
+            index: Where tools are resolved.
+            backends: The backends to run tools on; the runner closes them in :meth:`aclose`.
+            store: Receives every successful result (``record_result(tool_id, value)``).
+            validation: Output validation policy: ``"error"``, ``"warn"`` or ``"off"``.
+            validate_input: Whether arguments are validated against the input schema.
+            max_chain_steps: Most steps :meth:`run_chain` accepts.
+            default_timeout: Timeout in seconds for calls that give none; ``None`` for no limit.
+            backend_order: Preferred backend kinds, most preferred first (see the class docs).
+            chooser: Picks the backend for a tool; overrides ``backend_order``.
+
+        Raises:
+            ValueError: If ``validation``, ``max_chain_steps`` or ``default_timeout`` is invalid.
+        """
+        if validation not in _POLICIES:
+            raise ValueError(f"validation must be one of {', '.join(_POLICIES)}; got {validation!r}")
+        if max_chain_steps < 1:
+            raise ValueError(f"max_chain_steps must be at least 1, got {max_chain_steps}")
+        if default_timeout is not None and not default_timeout > 0:
+            raise ValueError(f"default_timeout must be positive, got {default_timeout}")
+        self.index = index
+        self._backends: tuple[Backend, ...] = tuple(backends)
+        self._store = store
+        self.validation: ValidationPolicy = validation
+        self.validate_input = validate_input
+        self.max_chain_steps = max_chain_steps
+        self.default_timeout = default_timeout
+        self._order: dict[str, int] = {k: i for i, k in enumerate(backend_order or ())}
+        self._chooser = chooser
+        self._schemas = SchemaCache()
+        self._entries: dict[str, _Entry] = {}
+        self._generation = 0
+        self._closed = False
+        self._unsubscribe = index.subscribe(self._on_change)
+
+    # -- lifecycle ----------------------------------------------------------------
+
+    @property
+    def backends(self) -> tuple[Backend, ...]:
+        """The backends this runner owns, in the order given."""
+        return self._backends
+
+    async def attach(self) -> list[Tool]:
+        """Let every backend register its tools in the index.
+
+        Returns:
+            All tools registered, backend by backend.
+
+        Raises:
+            ToolRunError: What a backend raises (e.g. ``BackendUnavailableError``).
+        """
+        tools: list[Tool] = []
+        for backend in self._backends:
+            tools.extend(await backend.attach(self.index))
+        return tools
+
+    async def aclose(self) -> None:
+        """Close every backend (even if one fails) and stop following the index; idempotent.
+
+        Raises:
+            Exception: The first error a backend raised while closing, after all were closed.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        self._unsubscribe()
+        self._entries.clear()
+        errors: list[Exception] = []
+        with anyio.CancelScope(shield=True):
+            for backend in self._backends:
+                try:
+                    await backend.aclose()
+                except Exception as e:  # close the others first, then report
+                    _log.exception("closing a backend failed", backend=backend.kind)
+                    errors.append(e)
+        if errors:
+            raise errors[0]
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    # -- resolution ---------------------------------------------------------------
+
+    def _on_change(self, event: ChangeEvent) -> None:
+        # Called under the index lock: only drop caches here. Any change can alter bare-name
+        # resolution, so everything goes; compiled schemas survive in the schema cache.
+        self._generation += 1
+        self._entries.clear()
+
+    def _resolve(self, tool_id: str) -> _Entry:
+        generation = self._generation
+        tool = self.index.get(tool_id)
+        refs = self.index.backends(tool.id)
+        ref, backend = self._choose(tool, refs)
+        input_schema, input_error = self._compile(tool.input_schema)
+        output_schema: CompiledSchema | None = None
+        output_error: str | None = None
+        if tool.output_schema is not None:
+            output_schema, output_error = self._compile(tool.output_schema)
+        entry = _Entry(tool, ref, backend, input_schema, input_error, output_schema, output_error)
+        if generation == self._generation:  # not if the index changed while resolving
+            self._entries[tool_id] = entry
+        return entry
+
+    def _compile(self, schema: dict[str, Any]) -> tuple[CompiledSchema | None, str | None]:
+        try:
+            return self._schemas.get(schema), None
+        except jsonschema.exceptions.SchemaError as e:
+            where = "/".join(str(p) for p in e.absolute_path) or "(root)"
+            return None, f"the tool's schema is not valid JSON Schema at {where}: {e.message}"
+
+    def candidates(self, tool: Tool, refs: Sequence[BackendRef]) -> list[tuple[BackendRef, Backend]]:
+        """The ``(ref, backend)`` pairs that could run ``tool``, most preferred first.
+
+        Args:
+            tool: The tool.
+            refs: Its backend references, as the index holds them.
+
+        Returns:
+            The candidates in precedence order (see the class docs); ``chooser`` is not applied.
+        """
+        out: list[tuple[BackendRef, Backend]] = []
+        for ref in refs:
+            for backend in self._backends:
+                if backend.handles(ref):
+                    out.append((ref, backend))
+                    break
+        if self._order:
+            last = len(self._order)
+            out.sort(key=lambda c: self._order.get(c[0].kind, last))
+        return out
+
+    def _choose(self, tool: Tool, refs: Sequence[BackendRef]) -> tuple[BackendRef, Backend]:
+        cands = self.candidates(tool, refs)
+        chosen = self._chooser(tool, cands) if self._chooser is not None else (cands[0] if cands else None)
+        if chosen is None:
+            raise NoBackendError(tool.id, [str(r) for r in refs])
+        return chosen
+
+    def _entry(self, tool_id: str) -> _Entry:
+        if self._closed:
+            raise BackendUnavailableError("runner", "the runner is closed")
+        entry = self._entries.get(tool_id)
+        return entry if entry is not None else self._resolve(tool_id)
+
+    # -- running ------------------------------------------------------------------
+
+    async def run(
+        self, tool_id: str, args: Mapping[str, Any] | None = None, *, timeout: float | None = None
+    ) -> RunResult:
+        """Run one tool.
+
+        Args:
+            tool_id: ``ns:name``, ``ns:name:version`` or an unambiguous bare name.
+            args: Arguments (a mapping); ``None`` for none.
+            timeout: Seconds before ``ToolTimeoutError`` (default: the runner's ``default_timeout``).
+
+        Returns:
+            The result.
+
+        Raises:
+            ToolNotFoundError: If no tool has this id (toolindex's, with suggestions).
+            toolindex.AmbiguousToolIDError: If a bare name exists in several namespaces.
+            toolindex.InvalidToolIDError: If the id is malformed.
+            NoBackendError: If none of this runner's backends serves the tool.
+            InputValidationError: If the arguments do not match the input schema.
+            ToolTimeoutError: If the call takes longer than the timeout.
+            ToolExecutionError: If the tool reports failure (chained to the cause when known).
+            OutputValidationError: If the result does not match the output schema (policy ``"error"``).
+            BackendUnavailableError: If the backend cannot be reached or the runner is closed.
+        """
+        start = perf_counter()
+        entry = self._entries.get(tool_id) if not self._closed else None
+        if entry is None:
+            entry = self._entry(tool_id)
+        return await self._run(entry, args, timeout, None, start)
+
+    async def _run(
+        self,
+        entry: _Entry,
+        args: Mapping[str, Any] | None,
+        timeout: float | None,
+        progress: ProgressCallback | None,
+        start: float,
+    ) -> RunResult:
+        if args is None:
+            a: dict[str, Any] = {}
+        elif type(args) is dict:
+            a = cast(dict[str, Any], args)
+        elif isinstance(args, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
+            a = dict(args)
+        else:
+            problem = ValidationProblem("$", f"arguments must be an object (a mapping), got {type(args).__name__}")
+            raise InputValidationError(entry.tool_id, [problem])
+        if self.validate_input:
+            schema = entry.input
+            if schema is None:
+                raise InputValidationError(entry.tool_id, [ValidationProblem("$", entry.input_error or "no schema")])
+            if not schema.is_valid(a):
+                raise InputValidationError(entry.tool_id, schema.problems(a))
+        t = timeout if timeout is not None else self.default_timeout
+        if t is None:
+            res = await entry.backend.call(entry.ref, entry.tool, a, progress=progress)
+        else:
+            res = await self._call_with_timeout(entry, a, t, progress)
+        if res.is_error:
+            raise ToolExecutionError(entry.tool_id, _error_text(res), res.content) from res.error
+        if entry.tool.output_schema is not None and self.validation != "off":
+            self._check_output(entry, res)
+        result = RunResult(entry.tool_id, entry.ref, res.structured, res.content, False, (perf_counter() - start) * 1e3)
+        if self._store is not None:
+            try:
+                self._store.record_result(entry.tool_id, result.value)
+            except Exception:  # the call succeeded; a store bug must not turn it into a failure
+                _log.exception("store.record_result failed", tool_id=entry.tool_id)
+        return result
+
+    async def _call_with_timeout(
+        self, entry: _Entry, args: dict[str, Any], timeout: float, progress: ProgressCallback | None
+    ) -> BackendResult:
+        try:
+            with anyio.fail_after(timeout):
+                return await entry.backend.call(entry.ref, entry.tool, args, timeout=timeout, progress=progress)
+        except ToolTimeoutError:
+            raise
+        except TimeoutError as e:
+            raise ToolTimeoutError(entry.tool_id, timeout) from e
+
+    def _check_output(self, entry: _Entry, res: BackendResult) -> None:
+        schema = entry.output
+        problems: list[ValidationProblem]
+        if schema is None:
+            problems = [ValidationProblem("$", entry.output_error or "no schema")]
+        elif res.structured is None and res.content:
+            problems = [ValidationProblem("$", "the tool declares an output schema but returned no structured result")]
+        elif schema.is_valid(res.structured):
+            return
+        else:
+            problems = schema.problems(res.structured)
+        if self.validation == "error":
+            raise OutputValidationError(entry.tool_id, problems)
+        _log.warning(
+            "result does not match the output schema",
+            tool_id=entry.tool_id,
+            problems=[str(p) for p in problems[:10]],
+        )
+
+    # -- streaming ----------------------------------------------------------------
+
+    async def stream(
+        self, tool_id: str, args: Mapping[str, Any] | None = None, *, timeout: float | None = None
+    ) -> AsyncIterator[ProgressEvent | RunResult]:
+        """Run one tool, yielding its progress events as they arrive and the result last.
+
+        Errors are those of :meth:`run`, raised from the iteration. To stop early, close the
+        iterator in the task that iterates it (``async with contextlib.aclosing(...)``):
+        that cancels the call.
+
+        Args:
+            tool_id: The tool.
+            args: Arguments.
+            timeout: Seconds before ``ToolTimeoutError`` (default: the runner's ``default_timeout``).
+
+        Yields:
+            ``ProgressEvent`` items, then one ``RunResult``.
+
+        Raises:
+            StreamNotSupportedError: If the chosen backend cannot report progress.
+        """
+        start = perf_counter()
+        entry = self._entry(tool_id)
+        if not entry.backend.supports_progress:
+            raise StreamNotSupportedError(entry.tool_id, str(entry.ref))
+        send, receive = anyio.create_memory_object_stream[ProgressEvent](math.inf)
+        outcome: list[RunResult] = []
+        failure: list[Exception] = []
+
+        async def on_progress(event: ProgressEvent) -> None:
+            try:
+                send.send_nowait(event)
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                pass  # the consumer is gone; the call is being cancelled
+
+        async def work() -> None:
+            with send:
+                try:
+                    outcome.append(await self._run(entry, args, timeout, on_progress, start))
+                except Exception as e:  # handed to the consumer below, outside the task group
+                    failure.append(e)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(work)
+            with receive:
+                async for event in receive:
+                    yield event
+        if failure:
+            raise failure[0]
+        yield outcome[0]
+
+    # -- chains -------------------------------------------------------------------
+
+    async def run_chain(self, steps: Sequence[ChainStep], *, timeout: float | None = None) -> ChainResult:
+        """Run steps in order (see :class:`ChainStep`).
+
+        A step with ``use_previous=True`` gets the previous step's ``RunResult.value`` under
+        ``args["previous"]``; if the previous step failed, that step fails with ``ChainError``.
+        A failing step with ``on_error="abort"`` stops the chain (``aborted=True``); with
+        ``"continue"`` the failure is recorded and the chain goes on. Failures of a step are
+        ``ToolRunError`` and ``toolindex.ToolIndexError`` (unknown tool); they are recorded,
+        not raised.
+
+        Args:
+            steps: The steps.
+            timeout: Per-step timeout in seconds (default: the runner's ``default_timeout``).
+
+        Returns:
+            Every step that ran, in order, each with its result or error and its own duration.
+
+        Raises:
+            ChainError: Before anything runs, if there are more than ``max_chain_steps`` steps
+                or a step is malformed.
+        """
+        steps = list(steps)
+        self._check_chain(steps)
+        chain_start = perf_counter()
+        done: list[StepResult] = []
+        aborted = False
+        for i, step in enumerate(steps):
+            step_start = perf_counter()
+            try:
+                args = dict(step.args)
+                if step.use_previous:
+                    prev = done[-1]
+                    if prev.result is None:
+                        raise ChainError(f"step {i} uses the previous result, but step {i - 1} failed")
+                    args["previous"] = prev.result.value
+                result = await self.run(step.tool_id, args, timeout=timeout)
+                done.append(StepResult(step, i, result, None, (perf_counter() - step_start) * 1e3))
+            except (ToolRunError, ToolIndexError) as e:
+                done.append(StepResult(step, i, None, e, (perf_counter() - step_start) * 1e3))
+                if step.on_error == "abort":
+                    aborted = True
+                    break
+        return ChainResult(tuple(done), aborted, (perf_counter() - chain_start) * 1e3)
+
+    def _check_chain(self, steps: list[ChainStep]) -> None:
+        if len(steps) > self.max_chain_steps:
+            raise ChainError(f"the chain has {len(steps)} steps; at most {self.max_chain_steps} are allowed")
+        for i, step in enumerate(steps):
+            if not isinstance(step, ChainStep):  # pyright: ignore[reportUnnecessaryIsInstance]
+                raise ChainError(f"step {i} is a {type(step).__name__}, not a ChainStep")
+            if not isinstance(step.tool_id, str) or not step.tool_id:  # pyright: ignore[reportUnnecessaryIsInstance]
+                raise ChainError(f"step {i} has no tool id")
+            if not isinstance(step.args, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
+                raise ChainError(f"step {i} ({step.tool_id}): args must be a mapping, got {type(step.args).__name__}")
+            if step.on_error not in ("abort", "continue"):
+                raise ChainError(f"step {i} ({step.tool_id}): on_error must be 'abort' or 'continue'")
+            if step.use_previous:
+                if i == 0:
+                    raise ChainError(f"step 0 ({step.tool_id}) uses the previous result, but it is the first step")
+                if "previous" in step.args:
+                    raise ChainError(
+                        f"step {i} ({step.tool_id}) has use_previous=True and its own 'previous' argument; "
+                        "remove one of them"
+                    )
+
+
+def _error_text(res: BackendResult) -> str:
+    texts = [str(b.get("text", "")) for b in res.content if b.get("type") == "text"]
+    text = "\n".join(t for t in texts if t)
+    if text:
+        return text
+    if res.error is not None:
+        return f"{type(res.error).__name__}: {res.error}"
+    if res.structured is not None:
+        return str(res.structured)[:1000]
+    return "the tool reported an error without a message"
