@@ -1,0 +1,213 @@
+"""Server configuration: the standard ``{"mcpServers": {...}}`` JSON that MCP clients use.
+
+>>> cfg = load_config({"mcpServers": {"time": {"command": "uvx", "args": ["mcp-server-time"]}}})
+>>> cfg.servers["time"].command
+'uvx'
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal, cast
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from toolindex import InvalidToolError, Tool
+from toolrun.exceptions import ConfigError
+
+__all__ = ["HttpServerConfig", "ServerConfig", "ServersConfig", "StdioServerConfig", "expand_vars", "load_config"]
+
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-(.*?))?\}")
+
+# Synonyms other MCP clients write for the two transports.
+_TYPES: dict[str, Literal["stdio", "http"]] = {
+    "stdio": "stdio",
+    "http": "http",
+    "streamable-http": "http",
+    "streamable_http": "http",
+    "streamableHttp": "http",
+}
+
+
+class _ServerBase(BaseModel):
+    # Unknown keys are ignored: clients store their own settings (autoApprove, ...) next to ours.
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    disabled: bool = False
+    """A disabled server is kept in the config but never started."""
+    timeout: float | None = Field(default=None, gt=0)
+    """Default per-call timeout in seconds (``None``: no limit unless the call gives one)."""
+    connect_timeout: float = Field(default=30.0, gt=0, alias="connectTimeout")
+    """Seconds allowed for starting the server and the MCP handshake."""
+
+
+class StdioServerConfig(_ServerBase):
+    """A server started as a child process that speaks MCP over its stdin and stdout."""
+
+    type: Literal["stdio"] = "stdio"
+    command: str = Field(min_length=1)
+    """The executable (looked up on ``PATH``)."""
+    args: tuple[str, ...] = ()
+    env: dict[str, str] = Field(default_factory=dict[str, str])
+    """Extra environment for the child, over a minimal inherited set (see ``inherit_env``)."""
+    cwd: str | None = None
+    """Working directory of the child."""
+    inherit_env: bool = Field(default=False, alias="inheritEnv")
+    """Pass this process's whole environment to the child instead of the minimal set."""
+
+
+class HttpServerConfig(_ServerBase):
+    """A server reached over streamable HTTP."""
+
+    type: Literal["http"] = "http"
+    url: str
+    """Endpoint URL (``http://`` or ``https://``)."""
+    headers: dict[str, str] = Field(default_factory=dict[str, str])
+    """Headers sent with every request (e.g. ``Authorization``)."""
+
+    @field_validator("url")
+    @classmethod
+    def _check_url(cls, v: str) -> str:
+        if not re.match(r"^https?://[^\s/]+", v):
+            raise ValueError(f"must be an http:// or https:// URL, got {v!r}")
+        return v
+
+
+ServerConfig = StdioServerConfig | HttpServerConfig
+"""One configured server."""
+
+
+class ServersConfig(BaseModel):
+    """Every configured server by name (disabled ones included)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    servers: dict[str, ServerConfig] = Field(default_factory=dict[str, ServerConfig])
+
+    def enabled(self) -> dict[str, ServerConfig]:
+        """The servers that are not ``disabled``, in configuration order."""
+        return {k: v for k, v in self.servers.items() if not v.disabled}
+
+
+def expand_vars(value: str, env: Mapping[str, str], *, server: str | None = None, field: str | None = None) -> str:
+    """Replace ``${VAR}`` and ``${VAR:-default}`` with values from ``env``.
+
+    Args:
+        value: The text to expand.
+        env: Where variables come from (usually ``os.environ``).
+        server: Server name, for the error message.
+        field: Field name, for the error message.
+
+    Returns:
+        The expanded text.
+
+    Raises:
+        ConfigError: If a variable without a default is not set.
+    """
+
+    def sub(m: re.Match[str]) -> str:
+        name, default = m.group(1), m.group(2)
+        got = env.get(name)
+        if got is not None and (got or default is None):
+            return got
+        if default is not None:
+            return default
+        raise ConfigError(server, field, f"environment variable {name!r} is not set (use ${{{name}:-default}})")
+
+    return _VAR.sub(sub, value) if "${" in value else value
+
+
+def _expand(data: Any, env: Mapping[str, str], server: str, path: str) -> Any:
+    if isinstance(data, str):
+        return expand_vars(data, env, server=server, field=path)
+    if isinstance(data, list):
+        items = cast(list[Any], data)
+        return [_expand(v, env, server, f"{path}[{i}]") for i, v in enumerate(items)]
+    if isinstance(data, dict):
+        d = cast(dict[str, Any], data)
+        return {k: _expand(v, env, server, f"{path}.{k}" if path else k) for k, v in d.items()}
+    return data
+
+
+def _server(name: str, raw: Any, env: Mapping[str, str]) -> ServerConfig:
+    try:
+        # The server's name becomes its tools' namespace, so it must be a valid one.
+        Tool.validated(name="probe", namespace=name)
+    except InvalidToolError as e:
+        raise ConfigError(name, None, f"invalid server name ({e.reason}); it becomes the tools' namespace") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(name, None, f"must be an object, got {type(raw).__name__}")
+    data = cast(dict[str, Any], raw)
+    has_cmd, has_url = "command" in data, "url" in data
+    kind = data.get("type")
+    if kind is not None:
+        if not isinstance(kind, str) or kind not in _TYPES:
+            hint = " (SSE is not supported; use streamable HTTP)" if kind == "sse" else ""
+            raise ConfigError(name, "type", f"unknown server type {kind!r}{hint}; expected 'stdio' or 'http'")
+        kind = _TYPES[kind]
+    if has_cmd and has_url:
+        raise ConfigError(name, "command", "give either 'command' (stdio) or 'url' (HTTP), not both")
+    if kind is None:
+        if not (has_cmd or has_url):
+            raise ConfigError(name, None, "needs 'command' (stdio) or 'url' (HTTP)")
+        kind = "stdio" if has_cmd else "http"
+    data = {**data, "type": kind}
+    # Disabled servers are kept but never started, so their variables need not be set.
+    if data.get("disabled") is not True:
+        data = cast(dict[str, Any], _expand(data, env, name, ""))
+    model = StdioServerConfig if kind == "stdio" else HttpServerConfig
+    try:
+        return model.model_validate(data)
+    except ValidationError as e:
+        err = e.errors()[0]
+        field = ".".join(str(p) for p in err["loc"]) or None
+        raise ConfigError(name, field, err["msg"]) from e
+
+
+def load_config(
+    source: str | os.PathLike[str] | Mapping[str, Any], *, env: Mapping[str, str] | None = None
+) -> ServersConfig:
+    """Load the standard MCP client configuration.
+
+    Accepts ``{"mcpServers": {"name": {...}}}`` where each server is either
+    ``{"command", "args", "env", "cwd"}`` (stdio) or ``{"url", "headers"}`` (streamable
+    HTTP), optionally with ``"type"``, ``"disabled"``, ``"timeout"`` (seconds per call) and
+    ``"connectTimeout"``. ``${VAR}`` and ``${VAR:-default}`` in any string are replaced from
+    the environment. Other top-level keys are ignored.
+
+    Args:
+        source: A path to a JSON file, or the already-parsed mapping.
+        env: Variables for ``${VAR}`` expansion (default: ``os.environ``).
+
+    Returns:
+        The typed configuration.
+
+    Raises:
+        ConfigError: If the file cannot be read or parsed, or a server is invalid; the error
+            names the server and the field.
+    """
+    environ: Mapping[str, str] = os.environ if env is None else env
+    if isinstance(source, Mapping):
+        data: Any = source
+    else:
+        path = Path(source)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except OSError as e:
+            raise ConfigError(None, None, f"cannot read {str(path)!r}: {e.strerror or e}") from e
+        except json.JSONDecodeError as e:
+            raise ConfigError(None, None, f"{str(path)!r} is not valid JSON: {e}") from e
+    if not isinstance(data, Mapping):
+        raise ConfigError(None, None, f"the configuration must be a JSON object, got {type(data).__name__}")
+    top = cast(Mapping[str, Any], data)
+    servers = top.get("mcpServers")
+    if servers is None:
+        raise ConfigError(None, "mcpServers", "missing (expected {'mcpServers': {'name': {...}}})")
+    if not isinstance(servers, Mapping):
+        raise ConfigError(None, "mcpServers", f"must be an object, got {type(servers).__name__}")
+    items = cast(Mapping[str, Any], servers)
+    return ServersConfig(servers={str(k): _server(str(k), v, environ) for k, v in items.items()})

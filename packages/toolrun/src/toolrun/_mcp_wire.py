@@ -1,0 +1,133 @@
+"""MCP wire helpers: raw requests, tolerant tool parsing, result normalisation.
+
+The SDK validates whole responses: one malformed tool makes ``list_tools()`` raise, and a
+structured result that misses its declared output schema makes ``call_tool()`` raise. We
+take the raw JSON result instead, check tools one by one, and leave output validation to
+the runner's policy.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, cast
+
+from jsonschema import SchemaError
+from jsonschema.validators import validator_for  # pyright: ignore[reportUnknownVariableType]
+from mcp import ClientSession
+from mcp.shared.dispatcher import CallOptions, ProgressFnT
+
+from toolindex import InvalidToolError, Tool
+from toolrun._types import BackendResult
+
+__all__ = ["error_text", "is_closed", "normalise_result", "parse_tool", "raw_request"]
+
+
+async def raw_request(
+    session: ClientSession,
+    method: str,
+    params: Mapping[str, Any] | None,
+    *,
+    progress: ProgressFnT | None = None,
+) -> dict[str, Any]:
+    """Send one request on the session and return the raw JSON result.
+
+    Uses the session's own stamping (protocol-version ``_meta`` and headers), so the request
+    is the one ``ClientSession.send_request`` would write, minus result validation.
+
+    Raises:
+        MCPError: An error response, or ``CONNECTION_CLOSED`` when the transport is gone.
+    """
+    data: dict[str, Any] = {"method": method, "params": dict(params) if params else {}}
+    opts: CallOptions = {}
+    if progress is not None:
+        opts["on_progress"] = progress
+    # Private seams of ClientSession (mcp 2.3): the public send_request validates the result
+    # against the protocol surface, which is exactly what a tolerant client must avoid.
+    session._stamp(data, opts)  # pyright: ignore[reportPrivateUsage]
+    dispatcher = session._dispatcher  # pyright: ignore[reportPrivateUsage]
+    return await dispatcher.send_raw_request(data["method"], data.get("params"), opts)
+
+
+def is_closed(session: ClientSession) -> bool:
+    """Whether the session's transport has ended (the server exited or the connection dropped)."""
+    dispatcher = session._dispatcher  # pyright: ignore[reportPrivateUsage]
+    return bool(getattr(dispatcher, "_closed", False))
+
+
+def _check_schema(schema: Any, what: str) -> None:
+    if not isinstance(schema, dict):
+        raise ValueError(f"{what} must be an object")
+    schema = cast(dict[str, Any], schema)
+    try:
+        cls = validator_for(schema)  # pyright: ignore[reportUnknownVariableType]
+        cls.check_schema(schema)  # pyright: ignore[reportUnknownMemberType]
+    except SchemaError as e:
+        raise ValueError(f"{what} is not a valid JSON Schema: {e.message}") from None
+
+
+def parse_tool(raw: Any, namespace: str) -> Tool:
+    """Turn one raw ``tools/list`` entry into a :class:`~toolindex.Tool`.
+
+    Args:
+        raw: The tool's JSON object as the server sent it.
+        namespace: Namespace to put it in (the server's name).
+
+    Returns:
+        The tool.
+
+    Raises:
+        ValueError: If the entry is not a usable tool; the message says why.
+    """
+    if not isinstance(raw, dict):
+        raise ValueError(f"a tool must be an object, got {type(raw).__name__}")
+    entry = cast(dict[str, Any], raw)
+    if "inputSchema" not in entry:
+        raise ValueError("missing inputSchema")
+    schema = entry["inputSchema"]
+    if isinstance(schema, dict) and cast(dict[str, Any], schema).get("type") != "object":
+        raise ValueError(f"inputSchema must have type 'object', got {cast(dict[str, Any], schema).get('type')!r}")
+    _check_schema(schema, "inputSchema")
+    if entry.get("outputSchema") is not None:
+        _check_schema(entry["outputSchema"], "outputSchema")
+    try:
+        return Tool.from_mcp(entry, namespace=namespace)
+    except InvalidToolError as e:
+        where = f"{e.field}: " if e.field else ""
+        raise ValueError(f"{where}{e.reason}") from None
+
+
+def normalise_result(raw: Mapping[str, Any]) -> BackendResult:
+    """Normalise a raw ``tools/call`` result.
+
+    ``structured`` is ``structuredContent`` when present, else the parsed JSON of a single text
+    block when it is JSON, else ``None``. Content blocks are kept in wire form.
+
+    Raises:
+        ValueError: If the result is not shaped like a ``CallToolResult``.
+    """
+    content_raw = raw.get("content", [])
+    if not isinstance(content_raw, list):
+        raise ValueError("'content' must be a list")
+    blocks = cast(list[Any], content_raw)
+    for b in blocks:
+        if not isinstance(b, dict) or not isinstance(cast(dict[str, Any], b).get("type"), str):
+            raise ValueError("every content block must be an object with a string 'type'")
+    content = tuple(cast(list[dict[str, Any]], blocks))
+    is_error = raw.get("isError") is True
+    structured: Any = raw.get("structuredContent")
+    if structured is None and len(content) == 1 and content[0].get("type") == "text":
+        text = content[0].get("text")
+        # Only text that can start a JSON value is tried; plain prose skips the parser.
+        if isinstance(text, str) and text.lstrip()[:1] in '{["-0123456789tfn':
+            try:
+                structured = json.loads(text)
+            except ValueError:
+                structured = None
+    return BackendResult(structured=structured, content=content, is_error=is_error)
+
+
+def error_text(content: tuple[dict[str, Any], ...]) -> str:
+    """The text of an error result's content blocks (or a placeholder when there is none)."""
+    texts = [str(b.get("text", "")) for b in content if b.get("type") == "text"]
+    return "\n".join(t for t in texts if t) or "the tool reported an error without a message"
