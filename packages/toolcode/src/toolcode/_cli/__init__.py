@@ -1,0 +1,1 @@
+"""Internals of the ``toolcode`` command line (see :mod:`toolcode.cli`)."""

@@ -1,0 +1,130 @@
+"""The argument parser of the ``toolcode`` command."""
+
+from __future__ import annotations
+
+import argparse
+
+__all__ = ["EXIT_CODES", "build_parser"]
+
+EXIT_CODES: dict[int, str] = {
+    0: "success",
+    1: "the snippet failed (syntax or runtime error, or an uncaught tool failure)",
+    2: "usage error (bad arguments)",
+    3: "configuration error (config file, engine name, invalid option, unknown tool id)",
+    4: "a limit stopped the run (timeout, max tool calls, output size, memory)",
+    5: "an upstream server could not be reached, or the engine failed",
+    130: "interrupted (Ctrl-C)",
+}
+
+_EPILOG = "exit codes:\n" + "\n".join(f"  {code:<4} {text}" for code, text in EXIT_CODES.items())
+
+
+def _catalog_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("catalog")
+    g.add_argument(
+        "--config",
+        metavar="FILE",
+        help='MCP client config ({"mcpServers": {...}}); default: $TOOLCODE_CONFIG',
+    )
+    g.add_argument("--demo", action="store_true", help="use the embedded demo catalog instead of a config file")
+    g.add_argument("--strict", action="store_true", help="fail if any configured server cannot start")
+
+
+def _json_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print one JSON document instead of tables")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser for every subcommand."""
+    fmt = argparse.RawDescriptionHelpFormatter
+    parser = argparse.ArgumentParser(
+        prog="toolcode",
+        description="Code mode over MCP tools: search a tool catalog, read the docs you need, "
+        "run one short Python program that calls many tools.",
+        epilog=_EPILOG,
+        formatter_class=fmt,
+    )
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="log more (to stderr); repeat for debug")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser(
+        "demo",
+        help="walk through code mode on an embedded catalog (no config, no network)",
+        description="Build an embedded catalog (local demo tools and the mcp-server-time server), then search, "
+        "describe, run one snippet that loops over several tools, show the trace and the token comparison.",
+        epilog=_EPILOG,
+        formatter_class=fmt,
+    )
+    _json_option(p)
+
+    p = sub.add_parser(
+        "serve",
+        help="run the code-mode MCP server in front of the configured servers",
+        description="Serve search_tools, list_namespaces, describe_tool, list_tool_examples, run_tool, run_chain "
+        "and execute_code over stdio (default) or streamable HTTP.",
+        epilog=_EPILOG,
+        formatter_class=fmt,
+    )
+    _catalog_options(p)
+    p.add_argument("--http", metavar="HOST:PORT", help="serve streamable HTTP at http://HOST:PORT/mcp (PORT 0: any)")
+    p.add_argument(
+        "--expose",
+        metavar="NS:NAME",
+        action="append",
+        default=[],
+        help="also publish this upstream tool directly, as NS__NAME (repeatable; * wildcards allowed)",
+    )
+    p.add_argument("--engine", metavar="NAME", help="sandbox engine (entry point of toolcode.engines)")
+
+    p = sub.add_parser(
+        "exec",
+        help="run a snippet against the catalog",
+        description="Run Python code (from FILE, -c CODE, or stdin) that calls tools; print its value, stdout and "
+        "the trace of tool calls.",
+        epilog=_EPILOG,
+        formatter_class=fmt,
+    )
+    p.add_argument("file", nargs="?", metavar="FILE", help="file with the code ('-' or nothing: stdin)")
+    p.add_argument("-c", dest="code", metavar="CODE", help="the code as a string")
+    p.add_argument("--input", metavar="JSON", help="JSON value the code reads as `input`")
+    p.add_argument("--timeout", type=float, metavar="SECONDS", help="limit for the whole run")
+    p.add_argument("--max-tool-calls", type=int, metavar="N", help="stop after N tool calls")
+    p.add_argument("--allow", metavar="NS", action="append", help="only these namespaces may be used (repeatable)")
+    p.add_argument("--engine", metavar="NAME", help="sandbox engine (entry point of toolcode.engines)")
+    _catalog_options(p)
+    _json_option(p)
+
+    p = sub.add_parser("search", help="search the catalog", epilog=_EPILOG, formatter_class=fmt)
+    p.add_argument("query", help="what you want to do, in words")
+    p.add_argument("--limit", type=int, default=10, help="maximum hits (default: %(default)s)")
+    p.add_argument("--namespace", action="append", metavar="NS", help="only this namespace (repeatable)")
+    _catalog_options(p)
+    _json_option(p)
+
+    p = sub.add_parser("describe", help="show a tool's documentation", epilog=_EPILOG, formatter_class=fmt)
+    p.add_argument("tool_id", metavar="ID", help="tool id, namespace:name")
+    p.add_argument("--level", choices=("summary", "schema", "full"), default="schema", help="detail (default: schema)")
+    _catalog_options(p)
+    _json_option(p)
+
+    p = sub.add_parser("tools", help="list the tools of the catalog", epilog=_EPILOG, formatter_class=fmt)
+    p.add_argument("--namespace", metavar="NS", help="only this namespace")
+    _catalog_options(p)
+    _json_option(p)
+
+    p = sub.add_parser("namespaces", help="list the namespaces and their tool counts", epilog=_EPILOG, formatter_class=fmt)
+    _catalog_options(p)
+    _json_option(p)
+
+    p = sub.add_parser(
+        "report",
+        help="context tokens of your servers' tool definitions vs the code-mode server's",
+        description="Connect to the configured servers and count (tiktoken cl100k_base) the tokens their tool "
+        "definitions take in a model's context, against the code-mode server's definitions.",
+        epilog=_EPILOG,
+        formatter_class=fmt,
+    )
+    _catalog_options(p)
+    _json_option(p)
+    return parser

@@ -1,0 +1,92 @@
+"""Run a :class:`CodeModeServer` over stdio or streamable HTTP."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Awaitable, Callable, Sequence
+
+import anyio
+import structlog
+import uvicorn
+from mcp.server import NotificationOptions
+from mcp.server.stdio import stdio_server
+
+from toolcode._app import Toolbox
+from toolcode.server._server import CodeModeServer
+
+__all__ = ["serve_http", "serve_stdio"]
+
+log = structlog.get_logger("toolcode.server")
+
+
+async def serve_stdio(toolbox: Toolbox, *, expose: Sequence[str] = ()) -> None:
+    """Serve the code-mode tools over stdin/stdout until the client closes stdin.
+
+    Args:
+        toolbox: A connected toolbox (not closed here).
+        expose: Upstream tools to publish directly as well (``namespace:name`` patterns).
+    """
+    server = CodeModeServer(toolbox, expose=expose)
+    options = server.server.create_initialization_options(NotificationOptions(tools_changed=True))
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(server.notify_changes)
+            async with stdio_server() as (read, write):
+                await server.server.run(read, write, options)
+            tg.cancel_scope.cancel()
+    finally:
+        server.close()
+
+
+async def serve_http(
+    toolbox: Toolbox,
+    host: str,
+    port: int,
+    *,
+    expose: Sequence[str] = (),
+    path: str = "/mcp",
+    on_ready: Callable[[str], Awaitable[None] | None] | None = None,
+) -> None:
+    """Serve streamable HTTP on ``host:port`` (``port=0`` picks a free port) until cancelled.
+
+    Both protocol eras are served on the same endpoint: 2026-07-28 requests are stateless,
+    2025-11-25 clients get a session after ``initialize``. DNS-rebinding protection is on for
+    loopback hosts.
+
+    Args:
+        toolbox: A connected toolbox (not closed here).
+        host: Interface to bind; keep it on loopback unless you put auth in front.
+        port: TCP port, or 0 for any free one.
+        expose: Upstream tools to publish directly as well.
+        path: The MCP endpoint path.
+        on_ready: Called with the endpoint URL once the socket listens.
+    """
+    server = CodeModeServer(toolbox, expose=expose)
+    app = server.server.streamable_http_app(streamable_http_path=path, host=host)
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    bound_port = sock.getsockname()[1]
+    shown_host = f"[{host}]" if ":" in host else host
+    url = f"http://{shown_host}:{bound_port}{path}"
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2)
+    web = uvicorn.Server(config)
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(server.notify_changes)
+
+            async def announce() -> None:
+                while not web.started:
+                    await anyio.sleep(0.01)
+                log.info("listening", url=url)
+                if on_ready is not None:
+                    out = on_ready(url)
+                    if out is not None:
+                        await out
+
+            tg.start_soon(announce)
+            await web.serve(sockets=[sock])
+            tg.cancel_scope.cancel()
+    finally:
+        server.close()
+        sock.close()
