@@ -1,5 +1,79 @@
-"""tooldocs."""
+"""tooldocs: documentation of tools at the detail an agent needs.
 
-from tooldocs.exceptions import ToolDocsError
+Three detail levels (``summary``, ``schema``, ``full``), Python call signatures rendered
+from JSON Schema, capped examples, notes, and result shapes learned from successful calls.
 
-__all__ = ["ToolDocsError"]
+>>> from toolindex import InMemoryIndex, Tool, BackendRef
+>>> from tooldocs import InMemoryStore
+>>> index = InMemoryIndex()
+>>> index.register(Tool(name="get_weather", namespace="weather", description="Current weather for a city.",
+...     input_schema={"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
+...     BackendRef.local("get_weather"))
+>>> store = InMemoryStore(index)
+>>> store.describe("weather:get_weather", "summary").render()
+'weather:get_weather — Current weather for a city.'
+>>> print(store.describe("weather:get_weather").signature)
+def get_weather(*, city: str) -> dict[str, Any]:
+    \"\"\"Current weather for a city.\"\"\"
+"""
+
+from tooldocs._doc import RENDER_TIERS, Budgets, DetailLevel, ToolDoc, parse_level
+from tooldocs._examples import ExampleCaps, ToolExample
+from tooldocs._names import Collision, NameMap, py_identifier
+from tooldocs._render import (
+    STUB_IMPORTS,
+    Param,
+    RenderedModule,
+    RenderedType,
+    RenderOptions,
+    Signature,
+    render_module,
+    render_signature,
+    schema_to_python,
+)
+from tooldocs._shapes import ShapeFileWarning, ShapeLimits, infer_shape, merge_shapes
+from tooldocs._store import InMemoryStore, Store
+from tooldocs._text import cap_text
+from tooldocs.exceptions import (
+    ArgsTooLargeError,
+    DocNotFoundError,
+    InvalidDetailLevelError,
+    InvalidExampleError,
+    SchemaRenderError,
+    ToolDocsError,
+)
+
+__all__ = [
+    "RENDER_TIERS",
+    "STUB_IMPORTS",
+    "ArgsTooLargeError",
+    "Budgets",
+    "Collision",
+    "DetailLevel",
+    "DocNotFoundError",
+    "ExampleCaps",
+    "InMemoryStore",
+    "InvalidDetailLevelError",
+    "InvalidExampleError",
+    "NameMap",
+    "Param",
+    "RenderOptions",
+    "RenderedModule",
+    "RenderedType",
+    "SchemaRenderError",
+    "ShapeFileWarning",
+    "ShapeLimits",
+    "Signature",
+    "Store",
+    "ToolDoc",
+    "ToolDocsError",
+    "ToolExample",
+    "cap_text",
+    "infer_shape",
+    "merge_shapes",
+    "parse_level",
+    "py_identifier",
+    "render_module",
+    "render_signature",
+    "schema_to_python",
+]

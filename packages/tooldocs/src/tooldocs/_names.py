@@ -1,0 +1,152 @@
+"""Python identifiers for wire names (tool names, parameter names, keys) and collision detection."""
+
+from __future__ import annotations
+
+import keyword
+import re
+import unicodedata
+from dataclasses import dataclass
+
+__all__ = ["Collision", "NameMap", "class_name", "py_identifier"]
+
+_NON_IDENT = re.compile(r"\W+")
+_CAMEL_SPLIT = re.compile(r"[^0-9A-Za-z]+")
+
+# Names a generated class must not take: they are the stub module's own imports and builtins.
+RESERVED_CLASS_NAMES = frozenset(
+    {"Any", "Literal", "NotRequired", "Required", "TypedDict", "None", "True", "False", "str", "int", "float", "bool"}
+    | {"list", "dict", "tuple", "object", "type"}
+)
+
+
+def py_identifier(name: str) -> str:
+    """A valid Python identifier for a wire name.
+
+    Letters, digits and ``_`` are kept (non-ASCII letters too, after NFKC normalisation,
+    which is what Python itself applies to identifiers); every other run of characters
+    becomes ``_``; a leading digit gets a ``_`` prefix; a keyword gets a ``_`` suffix
+    (``from`` → ``from_``, the PEP 8 convention). Two different names may map to the
+    same identifier: :class:`NameMap` detects and resolves that.
+
+    Args:
+        name: The wire name, e.g. ``"per-page"``, ``"from"``, ``"2fa.code"``.
+
+    Returns:
+        An identifier, e.g. ``per_page``, ``from_``, ``_2fa_code``.
+    """
+    ident = _NON_IDENT.sub("_", unicodedata.normalize("NFKC", name))
+    if not ident:
+        return "_"
+    if not ident.isidentifier():
+        # Starts with a digit, or holds a character Python accepts in \w but not in identifiers.
+        ident = "_" + "".join(c if ("a" + c).isidentifier() else "_" for c in ident)
+    if keyword.iskeyword(ident):
+        ident += "_"
+    return ident
+
+
+def class_name(*parts: str) -> str:
+    """A PascalCase class name built from name parts (``("list_issues", "filter")`` → ``ListIssuesFilter``).
+
+    Args:
+        *parts: Wire names or words.
+
+    Returns:
+        A valid identifier that is not a keyword nor one of the stub module's reserved names.
+    """
+    words = [w[0].upper() + w[1:] for part in parts for w in _CAMEL_SPLIT.split(part) if w]
+    name = py_identifier("".join(words)) if words else "Model"
+    if name[0] == "_":
+        name = "T" + name
+    if name in RESERVED_CLASS_NAMES:
+        name += "Type"
+    return name
+
+
+@dataclass(frozen=True, slots=True)
+class Collision:
+    """Several wire names that map to one Python identifier.
+
+    They are kept apart (the later ones get a numeric suffix), never merged.
+    """
+
+    identifier: str
+    """The identifier they all map to."""
+    wire_names: tuple[str, ...]
+    """The wire names, in schema order."""
+    where: str
+    """Where they meet: ``"parameters"``, a class name, or ``"tools"``."""
+    assigned: tuple[str, ...]
+    """The identifier each wire name got, in the same order."""
+
+    def __str__(self) -> str:
+        pairs = ", ".join(f"{w!r} -> {a}" for w, a in zip(self.wire_names, self.assigned, strict=True))
+        return f"name collision in {self.where}: {pairs} (all map to {self.identifier!r})"
+
+
+class NameMap:
+    """Assigns unique identifiers to wire names within one scope and records collisions.
+
+    Example:
+        >>> names = NameMap("parameters")
+        >>> names.add("per-page"), names.add("per_page")
+        ('per_page', 'per_page_2')
+        >>> str(names.collisions[0])
+        "name collision in parameters: 'per-page' -> per_page, 'per_page' -> per_page_2 (all map to 'per_page')"
+    """
+
+    def __init__(self, where: str, reserved: frozenset[str] = frozenset()) -> None:
+        self._where = where
+        self._reserved = reserved
+        self._taken: set[str] = set(reserved)
+        self._by_wire: dict[str, str] = {}
+        self._groups: dict[str, list[tuple[str, str]]] = {}
+
+    def add(self, wire: str, *, base: str | None = None) -> str:
+        """Assign (or return the already assigned) identifier for ``wire``.
+
+        Args:
+            wire: The wire name.
+            base: The identifier to start from (default: ``py_identifier(wire)``).
+
+        Returns:
+            Its identifier in this scope, unique among the names added so far.
+        """
+        if wire in self._by_wire:
+            return self._by_wire[wire]
+        base = base or py_identifier(wire)
+        ident = base
+        n = 2
+        while ident in self._taken:
+            ident = f"{base}_{n}"
+            n += 1
+        self._taken.add(ident)
+        self._by_wire[wire] = ident
+        self._groups.setdefault(base, []).append((wire, ident))
+        return ident
+
+    @property
+    def mapping(self) -> dict[str, str]:
+        """Wire name → identifier, in the order added."""
+        return dict(self._by_wire)
+
+    @property
+    def renamed(self) -> dict[str, str]:
+        """Identifier → wire name, only for names whose identifier differs from the wire name."""
+        return {ident: wire for wire, ident in self._by_wire.items() if ident != wire}
+
+    @property
+    def collisions(self) -> list[Collision]:
+        """Groups of two or more wire names that share a base identifier."""
+        out: list[Collision] = []
+        for base, group in self._groups.items():
+            if len(group) > 1 or (base in self._reserved and group[0][1] != base):
+                out.append(
+                    Collision(
+                        identifier=base,
+                        wire_names=tuple(w for w, _ in group),
+                        where=self._where,
+                        assigned=tuple(a for _, a in group),
+                    )
+                )
+        return out

@@ -1,0 +1,863 @@
+"""JSON Schema → Python: type annotations, TypedDict classes and tool call signatures.
+
+The output is Python source meant to be read (by a person or a model), not imported:
+it always parses (``ast.parse``), keeps every parameter of the schema, and uses only
+``typing`` names a stub module imports (:data:`STUB_IMPORTS`).
+"""
+
+from __future__ import annotations
+
+import keyword
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+from tooldocs._names import RESERVED_CLASS_NAMES, Collision, NameMap, class_name, py_identifier
+from tooldocs._text import first_sentence, py_comment, py_literal, py_str
+from toolindex import Tool
+
+__all__ = [
+    "STUB_IMPORTS",
+    "Param",
+    "RenderOptions",
+    "RenderedModule",
+    "RenderedType",
+    "Signature",
+    "render_module",
+    "render_signature",
+    "schema_to_python",
+]
+
+STUB_IMPORTS = "from typing import Any, Literal, NotRequired, Required, TypedDict"
+"""The import line that makes rendered annotations resolvable in a stub module."""
+
+_ANY = "Any"
+_SIMPLE_TYPES = {"string": "str", "integer": "int", "number": "float", "boolean": "bool", "null": "None"}
+_OBJECT_KEYS = ("properties", "additionalProperties", "patternProperties", "required")
+
+
+@dataclass(frozen=True, slots=True)
+class RenderOptions:
+    """How much detail rendering keeps. The defaults are the richest form.
+
+    Smaller values trade detail for size; every option keeps the output valid Python
+    and keeps every top-level parameter.
+    """
+
+    descriptions: int = 50
+    """Maximum characters of a parameter's description comment; 0 drops them."""
+    field_descriptions: int = 36
+    """Maximum characters of a TypedDict field's description comment; 0 drops them."""
+    docstring: int = 100
+    """Maximum characters of the function's one-line docstring; 0 drops it."""
+    max_literal: int = 16
+    """Enums with more values than this are shown as their base type (``str``), not ``Literal``."""
+    max_depth: int = 6
+    """Objects nested deeper than this become ``dict[str, Any]``."""
+    nested_classes: bool = True
+    """Render nested objects as ``TypedDict`` classes; ``False`` shows them as ``dict[str, Any]``."""
+    max_default: int = 40
+    """Defaults whose literal is longer than this are shown as ``...``."""
+    skip_redundant: bool = True
+    """Drop a parameter description that only repeats words of the tool's and parameters' names
+    (``repo: str  # Repository name``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RenderedType:
+    """A JSON Schema rendered as a Python annotation plus the classes it needs."""
+
+    annotation: str
+    """The type, e.g. ``list[Issue] | None``."""
+    definitions: tuple[str, ...] = ()
+    """Source of each ``TypedDict`` the annotation uses, in definition order."""
+    collisions: tuple[Collision, ...] = ()
+    """Keys of one object that map to the same identifier (only where an identifier is needed)."""
+    warnings: tuple[str, ...] = ()
+    """Parts of the schema that could not be rendered exactly (unresolvable ``$ref``, ...)."""
+
+    @property
+    def source(self) -> str:
+        """The class definitions, joined by blank lines (empty when the type needs none)."""
+        return "\n\n".join(self.definitions)
+
+
+@dataclass(frozen=True, slots=True)
+class Param:
+    """One keyword parameter of a tool signature."""
+
+    name: str
+    """Python identifier used in the signature."""
+    wire_name: str
+    """The argument's name in the tool's input schema (what the tool receives)."""
+    annotation: str
+    required: bool
+    has_default: bool = False
+    default: Any = None
+    """The schema's default (meaningful when ``has_default``)."""
+    description: str = ""
+    """The schema's description, whole."""
+
+
+@dataclass(frozen=True, slots=True)
+class Signature:
+    """A tool's Python call signature.
+
+    ``text`` is a ``def`` with keyword-only parameters named after the tool's wire
+    argument names (sanitised into identifiers where needed), preceded by the
+    ``TypedDict`` classes it uses. A snippet passes arguments either as keywords
+    (``run_tool("ns:tool", owner="x")``) or as a dict keyed by wire names
+    (``run_tool("ns:tool", {"owner": "x"})``); :meth:`wire_args` turns keywords
+    that use sanitised names back into wire names.
+    """
+
+    name: str
+    """The function's identifier (the tool name, sanitised)."""
+    tool_name: str
+    """The tool's wire name."""
+    text: str
+    """Class definitions and the ``def``, ready to show."""
+    params: tuple[Param, ...]
+    """Parameters, required first, in schema order otherwise."""
+    returns: str
+    """The return annotation."""
+    definitions: tuple[str, ...] = ()
+    """Source of each ``TypedDict`` used by the parameters and the return type."""
+    collisions: tuple[Collision, ...] = ()
+    """Name collisions found (parameters, object keys); reported, never merged."""
+    warnings: tuple[str, ...] = ()
+    """What could not be rendered exactly."""
+
+    @property
+    def wire_names(self) -> dict[str, str]:
+        """Identifier → wire name for the parameters whose identifier differs from the wire name."""
+        return {p.name: p.wire_name for p in self.params if p.name != p.wire_name}
+
+    @property
+    def required(self) -> tuple[str, ...]:
+        """Wire names of the required parameters."""
+        return tuple(p.wire_name for p in self.params if p.required)
+
+    def wire_args(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        """Map keyword arguments that use sanitised identifiers back to the tool's wire names.
+
+        Keys that already are wire names pass through unchanged, so the mapping is safe
+        to apply to either calling form.
+
+        Args:
+            args: Arguments keyed by identifiers and/or wire names.
+
+        Returns:
+            Arguments keyed by wire names.
+
+        Raises:
+            ValueError: If one argument is given under both its identifier and its wire name.
+        """
+        renamed = self.wire_names
+        wires = {p.wire_name for p in self.params}
+        out: dict[str, Any] = {}
+        for key, value in args.items():
+            wire = key if key in wires else renamed.get(key, key)
+            if wire in out:
+                raise ValueError(f"argument {wire!r} of tool {self.tool_name!r} is given twice (as {key!r})")
+            out[wire] = value
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class RenderedModule:
+    """Signatures of many tools as one stub module."""
+
+    text: str
+    """``from typing import ...`` followed by every signature."""
+    signatures: tuple[Signature, ...]
+    collisions: tuple[Collision, ...] = ()
+    """Tool-name collisions (two tools whose names map to one function name) and per-tool ones."""
+
+
+def _as_schema(value: Any) -> dict[str, Any] | None:
+    return cast("dict[str, Any]", value) if isinstance(value, dict) else None
+
+
+def _split_union(annotation: str) -> list[str]:
+    # Split "A | list[B | C] | None" at top-level bars only.
+    parts: list[str] = []
+    depth = 0
+    start = 0
+    in_str = False
+    i = 0
+    while i < len(annotation):
+        ch = annotation[i]
+        if in_str:
+            if ch == "\\":
+                i += 1
+            elif ch == '"':
+                in_str = False
+        elif ch == '"':
+            in_str = True
+        elif ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth -= 1
+        elif ch == "|" and depth == 0:
+            parts.append(annotation[start:i].strip())
+            start = i + 1
+        i += 1
+    parts.append(annotation[start:].strip())
+    return [p for p in parts if p]
+
+
+def _union(members: Iterable[str]) -> str:
+    flat: list[str] = []
+    literals: list[str] = []
+    for m in members:
+        for p in _split_union(m):
+            if p == _ANY:
+                return _ANY
+            if p.startswith("Literal[") and p.endswith("]"):
+                for v in _split_literal(p[8:-1]):
+                    if v not in literals:
+                        literals.append(v)
+                if "\0lit" not in flat:
+                    flat.append("\0lit")
+            elif p not in flat:
+                flat.append(p)
+    if literals:
+        flat[flat.index("\0lit")] = "Literal[" + ", ".join(literals) + "]"
+    has_none = "None" in flat
+    flat = [p for p in flat if p != "None"]
+    if has_none:
+        flat.append("None")
+    return " | ".join(flat) if flat else _ANY
+
+
+def _split_literal(inner: str) -> list[str]:
+    out: list[str] = []
+    depth = 0
+    start = 0
+    in_str = False
+    i = 0
+    while i < len(inner):
+        ch = inner[i]
+        if in_str:
+            if ch == "\\":
+                i += 1
+            elif ch == '"':
+                in_str = False
+        elif ch == '"':
+            in_str = True
+        elif ch in "[{(":
+            depth += 1
+        elif ch in "]})":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            out.append(inner[start:i].strip())
+            start = i + 1
+        i += 1
+    out.append(inner[start:].strip())
+    return [p for p in out if p]
+
+
+def _literal_value(value: Any) -> str | None:
+    # Literal[...] accepts str, int, bool and None; floats and containers do not belong there.
+    if value is None or isinstance(value, bool | int | str):
+        return py_literal(value, limit=200)
+    return None
+
+
+def _base_type_of_values(values: Sequence[Any]) -> str:
+    names: list[str] = []
+    for v in values:
+        t = (
+            "None"
+            if v is None
+            else "bool"
+            if isinstance(v, bool)
+            else "int"
+            if isinstance(v, int)
+            else "float"
+            if isinstance(v, float)
+            else "str"
+            if isinstance(v, str)
+            else "list[Any]"
+            if isinstance(v, list)
+            else "dict[str, Any]"
+        )
+        names.append(t)
+    return _union(names)
+
+
+class _Renderer:
+    """Renders schemas into annotations, collecting TypedDict classes. One per signature/module."""
+
+    def __init__(self, options: RenderOptions, classes: set[str] | None = None) -> None:
+        self.options = options
+        self.classes: set[str] = classes if classes is not None else set()
+        self.definitions: list[str] = []
+        self.collisions: list[Collision] = []
+        self.warnings: list[str] = []
+        self.root: dict[str, Any] = {}
+        self._ref_cache: dict[str, str] = {}
+        self._in_progress: dict[str, str | None] = {}
+
+    def set_root(self, root: dict[str, Any]) -> None:
+        self.root = root
+        self._ref_cache = {}
+        self._in_progress = {}
+
+    def new_class_name(self, *parts: str) -> str:
+        base = class_name(*parts)
+        name = base
+        n = 2
+        while name in self.classes or name in RESERVED_CLASS_NAMES:
+            name = f"{base}{n}"
+            n += 1
+        self.classes.add(name)
+        return name
+
+    # -- refs ----------------------------------------------------------------------
+
+    def resolve(self, ref: str, path: str) -> dict[str, Any] | None:
+        if not ref.startswith("#"):
+            self.warnings.append(f"{path}: $ref {ref!r} points outside the schema; shown as Any")
+            return None
+        node: Any = self.root
+        pointer = ref[1:]
+        if pointer:
+            if not pointer.startswith("/"):
+                self.warnings.append(f"{path}: $ref {ref!r} is not a JSON pointer; shown as Any")
+                return None
+            for raw in pointer[1:].split("/"):
+                key = raw.replace("~1", "/").replace("~0", "~")
+                if isinstance(node, dict) and key in node:
+                    node = cast("dict[str, Any]", node)[key]
+                elif isinstance(node, list) and key.isdigit() and int(key) < len(cast("list[Any]", node)):
+                    node = cast("list[Any]", node)[int(key)]
+                else:
+                    self.warnings.append(f"{path}: $ref {ref!r} does not resolve; shown as Any")
+                    return None
+        if node is True or node == {}:
+            return {}
+        schema = _as_schema(node)
+        if schema is None:
+            self.warnings.append(f"{path}: $ref {ref!r} resolves to a non-schema; shown as Any")
+        return schema
+
+    def ref_type(self, ref: str, path: str, depth: int) -> str:
+        if ref in self._ref_cache:
+            return self._ref_cache[ref]
+        if ref in self._in_progress:
+            # Recursive reference: objects refer to their class by name; anything else is Any.
+            return self._in_progress[ref] or _ANY
+        target = self.resolve(ref, path)
+        if target is None:
+            return _ANY
+        def_name = ref.rstrip("/").rsplit("/", 1)[-1].replace("~1", "/").replace("~0", "~") or "Root"
+        target_obj = self._object_target(target, path)
+        if target_obj is not None and depth < self.options.max_depth and self.options.nested_classes:
+            name = self.new_class_name(def_name)
+            self._in_progress[ref] = name
+            ann = self.object_class(target_obj, path, name, depth, describe=True)
+        else:
+            self._in_progress[ref] = None
+            ann = self.type_of(target, path, (def_name,), depth)
+        del self._in_progress[ref]
+        self._ref_cache[ref] = ann
+        return ann
+
+    def _object_target(self, schema: dict[str, Any], path: str) -> dict[str, Any] | None:
+        # An object with named properties, reachable without unions: it becomes a class.
+        seen = 0
+        while "$ref" in schema and isinstance(schema["$ref"], str) and seen < 16:
+            nxt = self.resolve(schema["$ref"], path)
+            if nxt is None:
+                return None
+            schema = nxt
+            seen += 1
+        if self._is_object(schema) and _as_schema(schema.get("properties")):
+            return schema
+        return None
+
+    @staticmethod
+    def _is_object(schema: dict[str, Any]) -> bool:
+        t = schema.get("type")
+        if t == "object":
+            return True
+        if t is None:
+            return any(k in schema for k in _OBJECT_KEYS)
+        return False
+
+    # -- types ---------------------------------------------------------------------
+
+    def type_of(self, schema: Any, path: str, hint: tuple[str, ...], depth: int) -> str:
+        if schema is True or schema is None:
+            return _ANY
+        if schema is False:
+            self.warnings.append(f"{path}: schema 'false' accepts nothing; shown as Any")
+            return _ANY
+        s = _as_schema(schema)
+        if s is None:
+            self.warnings.append(f"{path}: not a schema ({type(schema).__name__}); shown as Any")
+            return _ANY
+        ann = self._type_of(s, path, hint, depth)
+        if s.get("nullable") is True and ann != _ANY:
+            ann = _union([ann, "None"])
+        return ann
+
+    def _type_of(self, s: dict[str, Any], path: str, hint: tuple[str, ...], depth: int) -> str:
+        ref = s.get("$ref")
+        if isinstance(ref, str):
+            return self.ref_type(ref, path, depth)
+        if "const" in s:
+            lit = _literal_value(s["const"])
+            return f"Literal[{lit}]" if lit is not None else _base_type_of_values([s["const"]])
+        enum = s.get("enum")
+        if isinstance(enum, list) and enum:
+            return self.enum_type(cast("list[Any]", enum), s)
+        for key in ("anyOf", "oneOf"):
+            members = s.get(key)
+            if isinstance(members, list) and members:
+                siblings = {k: v for k, v in s.items() if k not in (key, "description", "title", "default")}
+                rendered = [
+                    self.type_of(
+                        {**siblings, **m} if isinstance(m, dict) and siblings else m,
+                        f"{path}/{key}/{i}",
+                        hint if len(cast("list[Any]", members)) == 1 else (*hint, f"{key[:-2]}{i}"),
+                        depth,
+                    )
+                    for i, m in enumerate(cast("list[Any]", members))
+                ]
+                return _union(rendered)
+        all_of = s.get("allOf")
+        if isinstance(all_of, list) and all_of:
+            return self.all_of(s, cast("list[Any]", all_of), path, hint, depth)
+        t = s.get("type")
+        if isinstance(t, list):
+            types = [x for x in cast("list[Any]", t) if isinstance(x, str)]
+            if not types:
+                return _ANY
+            return _union(self._single_type(s, x, path, hint, depth) for x in types)
+        if isinstance(t, str):
+            return self._single_type(s, t, path, hint, depth)
+        if self._is_object(s):
+            return self._single_type(s, "object", path, hint, depth)
+        if "items" in s or "prefixItems" in s:
+            return self._single_type(s, "array", path, hint, depth)
+        return _ANY
+
+    def enum_type(self, values: list[Any], s: dict[str, Any]) -> str:
+        lits = [_literal_value(v) for v in values]
+        if len(values) <= self.options.max_literal and all(x is not None for x in lits):
+            non_null = [x for x in lits if x is not None and x != "None"]
+            parts = [f"Literal[{', '.join(dict.fromkeys(non_null))}]"] if non_null else []
+            if "None" in lits:
+                parts.append("None")
+            return " | ".join(parts)
+        t = s.get("type")
+        if isinstance(t, str) and t in _SIMPLE_TYPES:
+            return _SIMPLE_TYPES[t]
+        return _base_type_of_values(values)
+
+    def all_of(self, s: dict[str, Any], members: list[Any], path: str, hint: tuple[str, ...], depth: int) -> str:
+        siblings = {k: v for k, v in s.items() if k != "allOf"}
+        resolved: list[dict[str, Any]] = [siblings] if siblings else []
+        for i, m in enumerate(members):
+            ms = _as_schema(m)
+            if ms is None:
+                continue
+            ref = ms.get("$ref")
+            if isinstance(ref, str) and len(ms) == 1:
+                target = self.resolve(ref, f"{path}/allOf/{i}")
+                if target is None:
+                    continue
+                ms = target
+            resolved.append(ms)
+        if len(resolved) == 1:
+            return self.type_of(resolved[0], path, hint, depth)
+        if resolved and all(self._is_object(r) or "properties" in r for r in resolved):
+            merged: dict[str, Any] = {"type": "object", "properties": {}, "required": []}
+            for r in resolved:
+                merged["properties"].update(_as_schema(r.get("properties")) or {})
+                req = r.get("required")
+                if isinstance(req, list):
+                    merged["required"].extend(x for x in cast("list[Any]", req) if isinstance(x, str))
+                if "description" in r and "description" not in merged:
+                    merged["description"] = r["description"]
+            return self._single_type(merged, "object", path, hint, depth)
+        # An intersection of non-objects: the most specific member is the best we can show.
+        for r in resolved:
+            ann = self.type_of(r, path, hint, depth)
+            if ann != _ANY:
+                return ann
+        return _ANY
+
+    def _single_type(self, s: dict[str, Any], t: str, path: str, hint: tuple[str, ...], depth: int) -> str:
+        if t in _SIMPLE_TYPES:
+            return _SIMPLE_TYPES[t]
+        if t == "array":
+            prefix = s.get("prefixItems")
+            items = s.get("items")
+            if isinstance(prefix, list) and prefix:
+                parts = [
+                    self.type_of(x, f"{path}/prefixItems/{i}", (*hint, f"item{i}"), depth + 1)
+                    for i, x in enumerate(cast("list[Any]", prefix))
+                ]
+                return f"tuple[{', '.join(parts)}]" if items is False else f"list[{_union(parts)}]"
+            if isinstance(items, list) and items:
+                parts = [
+                    self.type_of(x, f"{path}/items/{i}", (*hint, f"item{i}"), depth + 1)
+                    for i, x in enumerate(cast("list[Any]", items))
+                ]
+                return f"tuple[{', '.join(parts)}]"
+            if items is None or items is True or items == []:
+                return "list[Any]"
+            return f"list[{self.type_of(items, f'{path}/items', (*hint, 'item'), depth + 1)}]"
+        if t == "object":
+            props = _as_schema(s.get("properties"))
+            if not props:
+                extra = s.get("additionalProperties")
+                if isinstance(extra, dict) and extra:
+                    value = self.type_of(extra, f"{path}/additionalProperties", (*hint, "value"), depth + 1)
+                    return f"dict[str, {value}]"
+                return "dict[str, Any]"
+            if depth >= self.options.max_depth or not self.options.nested_classes:
+                return "dict[str, Any]"
+            return self.object_class(s, path, self.new_class_name(*hint), depth)
+        self.warnings.append(f"{path}: unknown type {t!r}; shown as Any")
+        return _ANY
+
+    def object_class(self, s: dict[str, Any], path: str, name: str, depth: int, *, describe: bool = False) -> str:
+        props = _as_schema(s.get("properties")) or {}
+        req_raw = s.get("required")
+        required: set[str] = (
+            {x for x in cast("list[Any]", req_raw) if isinstance(x, str)} if isinstance(req_raw, list) else set()
+        )
+        fields: list[tuple[str, str, bool, str]] = []
+        for key, sub in props.items():
+            ann = self.type_of(sub, f"{path}/properties/{key}", (name, key), depth + 1)
+            desc = ""
+            sub_s = _as_schema(sub)
+            if sub_s is not None and self.options.field_descriptions:
+                text = _tidy(_text_of(sub_s.get("description")))
+                desc = py_comment(text, self.options.field_descriptions)
+            fields.append((key, ann, key in required, desc))
+        functional = any(not k.isidentifier() or keyword.iskeyword(k) for k, *_ in fields)
+        lines: list[str] = []
+        # A property's class is described where the property is; a $defs class describes itself.
+        desc = first_sentence(_text_of(s.get("description")), 1000).rstrip(".") if describe else ""
+        limit = self.options.field_descriptions
+        head_comment = f"  # {py_comment(desc, limit)}" if desc and limit else ""
+        # Mark whichever kind of key is rarer: NotRequired[...] on optional keys, or
+        # total=False with Required[...] on required ones.
+        n_optional = sum(1 for _, _, req, _ in fields if not req)
+        total = n_optional <= len(fields) - n_optional
+        total_arg = "" if total else ", total=False"
+
+        def value_of(ann: str, req: bool) -> str:
+            if total:
+                return ann if req else f"NotRequired[{ann}]"
+            return f"Required[{ann}]" if req else ann
+
+        if functional:
+            lines.append(f"{name} = TypedDict({py_str(name)}, {{{head_comment}")
+            for key, ann, req, fdesc in fields:
+                lines.append(f"    {py_str(key)}: {value_of(ann, req)}," + (f"  # {fdesc}" if fdesc else ""))
+            lines.append(f"}}{total_arg})")
+        else:
+            lines.append(f"class {name}(TypedDict{total_arg}):{head_comment}")
+            for key, ann, req, fdesc in fields:
+                lines.append(f"    {key}: {value_of(ann, req)}" + (f"  # {fdesc}" if fdesc else ""))
+        self.definitions.append("\n".join(lines))
+        return name
+
+
+_STOP_WORDS = frozenset(
+    "a an and as at be by e.g eg for from if in is it its of on or the this that to use used "
+    "name number id identifier value optional required".split()
+)
+_WORD = re.compile(r"[a-z0-9]+")
+_CAMEL = re.compile(r"([a-z0-9])([A-Z])")
+
+
+def _words(text: str) -> list[str]:
+    return _WORD.findall(_CAMEL.sub(r"\1 \2", text).lower())
+
+
+def _is_redundant(description: str, context: set[str]) -> bool:
+    """Whether every content word of ``description`` is (a prefix relative of) a word in ``context``."""
+    words = [w for w in _words(description) if w not in _STOP_WORDS]
+    if len(words) > 4:
+        return False
+    return all(
+        any(w == c or (len(c) >= 3 and len(w) >= 3 and (w.startswith(c) or c.startswith(w))) for c in context)
+        for w in words
+    )
+
+
+_LEADING_ARTICLE = re.compile(r"^(?:the|a|an)\s+(?=\w)", re.IGNORECASE)
+
+
+def _tidy(description: str) -> str:
+    """First sentence, without a leading article or the final period: comment-sized."""
+    text = _LEADING_ARTICLE.sub("", first_sentence(description, 1000)).rstrip(".")
+    return text[:1].upper() + text[1:]
+
+
+def _text_of(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def schema_to_python(
+    schema: Mapping[str, Any] | bool,
+    *,
+    name: str = "Model",
+    options: RenderOptions | None = None,
+) -> RenderedType:
+    """Render a JSON Schema as a Python annotation and the ``TypedDict`` classes it needs.
+
+    Objects with properties become ``TypedDict`` classes (optional keys as
+    ``NotRequired``; keys that are not identifiers use the functional form, which keeps
+    the wire key); ``enum``/``const`` → ``Literal[...]``; ``["null", T]``, ``nullable``
+    and unions with null → ``T | None``; arrays → ``list[T]`` (tuples for ``prefixItems``);
+    ``$ref`` into the schema (``#/$defs/...``, ``#/definitions/...``, ``#``, recursive
+    ones included) → a named class; ``oneOf``/``anyOf`` → unions; ``allOf`` of objects →
+    one merged class; unknown or empty schemas → ``Any``. It never raises for a
+    well-formed JSON value: what it cannot render becomes ``Any`` and a warning.
+
+    Args:
+        schema: The JSON Schema (a mapping, or ``True``/``False``).
+        name: Name of the class for the top-level object (other classes are named from it).
+        options: Detail options.
+
+    Returns:
+        The annotation, class definitions, collisions and warnings.
+
+    Example:
+        >>> r = schema_to_python({"type": "object", "properties": {"id": {"type": "integer"}}}, name="Issue")
+        >>> r.annotation
+        'Issue'
+        >>> print(r.source)
+        class Issue(TypedDict):
+            id: NotRequired[int]
+    """
+    r = _Renderer(options or RenderOptions())
+    root = _as_schema(schema) or {}
+    r.set_root(root)
+    ann = r.type_of(schema if isinstance(schema, bool) else dict(schema), "", (name,), 0)
+    return RenderedType(ann, tuple(r.definitions), tuple(r.collisions), tuple(r.warnings))
+
+
+def _input_params(r: _Renderer, schema: dict[str, Any]) -> tuple[list[tuple[str, Any, bool]], bool]:
+    """(wire name, property schema, required) for every parameter, and whether extra keys are accepted."""
+    seen = 0
+    while isinstance(schema.get("$ref"), str) and seen < 16:
+        target = r.resolve(schema["$ref"], "")
+        if target is None:
+            break
+        schema = {**target, **{k: v for k, v in schema.items() if k != "$ref"}}
+        seen += 1
+    props: dict[str, Any] = dict(_as_schema(schema.get("properties")) or {})
+    req = schema.get("required")
+    required: set[str] = {x for x in cast("list[Any]", req) if isinstance(x, str)} if isinstance(req, list) else set()
+    # Parameters declared only inside combinators still belong to the signature.
+    for key in ("allOf", "anyOf", "oneOf"):
+        branches = schema.get(key)
+        if not isinstance(branches, list):
+            continue
+        branch_list = [b for b in (_as_schema(x) for x in cast("list[Any]", branches)) if b is not None]
+        for b in branch_list:
+            if isinstance(b.get("$ref"), str):
+                b = r.resolve(b["$ref"], f"/{key}") or {}
+            for pk, pv in (_as_schema(b.get("properties")) or {}).items():
+                props.setdefault(pk, pv)
+            if key == "allOf":
+                breq = b.get("required")
+                if isinstance(breq, list):
+                    required.update(x for x in cast("list[Any]", breq) if isinstance(x, str))
+    extra = schema.get("additionalProperties", True) is not False and not props
+    ordered = [(k, v, k in required) for k, v in props.items()]
+    ordered.sort(key=lambda item: not item[2])  # stable: required first, schema order kept
+    return ordered, extra
+
+
+def _render_signature(
+    tool: Tool,
+    *,
+    result_shape: Mapping[str, Any] | None,
+    options: RenderOptions,
+    function_name: str | None,
+    classes: set[str] | None,
+) -> Signature:
+    r = _Renderer(options, classes)
+    fname = function_name or py_identifier(tool.name)
+    prefix = class_name(tool.name)
+    r.set_root(tool.input_schema)
+    entries, extra = _input_params(r, tool.input_schema)
+    names = NameMap(f"parameters of {tool.name!r}")
+    params: list[Param] = []
+    for wire, sub, req in entries:
+        ident = names.add(wire)
+        ann = r.type_of(sub, f"/properties/{wire}", (prefix, wire), 1)
+        sub_s = _as_schema(sub) or {}
+        has_default = "default" in sub_s
+        params.append(
+            Param(
+                name=ident,
+                wire_name=wire,
+                annotation=ann,
+                required=req,
+                has_default=has_default,
+                default=sub_s.get("default"),
+                description=_text_of(sub_s.get("description")),
+            )
+        )
+    out_schema = tool.output_schema if tool.output_schema is not None else result_shape
+    if out_schema is not None:
+        r.set_root(dict(out_schema))
+        returns = r.type_of(dict(out_schema), "/outputSchema", (prefix, "Result"), 0)
+    else:
+        returns = "dict[str, Any]"
+    collisions = [*names.collisions, *r.collisions]
+    text = _format_def(fname, tool, params, extra, returns, r.definitions, options)
+    return Signature(
+        name=fname,
+        tool_name=tool.name,
+        text=text,
+        params=tuple(params),
+        returns=returns,
+        definitions=tuple(r.definitions),
+        collisions=tuple(collisions),
+        warnings=tuple(r.warnings),
+    )
+
+
+def _format_def(
+    fname: str,
+    tool: Tool,
+    params: list[Param],
+    extra: bool,
+    returns: str,
+    definitions: list[str],
+    options: RenderOptions,
+) -> str:
+    lines: list[str] = list(definitions)
+    context = {w for p in params for w in _words(p.wire_name)} | set(_words(tool.name))
+    rows: list[tuple[str, str]] = []
+    for p in params:
+        code = f"{p.name}: {p.annotation}"
+        if not p.required:
+            lit = py_literal(p.default, limit=options.max_default) if p.has_default else None
+            code += f" = {lit}" if lit is not None else " = ..."
+        comment_parts: list[str] = []
+        if p.name != p.wire_name:
+            comment_parts.append(f"wire name {py_str(p.wire_name)}")
+        if options.descriptions and p.description:
+            desc = _tidy(p.description)
+            if not (options.skip_redundant and _is_redundant(desc, context)):
+                comment_parts.append(desc)
+        comment = py_comment(". ".join(comment_parts), max(options.descriptions, 40 if p.name != p.wire_name else 0))
+        rows.append((code, comment))
+    if extra:
+        rows.append(("**kwargs: Any", ""))
+    doc = first_sentence(tool.description or tool.title or "", options.docstring) if options.docstring else ""
+    body = f'    """{_doc_escape(doc)}"""' if doc else "    ..."
+    if not rows:
+        lines.append(f"def {fname}() -> {returns}:")
+    elif not any(c for _, c in rows) and len(fname) + sum(len(c) + 2 for c, _ in rows) + len(returns) < 90:
+        star = "" if extra and len(rows) == 1 else "*, "
+        lines.append(f"def {fname}({star}{', '.join(c for c, _ in rows)}) -> {returns}:")
+    else:
+        lines.append(f"def {fname}(")
+        if not (extra and len(rows) == 1):
+            lines.append("    *,")
+        for code, comment in rows:
+            lines.append(f"    {code}," + (f"  # {comment}" if comment else ""))
+        lines.append(f") -> {returns}:")
+    lines.append(body)
+    return "\n".join(lines)
+
+
+def _doc_escape(text: str) -> str:
+    # The docstring is one line between triple quotes: escape what would end or break it.
+    text = text.replace("\\", "\\\\").replace('"', '\\"')
+    return text
+
+
+def render_signature(
+    tool: Tool,
+    *,
+    result_shape: Mapping[str, Any] | None = None,
+    options: RenderOptions | None = None,
+    function_name: str | None = None,
+) -> Signature:
+    """Render a tool's Python call signature.
+
+    Parameters are keyword-only, required first, named after the wire names (sanitised
+    into identifiers where needed, with the wire name in a trailing comment and in
+    :attr:`Signature.wire_names`); optional parameters show their schema default, or
+    ``...`` (meaning "omit it") when there is none. The return type comes from the
+    tool's output schema, else from ``result_shape`` (a learned shape), else it is
+    ``dict[str, Any]``.
+
+    Args:
+        tool: The tool.
+        result_shape: A JSON Schema of the result learned from calls, used when the tool
+            declares no output schema.
+        options: Detail options.
+        function_name: Use this identifier for the ``def`` instead of the sanitised tool name.
+
+    Returns:
+        The signature; it never raises for a tool the index accepted.
+    """
+    return _render_signature(
+        tool,
+        result_shape=result_shape,
+        options=options or RenderOptions(),
+        function_name=function_name,
+        classes=None,
+    )
+
+
+def render_module(
+    tools: Iterable[Tool],
+    *,
+    options: RenderOptions | None = None,
+    result_shapes: Mapping[str, Mapping[str, Any]] | None = None,
+) -> RenderedModule:
+    """Render the signatures of many tools as one stub module.
+
+    Function names are unique across the module: tools whose names map to the same
+    identifier (``get-issue`` and ``get_issue``, or one name in two namespaces) are
+    reported in :attr:`RenderedModule.collisions` and the later ones get a suffix; class
+    names are unique across the module too.
+
+    Args:
+        tools: The tools.
+        options: Detail options.
+        result_shapes: Learned result shapes by tool id.
+
+    Returns:
+        The module text and each signature.
+    """
+    opts = options or RenderOptions()
+    tool_list = list(tools)
+    classes: set[str] = set()
+    fn_names = NameMap("function names", reserved=RESERVED_CLASS_NAMES)
+    sigs: list[Signature] = []
+    for tool in tool_list:
+        # Keyed by id so one name in two namespaces is a collision, not a silent merge.
+        fname = fn_names.add(tool.id, base=py_identifier(tool.name))
+        sigs.append(
+            _render_signature(
+                tool,
+                result_shape=(result_shapes or {}).get(tool.id),
+                options=opts,
+                function_name=fname,
+                classes=classes,
+            )
+        )
+    collisions = [*fn_names.collisions, *(c for s in sigs for c in s.collisions)]
+    body = "\n\n\n".join(s.text for s in sigs)
+    text = f"{STUB_IMPORTS}\n\n\n{body}\n" if sigs else f"{STUB_IMPORTS}\n"
+    return RenderedModule(text=text, signatures=tuple(sigs), collisions=tuple(collisions))

@@ -1,0 +1,318 @@
+"""Learning the shape of tool results: infer a JSON Schema from a value, merge shapes, persist them.
+
+A shape is a small JSON Schema (``type``, ``properties``, ``required``, ``items``,
+``additionalProperties``, ``anyOf``), so the renderer shows it like any output schema.
+Merging only ever widens a shape (keys are added, ``required`` shrinks, types become
+unions, and past the caps a part becomes ``{}``, i.e. ``Any``), and a shape's size is
+capped, so a tool's shape changes a bounded number of times: after a few calls it is
+stable and recording a result changes nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
+
+import structlog
+
+__all__ = ["ShapeFileWarning", "ShapeLimits", "infer_shape", "merge_shapes"]
+
+_log = structlog.get_logger("tooldocs")
+
+FILE_FORMAT = "tooldocs.result-shapes"
+FILE_VERSION = 1
+
+
+class ShapeFileWarning(UserWarning):
+    """The learned-shapes file could not be read or written; learning goes on in memory."""
+
+
+@dataclass(frozen=True, slots=True)
+class ShapeLimits:
+    """Caps that keep learned shapes small and learning cheap."""
+
+    max_depth: int = 6
+    """Deeper values are shown as ``Any``."""
+    max_keys: int = 48
+    """An object with more keys than this is treated as a mapping (``dict[str, V]``)."""
+    max_items: int = 16
+    """Only this many items of a list are inspected (first and last ones)."""
+    max_union: int = 4
+    """A union of more types than this becomes ``Any``."""
+
+
+_DEFAULT_LIMITS = ShapeLimits()
+_ANY: dict[str, Any] = {}
+
+
+def infer_shape(value: Any, limits: ShapeLimits = _DEFAULT_LIMITS) -> dict[str, Any]:
+    """The shape (a small JSON Schema) of one JSON value.
+
+    Work is proportional to the size of the value, and lists are sampled, so this is
+    cheap enough to run after every call.
+
+    Args:
+        value: A plain JSON value (dicts, lists, strings, numbers, bools, ``None``).
+        limits: Caps on depth, keys, list items and unions.
+
+    Returns:
+        A JSON Schema describing ``value``; ``{}`` (any) for what is not JSON.
+    """
+    return _infer(value, limits, 0)
+
+
+def _infer(value: Any, limits: ShapeLimits, depth: int) -> dict[str, Any]:
+    if value is None:
+        return {"type": "null"}
+    if isinstance(value, bool):
+        return {"type": "boolean"}
+    if isinstance(value, int):
+        return {"type": "integer"}
+    if isinstance(value, float):
+        return {"type": "number"}
+    if isinstance(value, str):
+        return {"type": "string"}
+    if depth >= limits.max_depth:
+        return dict(_ANY)
+    if isinstance(value, list | tuple):
+        items = cast("list[Any] | tuple[Any, ...]", value)
+        if not items:
+            return {"type": "array"}
+        n = limits.max_items
+        sample = list(items) if len(items) <= n else [*items[: n - n // 4], *items[-(n // 4) :]]
+        shape: dict[str, Any] | None = None
+        for item in sample:
+            s = _infer(item, limits, depth + 1)
+            shape = s if shape is None else merge_shapes(shape, s, limits)
+        return {"type": "array", "items": shape}
+    if isinstance(value, Mapping):
+        obj = cast("Mapping[Any, Any]", value)
+        if not all(isinstance(k, str) for k in obj):
+            return {"type": "object"}
+        if len(obj) > limits.max_keys:
+            merged: dict[str, Any] | None = None
+            for i, v in enumerate(obj.values()):
+                if i >= limits.max_items:
+                    break
+                s = _infer(v, limits, depth + 1)
+                merged = s if merged is None else merge_shapes(merged, s, limits)
+            return {"type": "object", "additionalProperties": merged or {}}
+        props = {k: _infer(v, limits, depth + 1) for k, v in obj.items()}
+        return {"type": "object", "properties": props, "required": sorted(props)}
+    return dict(_ANY)
+
+
+def _variants(shape: dict[str, Any]) -> list[dict[str, Any]]:
+    any_of = shape.get("anyOf")
+    if isinstance(any_of, list):
+        return [cast("dict[str, Any]", v) for v in cast("list[Any]", any_of) if isinstance(v, dict)]
+    return [shape]
+
+
+def _group(shape: dict[str, Any]) -> str:
+    t = shape.get("type")
+    if t in ("integer", "number"):
+        return "number"
+    return t if isinstance(t, str) else "?"
+
+
+def merge_shapes(a: Mapping[str, Any], b: Mapping[str, Any], limits: ShapeLimits = _DEFAULT_LIMITS) -> dict[str, Any]:
+    """Merge two shapes into one that describes values of either.
+
+    Objects merge their properties (a key missing on one side becomes optional),
+    ``integer`` and ``number`` merge to ``number``, other differing types become a union
+    (``anyOf``, at most ``limits.max_union`` members, else ``{}``).
+
+    Args:
+        a: A shape.
+        b: Another shape.
+        limits: Caps.
+
+    Returns:
+        The merged shape (a new dict; the inputs are not modified).
+    """
+    a = dict(a)
+    b = dict(b)
+    if a == b:
+        return a
+    if not a or not b:
+        return {}
+    out: list[dict[str, Any]] = [dict(v) for v in _variants(a)]
+    for v in _variants(b):
+        for i, o in enumerate(out):
+            if _group(o) == _group(v) and _group(v) != "?":
+                out[i] = _merge_same(o, v, limits)
+                break
+        else:
+            out.append(dict(v))
+    if any(not v for v in out) or len(out) > limits.max_union:
+        return {}
+    if len(out) == 1:
+        return out[0]
+    out.sort(key=lambda v: v.get("type") == "null")
+    return {"anyOf": out}
+
+
+def _merge_same(a: dict[str, Any], b: dict[str, Any], limits: ShapeLimits) -> dict[str, Any]:
+    if a == b:
+        return a
+    t = _group(a)
+    if t == "number":
+        return {"type": "number"} if a.get("type") != b.get("type") else a
+    if t == "array":
+        ia, ib = a.get("items"), b.get("items")
+        if ia is None:
+            return {"type": "array", "items": ib} if ib is not None else {"type": "array"}
+        if ib is None:
+            return {"type": "array", "items": ia}
+        return {"type": "array", "items": merge_shapes(ia, ib, limits)}
+    if t == "object":
+        pa = cast("dict[str, Any] | None", a.get("properties"))
+        pb = cast("dict[str, Any] | None", b.get("properties"))
+        if pa is not None and pb is not None:
+            keys = list(dict.fromkeys([*pa, *pb]))
+            if len(keys) <= limits.max_keys:
+                props = {
+                    k: merge_shapes(pa[k], pb[k], limits) if k in pa and k in pb else dict(pa.get(k) or pb[k])
+                    for k in keys
+                }
+                req = sorted(set(a.get("required") or ()) & set(b.get("required") or ()))
+                return {"type": "object", "properties": props, "required": req}
+        # A mapping on either side, or too many keys: one value shape for all keys.
+        value: dict[str, Any] | None = None
+        for side in (a, b):
+            for s in _object_values(side):
+                value = s if value is None else merge_shapes(value, s, limits)
+        return {"type": "object", "additionalProperties": value if value is not None else {}}
+    return a
+
+
+def _object_values(shape: dict[str, Any]) -> list[dict[str, Any]]:
+    props = shape.get("properties")
+    if isinstance(props, dict):
+        return list(cast("dict[str, dict[str, Any]]", props).values())
+    extra = shape.get("additionalProperties")
+    return [cast("dict[str, Any]", extra)] if isinstance(extra, dict) else []
+
+
+@dataclass(frozen=True, slots=True)
+class LearnedShape:
+    """A learned shape and how many results it was learned from."""
+
+    shape: dict[str, Any]
+    count: int
+
+
+class ShapeFile:
+    """A JSON file of learned shapes, read once and written atomically.
+
+    A file that cannot be read is never overwritten as is: the first save moves it
+    aside (``<name>.corrupt``, numbered when that exists) and warns where it went.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._corrupt = False
+
+    def load(self) -> dict[str, LearnedShape]:
+        """Read the file; a missing file is empty, a corrupt one warns and is empty."""
+        try:
+            raw = self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return {}
+        except OSError as e:
+            self._warn_corrupt(f"cannot be read ({e})")
+            return {}
+        try:
+            data = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            self._warn_corrupt(f"is not valid JSON ({e})")
+            return {}
+        if not isinstance(data, dict) or cast("dict[str, Any]", data).get("format") != FILE_FORMAT:
+            self._warn_corrupt(f"is not a learned-shapes file (expected 'format': {FILE_FORMAT!r})")
+            return {}
+        doc = cast("dict[str, Any]", data)
+        if doc.get("version") != FILE_VERSION:
+            self._warn_corrupt(f"has version {doc.get('version')!r}; this version reads {FILE_VERSION}")
+            return {}
+        tools = doc.get("tools")
+        if not isinstance(tools, dict):
+            self._warn_corrupt("has no 'tools' object")
+            return {}
+        out: dict[str, LearnedShape] = {}
+        bad: list[str] = []
+        for tool_id, entry in cast("dict[str, Any]", tools).items():
+            if isinstance(entry, dict):
+                e = cast("dict[str, Any]", entry)
+                shape, count = e.get("shape"), e.get("count", 1)
+                if isinstance(shape, dict) and isinstance(count, int) and not isinstance(count, bool):
+                    out[tool_id] = LearnedShape(cast("dict[str, Any]", shape), count)
+                    continue
+            bad.append(tool_id)
+        if bad:
+            # Keep the good entries, but do not overwrite the bad ones silently either.
+            self._warn_corrupt(f"has {len(bad)} unreadable entries ({', '.join(sorted(bad)[:5])})")
+        return out
+
+    def _warn_corrupt(self, why: str) -> None:
+        self._corrupt = True
+        msg = (
+            f"learned result shapes file {str(self.path)!r} {why}; starting without its shapes. "
+            "It will be moved aside, not overwritten, when new shapes are saved."
+        )
+        _log.warning("shape_file_unreadable", path=str(self.path), reason=why)
+        warnings.warn(msg, ShapeFileWarning, stacklevel=4)
+
+    def save(self, shapes: Mapping[str, LearnedShape]) -> bool:
+        """Write all shapes atomically (temp file + rename); returns whether it worked."""
+        data = {
+            "format": FILE_FORMAT,
+            "version": FILE_VERSION,
+            "tools": {k: {"count": v.count, "shape": v.shape} for k, v in sorted(shapes.items())},
+        }
+        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), sort_keys=False)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            if self._corrupt and self.path.exists():
+                backup = self._backup_path()
+                os.replace(self.path, backup)
+                _log.warning("shape_file_moved_aside", path=str(self.path), backup=str(backup))
+                warnings.warn(
+                    f"unreadable learned result shapes file moved to {str(backup)!r}; writing a new {str(self.path)!r}",
+                    ShapeFileWarning,
+                    stacklevel=4,
+                )
+            self._corrupt = False
+            fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent)
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as f:
+                    f.write(text)
+                    f.flush()
+                    os.fsync(f.fileno())
+                os.replace(tmp, self.path)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+                raise
+        except OSError as e:
+            _log.warning("shape_file_write_failed", path=str(self.path), error=str(e))
+            warnings.warn(
+                f"cannot write learned result shapes to {str(self.path)!r}: {e}", ShapeFileWarning, stacklevel=4
+            )
+            return False
+        return True
+
+    def _backup_path(self) -> Path:
+        candidate = self.path.with_name(self.path.name + ".corrupt")
+        n = 1
+        while candidate.exists():
+            candidate = self.path.with_name(f"{self.path.name}.corrupt.{n}")
+            n += 1
+        return candidate

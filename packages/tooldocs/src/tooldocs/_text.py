@@ -1,0 +1,175 @@
+"""Text helpers: capping by characters with a visible marker, one-line text, Python literals."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import unicodedata
+from typing import Any
+
+__all__ = ["MARKER", "cap_text", "first_sentence", "one_line", "py_comment", "py_literal", "py_str"]
+
+MARKER = "…"
+"""Appended to text that was cut (one character, U+2026)."""
+
+_SPACE = re.compile(r"\s+")
+# Characters that must never reach generated source: C0/C1 controls (NUL makes ast.parse fail).
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z(\[`\"'])")
+_ZWJ = "\u200d"
+
+
+def _is_joiner(ch: str) -> bool:
+    # A cut right before one of these would split a user-perceived character in two
+    # (combining accents, variation selectors, zero-width joiners, emoji modifiers).
+    return (
+        unicodedata.combining(ch) != 0
+        or ch == _ZWJ
+        or "\ufe00" <= ch <= "\ufe0f"
+        or "\U0001f3fb" <= ch <= "\U0001f3ff"
+        or unicodedata.category(ch) in {"Mn", "Me", "Mc"}
+    )
+
+
+def cap_text(text: str, limit: int, marker: str = MARKER) -> str:
+    """Cap ``text`` at ``limit`` characters, ending cut text with ``marker``.
+
+    The result is a Python ``str``, so it never holds half a UTF-8 sequence; the cut
+    also avoids separating a base character from the combining marks, joiners or
+    variation selectors that follow it. A text that fits is returned unchanged.
+
+    Args:
+        text: The text.
+        limit: Maximum length in characters, the marker included.
+        marker: What marks the cut.
+
+    Returns:
+        ``text`` itself, or a prefix of it followed by ``marker``, at most ``limit`` characters.
+
+    Raises:
+        ValueError: If ``limit`` is smaller than the marker.
+    """
+    if len(text) <= limit:
+        return text
+    if limit < len(marker):
+        raise ValueError(f"limit {limit} is shorter than the marker {marker!r}")
+    cut = limit - len(marker)
+    while 0 < cut < len(text) and _is_joiner(text[cut]):
+        cut -= 1
+    # Do not leave a lone high surrogate (only possible in str built from surrogateescape data).
+    if cut > 0 and "\ud800" <= text[cut - 1] <= "\udbff":
+        cut -= 1
+    return text[:cut].rstrip() + marker
+
+
+def one_line(text: str | None) -> str:
+    """Collapse whitespace (newlines included) to single spaces and drop control characters.
+
+    Args:
+        text: Any text, or ``None``.
+
+    Returns:
+        A single line (empty for no text).
+    """
+    if not text:
+        return ""
+    return _SPACE.sub(" ", _CONTROL.sub(" ", text)).strip()
+
+
+def first_sentence(text: str | None, limit: int) -> str:
+    """The first sentence of ``text`` on one line, capped at ``limit`` characters.
+
+    Args:
+        text: A description.
+        limit: Maximum length in characters.
+
+    Returns:
+        The first sentence (or paragraph, when no sentence end is found), capped.
+    """
+    if not text:
+        return ""
+    first = one_line(text.strip().split("\n\n", 1)[0])
+    m = _SENTENCE_END.search(first)
+    if m and m.start() >= 12:
+        first = first[: m.start()]
+    return cap_text(first, limit)
+
+
+def py_comment(text: str | None, limit: int) -> str:
+    """Text safe to put after ``#`` in Python source: one line, no controls, capped.
+
+    Args:
+        text: Any text.
+        limit: Maximum length in characters.
+
+    Returns:
+        The comment text (without the ``#``).
+    """
+    return cap_text(one_line(text), limit) if limit > 0 else ""
+
+
+def py_str(value: str) -> str:
+    """A double-quoted Python string literal for ``value``.
+
+    Args:
+        value: Any string.
+
+    Returns:
+        Source text that evaluates to ``value``.
+    """
+    if _has_surrogate(value):
+        # Lone surrogates cannot be encoded as source text; escape everything instead.
+        return json.dumps(value)
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _has_surrogate(value: str) -> bool:
+    return any("\ud800" <= c <= "\udfff" for c in value)
+
+
+def py_literal(value: Any, limit: int = 10_000) -> str | None:
+    """Python source for a JSON value (``None``, bools, numbers, strings, lists, dicts).
+
+    Args:
+        value: A JSON-compatible value.
+        limit: Give up (return ``None``) when the literal would be longer than this.
+
+    Returns:
+        Source text that evaluates to ``value``, or ``None`` when the value has no
+        short literal (non-JSON objects, NaN, too long).
+    """
+    out = _literal(value)
+    if out is None or len(out) > limit:
+        return None
+    return out
+
+
+def _literal(value: Any) -> str | None:
+    if value is None or isinstance(value, bool):
+        return repr(value)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return repr(value) if math.isfinite(value) else None
+    if isinstance(value, str):
+        return py_str(value)
+    if isinstance(value, list | tuple):
+        parts: list[str] = []
+        for v in value:  # pyright: ignore[reportUnknownVariableType]
+            p = _literal(v)
+            if p is None:
+                return None
+            parts.append(p)
+        return "[" + ", ".join(parts) + "]"
+    if isinstance(value, dict):
+        items: list[str] = []
+        for k, v in value.items():  # pyright: ignore[reportUnknownVariableType]
+            if not isinstance(k, str):
+                return None
+            p = _literal(v)
+            if p is None:
+                return None
+            items.append(f"{_literal(k)}: {p}")
+        return "{" + ", ".join(items) + "}"
+    return None
