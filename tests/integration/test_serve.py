@@ -1,0 +1,246 @@
+"""`toolcode serve` driven by the real mcp Client over stdio and streamable HTTP, in both protocol eras."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+pytestmark = [pytest.mark.integration, pytest.mark.anyio]
+
+META_TOOLS = {
+    "search_tools",
+    "list_namespaces",
+    "describe_tool",
+    "list_tool_examples",
+    "run_tool",
+    "run_chain",
+    "execute_code",
+}
+
+TWO_SERVERS = """
+now = run_tool("time:get_current_time", {"timezone": "Europe/Paris"})
+log = run_tool("git:git_log", {"repo_path": input["repo"], "max_count": 5})
+println("checked", now["timezone"])
+__out = {"timezone": now["timezone"], "has_commit": "first commit" in str(log)}
+"""
+
+
+@pytest.fixture(scope="module")
+def config_file(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("serve")
+    repo = root / "repo"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-q"]
+        + ["--allow-empty", "-m", "first commit"],
+        check=True,
+    )
+    cfg = {
+        "mcpServers": {
+            "time": {"command": sys.executable, "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"]},
+            "git": {"command": sys.executable, "args": ["-m", "mcp_server_git"]},
+        }
+    }
+    path = root / "mcp.json"
+    path.write_text(json.dumps(cfg))
+    return path, repo
+
+
+def _serve_args(config: Path, *extra: str) -> list[str]:
+    return ["-m", "toolcode.cli", "serve", "--config", str(config), *extra]
+
+
+@asynccontextmanager
+async def http_server(config: Path, *extra: str) -> AsyncIterator[str]:
+    """Start `toolcode serve --http 127.0.0.1:0` and yield its URL (read from its stderr)."""
+    proc = await anyio.open_process([sys.executable, *_serve_args(config, "--http", "127.0.0.1:0", *extra)])
+    try:
+        assert proc.stderr is not None
+        buf = b""
+        with anyio.fail_after(60):
+            async for chunk in proc.stderr:
+                buf += chunk
+                if b"listening on " in buf and b"\n" in buf.split(b"listening on ", 1)[1]:
+                    break
+        url = buf.split(b"listening on ", 1)[1].split(b"\n", 1)[0].decode().strip()
+        assert url.startswith("http://127.0.0.1:")
+        yield url
+    finally:
+        proc.terminate()
+        with anyio.move_on_after(10):
+            await proc.wait()
+        if proc.returncode is None:
+            proc.kill()
+        await proc.aclose()
+
+
+ClientFactory = Callable[[str], AbstractAsyncContextManager[Client]]
+
+
+@pytest.fixture(params=["stdio", "http"])
+async def connect(request: pytest.FixtureRequest, config_file: tuple[Path, Path]) -> AsyncIterator[ClientFactory]:
+    config, _ = config_file
+    if request.param == "stdio":
+        params = StdioServerParameters(command=sys.executable, args=_serve_args(config))
+
+        def stdio_client(mode: str) -> AbstractAsyncContextManager[Client]:
+            return Client(params, mode=mode)  # type: ignore[arg-type]
+
+        yield stdio_client
+    else:
+        async with http_server(config) as url:
+
+            def http_client(mode: str) -> AbstractAsyncContextManager[Client]:
+                return Client(url, mode=mode)  # type: ignore[arg-type]
+
+            yield http_client
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_tools_listed_with_schemas(connect: ClientFactory, mode: str) -> None:
+    async with connect(mode) as client:
+        if mode == "auto":
+            assert client.protocol_version == "2026-07-28"
+        else:
+            assert client.protocol_version == "2025-11-25"
+        listed = await client.list_tools()
+        names = {t.name for t in listed.tools}
+        assert names == META_TOOLS
+        for tool in listed.tools:
+            assert tool.description and len(tool.description) > 40
+            assert tool.input_schema["type"] == "object"
+            assert tool.output_schema is not None and tool.output_schema["type"] == "object"
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_execute_code_two_servers_progress_and_trace(
+    connect: ClientFactory, config_file: tuple[Path, Path], mode: str
+) -> None:
+    _, repo = config_file
+    progress: list[tuple[float, str | None]] = []
+
+    async def on_progress(p: float, total: float | None, message: str | None) -> None:
+        progress.append((p, message))
+
+    async with connect(mode) as client:
+        res = await client.call_tool(
+            "execute_code", {"code": TWO_SERVERS, "input": {"repo": str(repo)}}, progress_callback=on_progress
+        )
+        assert not res.is_error, res.content
+        out = res.structured_content
+        assert out is not None
+        assert out["value"] == {"timezone": "Europe/Paris", "has_commit": True}
+        assert out["stdout"].strip() == "checked Europe/Paris"
+        assert [t["tool_id"] for t in out["trace"]] == ["time:get_current_time", "git:git_log"]
+        assert all(t["ok"] for t in out["trace"])
+        assert out["tool_calls"] == 2
+        # One progress notification per completed tool call, naming the tool.
+        assert [p for p, _ in progress] == [1, 2]
+        assert "time:get_current_time" in (progress[0][1] or "")
+        assert "git:git_log" in (progress[1][1] or "")
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_broken_and_hostile_snippets_are_errors_and_server_keeps_serving(
+    connect: ClientFactory, mode: str
+) -> None:
+    async with connect(mode) as client:
+        syntax = await client.call_tool("execute_code", {"code": "x = (1,\nfor"})
+        assert syntax.is_error
+        assert "line" in syntax.content[0].text.lower()  # type: ignore[union-attr]
+
+        unknown = await client.call_tool("execute_code", {"code": 'run_tool("time:get_curent_time", {"timezone": "UTC"})'})
+        assert unknown.is_error
+        text = unknown.content[0].text  # type: ignore[union-attr]
+        assert "time:get_current_time" in text  # the nearest tool name is suggested
+
+        escape = await client.call_tool("execute_code", {"code": "import os\n__out = os.listdir('/')"})
+        assert escape.is_error
+
+        loop = await client.call_tool("execute_code", {"code": "while True:\n    pass", "options": {"timeout": 1}})
+        assert loop.is_error
+        assert "timeout" in loop.content[0].text  # type: ignore[union-attr]
+
+        limited = await client.call_tool(
+            "execute_code",
+            {
+                "code": 'for z in ["UTC", "Asia/Tokyo", "Europe/Paris"]:\n    run_tool("time:get_current_time", {"timezone": z})',
+                "options": {"max_tool_calls": 2},
+            },
+        )
+        assert limited.is_error
+        assert "max_tool_calls" in limited.content[0].text  # type: ignore[union-attr]
+
+        bad_args = await client.call_tool("execute_code", {"code": ""})
+        assert bad_args.is_error
+        assert "code" in bad_args.content[0].text  # type: ignore[union-attr]
+
+        # Still serving after all of that.
+        ok = await client.call_tool("execute_code", {"code": "__out = 6 * 7"})
+        assert not ok.is_error
+        assert ok.structured_content is not None and ok.structured_content["value"] == 42
+
+
+async def test_allowed_namespaces_restrict_a_run(connect: ClientFactory) -> None:
+    async with connect("auto") as client:
+        res = await client.call_tool(
+            "execute_code",
+            {
+                "code": 'run_tool("time:get_current_time", {"timezone": "UTC"})',
+                "options": {"allowed_namespaces": ["git"]},
+            },
+        )
+        assert res.is_error
+        hits = await client.call_tool("search_tools", {"query": "current time in a timezone", "limit": 3})
+        assert hits.structured_content is not None
+        assert hits.structured_content["hits"][0]["id"] == "time:get_current_time"
+
+
+async def test_metatools_search_describe_run_chain(connect: ClientFactory, config_file: tuple[Path, Path]) -> None:
+    _, repo = config_file
+    async with connect("auto") as client:
+        ns = await client.call_tool("list_namespaces", {})
+        assert ns.structured_content == {
+            "namespaces": [{"name": "git", "tool_count": 12}, {"name": "time", "tool_count": 2}]
+        }
+        doc = await client.call_tool("describe_tool", {"tool_id": "git:git_log"})
+        assert doc.structured_content is not None and "repo_path" in doc.structured_content["text"]
+        missing = await client.call_tool("describe_tool", {"tool_id": "git:git_lgo"})
+        assert missing.is_error and "git:git_log" in missing.content[0].text  # type: ignore[union-attr]
+        run = await client.call_tool("run_tool", {"tool_id": "time:get_current_time", "args": {"timezone": "UTC"}})
+        assert run.structured_content is not None and run.structured_content["value"]["timezone"] == "UTC"
+        chain = await client.call_tool(
+            "run_chain",
+            {
+                "steps": [
+                    {"tool_id": "git:git_status", "args": {"repo_path": str(repo)}},
+                    {"tool_id": "time:get_current_time", "args": {"timezone": "UTC"}},
+                ]
+            },
+        )
+        assert chain.structured_content is not None
+        assert [s["ok"] for s in chain.structured_content["steps"]] == [True, True]
+        examples = await client.call_tool("list_tool_examples", {"tool_id": "time:convert_time"})
+        assert not examples.is_error
+        assert examples.structured_content is not None and examples.structured_content["id"] == "time:convert_time"
+
+
+async def test_expose_publishes_upstream_tool(config_file: tuple[Path, Path]) -> None:
+    config, _ = config_file
+    params = StdioServerParameters(command=sys.executable, args=_serve_args(config, "--expose", "time:get_current_time"))
+    async with Client(params, mode="legacy") as client:
+        names = {t.name for t in (await client.list_tools()).tools}
+        assert names == META_TOOLS | {"time__get_current_time"}
+        res = await client.call_tool("time__get_current_time", {"timezone": "UTC"})
+        assert not res.is_error
+        assert "UTC" in res.content[0].text  # type: ignore[union-attr]
