@@ -7,7 +7,7 @@ import inspect
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NotRequired, Required, TypeVar, get_type_hints, overload
+from typing import Annotated, Any, NotRequired, Required, TypeVar, get_origin, get_type_hints, overload
 
 import anyio
 import anyio.from_thread
@@ -15,6 +15,7 @@ import anyio.to_thread
 import pydantic
 import structlog
 from pydantic import ConfigDict, Field, TypeAdapter
+from pydantic.fields import FieldInfo
 from pydantic.json_schema import GenerateJsonSchema
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 from typing_extensions import TypedDict
@@ -422,6 +423,12 @@ def _problems(e: pydantic.ValidationError) -> list[ValidationProblem]:
     return [ValidationProblem(json_path(err["loc"]), err["msg"]) for err in e.errors(include_url=False)]
 
 
+def _has_description(ann: Any) -> bool:
+    if get_origin(ann) is not Annotated:
+        return False
+    return any(isinstance(m, FieldInfo) and m.description for m in ann.__metadata__)
+
+
 def _build(
     fn: Callable[..., Any],
     *,
@@ -461,12 +468,15 @@ def _build(
                 )
             progress_param = p.name
             continue
-        field_desc = doc_params.get(p.name)
+        # A description given in Annotated[..., Field(description=...)] wins over the docstring's.
+        extra: dict[str, Any] = {}
+        if p.name in doc_params and not _has_description(ann):
+            extra["description"] = doc_params[p.name]
         if p.default is inspect.Parameter.empty:
-            schema_fields[p.name] = (ann, Field(description=field_desc))
+            schema_fields[p.name] = (ann, Field(**extra))
             td_fields[p.name] = Required[ann]
         else:
-            schema_fields[p.name] = (ann, Field(default=p.default, description=field_desc))
+            schema_fields[p.name] = (ann, Field(default=p.default, **extra))
             td_fields[p.name] = NotRequired[ann]
 
     model = pydantic.create_model(

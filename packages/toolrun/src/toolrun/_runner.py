@@ -425,11 +425,20 @@ class DefaultRunner:
                 except Exception as e:  # handed to the consumer below, outside the task group
                     failure.append(e)
 
+        closed_early = False
         async with anyio.create_task_group() as tg:
             tg.start_soon(work)
             with receive:
-                async for event in receive:
-                    yield event
+                try:
+                    async for event in receive:
+                        yield event
+                except GeneratorExit:
+                    # The consumer stopped iterating: cancel the call instead of letting the
+                    # GeneratorExit escape the task group as an exception group.
+                    closed_early = True
+                    tg.cancel_scope.cancel()
+        if closed_early:
+            return
         if failure:
             raise failure[0]
         yield outcome[0]
