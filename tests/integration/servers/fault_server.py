@@ -252,7 +252,8 @@ async def serve_http(fs: FaultServer, port: int) -> None:
     import uvicorn
 
     app = fs.server.streamable_http_app(host="127.0.0.1")
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    # Info level prints "Uvicorn running on ...", which the test fixtures wait for.
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="info", access_log=False, lifespan="on")
     await uvicorn.Server(config).serve()
 
 

@@ -35,7 +35,7 @@ _TYPES: dict[str, Literal["stdio", "http"]] = {
 
 class _ServerBase(BaseModel):
     # Unknown keys are ignored: clients store their own settings (autoApprove, ...) next to ours.
-    model_config = ConfigDict(frozen=True, extra="ignore")
+    model_config = ConfigDict(frozen=True, extra="ignore", populate_by_name=True)
 
     disabled: bool = False
     """A disabled server is kept in the config but never started."""
@@ -43,6 +43,9 @@ class _ServerBase(BaseModel):
     """Default per-call timeout in seconds (``None``: no limit unless the call gives one)."""
     connect_timeout: float = Field(default=30.0, gt=0, alias="connectTimeout")
     """Seconds allowed for starting the server and the MCP handshake."""
+    protocol: Literal["auto", "legacy"] = "auto"
+    """``auto`` tries the 2026-07-28 protocol and falls back to the 2025-11-25 handshake;
+    ``legacy`` goes straight to the handshake."""
 
 
 class StdioServerConfig(_ServerBase):

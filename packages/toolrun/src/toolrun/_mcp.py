@@ -382,7 +382,9 @@ class MCPBackend:
             await stack.enter_async_context(http)
             # The SDK caps one SSE event at 1 MiB by default; tool results can be larger.
             transport = streamable_http_client(cfg.url, http_client=http, max_sse_event_size=None)
-        client = Client(transport, message_handler=self._on_message, client_info=_CLIENT_INFO, cache=None)
+        client = Client(
+            transport, mode=cfg.protocol, message_handler=self._on_message, client_info=_CLIENT_INFO, cache=None
+        )
         return await stack.enter_async_context(client)
 
     def _unavailable(self, e: BaseException, stderr: IO[bytes] | None) -> BackendUnavailableError:

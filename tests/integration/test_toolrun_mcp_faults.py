@@ -1,0 +1,319 @@
+"""MCPBackend against our own fault-injection server (tests/integration/servers/fault_server.py)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from contextlib import aclosing
+from typing import Any
+
+import anyio
+import psutil
+import pytest
+from conftest import FAULT_SERVER, RunningServer
+from toolindex import ChangeEvent, InMemoryIndex, ToolNotFoundError
+from toolrun import (
+    BackendUnavailableError,
+    MCPBackend,
+    OutputValidationError,
+    ProgressEvent,
+    RunResult,
+    StdioServerConfig,
+    ToolExecutionError,
+    ToolTimeoutError,
+    load_config,
+)
+
+pytestmark = [pytest.mark.anyio, pytest.mark.integration]
+
+STATIC_TOOLS = {
+    "echo",
+    "add",
+    "blocks",
+    "crash",
+    "hang",
+    "stats",
+    "fail",
+    "big",
+    "add_tool",
+    "remove_tool",
+    "progress",
+    "bad_output",
+}
+
+
+def fault_stdio(*extra: str) -> dict[str, Any]:
+    return {"command": sys.executable, "args": [str(FAULT_SERVER), *extra]}
+
+
+@pytest.fixture(params=["stdio", "http"])
+def fault(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """The fault server's config entry, over stdio and over streamable HTTP."""
+    if request.param == "stdio":
+        return fault_stdio()
+    server: RunningServer = request.getfixturevalue("fault_http")
+    return {"url": server.url}
+
+
+def fault_children() -> list[psutil.Process]:
+    out: list[psutil.Process] = []
+    for p in psutil.Process().children(recursive=True):
+        try:
+            cmd = p.cmdline()
+        except psutil.Error:
+            continue
+        if str(FAULT_SERVER) in cmd and "--http" not in cmd:
+            out.append(p)
+    return out
+
+
+async def test_lists_every_page_and_skips_the_malformed_tool(mcp_runner: Callable[..., Any]) -> None:
+    async with mcp_runner({"fault": fault_stdio("--malformed", "--page-size", "4")}) as (runner, backends):
+        backend: MCPBackend = backends["fault"]
+        assert set(backend.tools) == STATIC_TOOLS  # three pages of four
+        assert "broken_schema" in backend.skipped
+        assert "inputSchema" in backend.skipped["broken_schema"]
+        with pytest.raises(ToolNotFoundError):
+            runner.index.get("fault:broken_schema")
+        ids = {t.id for t in runner.index.list_tools(namespace="fault").tools}
+        assert ids == {f"fault:{n}" for n in STATIC_TOOLS}
+        # The rest of the server stays usable, output schema validated.
+        res = await runner.run("fault:echo", {"text": "still here"})
+        assert res.structured == {"text": "still here"}
+        assert str(res.backend) == "mcp:fault/echo"
+
+
+async def test_results_are_normalised(mcp_runner: Callable[..., Any], fault: dict[str, Any]) -> None:
+    async with mcp_runner({"fault": fault}) as (runner, _):
+        add = await runner.run("fault:add", {"a": 2, "b": 3})
+        assert add.structured == 5  # a single JSON text block, parsed
+        blocks = await runner.run("fault:blocks")
+        assert blocks.structured is None
+        assert [b["type"] for b in blocks.content] == ["text", "image", "audio", "resource"]
+        assert blocks.content[1]["mimeType"] == "image/png"
+        assert blocks.content[2]["mimeType"] == "audio/wav"
+        assert blocks.content[3]["resource"]["text"] == "a note"
+
+
+async def test_is_error_raises_with_the_server_text(mcp_runner: Callable[..., Any], fault: dict[str, Any]) -> None:
+    async with mcp_runner({"fault": fault}) as (runner, _):
+        with pytest.raises(ToolExecutionError) as ei:
+            await runner.run("fault:fail", {"message": "disk is full"})
+        assert ei.value.tool_id == "fault:fail"
+        assert ei.value.message == "disk is full"
+        assert ei.value.content == ({"type": "text", "text": "disk is full"},)
+
+
+async def test_crash_mid_call_then_the_next_call_reconnects(
+    mcp_runner: Callable[..., Any], fault: dict[str, Any]
+) -> None:
+    async with mcp_runner({"fault": fault}) as (runner, _):
+        assert (await runner.run("fault:echo", {"text": "before"})).structured == {"text": "before"}
+        with anyio.fail_after(20):
+            with pytest.raises(BackendUnavailableError) as ei:
+                await runner.run("fault:crash")
+        assert ei.value.backend == "mcp:fault"
+        if "command" in fault:
+            assert "closed the connection during a call to 'crash'" in ei.value.reason
+            with anyio.fail_after(20):
+                res = await runner.run("fault:echo", {"text": "after"})
+            assert res.structured == {"text": "after"}
+            stats = await runner.run("fault:stats")
+            assert stats.structured["calls"] == 2  # a fresh process: echo + stats
+
+
+async def test_hang_times_out_and_the_server_is_told(mcp_runner: Callable[..., Any], fault: dict[str, Any]) -> None:
+    async with mcp_runner({"fault": fault}) as (runner, _):
+        with anyio.fail_after(10):
+            with pytest.raises(ToolTimeoutError) as ei:
+                await runner.run("fault:hang", timeout=0.5)
+        assert ei.value.timeout == 0.5
+        # notifications/cancelled reached the server: its handler was cancelled.
+        with anyio.fail_after(10):
+            while (await runner.run("fault:stats")).structured["cancelled"] < 1:
+                await anyio.wait_all_tasks_blocked()
+        assert (await runner.run("fault:echo", {"text": "ok"})).structured == {"text": "ok"}
+
+
+async def test_cancelling_the_caller_cancels_the_call(mcp_runner: Callable[..., Any]) -> None:
+    async with mcp_runner({"fault": fault_stdio()}) as (runner, _):
+        with anyio.fail_after(10):
+            with anyio.move_on_after(0.3) as scope:
+                await runner.run("fault:hang")
+        assert scope.cancelled_caught
+        with anyio.fail_after(10):
+            while (await runner.run("fault:stats")).structured["cancelled"] < 1:
+                await anyio.wait_all_tasks_blocked()
+
+
+async def test_backend_timeout_without_runner_timeout() -> None:
+    cfg = load_config({"mcpServers": {"fault": {**fault_stdio(), "timeout": 0.3}}}).servers["fault"]
+    index = InMemoryIndex()
+    async with MCPBackend("fault", cfg) as backend:
+        await backend.attach(index)
+        tool = index.get("fault:hang")
+        with anyio.fail_after(10), pytest.raises(ToolTimeoutError):
+            await backend.call(index.backends(tool.id)[0], tool, {})
+
+
+async def test_progress_is_streamed(mcp_runner: Callable[..., Any], fault: dict[str, Any]) -> None:
+    async with mcp_runner({"fault": fault}) as (runner, _):
+        items: list[ProgressEvent | RunResult] = []
+        async with aclosing(runner.stream("fault:progress", {"steps": 4})) as it:
+            async for item in it:
+                items.append(item)
+        events = [i for i in items if isinstance(i, ProgressEvent)]
+        assert [(e.progress, e.total, e.message) for e in events] == [(i, 4, f"step {i}") for i in range(1, 5)]
+        assert all(e.tool_id == "fault:progress" for e in events)
+        last = items[-1]
+        assert isinstance(last, RunResult)
+        assert last.structured == {"steps": 4}
+
+
+async def test_output_schema_mismatch_follows_the_policy(mcp_runner: Callable[..., Any]) -> None:
+    async with mcp_runner({"fault": fault_stdio()}) as (runner, _):
+        with pytest.raises(OutputValidationError) as ei:
+            await runner.run("fault:bad_output")
+        assert any(p.path == "$.n" for p in ei.value.problems)
+    async with mcp_runner({"fault": fault_stdio()}, validation="off") as (runner, _):
+        res = await runner.run("fault:bad_output")
+        assert res.structured == {"n": "not a number"}
+
+
+@pytest.mark.parametrize("protocol", ["auto", "legacy"])
+async def test_list_changed_updates_the_index(
+    mcp_runner: Callable[..., Any], fault: dict[str, Any], protocol: str
+) -> None:
+    async with mcp_runner({"fault": {**fault, "protocol": protocol}}) as (runner, backends):
+        index = runner.index
+        events: list[ChangeEvent] = []
+        changed = anyio.Event()
+
+        def on_change(e: ChangeEvent) -> None:
+            events.append(e)
+            changed.set()
+
+        unsubscribe = index.subscribe(on_change)
+        await runner.run("fault:add_tool", {"name": "late_arrival"})
+        with anyio.fail_after(10):
+            await changed.wait()
+        assert events[0].kind == "registered"
+        assert events[0].tool_ids == ("fault:late_arrival",)
+        assert (await runner.run("fault:late_arrival")).value == "late_arrival ran"
+        assert "late_arrival" in backends["fault"].tools
+
+        changed = anyio.Event()
+        await runner.run("fault:remove_tool", {"name": "late_arrival"})
+        with anyio.fail_after(10):
+            await changed.wait()
+        assert events[-1].kind == "unregistered"
+        with pytest.raises(ToolNotFoundError):
+            index.get("fault:late_arrival")
+        unsubscribe()
+
+
+async def test_big_result_over_http(mcp_runner: Callable[..., Any], fault_http: RunningServer) -> None:
+    size = 3 * 1024 * 1024
+    async with mcp_runner({"fault": {"url": fault_http.url}}) as (runner, _):
+        with anyio.fail_after(30):
+            res = await runner.run("fault:big", {"size": size})
+        assert len(res.content) == 1
+        assert len(res.content[0]["text"]) == size
+
+
+async def test_200_concurrent_calls_share_one_session(mcp_runner: Callable[..., Any]) -> None:
+    async with mcp_runner({"fault": fault_stdio()}) as (runner, _):
+        results: dict[int, Any] = {}
+
+        async def one(i: int) -> None:
+            results[i] = (await runner.run("fault:echo", {"text": f"call-{i}"})).structured
+
+        with anyio.fail_after(60):
+            async with anyio.create_task_group() as tg:
+                for i in range(200):
+                    tg.start_soon(one, i)
+        assert results == {i: {"text": f"call-{i}"} for i in range(200)}
+        stats = await runner.run("fault:stats")
+        assert stats.structured["calls"] == 201  # one process served every call
+        assert len(fault_children()) == 1
+
+
+async def test_concurrent_first_calls_open_one_session() -> None:
+    cfg = load_config({"mcpServers": {"fault": fault_stdio()}}).servers["fault"]
+    index = InMemoryIndex()
+    async with MCPBackend("fault", cfg) as backend:
+        # Register by hand so the first calls themselves race to connect.
+        from toolindex import BackendRef, Tool
+
+        echo = Tool(name="echo", namespace="fault", input_schema={"type": "object"})
+        index.register(echo, BackendRef.mcp("fault", tool="echo"))
+        ref = index.backends("fault:echo")[0]
+        got: list[Any] = []
+
+        async def one(i: int) -> None:
+            got.append((await backend.call(ref, echo, {"text": str(i)})).structured)
+
+        with anyio.fail_after(30):
+            async with anyio.create_task_group() as tg:
+                for i in range(20):
+                    tg.start_soon(one, i)
+        assert sorted(g["text"] for g in got) == sorted(str(i) for i in range(20))
+        assert len(fault_children()) == 1
+
+
+async def test_aclose_stops_the_process_and_is_idempotent() -> None:
+    cfg = load_config({"mcpServers": {"fault": fault_stdio()}}).servers["fault"]
+    backend = MCPBackend("fault", cfg)
+    async with backend:
+        await backend.attach(InMemoryIndex())
+        assert len(fault_children()) == 1
+        await backend.aclose()
+        await backend.aclose()
+        assert fault_children() == []
+    with pytest.raises(BackendUnavailableError):
+        await backend.attach(InMemoryIndex())
+
+
+async def test_unentered_backend_says_how_to_start_it() -> None:
+    backend = MCPBackend("fault", StdioServerConfig(command=sys.executable))
+    with pytest.raises(BackendUnavailableError, match="not started"):
+        await backend.attach(InMemoryIndex())
+
+
+async def test_command_not_found() -> None:
+    cfg = StdioServerConfig(command="definitely-not-an-mcp-server-xyz")
+    async with MCPBackend("nope", cfg) as backend:
+        with anyio.fail_after(10), pytest.raises(BackendUnavailableError) as ei:
+            await backend.attach(InMemoryIndex())
+    assert ei.value.backend == "mcp:nope"
+    assert "command not found" in ei.value.reason
+
+
+async def test_server_that_exits_at_start_reports_its_stderr() -> None:
+    code = "import sys; sys.stderr.write('missing API key FOO_TOKEN\\n'); sys.exit(2)"
+    cfg = StdioServerConfig(command=sys.executable, args=("-c", code))
+    async with MCPBackend("broken", cfg) as backend:
+        with anyio.fail_after(20), pytest.raises(BackendUnavailableError) as ei:
+            await backend.attach(InMemoryIndex())
+    assert "missing API key FOO_TOKEN" in ei.value.reason
+
+
+async def test_silent_server_hits_the_connect_timeout() -> None:
+    code = "import time; time.sleep(60)"
+    cfg = load_config(
+        {"mcpServers": {"mute": {"command": sys.executable, "args": ["-c", code], "connectTimeout": 1}}}
+    ).servers["mute"]
+    async with MCPBackend("mute", cfg) as backend:
+        with anyio.fail_after(20), pytest.raises(BackendUnavailableError) as ei:
+            await backend.attach(InMemoryIndex())
+    assert "no MCP handshake within 1 s" in ei.value.reason
+
+
+async def test_http_connection_refused() -> None:
+    from conftest import free_port
+
+    cfg = load_config({"mcpServers": {"gone": {"url": f"http://127.0.0.1:{free_port()}/mcp"}}}).servers["gone"]
+    async with MCPBackend("gone", cfg) as backend:
+        with anyio.fail_after(20), pytest.raises(BackendUnavailableError) as ei:
+            await backend.attach(InMemoryIndex())
+    assert "cannot reach http://127.0.0.1" in ei.value.reason
