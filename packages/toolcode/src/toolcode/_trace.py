@@ -1,0 +1,104 @@
+"""The tool-call trace of one run: records in the order calls started, safe under fan-out."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import structlog
+
+from toolcode._types import OnToolCall, ToolCallRecord
+
+__all__ = ["Trace"]
+
+_log = structlog.get_logger("toolcode.trace")
+_UNUSED = ToolCallRecord("", {}, None, None, None, None, 0.0)
+
+
+class Trace:
+    """Collects one :class:`ToolCallRecord` per tool call.
+
+    A call reserves its slot when it starts (:meth:`start`) and fills it when it ends
+    (:meth:`finish`), so records stay in start order even when parallel calls finish out of
+    order. All users run on one event loop thread; no lock is needed because no method
+    awaits between reading and writing the slot list.
+    """
+
+    __slots__ = ("_on_call", "_slots", "_t0")
+
+    def __init__(self, on_tool_call: OnToolCall | None = None) -> None:
+        self._t0 = time.perf_counter()
+        self._slots: list[ToolCallRecord | None] = []
+        self._on_call = on_tool_call
+
+    def start(self) -> tuple[int, float]:
+        """Reserve the next slot; returns ``(slot, start time)`` for :meth:`finish`."""
+        self._slots.append(None)
+        return len(self._slots) - 1, time.perf_counter()
+
+    async def finish(
+        self,
+        slot: int,
+        started: float,
+        tool_id: str,
+        args: Mapping[str, Any],
+        *,
+        structured: Any = None,
+        backend_kind: str | None = None,
+        error: str | None = None,
+        error_op: str | None = None,
+        duration_ms: float | None = None,
+    ) -> ToolCallRecord:
+        """Fill a slot and tell the ``on_tool_call`` listener.
+
+        A listener that raises is logged and otherwise ignored: progress reporting must not
+        change the outcome of a run.
+        """
+        now = time.perf_counter()
+        record = ToolCallRecord(
+            tool_id=tool_id,
+            args=args,
+            structured=structured,
+            backend_kind=backend_kind,
+            error=error,
+            error_op=error_op,
+            duration_ms=(now - started) * 1000.0 if duration_ms is None else duration_ms,
+            started_ms=(started - self._t0) * 1000.0,
+        )
+        self._slots[slot] = record
+        if self._on_call is not None:
+            try:
+                await self._on_call(record)
+            except Exception as e:  # the listener is the caller's code; its failure is not the run's
+                _log.warning("on_tool_call listener failed", tool_id=tool_id, error=repr(e))
+        return record
+
+    def cancelled(
+        self,
+        slot: int,
+        started: float,
+        tool_id: str,
+        args: Mapping[str, Any],
+        *,
+        error: str = "cancelled: the run ended before the call finished",
+        error_op: str = "cancelled",
+    ) -> None:
+        """Fill a slot for a call that did not finish (no listener call: this runs while unwinding)."""
+        now = time.perf_counter()
+        self._slots[slot] = ToolCallRecord(
+            tool_id, args, None, None, error, error_op, (now - started) * 1000.0, (started - self._t0) * 1000.0
+        )
+
+    def drop_unused(self, slots: list[int]) -> None:
+        """Forget reserved slots that no call used (a chain that stopped early)."""
+        for s in slots:
+            if self._slots[s] is None:
+                self._slots[s] = _UNUSED
+
+    def records(self) -> tuple[ToolCallRecord, ...]:
+        """Finished records in start order (calls still running when the run ended are left out)."""
+        return tuple(r for r in self._slots if r is not None and r is not _UNUSED)
+
+    def __len__(self) -> int:
+        return len(self._slots)

@@ -1,0 +1,261 @@
+"""Parameters, results, trace records and the two seams: :class:`Tools` and :class:`Engine`."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+__all__ = [
+    "Engine",
+    "EngineInfo",
+    "ExecuteParams",
+    "ExecuteResult",
+    "LimitName",
+    "LimitsReport",
+    "OnToolCall",
+    "Stream",
+    "ToolCallRecord",
+    "Tools",
+]
+
+LimitName = Literal[
+    "timeout", "max_tool_calls", "max_chain_steps", "max_output_chars", "max_memory", "max_recursion_depth"
+]
+"""The limits an execution can be stopped (or truncated) by."""
+Stream = Literal["stdout", "stderr"]
+
+
+@dataclass(frozen=True, slots=True)
+class ExecuteParams:
+    """What to run, and the limits for this run (``None`` takes the executor's default)."""
+
+    code: str
+    """The snippet: Python source."""
+    language: str = "python"
+    """Only ``"python"`` is supported."""
+    input: Any = None
+    """Bound to the global ``input`` inside the snippet (JSON-like data)."""
+    timeout: float | None = None
+    """Wall-clock seconds for the whole run, tool calls included."""
+    max_tool_calls: int | None = None
+    """Tool calls allowed (each chain step and each fan-out call counts)."""
+    max_chain_steps: int | None = None
+    """Steps allowed in one ``run_chain`` call."""
+    max_output_chars: int | None = None
+    """One budget shared by the result, stdout, stderr and the trace; beyond it they are truncated."""
+    allowed_namespaces: Sequence[str] | None = None
+    """When set, ``search_tools``, ``describe_tool`` and ``run_tool`` only see tools in these namespaces."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallRecord:
+    """One tool call made by a snippet (one per chain step, one per fan-out call)."""
+
+    tool_id: str
+    """The id the tool resolved to (the id as given when it did not resolve)."""
+    args: Mapping[str, Any]
+    """The arguments as passed (with ``previous`` for chain steps that use it)."""
+    structured: Any
+    """The result as plain data (``None`` on failure)."""
+    backend_kind: str | None
+    """``"local"``, ``"mcp"``, ``"provider"``, or ``None`` when no backend was reached."""
+    error: str | None
+    """The failure message, or ``None``."""
+    error_op: str | None
+    """The step that failed (see :class:`toolcode.exceptions.ToolError`), or ``None``."""
+    duration_ms: float
+    """Wall time of this call alone."""
+    started_ms: float = 0.0
+    """When the call started, in ms since the run started (orders overlapping calls)."""
+
+    @property
+    def ok(self) -> bool:
+        """Whether the call succeeded."""
+        return self.error is None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-data form (for JSON)."""
+        return {
+            "tool_id": self.tool_id,
+            "args": dict(self.args),
+            "structured": self.structured,
+            "backend_kind": self.backend_kind,
+            "error": self.error,
+            "error_op": self.error_op,
+            "duration_ms": round(self.duration_ms, 3),
+            "started_ms": round(self.started_ms, 3),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class LimitsReport:
+    """Which limits applied to a run, how much of each was used, and which one stopped it."""
+
+    applied: Mapping[str, float | int]
+    """Each limit in force and its value (``timeout`` in s, ``max_memory`` in bytes, ...)."""
+    tool_calls: int = 0
+    """Tool calls made."""
+    output_chars: int = 0
+    """Characters of result, stdout, stderr and trace before truncation."""
+    stopped_by: str | None = None
+    """The limit that stopped the run, or ``None``."""
+    truncated: tuple[str, ...] = ()
+    """What the output budget truncated: any of ``"value"``, ``"stdout"``, ``"stderr"``, ``"trace"``."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-data form (for JSON)."""
+        return {
+            "applied": dict(self.applied),
+            "tool_calls": self.tool_calls,
+            "output_chars": self.output_chars,
+            "stopped_by": self.stopped_by,
+            "truncated": list(self.truncated),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ExecuteResult:
+    """The outcome of one run."""
+
+    value: Any
+    """``__out`` if the snippet set it, else its trailing expression's value (JSON-serialisable)."""
+    stdout: str = ""
+    stderr: str = ""
+    tool_calls: tuple[ToolCallRecord, ...] = ()
+    """Every tool call, in the order the calls started."""
+    duration_ms: float = 0.0
+    limits: LimitsReport = field(default_factory=lambda: LimitsReport(applied={}))
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-data form (for JSON)."""
+        return {
+            "value": self.value,
+            "stdout": self.stdout,
+            "stderr": self.stderr,
+            "tool_calls": [r.to_dict() for r in self.tool_calls],
+            "duration_ms": round(self.duration_ms, 3),
+            "limits": self.limits.to_dict(),
+        }
+
+
+OnToolCall = Callable[[ToolCallRecord], Awaitable[None]]
+"""Called as each tool call completes (in completion order)."""
+
+
+@runtime_checkable
+class Tools(Protocol):
+    """The environment a snippet sees: search, read about and run tools; print.
+
+    Each method backs the snippet global of the same name. Results are plain Python data
+    (dicts, lists, str, numbers, ``None``).
+
+    Contract:
+        - Concurrency: the async methods may be called from many tasks at once (fan-out);
+          the trace stays in call order and counts stay exact.
+        - Cancellation: cancelling a caller cancels its tool call.
+        - Errors: a failing tool call raises :class:`toolcode.exceptions.ToolError`; a
+          tripped limit raises :class:`toolcode.exceptions.LimitExceededError` and stays
+          tripped (every later call raises it too), so catching it does not get around it.
+        - ``println`` and ``write`` are synchronous and never block.
+    """
+
+    async def search_tools(self, query: str, limit: int = 10) -> list[dict[str, Any]]:
+        """Rank tools for a free-text query: ``[{id, namespace, name, summary, score}]``."""
+        ...
+
+    async def list_namespaces(self) -> list[dict[str, Any]]:
+        """All visible namespaces: ``[{name, tool_count}]``."""
+        ...
+
+    async def describe_tool(self, tool_id: str, level: str = "schema") -> dict[str, Any]:
+        """Documentation of one tool at ``summary``, ``schema`` or ``full`` detail."""
+        ...
+
+    async def list_tool_examples(self, tool_id: str, max: int = 3) -> list[dict[str, Any]]:
+        """Up to ``max`` usage examples of one tool."""
+        ...
+
+    async def run_tool(self, tool_id: str, args: Mapping[str, Any] | None = None, **kwargs: Any) -> Any:
+        """Run one tool and return its result as plain data."""
+        ...
+
+    async def run_tools(self, calls: Sequence[Any]) -> list[Any]:
+        """Run several tools concurrently; results in the order of ``calls``.
+
+        Each call is ``(tool_id, args)``, ``[tool_id, args]``, ``{"tool_id": ..., "args": ...}``
+        or a bare tool id.
+        """
+        ...
+
+    async def run_chain(self, steps: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        """Run steps in order (``{tool_id, args, use_previous, on_error}``); every step's outcome."""
+        ...
+
+    def println(self, *args: Any) -> None:
+        """Print ``args`` to the run's stdout, separated by spaces, ending with a newline."""
+        ...
+
+    def write(self, stream: Stream, text: str) -> None:
+        """Append raw text to the run's stdout or stderr (engines route ``print`` here)."""
+        ...
+
+
+def _no_limits() -> dict[str, float | int]:
+    return {}
+
+
+@dataclass(frozen=True, slots=True)
+class EngineInfo:
+    """What an engine is and what it guarantees."""
+
+    name: str
+    """Short name, e.g. ``"monty"``."""
+    sandboxed: bool
+    """Whether untrusted code is isolated from the host (no files, network, host objects)."""
+    limits: Mapping[str, float | int] = field(default_factory=lambda: _no_limits())
+    """Engine-side limits beyond the executor's own, with their values (e.g. ``{"max_memory": 268435456}``)."""
+    unsupported: Mapping[str, str] = field(default_factory=dict[str, str])
+    """Conformance categories the engine declares unsupported, with the reason (e.g. ``{"escape": ...}``)."""
+
+
+@runtime_checkable
+class Engine(Protocol):
+    """Runs one snippet against a :class:`Tools` environment.
+
+    The :class:`~toolcode.Executor` owns limits, tracing and the result convention's
+    checks; an engine only has to run code and route the snippet globals to ``tools``.
+
+    Contract:
+        - Globals: ``search_tools``, ``list_namespaces``, ``describe_tool``,
+          ``list_tool_examples``, ``run_tool``, ``run_tools``, ``run_chain``, ``println``
+          (and ``print``, routed to ``tools.write``), ``input`` (``params.input``),
+          ``ToolError`` (catches failed tool calls).
+        - Result: ``__out`` if the snippet assigned it, else the trailing expression's
+          value, else ``None``; returned as ``ExecuteResult.value`` (other fields may be
+          left empty: the executor fills stdout, stderr, trace and limits).
+        - Concurrency: ``execute`` may run many times at once on one engine.
+        - Cancellation: cancelling ``execute`` stops the snippet (or abandons it, for an
+          engine that cannot stop it; ``info`` must then say so) and returns promptly.
+        - Limits: ``params`` arrives fully resolved (no ``None`` limits). The engine should
+          honour ``params.timeout`` itself where it can; the executor also stops it from
+          the host. Engine-side limits it enforces are listed in ``info.limits``.
+        - Errors: :class:`~toolcode.exceptions.CodeExecutionError` for the snippet's own
+          errors (line/column in the snippet's code), :class:`~toolcode.exceptions.LimitExceededError`
+          for limits the engine enforces, :class:`~toolcode.exceptions.EngineError` for
+          anything else; the executor wraps any other exception in ``EngineError``.
+        - Ownership: ``aclose`` releases workers; ``execute`` after ``aclose`` may restart them.
+    """
+
+    @property
+    def info(self) -> EngineInfo:
+        """Name and guarantees."""
+        ...
+
+    async def execute(self, params: ExecuteParams, tools: Tools) -> ExecuteResult:
+        """Run ``params.code`` with ``tools`` behind the snippet globals."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release workers and other resources; idempotent."""
+        ...

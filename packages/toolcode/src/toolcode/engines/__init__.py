@@ -1,0 +1,72 @@
+"""Engines: the Monty sandbox (default), the unsafe in-process engine, and discovery by name.
+
+Third-party engines register under the ``toolcode.engines`` entry-point group::
+
+    [project.entry-points."toolcode.engines"]
+    mine = "my_package.engine:MyEngine"
+
+and are then usable as ``ExecutorConfig(engine="mine")`` or ``toolcode --engine mine``.
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import EntryPoint, entry_points
+from typing import Any, cast
+
+from toolcode._types import Engine
+from toolcode.engines.inprocess import UnsafeInProcessEngine
+from toolcode.engines.monty import MontyEngine
+from toolcode.exceptions import ConfigurationError
+
+__all__ = ["ENTRY_POINT_GROUP", "MontyEngine", "UnsafeInProcessEngine", "available_engines", "load_engine"]
+
+ENTRY_POINT_GROUP = "toolcode.engines"
+"""The entry-point group engines register under."""
+
+_BUILTIN: dict[str, type[Any]] = {"monty": MontyEngine, "inprocess": UnsafeInProcessEngine}
+
+
+def available_engines() -> dict[str, str]:
+    """Engines that can be loaded by name.
+
+    Returns:
+        ``{name: "module:attr"}`` for the built-in engines and every ``toolcode.engines``
+        entry point (an entry point of the same name overrides nothing: built-ins win).
+    """
+    found: dict[str, str] = {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
+    for name, cls in _BUILTIN.items():
+        found[name] = f"{cls.__module__}:{cls.__qualname__}"
+    return dict(sorted(found.items()))
+
+
+def load_engine(name: str, **kwargs: Any) -> Engine:
+    """Create an engine by name.
+
+    Args:
+        name: ``"monty"``, ``"inprocess"`` or the name of a ``toolcode.engines`` entry point.
+        **kwargs: Passed to the engine's constructor.
+
+    Returns:
+        A new engine instance.
+
+    Raises:
+        ConfigurationError: If no engine has that name, or it cannot be loaded or built
+            (field ``engine``).
+    """
+    cls = _BUILTIN.get(name)
+    if cls is None:
+        eps: list[EntryPoint] = [ep for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.name == name]
+        if not eps:
+            known = ", ".join(available_engines())
+            raise ConfigurationError("engine", f"no engine named {name!r}; available: {known}")
+        try:
+            cls = cast("type[Any]", eps[0].load())
+        except Exception as e:  # a third-party plug-in failing to import is a configuration problem
+            raise ConfigurationError("engine", f"engine {name!r} ({eps[0].value}) failed to load: {e}") from e
+    try:
+        engine = cls(**kwargs)
+    except TypeError as e:
+        raise ConfigurationError("engine", f"engine {name!r} cannot be created: {e}") from e
+    if not isinstance(engine, Engine):
+        raise ConfigurationError("engine", f"{name!r} ({cls!r}) does not implement the Engine protocol")
+    return engine

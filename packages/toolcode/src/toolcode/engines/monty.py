@@ -1,0 +1,241 @@
+"""``MontyEngine``: snippets run in pydantic-monty's sandboxed interpreter, in a pool of worker processes."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+import anyio.lowlevel
+import pydantic_monty as pm
+import structlog
+
+from toolcode._types import EngineInfo, ExecuteParams, ExecuteResult, Tools
+from toolcode.exceptions import CodeExecutionError, EngineError, LimitExceededError, ToolCodeError, ToolError
+
+__all__ = ["MontyEngine"]
+
+_log = structlog.get_logger("toolcode.engines.monty")
+
+# Defined inside the sandbox before each snippet: no host round trip for println, and a
+# ToolError name to catch (host exception classes cannot cross; a ToolError arrives as RuntimeError).
+_PRELUDE = """\
+ToolError = RuntimeError
+def println(*args):
+    print(*args)
+"""
+_FETCH_OUT = """\
+try:
+    __toolcode_out = (True, __out)
+except NameError:
+    __toolcode_out = (False, None)
+__toolcode_out
+"""
+_MEMORY_RE = re.compile(r"memory limit exceeded: (\d+) bytes > (\d+) bytes")
+_SYNC_NAMES = (
+    "search_tools",
+    "list_namespaces",
+    "describe_tool",
+    "list_tool_examples",
+    "run_tool",
+    "run_tools",
+    "run_chain",
+)
+
+Handler = Callable[..., Awaitable[Any]]
+
+
+class MontyEngine:
+    """The default engine: a real sandbox (pydantic-monty) with host-enforced limits.
+
+    Each run checks one worker out of a shared pool (created on first use), feeds it the
+    snippet, and answers every tool call from the host. The sandbox has no file system,
+    network, environment or host objects; memory, recursion depth and CPU time are limited
+    inside the worker, and a worker that overruns (a huge integer computation cannot be
+    interrupted from inside) is killed by the pool. A session that timed out or ran out of
+    memory is discarded, never reused.
+
+    Snippet API: the tool functions are plain synchronous calls (``run_tool(...)`` returns
+    the result). For fan-out, use ``run_tools([...])``, or the awaitable variants
+    ``run_tool_async`` / ``run_chain_async`` / ``describe_tool_async`` with
+    ``await asyncio.gather(...)``; either way the calls overlap on the host.
+
+    Limits: Monty has no class inheritance and no ``yield``; sleeps are capped at the run's
+    timeout. Requires the asyncio event loop (pydantic-monty's async pool is asyncio-based).
+
+    Args:
+        min_processes: Workers kept warm.
+        max_processes: Cap on concurrent workers (default: CPU count); more runs wait.
+        max_memory: Heap limit per run, in bytes.
+        max_recursion_depth: Call-stack depth limit.
+        kill_grace: Seconds the pool waits past the time limit before killing a worker.
+    """
+
+    def __init__(
+        self,
+        *,
+        min_processes: int = 1,
+        max_processes: int | None = None,
+        max_memory: int = 256 * 1024 * 1024,
+        max_recursion_depth: int = 200,
+        kill_grace: float = 0.5,
+    ) -> None:
+        self._min = min_processes
+        self._max = max_processes
+        self._max_memory = max_memory
+        self._max_depth = max_recursion_depth
+        self._grace = kill_grace
+        self._pool: pm.AsyncMonty | None = None
+        self._pool_token: object = None
+        self._lock = anyio.Lock()
+        self._info = EngineInfo(
+            name="monty",
+            sandboxed=True,
+            limits={"max_memory": max_memory, "max_recursion_depth": max_recursion_depth},
+        )
+
+    @property
+    def info(self) -> EngineInfo:
+        """Name (``monty``), sandboxed, and the memory and recursion limits."""
+        return self._info
+
+    async def _get_pool(self) -> pm.AsyncMonty:
+        token = anyio.lowlevel.current_token()
+        pool = self._pool
+        if pool is not None and self._pool_token == token:
+            return pool
+        async with self._lock:
+            if self._pool is not None and self._pool_token != token:
+                # The pool's I/O is bound to the loop it was started on; a new loop needs a new pool.
+                old, self._pool = self._pool, None
+                try:
+                    await old.__aexit__(None, None, None)
+                except Exception as e:  # the old loop is gone; nothing more can be done for it
+                    _log.debug("closing a pool from another event loop failed", error=repr(e))
+            if self._pool is None:
+                pool = pm.AsyncMonty(
+                    min_processes=self._min,
+                    max_processes=self._max,
+                    feed_duration_limit_grace=self._grace,
+                    turn_duration_limit_grace=self._grace,
+                )
+                try:
+                    await pool.__aenter__()
+                except Exception as e:  # the worker binary is missing or cannot start
+                    raise EngineError("monty", f"cannot start the worker pool: {type(e).__name__}: {e}") from e
+                self._pool, self._pool_token = pool, token
+            assert self._pool is not None
+            return self._pool
+
+    async def execute(self, params: ExecuteParams, tools: Tools) -> ExecuteResult:
+        """Run the snippet in a sandbox worker.
+
+        Raises:
+            CodeExecutionError: A syntax error or an uncaught exception in the snippet.
+            LimitExceededError: The time, memory or recursion limit stopped it.
+            EngineError: The worker crashed or the pool cannot start.
+        """
+        timeout = float(params.timeout) if params.timeout is not None else 30.0
+        pool = await self._get_pool()
+        limits: pm.ResourceLimits = {
+            "max_feed_duration_secs": timeout,
+            "max_memory": self._max_memory,
+            "max_recursion_depth": self._max_depth,
+            "max_suspensions": 1_000_000,
+            "max_total_sleep_secs": timeout,
+        }
+        handlers: dict[str, Handler] = {name: getattr(tools, name) for name in _SYNC_NAMES}
+        async_lookup: dict[str, Any] = {
+            "run_tool_async": tools.run_tool,
+            "run_chain_async": tools.run_chain,
+            "describe_tool_async": tools.describe_tool,
+            "search_tools_async": tools.search_tools,
+        }
+        raised: dict[str, ToolError] = {}
+
+        def on_print(stream: str, text: str) -> None:
+            tools.write("stderr" if stream == "stderr" else "stdout", text)
+
+        try:
+            async with pool.checkout(
+                script_name="snippet.py",
+                limits=limits,
+                os_policy={"sleep": "system", "sleep_system_max": timeout},
+            ) as session:
+                await session.feed_run(_PRELUDE)
+                snap = await session.feed_start(
+                    params.code, inputs={"input": params.input}, external_lookup=async_lookup, print_callback=on_print
+                )
+                while not isinstance(snap, pm.MontyComplete):
+                    if isinstance(snap, pm.AsyncFunctionSnapshot) and not snap.is_os_function:
+                        handler = handlers.get(snap.function_name)
+                        if handler is not None:
+                            try:
+                                value = await handler(*snap.args, **snap.kwargs)
+                            except ToolError as e:
+                                raised[str(e)] = e
+                                snap = await snap.resume({"exception": e})
+                            except (ToolCodeError, TypeError, ValueError) as e:
+                                failure: pm.ExternalException = {"exception": e}
+                                snap = await snap.resume(failure)
+                            else:
+                                snap = await snap.resume({"return_value": value})
+                            continue
+                    snap = await snap.resume_auto()
+                value = snap.output
+                if "__out" in params.code:
+                    has_out, out = await session.feed_run(_FETCH_OUT)
+                    if has_out:
+                        value = out
+        except pm.MontySyntaxError as e:
+            raise _code_error(e, "SyntaxError", raised) from None
+        except pm.MontyRuntimeError as e:
+            raise self._map_runtime(e, timeout, raised) from None
+        except pm.MontyCrashedError as e:
+            if e.timed_out:
+                raise LimitExceededError("timeout", timeout, None, "the sandbox worker was killed") from None
+            raise EngineError("monty", f"the sandbox worker died: {e}") from None
+        except pm.MontyError as e:
+            raise EngineError("monty", f"{type(e).__name__}: {e}") from None
+        return ExecuteResult(value=value)
+
+    def _map_runtime(self, e: pm.MontyRuntimeError, timeout: float, raised: dict[str, ToolError]) -> ToolCodeError:
+        inner = e.exception()
+        msg = str(inner)
+        if isinstance(inner, TimeoutError) and "time limit exceeded" in msg:
+            return LimitExceededError("timeout", timeout, None, msg)
+        if isinstance(inner, MemoryError):
+            m = _MEMORY_RE.search(msg)
+            if m:
+                return LimitExceededError("max_memory", self._max_memory, int(m.group(1)))
+        if isinstance(inner, RecursionError):
+            return LimitExceededError("max_recursion_depth", self._max_depth, None, msg)
+        return _code_error(e, type(inner).__name__, raised)
+
+    async def aclose(self) -> None:
+        """Shut the worker pool down; idempotent (a later run starts a new pool)."""
+        async with self._lock:
+            pool, self._pool = self._pool, None
+            if pool is not None:
+                await pool.__aexit__(None, None, None)
+
+
+def _code_error(
+    e: pm.MontySyntaxError | pm.MontyRuntimeError, exc_type: str, raised: dict[str, ToolError]
+) -> CodeExecutionError:
+    frames = e.traceback()
+    frame = frames[-1] if frames else None
+    message = str(e.exception()) if exc_type != "SyntaxError" else str(e)
+    tool_id = None
+    tool_err = raised.get(message)
+    if tool_err is not None:
+        exc_type, tool_id = "ToolError", tool_err.tool_id
+    return CodeExecutionError(
+        exc_type,
+        message,
+        line=frame.line if frame else None,
+        column=frame.column if frame else None,
+        tool_id=tool_id,
+        traceback=e.display("traceback"),
+    )

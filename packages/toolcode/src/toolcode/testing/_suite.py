@@ -1,0 +1,617 @@
+"""The engine conformance suite: checks any :class:`~toolcode.Engine` must pass, runnable with or without pytest.
+
+Each :class:`ConformanceCheck` runs snippets through a real :class:`~toolcode.Executor` over a
+real index, runner and local backend (:class:`Harness`) and raises ``AssertionError`` when the
+engine misbehaves. Categories: ``result`` (result convention), ``api`` (snippet globals),
+``errors`` (error mapping), ``limits``, ``trace``, ``fanout`` (parallel calls overlap),
+``engine`` (concurrency, cancellation, declarations) and ``escape`` (one check per sandbox-escape
+probe from :mod:`toolcode.testing._probes`). An engine may declare a category unsupported in
+``engine.info.unsupported``; those checks are then reported as *unsupported*, with the engine's
+reason, never silently skipped.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import anyio
+
+from toolcode._executor import Executor, ExecutorConfig
+from toolcode._limits import TRUNCATION_MARKER
+from toolcode._types import Engine, ExecuteParams, ExecuteResult, ToolCallRecord
+from toolcode.exceptions import CodeExecutionError, ConfigurationError, LimitExceededError, ToolCodeError
+from toolcode.testing._probes import PROBES, EscapeProbe, ProbeRun, check_probe, verify_runner
+from toolindex import InMemoryIndex
+from toolrun import DefaultRunner, LocalBackend
+
+__all__ = [
+    "CHECKS",
+    "CheckOutcome",
+    "ConformanceCheck",
+    "ConformanceReport",
+    "Harness",
+    "run_check",
+    "run_conformance",
+]
+
+Status = Literal["passed", "failed", "unsupported"]
+_MARKER_HEAD = TRUNCATION_MARKER.split("{", 1)[0]
+
+
+class Harness:
+    """A real executor around the engine under test, with a small local tool set in namespace ``conf``.
+
+    Tools: ``conf:add(a, b=1)``, ``conf:echo(value)``, ``conf:fail(message)`` (raises),
+    ``conf:nap(seconds)`` (async sleep, returns seconds), ``conf:inc(previous=0, by=1)``,
+    ``conf:blob(n)`` (a string of ``n`` characters); and ``other:ping()`` in another namespace.
+    Use as an async context manager.
+
+    Args:
+        engine: The engine under test (not closed by the harness).
+        timeout: Default timeout of each run.
+    """
+
+    def __init__(self, engine: Engine, *, timeout: float = 10.0) -> None:
+        self.engine = engine
+        self.index = InMemoryIndex()
+        self.local = LocalBackend()
+        self._timeout = timeout
+        self._define_tools()
+        self.runner = DefaultRunner(self.index, [self.local])
+        self.executor = Executor(
+            ExecutorConfig(index=self.index, store=None, runner=self.runner, engine=engine, timeout=timeout)
+        )
+
+    def _define_tools(self) -> None:
+        local = self.local
+
+        @local.tool(namespace="conf")
+        async def add(a: int, b: int = 1) -> int:  # pyright: ignore[reportUnusedFunction]
+            """Add two integers.
+
+            Args:
+                a: The first number.
+                b: The second number.
+            """
+            return a + b
+
+        @local.tool(namespace="conf")
+        async def echo(value: Any) -> Any:  # pyright: ignore[reportUnusedFunction]
+            """Return the value unchanged."""
+            return value
+
+        @local.tool(namespace="conf")
+        async def fail(message: str) -> str:  # pyright: ignore[reportUnusedFunction]
+            """Always fail with the given message."""
+            raise ValueError(message)
+
+        @local.tool(namespace="conf")
+        async def nap(seconds: float) -> float:  # pyright: ignore[reportUnusedFunction]
+            """Sleep for a number of seconds and return it."""
+            await anyio.sleep(seconds)
+            return seconds
+
+        @local.tool(namespace="conf")
+        async def inc(previous: int = 0, by: int = 1) -> int:  # pyright: ignore[reportUnusedFunction]
+            """Increment the previous chain result."""
+            return previous + by
+
+        @local.tool(namespace="conf")
+        async def blob(n: int) -> str:  # pyright: ignore[reportUnusedFunction]
+            """Return a string of n characters."""
+            return "x" * n
+
+        @local.tool(namespace="other")
+        async def ping() -> str:  # pyright: ignore[reportUnusedFunction]
+            """Answer pong."""
+            return "pong"
+
+    async def __aenter__(self) -> Harness:
+        await self.local.attach(self.index)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.runner.aclose()
+
+    async def run(self, code: str, **params: Any) -> ExecuteResult:
+        """Execute a snippet; raises what the executor raises."""
+        return await self.executor.execute(ExecuteParams(code=code, **params))
+
+    async def fail(self, code: str, expected: type[ToolCodeError] = ToolCodeError, **params: Any) -> Any:
+        """Execute a snippet that must fail with ``expected``; return the error."""
+        try:
+            result = await self.run(code, **params)
+        except expected as e:
+            return e
+        raise AssertionError(f"expected {expected.__name__}, the run succeeded with value {result.value!r}")
+
+    async def probe_run(self, code: str) -> ProbeRun:
+        """Run a probe snippet: ``(value, stdout, error text)``, never raising for a snippet failure."""
+        try:
+            r = await self.run(code, timeout=5.0)
+        except ToolCodeError as e:
+            return ProbeRun(None, e.stdout, f"{type(e).__name__}: {e}")
+        return ProbeRun(r.value, r.stdout, None)
+
+
+CheckFn = Callable[[Harness], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class ConformanceCheck:
+    """One conformance check."""
+
+    id: str
+    """Stable id, ``category.name``."""
+    category: str
+    description: str
+    fn: CheckFn = field(repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class CheckOutcome:
+    """The result of one check against one engine."""
+
+    check: ConformanceCheck
+    status: Status
+    detail: str = ""
+    duration_s: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class ConformanceReport:
+    """Every check's outcome for one engine."""
+
+    engine: str
+    outcomes: tuple[CheckOutcome, ...]
+
+    @property
+    def failed(self) -> list[CheckOutcome]:
+        """The checks that failed."""
+        return [o for o in self.outcomes if o.status == "failed"]
+
+    @property
+    def ok(self) -> bool:
+        """Whether no check failed (unsupported ones are declared, not failures)."""
+        return not self.failed
+
+    def summary(self) -> str:
+        """One line per check: status, id and detail."""
+        return "\n".join(f"{o.status:11} {o.check.id}{': ' + o.detail if o.detail else ''}" for o in self.outcomes)
+
+
+CHECKS: list[ConformanceCheck] = []
+
+
+def _check(category: str, description: str) -> Callable[[CheckFn], CheckFn]:
+    def register(fn: CheckFn) -> CheckFn:
+        name = fn.__name__.removeprefix("_")
+        CHECKS.append(ConformanceCheck(f"{category}.{name}", category, description, fn))
+        return fn
+
+    return register
+
+
+# -- result convention ----------------------------------------------------------------
+
+
+@_check("result", "the trailing expression's value is the result")
+async def _trailing_expression(h: Harness) -> None:
+    r = await h.run("a = 20\na + 22")
+    assert r.value == 42, r.value
+
+
+@_check("result", "__out wins over the trailing expression")
+async def _out_wins(h: Harness) -> None:
+    r = await h.run("__out = {'k': [1, 'two', None, True, 1.5]}\n5")
+    assert r.value == {"k": [1, "two", None, True, 1.5]}, r.value
+
+
+@_check("result", "__out = None is a result, not 'unset'")
+async def _out_none(h: Harness) -> None:
+    r = await h.run("__out = None\n5")
+    assert r.value is None, r.value
+
+
+@_check("result", "no __out and no trailing expression gives None")
+async def _no_result(h: Harness) -> None:
+    r = await h.run("x = 1\nfor i in range(3):\n    x += i\n")
+    assert r.value is None, r.value
+
+
+@_check("result", "the input parameter is the global 'input'")
+async def _input_global(h: Harness) -> None:
+    r = await h.run("input['items'][1]['name']", input={"items": [{"name": "a"}, {"name": "b"}]})
+    assert r.value == "b", r.value
+
+
+@_check("result", "a result that is not JSON-serialisable is a clear CodeExecutionError")
+async def _not_json(h: Harness) -> None:
+    e = await h.fail("{'a': {1, 2}}", CodeExecutionError)
+    assert "JSON" in str(e) and "$.a" in str(e), str(e)
+
+
+@_check("result", "print and println are captured in stdout, in order")
+async def _print_captured(h: Harness) -> None:
+    r = await h.run("print('a', 1)\nprintln('b', 2)\nprint('c', end='')\n0")
+    assert r.stdout == "a 1\nb 2\nc", repr(r.stdout)
+
+
+@_check("result", "tool results are plain Python data")
+async def _plain_data(h: Harness) -> None:
+    r = await h.run("v = run_tool('conf:echo', value={'a': [1, 2], 'b': 'x'})\n[type(v).__name__, v['a'][1], v['b']]")
+    assert r.value == ["dict", 2, "x"], r.value
+
+
+# -- snippet API ------------------------------------------------------------------------
+
+
+@_check("api", "search_tools ranks the catalog")
+async def _search_tools(h: Harness) -> None:
+    r = await h.run("hits = search_tools('add two integers', limit=3)\n[h['id'] for h in hits]")
+    assert r.value and r.value[0] == "conf:add", r.value
+
+
+@_check("api", "list_namespaces lists namespaces with counts")
+async def _list_namespaces(h: Harness) -> None:
+    r = await h.run("{n['name']: n['tool_count'] for n in list_namespaces()}")
+    assert r.value == {"conf": 6, "other": 1}, r.value
+
+
+@_check("api", "describe_tool returns the tool's documentation")
+async def _describe_tool(h: Harness) -> None:
+    r = await h.run("d = describe_tool('conf:add')\n[d['id'] if 'id' in d else d.get('tool_id'), 'a' in str(d)]")
+    assert r.value == ["conf:add", True], r.value
+
+
+@_check("api", "run_tool takes a dict, keywords, or both")
+async def _run_tool_forms(h: Harness) -> None:
+    r = await h.run(
+        "[run_tool('conf:add', {'a': 1, 'b': 2}), run_tool('conf:add', a=3), run_tool('conf:add', {'a': 1}, b=9)]"
+    )
+    assert r.value == [3, 4, 10], r.value
+
+
+@_check("api", "run_chain passes the previous result and returns every step")
+async def _run_chain(h: Harness) -> None:
+    code = (
+        "c = run_chain([{'tool_id': 'conf:inc', 'args': {'by': 2}},"
+        " {'tool_id': 'conf:inc', 'args': {'by': 3}, 'use_previous': True}])\n"
+        "[c['final'], [s['value'] for s in c['steps']], c['aborted']]"
+    )
+    r = await h.run(code)
+    assert r.value == [5, [2, 5], False], r.value
+
+
+@_check("api", "allowed_namespaces hides other namespaces from search and run")
+async def _allowed_namespaces(h: Harness) -> None:
+    r = await h.run("[h['id'] for h in search_tools('pong ping answer')]", allowed_namespaces=["conf"])
+    assert all(i.startswith("conf:") for i in r.value), r.value
+    e = await h.fail("run_tool('other:ping')", CodeExecutionError, allowed_namespaces=["conf"])
+    assert e.exc_type == "ToolError" and "other:ping" in str(e), str(e)
+
+
+# -- errors ---------------------------------------------------------------------------
+
+
+@_check("errors", "a syntax error is a CodeExecutionError with its line")
+async def _syntax_error(h: Harness) -> None:
+    e = await h.fail("x = 1\ny = (\n", CodeExecutionError)
+    assert e.exc_type == "SyntaxError" and e.line in (2, 3), (e.exc_type, e.line)
+
+
+@_check("errors", "a runtime error names its type, message, line and column in the snippet")
+async def _runtime_error(h: Harness) -> None:
+    e = await h.fail("a = 1\nb = 0\nc = a / b\n", CodeExecutionError)
+    assert e.exc_type == "ZeroDivisionError" and e.line == 3 and e.column is not None, (e.exc_type, e.line, e.column)
+
+
+@_check("errors", "a failing tool raises ToolError inside the snippet, where it can be caught")
+async def _tool_error_caught(h: Harness) -> None:
+    code = "try:\n    run_tool('conf:fail', message='disk on fire')\nexcept ToolError as e:\n    m = str(e)\nm"
+    r = await h.run(code)
+    assert "conf:fail" in r.value and "disk on fire" in r.value, r.value
+    assert r.tool_calls[0].error is not None and "disk on fire" in r.tool_calls[0].error
+
+
+@_check("errors", "an uncaught tool failure names the tool id and the tool's message")
+async def _tool_error_uncaught(h: Harness) -> None:
+    e = await h.fail("x = 1\nrun_tool('conf:fail', message='disk on fire')", CodeExecutionError)
+    assert e.exc_type == "ToolError" and e.tool_id == "conf:fail" and "disk on fire" in e.message, str(e)
+    assert e.line == 2, e.line
+
+
+@_check("errors", "an unknown tool id suggests the closest ids")
+async def _unknown_tool(h: Harness) -> None:
+    e = await h.fail("run_tool('conf:ad', a=1)", CodeExecutionError)
+    assert "conf:add" in str(e), str(e)
+
+
+@_check("errors", "a failed run keeps its stdout and the trace up to the failure")
+async def _partial_result(h: Harness) -> None:
+    e = await h.fail("print('before')\nrun_tool('conf:add', a=1)\nraise ValueError('late')", CodeExecutionError)
+    assert e.exc_type == "ValueError" and e.stdout == "before\n", (e.exc_type, e.stdout)
+    assert [r.tool_id for r in e.tool_calls] == ["conf:add"], e.tool_calls
+
+
+@_check("errors", "invalid parameters are a ConfigurationError naming the field")
+async def _configuration(h: Harness) -> None:
+    for params, fld in (
+        ({"timeout": -1}, "timeout"),
+        ({"language": "js"}, "language"),
+        ({"max_tool_calls": 0}, "max_tool_calls"),
+    ):
+        e = await h.fail("1", ConfigurationError, **params)
+        assert e.field == fld, (e.field, fld)
+
+
+# -- limits ---------------------------------------------------------------------------
+
+
+@_check("limits", "a CPU loop is stopped by the timeout, on time, and the engine keeps working")
+async def _timeout_cpu(h: Harness) -> None:
+    t0 = time.perf_counter()
+    e = await h.fail("while True:\n    pass", LimitExceededError, timeout=1.0)
+    elapsed = time.perf_counter() - t0
+    assert e.limit == "timeout" and e.configured == 1.0, str(e)
+    assert elapsed < 2.0, f"took {elapsed:.2f}s"
+    assert (await h.run("1 + 1")).value == 2
+
+
+@_check("limits", "a slow tool call is stopped by the timeout, and shows in the trace")
+async def _timeout_tool(h: Harness) -> None:
+    t0 = time.perf_counter()
+    e = await h.fail("run_tool('conf:nap', seconds=30)", LimitExceededError, timeout=0.5)
+    assert time.perf_counter() - t0 < 1.5 and e.limit == "timeout", str(e)
+    assert [r.tool_id for r in e.tool_calls] == ["conf:nap"] and e.tool_calls[0].error is not None
+
+
+@_check("limits", "max_tool_calls stops the run, reporting configured and reached")
+async def _max_tool_calls(h: Harness) -> None:
+    e = await h.fail("for i in range(10):\n    run_tool('conf:add', a=i)", LimitExceededError, max_tool_calls=3)
+    assert (e.limit, e.configured, e.reached) == ("max_tool_calls", 3, 4), str(e)
+    assert len(e.tool_calls) == 3 and e.result is not None and e.result.limits.stopped_by == "max_tool_calls"
+
+
+@_check("limits", "catching the limit error inside the snippet does not get around it")
+async def _max_tool_calls_caught(h: Harness) -> None:
+    code = (
+        "n = 0\nfor i in range(10):\n    try:\n        run_tool('conf:add', a=i)\n        n += 1\n"
+        "    except Exception:\n        pass\nn"
+    )
+    e = await h.fail(code, LimitExceededError, max_tool_calls=2)
+    assert e.limit == "max_tool_calls", str(e)
+
+
+@_check("limits", "run_tools counts every call")
+async def _max_tool_calls_fanout(h: Harness) -> None:
+    e = await h.fail("run_tools([('conf:add', {'a': i}) for i in range(5)])", LimitExceededError, max_tool_calls=4)
+    assert e.limit == "max_tool_calls" and e.reached == 5, str(e)
+
+
+@_check("limits", "max_chain_steps refuses a longer chain")
+async def _max_chain_steps(h: Harness) -> None:
+    steps = "[{'tool_id': 'conf:inc', 'args': {}}] * 3"
+    e = await h.fail(f"run_chain({steps})", LimitExceededError, max_chain_steps=2)
+    assert (e.limit, e.configured, e.reached) == ("max_chain_steps", 2, 3), str(e)
+
+
+@_check("limits", "stdout beyond the output budget is truncated with a marker")
+async def _stdout_truncated(h: Harness) -> None:
+    r = await h.run("for i in range(2000):\n    print('line', i, 'x' * 50)\n1", max_output_chars=2000)
+    assert len(r.stdout) < 2000 + 300 and _MARKER_HEAD in r.stdout, len(r.stdout)
+    assert "stdout" in r.limits.truncated and r.value == 1
+
+
+@_check("limits", "an over-long result is truncated into a string with a marker")
+async def _result_truncated(h: Harness) -> None:
+    r = await h.run("['y' * 100 for _ in range(500)]", max_output_chars=1000)
+    assert isinstance(r.value, str) and _MARKER_HEAD in r.value and len(r.value) < 1300, repr(r.value)[:200]
+    assert "value" in r.limits.truncated
+
+
+@_check("limits", "large tool results in the trace are truncated, the records kept")
+async def _trace_truncated(h: Harness) -> None:
+    r = await h.run("for i in range(3):\n    run_tool('conf:blob', n=5000)\n'done'", max_output_chars=1000)
+    assert len(r.tool_calls) == 3 and r.value == "done"
+    assert all(isinstance(t.structured, str) and _MARKER_HEAD in t.structured for t in r.tool_calls)
+    assert "trace" in r.limits.truncated
+
+
+@_check("limits", "deep recursion is stopped and the engine keeps working")
+async def _recursion(h: Harness) -> None:
+    e = await h.fail("def f(n):\n    return f(n + 1)\nf(0)", ToolCodeError)
+    assert isinstance(e, LimitExceededError | CodeExecutionError), type(e)
+    if isinstance(e, CodeExecutionError):
+        assert e.exc_type == "RecursionError", e.exc_type
+    assert (await h.run("2 * 21")).value == 42
+
+
+@_check("limits", "the limits report lists the limits in force and the calls made")
+async def _limits_report(h: Harness) -> None:
+    r = await h.run("run_tool('conf:add', a=1)", timeout=7.0, max_tool_calls=9)
+    assert r.limits.applied["timeout"] == 7.0 and r.limits.applied["max_tool_calls"] == 9, r.limits
+    assert r.limits.tool_calls == 1 and r.limits.stopped_by is None
+
+
+# -- trace ----------------------------------------------------------------------------
+
+
+@_check("trace", "one record per call, in order, with args, result, backend kind and errors")
+async def _trace_records(h: Harness) -> None:
+    code = (
+        "run_tool('conf:add', a=1, b=2)\n"
+        "try:\n    run_tool('conf:fail', message='nope')\nexcept ToolError:\n    pass\n"
+        "run_tool('conf:echo', value=[1])\n"
+    )
+    r = await h.run(code)
+    t = r.tool_calls
+    assert [x.tool_id for x in t] == ["conf:add", "conf:fail", "conf:echo"], t
+    assert dict(t[0].args) == {"a": 1, "b": 2} and t[0].structured == 3 and t[0].backend_kind == "local"
+    assert t[0].error is None and t[0].error_op is None and t[0].duration_ms >= 0
+    assert t[1].error is not None and "nope" in t[1].error and t[1].error_op == "call" and t[1].structured is None
+    assert t[2].structured == [1]
+
+
+@_check("trace", "chain steps each get a record with their own duration")
+async def _trace_chain(h: Harness) -> None:
+    steps = "[{'tool_id': 'conf:nap', 'args': {'seconds': 0.05}}, {'tool_id': 'conf:nap', 'args': {'seconds': 0.15}}]"
+    r = await h.run(f"run_chain({steps})['final']")
+    t = r.tool_calls
+    assert [x.tool_id for x in t] == ["conf:nap", "conf:nap"] and r.value == 0.15, t
+    assert 40 <= t[0].duration_ms < 140 and t[1].duration_ms >= 140, [x.duration_ms for x in t]
+    assert t[1].started_ms >= t[0].started_ms + 40
+
+
+@_check("trace", "parallel calls are traced in call order, each with its own args")
+async def _trace_parallel(h: Harness) -> None:
+    r = await h.run("run_tools([('conf:nap', {'seconds': 0.01 * (5 - i)}) for i in range(5)])")
+    assert [dict(x.args)["seconds"] for x in r.tool_calls] == [0.05, 0.04, 0.03, 0.02, 0.01]
+    assert r.value == [0.05, 0.04, 0.03, 0.02, 0.01]
+
+
+@_check("trace", "on_tool_call sees every call as it completes")
+async def _on_tool_call(h: Harness) -> None:
+    seen: list[str] = []
+
+    async def listener(rec: ToolCallRecord) -> None:
+        seen.append(rec.tool_id)
+
+    r = await h.executor.execute(
+        ExecuteParams(code="run_tool('conf:add', a=1)\nrun_tool('conf:echo', value=2)"), on_tool_call=listener
+    )
+    assert seen == ["conf:add", "conf:echo"] == [x.tool_id for x in r.tool_calls], seen
+
+
+# -- fan-out --------------------------------------------------------------------------
+
+
+@_check("fanout", "run_tools calls overlap in time")
+async def _run_tools_overlap(h: Harness) -> None:
+    t0 = time.perf_counter()
+    r = await h.run("run_tools([('conf:nap', {'seconds': 0.2})] * 10)")
+    elapsed = time.perf_counter() - t0
+    assert r.value == [0.2] * 10 and len(r.tool_calls) == 10
+    assert elapsed < 1.0, f"10 x 0.2 s took {elapsed:.2f}s: the calls did not overlap"
+
+
+@_check("fanout", "awaitable calls with asyncio.gather overlap in time")
+async def _gather_overlap(h: Harness) -> None:
+    code = "import asyncio\nawait asyncio.gather(*[run_tool_async('conf:nap', seconds=0.2) for _ in range(10)])"
+    t0 = time.perf_counter()
+    r = await h.run(code)
+    elapsed = time.perf_counter() - t0
+    assert r.value == [0.2] * 10 and len(r.tool_calls) == 10
+    assert elapsed < 1.0, f"10 x 0.2 s took {elapsed:.2f}s: the calls did not overlap"
+
+
+@_check("fanout", "one failing call in run_tools raises ToolError after the others complete")
+async def _run_tools_error(h: Harness) -> None:
+    e = await h.fail("run_tools([('conf:add', {'a': 1}), ('conf:fail', {'message': 'bad'})])", CodeExecutionError)
+    assert e.exc_type == "ToolError" and "bad" in str(e) and len(e.tool_calls) == 2
+
+
+# -- engine ---------------------------------------------------------------------------
+
+
+@_check("engine", "concurrent runs on one engine stay separate")
+async def _concurrent_runs(h: Harness) -> None:
+    results: dict[int, ExecuteResult] = {}
+
+    async def one(i: int) -> None:
+        results[i] = await h.run(
+            f"print({i})\nrun_tool('conf:nap', seconds=0.05)\nrun_tool('conf:add', a={i})", input=i
+        )
+
+    async with anyio.create_task_group() as tg:
+        for i in range(4):
+            tg.start_soon(one, i)
+    for i, r in results.items():
+        assert r.value == i + 1 and r.stdout == f"{i}\n" and len(r.tool_calls) == 2, (i, r)
+
+
+@_check("engine", "cancelling a run returns promptly and the engine keeps working")
+async def _cancellation(h: Harness) -> None:
+    t0 = time.perf_counter()
+    with anyio.move_on_after(0.3):
+        await h.run("run_tool('conf:nap', seconds=20)")
+    assert time.perf_counter() - t0 < 1.5
+    with anyio.move_on_after(0.3):
+        await h.run("while True:\n    pass")
+    assert time.perf_counter() - t0 < 3.0
+    assert (await h.run("3")).value == 3
+
+
+@_check("engine", "the engine's declarations are consistent")
+async def _declarations(h: Harness) -> None:
+    info = h.engine.info
+    assert info.name and isinstance(info.sandboxed, bool)
+    if info.sandboxed:
+        assert "escape" not in info.unsupported, "a sandboxed engine may not declare the escape probes unsupported"
+    for category, reason in info.unsupported.items():
+        assert reason.strip(), f"unsupported category {category!r} needs a reason"
+
+
+# -- escape probes --------------------------------------------------------------------
+
+
+@_check("escape", "the probe runner surfaces value, stdout and errors (so no probe passes vacuously)")
+async def _probe_runner(h: Harness) -> None:
+    await verify_runner(h.probe_run)
+
+
+def _probe_check(probe: EscapeProbe) -> CheckFn:
+    async def check(h: Harness) -> None:
+        outcome = await check_probe(h.probe_run, probe)
+        assert outcome.contained, str(outcome)
+
+    check.__name__ = probe.id
+    return check
+
+
+CHECKS.extend(ConformanceCheck(f"escape.{p.id}", "escape", f"{p.title} ({p.source})", _probe_check(p)) for p in PROBES)
+
+
+async def run_check(engine: Engine, check: ConformanceCheck) -> CheckOutcome:
+    """Run one check against an engine.
+
+    Args:
+        engine: The engine under test.
+        check: The check.
+
+    Returns:
+        ``passed``, ``failed`` (with the assertion text) or ``unsupported`` (with the engine's reason).
+    """
+    reason = engine.info.unsupported.get(check.category)
+    if reason is not None:
+        return CheckOutcome(check, "unsupported", f"declared by engine {engine.info.name!r}: {reason}")
+    t0 = time.perf_counter()
+    try:
+        async with Harness(engine) as h:
+            await check.fn(h)
+    except AssertionError as e:
+        return CheckOutcome(check, "failed", str(e) or "assertion failed", time.perf_counter() - t0)
+    except Exception as e:  # any other failure of the engine is a failed check, reported with its type
+        return CheckOutcome(check, "failed", f"{type(e).__name__}: {e}", time.perf_counter() - t0)
+    return CheckOutcome(check, "passed", "", time.perf_counter() - t0)
+
+
+async def run_conformance(
+    engine: Engine, *, categories: Sequence[str] | None = None, checks: Sequence[ConformanceCheck] | None = None
+) -> ConformanceReport:
+    """Run the conformance suite against an engine, one check after another.
+
+    Args:
+        engine: The engine under test (not closed).
+        categories: Only these categories (default: all).
+        checks: Only these checks (default: :data:`CHECKS`).
+
+    Returns:
+        The report; ``report.ok`` is ``False`` when any check failed.
+    """
+    selected = [c for c in (checks or CHECKS) if categories is None or c.category in categories]
+    outcomes = [await run_check(engine, c) for c in selected]
+    return ConformanceReport(engine.info.name, tuple(outcomes))
