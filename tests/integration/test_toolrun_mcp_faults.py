@@ -11,6 +11,7 @@ import anyio
 import psutil
 import pytest
 from conftest import FAULT_SERVER, RunningServer
+
 from toolindex import ChangeEvent, InMemoryIndex, ToolNotFoundError
 from toolrun import (
     BackendUnavailableError,
@@ -158,10 +159,8 @@ async def test_backend_timeout_without_runner_timeout() -> None:
 
 async def test_progress_is_streamed(mcp_runner: Callable[..., Any], fault: dict[str, Any]) -> None:
     async with mcp_runner({"fault": fault}) as (runner, _):
-        items: list[ProgressEvent | RunResult] = []
         async with aclosing(runner.stream("fault:progress", {"steps": 4})) as it:
-            async for item in it:
-                items.append(item)
+            items: list[ProgressEvent | RunResult] = [item async for item in it]
         events = [i for i in items if isinstance(i, ProgressEvent)]
         assert [(e.progress, e.total, e.message) for e in events] == [(i, 4, f"step {i}") for i in range(1, 5)]
         assert all(e.tool_id == "fault:progress" for e in events)
