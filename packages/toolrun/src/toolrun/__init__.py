@@ -1,5 +1,10 @@
 """toolrun: run tools on local functions, MCP servers and providers."""
 
+from toolrun._config import HttpServerConfig, ServerConfig, ServersConfig, StdioServerConfig, load_config
+from toolrun._local import LocalBackend, Progress
+from toolrun._mcp import MCPBackend, backends_from_config
+from toolrun._provider import Provider, ProviderBackend
+from toolrun._runner import DEFAULT_MAX_CHAIN_STEPS, BackendChooser, DefaultRunner, ResultRecorder
 from toolrun._types import (
     Backend,
     BackendResult,
@@ -13,6 +18,7 @@ from toolrun._types import (
     StepResult,
     ValidationPolicy,
 )
+from toolrun._validation import DEFAULT_VALIDATION_POLICY, CompiledSchema
 from toolrun.exceptions import (
     BackendUnavailableError,
     ChainError,
@@ -29,21 +35,36 @@ from toolrun.exceptions import (
 )
 
 __all__ = [
+    "DEFAULT_MAX_CHAIN_STEPS",
+    "DEFAULT_VALIDATION_POLICY",
     "Backend",
+    "BackendChooser",
     "BackendResult",
     "BackendUnavailableError",
     "ChainError",
     "ChainResult",
     "ChainStep",
+    "CompiledSchema",
     "ConfigError",
+    "DefaultRunner",
+    "HttpServerConfig",
     "InputValidationError",
+    "LocalBackend",
+    "MCPBackend",
     "NoBackendError",
     "OnError",
     "OutputValidationError",
+    "Progress",
     "ProgressCallback",
     "ProgressEvent",
+    "Provider",
+    "ProviderBackend",
+    "ResultRecorder",
     "RunResult",
     "Runner",
+    "ServerConfig",
+    "ServersConfig",
+    "StdioServerConfig",
     "StepResult",
     "StreamNotSupportedError",
     "ToolExecutionError",
@@ -52,4 +73,6 @@ __all__ = [
     "ToolTimeoutError",
     "ValidationPolicy",
     "ValidationProblem",
+    "backends_from_config",
+    "load_config",
 ]
