@@ -149,6 +149,18 @@ class ToolDoc(BaseModel):
             the learned shape. Over-long text ends in a visible marker.
         """
         budget = self.budget or Budgets().for_level(self.level)
+        return _cap_block(self.compose(budget), budget)
+
+    def compose(self, budget: int | None = None) -> str:
+        """The text :meth:`render` caps: exactly as long as it needs to be.
+
+        Args:
+            budget: Room for the ``full`` level's optional sections (default: this doc's budget).
+
+        Returns:
+            The uncapped text (``full`` sections are still sized to ``budget``).
+        """
+        budget = budget or self.budget or Budgets().for_level(self.level)
         if self.level is DetailLevel.SUMMARY:
             return cap_text(f"{self.id} — {self.summary}" if self.summary else self.id, budget)
         head = f"# {self.id}"
@@ -157,8 +169,7 @@ class ToolDoc(BaseModel):
             parts.extend(f"# note: {c}" for c in self.collisions)
         if self.level is DetailLevel.FULL:
             parts.extend(self._full_sections(budget - sum(len(p) + 1 for p in parts)))
-        text = "\n".join(p for p in parts if p)
-        return _cap_block(text, budget)
+        return "\n".join(p for p in parts if p)
 
     def _full_sections(self, room: int) -> list[str]:
         out: list[str] = []

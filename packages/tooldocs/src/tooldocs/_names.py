@@ -93,6 +93,8 @@ class NameMap:
         ('per_page', 'per_page_2')
         >>> str(names.collisions[0])
         "name collision in parameters: 'per-page' -> per_page, 'per_page' -> per_page_2 (all map to 'per_page')"
+        >>> NameMap("parameters").add_all(["per-page", "per_page"])
+        ['per_page_2', 'per_page']
     """
 
     def __init__(self, where: str, reserved: frozenset[str] = frozenset()) -> None:
@@ -124,6 +126,25 @@ class NameMap:
         self._by_wire[wire] = ident
         self._groups.setdefault(base, []).append((wire, ident))
         return ident
+
+    def add_all(self, wires: list[str], *, bases: list[str] | None = None) -> list[str]:
+        """Assign identifiers to several names, letting names that need no change keep them.
+
+        ``["per-page", "per_page"]`` gives ``["per_page_2", "per_page"]``: the wire name that
+        already is an identifier is not renamed because a sanitised one came first.
+
+        Args:
+            wires: Wire names, in order.
+            bases: Identifiers to start from, one per wire name (default: ``py_identifier`` of each).
+
+        Returns:
+            The identifiers, in the order of ``wires``.
+        """
+        base_list = bases if bases is not None else [py_identifier(w) for w in wires]
+        for wire, base in zip(wires, base_list, strict=True):
+            if base == wire:
+                self.add(wire, base=base)
+        return [self.add(wire, base=base) for wire, base in zip(wires, base_list, strict=True)]
 
     @property
     def mapping(self) -> dict[str, str]:

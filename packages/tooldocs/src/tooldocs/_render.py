@@ -34,6 +34,7 @@ STUB_IMPORTS = "from typing import Any, Literal, NotRequired, Required, TypedDic
 
 _ANY = "Any"
 _SIMPLE_TYPES = {"string": "str", "integer": "int", "number": "float", "boolean": "bool", "null": "None"}
+_MAX_STACK = 64
 _OBJECT_KEYS = ("properties", "additionalProperties", "patternProperties", "required")
 
 
@@ -300,6 +301,7 @@ class _Renderer:
         self.root: dict[str, Any] = {}
         self._ref_cache: dict[str, str] = {}
         self._in_progress: dict[str, str | None] = {}
+        self._stack = 0
 
     def set_root(self, root: dict[str, Any]) -> None:
         self.root = root
@@ -390,6 +392,25 @@ class _Renderer:
 
     # -- types ---------------------------------------------------------------------
 
+    def root_type(self, schema: Any, path: str, hint: tuple[str, ...]) -> str:
+        """Render the root of the current document; a root object gets the class "#" refers to."""
+        s = _as_schema(schema)
+        if (
+            s is not None
+            and "$ref" not in s
+            and self._is_object(s)
+            and _as_schema(s.get("properties"))
+            and self.options.nested_classes
+            and self.options.max_depth > 0
+        ):
+            name = self.new_class_name(*hint)
+            self._in_progress["#"] = name
+            ann = self.object_class(s, path, name, 0)
+            del self._in_progress["#"]
+            self._ref_cache["#"] = ann
+            return ann
+        return self.type_of(schema, path, hint, 0)
+
     def type_of(self, schema: Any, path: str, hint: tuple[str, ...], depth: int) -> str:
         if schema is True or schema is None:
             return _ANY
@@ -400,7 +421,15 @@ class _Renderer:
         if s is None:
             self.warnings.append(f"{path}: not a schema ({type(schema).__name__}); shown as Any")
             return _ANY
-        ann = self._type_of(s, path, hint, depth)
+        if self._stack >= _MAX_STACK:
+            # Cycles through allOf/inline refs, or absurd nesting: stop rather than recurse forever.
+            self.warnings.append(f"{path}: schema nests too deeply (or refers to itself inline); shown as Any")
+            return _ANY
+        self._stack += 1
+        try:
+            ann = self._type_of(s, path, hint, depth)
+        finally:
+            self._stack -= 1
         if s.get("nullable") is True and ann != _ANY:
             ann = _union([ann, "None"])
         return ann
@@ -423,7 +452,7 @@ class _Renderer:
                     self.type_of(
                         {**siblings, **m} if isinstance(m, dict) and siblings else m,
                         f"{path}/{key}/{i}",
-                        hint if len(cast("list[Any]", members)) == 1 else (*hint, f"{key[:-2]}{i}"),
+                        hint if len(cast("list[Any]", members)) == 1 else (*hint, str(i + 1)),
                         depth,
                     )
                     for i, m in enumerate(cast("list[Any]", members))
@@ -545,7 +574,7 @@ class _Renderer:
         functional = any(not k.isidentifier() or keyword.iskeyword(k) for k, *_ in fields)
         lines: list[str] = []
         # A property's class is described where the property is; a $defs class describes itself.
-        desc = first_sentence(_text_of(s.get("description")), 1000).rstrip(".") if describe else ""
+        desc = _tidy(_text_of(s.get("description"))) if describe else ""
         limit = self.options.field_descriptions
         head_comment = f"  # {py_comment(desc, limit)}" if desc and limit else ""
         # Mark whichever kind of key is rarer: NotRequired[...] on optional keys, or
@@ -634,17 +663,20 @@ def schema_to_python(
         The annotation, class definitions, collisions and warnings.
 
     Example:
-        >>> r = schema_to_python({"type": "object", "properties": {"id": {"type": "integer"}}}, name="Issue")
+        >>> r = schema_to_python({"type": "object", "required": ["id"], "properties": {
+        ...     "id": {"type": "integer"}, "labels": {"type": "array", "items": {"enum": ["bug", "docs"]}}}},
+        ...     name="Issue")
         >>> r.annotation
         'Issue'
         >>> print(r.source)
         class Issue(TypedDict):
-            id: NotRequired[int]
+            id: int
+            labels: NotRequired[list[Literal["bug", "docs"]]]
     """
     r = _Renderer(options or RenderOptions())
     root = _as_schema(schema) or {}
     r.set_root(root)
-    ann = r.type_of(schema if isinstance(schema, bool) else dict(schema), "", (name,), 0)
+    ann = r.root_type(schema if isinstance(schema, bool) else dict(schema), "", (name,))
     return RenderedType(ann, tuple(r.definitions), tuple(r.collisions), tuple(r.warnings))
 
 
@@ -675,7 +707,8 @@ def _input_params(r: _Renderer, schema: dict[str, Any]) -> tuple[list[tuple[str,
                 breq = b.get("required")
                 if isinstance(breq, list):
                     required.update(x for x in cast("list[Any]", breq) if isinstance(x, str))
-    extra = schema.get("additionalProperties", True) is not False and not props
+    # No declared properties at all means "unknown arguments"; an empty ``properties`` means "none".
+    extra = schema.get("additionalProperties", True) is not False and not props and "properties" not in schema
     ordered = [(k, v, k in required) for k, v in props.items()]
     ordered.sort(key=lambda item: not item[2])  # stable: required first, schema order kept
     return ordered, extra
@@ -696,8 +729,8 @@ def _render_signature(
     entries, extra = _input_params(r, tool.input_schema)
     names = NameMap(f"parameters of {tool.name!r}")
     params: list[Param] = []
-    for wire, sub, req in entries:
-        ident = names.add(wire)
+    idents = names.add_all([wire for wire, _, _ in entries])
+    for (wire, sub, req), ident in zip(entries, idents, strict=True):
         ann = r.type_of(sub, f"/properties/{wire}", (prefix, wire), 1)
         sub_s = _as_schema(sub) or {}
         has_default = "default" in sub_s
@@ -715,7 +748,7 @@ def _render_signature(
     out_schema = tool.output_schema if tool.output_schema is not None else result_shape
     if out_schema is not None:
         r.set_root(dict(out_schema))
-        returns = r.type_of(dict(out_schema), "/outputSchema", (prefix, "Result"), 0)
+        returns = r.root_type(dict(out_schema), "/outputSchema", (prefix, "Result"))
     else:
         returns = "dict[str, Any]"
     collisions = [*names.collisions, *r.collisions]
@@ -844,19 +877,18 @@ def render_module(
     tool_list = list(tools)
     classes: set[str] = set()
     fn_names = NameMap("function names", reserved=RESERVED_CLASS_NAMES)
-    sigs: list[Signature] = []
-    for tool in tool_list:
-        # Keyed by id so one name in two namespaces is a collision, not a silent merge.
-        fname = fn_names.add(tool.id, base=py_identifier(tool.name))
-        sigs.append(
-            _render_signature(
-                tool,
-                result_shape=(result_shapes or {}).get(tool.id),
-                options=opts,
-                function_name=fname,
-                classes=classes,
-            )
+    # Keyed by id so one name in two namespaces is a collision, not a silent merge.
+    fnames = fn_names.add_all([t.id for t in tool_list], bases=[py_identifier(t.name) for t in tool_list])
+    sigs = [
+        _render_signature(
+            tool,
+            result_shape=(result_shapes or {}).get(tool.id),
+            options=opts,
+            function_name=fname,
+            classes=classes,
         )
+        for tool, fname in zip(tool_list, fnames, strict=True)
+    ]
     collisions = [*fn_names.collisions, *(c for s in sigs for c in s.collisions)]
     body = "\n\n\n".join(s.text for s in sigs)
     text = f"{STUB_IMPORTS}\n\n\n{body}\n" if sigs else f"{STUB_IMPORTS}\n"

@@ -246,7 +246,7 @@ class InMemoryStore:
             sig = render_signature(tool, result_shape=shape, options=opts)
             doc = ToolDoc(**base, **self._schema_fields(tool, sig), **extras)
             probe = doc if not full else doc.model_copy(update={"level": DetailLevel.SCHEMA})
-            if len(probe.render()) <= sig_room:
+            if len(probe.compose()) <= sig_room:
                 break
         assert doc is not None  # RENDER_TIERS is not empty
         return doc

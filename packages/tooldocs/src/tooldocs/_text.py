@@ -18,6 +18,8 @@ _SPACE = re.compile(r"\s+")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z(\[`\"'])")
 _ZWJ = "\u200d"
+# A period that ends one of these does not end the sentence.
+_ABBREVIATION = re.compile(r"(?:\b(?:e\.g|i\.e|etc|vs|approx|incl|cf|no|Dr|Mr|Ms|Mrs|St)\.|\b[A-Z]\.)$", re.IGNORECASE)
 
 
 def _is_joiner(ch: str) -> bool:
@@ -90,9 +92,10 @@ def first_sentence(text: str | None, limit: int) -> str:
     if not text:
         return ""
     first = one_line(text.strip().split("\n\n", 1)[0])
-    m = _SENTENCE_END.search(first)
-    if m and m.start() >= 12:
-        first = first[: m.start()]
+    for m in _SENTENCE_END.finditer(first):
+        if m.start() >= 12 and not _ABBREVIATION.search(first, 0, m.start()):
+            first = first[: m.start()]
+            break
     return cap_text(first, limit)
 
 

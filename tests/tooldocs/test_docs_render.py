@@ -1,0 +1,358 @@
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+import pytest
+
+from tooldocs import (
+    STUB_IMPORTS,
+    RenderOptions,
+    py_identifier,
+    render_module,
+    render_signature,
+    schema_to_python,
+)
+from tooldocs._names import NameMap, class_name
+from toolindex import Tool
+
+
+def obj(props: dict[str, Any], required: list[str] | None = None, **extra: Any) -> dict[str, Any]:
+    return {"type": "object", "properties": props, "required": required or [], **extra}
+
+
+def tool(name: str = "t", props: dict[str, Any] | None = None, required: list[str] | None = None, **kw: Any) -> Tool:
+    schema = obj(props or {}, required) if props is not None else {"type": "object"}
+    desc = kw.pop("description", "Does a thing.")
+    return Tool(name=name, namespace="ns", description=desc, input_schema=schema, **kw)
+
+
+def parses(source: str) -> ast.Module:
+    return ast.parse(f"{STUB_IMPORTS}\n{source}")
+
+
+def ann(schema: dict[str, Any] | bool, **kw: Any) -> str:
+    return schema_to_python(schema, **kw).annotation
+
+
+# -- identifiers -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("wire", "ident"),
+    [
+        ("per_page", "per_page"),
+        ("per-page", "per_page"),
+        ("from", "from_"),
+        ("class", "class_"),
+        ("2fa.code", "_2fa_code"),
+        ("a.b.c", "a_b_c"),
+        ("", "_"),
+        ("über", "über"),
+        ("$ref", "_ref"),
+        ("None", "None_"),
+    ],
+)
+def test_py_identifier(wire: str, ident: str) -> None:
+    assert py_identifier(wire) == ident
+    assert ident.isidentifier()
+
+
+def test_name_map_reports_collisions_and_keeps_names_apart() -> None:
+    names = NameMap("parameters")
+    # The name that already is an identifier keeps it; the sanitised ones get suffixes.
+    assert names.add_all(["per-page", "per_page", "per.page", "page"]) == [
+        "per_page_2",
+        "per_page",
+        "per_page_3",
+        "page",
+    ]
+    [c] = names.collisions
+    assert c.identifier == "per_page"
+    assert set(c.wire_names) == {"per-page", "per_page", "per.page"}
+    assert "'per-page' -> per_page_2" in str(c)
+    assert names.renamed == {"per_page_2": "per-page", "per_page_3": "per.page"}
+
+
+def test_class_name_is_pascal_case_and_avoids_reserved_names() -> None:
+    assert class_name("list_issues", "filter") == "ListIssuesFilter"
+    assert class_name("any") == "AnyType"
+    assert class_name("2x") == "T_2x"
+
+
+# -- schema → type ---------------------------------------------------------------------
+
+
+def test_simple_types() -> None:
+    assert ann({"type": "string"}) == "str"
+    assert ann({"type": "integer"}) == "int"
+    assert ann({"type": "number"}) == "float"
+    assert ann({"type": "boolean"}) == "bool"
+    assert ann({"type": "null"}) == "None"
+    assert ann({}) == "Any"
+    assert ann(True) == "Any"
+    assert ann({"type": "array"}) == "list[Any]"
+    assert ann({"type": "array", "items": {"type": "string"}}) == "list[str]"
+    assert ann({"type": "object"}) == "dict[str, Any]"
+    assert ann({"type": "object", "additionalProperties": {"type": "integer"}}) == "dict[str, int]"
+
+
+def test_enum_and_const_become_literal() -> None:
+    assert ann({"type": "string", "enum": ["open", "closed"]}) == 'Literal["open", "closed"]'
+    assert ann({"enum": [1, 2, None]}) == "Literal[1, 2] | None"
+    assert ann({"const": "x"}) == 'Literal["x"]'
+    assert ann({"enum": ['say "hi"']}) == 'Literal["say \\"hi\\""]'
+    # Too many values: the base type, not a Literal of hundreds of strings.
+    assert ann({"type": "string", "enum": [f"v{i}" for i in range(40)]}) == "str"
+    # Floats cannot be Literal values.
+    assert ann({"enum": [1.5, 2.5]}) == "float"
+
+
+def test_nullable_forms() -> None:
+    assert ann({"type": ["string", "null"]}) == "str | None"
+    assert ann({"type": ["null", "string"]}) == "str | None"
+    assert ann({"anyOf": [{"type": "integer"}, {"type": "null"}]}) == "int | None"
+    assert ann({"type": "string", "nullable": True}) == "str | None"
+
+
+def test_unions_and_literal_merging() -> None:
+    assert ann({"oneOf": [{"type": "string"}, {"type": "integer"}]}) == "str | int"
+    assert ann({"anyOf": [{"const": "a"}, {"const": "b"}, {"type": "null"}]}) == 'Literal["a", "b"] | None'
+    assert ann({"anyOf": [{"type": "string"}, {}]}) == "Any"
+    assert ann({"anyOf": [{"type": "array", "items": {"type": ["string", "integer"]}}, {"type": "string"}]}) == (
+        "list[str | int] | str"
+    )
+
+
+def test_tuples() -> None:
+    assert ann({"type": "array", "prefixItems": [{"type": "number"}, {"type": "number"}], "items": False}) == (
+        "tuple[float, float]"
+    )
+    assert ann({"type": "array", "items": [{"type": "string"}, {"type": "integer"}]}) == "tuple[str, int]"
+
+
+def test_nested_objects_become_typed_dicts_with_required_marks() -> None:
+    r = schema_to_python(
+        obj({"a": {"type": "string", "description": "The A."}, "b": obj({"c": {"type": "integer"}}, ["c"])}, ["a"]),
+        name="Thing",
+    )
+    assert r.annotation == "Thing"
+    src = r.source
+    parses(src)
+    assert "class ThingB(TypedDict):\n    c: int" in src
+    assert "class Thing(TypedDict):\n    a: str  # A\n    b: NotRequired[ThingB]" in src
+    # Children are defined before the classes that use them.
+    assert src.index("class ThingB") < src.index("class Thing(")
+
+
+def test_mostly_optional_objects_use_total_false() -> None:
+    src = schema_to_python(obj({k: {"type": "string"} for k in "abcd"}, ["a"]), name="X").source
+    assert "class X(TypedDict, total=False):\n    a: Required[str]\n    b: str" in src
+
+
+def test_keys_that_are_not_identifiers_use_functional_typed_dict_with_wire_keys() -> None:
+    schema = obj({"per-page": {"type": "integer"}, "class": {"type": "string"}}, ["class"])
+    src = schema_to_python(schema, name="Q").source
+    parses(src)
+    assert 'Q = TypedDict("Q", {' in src
+    assert '"per-page": NotRequired[int],' in src
+    assert '"class": str,' in src
+
+
+def test_refs_defs_and_definitions() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"owner": {"$ref": "#/$defs/User"}, "tags": {"$ref": "#/definitions/Tags"}},
+        "$defs": {"User": obj({"login": {"type": "string"}}, ["login"], description="A GitHub user.")},
+        "definitions": {"Tags": {"type": "array", "items": {"type": "string"}}},
+    }
+    r = schema_to_python(schema, name="Repo")
+    parses(r.source)
+    assert "class User(TypedDict):  # GitHub user" in r.source
+    assert "class Repo(TypedDict, total=False):\n    owner: User\n    tags: list[str]" in r.source
+    assert r.warnings == ()
+
+
+def test_recursive_refs_terminate_and_refer_to_the_class() -> None:
+    schema = {
+        "$ref": "#/$defs/Node",
+        "$defs": {
+            "Node": obj(
+                {"value": {"type": "integer"}, "children": {"type": "array", "items": {"$ref": "#/$defs/Node"}}}
+            )
+        },
+    }
+    r = schema_to_python(schema)
+    assert r.annotation == "Node"
+    assert "children: list[Node]" in r.source
+    parses(r.source)
+    # Root recursion through "#".
+    r2 = schema_to_python(obj({"next": {"$ref": "#"}}), name="Link")
+    assert "next: Link" in r2.source
+
+
+def test_recursive_non_object_ref_is_any() -> None:
+    r = schema_to_python({"$ref": "#/$defs/T", "$defs": {"T": {"type": "array", "items": {"$ref": "#/$defs/T"}}}})
+    assert r.annotation == "list[Any]"
+
+
+def test_unresolvable_and_remote_refs_warn_and_render_any() -> None:
+    r = schema_to_python(obj({"a": {"$ref": "#/$defs/Missing"}, "b": {"$ref": "https://example.com/s.json"}}), name="M")
+    assert "    a: Any\n    b: Any" in r.source
+    assert len(r.warnings) == 2
+    assert any("/properties/a" in w and "does not resolve" in w for w in r.warnings)
+
+
+def test_all_of_objects_merge() -> None:
+    r = schema_to_python(
+        {"allOf": [obj({"a": {"type": "string"}}, ["a"]), obj({"b": {"type": "integer"}})]},
+        name="AB",
+    )
+    assert "a: str" in r.source and "b: NotRequired[int]" in r.source
+
+
+def test_depth_cap_and_flat_option() -> None:
+    deep: dict[str, Any] = {"type": "string"}
+    for i in range(10):
+        deep = obj({f"k{i}": deep})
+    r = schema_to_python(deep, name="D", options=RenderOptions(max_depth=2))
+    assert "dict[str, Any]" in r.source
+    assert schema_to_python(deep, options=RenderOptions(nested_classes=False)).annotation == "dict[str, Any]"
+
+
+def test_garbage_schemas_never_raise() -> None:
+    assert ann({"type": "frobnicate"}) == "Any"
+    assert ann({"type": []}) == "Any"
+    assert ann({"properties": "nope"}) == "dict[str, Any]"
+    r = schema_to_python({"items": 3})
+    assert r.annotation == "list[Any]" and r.warnings
+    assert ann(False) == "Any"
+
+
+# -- signatures ------------------------------------------------------------------------
+
+
+def test_signature_orders_required_first_and_shows_defaults() -> None:
+    sig = render_signature(
+        tool(
+            "list_issues",
+            {
+                "state": {"type": "string", "enum": ["open", "closed"], "default": "open"},
+                "owner": {"type": "string", "description": "The account owner."},
+                "page": {"type": "integer"},
+                "repo": {"type": "string"},
+            },
+            ["owner", "repo"],
+            description="List issues of a repository. Paginated.",
+        )
+    )
+    parses(sig.text)
+    assert [p.wire_name for p in sig.params] == ["owner", "repo", "state", "page"]
+    assert sig.required == ("owner", "repo")
+    assert 'state: Literal["open", "closed"] = "open",' in sig.text
+    assert "page: int = ...," in sig.text
+    assert "owner: str,  # Account owner" in sig.text
+    assert '"""List issues of a repository."""' in sig.text
+    assert sig.returns == "dict[str, Any]"
+    assert sig.text.splitlines()[0] == "def list_issues("
+
+
+def test_short_signature_without_comments_is_one_line() -> None:
+    sig = render_signature(tool("add", {"a": {"type": "number"}, "b": {"type": "number"}}, ["a", "b"]))
+    assert sig.text.splitlines()[0] == "def add(*, a: float, b: float) -> dict[str, Any]:"
+
+
+def test_renamed_parameters_keep_their_wire_names() -> None:
+    sig = render_signature(
+        tool("search", {"from": {"type": "string"}, "per-page": {"type": "integer"}, "q": {"type": "string"}}, ["q"])
+    )
+    parses(sig.text)
+    assert sig.wire_names == {"from_": "from", "per_page": "per-page"}
+    assert 'from_: str = ...,  # wire name "from"' in sig.text
+    assert sig.wire_args({"from_": "2024", "per_page": 5, "q": "x"}) == {"from": "2024", "per-page": 5, "q": "x"}
+    # The dict form with wire names passes through unchanged.
+    assert sig.wire_args({"from": "2024"}) == {"from": "2024"}
+    with pytest.raises(ValueError, match="given twice"):
+        sig.wire_args({"from": 1, "from_": 2})
+
+
+def test_parameter_collisions_are_reported_not_merged() -> None:
+    sig = render_signature(tool("t", {"a-b": {"type": "string"}, "a_b": {"type": "integer"}, "a.b": {}}))
+    parses(sig.text)
+    assert [p.name for p in sig.params] == ["a_b_2", "a_b", "a_b_3"]
+    assert {p.wire_name for p in sig.params} == {"a-b", "a_b", "a.b"}
+    [c] = sig.collisions
+    assert c.identifier == "a_b" and set(c.wire_names) == {"a-b", "a_b", "a.b"}
+
+
+def test_output_schema_becomes_the_return_type() -> None:
+    t = tool("get", {}, output_schema=obj({"id": {"type": "integer"}, "tags": {"type": "array"}}, ["id"]))
+    sig = render_signature(t)
+    parses(sig.text)
+    assert sig.returns == "GetResult"
+    assert "class GetResult(TypedDict):\n    id: int\n    tags: NotRequired[list[Any]]" in sig.text
+
+
+def test_learned_shape_becomes_the_return_type_when_no_output_schema() -> None:
+    shape = {"type": "array", "items": obj({"name": {"type": "string"}}, ["name"])}
+    sig = render_signature(tool("ls", {}), result_shape=shape)
+    assert sig.returns == "list[LsResultItem]"
+    # A declared output schema wins over a learned shape.
+    sig2 = render_signature(tool("ls", {}, output_schema={"type": "object"}), result_shape=shape)
+    assert sig2.returns == "dict[str, Any]"
+
+
+def test_no_parameters_and_open_parameters() -> None:
+    assert render_signature(tool("ping", {})).text.startswith("def ping() -> dict[str, Any]:")
+    assert render_signature(tool("any_args")).text.startswith("def any_args(**kwargs: Any) -> dict[str, Any]:")
+
+
+def test_parameters_declared_inside_combinators_are_kept() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"mode": {"enum": ["a", "b"]}},
+        "oneOf": [obj({"x": {"type": "string"}}, ["x"]), obj({"y": {"type": "integer"}}, ["y"])],
+        "required": ["mode"],
+    }
+    t = Tool(name="combo", namespace="ns", input_schema=schema)
+    sig = render_signature(t)
+    assert {p.wire_name for p in sig.params} == {"mode", "x", "y"}
+    assert sig.required == ("mode",)
+
+
+def test_tool_name_needing_sanitising_and_docstring_escaping() -> None:
+    t = Tool(name="get-issue.v2", namespace="ns", description='Say """hi""" \\ and bye.', input_schema={})
+    sig = render_signature(t)
+    parses(sig.text)
+    assert sig.name == "get_issue_v2"
+
+
+def test_redundant_descriptions_are_dropped() -> None:
+    sig = render_signature(
+        tool(
+            "get_repo",
+            {
+                "owner": {"type": "string", "description": "Repository owner"},
+                "repo": {"type": "string", "description": "Repository name"},
+                "ref": {"type": "string", "description": "Git ref such as a branch or tag"},
+            },
+            ["owner", "repo"],
+        )
+    )
+    assert "# Repository" not in sig.text
+    assert "# Git ref such as a branch or tag" in sig.text
+
+
+def test_render_module_disambiguates_function_names() -> None:
+    a = Tool(name="search", namespace="one", input_schema=obj({"q": {"type": "string"}}, ["q"]))
+    b = Tool(name="search", namespace="two", input_schema=obj({"filter": obj({"x": {"type": "string"}})}))
+    c = Tool(name="filter", namespace="two", input_schema=obj({"filter": obj({"x": {"type": "string"}})}))
+    mod = render_module([a, b, c])
+    tree = ast.parse(mod.text)
+    fns = [n.name for n in tree.body if isinstance(n, ast.FunctionDef)]
+    assert fns == ["search", "search_2", "filter"]
+    classes = [n.name for n in tree.body if isinstance(n, ast.ClassDef)]
+    assert len(classes) == len(set(classes)) == 2
+    assert any(c.where == "function names" and c.wire_names == ("one:search", "two:search") for c in mod.collisions)
+    # The module is importable Python, not just parseable.
+    exec(compile("from __future__ import annotations\n" + mod.text, "<stubs>", "exec"), {})
