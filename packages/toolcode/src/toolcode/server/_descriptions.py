@@ -29,34 +29,23 @@ never whole raw results you could filter in code."""
 
 DESCRIPTIONS: dict[str, str] = {
     "search_tools": (
-        "Search the tool catalog by what you want to do (free text, e.g. 'list open pull requests'). "
-        "Returns the best matching tool ids with a one-line summary. Use it first, before describe_tool. "
-        "Narrow with `namespaces` when you know the server."
+        "Find tools by what you want to do (free text). Returns tool ids with a one-line summary, best first. "
+        "Start here."
     ),
-    "list_namespaces": (
-        "List the namespaces (one per upstream MCP server) and how many tools each has. "
-        "Cheap; use it to learn what the catalog covers."
-    ),
+    "list_namespaces": "List the namespaces (one per upstream server) and their tool counts.",
     "describe_tool": (
-        "Read the documentation of one tool by id ('namespace:name'). level='summary' is one line, "
-        "'schema' (default) adds the Python call signature with parameter types, required fields and "
-        "defaults, 'full' adds examples and the learned result shape. Read 'schema' before calling a tool "
-        "you have not used yet. Unknown ids return the nearest tool names."
+        "Read one tool's docs by id ('namespace:name'): level 'summary' (one line), 'schema' (default: Python "
+        "signature, types, required fields, defaults) or 'full' (+ examples, result shape). Unknown ids get the "
+        "nearest names."
     ),
-    "list_tool_examples": (
-        "List worked examples for one tool: arguments that work and what the result looks like. "
-        "Use when the schema alone leaves you unsure how to call it."
-    ),
+    "list_tool_examples": "Worked examples for one tool: arguments that work and what the result looks like.",
     "run_tool": (
-        "Call one tool directly with a JSON object of arguments and get its full result. Only for a single, "
-        "one-off call whose whole result you actually need; for anything with two or more calls, loops or "
-        "filtering, use execute_code instead."
+        "Call one tool directly and get its whole result. Only for a single call whose full result you need; "
+        "for 2+ calls, loops or filtering use execute_code."
     ),
     "run_chain": (
-        "Run tools in sequence without writing code. Each step is {tool_id, args, use_previous, on_error}; "
-        "use_previous=true passes the previous step's result as args['previous']; on_error is 'abort' "
-        "(default) or 'continue'. Returns every step's outcome. Prefer execute_code when you need to "
-        "transform data between steps."
+        "Run tools in sequence without code: steps of {tool_id, args, use_previous (pass the previous result "
+        "as args['previous']), on_error: 'abort'|'continue'}. Returns every step's outcome."
     ),
     "execute_code": (
         "Run a short Python program in a sandbox that calls many tools and returns only what you need. "
