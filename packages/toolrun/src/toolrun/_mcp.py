@@ -291,7 +291,10 @@ class MCPBackend:
         finally:
             tg, self._tg = self._tg, None
             if tg is not None:
-                await tg.__aexit__(exc_type, exc, tb)
+                # Sessions are closed; what is left (a pending re-list) may go. The caller's own
+                # exception is not handed in, so it propagates as itself, not in an ExceptionGroup.
+                tg.cancel_scope.cancel()
+                await tg.__aexit__(None, None, None)
 
     @property
     def label(self) -> str:
