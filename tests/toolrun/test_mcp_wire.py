@@ -3,8 +3,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from toolindex import BackendRef
 
+from toolindex import BackendRef
 from toolrun import BackendResult, MCPBackend, StdioServerConfig, backends_from_config, load_config
 from toolrun._mcp_wire import error_text, normalise_result, parse_tool
 
