@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import anyio
+import jsonschema.exceptions
 import pytest
 import structlog
 
@@ -259,8 +260,9 @@ async def test_invalid_tool_schema_is_reported_as_a_validation_error() -> None:
     bad = Tool(name="broken", namespace="x", input_schema={"type": "object", "properties": {"a": {"type": 5}}})
     index2.register(bad, BackendRef.local("x:broken"))
     async with DefaultRunner(index2, [local]) as runner:
-        with pytest.raises(InputValidationError, match="not valid JSON Schema"):
+        with pytest.raises(InputValidationError, match="not valid JSON Schema at properties/a/type") as info:
             await runner.run("x:broken", {})
+        assert isinstance(info.value.__cause__, jsonschema.exceptions.SchemaError)
 
 
 @pytest.mark.anyio
@@ -640,3 +642,28 @@ async def test_runner_stops_following_the_index_after_close() -> None:
     await runner.aclose()
     index.register(Tool(name="t"), BackendRef.local("t"))
     assert runner._generation == generation  # pyright: ignore[reportPrivateUsage]
+
+
+@pytest.mark.anyio
+async def test_schemas_compile_once_per_distinct_schema(monkeypatch: pytest.MonkeyPatch) -> None:
+    import toolrun._validation as validation
+
+    compiled: list[Any] = []
+    original = validation.CompiledSchema.__init__
+
+    def counting(self: Any, schema: Any) -> None:
+        compiled.append(schema)
+        original(self, schema)
+
+    monkeypatch.setattr(validation.CompiledSchema, "__init__", counting)
+    runner, index = await make_runner()
+    async with runner:
+        for i in range(20):
+            await runner.run("local:add", {"a": i})
+        assert len(compiled) == 2  # the input schema and the output schema
+        # An index change drops resolutions, not compiled schemas: nothing recompiles.
+        index.register(Tool(name="unrelated"), BackendRef.local("unrelated"))
+        await runner.run("local:add", {"a": 1})
+        assert len(compiled) == 2
+        await runner.run("local:echo", {"text": "x"})
+        assert len(compiled) == 4  # echo's input and output schemas are new

@@ -77,9 +77,9 @@ class _Entry:
         ref: BackendRef,
         backend: Backend,
         input_schema: CompiledSchema | None,
-        input_error: str | None,
+        input_error: jsonschema.exceptions.SchemaError | None,
         output_schema: CompiledSchema | None,
-        output_error: str | None,
+        output_error: jsonschema.exceptions.SchemaError | None,
     ) -> None:
         self.tool = tool
         self.tool_id = tool.id
@@ -231,7 +231,7 @@ class DefaultRunner:
         ref, backend = self._choose(tool, refs)
         input_schema, input_error = self._compile(tool.input_schema)
         output_schema: CompiledSchema | None = None
-        output_error: str | None = None
+        output_error: jsonschema.exceptions.SchemaError | None = None
         if tool.output_schema is not None:
             output_schema, output_error = self._compile(tool.output_schema)
         entry = _Entry(tool, ref, backend, input_schema, input_error, output_schema, output_error)
@@ -239,12 +239,13 @@ class DefaultRunner:
             self._entries[tool_id] = entry
         return entry
 
-    def _compile(self, schema: dict[str, Any]) -> tuple[CompiledSchema | None, str | None]:
+    def _compile(
+        self, schema: dict[str, Any]
+    ) -> tuple[CompiledSchema | None, jsonschema.exceptions.SchemaError | None]:
         try:
             return self._schemas.get(schema), None
         except jsonschema.exceptions.SchemaError as e:
-            where = "/".join(str(p) for p in e.absolute_path) or "(root)"
-            return None, f"the tool's schema is not valid JSON Schema at {where}: {e.message}"
+            return None, e
 
     def candidates(self, tool: Tool, refs: Sequence[BackendRef]) -> list[tuple[BackendRef, Backend]]:
         """The ``(ref, backend)`` pairs that could run ``tool``, most preferred first.
@@ -332,7 +333,8 @@ class DefaultRunner:
         if self.validate_input:
             schema = entry.input
             if schema is None:
-                raise InputValidationError(entry.tool_id, [ValidationProblem("$", entry.input_error or "no schema")])
+                problem = ValidationProblem("$", _schema_error_text(entry.input_error))
+                raise InputValidationError(entry.tool_id, [problem]) from entry.input_error
             if not schema.is_valid(a):
                 raise InputValidationError(entry.tool_id, schema.problems(a))
         t = timeout if timeout is not None else self.default_timeout
@@ -367,7 +369,7 @@ class DefaultRunner:
         schema = entry.output
         problems: list[ValidationProblem]
         if schema is None:
-            problems = [ValidationProblem("$", entry.output_error or "no schema")]
+            problems = [ValidationProblem("$", _schema_error_text(entry.output_error))]
         elif res.structured is None and res.content:
             problems = [ValidationProblem("$", "the tool declares an output schema but returned no structured result")]
         elif schema.is_valid(res.structured):
@@ -375,7 +377,7 @@ class DefaultRunner:
         else:
             problems = schema.problems(res.structured)
         if self.validation == "error":
-            raise OutputValidationError(entry.tool_id, problems)
+            raise OutputValidationError(entry.tool_id, problems) from entry.output_error
         _log.warning(
             "result does not match the output schema",
             tool_id=entry.tool_id,
@@ -509,6 +511,13 @@ class DefaultRunner:
                         f"step {i} ({step.tool_id}) has use_previous=True and its own 'previous' argument; "
                         "remove one of them"
                     )
+
+
+def _schema_error_text(e: jsonschema.exceptions.SchemaError | None) -> str:
+    if e is None:  # pragma: no cover - an entry without a schema always has the error
+        return "the tool's schema could not be compiled"
+    where = "/".join(str(p) for p in e.absolute_path) or "(root)"
+    return f"the tool's schema is not valid JSON Schema at {where}: {e.message}"
 
 
 def _error_text(res: BackendResult) -> str:
