@@ -65,7 +65,7 @@ value, error = None, None
 try:
     with contextlib.redirect_stdout(buffer):
         value = run(request["code"])
-except BaseException as exc:
+except Exception as exc:  # as naive exec() hosts do: SystemExit ends this process
     error = "".join(traceback.format_exception_only(type(exc), exc))
 try:
     value_text = repr(value)

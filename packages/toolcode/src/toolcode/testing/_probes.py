@@ -270,6 +270,9 @@ async def check_probe(
                     result = tuple(await run(code))  # type: ignore[assignment]
                 except HostCrashedError as exc:
                     crashed = str(exc) or "host process died"
+                except SystemExit as exc:
+                    # Left unhandled, this would have ended the host process.
+                    crashed = f"the run raised SystemExit({exc.code!r}) into the host"
                 # Whatever the runner raises ends the run; its text is judged like an error text, so
                 # a secret smuggled into an exception message is still found.
                 except Exception as exc:
@@ -934,6 +937,43 @@ PROBES: Final[tuple[EscapeProbe, ...]] = (
         """,
     ),
     _probe(
+        "frames-traceback-into-library",
+        _C.FRAMES,
+        "a traceback raised by host library code: its innermost tb_frame exposes that module's globals",
+        "RestrictedPython stack-frame sandbox escape (CVE-2023-37271), traceback-down variant",
+        """
+        import json
+        try:
+            json.loads("{")
+        except ValueError as e:
+            tb = e.__traceback__
+        while tb.tb_next is not None:
+            tb = tb.tb_next
+        b = tb.tb_frame.f_globals["__builtins__"]
+        imp = b["__import__"] if isinstance(b, dict) else b.__import__
+        imp("os").environ["TOOLCODE_CANARY"]
+        """,
+    ),
+    _probe(
+        "frames-tool-error-traceback",
+        _C.FRAMES,
+        "a failing tool call raises inside the snippet: the error's traceback walks into the host's tool layer",
+        "RestrictedPython stack-frame sandbox escape (CVE-2023-37271) applied to code mode's tool errors",
+        """
+        leaks = []
+        try:
+            run_tool("toolcode-probe:no-such-tool", {})
+        except Exception as e:
+            tb = e.__traceback__
+            while tb is not None:
+                b = tb.tb_frame.f_globals.get("__builtins__")
+                imp = b["__import__"] if isinstance(b, dict) else b.__import__
+                leaks.append(imp("os").environ["TOOLCODE_CANARY"])
+                tb = tb.tb_next
+        leaks
+        """,
+    ),
+    _probe(
         "frames-coroutine-cr-frame",
         _C.FRAMES,
         "a coroutine's cr_frame.f_globals reach the snippet's __builtins__",
@@ -1118,6 +1158,15 @@ PROBES: Final[tuple[EscapeProbe, ...]] = (
         """,
     ),
     # --- host crash -------------------------------------------------------------------------------------------
+    _probe(
+        "host-exit-systemexit",
+        _C.HOST_CRASH,
+        "raise SystemExit: a host that catches only Exception around exec() exits",
+        "mcp-use code-mode exec() wrapper (issue #1718); any exec() host guarded by 'except Exception'",
+        """
+        raise SystemExit(0)
+        """,
+    ),
     _probe(
         "recursion-limit-crash",
         _C.HOST_CRASH,
