@@ -356,3 +356,16 @@ def test_render_module_disambiguates_function_names() -> None:
     assert any(c.where == "function names" and c.wire_names == ("one:search", "two:search") for c in mod.collisions)
     # The module is importable Python, not just parseable.
     exec(compile("from __future__ import annotations\n" + mod.text, "<stubs>", "exec"), {})
+
+
+def test_strict_mode_raises_schema_render_error() -> None:
+    from tooldocs import SchemaRenderError
+
+    schema = obj({"a": {"$ref": "#/$defs/Missing"}})
+    with pytest.raises(SchemaRenderError, match="/properties/a") as info:
+        schema_to_python(schema, strict=True)
+    assert info.value.path == "/properties/a"
+    t = Tool(name="t", namespace="ns", input_schema=schema)
+    with pytest.raises(SchemaRenderError, match="of tool 'ns:t'"):
+        render_signature(t, strict=True)
+    assert render_signature(t).warnings  # lenient by default

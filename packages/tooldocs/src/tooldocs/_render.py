@@ -15,6 +15,7 @@ from typing import Any, cast
 
 from tooldocs._names import RESERVED_CLASS_NAMES, Collision, NameMap, class_name, py_identifier
 from tooldocs._text import first_sentence, py_comment, py_literal, py_str
+from tooldocs.exceptions import SchemaRenderError
 from toolindex import Tool
 
 __all__ = [
@@ -292,8 +293,9 @@ def _base_type_of_values(values: Sequence[Any]) -> str:
 class _Renderer:
     """Renders schemas into annotations, collecting TypedDict classes. One per signature/module."""
 
-    def __init__(self, options: RenderOptions, classes: set[str] | None = None) -> None:
+    def __init__(self, options: RenderOptions, classes: set[str] | None = None, *, strict: bool = False) -> None:
         self.options = options
+        self.strict = strict
         self.classes: set[str] = classes if classes is not None else set()
         self.definitions: list[str] = []
         self.collisions: list[Collision] = []
@@ -302,6 +304,11 @@ class _Renderer:
         self._ref_cache: dict[str, str] = {}
         self._in_progress: dict[str, str | None] = {}
         self._stack = 0
+
+    def warn(self, path: str, reason: str) -> None:
+        if self.strict:
+            raise SchemaRenderError(path, reason)
+        self.warnings.append(f"{path or '/'}: {reason}; shown as Any")
 
     def set_root(self, root: dict[str, Any]) -> None:
         self.root = root
@@ -322,13 +329,13 @@ class _Renderer:
 
     def resolve(self, ref: str, path: str) -> dict[str, Any] | None:
         if not ref.startswith("#"):
-            self.warnings.append(f"{path}: $ref {ref!r} points outside the schema; shown as Any")
+            self.warn(path, f"$ref {ref!r} points outside the schema")
             return None
         node: Any = self.root
         pointer = ref[1:]
         if pointer:
             if not pointer.startswith("/"):
-                self.warnings.append(f"{path}: $ref {ref!r} is not a JSON pointer; shown as Any")
+                self.warn(path, f"$ref {ref!r} is not a JSON pointer")
                 return None
             for raw in pointer[1:].split("/"):
                 key = raw.replace("~1", "/").replace("~0", "~")
@@ -337,13 +344,13 @@ class _Renderer:
                 elif isinstance(node, list) and key.isdigit() and int(key) < len(cast("list[Any]", node)):
                     node = cast("list[Any]", node)[int(key)]
                 else:
-                    self.warnings.append(f"{path}: $ref {ref!r} does not resolve; shown as Any")
+                    self.warn(path, f"$ref {ref!r} does not resolve")
                     return None
         if node is True or node == {}:
             return {}
         schema = _as_schema(node)
         if schema is None:
-            self.warnings.append(f"{path}: $ref {ref!r} resolves to a non-schema; shown as Any")
+            self.warn(path, f"$ref {ref!r} resolves to a non-schema")
         return schema
 
     def ref_type(self, ref: str, path: str, depth: int) -> str:
@@ -415,15 +422,15 @@ class _Renderer:
         if schema is True or schema is None:
             return _ANY
         if schema is False:
-            self.warnings.append(f"{path}: schema 'false' accepts nothing; shown as Any")
+            self.warn(path, "schema 'false' accepts nothing")
             return _ANY
         s = _as_schema(schema)
         if s is None:
-            self.warnings.append(f"{path}: not a schema ({type(schema).__name__}); shown as Any")
+            self.warn(path, f"not a schema ({type(schema).__name__})")
             return _ANY
         if self._stack >= _MAX_STACK:
             # Cycles through allOf/inline refs, or absurd nesting: stop rather than recurse forever.
-            self.warnings.append(f"{path}: schema nests too deeply (or refers to itself inline); shown as Any")
+            self.warn(path, "schema nests too deeply (or refers to itself inline)")
             return _ANY
         self._stack += 1
         try:
@@ -553,7 +560,7 @@ class _Renderer:
             if depth >= self.options.max_depth or not self.options.nested_classes:
                 return "dict[str, Any]"
             return self.object_class(s, path, self.new_class_name(*hint), depth)
-        self.warnings.append(f"{path}: unknown type {t!r}; shown as Any")
+        self.warn(path, f"unknown type {t!r}")
         return _ANY
 
     def object_class(self, s: dict[str, Any], path: str, name: str, depth: int, *, describe: bool = False) -> str:
@@ -642,6 +649,7 @@ def schema_to_python(
     *,
     name: str = "Model",
     options: RenderOptions | None = None,
+    strict: bool = False,
 ) -> RenderedType:
     """Render a JSON Schema as a Python annotation and the ``TypedDict`` classes it needs.
 
@@ -658,9 +666,14 @@ def schema_to_python(
         schema: The JSON Schema (a mapping, or ``True``/``False``).
         name: Name of the class for the top-level object (other classes are named from it).
         options: Detail options.
+        strict: Raise instead of rendering ``Any`` with a warning.
 
     Returns:
         The annotation, class definitions, collisions and warnings.
+
+    Raises:
+        SchemaRenderError: With ``strict``, for the first part that cannot be rendered exactly
+            (names the JSON pointer and why).
 
     Example:
         >>> r = schema_to_python({"type": "object", "required": ["id"], "properties": {
@@ -673,7 +686,7 @@ def schema_to_python(
             id: int
             labels: NotRequired[list[Literal["bug", "docs"]]]
     """
-    r = _Renderer(options or RenderOptions())
+    r = _Renderer(options or RenderOptions(), strict=strict)
     root = _as_schema(schema) or {}
     r.set_root(root)
     ann = r.root_type(schema if isinstance(schema, bool) else dict(schema), "", (name,))
@@ -721,8 +734,9 @@ def _render_signature(
     options: RenderOptions,
     function_name: str | None,
     classes: set[str] | None,
+    strict: bool = False,
 ) -> Signature:
-    r = _Renderer(options, classes)
+    r = _Renderer(options, classes, strict=strict)
     fname = function_name or py_identifier(tool.name)
     prefix = class_name(tool.name)
     r.set_root(tool.input_schema)
@@ -823,6 +837,7 @@ def render_signature(
     result_shape: Mapping[str, Any] | None = None,
     options: RenderOptions | None = None,
     function_name: str | None = None,
+    strict: bool = False,
 ) -> Signature:
     """Render a tool's Python call signature.
 
@@ -839,17 +854,26 @@ def render_signature(
             declares no output schema.
         options: Detail options.
         function_name: Use this identifier for the ``def`` instead of the sanitised tool name.
+        strict: Raise instead of rendering ``Any`` with a warning.
 
     Returns:
-        The signature; it never raises for a tool the index accepted.
+        The signature; without ``strict`` it never raises for a tool the index accepted.
+
+    Raises:
+        SchemaRenderError: With ``strict``, for the first part of the input or output schema
+            that cannot be rendered exactly (names the tool, the JSON pointer and why).
     """
-    return _render_signature(
-        tool,
-        result_shape=result_shape,
-        options=options or RenderOptions(),
-        function_name=function_name,
-        classes=None,
-    )
+    try:
+        return _render_signature(
+            tool,
+            result_shape=result_shape,
+            options=options or RenderOptions(),
+            function_name=function_name,
+            classes=None,
+            strict=strict,
+        )
+    except SchemaRenderError as e:
+        raise SchemaRenderError(e.path, e.reason, tool_id=tool.id) from None
 
 
 def render_module(

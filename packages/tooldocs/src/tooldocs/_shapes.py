@@ -224,14 +224,14 @@ class ShapeFile:
     def load(self) -> dict[str, LearnedShape]:
         """Read the file; a missing file is empty, a corrupt one warns and is empty."""
         try:
-            raw = self.path.read_text(encoding="utf-8")
+            raw = self.path.read_bytes()
         except FileNotFoundError:
             return {}
         except OSError as e:
             self._warn_corrupt(f"cannot be read ({e})")
             return {}
         try:
-            data = json.loads(raw)
+            data = json.loads(raw.decode("utf-8"))
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
             self._warn_corrupt(f"is not valid JSON ({e})")
             return {}

@@ -51,6 +51,12 @@ def cap_text(text: str, limit: int, marker: str = MARKER) -> str:
 
     Raises:
         ValueError: If ``limit`` is smaller than the marker.
+
+    Example:
+        >>> cap_text("Hello, world", 8)
+        'Hello,…'
+        >>> cap_text("Cafe\u0301 au lait", 5)  # "é" written as "e" + combining accent stays whole
+        'Caf…'
     """
     if len(text) <= limit:
         return text

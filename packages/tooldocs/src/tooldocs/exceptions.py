@@ -120,9 +120,12 @@ class SchemaRenderError(ToolDocsError, ValueError):
     Attributes:
         path: JSON pointer of the offending part of the schema.
         reason: Why.
+        tool_id: The tool whose schema it is, when known.
     """
 
-    def __init__(self, path: str, reason: str) -> None:
+    def __init__(self, path: str, reason: str, *, tool_id: str | None = None) -> None:
         self.path = path
         self.reason = reason
-        super().__init__(f"cannot render schema at {path or '/'}: {reason}")
+        self.tool_id = tool_id
+        of = f" of tool {tool_id!r}" if tool_id else ""
+        super().__init__(f"cannot render schema{of} at {path or '/'}: {reason}")
