@@ -35,6 +35,10 @@ class Box:
     label: str
 
 
+class Opaque:
+    """A type pydantic cannot describe."""
+
+
 def make() -> tuple[LocalBackend, InMemoryIndex]:
     return LocalBackend(), InMemoryIndex()
 
@@ -440,3 +444,56 @@ async def test_closed_backend_refuses_calls() -> None:
 
     with pytest.raises(BackendUnavailableError):
         await local.call(BackendRef.local("local:f"), tool, {})
+
+
+@pytest.mark.anyio
+async def test_parameter_names_that_shadow_model_attributes_work() -> None:
+    local, index = make()
+
+    @local.tool
+    def check(json: str, schema: dict[str, Any], copy: bool = False) -> str:
+        return f"{json}:{sorted(schema)}:{copy}"
+
+    assert set(local.tools[0].input_schema["properties"]) == {"json", "schema", "copy"}
+    async with DefaultRunner(index, [local]) as runner:
+        await runner.attach()
+        assert (await runner.run("check", {"json": "j", "schema": {"b": 1, "a": 2}})).structured == "j:['a', 'b']:False"
+
+
+def test_unsupported_functions_are_rejected_with_the_reason() -> None:
+    local = LocalBackend()
+
+    def gen() -> Any:
+        yield 1
+
+    async def agen() -> Any:
+        yield 1
+
+    def opaque(x: Opaque) -> int:
+        return 1
+
+    def returns_opaque() -> Opaque:
+        return Opaque()
+
+    with pytest.raises(TypeError, match="generator"):
+        local.add(gen)
+    with pytest.raises(TypeError, match="generator"):
+        local.add(agen)
+    with pytest.raises(TypeError, match="'opaque': the parameters"):
+        local.add(opaque)
+    with pytest.raises(TypeError, match="'returns_opaque': the return type"):
+        local.add(returns_opaque)
+    assert local.tools == []
+
+
+def test_non_json_defaults_are_left_out_of_the_schema() -> None:
+    local = LocalBackend()
+    marker = object()
+
+    @local.tool
+    def f(x: Any = marker, y: int = 3) -> int:
+        return y
+
+    props = local.tools[0].input_schema["properties"]
+    assert "default" not in props["x"]
+    assert props["y"]["default"] == 3

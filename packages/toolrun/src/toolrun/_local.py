@@ -444,6 +444,8 @@ def _build(
     if not tool_name:
         raise TypeError("the function has no __name__; pass name=")
     target = inspect.unwrap(fn)
+    if inspect.isgeneratorfunction(target) or inspect.isasyncgenfunction(target):
+        raise TypeError(f"tool {tool_name!r}: generator functions are not supported; return a value")
     is_async = inspect.iscoroutinefunction(target)
     try:
         hints = get_type_hints(target, include_extras=True)
@@ -452,8 +454,8 @@ def _build(
     sig = inspect.signature(target)
     doc_text, doc_params = parse_docstring(inspect.getdoc(target))
 
-    schema_fields: dict[str, Any] = {}
     td_fields: dict[str, Any] = {}
+    defaults: dict[str, Any] = {}
     progress_param: str | None = None
     for p in sig.parameters.values():
         if p.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
@@ -469,31 +471,41 @@ def _build(
             progress_param = p.name
             continue
         # A description given in Annotated[..., Field(description=...)] wins over the docstring's.
-        extra: dict[str, Any] = {}
         if p.name in doc_params and not _has_description(ann):
-            extra["description"] = doc_params[p.name]
+            ann = Annotated[ann, Field(description=doc_params[p.name])]
         if p.default is inspect.Parameter.empty:
-            schema_fields[p.name] = (ann, Field(**extra))
             td_fields[p.name] = Required[ann]
         else:
-            schema_fields[p.name] = (ann, Field(default=p.default, **extra))
             td_fields[p.name] = NotRequired[ann]
+            defaults[p.name] = p.default
 
-    model = pydantic.create_model(
-        f"{tool_name}_arguments", __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=False), **schema_fields
-    )
-    input_schema = model.model_json_schema(schema_generator=_NoTitles)
-    input_schema.pop("title", None)
-    args_td: Any = TypedDict(f"{tool_name}_args", td_fields)  # type: ignore[misc]
+    # One TypedDict serves both the schema and per-call validation: no model instance per
+    # call, omitted arguments stay omitted (Python applies the defaults), and parameter names
+    # cannot clash with BaseModel attributes ("json", "schema", "copy").
+    args_td: Any = TypedDict(f"{tool_name}_arguments", td_fields)  # type: ignore[misc]
     args_td.__pydantic_config__ = ConfigDict(extra="forbid")
-    args_adapter: TypeAdapter[Any] = TypeAdapter(args_td)
+    try:
+        args_adapter: TypeAdapter[Any] = TypeAdapter(args_td)
+        input_schema = args_adapter.json_schema(schema_generator=_NoTitles)
+    except pydantic.PydanticUserError as e:
+        raise TypeError(f"tool {tool_name!r}: the parameters cannot be described by a schema: {e}") from e
+    input_schema.pop("title", None)
+    props = input_schema.get("properties", {})
+    for pname, default in defaults.items():
+        try:
+            props[pname]["default"] = to_jsonable_python(default)
+        except (PydanticSerializationError, TypeError, ValueError):
+            pass  # a default with no JSON form is simply not shown
 
     ret = hints.get("return", inspect.Signature.empty)
     result_adapter: TypeAdapter[Any] | None = None
     output_schema: dict[str, Any] | None = None
     if ret is not inspect.Signature.empty and ret is not None and ret is not type(None):
-        result_adapter = TypeAdapter(ret)
-        output_schema = result_adapter.json_schema(mode="serialization", schema_generator=_NoTitles)
+        try:
+            result_adapter = TypeAdapter(ret)
+            output_schema = result_adapter.json_schema(mode="serialization", schema_generator=_NoTitles)
+        except pydantic.PydanticUserError as e:
+            raise TypeError(f"tool {tool_name!r}: the return type cannot be described by a schema: {e}") from e
         output_schema.pop("title", None)
 
     desc = description if description is not None else doc_text
