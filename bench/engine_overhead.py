@@ -1,0 +1,153 @@
+"""Engine overhead: per-execution and per-tool-call cost of each engine, against raw references.
+
+Runs a snippet making 0, 10 and 100 calls to one async local tool (``bench:f(x) -> x + 1``) through
+
+* ``monty``      — ``Executor`` + ``MontyEngine``: snippet → Tools → DefaultRunner → LocalBackend → f;
+* ``raw_monty``  — pydantic-monty alone: a checkout and ``feed_run`` per execution, the same ``f``
+  as an external function (``await f(i)`` in the snippet);
+* ``inprocess``  — ``Executor`` + ``UnsafeInProcessEngine``, the same whole path as ``monty``;
+* ``raw_exec``   — CPython ``exec`` of the same loop calling ``f`` directly (driven to completion in place).
+
+``per_call_us_p50`` is ``(p50(100 calls) - p50(0 calls)) / 100``. Targets: monty per call <= 1.25 x
+raw_monty per call; inprocess per call <= 40 us.
+
+Usage: ``uv run python bench/engine_overhead.py [--json] [--repeat N]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import time
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any
+
+import pydantic_monty as pm
+from toolindex import InMemoryIndex
+from toolrun import DefaultRunner, LocalBackend
+
+from toolcode import ExecuteParams, Executor, ExecutorConfig, MontyEngine, UnsafeInProcessEngine
+
+CALLS = (0, 10, 100)
+MONTY_RATIO_TARGET = 1.25
+INPROCESS_US_TARGET = 40.0
+
+
+async def f(x: int) -> int:
+    """Return x + 1."""
+    return x + 1
+
+
+def tool_snippet(n: int) -> str:
+    return f"for i in range({n}):\n    run_tool('bench:f', x=i)\n{n}"
+
+
+def raw_snippet(n: int) -> str:
+    return f"for i in range({n}):\n    await f(i)\n{n}"
+
+
+def drive(coro: Coroutine[Any, Any, Any]) -> Any:
+    """Run a coroutine that never suspends, without an event loop (what raw exec can do)."""
+    try:
+        coro.send(None)
+    except StopIteration as e:
+        return e.value
+    raise RuntimeError("the coroutine suspended")
+
+
+async def measure(run: Callable[[int], Awaitable[Any]], repeat: int) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for n in CALLS:
+        for _ in range(3):  # warm-up
+            await run(n)
+        times: list[float] = []
+        reps = repeat if n < 100 else max(5, repeat // 2)
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            await run(n)
+            times.append(time.perf_counter() - t0)
+        out[f"calls_{n}_p50_ms"] = round(statistics.median(times) * 1000.0, 4)
+    out["per_call_us_p50"] = round((out["calls_100_p50_ms"] - out["calls_0_p50_ms"]) * 1000.0 / 100, 2)
+    return out
+
+
+async def bench(repeat: int) -> dict[str, dict[str, float]]:
+    index = InMemoryIndex()
+    local = LocalBackend()
+    local.add(f, name="f", namespace="bench")
+    await local.attach(index)
+    runner = DefaultRunner(index, [local])
+    results: dict[str, dict[str, float]] = {}
+
+    monty = MontyEngine()
+    async with Executor(ExecutorConfig(index=index, store=None, runner=runner, engine=monty)) as ex:
+
+        async def run_monty(n: int) -> None:
+            r = await ex.execute(ExecuteParams(code=tool_snippet(n), max_tool_calls=1000))
+            assert r.value == n and len(r.tool_calls) == n
+
+        results["monty"] = await measure(run_monty, repeat)
+    await monty.aclose()
+
+    async with pm.AsyncMonty(min_processes=1) as pool:
+
+        async def run_raw_monty(n: int) -> None:
+            async with pool.checkout(limits={"max_suspensions": 1_000_000}) as session:
+                assert await session.feed_run(raw_snippet(n), external_lookup={"f": f}) == n
+
+        results["raw_monty"] = await measure(run_raw_monty, repeat)
+
+    inproc = UnsafeInProcessEngine()
+    async with Executor(ExecutorConfig(index=index, store=None, runner=runner, engine=inproc)) as ex:
+
+        async def run_inprocess(n: int) -> None:
+            r = await ex.execute(ExecuteParams(code=tool_snippet(n), max_tool_calls=1000))
+            assert r.value == n and len(r.tool_calls) == n
+
+        results["inprocess"] = await measure(run_inprocess, repeat)
+
+    codes = {n: compile(f"for i in range({n}):\n    g(i)\n", "<raw>", "exec") for n in CALLS}
+
+    async def run_exec(n: int) -> None:
+        exec(codes[n], {"g": lambda x: drive(f(x))})
+
+    results["raw_exec"] = await measure(run_exec, repeat)
+    await runner.aclose()
+    return results
+
+
+def verdicts(r: dict[str, dict[str, float]]) -> list[str]:
+    ratio = r["monty"]["per_call_us_p50"] / max(r["raw_monty"]["per_call_us_p50"], 1e-9)
+    ok1 = ratio <= MONTY_RATIO_TARGET
+    ok2 = r["inprocess"]["per_call_us_p50"] <= INPROCESS_US_TARGET
+    return [
+        f"monty per call / raw_monty per call = {ratio:.2f} (target <= {MONTY_RATIO_TARGET}) {'OK' if ok1 else 'MISSED'}",
+        f"inprocess per call = {r['inprocess']['per_call_us_p50']:.1f} us (target <= {INPROCESS_US_TARGET:g}) "
+        f"{'OK' if ok2 else 'MISSED'}",
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument("--repeat", type=int, default=40, help="runs per snippet size (default 40)")
+    args = parser.parse_args()
+    results = asyncio.run(bench(args.repeat))
+    if args.json:
+        json.dump({"engines": results}, sys.stdout, indent=2)
+        print()
+        return
+    cols = ["calls_0_p50_ms", "calls_10_p50_ms", "calls_100_p50_ms", "per_call_us_p50"]
+    print(f"{'engine':<11}" + "".join(f"{c:>18}" for c in cols))
+    for name, row in results.items():
+        print(f"{name:<11}" + "".join(f"{row[c]:>18.3f}" for c in cols))
+    print()
+    for line in verdicts(results):
+        print(line)
+
+
+if __name__ == "__main__":
+    main()
