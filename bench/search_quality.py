@@ -22,7 +22,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import _eval as E  # noqa: E402
+import _eval as E
 
 METRIC_KEYS = ("mrr@10", "hit@1", "hit@5", "recall@5", "n_queries", "p50_ms")
 

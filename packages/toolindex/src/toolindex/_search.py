@@ -21,7 +21,6 @@ The engine is not thread-safe; :class:`~toolindex.InMemoryIndex` serialises acce
 
 from __future__ import annotations
 
-import bisect
 import math
 from array import array
 from collections import Counter
@@ -31,8 +30,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from rapidfuzz import process as fuzz_process
-from rapidfuzz.distance import Levenshtein
+from rapidfuzz.distance import OSA
 
 from toolindex._model import Tool
 from toolindex._tokenize import STOPWORDS, split_words, stem
@@ -53,13 +51,13 @@ class SearchParams:
 
     k1: float = 1.2
     """Term-frequency saturation."""
-    weights: tuple[float, ...] = (3.0, 2.0, 1.0, 0.6, 0.3, 1.0, 0.8, 0.25, 1.5)
+    weights: tuple[float, ...] = (3.0, 2.0, 0.6, 0.6, 0.45, 1.0, 0.8, 0.25, 0.7)
     """Per-field weights, in :data:`FIELDS` order."""
     b: tuple[float, ...] = (0.5, 0.5, 0.75, 0.6, 0.75, 0.3, 0.3, 0.75, 0.5)
     """Per-field length normalisation, in :data:`FIELDS` order."""
     coverage: float = 0.5
     """How much matching more of the query's idf mass multiplies the score."""
-    fuzzy_discount: float = 0.6
+    fuzzy_discount: float = 0.3
     """Weight of a typo correction relative to an exact term."""
     prefix_discount: float = 0.4
     """Weight of an abbreviation (prefix) expansion relative to an exact term."""
@@ -70,26 +68,33 @@ class SearchParams:
 class _Postings:
     """One term's postings: parallel buffers of (slot, field, tf), slots non-decreasing."""
 
-    __slots__ = ("cache", "fields", "slots", "tfs")
+    __slots__ = ("fields", "gen", "sat", "slots", "tfs", "uniq")
 
     def __init__(self) -> None:
         self.slots = array("i")
         self.fields = array("b")
         self.tfs = array("f")
-        self.cache: tuple[IntArray, npt.NDArray[np.int8], FloatArray, IntArray, IntArray] | None = None
+        self.gen = -1
+        self.uniq: IntArray = np.zeros(0, dtype=np.int32)
+        self.sat: FloatArray = np.zeros(0, dtype=np.float32)
 
-    def arrays(self) -> tuple[IntArray, npt.NDArray[np.int8], FloatArray, IntArray, IntArray]:
-        """(slots, fields, tfs, start of each slot's run, unique slots) as numpy arrays."""
-        if self.cache is None:
+    def saturated(self, gen: int, norm: FloatArray, k1: float) -> tuple[IntArray, FloatArray]:
+        """(slots, saturated BM25F term weight per slot), cached until the index changes."""
+        if self.gen != gen:
             slots = np.array(self.slots, dtype=np.int32)
             fields = np.array(self.fields, dtype=np.int8)
-            tfs = np.array(self.tfs, dtype=np.float32)
-            if len(slots):
-                starts = np.flatnonzero(np.concatenate(([True], slots[1:] != slots[:-1]))).astype(np.int32)
+            weighted = np.array(self.tfs, dtype=np.float32) * norm[fields, slots]
+            if len(slots) and bool((slots[1:] != slots[:-1]).all()):
+                starts = None
+                pseudo = weighted
             else:
-                starts = np.zeros(0, dtype=np.int32)
-            self.cache = (slots, fields, tfs, starts, slots[starts])
-        return self.cache
+                starts = np.flatnonzero(np.concatenate(([True], slots[1:] != slots[:-1])))
+                pseudo = np.add.reduceat(weighted, starts)
+                slots = slots[starts]
+            self.uniq = slots
+            self.sat = ((k1 + 1.0) * pseudo / (k1 + pseudo)).astype(np.float32)
+            self.gen = gen
+        return self.uniq, self.sat
 
 
 @dataclass(slots=True)
@@ -101,6 +106,16 @@ class _Doc:
     """Distinct terms (for df bookkeeping on removal)."""
     words: tuple[str, ...]
     """Distinct unstemmed words (for the typo vocabulary)."""
+
+
+_MIN_FUZZY = 4
+"""Shortest query word corrected for typos (shorter words have too many neighbours)."""
+_MAX_PREFIX = 8
+"""Longest abbreviation expanded by prefix."""
+
+
+def _deletes(word: str) -> set[str]:
+    return {word, *(word[:i] + word[i + 1 :] for i in range(len(word)))}
 
 
 def _schema_params(schema: Mapping[str, Any], depth: int = 0) -> Iterable[tuple[str, str]]:
@@ -180,10 +195,12 @@ class SearchEngine:
         self._len_sum = np.zeros(nf, dtype=np.float64)
         self._n_alive = 0
         self._norm: FloatArray | None = None  # weight / length normaliser, per field and slot
+        self._gen = 0  # bumped whenever the normalisers are recomputed (term caches key on it)
         # Typo vocabulary: unstemmed word -> number of live tools using it.
         self._words: Counter[str] = Counter()
-        self._vocab_sorted: list[str] | None = None
-        self._by_len: dict[int, list[str]] | None = None
+        # One-deletion variants and prefixes of the vocabulary, for typos and abbreviations.
+        self._deletes: dict[str, set[str]] = {}
+        self._prefixes: dict[str, set[str]] = {}
         self._expansions: dict[str, list[tuple[str, float]]] = {}
         self._ns_slots: dict[str, set[int]] = {}
         self._tag_slots: dict[str, set[int]] = {}
@@ -212,14 +229,13 @@ class SearchEngine:
                 p.slots.append(slot)
                 p.fields.append(f)
                 p.tfs.append(tf)
-                p.cache = None
                 terms.add(term)
         self._len_sum += self._lens[:, slot]
         self._df.update(terms)
         new_words = [w for w in words if w not in self._words]
         self._words.update(words)
         if new_words:
-            self._vocab_changed()
+            self._add_vocab(new_words)
         self._alive[slot] = True
         self._n_alive += 1
         self._docs.append(_Doc(tid, tool.namespace, tool.tags, tuple(terms), tuple(words)))
@@ -249,7 +265,7 @@ class SearchEngine:
         for w in gone:
             del self._words[w]
         if gone:
-            self._vocab_changed()
+            self._drop_vocab(gone)
         self._ns_slots[doc.namespace].discard(slot)
         if not self._ns_slots[doc.namespace]:
             del self._ns_slots[doc.namespace]
@@ -304,9 +320,34 @@ class SearchEngine:
                 self._tag_slots.setdefault(tag, set()).add(i)
         self._norm = None
 
-    def _vocab_changed(self) -> None:
-        self._vocab_sorted = None
-        self._by_len = None
+    def _add_vocab(self, words: list[str]) -> None:
+        for w in words:
+            if not w.isalpha():
+                continue
+            if len(w) >= _MIN_FUZZY - 1:
+                for key in _deletes(w):
+                    self._deletes.setdefault(key, set()).add(w)
+            for i in range(3, min(len(w), _MAX_PREFIX + 1)):
+                self._prefixes.setdefault(w[:i], set()).add(w)
+        self._expansions.clear()
+
+    def _drop_vocab(self, words: list[str]) -> None:
+        for w in words:
+            if not w.isalpha():
+                continue
+            if len(w) >= _MIN_FUZZY - 1:
+                for key in _deletes(w):
+                    bucket = self._deletes.get(key)
+                    if bucket is not None:
+                        bucket.discard(w)
+                        if not bucket:
+                            del self._deletes[key]
+            for i in range(3, min(len(w), _MAX_PREFIX + 1)):
+                bucket = self._prefixes.get(w[:i])
+                if bucket is not None:
+                    bucket.discard(w)
+                    if not bucket:
+                        del self._prefixes[w[:i]]
         self._expansions.clear()
 
     # -- query ----------------------------------------------------------------------------
@@ -321,6 +362,7 @@ class SearchEngine:
             norm[:, :n] = self._weights[:, None] / denom
             norm[:, :n] *= self._alive[:n]
             self._norm = norm
+            self._gen += 1
         return self._norm
 
     def _idf(self, term: str) -> float:
@@ -335,32 +377,23 @@ class SearchEngine:
             return cached
         p = self.params
         out: dict[str, float] = {}
-        if word.isalpha() and len(word) >= 4:
-            if self._by_len is None:
-                by_len: dict[int, list[str]] = {}
-                for w in self._words:
-                    by_len.setdefault(len(w), []).append(w)
-                self._by_len = by_len
-            max_d = 1 if len(word) <= 7 else 2
-            cands = [w for n in range(len(word) - max_d, len(word) + max_d + 1) for w in self._by_len.get(n, ())]
-            found = fuzz_process.extract(
-                word, cands, scorer=Levenshtein.distance, score_cutoff=max_d, limit=p.max_expansions * 4
-            )
-            found.sort(key=lambda m: (m[1], -self._words[m[0]], m[0]))
-            for w, dist, _ in found[: p.max_expansions]:
+        if word.isalpha() and len(word) >= _MIN_FUZZY:
+            # Candidates share a one-deletion variant with the word (covers one insertion,
+            # deletion, substitution or transposition); rapidfuzz confirms the distance.
+            cands: set[str] = set()
+            for key in _deletes(word):
+                hit = self._deletes.get(key)
+                if hit:
+                    cands.update(hit)
+            scored = [(w, OSA.distance(word, w)) for w in cands]
+            scored = [(w, d) for w, d in scored if 0 < d <= 1 + (len(word) >= 8)]
+            scored.sort(key=lambda m: (m[1], -self._words[m[0]], m[0]))
+            for w, dist in scored[: p.max_expansions]:
                 s = stem(w)
                 weight = p.fuzzy_discount * (1.0 - dist / (len(word) + 1))
                 out[s] = max(out.get(s, 0.0), weight)
         if word.isalpha() and len(word) >= 3 and not out:
-            if self._vocab_sorted is None:
-                self._vocab_sorted = sorted(self._words)
-            vocab = self._vocab_sorted
-            i = bisect.bisect_left(vocab, word)
-            longer: list[str] = []
-            while i < len(vocab) and vocab[i].startswith(word) and len(longer) < 50:
-                longer.append(vocab[i])
-                i += 1
-            longer.sort(key=lambda w: (-self._words[w], w))
+            longer = sorted(self._prefixes.get(word, ()), key=lambda w: (-self._words[w], w))
             for w in longer[: p.max_expansions]:
                 s = stem(w)
                 out[s] = max(out.get(s, 0.0), p.prefix_discount * len(word) / len(w))
@@ -407,23 +440,29 @@ class SearchEngine:
         norm = self._normalisers()
         n = len(self._docs)
         k1 = self.params.k1
-        scores = np.zeros(n, dtype=np.float32)
-        covered = np.zeros(n, dtype=np.float32)
-        total = 0.0
+        slot_parts: list[IntArray] = []
+        sat_parts: list[FloatArray] = []
+        idfs: list[float] = []
+        sizes: list[int] = []
         for term, qw in terms.items():
-            idf = self._idf(term) * qw
-            total += idf
-            slots, fields, tfs, starts, uniq = self._postings[term].arrays()
-            pseudo = np.add.reduceat(tfs * norm[fields, slots], starts) if len(starts) else tfs
-            scores[uniq] += (idf * (k1 + 1.0)) * pseudo / (k1 + pseudo)
-            covered[uniq] += np.where(pseudo > 0, idf, 0.0).astype(np.float32)
+            uniq, sat = self._postings[term].saturated(self._gen, norm, k1)
+            slot_parts.append(uniq)
+            sat_parts.append(sat)
+            idfs.append(self._idf(term) * qw)
+            sizes.append(len(uniq))
+        total = float(sum(idfs))
+        slots = np.concatenate(slot_parts)
+        idf_each = np.repeat(np.array(idfs, dtype=np.float32), sizes)
+        # One accumulation for all terms: numpy call overhead stays flat in the query length.
+        scores = np.bincount(slots, weights=idf_each * np.concatenate(sat_parts), minlength=n)
+        covered = np.bincount(slots, weights=idf_each, minlength=n)
         mask = self._filter(namespaces, tags, n)
         if mask is not None:
             scores *= mask
         cand = np.flatnonzero(scores > 0)
         if len(cand) == 0:
             return []
-        final = scores[cand] * (1.0 + self.params.coverage * covered[cand] / np.float32(total))
+        final = scores[cand] * (1.0 + self.params.coverage * covered[cand] / total)
         if len(cand) > limit:
             kth = np.partition(final, len(final) - limit)[len(final) - limit]
             keep = final >= kth

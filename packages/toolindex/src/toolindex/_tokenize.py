@@ -20,6 +20,9 @@ __all__ = ["STOPWORDS", "split_words", "stem", "tokenize"]
 _PIECE = re.compile(r"[^\W_]+")
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])|(?<=[0-9])(?=[A-Z][a-z])")
 _LETTERS = re.compile(r"[a-z]+")
+# Longer runs of letters and digits are data (base64, hashes, keys), not words or identifiers.
+_MAX_PIECE = 64
+_DATA = re.compile(r"[A-Za-z0-9+/=_\-]{40,}")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 
 #: Words that carry no meaning for finding a tool: English function words and the
@@ -73,7 +76,11 @@ def split_words(text: str) -> list[str]:
         The words, in order.
     """
     out: list[str] = []
+    if len(text) >= 40:
+        text = _DATA.sub(lambda m: " " if _is_data(m.group(0)) else m.group(0), text)
     for piece in _PIECE.findall(_fold(text)):
+        if len(piece) > _MAX_PIECE or (len(piece) >= 20 and _is_data(piece)):
+            continue
         if _CJK.search(piece):
             out.extend(_cjk_words(piece))
             continue
@@ -88,6 +95,13 @@ def split_words(text: str) -> list[str]:
             out.append(word)
             out.extend(run for run in _LETTERS.findall(word) if len(run) >= 3)
     return out
+
+
+def _is_data(piece: str) -> bool:
+    # Base64, hashes and keys mix digits and capitals at random; identifiers rarely have digits.
+    digits = sum(c.isdigit() for c in piece)
+    upper = sum(c.isupper() for c in piece)
+    return digits >= 2 and upper >= 4
 
 
 def _cjk_words(piece: str) -> list[str]:
