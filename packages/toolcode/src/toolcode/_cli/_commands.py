@@ -182,7 +182,7 @@ async def cmd_namespaces(args: argparse.Namespace) -> int:
 
 
 async def cmd_report(args: argparse.Namespace) -> int:
-    from toolcode._report import definitions_report
+    from toolcode._tokens import definitions_report
 
     async with connected(args) as box:
         report = definitions_report(box)
@@ -198,10 +198,15 @@ async def cmd_report(args: argparse.Namespace) -> int:
         )
         out = _stdout()
         out.print(table)
-        out.print(
-            f"code mode puts [b]{report['ratio']:.1f}×[/] fewer definition tokens in context "
-            f"({report['direct']['tokens']:,} → {report['codemode']['tokens']:,}, tiktoken {report['encoding']})."
-        )
+        d, c = report["direct"]["tokens"], report["codemode"]["tokens"]
+        if d >= c:
+            out.print(f"Code mode puts [b]{report['ratio']:.1f}×[/] fewer definition tokens in context ({d:,} → {c:,}).")
+        else:
+            out.print(
+                f"Your {report['direct']['tools']} tools take fewer definition tokens than the code-mode server "
+                f"({d:,} vs {c:,}); code mode pays off here through the calls and results it keeps out of context."
+            )
+        out.print(f"[dim]tokens: tiktoken {report['encoding']}; definitions only — see bench/tokens.py for whole tasks.[/]")
     return 0
 
 

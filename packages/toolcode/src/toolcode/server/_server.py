@@ -181,6 +181,23 @@ class CodeModeServer:
                 return out
             cursor = page.next_cursor
 
+    def tool_definitions(self) -> list[dict[str, Any]]:
+        """The tools this server lists right now, in MCP wire form."""
+        listed = [*self._meta_tools, *self._exposed_defs()]
+        return [t.model_dump(by_alias=True, mode="json", exclude_none=True) for t in listed]
+
+    def _exposed_defs(self) -> list[types.Tool]:
+        return [
+            types.Tool(
+                name=key,
+                title=tool.title,
+                description=f"[{tool.id}] {tool.description}",
+                input_schema=tool.input_schema,
+                output_schema=tool.output_schema,
+            )
+            for key, tool in sorted(self._exposed.items())
+        ]
+
     def tool_names(self) -> list[str]:
         """Names of every tool this server lists right now."""
         return [t.name for t in self._meta_tools] + sorted(self._exposed)
@@ -226,17 +243,7 @@ class CodeModeServer:
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         self._remember(ctx)
-        exposed = [
-            types.Tool(
-                name=key,
-                title=tool.title,
-                description=f"[{tool.id}] {tool.description}",
-                input_schema=tool.input_schema,
-                output_schema=tool.output_schema,
-            )
-            for key, tool in sorted(self._exposed.items())
-        ]
-        return types.ListToolsResult(tools=[*self._meta_tools, *exposed])
+        return types.ListToolsResult(tools=[*self._meta_tools, *self._exposed_defs()])
 
     async def _on_call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams

@@ -1,0 +1,195 @@
+"""The `toolcode` command line: help, exit codes, JSON output, the demo catalog."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from toolcode.cli import EXIT_CODES, main
+
+SUBCOMMANDS = ["demo", "serve", "exec", "search", "describe", "tools", "namespaces", "report"]
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize("command", [None, *SUBCOMMANDS])
+def test_help_everywhere_lists_exit_codes(capsys: pytest.CaptureFixture[str], command: str | None) -> None:
+    argv = ["--help"] if command is None else [command, "--help"]
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    assert "exit codes:" in out
+    for code in EXIT_CODES:
+        assert f"  {code} " in out
+    if command is None:
+        for sub in SUBCOMMANDS:
+            assert sub in out
+
+
+def test_no_command_prints_help_and_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys)
+    assert code == 2
+    assert "usage: toolcode" in out
+
+
+def test_exec_json_value_stdout_and_trace(capsys: pytest.CaptureFixture[str]) -> None:
+    snippet = 'offices = run_tool("helpdesk:list_offices", {})\nprintln(len(offices))\n__out = sorted(o["city"] for o in offices)[:2]'
+    code, out, _ = run(capsys, "exec", "--demo", "--json", "-c", snippet)
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["ok"] is True
+    assert doc["value"] == ["Nairobi", "New York"]
+    assert doc["stdout"] == "6\n"
+    assert [c["tool_id"] for c in doc["tool_calls"]] == ["helpdesk:list_offices"]
+
+
+def test_exec_reads_file_and_input(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    f = tmp_path / "snippet.py"
+    f.write_text('__out = input["a"] * 2')
+    code, out, _ = run(capsys, "exec", str(f), "--input", '{"a": 21}', "--json")
+    assert code == 0
+    assert json.loads(out)["value"] == 42
+
+
+def test_exec_reads_stdin(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "stdin", io.StringIO("__out = sum(range(5))"))
+    code, out, _ = run(capsys, "exec", "--json")
+    assert code == 0
+    assert json.loads(out)["value"] == 10
+
+
+def test_exec_terminal_output_has_value_stdout_and_trace_table(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "exec", "--demo", "-c", 'println("hi")\nrun_tool("helpdesk:on_call", {"office": "Paris"})\n7')
+    assert code == 0
+    assert "value" in out and "7" in out
+    assert "stdout" in out and "hi" in out
+    assert "helpdesk:on_call" in out and "trace (1 calls)" in out
+
+
+@pytest.mark.parametrize(
+    ("snippet", "extra", "expected"),
+    [
+        ("x = (", [], 1),  # syntax error
+        ("1 / 0", [], 1),  # runtime error
+        ('run_tool("helpdesk:list_tickets", {"office": "Atlantis"})', ["--demo"], 1),  # uncaught tool failure
+        ("while True:\n    pass", ["--timeout", "1"], 4),  # limit
+        (
+            'for c in ["Paris", "Tokyo", "Sydney"]:\n    run_tool("helpdesk:on_call", {"office": c})',
+            ["--demo", "--max-tool-calls", "2"],
+            4,
+        ),
+    ],
+)
+def test_exec_failures_map_to_documented_exit_codes(
+    capsys: pytest.CaptureFixture[str], snippet: str, extra: list[str], expected: int
+) -> None:
+    code, out, err = run(capsys, "exec", "-c", snippet, *extra)
+    assert code == expected
+    assert "error:" in err
+
+
+def test_exec_failure_json_carries_error_and_partial_trace(capsys: pytest.CaptureFixture[str]) -> None:
+    snippet = 'run_tool("helpdesk:list_offices", {})\nrun_tool("helpdesk:list_tickts", {"office": "Paris"})'
+    code, out, _ = run(capsys, "exec", "--demo", "--json", "-c", snippet)
+    assert code == 1
+    doc = json.loads(out)
+    assert doc["ok"] is False
+    assert "helpdesk:list_tickets" in doc["error"]  # nearest name suggested
+    assert [c["tool_id"] for c in doc["result"]["tool_calls"]][:1] == ["helpdesk:list_offices"]
+
+
+def test_bad_input_json_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["exec", "-c", "1", "--input", "{nope"])
+    assert exc.value.code == 2
+    assert "--input" in capsys.readouterr().err
+
+
+def test_missing_config_file_is_a_configuration_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, _, err = run(capsys, "tools", "--config", str(tmp_path / "nope.json"))
+    assert code == 3
+    assert "nope.json" in err
+
+
+def test_invalid_config_names_the_server(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    cfg = tmp_path / "mcp.json"
+    cfg.write_text(json.dumps({"mcpServers": {"broken": {"args": ["x"]}}}))
+    code, _, err = run(capsys, "namespaces", "--config", str(cfg))
+    assert code == 3
+    assert "broken" in err
+
+
+def test_catalog_commands_without_config_explain(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TOOLCODE_CONFIG", raising=False)
+    code, _, err = run(capsys, "search", "tickets")
+    assert code == 3
+    assert "--config" in err
+
+
+def test_search_describe_tools_namespaces_on_demo_catalog(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "search", "--demo", "--json", "open help-desk tickets of an office")
+    assert code == 0
+    assert json.loads(out)["hits"][0]["id"] == "helpdesk:list_tickets"
+
+    code, out, _ = run(capsys, "describe", "--demo", "helpdesk:list_tickets")
+    assert code == 0
+    assert "def list_tickets" in out and "office: str" in out
+
+    code, out, _ = run(capsys, "describe", "--demo", "helpdesk:list_tickets", "--level", "summary", "--json")
+    assert code == 0
+    assert json.loads(out)["id"] == "helpdesk:list_tickets"
+
+    code, out, _ = run(capsys, "tools", "--demo", "--json")
+    assert code == 0
+    ids = {t["id"] for t in json.loads(out)["tools"]}
+    assert {"helpdesk:list_offices", "time:get_current_time", "time:convert_time"} <= ids
+
+    code, out, _ = run(capsys, "namespaces", "--demo", "--json")
+    assert code == 0
+    assert {n["name"]: n["tool_count"] for n in json.loads(out)["namespaces"]} == {"helpdesk": 4, "time": 2}
+
+    code, _, err = run(capsys, "describe", "--demo", "helpdesk:list_tikets")
+    assert code == 3
+    assert "helpdesk:list_tickets" in err
+
+
+def test_report_counts_definitions(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "report", "--demo", "--json")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["encoding"] == "cl100k_base"
+    assert doc["direct"]["tools"] == 6
+    assert doc["codemode"]["tools"] == 7
+    assert doc["direct"]["tokens"] == sum(n["tokens"] for n in doc["namespaces"])
+    assert doc["codemode"]["tokens"] > 500
+
+
+def test_demo_json_runs_the_loop_and_compares_tokens(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "demo", "--json")
+    assert code == 0
+    doc = json.loads(out)
+    assert len(doc["value"]) == 6
+    assert {r["office"] for r in doc["value"]} == {"Paris", "New York", "Tokyo", "Sydney", "Sao Paulo", "Nairobi"}
+    assert doc["tool_calls"] == 13  # 1 list_offices + 6 x (get_current_time + list_tickets)
+    assert doc["progress_notifications"] == 13
+    tokens = doc["tokens"]
+    assert tokens["codemode"]["total"] < tokens["direct"]["total"]
+    assert tokens["direct"]["tool_calls"] == 13 and tokens["codemode"]["tool_calls"] == 3
+
+
+def test_console_script_demo_runs_as_a_person_sees_it() -> None:
+    exe = Path(sys.executable).with_name("toolcode")
+    done = subprocess.run([str(exe), "demo"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    for step in ("search_tools", "describe_tool", "execute_code", "trace (13 calls)", "context tokens"):
+        assert step in done.stdout
