@@ -107,6 +107,19 @@ def test_invalid_schema_is_rejected_at_compile_time() -> None:
         CompiledSchema({"type": "no-such-type"})
 
 
+def test_unknown_keywords_are_ignored_like_jsonschema_does() -> None:
+    s = CompiledSchema({"type": "object", "nullable": True, "x-ui": {"widget": "text"}})
+    assert s.fast
+    assert s.is_valid({})
+    assert not s.is_valid(None)
+
+
+def test_id_keywords_fall_back_to_jsonschema() -> None:
+    s = CompiledSchema({"$id": "https://example.com/s", "type": "integer"})
+    assert not s.fast
+    assert s.is_valid(1) and not s.is_valid("1")
+
+
 def test_unsupported_keywords_fall_back_to_jsonschema() -> None:
     s = CompiledSchema({"type": "object", "patternProperties": {"^x": {"type": "integer"}}})
     assert not s.fast
@@ -199,6 +212,8 @@ def _schemas() -> st.SearchStrategy[Any]:
         st.fixed_dictionaries({"minLength": st.integers(0, 3), "maxLength": st.integers(0, 3)}),
         st.fixed_dictionaries({"pattern": st.sampled_from(["^a", "b$", "ab"])}),
         st.fixed_dictionaries({"minItems": st.integers(0, 2), "maxItems": st.integers(0, 3)}),
+        # Keywords no dialect defines are ignored by jsonschema, and so by the fast path.
+        st.fixed_dictionaries({"type": _types, "nullable": st.booleans(), "x-order": st.integers(0, 3)}),
     )
 
     def extend(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:

@@ -87,6 +87,8 @@ _FAST_KEYWORDS = frozenset(
         "$ref",
     }
 )
+# Keywords that change how references resolve: never reproduced.
+_ID_KEYWORDS = frozenset({"$id", "id", "$anchor", "$dynamicAnchor", "$recursiveAnchor", "$vocabulary"})
 # Dialects whose keyword semantics the fast path reproduces; others always use jsonschema.
 _FAST_DIALECTS = {
     jsonschema.Draft202012Validator: "2020-12",
@@ -190,9 +192,10 @@ _TYPE_CHECKS: dict[str, _Check] = {
 class _FastCompiler:
     """Compiles the common keyword subset into closures; raises ``_Unsupported`` otherwise."""
 
-    def __init__(self, root: Mapping[str, Any], dialect: str) -> None:
+    def __init__(self, root: Mapping[str, Any], dialect: str, known: frozenset[str]) -> None:
         self._root = root
         self._dialect = dialect
+        self._known = known
         self._refs: dict[str, _Check] = {}
 
     def compile(self, schema: Any) -> _Check:
@@ -207,7 +210,9 @@ class _FastCompiler:
             # Draft 7 ignores every keyword next to $ref.
             return self._ref(s["$ref"])
         for key in s:
-            if key not in _FAST_KEYWORDS and key not in _ANNOTATIONS:
+            # jsonschema ignores keywords its dialect does not define ("nullable", "x-..."),
+            # so may we; a defined keyword we do not reproduce sends the schema to jsonschema.
+            if key not in _FAST_KEYWORDS and key not in _ANNOTATIONS and (key in self._known or key in _ID_KEYWORDS):
                 raise _Unsupported
         checks: list[_Check] = []
         if "type" in s:
@@ -406,7 +411,7 @@ class CompiledSchema:
         if dialect is not None:
             root = cast(dict[str, Any], raw) if isinstance(raw, dict) else {}
             try:
-                fast = _FastCompiler(root, dialect).compile(raw)
+                fast = _FastCompiler(root, dialect, frozenset(cls.VALIDATORS)).compile(raw)
             except _Unsupported:
                 fast = None
         self._fast = fast
