@@ -58,19 +58,24 @@ def drive(coro: Coroutine[Any, Any, Any]) -> Any:
     raise RuntimeError("the coroutine suspended")
 
 
-async def measure(run: Callable[[int], Awaitable[Any]], repeat: int) -> dict[str, float]:
-    out: dict[str, float] = {}
+async def measure(runs: dict[str, Callable[[int], Awaitable[Any]]], repeat: int) -> dict[str, dict[str, float]]:
+    """Time every engine on every snippet size, interleaved so that machine noise hits all alike."""
+    out: dict[str, dict[str, float]] = {name: {} for name in runs}
     for n in CALLS:
-        for _ in range(3):  # warm-up
-            await run(n)
-        times: list[float] = []
-        reps = repeat if n < 100 else max(5, repeat // 2)
+        times: dict[str, list[float]] = {name: [] for name in runs}
+        for name, run in runs.items():  # warm-up
+            for _ in range(3):
+                await run(n)
+        reps = repeat
         for _ in range(reps):
-            t0 = time.perf_counter()
-            await run(n)
-            times.append(time.perf_counter() - t0)
-        out[f"calls_{n}_p50_ms"] = round(statistics.median(times) * 1000.0, 4)
-    out["per_call_us_p50"] = round((out["calls_100_p50_ms"] - out["calls_0_p50_ms"]) * 1000.0 / 100, 2)
+            for name, run in runs.items():
+                t0 = time.perf_counter()
+                await run(n)
+                times[name].append(time.perf_counter() - t0)
+        for name in runs:
+            out[name][f"calls_{n}_p50_ms"] = round(statistics.median(times[name]) * 1000.0, 4)
+    for row in out.values():
+        row["per_call_us_p50"] = round((row["calls_100_p50_ms"] - row["calls_0_p50_ms"]) * 1000.0 / 100, 2)
     return out
 
 
@@ -80,41 +85,29 @@ async def bench(repeat: int) -> dict[str, dict[str, float]]:
     local.add(f, name="f", namespace="bench")
     await local.attach(index)
     runner = DefaultRunner(index, [local])
-    results: dict[str, dict[str, float]] = {}
+    monty_ex = Executor(ExecutorConfig(index=index, store=None, runner=runner, engine=MontyEngine()))
+    inproc_ex = Executor(ExecutorConfig(index=index, store=None, runner=runner, engine=UnsafeInProcessEngine()))
+    codes = {n: compile(f"for i in range({n}):\n    g(i)\n", "<raw>", "exec") for n in CALLS}
 
-    monty = MontyEngine()
-    async with Executor(ExecutorConfig(index=index, store=None, runner=runner, engine=monty)) as ex:
+    async with pm.AsyncMonty(min_processes=1) as pool, monty_ex, inproc_ex:
 
         async def run_monty(n: int) -> None:
-            r = await ex.execute(ExecuteParams(code=tool_snippet(n), max_tool_calls=1000))
+            r = await monty_ex.execute(ExecuteParams(code=tool_snippet(n), max_tool_calls=1000))
             assert r.value == n and len(r.tool_calls) == n
-
-        results["monty"] = await measure(run_monty, repeat)
-    await monty.aclose()
-
-    async with pm.AsyncMonty(min_processes=1) as pool:
 
         async def run_raw_monty(n: int) -> None:
             async with pool.checkout(limits={"max_suspensions": 1_000_000}) as session:
                 assert await session.feed_run(raw_snippet(n), external_lookup={"f": f}) == n
 
-        results["raw_monty"] = await measure(run_raw_monty, repeat)
-
-    inproc = UnsafeInProcessEngine()
-    async with Executor(ExecutorConfig(index=index, store=None, runner=runner, engine=inproc)) as ex:
-
         async def run_inprocess(n: int) -> None:
-            r = await ex.execute(ExecuteParams(code=tool_snippet(n), max_tool_calls=1000))
+            r = await inproc_ex.execute(ExecuteParams(code=tool_snippet(n), max_tool_calls=1000))
             assert r.value == n and len(r.tool_calls) == n
 
-        results["inprocess"] = await measure(run_inprocess, repeat)
+        async def run_exec(n: int) -> None:
+            exec(codes[n], {"g": lambda x: drive(f(x))})
 
-    codes = {n: compile(f"for i in range({n}):\n    g(i)\n", "<raw>", "exec") for n in CALLS}
-
-    async def run_exec(n: int) -> None:
-        exec(codes[n], {"g": lambda x: drive(f(x))})
-
-    results["raw_exec"] = await measure(run_exec, repeat)
+        runs = {"monty": run_monty, "raw_monty": run_raw_monty, "inprocess": run_inprocess, "raw_exec": run_exec}
+        results = await measure(runs, repeat)
     await runner.aclose()
     return results
 

@@ -7,6 +7,7 @@ in a sandbox that calls many tools::
         result = await ex.execute(ExecuteParams(code='run_tool("time:get_current_time", timezone="UTC")'))
 """
 
+from toolcode._app import ConnectEvent, Toolbox
 from toolcode._executor import Executor, ExecutorConfig
 from toolcode._limits import TRUNCATION_MARKER
 from toolcode._tools import DefaultTools, DocStore
@@ -36,6 +37,7 @@ __all__ = [
     "TRUNCATION_MARKER",
     "CodeExecutionError",
     "ConfigurationError",
+    "ConnectEvent",
     "DefaultTools",
     "DocStore",
     "Engine",
@@ -53,6 +55,7 @@ __all__ = [
     "ToolCallRecord",
     "ToolCodeError",
     "ToolError",
+    "Toolbox",
     "Tools",
     "Trace",
     "UnsafeInProcessEngine",

@@ -144,6 +144,18 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
+def _size(value: Any) -> int:
+    """JSON length of a trace payload, without serialising the common scalar cases (this runs once per call)."""
+    if value is None:
+        return 0
+    t: type[Any] = type(value)
+    if t is int or t is bool or t is float:
+        return len(str(value))
+    if t is str:
+        return len(value) + 2
+    return len(_dumps(value))
+
+
 def _cut(text: str, keep: int, what: str) -> str:
     keep = max(0, keep)
     return text[:keep] + TRUNCATION_MARKER.format(what=what, total=len(text), kept=keep)
@@ -188,8 +200,8 @@ def fit_output_budget(
     """
     dropped = dropped or {}
     value_json = _dumps(value)
-    payloads = [_dumps(r.structured) if r.structured is not None else "" for r in records]
-    trace_chars = sum(len(p) for p in payloads)
+    sizes = [_size(r.structured) for r in records]
+    trace_chars = sum(sizes)
     total = len(value_json) + len(stdout) + len(stderr) + trace_chars
     total += dropped.get("stdout", 0) + dropped.get("stderr", 0)
     truncated: list[str] = []
@@ -210,14 +222,14 @@ def fit_output_budget(
     room = budget - len(value_json) - len(stdout) - len(stderr)
     new_records: list[ToolCallRecord] = []
     per = max(0, room) // max(1, len(records)) if records else 0
-    for r, p in zip(records, payloads, strict=True):
-        if len(p) > per:
+    for r, size in zip(records, sizes, strict=True):
+        if size > per:
             r = ToolCallRecord(
-                r.tool_id, r.args, _cut(p, per, "trace payload"), r.backend_kind, r.error, r.error_op,
-                r.duration_ms, r.started_ms,
+                r.tool_id, r.args, _cut(_dumps(r.structured), per, "trace payload"), r.backend_kind, r.error,
+                r.error_op, r.duration_ms, r.started_ms,
             )  # fmt: skip
         new_records.append(r)
-    if any(len(p) > per for p in payloads):
+    if any(size > per for size in sizes):
         truncated.append("trace")
     records = tuple(new_records)
     room_left = budget - len(value_json)

@@ -244,6 +244,11 @@ class DefaultTools:
         self.budget.take()
         return await self._run_one(tool_id, call_args)
 
+    async def _finish(self, slot: int, started: float, tool_id: str, args: Mapping[str, Any], **kw: Any) -> None:
+        record = self.trace.finish(slot, started, tool_id, args, **kw)
+        if self.trace.has_listener:
+            await self.trace.notify(record)
+
     async def _run_one(self, tool_id: str, call_args: dict[str, Any]) -> Any:
         slot, started = self.trace.start()
         try:
@@ -252,15 +257,18 @@ class DefaultTools:
         except (ToolRunError, ToolIndexError) as e:
             err = self._not_found(e) if isinstance(e, ToolNotFoundError) else e
             op = _error_op(e)
-            await self.trace.finish(slot, started, tool_id, call_args, error=_message(err), error_op=op)
+            await self._finish(slot, started, tool_id, call_args, error=_message(err), error_op=op)
             raise ToolError(tool_id, _message(err), op) from e
         except anyio.get_cancelled_exc_class():
             self.trace.cancelled(slot, started, tool_id, call_args)
             raise
         value = result.value
-        await self.trace.finish(
+        trace = self.trace
+        record = trace.finish(
             slot, started, result.tool_id, call_args, structured=value, backend_kind=result.backend.kind
         )
+        if trace.has_listener:
+            await trace.notify(record)
         return value
 
     async def run_tools(self, calls: Sequence[Any]) -> list[Any]:
@@ -370,7 +378,7 @@ class DefaultTools:
                     args["previous"] = prev.result.value
             if sr.result is not None:
                 value = sr.result.value
-                await self.trace.finish(
+                await self._finish(
                     slot, start, sr.result.tool_id, args, structured=value,
                     backend_kind=sr.result.backend.kind, duration_ms=sr.duration_ms,
                 )  # fmt: skip
@@ -379,7 +387,7 @@ class DefaultTools:
                 err = sr.error
                 msg = _message(err) if err is not None else "failed"
                 op = _error_op(err) if err is not None else "call"
-                await self.trace.finish(
+                await self._finish(
                     slot, start, sr.step.tool_id, args, error=msg, error_op=op, duration_ms=sr.duration_ms
                 )
                 out_steps.append({"tool_id": sr.step.tool_id, "ok": False, "value": None, "error": msg})

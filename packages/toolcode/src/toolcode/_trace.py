@@ -37,7 +37,7 @@ class Trace:
         self._slots.append(None)
         return len(self._slots) - 1, time.perf_counter()
 
-    async def finish(
+    def finish(
         self,
         slot: int,
         started: float,
@@ -50,29 +50,38 @@ class Trace:
         error_op: str | None = None,
         duration_ms: float | None = None,
     ) -> ToolCallRecord:
-        """Fill a slot and tell the ``on_tool_call`` listener.
+        """Fill a slot; call :meth:`notify` with the record afterwards (when :attr:`has_listener`)."""
+        now = time.perf_counter()
+        record = ToolCallRecord(
+            tool_id,
+            args,
+            structured,
+            backend_kind,
+            error,
+            error_op,
+            (now - started) * 1000.0 if duration_ms is None else duration_ms,
+            (started - self._t0) * 1000.0,
+        )
+        self._slots[slot] = record
+        return record
+
+    @property
+    def has_listener(self) -> bool:
+        """Whether an ``on_tool_call`` listener is set."""
+        return self._on_call is not None
+
+    async def notify(self, record: ToolCallRecord) -> None:
+        """Tell the ``on_tool_call`` listener about a finished call.
 
         A listener that raises is logged and otherwise ignored: progress reporting must not
         change the outcome of a run.
         """
-        now = time.perf_counter()
-        record = ToolCallRecord(
-            tool_id=tool_id,
-            args=args,
-            structured=structured,
-            backend_kind=backend_kind,
-            error=error,
-            error_op=error_op,
-            duration_ms=(now - started) * 1000.0 if duration_ms is None else duration_ms,
-            started_ms=(started - self._t0) * 1000.0,
-        )
-        self._slots[slot] = record
-        if self._on_call is not None:
-            try:
-                await self._on_call(record)
-            except Exception as e:  # the listener is the caller's code; its failure is not the run's
-                _log.warning("on_tool_call listener failed", tool_id=tool_id, error=repr(e))
-        return record
+        if self._on_call is None:
+            return
+        try:
+            await self._on_call(record)
+        except Exception as e:  # the listener is the caller's code; its failure is not the run's
+            _log.warning("on_tool_call listener failed", tool_id=record.tool_id, error=repr(e))
 
     def cancelled(
         self,

@@ -168,9 +168,9 @@ class MontyEngine:
                     params.code, inputs={"input": params.input}, external_lookup=async_lookup, print_callback=on_print
                 )
                 while not isinstance(snap, pm.MontyComplete):
-                    if isinstance(snap, pm.AsyncFunctionSnapshot) and not snap.is_os_function:
+                    if isinstance(snap, pm.AsyncFunctionSnapshot):
                         handler = handlers.get(snap.function_name)
-                        if handler is not None:
+                        if handler is not None and not snap.is_os_function:
                             try:
                                 value = await handler(*snap.args, **snap.kwargs)
                             except ToolError as e:
