@@ -26,10 +26,10 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 import pydantic_monty as pm
-from toolindex import InMemoryIndex
-from toolrun import DefaultRunner, LocalBackend
 
 from toolcode import ExecuteParams, Executor, ExecutorConfig, MontyEngine, UnsafeInProcessEngine
+from toolindex import InMemoryIndex
+from toolrun import DefaultRunner, LocalBackend
 
 CALLS = (0, 10, 100)
 MONTY_RATIO_TARGET = 1.25
@@ -63,7 +63,7 @@ async def measure(runs: dict[str, Callable[[int], Awaitable[Any]]], repeat: int)
     out: dict[str, dict[str, float]] = {name: {} for name in runs}
     for n in CALLS:
         times: dict[str, list[float]] = {name: [] for name in runs}
-        for name, run in runs.items():  # warm-up
+        for run in runs.values():  # warm-up
             for _ in range(3):
                 await run(n)
         reps = repeat
@@ -117,7 +117,8 @@ def verdicts(r: dict[str, dict[str, float]]) -> list[str]:
     ok1 = ratio <= MONTY_RATIO_TARGET
     ok2 = r["inprocess"]["per_call_us_p50"] <= INPROCESS_US_TARGET
     return [
-        f"monty per call / raw_monty per call = {ratio:.2f} (target <= {MONTY_RATIO_TARGET}) {'OK' if ok1 else 'MISSED'}",
+        f"monty per call / raw_monty per call = {ratio:.2f} (target <= {MONTY_RATIO_TARGET}) "
+        f"{'OK' if ok1 else 'MISSED'}",
         f"inprocess per call = {r['inprocess']['per_call_us_p50']:.1f} us (target <= {INPROCESS_US_TARGET:g}) "
         f"{'OK' if ok2 else 'MISSED'}",
     ]
