@@ -23,6 +23,7 @@ from toolindex._model import (
     summarize,
 )
 from toolindex._protocol import ChangeCallback, Index, Unsubscribe
+from toolindex._search import FIELDS, SearchParams
 from toolindex.exceptions import (
     AmbiguousToolIDError,
     DuplicateToolError,
@@ -34,6 +35,7 @@ from toolindex.exceptions import (
 
 __all__ = [
     "DEFAULT_NAMESPACE",
+    "FIELDS",
     "AmbiguousToolIDError",
     "BackendKind",
     "BackendRef",
@@ -47,6 +49,7 @@ __all__ = [
     "InvalidToolIDError",
     "NamespaceInfo",
     "SearchHit",
+    "SearchParams",
     "Tool",
     "ToolID",
     "ToolIndexError",

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import base64
+import re
 import threading
 from collections.abc import Iterable, Sequence
+from typing import cast
 
 import structlog
 from rapidfuzz import process as fuzz_process
@@ -12,12 +14,39 @@ from rapidfuzz import process as fuzz_process
 from toolindex._ids import ToolID, validate_namespace
 from toolindex._model import BackendRef, ChangeEvent, ChangeKind, NamespaceInfo, SearchHit, Tool, ToolPage
 from toolindex._protocol import ChangeCallback, Unsubscribe
-from toolindex._search import SearchEngine
-from toolindex.exceptions import AmbiguousToolIDError, DuplicateToolError, ToolNotFoundError
+from toolindex._search import SearchEngine, SearchParams, document_fields
+from toolindex.exceptions import AmbiguousToolIDError, DuplicateToolError, InvalidToolError, ToolNotFoundError
 
 __all__ = ["InMemoryIndex"]
 
 _log = structlog.get_logger("toolindex")
+
+
+def _check_item(pos: int, item: object) -> tuple[Tool, list[BackendRef]]:
+    kind = type(item).__name__
+    if not isinstance(item, tuple) or len(cast("tuple[object, ...]", item)) != 2:
+        raise InvalidToolError(f"item {pos}", None, f"expected a (Tool, BackendRef) pair, got {kind}")
+    tool, backend = cast("tuple[object, object]", item)
+    if not isinstance(tool, Tool):
+        raise InvalidToolError(f"item {pos}", None, f"expected a Tool, got {type(tool).__name__}")
+    if isinstance(backend, BackendRef):
+        refs = [backend]
+    elif isinstance(backend, (list, tuple)):
+        refs = list(cast("Sequence[object]", backend))
+    else:
+        raise InvalidToolError(
+            tool.id, "backend", f"expected a BackendRef or a list of them, got {type(backend).__name__}"
+        )
+    if not refs:
+        raise InvalidToolError(tool.id, "backend", "at least one backend reference is required")
+    for r in refs:
+        if not isinstance(r, BackendRef):
+            raise InvalidToolError(tool.id, "backend", f"expected a BackendRef, got {type(r).__name__}")
+    return tool, cast("list[BackendRef]", refs)
+
+
+def _normalise_tag(tag: str) -> str:
+    return re.sub(r"\s+", "-", tag.strip().lower())
 
 
 def _version_key(version: str | None) -> tuple[int, tuple[tuple[int, int | str], ...]]:
@@ -41,7 +70,13 @@ class InMemoryIndex:
     to enumerate tools.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, search_params: SearchParams | None = None) -> None:
+        """Create an empty index.
+
+        Args:
+            search_params: Ranking parameters; the defaults are tuned on real catalogs and
+                suit most uses.
+        """
         self._lock = threading.RLock()
         # id (ns:name or ns:name:version) -> tool
         self._tools: dict[str, Tool] = {}
@@ -53,7 +88,7 @@ class InMemoryIndex:
         self._version = 0
         self._subscribers: dict[int, ChangeCallback] = {}
         self._next_sub = 0
-        self._engine = SearchEngine()
+        self._engine = SearchEngine(search_params)
         # namespace -> description (search metadata, e.g. an MCP server's instructions)
         self._ns_text: dict[str, str] = {}
 
@@ -74,38 +109,36 @@ class InMemoryIndex:
     def register_many(self, items: Iterable[tuple[Tool, BackendRef | Sequence[BackendRef]]]) -> None:
         """Register a batch atomically: all of it or none of it.
 
+        Registering an id that exists replaces the tool's definition and adds the new backend
+        references to its existing ones (an ``updated`` event); new ids give a ``registered``
+        event. Both events follow the whole batch.
+
         Args:
             items: Pairs of tool and backend reference(s).
 
         Raises:
-            DuplicateToolError: If one id appears twice in the batch.
-            TypeError: If an item is not a ``(Tool, BackendRef | [BackendRef, ...])`` pair.
+            InvalidToolError: If an item is not a ``(Tool, BackendRef | [BackendRef, ...])`` pair
+                or has no backend; names the item. Nothing is registered.
+            DuplicateToolError: If one id appears twice in the batch. Nothing is registered.
         """
         batch: list[tuple[Tool, list[BackendRef]]] = []
         seen: set[str] = set()
-        for item in items:
-            tool, backend = item
-            if not isinstance(tool, Tool):  # pyright: ignore[reportUnnecessaryIsInstance]
-                raise TypeError(f"expected a Tool, got {type(tool).__name__}")
-            refs = [backend] if isinstance(backend, BackendRef) else list(backend)
-            if not refs:
-                raise ValueError(f"tool {tool.id!r}: at least one backend reference is required")
-            for r in refs:
-                if not isinstance(r, BackendRef):  # pyright: ignore[reportUnnecessaryIsInstance]
-                    raise TypeError(f"tool {tool.id!r}: expected a BackendRef, got {type(r).__name__}")
-            if tool.id in seen:
-                raise DuplicateToolError(tool.id)
-            seen.add(tool.id)
-            batch.append((tool, refs))
+        for pos, item in enumerate(items):
+            batch.append(_check_item(pos, item))
+            tid = batch[-1][0].id
+            if tid in seen:
+                raise DuplicateToolError(tid)
+            seen.add(tid)
         if not batch:
             return
         with self._lock:
+            # Tokenise everything before touching any state, so a failure leaves the index as it was.
+            prepared = [document_fields(tool, self._ns_text.get(tool.namespace)) for tool, _ in batch]
             new_ids: list[str] = []
             updated_ids: list[str] = []
-            for tool, refs in batch:
+            for (tool, refs), doc in zip(batch, prepared, strict=True):
                 tid = tool.id
-                old = self._tools.get(tid)
-                if old is None:
+                if tid not in self._tools:
                     new_ids.append(tid)
                     self._by_key.setdefault(tool.key, []).append(tid)
                     self._by_name.setdefault(tool.name, set()).add(tool.key)
@@ -115,7 +148,7 @@ class InMemoryIndex:
                     have = self._backends[tid]
                     have.extend(r for r in refs if r not in have)
                 self._tools[tid] = tool
-                self._engine.add(tid, tool, self._ns_text.get(tool.namespace))
+                self._engine.add(tid, tool, prepared=doc)
             if new_ids:
                 self._emit("registered", new_ids)
             if updated_ids:
@@ -328,7 +361,7 @@ class InMemoryIndex:
         if not query or not query.strip():
             return []
         ns = frozenset(namespaces) if namespaces is not None else None
-        tg = frozenset(t.strip().lower().replace(" ", "-") for t in tags) if tags else None
+        tg = frozenset(_normalise_tag(t) for t in tags) if tags else None
         with self._lock:
             ranked = self._engine.search(query, limit, ns, tg)
             return [

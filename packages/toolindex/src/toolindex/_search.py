@@ -21,6 +21,7 @@ The engine is not thread-safe; :class:`~toolindex.InMemoryIndex` serialises acce
 
 from __future__ import annotations
 
+import itertools
 import math
 from array import array
 from collections import Counter
@@ -35,7 +36,7 @@ from rapidfuzz.distance import OSA
 from toolindex._model import Tool
 from toolindex._tokenize import STOPWORDS, split_words, stem
 
-__all__ = ["FIELDS", "SearchEngine", "SearchParams"]
+__all__ = ["FIELDS", "Prepared", "SearchEngine", "SearchParams", "document_fields"]
 
 FloatArray = npt.NDArray[np.float32]
 IntArray = npt.NDArray[np.int32]
@@ -152,10 +153,18 @@ def _terms(text: str, words: set[str]) -> list[str]:
 
 def _pairs(terms: list[str]) -> list[str]:
     # Adjacent term pairs; a space cannot occur inside a term, so pairs never collide with words.
-    return [f"{a} {b}" for a, b in zip(terms, terms[1:], strict=False) if a != b]
+    return [f"{a} {b}" for a, b in itertools.pairwise(terms) if a != b]
 
 
-def document_fields(tool: Tool, namespace_text: str | None) -> tuple[dict[int, Counter[str]], set[str]]:
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A tool turned into field → term counts, ready to be added without further failure."""
+
+    fields: dict[int, Counter[str]]
+    words: frozenset[str]
+
+
+def document_fields(tool: Tool, namespace_text: str | None) -> Prepared:
     """The field → term counts of a tool, and its unstemmed words."""
     words: set[str] = set()
     name = _terms(tool.name, words)
@@ -172,7 +181,7 @@ def document_fields(tool: Tool, namespace_text: str | None) -> tuple[dict[int, C
         _F["ns_text"]: Counter(_terms(namespace_text or "", words)),
         _F["phrase"]: Counter(_pairs(name) + _pairs(title)),
     }
-    return {f: c for f, c in fields.items() if c}, words
+    return Prepared({f: c for f, c in fields.items() if c}, frozenset(words))
 
 
 class SearchEngine:
@@ -210,11 +219,16 @@ class SearchEngine:
 
     # -- mutation -------------------------------------------------------------------------
 
-    def add(self, tid: str, tool: Tool, namespace_text: str | None = None) -> None:
-        """Index (or re-index) one tool; touches only its own terms."""
+    def add(self, tid: str, tool: Tool, namespace_text: str | None = None, prepared: Prepared | None = None) -> None:
+        """Index (or re-index) one tool; touches only its own terms.
+
+        ``prepared`` (from :func:`document_fields`) lets a caller do the fallible work first.
+        """
+        if prepared is None:
+            prepared = document_fields(tool, namespace_text)
         if tid in self._slot_of:
             self.remove(tid)
-        fields, words = document_fields(tool, namespace_text)
+        fields, words = prepared.fields, prepared.words
         slot = len(self._docs)
         if slot >= self._cap:
             self._grow()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from functools import lru_cache
+from typing import Any
 
 import Stemmer
 
@@ -43,12 +44,13 @@ STOPWORDS: frozenset[str] = frozenset(
 )
 
 
+# PyStemmer ships no type information.
+_STEMMER: Any = Stemmer.Stemmer("english")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+
+
 @lru_cache(maxsize=200_000)
 def _stem_cached(word: str) -> str:
-    return _STEMMER.stemWord(word)
-
-
-_STEMMER = Stemmer.Stemmer("english")
+    return str(_STEMMER.stemWord(word))
 
 
 def stem(word: str) -> str:
