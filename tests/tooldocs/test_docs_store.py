@@ -325,7 +325,7 @@ def test_learned_shapes_survive_a_restart(tmp_path: Path, index: InMemoryIndex) 
 
 def test_the_file_is_written_only_when_a_shape_changes(tmp_path: Path, index: InMemoryIndex) -> None:
     path = tmp_path / "shapes.json"
-    store = InMemoryStore(index, shapes_path=path)
+    store = InMemoryStore(index, shapes_path=path, learn_every=1)
     store.record_result("github:list_issues", {"a": 1})
     ino = path.stat().st_ino
     for i in range(50):
@@ -333,6 +333,22 @@ def test_the_file_is_written_only_when_a_shape_changes(tmp_path: Path, index: In
     assert path.stat().st_ino == ino  # atomic writes replace the file; none happened
     store.record_result("github:list_issues", {"a": 1, "b": "new"})
     assert path.stat().st_ino != ino
+
+
+def test_stable_shapes_are_sampled_but_changes_are_still_learned(index: InMemoryIndex) -> None:
+    store = InMemoryStore(index, stable_after=4, learn_every=5)
+    for i in range(10):
+        store.record_result("github:list_issues", {"a": i})
+    for _ in range(4):
+        store.record_result("github:list_issues", {"a": 1, "b": True})
+    shape = store.result_shape("github:list_issues")
+    assert shape is not None and "b" not in shape["properties"]  # sampled out so far
+    store.record_result("github:list_issues", {"a": 1, "b": True})
+    shape = store.result_shape("github:list_issues")
+    assert shape is not None and "b" in shape["properties"]  # learned within learn_every results
+    assert store.describe("github:list_issues", "full").result_count == 15
+    with pytest.raises(ValueError, match="learn_every"):
+        InMemoryStore(index, learn_every=0)
 
 
 def test_autosave_off_writes_on_flush_only(tmp_path: Path, index: InMemoryIndex) -> None:

@@ -90,7 +90,8 @@ def _infer(value: Any, limits: ShapeLimits, depth: int) -> dict[str, Any]:
         shape: dict[str, Any] | None = None
         for item in sample:
             s = _infer(item, limits, depth + 1)
-            shape = s if shape is None else merge_shapes(shape, s, limits)
+            # Items of one list usually share a shape: compare before merging.
+            shape = s if shape is None or shape == s else merge_shapes(shape, s, limits)
         return {"type": "array", "items": shape}
     if isinstance(value, Mapping):
         obj = cast("Mapping[Any, Any]", value)
@@ -138,12 +139,12 @@ def merge_shapes(a: Mapping[str, Any], b: Mapping[str, Any], limits: ShapeLimits
     Returns:
         The merged shape (a new dict; the inputs are not modified).
     """
-    a = dict(a)
-    b = dict(b)
     if a == b:
-        return a
+        return dict(a)
     if not a or not b:
         return {}
+    a = dict(a)
+    b = dict(b)
     out: list[dict[str, Any]] = [dict(v) for v in _variants(a)]
     for v in _variants(b):
         for i, o in enumerate(out):

@@ -105,6 +105,8 @@ class InMemoryStore:
         example_caps: ExampleCaps = DEFAULT_CAPS,
         shape_limits: ShapeLimits | None = None,
         max_examples: int = 20,
+        stable_after: int = 16,
+        learn_every: int = 8,
     ) -> None:
         """Create a store over ``index``.
 
@@ -116,7 +118,19 @@ class InMemoryStore:
             example_caps: Size caps for examples.
             shape_limits: Caps for learned shapes.
             max_examples: Examples kept per tool; adding more drops the oldest.
+            stable_after: After this many results in a row leave a tool's shape unchanged,
+                sample results instead of inspecting each one.
+            learn_every: When sampling, inspect one result in this many (1 inspects all).
+
+        Raises:
+            ValueError: If ``stable_after`` is negative or ``learn_every`` is below 1.
         """
+        if stable_after < 0 or learn_every < 1:
+            raise ValueError(f"need stable_after >= 0 and learn_every >= 1, got {stable_after}, {learn_every}")
+        self._stable_after = stable_after
+        self._learn_every = learn_every
+        self._streak: dict[str, int] = {}
+        self._resolved: dict[str, tuple[int, Tool, str]] = {}
         self._index = index
         self.budgets = budgets or Budgets()
         self._caps = example_caps
@@ -137,14 +151,29 @@ class InMemoryStore:
     # -- lookup --------------------------------------------------------------------
 
     def _tool(self, tool_id: str) -> Tool:
+        return self._lookup(tool_id)[0]
+
+    def _lookup(self, tool_id: str) -> tuple[Tool, str]:
+        """The tool and its full id (``Tool.id`` is computed on each access)."""
+        # Resolving an id costs more than recording a stable result; reuse resolutions
+        # until the index changes (its version moves on every mutation).
+        version = self._index.version
+        hit = self._resolved.get(tool_id)
+        if hit is not None and hit[0] == version:
+            return hit[1], hit[2]
         try:
-            return self._index.get(tool_id)
+            tool = self._index.get(tool_id)
         except ToolNotFoundError as e:
             raise DocNotFoundError(tool_id, e.suggestions) from e
         except AmbiguousToolIDError as e:
             raise DocNotFoundError(tool_id, e.candidates, reason="the bare name is ambiguous") from e
         except InvalidToolIDError as e:
             raise DocNotFoundError(tool_id, reason=e.reason) from e
+        if len(self._resolved) >= 4096:
+            self._resolved.clear()
+        tid = tool.id
+        self._resolved[tool_id] = (version, tool, tid)
+        return tool, tid
 
     # -- docs ----------------------------------------------------------------------
 
@@ -163,12 +192,12 @@ class InMemoryStore:
             InvalidDetailLevelError: If ``level`` is not a detail level.
         """
         lvl = parse_level(level)
-        tool = self._tool(tool_id)
+        tool, tid = self._lookup(tool_id)
         with self._lock:
             if lvl is DetailLevel.FULL:
                 # Full docs show live counters (results seen); they are not cached.
                 return self._build(tool, lvl, self.budgets.for_level(lvl))
-            key = (tool.id, lvl)
+            key = (tid, lvl)
             hit = self._cache.get(key)
             if hit is not None and hit[0] is tool and hit[1] == self._generation:
                 return hit[2]
@@ -401,7 +430,9 @@ class InMemoryStore:
         when the tool declares an output schema, or when ``value`` is ``None`` (a result
         without structured content teaches nothing). With a shapes file and ``autosave``,
         the file is rewritten only when the merged shape actually changed, which stops
-        after a tool's first few results.
+        after a tool's first few results. Once a tool's shape has not changed for
+        ``stable_after`` results in a row, only every ``learn_every``-th result is
+        inspected, so the steady-state cost is a lock and a counter.
 
         Args:
             tool_id: The tool that produced ``value``.
@@ -410,20 +441,30 @@ class InMemoryStore:
         Raises:
             DocNotFoundError: If the tool is unknown.
         """
-        tool = self._tool(tool_id)
+        tool, tid = self._lookup(tool_id)
         if tool.output_schema is not None or value is None:
             return
-        shape = infer_shape(value, self._limits)
         with self._lock:
-            old = self._shapes.get(tool.id)
+            old = self._shapes.get(tid)
+            if (
+                old is not None
+                and self._streak.get(tid, 0) >= self._stable_after
+                and (old.count + 1) % self._learn_every
+            ):
+                # A stable shape: only every learn_every-th result is inspected.
+                self._shapes[tid] = LearnedShape(old.shape, old.count + 1)
+                return
+        shape = infer_shape(value, self._limits)  # outside the lock: proportional to the value's size
+        with self._lock:
+            old = self._shapes.get(tid)
             merged = shape if old is None else merge_shapes(old.shape, shape, self._limits)
             changed = old is None or merged != old.shape
             kept = merged if changed or old is None else old.shape
-            self._shapes[tool.id] = LearnedShape(kept, (old.count if old else 0) + 1)
+            self._shapes[tid] = LearnedShape(kept, (old.count if old else 0) + 1)
+            self._streak[tid] = 0 if changed else self._streak.get(tid, 0) + 1
             if changed:
                 self._touch()
                 self._dirty = True
-                _log.debug("result_shape_changed", tool_id=tool.id)
                 if self._autosave:
                     self._save_locked()
 
