@@ -36,7 +36,7 @@ from toolcode.testing._probes import (
 pytestmark = pytest.mark.anyio
 
 CANARY_MODULE_FILE = Path(_canary.__file__)
-PLAIN_EXEC_DEADLINE_S = 4.0
+PLAIN_EXEC_DEADLINE_S = 5.0
 CHILD_ADDRESS_SPACE = 1 << 30  # caps the memory bombs in the plain-exec child; they then fail with MemoryError
 CHILD_STDOUT_CAP = 2_000_000
 

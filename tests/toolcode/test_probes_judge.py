@@ -319,3 +319,25 @@ async def test_run_probes_judges_each_probe_in_order() -> None:
 async def test_check_probe_rejects_nonpositive_limits() -> None:
     with pytest.raises(ValueError, match="positive"):
         await check_probe(clean, LOCATOR, deadline_s=0)
+
+
+@pytest.mark.parametrize("returned", [None, ("value", "stdout"), ("value", None, None), ("v", "", 3)])
+async def test_a_runner_returning_the_wrong_shape_fails_loudly(returned: object) -> None:
+    async def broken(code: str) -> ProbeRun:
+        return returned  # type: ignore[return-value]  # pyright: ignore[reportReturnType]
+
+    with pytest.raises(ProbeHarnessError):
+        await check_probe(broken, LOCATOR)
+
+
+async def test_overlapping_probe_checks_are_refused() -> None:
+    async def nested(code: str) -> ProbeRun:
+        await check_probe(clean, LOCATOR)
+        return ProbeRun(None, "", None)
+
+    # The refusal surfaces as the outer run's error text: a runner's exception ends its run.
+    outcome = await check_probe(nested, LOCATOR)
+    assert "one at a time" in outcome.error
+    with CanaryTrap(), pytest.raises(RuntimeError, match="one at a time"), CanaryTrap():
+        pass
+    assert CANARY_ENV_VAR not in os.environ and _canary.HOST_MEMORY_SECRET == ""

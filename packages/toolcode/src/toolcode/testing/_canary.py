@@ -39,6 +39,7 @@ HOST_MEMORY_SECRET: str = ""
 the host's modules, frames or heap, so it must live in the host process and nowhere else."""
 
 _CANARY_FILE_NAME: Final = "canary.txt"
+_active_traps: list[CanaryTrap] = []
 _TEXT_BUDGET: Final = 4_000_000
 _MAX_DEPTH: Final = 64
 
@@ -164,7 +165,15 @@ class CanaryTrap:
         return self._canaries
 
     def __enter__(self) -> Canaries:
+        """Plant the canaries.
+
+        Raises:
+            RuntimeError: Another trap is planted in this process (the canaries are process-wide).
+            OSError: The canary file or the listening socket could not be created.
+        """
         global HOST_MEMORY_SECRET
+        if _active_traps:
+            raise RuntimeError("another CanaryTrap is active in this process: run escape probes one at a time")
         directory = Path(tempfile.mkdtemp(prefix=f"tc-{secrets.token_hex(6)}-"))
         try:
             file_secret = _new_secret("file")
@@ -191,6 +200,7 @@ class CanaryTrap:
         os.environ[CANARY_ENV_VAR] = canaries.env_secret
         HOST_MEMORY_SECRET = canaries.memory_secret  # pyright: ignore[reportConstantRedefinition]
         self._canaries = canaries
+        _active_traps.append(self)
         return canaries
 
     def __exit__(
@@ -208,6 +218,7 @@ class CanaryTrap:
             self._listener = None
         shutil.rmtree(canaries.directory, ignore_errors=True)
         self._canaries = None
+        _active_traps.remove(self)
 
     def evidence(self, outputs: Mapping[str, str]) -> list[str]:
         """Everything the probe reached, as one sentence per finding; empty when it reached nothing.

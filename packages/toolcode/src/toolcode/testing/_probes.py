@@ -28,7 +28,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Final, NamedTuple
+from typing import Final, NamedTuple, cast
 
 import anyio
 
@@ -205,6 +205,18 @@ def _shorten(text: str) -> str:
     return text if len(text) <= _SHOWN_CHARS else text[:_SHOWN_CHARS] + f"... [{len(text)} chars]"
 
 
+def _unpack(result: object) -> tuple[object, str, str | None]:
+    # Checked outside the run's error handling, so that a broken runner fails loudly instead of looking contained.
+    items = cast("tuple[object, ...]", result) if isinstance(result, tuple) else None
+    if items is None or len(items) != 3:
+        kind = type(cast(object, result)).__name__
+        raise ProbeHarnessError(f"a runner must return (value, stdout, error), got {kind}")
+    value, stdout, error = items
+    if not isinstance(stdout, str) or not (error is None or isinstance(error, str)):
+        raise ProbeHarnessError("a runner must return stdout as str and error as str or None")
+    return value, stdout, error
+
+
 class _Heartbeat:
     """Ticks on the host's event loop and records the longest gap, to notice a run that blocks the host."""
 
@@ -250,6 +262,8 @@ async def check_probe(
 
     Raises:
         ValueError: A limit argument is not positive.
+        ProbeHarnessError: The runner returned something other than ``(value, stdout, error)``.
+        RuntimeError: Another probe is being checked in this process at the same time.
     """
     if deadline_s <= 0 or stall_limit_s <= 0 or max_stdout_chars <= 0:
         raise ValueError("deadline_s, stall_limit_s and max_stdout_chars must be positive")
@@ -258,7 +272,8 @@ async def check_probe(
         code = probe.render(canaries)
         evidence: list[str] = []
         value_text, stdout, error = "", "", ""
-        result: tuple[object, str, str | None] | None = None
+        returned = False
+        result: object = None
         crashed: str | None = None
         heartbeat = _Heartbeat()
         scope = anyio.move_on_after(deadline_s)
@@ -267,7 +282,8 @@ async def check_probe(
             tg.start_soon(heartbeat.run)
             with scope:
                 try:
-                    result = tuple(await run(code))  # type: ignore[assignment]
+                    result = await run(code)
+                    returned = True
                 except HostCrashedError as exc:
                     crashed = str(exc) or "host process died"
                 except SystemExit as exc:
@@ -280,9 +296,9 @@ async def check_probe(
             heartbeat.mark()
             tg.cancel_scope.cancel()
         duration = time.monotonic() - started
-        if result is not None:
-            value, raw_stdout, raw_error = result
-            value_text, stdout, error = render_text(value), str(raw_stdout or ""), str(raw_error or "")
+        if returned:
+            value, raw_stdout, raw_error = _unpack(result)
+            value_text, stdout, error = render_text(value), raw_stdout, raw_error or ""
         if probe.settle_s:
             await anyio.sleep(probe.settle_s)
         # A __del__ or weakref time bomb left behind by an in-process engine fires on collection.
@@ -294,7 +310,7 @@ async def check_probe(
             evidence.append(f"run did not end within the {deadline_s:g}s deadline")
         if heartbeat.longest > stall_limit_s:
             evidence.append(f"host event loop blocked for {heartbeat.longest:.2f}s (limit {stall_limit_s:g}s)")
-        finished = result is not None or bool(error)
+        finished = returned or bool(error)
         if probe.judge is Judge.STOPPED and finished and not error:
             evidence.append("resource bomb completed without being stopped by a limit")
         if probe.judge is Judge.BOUNDED_OUTPUT and len(stdout) > max_stdout_chars:
@@ -322,16 +338,16 @@ async def verify_runner(run: ProbeRunner, *, deadline_s: float = DEFAULT_DEADLIN
     """
     value_token, stdout_token, error_token = (f"tcontrol-{secrets.token_hex(8)}" for _ in range(3))
     with anyio.fail_after(deadline_s):
-        value, stdout, error = tuple(await run(f"print({stdout_token!r})\n{value_token!r}"))
+        value, stdout, error = _unpack(await run(f"print({stdout_token!r})\n{value_token!r}"))
     if value_token not in render_text(value):
         raise ProbeHarnessError(f"runner lost the trailing expression's value: got {value!r}")
-    if stdout_token not in str(stdout or ""):
+    if stdout_token not in stdout:
         raise ProbeHarnessError(f"runner lost the snippet's stdout: got {stdout!r}")
     if error:
         raise ProbeHarnessError(f"runner reported an error for a snippet that succeeds: {error!r}")
     with anyio.fail_after(deadline_s):
-        value, stdout, error = tuple(await run(f"raise ValueError({error_token!r})"))
-    if error_token not in str(error or ""):
+        value, stdout, error = _unpack(await run(f"raise ValueError({error_token!r})"))
+    if error_token not in (error or ""):
         raise ProbeHarnessError(f"runner lost the snippet's error text: got {error!r}")
 
 
