@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tooldocs import STUB_IMPORTS, RenderOptions, cap_text, py_identifier, render_module, render_signature
+from tooldocs import STUB_IMPORTS, RenderOptions, cap_text, py_identifier, render_module, tool_signature
 from tooldocs import schema_to_python as to_py
 from tooldocs._doc import RENDER_TIERS
 from toolindex import Tool
@@ -97,7 +97,7 @@ def def_node(tree: ast.Module, name: str) -> ast.FunctionDef:
 
 
 def check_signature(tool: Tool, options: RenderOptions, shape: dict[str, Any] | None = None) -> None:
-    sig = render_signature(tool, options=options, result_shape=shape)
+    sig = tool_signature(tool, options=options, result_shape=shape)
     source = f"{STUB_IMPORTS}\n{sig.text}\n"
     tree = ast.parse(source)
     # compile() also runs the symbol table: duplicate argument names would fail here.

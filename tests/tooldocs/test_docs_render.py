@@ -12,6 +12,7 @@ from tooldocs import (
     render_module,
     render_signature,
     schema_to_python,
+    tool_signature,
 )
 from tooldocs._names import NameMap, class_name
 from toolindex import Tool
@@ -233,7 +234,7 @@ def test_garbage_schemas_never_raise() -> None:
 
 
 def test_signature_orders_required_first_and_shows_defaults() -> None:
-    sig = render_signature(
+    sig = tool_signature(
         tool(
             "list_issues",
             {
@@ -258,12 +259,12 @@ def test_signature_orders_required_first_and_shows_defaults() -> None:
 
 
 def test_short_signature_without_comments_is_one_line() -> None:
-    sig = render_signature(tool("add", {"a": {"type": "number"}, "b": {"type": "number"}}, ["a", "b"]))
+    sig = tool_signature(tool("add", {"a": {"type": "number"}, "b": {"type": "number"}}, ["a", "b"]))
     assert sig.text.splitlines()[0] == "def add(*, a: float, b: float) -> dict[str, Any]:"
 
 
 def test_renamed_parameters_keep_their_wire_names() -> None:
-    sig = render_signature(
+    sig = tool_signature(
         tool("search", {"from": {"type": "string"}, "per-page": {"type": "integer"}, "q": {"type": "string"}}, ["q"])
     )
     parses(sig.text)
@@ -277,7 +278,7 @@ def test_renamed_parameters_keep_their_wire_names() -> None:
 
 
 def test_parameter_collisions_are_reported_not_merged() -> None:
-    sig = render_signature(tool("t", {"a-b": {"type": "string"}, "a_b": {"type": "integer"}, "a.b": {}}))
+    sig = tool_signature(tool("t", {"a-b": {"type": "string"}, "a_b": {"type": "integer"}, "a.b": {}}))
     parses(sig.text)
     assert [p.name for p in sig.params] == ["a_b_2", "a_b", "a_b_3"]
     assert {p.wire_name for p in sig.params} == {"a-b", "a_b", "a.b"}
@@ -287,7 +288,7 @@ def test_parameter_collisions_are_reported_not_merged() -> None:
 
 def test_output_schema_becomes_the_return_type() -> None:
     t = tool("get", {}, output_schema=obj({"id": {"type": "integer"}, "tags": {"type": "array"}}, ["id"]))
-    sig = render_signature(t)
+    sig = tool_signature(t)
     parses(sig.text)
     assert sig.returns == "GetResult"
     assert "class GetResult(TypedDict):\n    id: int\n    tags: NotRequired[list[Any]]" in sig.text
@@ -295,16 +296,16 @@ def test_output_schema_becomes_the_return_type() -> None:
 
 def test_learned_shape_becomes_the_return_type_when_no_output_schema() -> None:
     shape = {"type": "array", "items": obj({"name": {"type": "string"}}, ["name"])}
-    sig = render_signature(tool("ls", {}), result_shape=shape)
+    sig = tool_signature(tool("ls", {}), result_shape=shape)
     assert sig.returns == "list[LsResultItem]"
     # A declared output schema wins over a learned shape.
-    sig2 = render_signature(tool("ls", {}, output_schema={"type": "object"}), result_shape=shape)
+    sig2 = tool_signature(tool("ls", {}, output_schema={"type": "object"}), result_shape=shape)
     assert sig2.returns == "dict[str, Any]"
 
 
 def test_no_parameters_and_open_parameters() -> None:
-    assert render_signature(tool("ping", {})).text.startswith("def ping() -> dict[str, Any]:")
-    assert render_signature(tool("any_args")).text.startswith("def any_args(**kwargs: Any) -> dict[str, Any]:")
+    assert tool_signature(tool("ping", {})).text.startswith("def ping() -> dict[str, Any]:")
+    assert tool_signature(tool("any_args")).text.startswith("def any_args(**kwargs: Any) -> dict[str, Any]:")
 
 
 def test_parameters_declared_inside_combinators_are_kept() -> None:
@@ -315,20 +316,20 @@ def test_parameters_declared_inside_combinators_are_kept() -> None:
         "required": ["mode"],
     }
     t = Tool(name="combo", namespace="ns", input_schema=schema)
-    sig = render_signature(t)
+    sig = tool_signature(t)
     assert {p.wire_name for p in sig.params} == {"mode", "x", "y"}
     assert sig.required == ("mode",)
 
 
 def test_tool_name_needing_sanitising_and_docstring_escaping() -> None:
     t = Tool(name="get-issue.v2", namespace="ns", description='Say """hi""" \\ and bye.', input_schema={})
-    sig = render_signature(t)
+    sig = tool_signature(t)
     parses(sig.text)
     assert sig.name == "get_issue_v2"
 
 
 def test_redundant_descriptions_are_dropped() -> None:
-    sig = render_signature(
+    sig = tool_signature(
         tool(
             "get_repo",
             {
@@ -367,5 +368,11 @@ def test_strict_mode_raises_schema_render_error() -> None:
     assert info.value.path == "/properties/a"
     t = Tool(name="t", namespace="ns", input_schema=schema)
     with pytest.raises(SchemaRenderError, match="of tool 'ns:t'"):
-        render_signature(t, strict=True)
-    assert render_signature(t).warnings  # lenient by default
+        tool_signature(t, strict=True)
+    assert tool_signature(t).warnings  # lenient by default
+
+
+def test_render_signature_is_the_text_of_tool_signature() -> None:
+    t = tool("add", {"a": {"type": "number"}}, ["a"])
+    assert render_signature(t) == tool_signature(t).text
+    assert isinstance(render_signature(t), str)

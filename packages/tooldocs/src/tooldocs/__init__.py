@@ -30,6 +30,7 @@ from tooldocs._render import (
     render_module,
     render_signature,
     schema_to_python,
+    tool_signature,
 )
 from tooldocs._shapes import ShapeFileWarning, ShapeLimits, infer_shape, merge_shapes
 from tooldocs._store import InMemoryStore, Store
@@ -76,4 +77,5 @@ __all__ = [
     "render_module",
     "render_signature",
     "schema_to_python",
+    "tool_signature",
 ]

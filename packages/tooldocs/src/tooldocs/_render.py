@@ -28,6 +28,7 @@ __all__ = [
     "render_module",
     "render_signature",
     "schema_to_python",
+    "tool_signature",
 ]
 
 STUB_IMPORTS = "from typing import Any, Literal, NotRequired, Required, TypedDict"
@@ -831,7 +832,7 @@ def _doc_escape(text: str) -> str:
     return text
 
 
-def render_signature(
+def tool_signature(
     tool: Tool,
     *,
     result_shape: Mapping[str, Any] | None = None,
@@ -874,6 +875,36 @@ def render_signature(
         )
     except SchemaRenderError as e:
         raise SchemaRenderError(e.path, e.reason, tool_id=tool.id) from None
+
+
+def render_signature(
+    tool: Tool,
+    *,
+    result_shape: Mapping[str, Any] | None = None,
+    options: RenderOptions | None = None,
+) -> str:
+    """A tool's Python call signature as text (``tool_signature(tool).text``).
+
+    Args:
+        tool: The tool.
+        result_shape: A learned result shape, used when the tool declares no output schema.
+        options: Detail options.
+
+    Returns:
+        The ``TypedDict`` classes and the ``def``: valid Python that keeps every parameter.
+
+    Example:
+        >>> from toolindex import Tool
+        >>> print(render_signature(Tool(name="get-user", input_schema={"type": "object",
+        ...     "properties": {"id": {"type": "integer"}, "from": {"type": ["string", "null"]}}, "required": ["id"]})))
+        def get_user(
+            *,
+            id: int,
+            from_: str | None = ...,  # wire name "from"
+        ) -> dict[str, Any]:
+            ...
+    """
+    return tool_signature(tool, result_shape=result_shape, options=options).text
 
 
 def render_module(

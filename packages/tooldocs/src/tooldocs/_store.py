@@ -12,7 +12,7 @@ import structlog
 
 from tooldocs._doc import RENDER_TIERS, Budgets, DetailLevel, ToolDoc, parse_level
 from tooldocs._examples import DEFAULT_CAPS, ExampleCaps, ToolExample
-from tooldocs._render import Signature, render_signature
+from tooldocs._render import Signature, tool_signature
 from tooldocs._shapes import LearnedShape, ShapeFile, ShapeLimits, infer_shape, merge_shapes
 from tooldocs._text import cap_text, one_line
 from tooldocs.exceptions import ArgsTooLargeError, DocNotFoundError, InvalidExampleError
@@ -272,7 +272,7 @@ class InMemoryStore:
         sig: Signature | None = None
         doc: ToolDoc | None = None
         for opts in RENDER_TIERS:
-            sig = render_signature(tool, result_shape=shape, options=opts)
+            sig = tool_signature(tool, result_shape=shape, options=opts)
             doc = ToolDoc(**base, **self._schema_fields(tool, sig), **extras)
             probe = doc if not full else doc.model_copy(update={"level": DetailLevel.SCHEMA})
             if len(probe.compose()) <= sig_room:
