@@ -10,7 +10,7 @@ from typing import Any
 import anyio
 import psutil
 import pytest
-from conftest import FAULT_SERVER, RunningServer
+from mcp_support import FAULT_SERVER, RunningServer
 
 from toolindex import ChangeEvent, InMemoryIndex, ToolNotFoundError
 from toolrun import (
@@ -309,7 +309,7 @@ async def test_silent_server_hits_the_connect_timeout() -> None:
 
 
 async def test_http_connection_refused() -> None:
-    from conftest import free_port
+    from mcp_support import free_port
 
     cfg = load_config({"mcpServers": {"gone": {"url": f"http://127.0.0.1:{free_port()}/mcp"}}}).servers["gone"]
     async with MCPBackend("gone", cfg) as backend:

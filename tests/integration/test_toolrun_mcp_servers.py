@@ -9,7 +9,7 @@ from typing import Any
 
 import anyio
 import pytest
-from conftest import RunningServer
+from mcp_support import RunningServer
 
 from toolrun import InputValidationError, ProgressEvent, RunResult, ToolExecutionError
 

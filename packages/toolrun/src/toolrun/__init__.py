@@ -2,7 +2,7 @@
 
 from toolrun._config import HttpServerConfig, ServerConfig, ServersConfig, StdioServerConfig, load_config
 from toolrun._local import LocalBackend, Progress
-from toolrun._mcp import MCPBackend, backends_from_config
+from toolrun._mcp import MCPBackend, backends_from_config, open_backends
 from toolrun._provider import Provider, ProviderBackend
 from toolrun._runner import DEFAULT_MAX_CHAIN_STEPS, BackendChooser, DefaultRunner, ResultRecorder
 from toolrun._types import (
@@ -75,4 +75,5 @@ __all__ = [
     "ValidationProblem",
     "backends_from_config",
     "load_config",
+    "open_backends",
 ]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 import os
 import tempfile
-from collections.abc import Mapping
-from contextlib import AsyncExitStack
+from collections.abc import AsyncGenerator, Mapping
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import IO, Any, Self, TextIO, cast
@@ -30,7 +30,7 @@ from toolrun._mcp_wire import is_closed, normalise_result, parse_tool, raw_reque
 from toolrun._types import BackendResult, ProgressCallback, ProgressEvent
 from toolrun.exceptions import BackendUnavailableError, ToolExecutionError, ToolTimeoutError
 
-__all__ = ["MCPBackend", "backends_from_config"]
+__all__ = ["MCPBackend", "backends_from_config", "open_backends"]
 
 _log = structlog.get_logger("toolrun.mcp")
 
@@ -537,3 +537,25 @@ def backends_from_config(config: ServersConfig) -> list[MCPBackend]:
         The backends (not yet entered or connected).
     """
     return [MCPBackend(name, cfg) for name, cfg in config.enabled().items()]
+
+
+@asynccontextmanager
+async def open_backends(config: ServersConfig) -> AsyncGenerator[list[MCPBackend]]:
+    """Enter one :class:`MCPBackend` per enabled server; close them all on exit.
+
+    Entering connects nothing: each server starts on its first ``attach`` or call.
+
+    >>> async with open_backends(load_config("mcp.json")) as backends, DefaultRunner(index, backends) as runner:
+    ...     await runner.attach()
+
+    Args:
+        config: Loaded with :func:`~toolrun.load_config`.
+
+    Yields:
+        The entered backends, in configuration order.
+    """
+    backends = backends_from_config(config)
+    async with AsyncExitStack() as stack:
+        for b in backends:
+            await stack.enter_async_context(b)
+        yield backends

@@ -1,0 +1,132 @@
+"""Helpers for integration tests that start real MCP servers (imported by conftest.py and tests).
+
+Kept out of ``conftest.py`` because several test folders have a ``conftest`` module, so
+``from conftest import ...`` would be ambiguous.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).parent
+NODE_DIR = HERE / "node"
+SERVERS_DIR = HERE / "servers"
+FAULT_SERVER = SERVERS_DIR / "fault_server.py"
+BIND_LOCALHOST = SERVERS_DIR / "bind_localhost.cjs"
+
+_npm_lock = threading.Lock()
+
+
+def _ensure_node_modules() -> None:
+    with _npm_lock:
+        if (NODE_DIR / "node_modules" / ".bin").is_dir():
+            return
+        npm = shutil.which("npm")
+        if npm is None:
+            pytest.skip("npm is not installed and tests/integration/node/node_modules is missing")
+        proc = subprocess.run(
+            [npm, "ci", "--no-audit", "--no-fund"], cwd=NODE_DIR, capture_output=True, text=True, timeout=600
+        )
+        if proc.returncode != 0:
+            pytest.fail(f"npm ci failed in {NODE_DIR}:\n{proc.stderr[-2000:]}")
+
+
+def npm_server(name: str) -> Path:
+    """Path of ``node_modules/.bin/<name>`` (installing the npm servers first if needed)."""
+    _ensure_node_modules()
+    path = NODE_DIR / "node_modules" / ".bin" / name
+    if not path.exists():
+        pytest.fail(f"{name} is not in {NODE_DIR / 'node_modules' / '.bin'}; check tests/integration/node/package.json")
+    return path
+
+
+def free_port() -> int:
+    """A TCP port that was free on 127.0.0.1 a moment ago."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def node_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Environment for a Node server: ours plus a preload that binds listeners to 127.0.0.1."""
+    env = dict(os.environ)
+    env["NODE_OPTIONS"] = f"{env.get('NODE_OPTIONS', '')} --require {BIND_LOCALHOST}".strip()
+    env.update(extra or {})
+    return env
+
+
+@dataclass
+class RunningServer:
+    """A server process started by :func:`http_server`."""
+
+    url: str
+    port: int
+    process: subprocess.Popen[str]
+    output: list[str] = field(default_factory=list[str])
+    reader: threading.Thread | None = None
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=10)
+        if self.reader is not None:
+            self.reader.join(timeout=10)
+        if self.process.stdout is not None:
+            self.process.stdout.close()
+
+
+def start_http_server(
+    command: Sequence[str],
+    *,
+    ready: str,
+    port: int | None = None,
+    path: str = "/mcp",
+    env: Mapping[str, str] | None = None,
+    cwd: str | Path | None = None,
+    timeout: float = 30.0,
+) -> RunningServer:
+    """Start ``command`` and wait until a line of its output matches ``ready`` (a regex).
+
+    ``{port}`` in the command is replaced by the port; ``PORT`` is also set in its environment.
+    The process's stdout and stderr are read together; the lines are kept for diagnostics.
+    """
+    port = port or free_port()
+    full_env = dict(os.environ if env is None else env)
+    full_env["PORT"] = str(port)
+    argv = [a.replace("{port}", str(port)) for a in command]
+    proc = subprocess.Popen(
+        argv, env=full_env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1
+    )
+    server = RunningServer(f"http://127.0.0.1:{port}{path}", port, proc)
+    is_ready = threading.Event()
+    pattern = re.compile(ready)
+
+    def pump() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            server.output.append(line.rstrip())
+            if pattern.search(line):
+                is_ready.set()
+        is_ready.set()  # EOF: the process ended; the check below reports it
+
+    server.reader = threading.Thread(target=pump, daemon=True)
+    server.reader.start()
+    if not is_ready.wait(timeout) or proc.poll() is not None:
+        server.stop()
+        tail = "\n".join(server.output[-30:])
+        raise RuntimeError(f"{argv[0]} did not become ready (exit code {proc.poll()}):\n{tail}")
+    return server
