@@ -37,6 +37,7 @@ from typing import Any
 import anyio
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
+
 from toolcode._tokens import ENCODING, TokenLedger
 from toolcode._tokens import definitions_tokens as count_defs
 
@@ -46,7 +47,12 @@ REPLAY = ROOT / "bench" / "servers" / "github_replay.py"
 
 # --------------------------------------------------------------------------- fixtures on disk
 
-AUTHORS = [("Ada", "ada@example.org"), ("Grace", "grace@example.org"), ("Linus", "linus@example.org"), ("Ken", "ken@example.org")]
+AUTHORS = [
+    ("Ada", "ada@example.org"),
+    ("Grace", "grace@example.org"),
+    ("Linus", "linus@example.org"),
+    ("Ken", "ken@example.org"),
+]
 
 
 def make_git_repo(path: Path, commits: int = 40) -> None:
@@ -60,9 +66,14 @@ def make_git_repo(path: Path, commits: int = 40) -> None:
         f.write_text("\n".join(lines) + "\n")
         env = {**os.environ, "GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email}
         env |= {"GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email}
-        env |= {"GIT_AUTHOR_DATE": f"2026-01-{1 + i % 28:02d}T12:{i % 60:02d}:00", "GIT_COMMITTER_DATE": f"2026-01-{1 + i % 28:02d}T12:{i % 60:02d}:00"}
+        env |= {
+            "GIT_AUTHOR_DATE": f"2026-01-{1 + i % 28:02d}T12:{i % 60:02d}:00",
+            "GIT_COMMITTER_DATE": f"2026-01-{1 + i % 28:02d}T12:{i % 60:02d}:00",
+        }
         subprocess.run(["git", "-C", str(path), "add", "-A"], check=True, env=env)
-        subprocess.run(["git", "-C", str(path), "commit", "-q", "-m", f"Change {i}: update module_{i % 6}"], check=True, env=env)
+        subprocess.run(
+            ["git", "-C", str(path), "commit", "-q", "-m", f"Change {i}: update module_{i % 6}"], check=True, env=env
+        )
 
 
 def make_log_folder(path: Path, files: int = 40) -> None:
@@ -72,21 +83,26 @@ def make_log_folder(path: Path, files: int = 40) -> None:
         rows = []
         for k in range(30):
             level = levels[(i * 31 + k * 7) % len(levels)] if i % 3 == 0 else levels[(i + k) % 4]
-            rows.append(f"2026-01-{1 + i % 28:02d} 12:{k:02d}:00 {level} worker-{k % 5} processed batch {i * 100 + k} in {k * 3 + i} ms")
+            rows.append(
+                f"2026-01-{1 + i % 28:02d} 12:{k:02d}:00 {level} worker-{k % 5} "
+                f"processed batch {i * 100 + k} in {k * 3 + i} ms"
+            )
         (path / f"service_{i:02d}.log.txt").write_text("\n".join(rows) + "\n")
 
 
+_FIRST = "Ana Ben Chloe Dev Emma Farid Gia Hugo Ines Jon Kira Liam Mia Nour Omar Pia Quinn Rosa Sami Tara"
+_FIRST += " Uma Vic Wen Xavi Yara"
+_LAST = "Silva Okafor Martin Patel Berg Haddad Rossi Dubois Costa Kim Ivanova Murphy Novak Saleh Aziz Lund Reyes Garcia"
+_LAST += " Mensah Singh Mori Hale Chen Ruiz Nasser"
+_OFFICES = ["Paris", "Tokyo", "Austin", "Lagos"]
+_ROLES = ["engineer", "designer", "manager", "engineer", "analyst"]
 ROSTER = [
-    {"name": f"{first} {last}", "office": office, "role": role}
-    for i, (first, last, office, role) in enumerate(
-        (f, l, o, r)
-        for f, l in zip(
-            ["Ana", "Ben", "Chloe", "Dev", "Emma", "Farid", "Gia", "Hugo", "Ines", "Jon", "Kira", "Liam", "Mia", "Nour", "Omar", "Pia", "Quinn", "Rosa", "Sami", "Tara", "Uma", "Vic", "Wen", "Xavi", "Yara"],
-            ["Silva", "Okafor", "Martin", "Patel", "Berg", "Haddad", "Rossi", "Dubois", "Costa", "Kim", "Ivanova", "Murphy", "Novak", "Saleh", "Aziz", "Lund", "Reyes", "Garcia", "Mensah", "Singh", "Mori", "Hale", "Chen", "Ruiz", "Nasser"],
-            strict=True,
-        )
-        for o, r in [(["Paris", "Tokyo", "Austin", "Lagos"][(ord(f[0]) + len(l)) % 4], ["engineer", "designer", "manager", "engineer", "analyst"][(ord(l[0]) + len(f)) % 5])]
-    )
+    {
+        "name": f"{first} {last}",
+        "office": _OFFICES[(ord(first[0]) + len(last)) % 4],
+        "role": _ROLES[(ord(last[0]) + len(first)) % 5],
+    }
+    for first, last in zip(_FIRST.split(), _LAST.split(), strict=True)
 ]
 
 ZONES = [
@@ -145,7 +161,8 @@ for issue in issues:
     comments = run_tool("github:issue_read", {"method": "get_comments", "owner": "acme", "repo": "toolkit",
                                               "issue_number": issue["number"]})
     commenters = sorted({c["user"]["login"] for c in comments})
-    busy.append({"number": issue["number"], "title": issue["title"], "comments": len(comments), "people": len(commenters)})
+    busy.append({"number": issue["number"], "title": issue["title"],
+                 "comments": len(comments), "people": len(commenters)})
 busy.sort(key=lambda b: (-b["comments"], b["number"]))
 __out = busy[:5]
 """
@@ -156,10 +173,14 @@ async def github_triage(d: Direct, inp: dict[str, Any]) -> Any:
     busy = []
     for issue in issues:
         comments = await d.call(
-            "github", "issue_read", {"method": "get_comments", "owner": "acme", "repo": "toolkit", "issue_number": issue["number"]}
+            "github",
+            "issue_read",
+            {"method": "get_comments", "owner": "acme", "repo": "toolkit", "issue_number": issue["number"]},
         )
         people = {c["user"]["login"] for c in comments}
-        busy.append({"number": issue["number"], "title": issue["title"], "comments": len(comments), "people": len(people)})
+        busy.append(
+            {"number": issue["number"], "title": issue["title"], "comments": len(comments), "people": len(people)}
+        )
     busy.sort(key=lambda b: (-b["comments"], b["number"]))
     return busy[:5]
 
@@ -209,7 +230,7 @@ for line in log.splitlines():
 changed = 0
 for sha in shas[:8]:
     diff = run_tool("git:git_show", {"repo_path": input["repo"], "revision": sha})
-    changed += sum(1 for l in diff.splitlines() if l.startswith("+") and not l.startswith("+++"))
+    changed += sum(1 for line in diff.splitlines() if line.startswith("+") and not line.startswith("+++"))
 __out = {"commits_by_author": dict(sorted(authors.items())), "lines_added_last_8": changed}
 """
 
@@ -227,17 +248,17 @@ async def git_review(d: Direct, inp: dict[str, Any]) -> Any:
     changed = 0
     for sha in shas[:8]:
         diff = await d.call("git", "git_show", {"repo_path": inp["repo"], "revision": sha})
-        changed += sum(1 for l in diff.splitlines() if l.startswith("+") and not l.startswith("+++"))
+        changed += sum(1 for line in diff.splitlines() if line.startswith("+") and not line.startswith("+++"))
     return {"commits_by_author": dict(sorted(authors.items())), "lines_added_last_8": changed}
 
 
 FS_ERRORS = """\
 listing = run_tool("filesystem:list_directory", {"path": input["folder"]})
-names = [l[7:] for l in listing["content"].splitlines() if l.startswith("[FILE] ") and l.endswith(".txt")]
+names = [line[7:] for line in listing["content"].splitlines() if line.startswith("[FILE] ") and line.endswith(".txt")]
 found = []
 for name in sorted(names):
     text = run_tool("filesystem:read_text_file", {"path": input["folder"] + "/" + name})["content"]
-    errors = [l for l in text.splitlines() if " ERROR " in l]
+    errors = [line for line in text.splitlines() if " ERROR " in line]
     if errors:
         found.append({"file": name, "errors": len(errors), "first": errors[0][:19]})
 __out = {"files_scanned": len(names), "with_errors": found}
@@ -246,22 +267,25 @@ __out = {"files_scanned": len(names), "with_errors": found}
 
 async def fs_errors(d: Direct, inp: dict[str, Any]) -> Any:
     listing = await d.call("filesystem", "list_directory", {"path": inp["folder"]})
-    names = [l[7:] for l in listing["content"].splitlines() if l.startswith("[FILE] ") and l.endswith(".txt")]
+    names = [
+        line[7:] for line in listing["content"].splitlines() if line.startswith("[FILE] ") and line.endswith(".txt")
+    ]
     found = []
     for name in sorted(names):
         text = (await d.call("filesystem", "read_text_file", {"path": inp["folder"] + "/" + name}))["content"]
-        errors = [l for l in text.splitlines() if " ERROR " in l]
+        errors = [line for line in text.splitlines() if " ERROR " in line]
         if errors:
             found.append({"file": name, "errors": len(errors), "first": errors[0][:19]})
     return {"files_scanned": len(names), "with_errors": found}
 
 
 MEMORY_ROSTER = """\
-entities = [{"name": p["name"], "entityType": "person", "observations": ["office: " + p["office"], "role: " + p["role"]]}
-            for p in input["roster"]]
+entities = [{"name": p["name"], "entityType": "person",
+             "observations": ["office: " + p["office"], "role: " + p["role"]]} for p in input["roster"]]
 run_tool("memory:create_entities", {"entities": entities})
 graph = run_tool("memory:read_graph", {})
-paris = [e["name"] for e in graph["entities"] if "office: Paris" in e["observations"] and "role: engineer" in e["observations"]]
+paris = [e["name"] for e in graph["entities"]
+         if "office: Paris" in e["observations"] and "role: engineer" in e["observations"]]
 __out = {"people": len(graph["entities"]), "paris_engineers": sorted(paris)}
 """
 
@@ -274,7 +298,9 @@ async def memory_roster(d: Direct, inp: dict[str, Any]) -> Any:
     await d.call("memory", "create_entities", {"entities": entities})
     graph = await d.call("memory", "read_graph", {})
     paris = [
-        e["name"] for e in graph["entities"] if "office: Paris" in e["observations"] and "role: engineer" in e["observations"]
+        e["name"]
+        for e in graph["entities"]
+        if "office: Paris" in e["observations"] and "role: engineer" in e["observations"]
     ]
     return {"people": len(graph["entities"]), "paris_engineers": sorted(paris)}
 
@@ -432,14 +458,15 @@ def main() -> int:
 
     table = Table(
         "scenario", "calls", "direct: calls+results", "direct total", "code mode: calls+results", "code mode total",
-        "ratio", "direct, own server only", "ratio", title=f"context tokens (tiktoken {ENCODING})", title_justify="left",
+        "ratio", "direct, own server only", "ratio",
+        title=f"context tokens (tiktoken {ENCODING})", title_justify="left",
     )  # fmt: skip
     for name, r in report["scenarios"].items():
         d, c = details[name]["direct"], details[name]["codemode"]
         table.add_row(
             name, str(r["tool_calls"]), f"{d['calls'] + d['results']:,}", f"{r['direct_tokens']:,}",
-            f"{c['calls'] + c['results']:,}", f"{r['codemode_tokens']:,}", f"{r['ratio']:.1f}×",
-            f"{details[name]['direct_own_servers_tokens']:,}", f"{details[name]['ratio_own_servers']:.1f}×",
+            f"{c['calls'] + c['results']:,}", f"{r['codemode_tokens']:,}", f"{r['ratio']:.1f}x",
+            f"{details[name]['direct_own_servers_tokens']:,}", f"{details[name]['ratio_own_servers']:.1f}x",
         )  # fmt: skip
     console = Console(width=200)
     console.print(table)
@@ -449,7 +476,9 @@ def main() -> int:
         f"code mode {any_detail['codemode']['definitions']:,} (toolcode serve)"
     )
     own = statistics.median(x["ratio_own_servers"] for x in details.values())
-    console.print(f"median ratio: {report['median_ratio']:.1f}× (direct with only the scenario's own server: {own:.1f}×)")
+    console.print(
+        f"median ratio: {report['median_ratio']:.1f}x (direct with only the scenario's own server: {own:.1f}x)"
+    )
     return 0
 
 

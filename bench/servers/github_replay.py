@@ -85,7 +85,12 @@ def _record(rng: random.Random, noun: str, args: dict[str, Any], i: int) -> dict
         "number": number,
         "title": _sentence(rng, rng.randint(3, 8)).capitalize(),
         "state": rng.choice(("open", "open", "closed")),
-        "user": {"login": user, "id": int(hashlib.md5(user.encode()).hexdigest()[:5], 16), "type": "User", "site_admin": False},
+        "user": {
+            "login": user,
+            "id": int(hashlib.md5(user.encode()).hexdigest()[:5], 16),
+            "type": "User",
+            "site_admin": False,
+        },
         "labels": [{"name": lab, "color": hashlib.md5(lab.encode()).hexdigest()[:6]} for lab in rng.sample(_LABELS, 2)],
         "comments": rng.randint(0, 25),
         "created_at": f"2026-{month:02d}-{day:02d}T{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:00Z",
@@ -171,7 +176,9 @@ async def _serve_stdio(server: Server[Any]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--catalog", type=Path, default=DEFAULT_CATALOG, help="eval catalog JSON (default: %(default)s)")
+    parser.add_argument(
+        "--catalog", type=Path, default=DEFAULT_CATALOG, help="eval catalog JSON (default: %(default)s)"
+    )
     parser.add_argument("--http", metavar="HOST:PORT", help="serve streamable HTTP instead of stdio")
     ns = parser.parse_args(argv)
     server = build_server(load_catalog(ns.catalog))

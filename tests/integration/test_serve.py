@@ -8,7 +8,6 @@ import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
@@ -27,6 +26,8 @@ META_TOOLS = {
     "execute_code",
 }
 
+GIT_COMMIT = ("commit", "-q", "--allow-empty", "-m", "first commit")
+
 TWO_SERVERS = """
 now = run_tool("time:get_current_time", {"timezone": "Europe/Paris"})
 log = run_tool("git:git_log", {"repo_path": input["repo"], "max_count": 5})
@@ -41,8 +42,7 @@ def config_file(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     repo = root / "repo"
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     subprocess.run(
-        ["git", "-C", str(repo), "-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-q"]
-        + ["--allow-empty", "-m", "first commit"],
+        [*("git", "-C", str(repo), "-c", "user.email=t@example.com", "-c", "user.name=t"), *GIT_COMMIT],
         check=True,
     )
     cfg = {
@@ -159,7 +159,9 @@ async def test_broken_and_hostile_snippets_are_errors_and_server_keeps_serving(
         assert syntax.is_error
         assert "line" in syntax.content[0].text.lower()  # type: ignore[union-attr]
 
-        unknown = await client.call_tool("execute_code", {"code": 'run_tool("time:get_curent_time", {"timezone": "UTC"})'})
+        unknown = await client.call_tool(
+            "execute_code", {"code": 'run_tool("time:get_curent_time", {"timezone": "UTC"})'}
+        )
         assert unknown.is_error
         text = unknown.content[0].text  # type: ignore[union-attr]
         assert "time:get_current_time" in text  # the nearest tool name is suggested
@@ -174,7 +176,10 @@ async def test_broken_and_hostile_snippets_are_errors_and_server_keeps_serving(
         limited = await client.call_tool(
             "execute_code",
             {
-                "code": 'for z in ["UTC", "Asia/Tokyo", "Europe/Paris"]:\n    run_tool("time:get_current_time", {"timezone": z})',
+                "code": (
+                    'for z in ["UTC", "Asia/Tokyo", "Europe/Paris"]:\n'
+                    '    run_tool("time:get_current_time", {"timezone": z})'
+                ),
                 "options": {"max_tool_calls": 2},
             },
         )
@@ -237,7 +242,9 @@ async def test_metatools_search_describe_run_chain(connect: ClientFactory, confi
 
 async def test_expose_publishes_upstream_tool(config_file: tuple[Path, Path]) -> None:
     config, _ = config_file
-    params = StdioServerParameters(command=sys.executable, args=_serve_args(config, "--expose", "time:get_current_time"))
+    params = StdioServerParameters(
+        command=sys.executable, args=_serve_args(config, "--expose", "time:get_current_time")
+    )
     async with Client(params, mode="legacy") as client:
         names = {t.name for t in (await client.list_tools()).tools}
         assert names == META_TOOLS | {"time__get_current_time"}

@@ -43,7 +43,11 @@ def test_no_command_prints_help_and_exits_2(capsys: pytest.CaptureFixture[str]) 
 
 
 def test_exec_json_value_stdout_and_trace(capsys: pytest.CaptureFixture[str]) -> None:
-    snippet = 'offices = run_tool("helpdesk:list_offices", {})\nprintln(len(offices))\n__out = sorted(o["city"] for o in offices)[:2]'
+    snippet = (
+        'offices = run_tool("helpdesk:list_offices", {})\n'
+        "println(len(offices))\n"
+        '__out = sorted(o["city"] for o in offices)[:2]'
+    )
     code, out, _ = run(capsys, "exec", "--demo", "--json", "-c", snippet)
     assert code == 0
     doc = json.loads(out)
@@ -69,7 +73,9 @@ def test_exec_reads_stdin(capsys: pytest.CaptureFixture[str], monkeypatch: pytes
 
 
 def test_exec_terminal_output_has_value_stdout_and_trace_table(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(capsys, "exec", "--demo", "-c", 'println("hi")\nrun_tool("helpdesk:on_call", {"office": "Paris"})\n7')
+    code, out, _ = run(
+        capsys, "exec", "--demo", "-c", 'println("hi")\nrun_tool("helpdesk:on_call", {"office": "Paris"})\n7'
+    )
     assert code == 0
     assert "value" in out and "7" in out
     assert "stdout" in out and "hi" in out
@@ -93,7 +99,7 @@ def test_exec_terminal_output_has_value_stdout_and_trace_table(capsys: pytest.Ca
 def test_exec_failures_map_to_documented_exit_codes(
     capsys: pytest.CaptureFixture[str], snippet: str, extra: list[str], expected: int
 ) -> None:
-    code, out, err = run(capsys, "exec", "-c", snippet, *extra)
+    code, _, err = run(capsys, "exec", "-c", snippet, *extra)
     assert code == expected
     assert "error:" in err
 
@@ -129,7 +135,9 @@ def test_invalid_config_names_the_server(capsys: pytest.CaptureFixture[str], tmp
     assert "broken" in err
 
 
-def test_catalog_commands_without_config_explain(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_catalog_commands_without_config_explain(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("TOOLCODE_CONFIG", raising=False)
     code, _, err = run(capsys, "search", "tickets")
     assert code == 3

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import os
 import time
-from contextlib import AsyncExitStack
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -21,13 +21,13 @@ from typing import Any, Literal
 
 import anyio
 import structlog
-from toolindex import InMemoryIndex
-from tooldocs import InMemoryStore
-from toolrun import Backend, DefaultRunner, MCPBackend, load_config
 
 from toolcode._executor import Executor, ExecutorConfig
 from toolcode._types import ExecuteParams, ExecuteResult, ToolCallRecord
 from toolcode.exceptions import ConfigurationError
+from tooldocs import InMemoryStore
+from toolindex import InMemoryIndex
+from toolrun import Backend, DefaultRunner, MCPBackend, load_config
 
 __all__ = ["ConnectEvent", "ConnectProgress", "Toolbox"]
 
@@ -132,7 +132,11 @@ class Toolbox:
     def _make_executor(self) -> Executor:
         try:
             config = ExecutorConfig(
-                index=self.index, store=self.store, runner=self.runner, engine=self._engine_name, **self._executor_options
+                index=self.index,
+                store=self.store,
+                runner=self.runner,
+                engine=self._engine_name,
+                **self._executor_options,
             )
         except TypeError as exc:
             raise ConfigurationError("executor_options", str(exc)) from exc
@@ -173,7 +177,7 @@ class Toolbox:
             started = time.perf_counter()
             try:
                 tools = await backend.attach(self.index)
-            except Exception as exc:  # noqa: BLE001 - reported to the caller, who decides (strict)
+            except Exception as exc:
                 ms = (time.perf_counter() - started) * 1000
                 self.failed[name] = str(exc) or type(exc).__name__
                 log.warning("backend failed to connect", backend=name, error=str(exc))
@@ -194,7 +198,7 @@ class Toolbox:
         self,
         code: str,
         *,
-        input: Mapping[str, Any] | None = None,  # noqa: A002 - the snippet sees it as `input`
+        input: Mapping[str, Any] | None = None,
         timeout: float | None = None,
         max_tool_calls: int | None = None,
         namespaces: Sequence[str] | None = None,
@@ -281,4 +285,3 @@ class Toolbox:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         await self.aclose()
-

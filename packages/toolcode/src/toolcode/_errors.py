@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import re
 
-from toolindex import AmbiguousToolIDError, Index, ToolNotFoundError
-
 from toolcode.exceptions import CodeExecutionError, ConfigurationError, LimitExceededError
+from toolindex import AmbiguousToolIDError, Index, ToolNotFoundError
 
 __all__ = ["describe_error"]
 

@@ -18,7 +18,7 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import Any, cast
 
 import tiktoken
 
@@ -75,7 +75,8 @@ def result_text(result: Mapping[str, Any]) -> str:
         The text that enters the context.
     """
     parts: list[str] = []
-    for block in result.get("content") or []:
+    blocks = cast(list[Mapping[str, Any]], result.get("content") or [])
+    for block in blocks:
         if block.get("type") == "text":
             parts.append(str(block.get("text", "")))
         else:

@@ -37,11 +37,10 @@ def _configure_logging(verbosity: int) -> None:
 
 def exit_code_for(exc: BaseException) -> int:
     """The documented exit code for an error that ended a command."""
+    from toolcode.exceptions import CodeExecutionError, ConfigurationError, EngineError, LimitExceededError, ToolError
     from toolindex import ToolIndexError
     from toolrun import ToolRunError
     from toolrun.exceptions import BackendUnavailableError, ConfigError
-
-    from toolcode.exceptions import CodeExecutionError, ConfigurationError, EngineError, LimitExceededError, ToolError
 
     if isinstance(exc, UsageError):
         return 2
@@ -90,7 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except _Handled as handled:
         return exit_code_for(handled.cause)
-    except Exception as exc:  # noqa: BLE001 - the last stop: show it, map it to an exit code
+    except Exception as exc:
         code = exit_code_for(exc)
         if code == 2:
             parser.error(str(exc))

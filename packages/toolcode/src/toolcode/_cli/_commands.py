@@ -6,7 +6,7 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -42,12 +42,14 @@ def _build_toolbox(args: argparse.Namespace) -> Toolbox:
         return demo_toolbox(engine=engine)
     config = args.config or os.environ.get("TOOLCODE_CONFIG")
     if config is None and args.command in ("search", "describe", "tools", "namespaces", "report", "serve"):
-        raise ConfigurationError("config", "no servers configured: pass --config FILE (or --demo), or set TOOLCODE_CONFIG")
+        raise ConfigurationError(
+            "config", "no servers configured: pass --config FILE (or --demo), or set TOOLCODE_CONFIG"
+        )
     return Toolbox.from_config(config, engine=engine, strict=args.strict)
 
 
 @asynccontextmanager
-async def connected(args: argparse.Namespace) -> AsyncIterator[Toolbox]:
+async def connected(args: argparse.Namespace) -> AsyncGenerator[Toolbox]:
     """A connected toolbox for the command, with progress on a terminal; closed on exit."""
     box = _build_toolbox(args)
     err = _stderr()
@@ -59,7 +61,9 @@ async def connected(args: argparse.Namespace) -> AsyncIterator[Toolbox]:
                 def on_event(event: ConnectEvent) -> None:
                     if event.state == "ready":
                         ready.append(event.backend)
-                        err.print(f"[green]✓[/] {escape(event.backend)}: {event.tools} tools ({event.duration_ms:.0f} ms)")
+                        err.print(
+                            f"[green]✓[/] {escape(event.backend)}: {event.tools} tools ({event.duration_ms:.0f} ms)"
+                        )
                     elif event.state == "failed":
                         err.print(f"[red]✗[/] {escape(event.backend)}: {escape(event.error or '')}")
                     status.update(f"connecting to servers… {len(ready)}/{len(box.backends)} ready")
@@ -99,7 +103,14 @@ async def cmd_exec(args: argparse.Namespace) -> int:
         except ToolCodeError as exc:
             if args.json:
                 partial = exc.result.to_dict() if exc.result is not None else None
-                print_json({"ok": False, "error": describe_error(exc, box.index), "type": type(exc).__name__, "result": partial})
+                print_json(
+                    {
+                        "ok": False,
+                        "error": describe_error(exc, box.index),
+                        "type": type(exc).__name__,
+                        "result": partial,
+                    }
+                )
             else:
                 err = _stderr()
                 if exc.stdout:
@@ -189,24 +200,34 @@ async def cmd_report(args: argparse.Namespace) -> int:
         if args.json:
             print_json(report)
             return 0
-        table = Table("namespace", "tools", "definition tokens", title="tool definitions in context", title_justify="left")
+        table = Table(
+            "namespace", "tools", "definition tokens", title="tool definitions in context", title_justify="left"
+        )
         for ns in report["namespaces"]:
             table.add_row(ns["name"], str(ns["tools"]), f"{ns['tokens']:,}")
-        table.add_row("[b]direct: all upstream tools[/]", str(report["direct"]["tools"]), f"[b]{report['direct']['tokens']:,}[/]")
         table.add_row(
-            "[b]code mode: toolcode serve[/]", str(report["codemode"]["tools"]), f"[b]{report['codemode']['tokens']:,}[/]"
+            "[b]direct: all upstream tools[/]", str(report["direct"]["tools"]), f"[b]{report['direct']['tokens']:,}[/]"
+        )
+        table.add_row(
+            "[b]code mode: toolcode serve[/]",
+            str(report["codemode"]["tools"]),
+            f"[b]{report['codemode']['tokens']:,}[/]",
         )
         out = _stdout()
         out.print(table)
         d, c = report["direct"]["tokens"], report["codemode"]["tokens"]
         if d >= c:
-            out.print(f"Code mode puts [b]{report['ratio']:.1f}×[/] fewer definition tokens in context ({d:,} → {c:,}).")
+            out.print(
+                f"Code mode puts [b]{report['ratio']:.1f}x[/] fewer definition tokens in context ({d:,} → {c:,})."
+            )
         else:
             out.print(
                 f"Your {report['direct']['tools']} tools take fewer definition tokens than the code-mode server "
                 f"({d:,} vs {c:,}); code mode pays off here through the calls and results it keeps out of context."
             )
-        out.print(f"[dim]tokens: tiktoken {report['encoding']}; definitions only — see bench/tokens.py for whole tasks.[/]")
+        out.print(
+            f"[dim]tokens: tiktoken {report['encoding']}; definitions only — see bench/tokens.py for whole tasks.[/]"
+        )
     return 0
 
 
@@ -250,4 +271,3 @@ _COMMANDS = {
 async def run_command(args: argparse.Namespace) -> int:
     """Dispatch to the subcommand; errors propagate to :func:`toolcode.cli.main`."""
     return await _COMMANDS[args.command](args)
-

@@ -113,7 +113,9 @@ def build_parser() -> argparse.ArgumentParser:
     _catalog_options(p)
     _json_option(p)
 
-    p = sub.add_parser("namespaces", help="list the namespaces and their tool counts", epilog=_EPILOG, formatter_class=fmt)
+    p = sub.add_parser(
+        "namespaces", help="list the namespaces and their tool counts", epilog=_EPILOG, formatter_class=fmt
+    )
     _catalog_options(p)
     _json_option(p)
 

@@ -128,7 +128,10 @@ def helpdesk_backend() -> LocalBackend:
             office: City of the office.
         """
         rng = random.Random(f"oncall:{office}")
-        return [{"name": n, "office": office, "skills": rng.sample(["network", "hardware", "accounts"], 2)} for n in rng.sample(_NAMES, 2)]
+        return [
+            {"name": n, "office": office, "skills": rng.sample(["network", "hardware", "accounts"], 2)}
+            for n in rng.sample(_NAMES, 2)
+        ]
 
     @local.tool(namespace="helpdesk", inline=True, tags=("tickets", "support"))
     def assign_ticket(ticket_id: str, engineer: str) -> dict[str, str]:

@@ -105,12 +105,12 @@ async def run_demo(*, json_output: bool = False, console: Console | None = None)
         box.observe_tool_calls(record)
         server = CodeModeServer(box)
         codemode = TokenLedger()
-        progress: list[str] = []
+        notes: list[str] = []
 
-        async def on_progress(p: float, total: float | None, message: str | None) -> None:
-            progress.append(message or "")
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            notes.append(message or "")
             if show:
-                out.print(f"  [dim]progress {p:.0f}: {message}[/]")
+                out.print(f"  [dim]progress {progress:.0f}: {message}[/]")
 
         async with Client(server.server) as client:
             listed = await client.list_tools()
@@ -148,7 +148,9 @@ async def run_demo(*, json_output: bool = False, console: Console | None = None)
             out.print_json(json.dumps(result["value"]))
             if result["stdout"]:
                 out.print(f"stdout: {result['stdout'].strip()}")
-            trace = Table("#", "tool", "args", "ok", "ms", title=f"trace ({result['tool_calls']} calls)", title_justify="left")
+            trace = Table(
+                "#", "tool", "args", "ok", "ms", title=f"trace ({result['tool_calls']} calls)", title_justify="left"
+            )
             for i, r in enumerate(records, 1):
                 args = json.dumps(dict(r.args))
                 trace.add_row(str(i), r.tool_id, args[:48], "✓" if r.ok else "✗", f"{r.duration_ms:.1f}")
@@ -171,8 +173,13 @@ async def run_demo(*, json_output: bool = False, console: Console | None = None)
                     "task": DEMO_TASK,
                     "value": result["value"],
                     "tool_calls": result["tool_calls"],
-                    "progress_notifications": len(progress),
-                    "tokens": {"encoding": ENCODING, "direct": direct.to_dict(), "codemode": codemode.to_dict(), "ratio": round(ratio, 2)},
+                    "progress_notifications": len(notes),
+                    "tokens": {
+                        "encoding": ENCODING,
+                        "direct": direct.to_dict(),
+                        "codemode": codemode.to_dict(),
+                        "ratio": round(ratio, 2),
+                    },
                 }
             )
             return 0
@@ -185,7 +192,8 @@ async def run_demo(*, json_output: bool = False, console: Console | None = None)
         table.add_row("model turns (tool calls)", str(direct.tool_calls), str(codemode.tool_calls))
         out.print(table)
         out.print(
-            f"Code mode used [b]{ratio:.1f}×[/] fewer context tokens and {direct.tool_calls - codemode.tool_calls} fewer "
+            f"Code mode used [b]{ratio:.1f}x[/] fewer context tokens and "
+            f"{direct.tool_calls - codemode.tool_calls} fewer "
             "turns. The gap grows with the catalog and the data: see `python bench/tokens.py`."
         )
         out.print("[dim]Next: `toolcode serve --config mcp.json` puts this in front of your own MCP servers.[/]")

@@ -19,6 +19,18 @@ __all__ = ["serve_http", "serve_stdio"]
 log = structlog.get_logger("toolcode.server")
 
 
+class _Server(uvicorn.Server):
+    """Uvicorn's server with an event for "listening", so nothing has to poll for it."""
+
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self.ready = anyio.Event()
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets=sockets)
+        self.ready.set()
+
+
 async def serve_stdio(toolbox: Toolbox, *, expose: Sequence[str] = ()) -> None:
     """Serve the code-mode tools over stdin/stdout until the client closes stdin.
 
@@ -70,14 +82,13 @@ async def serve_http(
     shown_host = f"[{host}]" if ":" in host else host
     url = f"http://{shown_host}:{bound_port}{path}"
     config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2)
-    web = uvicorn.Server(config)
+    web = _Server(config)
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(server.notify_changes)
 
             async def announce() -> None:
-                while not web.started:
-                    await anyio.sleep(0.01)
+                await web.ready.wait()
                 log.info("listening", url=url)
                 if on_ready is not None:
                     out = on_ready(url)

@@ -6,17 +6,15 @@ import fnmatch
 import json
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import anyio
 import mcp_types as types
 import structlog
-from mcp.server import NotificationOptions, Server, ServerRequestContext
+from mcp.server import Server, ServerRequestContext
 from mcp.server.session import ServerSession
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 from pydantic import BaseModel, ValidationError
-from toolindex import ChangeEvent, Tool, ToolIndexError, ToolNotFoundError
-from toolrun import ChainStep, ToolRunError
 
 from toolcode._app import Toolbox
 from toolcode._errors import describe_error
@@ -43,6 +41,8 @@ from toolcode.server._models import (
     StepOut,
     TraceEntry,
 )
+from toolindex import ChangeEvent, Tool, ToolIndexError
+from toolrun import ChainStep, ToolRunError
 
 __all__ = ["EXPOSED_SEPARATOR", "CodeModeServer"]
 
@@ -77,26 +77,33 @@ def compact_schema(schema: Any, *, keep_descriptions: bool = True) -> Any:
     Every definition token is paid on every turn by every client, so the wire schemas are kept lean.
     """
     if isinstance(schema, list):
-        return [compact_schema(s, keep_descriptions=keep_descriptions) for s in schema]  # pyright: ignore[reportUnknownVariableType]
+        items = cast(list[Any], schema)
+        return [compact_schema(s, keep_descriptions=keep_descriptions) for s in items]
     if not isinstance(schema, dict):
         return schema
+    src = cast(dict[str, Any], schema)
     out: dict[str, Any] = {}
-    for key, value in schema.items():  # pyright: ignore[reportUnknownVariableType]
+    for key, value in src.items():
         if key == "title" or (key == "description" and not keep_descriptions):
             continue
         if key in ("properties", "$defs") and isinstance(value, dict):
-            out[key] = {k: compact_schema(v, keep_descriptions=keep_descriptions) for k, v in value.items()}  # pyright: ignore[reportUnknownVariableType]
+            props = cast(dict[str, Any], value)
+            out[key] = {k: compact_schema(v, keep_descriptions=keep_descriptions) for k, v in props.items()}
         elif key == "additionalProperties" and value is True:
             continue
         else:
-            out[str(key)] = compact_schema(value, keep_descriptions=keep_descriptions)
+            out[key] = compact_schema(value, keep_descriptions=keep_descriptions)
     any_of = out.get("anyOf")
-    if isinstance(any_of, list) and len(any_of) == 2 and {"type": "null"} in any_of:  # pyright: ignore[reportUnknownArgumentType]
-        other = next(s for s in any_of if s != {"type": "null"})  # pyright: ignore[reportUnknownVariableType]
-        if isinstance(other, dict) and isinstance(other.get("type"), str) and set(other) <= {"type", "items"}:  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
-            del out["anyOf"]
-            out.update(other)  # pyright: ignore[reportUnknownArgumentType]
-            out["type"] = [other["type"], "null"]
+    null: dict[str, Any] = {"type": "null"}
+    if isinstance(any_of, list):
+        options = cast(list[Any], any_of)
+        others = [o for o in options if o != null]
+        if len(options) == 2 and len(others) == 1 and isinstance(others[0], dict):
+            other = cast(dict[str, Any], others[0])
+            if isinstance(other.get("type"), str) and set(other) <= {"type", "items"}:
+                del out["anyOf"]
+                out.update(other)
+                out["type"] = [other["type"], "null"]
     if out.get("default", ...) is None and "required" not in out:
         del out["default"]
     return out
@@ -221,7 +228,7 @@ class CodeModeServer:
             for key, session in list(self._sessions.items()):
                 try:
                     await session.send_tool_list_changed()
-                except Exception as exc:  # noqa: BLE001 - a gone client must not stop the others
+                except Exception as exc:
                     log.debug("dropping session after failed notification", error=repr(exc))
                     self._sessions.pop(key, None)
 
@@ -371,7 +378,8 @@ class CodeModeServer:
             *(_content_block(b) for b in result.content),
             *blocks,
         ]
-        structured = result.structured if isinstance(result.structured, dict) else None
+        raw: Any = result.structured
+        structured = cast(dict[str, Any], raw) if isinstance(raw, dict) else None
         return types.CallToolResult(content=content, structured_content=structured)
 
 
@@ -405,6 +413,3 @@ def _trace_entry(record: ToolCallRecord, detail: str) -> TraceEntry:
         entry.args = _jsonable(dict(record.args))
         entry.result = _jsonable(record.structured)
     return entry
-
-
-
