@@ -8,8 +8,10 @@ import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import anyio
+import mcp_types as types
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
@@ -251,3 +253,49 @@ async def test_expose_publishes_upstream_tool(config_file: tuple[Path, Path]) ->
         res = await client.call_tool("time__get_current_time", {"timezone": "UTC"})
         assert not res.is_error
         assert "UTC" in res.content[0].text  # type: ignore[union-attr]
+
+
+FAULT_SERVER = Path(__file__).parent / "servers" / "fault_server.py"
+
+
+@pytest.fixture
+def faults_config(tmp_path: Path) -> Path:
+    path = tmp_path / "mcp.json"
+    path.write_text(json.dumps({"mcpServers": {"faults": {"command": sys.executable, "args": [str(FAULT_SERVER)]}}}))
+    return path
+
+
+async def test_upstream_list_changed_reaches_legacy_client(faults_config: Path) -> None:
+    changed = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            changed.set()
+
+    params = StdioServerParameters(command=sys.executable, args=_serve_args(faults_config, "--expose", "faults:dyn_*"))
+    async with Client(params, mode="legacy", message_handler=on_message) as client:
+        before = {t.name for t in (await client.list_tools()).tools}
+        assert before == META_TOOLS  # nothing matches the pattern yet
+        res = await client.call_tool("run_tool", {"tool_id": "faults:add_tool", "args": {"name": "dyn_one"}})
+        assert not res.is_error, res.content
+        with anyio.fail_after(20):
+            await changed.wait()
+        after = {t.name for t in (await client.list_tools(cache_mode="refresh")).tools}
+        assert after == META_TOOLS | {"faults__dyn_one"}
+        hits = await client.call_tool("search_tools", {"query": "dyn_one", "limit": 3})
+        assert hits.structured_content is not None
+        assert "faults:dyn_one" in [h["id"] for h in hits.structured_content["hits"]]
+
+
+async def test_upstream_list_changed_reaches_modern_listener(faults_config: Path) -> None:
+    params = StdioServerParameters(command=sys.executable, args=_serve_args(faults_config, "--expose", "faults:dyn_*"))
+    async with Client(params, mode="auto") as client:
+        assert client.protocol_version == "2026-07-28"
+        async with client.listen(tools_list_changed=True) as sub:
+            res = await client.call_tool("run_tool", {"tool_id": "faults:add_tool", "args": {"name": "dyn_two"}})
+            assert not res.is_error, res.content
+            with anyio.fail_after(20):
+                async for _event in sub:
+                    break
+        after = {t.name for t in (await client.list_tools(cache_mode="refresh")).tools}
+        assert "faults__dyn_two" in after
