@@ -62,6 +62,14 @@ class StdioServerConfig(_ServerBase):
     inherit_env: bool = Field(default=False, alias="inheritEnv")
     """Pass this process's whole environment to the child instead of the minimal set."""
 
+    @field_validator("args", mode="before")
+    @classmethod
+    def _check_args(cls, v: Any) -> Any:
+        # A single string would otherwise be rejected with pydantic's "valid tuple" wording.
+        if not isinstance(v, list | tuple) or not all(isinstance(a, str) for a in cast(list[Any], v)):
+            raise ValueError("must be a list of strings")
+        return tuple(cast(list[str], v))
+
 
 class HttpServerConfig(_ServerBase):
     """A server reached over streamable HTTP."""
@@ -168,7 +176,7 @@ def _server(name: str, raw: Any, env: Mapping[str, str]) -> ServerConfig:
     except ValidationError as e:
         err = e.errors()[0]
         field = ".".join(str(p) for p in err["loc"]) or None
-        raise ConfigError(name, field, err["msg"]) from e
+        raise ConfigError(name, field, err["msg"].removeprefix("Value error, ")) from e
 
 
 def load_config(
