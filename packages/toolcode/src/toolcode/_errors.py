@@ -53,13 +53,14 @@ def describe_error(exc: BaseException, index: Index | None = None) -> str:
         return f"{exc}" + (f" — {hint}" if hint else "")
     if isinstance(exc, CodeExecutionError):
         parts = [f"{exc.exc_type}" + (f" at line {exc.line}" if exc.line is not None else "") + f": {exc.message}"]
+        suggested = "did you mean" in exc.message
         if exc.tool_id:
             parts.append(f"failing tool: {exc.tool_id}")
-            if "not found" in exc.message.lower() or "unknown tool" in exc.message.lower():
+            if not suggested and ("not found" in exc.message.lower() or "unknown tool" in exc.message.lower()):
                 near = _nearest(index, exc.tool_id)
                 if near:
                     parts.append(f"nearest tools: {', '.join(near)}")
-        elif "not found" in exc.message.lower() or "unknown tool" in exc.message.lower():
+        elif not suggested and ("not found" in exc.message.lower() or "unknown tool" in exc.message.lower()):
             m = _QUOTED_ID.search(exc.message)
             if m:
                 near = _nearest(index, m.group(1))

@@ -17,15 +17,16 @@ and returns only the small result you need. Tool ids look like "namespace:name".
 """
 
 _SNIPPET_API = """\
-Inside the code these functions are available (no imports needed):
-  run_tool(tool_id, args) -> value      call a tool; args is a dict. Raises on failure (catch with try/except).
-  run_chain(steps) -> list              steps: [{"tool_id", "args", "use_previous", "on_error"}].
+In the code these are plain functions (no imports):
+  run_tool(tool_id, args) -> value     call a tool (args: dict). A failure raises ToolError (a RuntimeError): catch it.
+  run_tools([(tool_id, args), ...])    several calls at once, in parallel -> list of values.
+  run_chain(steps)                     steps: [{"tool_id", "args", "use_previous", "on_error"}].
   search_tools(query, limit=10), describe_tool(tool_id, level="schema"), list_tool_examples(tool_id),
-  list_namespaces()                     the same lookups as the tools of this server.
-  print(*values)                        goes to stdout (returned separately; keep it short).
-The value named `input` holds the `input` argument. Set `__out = <value>` to return a result
-(or end with an expression). Return small, JSON-serialisable data: counts, ids, summaries —
-never whole raw results you could filter in code."""
+  list_namespaces()                    the same lookups as this server's tools, as dicts and lists.
+  print(*values)                       goes to stdout (returned separately; keep it short).
+`input` holds the `input` argument. Set `__out = <value>` to return a result (or end with an
+expression). Return small JSON data — counts, ids, summaries — never raw results you could filter."""
+
 
 DESCRIPTIONS: dict[str, str] = {
     "search_tools": (
