@@ -164,7 +164,9 @@ def test_modules_of_many_tools_are_valid_with_unique_function_names(
     fns = [n.name for n in tree.body if isinstance(n, ast.FunctionDef)]
     assert len(fns) == len(set(fns)) == len(tools)
     classes = [n.name for n in tree.body if isinstance(n, ast.ClassDef)]
+    classes += [t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)]
     assert len(classes) == len(set(classes))
+    assert not set(classes) & set(fns)
 
 
 @given(st.text(max_size=50))

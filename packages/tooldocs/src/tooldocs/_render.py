@@ -627,7 +627,7 @@ def _is_redundant(description: str, context: set[str]) -> bool:
     if len(words) > 4:
         return False
     return all(
-        any(w == c or (len(c) >= 3 and len(w) >= 3 and (w.startswith(c) or c.startswith(w))) for c in context)
+        w in context or (len(w) >= 3 and any(len(c) >= 3 and (w.startswith(c) or c.startswith(w)) for c in context))
         for w in words
     )
 
@@ -737,8 +737,9 @@ def _render_signature(
     classes: set[str] | None,
     strict: bool = False,
 ) -> Signature:
-    r = _Renderer(options, classes, strict=strict)
     fname = function_name or py_identifier(tool.name)
+    # Classes must not take the function's name (a module would rebind it).
+    r = _Renderer(options, classes if classes is not None else {fname}, strict=strict)
     prefix = class_name(tool.name)
     r.set_root(tool.input_schema)
     entries, extra = _input_params(r, tool.input_schema)
@@ -930,10 +931,10 @@ def render_module(
     """
     opts = options or RenderOptions()
     tool_list = list(tools)
-    classes: set[str] = set()
     fn_names = NameMap("function names", reserved=RESERVED_CLASS_NAMES)
     # Keyed by id so one name in two namespaces is a collision, not a silent merge.
     fnames = fn_names.add_all([t.id for t in tool_list], bases=[py_identifier(t.name) for t in tool_list])
+    classes: set[str] = set(fnames)
     sigs = [
         _render_signature(
             tool,
