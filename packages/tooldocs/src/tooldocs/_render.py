@@ -269,25 +269,18 @@ def _literal_value(value: Any) -> str | None:
     return None
 
 
+_VALUE_TYPES: tuple[tuple[type, str], ...] = (
+    (bool, "bool"),  # before int: bool is an int subclass
+    (int, "int"),
+    (float, "float"),
+    (str, "str"),
+    (list, "list[Any]"),
+    (dict, "dict[str, Any]"),
+)
+
+
 def _base_type_of_values(values: Sequence[Any]) -> str:
-    names: list[str] = []
-    for v in values:
-        t = (
-            "None"
-            if v is None
-            else "bool"
-            if isinstance(v, bool)
-            else "int"
-            if isinstance(v, int)
-            else "float"
-            if isinstance(v, float)
-            else "str"
-            if isinstance(v, str)
-            else "list[Any]"
-            if isinstance(v, list)
-            else "dict[str, Any]"
-        )
-        names.append(t)
+    names = ["None" if v is None else next((n for t, n in _VALUE_TYPES if isinstance(v, t)), _ANY) for v in values]
     return _union(names)
 
 
@@ -447,6 +440,8 @@ class _Renderer:
         if isinstance(ref, str):
             return self.ref_type(ref, path, depth)
         if "const" in s:
+            if s["const"] is None:
+                return "None"
             lit = _literal_value(s["const"])
             return f"Literal[{lit}]" if lit is not None else _base_type_of_values([s["const"]])
         enum = s.get("enum")
@@ -577,6 +572,12 @@ class _Renderer:
             sub_s = _as_schema(sub)
             if sub_s is not None and self.options.field_descriptions:
                 text = _tidy(_text_of(sub_s.get("description")))
+                # A TypedDict cannot show a default; the comment does, before the description.
+                default = (
+                    py_literal(sub_s.get("default"), limit=self.options.max_default) if "default" in sub_s else None
+                )
+                if default is not None:
+                    text = f"default {default}" + (f"; {text}" if text else "")
                 desc = py_comment(text, self.options.field_descriptions)
             fields.append((key, ann, key in required, desc))
         functional = any(not k.isidentifier() or keyword.iskeyword(k) for k, *_ in fields)
