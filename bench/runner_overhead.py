@@ -13,10 +13,11 @@ millisecond, so the client side dominates what is measured.
 - http: one server process on 127.0.0.1, both clients connect to it (streamable HTTP).
 
 Calls alternate (runner, raw, raw, runner, ...), N of each after a warm-up, in one event
-loop; this is repeated ``--rounds`` times on the same sessions and the round with the median
-ratio is reported (all ratios are listed), because the machine is shared and load comes in
-bursts. The runner validates input and output (the defaults); the raw client validates the
-output against the declared schema as the SDK always does. Target (issue 4): p50 ratio
+loop; this is repeated ``--rounds`` times (default 5) with fresh sessions and, over stdio,
+fresh server processes, and the round with the median ratio is reported (all ratios are
+listed), because the machine is shared and load comes in bursts. The runner validates input
+and output (the defaults); the raw client validates the output against the declared schema
+as the SDK always does. Target (issue 4): p50 ratio
 runner/raw ≤ 1.10. ``local`` is the overhead of ``run`` on an async local function, from
 ``bench/runner_local.py`` (target ≤ 25 µs).
 """
@@ -92,9 +93,7 @@ async def _interleave(
     }
 
 
-async def _measure(
-    entry: dict[str, Any], raw_target: StdioServerParameters | str, n: int, warmup: int, rounds: int
-) -> dict[str, Any]:
+async def _round(entry: dict[str, Any], raw_target: StdioServerParameters | str, n: int, warmup: int) -> dict[str, Any]:
     cfg = load_config({"mcpServers": {"fault": entry}}).servers["fault"]
     index = InMemoryIndex()
     args = {"text": "hello"}
@@ -111,8 +110,15 @@ async def _measure(
                 res = await raw.call_tool("echo", args)
                 assert res.structured_content == expected
 
-            results = [await _interleave(n, warmup if i == 0 else 0, runner_call, raw_call) for i in range(rounds)]
-    # On a shared machine one round can land in a burst of load: report the median round.
+            return await _interleave(n, warmup, runner_call, raw_call)
+
+
+async def _measure(
+    entry: dict[str, Any], raw_target: StdioServerParameters | str, n: int, warmup: int, rounds: int
+) -> dict[str, Any]:
+    # Fresh sessions (and, over stdio, fresh server processes) every round: on a shared machine
+    # one process can sit in a bad scheduling spot for a whole round. The median round is reported.
+    results = [await _round(entry, raw_target, n, warmup) for _ in range(rounds)]
     typical = sorted(results, key=lambda r: r["ratio_p50"])[len(results) // 2]
     return {**typical, "rounds": rounds, "ratio_p50_by_round": [r["ratio_p50"] for r in results]}
 
@@ -226,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print one JSON document")
     parser.add_argument("--calls", type=int, default=500, help="calls per side and transport (default 500)")
     parser.add_argument("--warmup", type=int, default=100)
-    parser.add_argument("--rounds", type=int, default=3, help="rounds of N calls; the median round is reported")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds of N calls; the median round is reported")
     a = parser.parse_args(argv)
     # Library logging would interleave with the output.
     import logging
