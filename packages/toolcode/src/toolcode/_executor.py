@@ -12,7 +12,7 @@ from typing import Any, Self
 
 import anyio
 
-from toolcode._limits import CallBudget, OutputBuffer, check_json, fit_output_budget
+from toolcode._limits import CallBudget, OutputBuffer, as_json_data, check_json, fit_output_budget
 from toolcode._tools import DefaultTools, DocStore
 from toolcode._trace import Trace
 from toolcode._types import Engine, ExecuteParams, ExecuteResult, LimitsReport, OnToolCall
@@ -198,6 +198,8 @@ class Executor:
             if bad is not None:
                 error = CodeExecutionError("TypeError", bad)
                 value = None
+            else:
+                value = as_json_data(value)
 
         stopped_by = error.limit if isinstance(error, LimitExceededError) else None
         fitted = fit_output_budget(

@@ -15,6 +15,7 @@ __all__ = [
     "TRUNCATION_MARKER",
     "CallBudget",
     "OutputBuffer",
+    "as_json_data",
     "check_json",
     "fit_output_budget",
 ]
@@ -138,6 +139,15 @@ def check_json(value: Any) -> str | None:
     if bad is None:
         return None
     return f"the result must be JSON-serialisable (dicts with str keys, lists, str, numbers, bool, None): {bad}"
+
+
+def as_json_data(value: Any) -> Any:
+    """The value with tuples turned into lists (what a JSON round trip gives), other values as they are."""
+    if isinstance(value, tuple | list):
+        return [as_json_data(v) for v in value]  # pyright: ignore[reportUnknownVariableType]
+    if isinstance(value, dict):
+        return {k: as_json_data(v) for k, v in value.items()}  # pyright: ignore[reportUnknownVariableType]
+    return value
 
 
 def _dumps(value: Any) -> str:

@@ -244,6 +244,14 @@ class DefaultTools:
         self.budget.take()
         return await self._run_one(tool_id, call_args)
 
+    def _backend_kind(self, tool_id: str) -> str | None:
+        """The kind of the tool's first backend (for the trace of a failed call), if it resolves."""
+        try:
+            refs = self._index.backends(tool_id)
+        except ToolIndexError:
+            return None
+        return refs[0].kind if refs else None
+
     async def _finish(self, slot: int, started: float, tool_id: str, args: Mapping[str, Any], **kw: Any) -> None:
         record = self.trace.finish(slot, started, tool_id, args, **kw)
         if self.trace.has_listener:
@@ -257,7 +265,8 @@ class DefaultTools:
         except (ToolRunError, ToolIndexError) as e:
             err = self._not_found(e) if isinstance(e, ToolNotFoundError) else e
             op = _error_op(e)
-            await self._finish(slot, started, tool_id, call_args, error=_message(err), error_op=op)
+            kind = self._backend_kind(tool_id) if op != "resolve" else None
+            await self._finish(slot, started, tool_id, call_args, error=_message(err), error_op=op, backend_kind=kind)
             raise ToolError(tool_id, _message(err), op) from e
         except anyio.get_cancelled_exc_class():
             self.trace.cancelled(slot, started, tool_id, call_args)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -81,7 +82,9 @@ class Trace:
         try:
             await self._on_call(record)
         except Exception as e:  # the listener is the caller's code; its failure is not the run's
-            _log.warning("on_tool_call listener failed", tool_id=record.tool_id, error=repr(e))
+            # Nor is a logging sink's (a closed stream): reporting must never change the outcome.
+            with contextlib.suppress(ValueError, OSError):
+                _log.warning("on_tool_call listener failed", tool_id=record.tool_id, error=repr(e))
 
     def cancelled(
         self,

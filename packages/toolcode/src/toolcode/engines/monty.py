@@ -32,6 +32,7 @@ except NameError:
     __toolcode_out = (False, None)
 __toolcode_out
 """
+_SLEEPS = frozenset({"time.sleep", "system.sleep"})
 _MEMORY_RE = re.compile(r"memory limit exceeded: (\d+) bytes > (\d+) bytes")
 _SYNC_NAMES = (
     "search_tools",
@@ -181,6 +182,17 @@ class MontyEngine:
                                 snap = await snap.resume(failure)
                             else:
                                 snap = await snap.resume({"return_value": value})
+                            continue
+                        if snap.is_os_function and snap.function_name in _SLEEPS:
+                            # Host-side sleep: cancellable, and bounded by the run's timeout.
+                            seconds = snap.args[0] if snap.args else 0
+                            answer: pm.ExternalResult
+                            if not isinstance(seconds, int | float) or seconds < 0:
+                                answer = {"exception": ValueError("sleep length must be >= 0")}
+                            else:
+                                await anyio.sleep(min(float(seconds), timeout))
+                                answer = {"return_value": None}
+                            snap = await snap.resume(answer)
                             continue
                     snap = await snap.resume_auto()
                 value = snap.output

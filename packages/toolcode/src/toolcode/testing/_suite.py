@@ -24,6 +24,7 @@ from toolcode._limits import TRUNCATION_MARKER
 from toolcode._types import Engine, ExecuteParams, ExecuteResult, ToolCallRecord
 from toolcode.exceptions import CodeExecutionError, ConfigurationError, LimitExceededError, ToolCodeError
 from toolcode.testing._probes import PROBES, EscapeProbe, ProbeRun, check_probe, verify_runner
+from tooldocs import InMemoryStore
 from toolindex import InMemoryIndex
 from toolrun import DefaultRunner, LocalBackend
 
@@ -61,8 +62,9 @@ class Harness:
         self._timeout = timeout
         self._define_tools()
         self.runner = DefaultRunner(self.index, [self.local])
+        self.store = InMemoryStore(self.index, autosave=False)
         self.executor = Executor(
-            ExecutorConfig(index=self.index, store=None, runner=self.runner, engine=engine, timeout=timeout)
+            ExecutorConfig(index=self.index, store=self.store, runner=self.runner, engine=engine, timeout=timeout)
         )
 
     def _define_tools(self) -> None:
@@ -263,8 +265,19 @@ async def _list_namespaces(h: Harness) -> None:
 
 @_check("api", "describe_tool returns the tool's documentation")
 async def _describe_tool(h: Harness) -> None:
-    r = await h.run("d = describe_tool('conf:add')\n[d['id'] if 'id' in d else d.get('tool_id'), 'a' in str(d)]")
-    assert r.value == ["conf:add", True], r.value
+    r = await h.run("d = describe_tool('conf:add')\ns = describe_tool('conf:add', level='summary')\n[d['id'], d, s]")
+    tool_id, doc, summary = r.value
+    assert tool_id == "conf:add" and "a" in doc["input_schema"]["properties"], doc
+    assert "input_schema" not in summary and summary["summary"] == "Add two integers.", summary
+    e = await h.fail("describe_tool('conf:add', level='everything')", CodeExecutionError)
+    assert e.exc_type == "ToolError" and "level" in e.message, str(e)
+
+
+@_check("api", "list_tool_examples returns the store's examples")
+async def _list_tool_examples(h: Harness) -> None:
+    h.store.add_example("conf:add", {"title": "one plus two", "args": {"a": 1, "b": 2}})
+    r = await h.run("[(e['title'], e['args']) for e in list_tool_examples('conf:add', max=2)]")
+    assert r.value == [["one plus two", {"a": 1, "b": 2}]], r.value
 
 
 @_check("api", "run_tool takes a dict, keywords, or both")

@@ -1,0 +1,188 @@
+"""Executor: configuration, discovery, error mapping, partial results, listeners, public API."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from types import ModuleType
+from typing import Any
+
+import pytest
+from _toolcode_support import make_runner
+
+import toolcode
+from toolcode import (
+    CodeExecutionError,
+    ConfigurationError,
+    EngineError,
+    EngineInfo,
+    ExecuteParams,
+    ExecuteResult,
+    Executor,
+    ExecutorConfig,
+    LimitExceededError,
+    MontyEngine,
+    ToolCallRecord,
+    ToolCodeError,
+    Tools,
+    UnsafeInProcessEngine,
+    available_engines,
+    load_engine,
+)
+from toolcode import exceptions as exc_module
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+async def parts() -> AsyncIterator[tuple[Any, Any, Any]]:
+    index, store, runner = await make_runner()
+    yield index, store, runner
+    await runner.aclose()
+
+
+@pytest.fixture
+async def executor(parts: tuple[Any, Any, Any]) -> AsyncIterator[Executor]:
+    index, store, runner = parts
+    async with Executor(ExecutorConfig(index=index, store=store, runner=runner, engine="inprocess")) as ex:
+        yield ex
+
+
+def test_public_api_is_exported() -> None:
+    public = {n for n in dir(toolcode) if not n.startswith("_") and not isinstance(getattr(toolcode, n), ModuleType)}
+    assert set(toolcode.__all__) == public
+
+
+def test_exception_tree() -> None:
+    for name in exc_module.__all__:
+        cls = getattr(exc_module, name)
+        assert issubclass(cls, ToolCodeError), name
+        assert name in (exc_module.__doc__ or ""), f"{name} is not drawn in the tree"
+    assert issubclass(ConfigurationError, ValueError)
+    assert issubclass(toolcode.ToolError, RuntimeError)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("timeout", 0),
+        ("timeout", float("inf")),
+        ("max_tool_calls", 1.5),
+        ("max_chain_steps", -1),
+        ("max_output_chars", True),
+    ],
+)
+async def test_config_errors_name_the_field(parts: tuple[Any, Any, Any], field: str, value: Any) -> None:
+    index, store, runner = parts
+    with pytest.raises(ConfigurationError) as ei:
+        Executor(ExecutorConfig(index=index, store=store, runner=runner, engine="inprocess", **{field: value}))
+    assert ei.value.field == field and field in str(ei.value)
+
+
+async def test_params_errors_name_the_field(executor: Executor) -> None:
+    cases: list[tuple[ExecuteParams, str]] = [
+        (ExecuteParams(code="1", timeout=-1), "timeout"),
+        (ExecuteParams(code="1", language="ruby"), "language"),
+        (ExecuteParams(code=b"1"), "code"),  # type: ignore[arg-type]
+        (ExecuteParams(code="1", input={1, 2}), "input"),
+        (ExecuteParams(code="1", allowed_namespaces="t"), "allowed_namespaces"),
+    ]
+    for params, field in cases:
+        with pytest.raises(ConfigurationError) as ei:
+            await executor.execute(params)
+        assert ei.value.field == field, (field, ei.value)
+
+
+def test_engine_discovery() -> None:
+    engines = available_engines()
+    assert engines["monty"] == "toolcode.engines.monty:MontyEngine"
+    assert engines["inprocess"] == "toolcode.engines.inprocess:UnsafeInProcessEngine"
+    assert isinstance(load_engine("monty"), MontyEngine)
+    assert isinstance(load_engine("inprocess"), UnsafeInProcessEngine)
+    with pytest.raises(ConfigurationError) as ei:
+        load_engine("nope")
+    assert ei.value.field == "engine" and "monty" in str(ei.value)
+
+
+def test_entry_points_point_at_the_engines() -> None:
+    from importlib.metadata import entry_points
+
+    eps = {ep.name: ep.load() for ep in entry_points(group="toolcode.engines")}
+    assert eps["monty"] is MontyEngine and eps["inprocess"] is UnsafeInProcessEngine
+
+
+async def test_default_engine_is_monty(parts: tuple[Any, Any, Any]) -> None:
+    index, store, runner = parts
+    async with Executor(ExecutorConfig(index=index, store=store, runner=runner)) as ex:
+        assert ex.engine.info.name == "monty" and ex.engine.info.sandboxed
+        assert (await ex.execute(ExecuteParams(code="run_tool('t:add', a=1)"))).value == 2
+
+
+async def test_error_carries_partial_result(executor: Executor) -> None:
+    with pytest.raises(CodeExecutionError) as ei:
+        await executor.execute(ExecuteParams(code="print('hi')\nrun_tool('t:add', a=2)\n1/0"))
+    err = ei.value
+    assert (err.line, err.exc_type) == (3, "ZeroDivisionError")
+    assert err.stdout == "hi\n" and [r.tool_id for r in err.tool_calls] == ["t:add"]
+    assert err.result is not None and err.result.value is None and err.result.limits.tool_calls == 1
+
+
+async def test_listener_failure_does_not_change_the_run(executor: Executor) -> None:
+    async def broken(rec: ToolCallRecord) -> None:
+        raise RuntimeError("listener bug")
+
+    r = await executor.execute(ExecuteParams(code="run_tool('t:add', a=1)"), on_tool_call=broken)
+    assert r.value == 2 and len(r.tool_calls) == 1
+
+
+async def test_result_to_dict_is_json(executor: Executor) -> None:
+    r = await executor.execute(ExecuteParams(code="print('x')\nrun_tool('t:echo', value={'a': [1]})"))
+    data = json.loads(json.dumps(r.to_dict()))
+    assert data["value"] == {"a": [1]} and data["stdout"] == "x\n"
+    assert data["tool_calls"][0]["tool_id"] == "t:echo" and data["tool_calls"][0]["backend_kind"] == "local"
+    assert data["limits"]["applied"]["timeout"] == 30.0
+
+
+async def test_allowed_namespaces_default_from_config(parts: tuple[Any, Any, Any]) -> None:
+    index, store, runner = parts
+    cfg = ExecutorConfig(index=index, store=store, runner=runner, engine="inprocess", allowed_namespaces=["other"])
+    async with Executor(cfg) as ex:
+        r = await ex.execute(ExecuteParams(code="[list_namespaces(), search_tools('add')]"))
+        assert r.value == [[], []]
+        r = await ex.execute(ExecuteParams(code="[n['name'] for n in list_namespaces()]", allowed_namespaces=["t"]))
+        assert r.value == ["t"]
+
+
+class _LeakyEngine:
+    """A (broken) engine that leaks a plain exception: the executor reports it as EngineError."""
+
+    info = EngineInfo(name="leaky", sandboxed=False)
+
+    async def execute(self, params: ExecuteParams, tools: Tools) -> ExecuteResult:
+        raise KeyError("internal")
+
+    async def aclose(self) -> None:
+        return None
+
+
+async def test_engine_leaks_become_engine_error(parts: tuple[Any, Any, Any]) -> None:
+    index, store, runner = parts
+    ex = Executor(ExecutorConfig(index=index, store=store, runner=runner, engine=_LeakyEngine()))
+    with pytest.raises(EngineError) as ei:
+        await ex.execute(ExecuteParams(code="1"))
+    assert ei.value.engine == "leaky" and "KeyError" in str(ei.value)
+    assert isinstance(ei.value.__cause__, KeyError)
+
+
+async def test_unknown_engine_name_in_config(parts: tuple[Any, Any, Any]) -> None:
+    index, store, runner = parts
+    with pytest.raises(ConfigurationError) as ei:
+        Executor(ExecutorConfig(index=index, store=store, runner=runner, engine="quantum"))
+    assert ei.value.field == "engine"
+
+
+async def test_limit_error_fields(executor: Executor) -> None:
+    with pytest.raises(LimitExceededError) as ei:
+        await executor.execute(ExecuteParams(code="run_tools([('t:add', {'a': 1})] * 3)", max_tool_calls=2))
+    assert (ei.value.limit, ei.value.configured, ei.value.reached) == ("max_tool_calls", 2, 3)
+    assert "max_tool_calls" in str(ei.value)

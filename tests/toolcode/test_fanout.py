@@ -1,0 +1,39 @@
+"""Fan-out: ten 200 ms calls from one snippet overlap (under 500 ms wall), on both engines."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+
+import pytest
+from _toolcode_support import make_runner
+
+from toolcode import ExecuteParams, Executor, ExecutorConfig
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(params=["monty", "inprocess"])
+async def executor(request: pytest.FixtureRequest) -> AsyncIterator[Executor]:
+    index, store, runner = await make_runner()
+    async with Executor(ExecutorConfig(index=index, store=store, runner=runner, engine=request.param)) as ex:
+        await ex.execute(ExecuteParams(code="1"))  # start the engine (the Monty worker pool) before timing
+        yield ex
+    await runner.aclose()
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "run_tools([('t:nap', {'seconds': 0.2})] * 10)",
+        "import asyncio\nawait asyncio.gather(*[run_tool_async('t:nap', seconds=0.2) for _ in range(10)])",
+    ],
+    ids=["run_tools", "gather"],
+)
+async def test_ten_200ms_calls_finish_under_500ms(executor: Executor, code: str) -> None:
+    t0 = time.perf_counter()
+    result = await executor.execute(ExecuteParams(code=code))
+    elapsed = time.perf_counter() - t0
+    assert result.value == [0.2] * 10
+    assert len(result.tool_calls) == 10 and all(r.duration_ms >= 195 for r in result.tool_calls)
+    assert elapsed < 0.5, f"{elapsed:.3f}s"

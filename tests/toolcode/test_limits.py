@@ -1,0 +1,66 @@
+"""Hard stops: CPU loops, huge integers, huge strings and sleeps end on time, and the host survives."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+
+import pytest
+from _toolcode_support import make_runner
+
+from toolcode import ExecuteParams, Executor, ExecutorConfig, LimitExceededError, load_engine
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(params=["monty", "inprocess"])
+async def executor(request: pytest.FixtureRequest) -> AsyncIterator[Executor]:
+    index, store, runner = await make_runner()
+    async with Executor(ExecutorConfig(index=index, store=store, runner=runner, engine=request.param)) as ex:
+        yield ex
+    await runner.aclose()
+
+
+@pytest.fixture
+async def monty() -> AsyncIterator[Executor]:
+    index, store, runner = await make_runner()
+    async with Executor(ExecutorConfig(index=index, store=store, runner=runner, engine=load_engine("monty"))) as ex:
+        yield ex
+    await runner.aclose()
+
+
+async def _stopped(ex: Executor, code: str, timeout: float = 1.0) -> tuple[LimitExceededError, float]:
+    t0 = time.perf_counter()
+    with pytest.raises(LimitExceededError) as ei:
+        await ex.execute(ExecuteParams(code=code, timeout=timeout))
+    return ei.value, time.perf_counter() - t0
+
+
+async def test_cpu_loop_with_1s_timeout_stops_within_2s(executor: Executor) -> None:
+    err, elapsed = await _stopped(executor, "x = 0\nwhile True:\n    x += 1")
+    assert err.limit == "timeout" and err.configured == 1.0 and elapsed < 2.0
+    assert err.result is not None and err.result.limits.stopped_by == "timeout"
+    assert (await executor.execute(ExecuteParams(code="6 * 7"))).value == 42
+
+
+@pytest.mark.parametrize(
+    ("code", "limit"),
+    [
+        ("x = 10**10**8", "timeout"),  # 41 MB of digits: under the memory limit, too slow for 1 s
+        ("x = 'a' * 10**10", "max_memory"),
+        ("x = 7 ** (10**7)\nlen(str(x))", "timeout"),
+        ("x = []\nwhile True:\n    x.append('y' * 10**6)", "max_memory"),
+        ("import time\ntime.sleep(30)", "timeout"),
+    ],
+)
+async def test_bombs_are_stopped_and_the_host_survives(monty: Executor, code: str, limit: str) -> None:
+    err, elapsed = await _stopped(monty, code)
+    assert err.limit == limit, str(err)
+    assert elapsed < 2.5
+    assert (await monty.execute(ExecuteParams(code="sum(range(10))"))).value == 45
+
+
+async def test_memory_limit_reports_configured_and_reached(monty: Executor) -> None:
+    err, _ = await _stopped(monty, "x = 'a' * 10**10")
+    assert err.configured == 256 * 1024 * 1024 and err.reached is not None and err.reached >= 10**10
+    assert err.result is not None and err.result.limits.applied["max_memory"] == 256 * 1024 * 1024
