@@ -158,10 +158,9 @@ def _size(value: Any) -> int:
     """JSON length of a trace payload, without serialising the common scalar cases (this runs once per call)."""
     if value is None:
         return 0
-    t: type[Any] = type(value)
-    if t is int or t is bool or t is float:
+    if isinstance(value, int | float):
         return len(str(value))
-    if t is str:
+    if isinstance(value, str):
         return len(value) + 2
     return len(_dumps(value))
 
