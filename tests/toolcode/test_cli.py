@@ -201,3 +201,22 @@ def test_console_script_demo_runs_as_a_person_sees_it() -> None:
     assert done.returncode == 0, done.stderr
     for step in ("search_tools", "describe_tool", "execute_code", "trace (13 calls)", "context tokens"):
         assert step in done.stdout
+
+
+def test_unreachable_server_is_reported_and_strict_fails_with_5(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    cfg = tmp_path / "mcp.json"
+    servers = {
+        "nope": {"command": str(tmp_path / "no-such-server")},
+        "time": {"command": sys.executable, "args": ["-m", "mcp_server_time"]},
+    }
+    cfg.write_text(json.dumps({"mcpServers": servers}))
+    code, out, _ = run(capsys, "namespaces", "--config", str(cfg), "--json")
+    assert code == 0
+    doc = json.loads(out)
+    assert [(n["name"], n["tool_count"]) for n in doc["namespaces"]] == [("time", 2)]
+    assert "no-such-server" in doc["failed"]["nope"]
+    code, _, err = run(capsys, "namespaces", "--config", str(cfg), "--strict")
+    assert code == 5
+    assert "nope" in err

@@ -26,8 +26,8 @@ from toolcode._executor import Executor, ExecutorConfig
 from toolcode._types import ExecuteParams, ExecuteResult, ToolCallRecord
 from toolcode.exceptions import ConfigurationError
 from tooldocs import InMemoryStore
-from toolindex import InMemoryIndex
-from toolrun import Backend, DefaultRunner, MCPBackend, load_config
+from toolindex import InMemoryIndex, ToolIndexError
+from toolrun import Backend, DefaultRunner, MCPBackend, ToolRunError, load_config
 
 __all__ = ["ConnectEvent", "ConnectProgress", "Toolbox"]
 
@@ -177,7 +177,7 @@ class Toolbox:
             started = time.perf_counter()
             try:
                 tools = await backend.attach(self.index)
-            except Exception as exc:
+            except (ToolRunError, ToolIndexError) as exc:  # the Backend contract: nothing else escapes attach
                 ms = (time.perf_counter() - started) * 1000
                 self.failed[name] = str(exc) or type(exc).__name__
                 log.warning("backend failed to connect", backend=name, error=str(exc))

@@ -89,7 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except _Handled as handled:
         return exit_code_for(handled.cause)
-    except Exception as exc:
+    except Exception as exc:  # the last stop before the shell: show it and map it to an exit code
         code = exit_code_for(exc)
         if code == 2:
             parser.error(str(exc))

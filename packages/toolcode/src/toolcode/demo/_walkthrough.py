@@ -90,8 +90,9 @@ async def run_demo(*, json_output: bool = False, console: Console | None = None)
     box = demo_toolbox()
 
     def on_event(event: ConnectEvent) -> None:
+        name = "helpdesk (local Python functions)" if event.backend == "local" else f"{event.backend} (MCP server)"
         if show and event.state == "ready":
-            out.print(f"  [green]✓[/] {event.backend}: {event.tools} tools in {event.duration_ms:.0f} ms")
+            out.print(f"  [green]✓[/] {name}: {event.tools} tools in {event.duration_ms:.0f} ms")
         elif show and event.state == "failed":
             out.print(f"  [red]✗[/] {event.backend}: {event.error}")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import time
+import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar, cast
 
@@ -12,7 +13,7 @@ import anyio
 import mcp_types as types
 import structlog
 from mcp.server import Server, ServerRequestContext
-from mcp.server.session import ServerSession
+from mcp.server.connection import Connection
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 from pydantic import BaseModel, ValidationError
 
@@ -141,7 +142,8 @@ class CodeModeServer:
         self._toolbox = toolbox
         self._expose = tuple(expose)
         self._bus = InMemorySubscriptionBus()
-        self._sessions: dict[int, ServerSession] = {}
+        # Weak: a handshake-era connection that ends must not be kept alive by us.
+        self._connections: weakref.WeakSet[Connection] = weakref.WeakSet()
         self._handlers: dict[str, tuple[type[BaseModel], _Handler]] = {
             "search_tools": (SearchToolsIn, self._search_tools),
             "list_namespaces": (NamespacesIn, self._list_namespaces),
@@ -225,12 +227,12 @@ class CodeModeServer:
             await self._pending_notify.wait()
             self._pending_notify = anyio.Event()
             await self._bus.publish(ToolsListChanged())
-            for key, session in list(self._sessions.items()):
+            for connection in list(self._connections):
                 try:
-                    await session.send_tool_list_changed()
-                except Exception as exc:
-                    log.debug("dropping session after failed notification", error=repr(exc))
-                    self._sessions.pop(key, None)
+                    await connection.send_tool_list_changed()
+                except Exception as exc:  # a gone client must not stop the others
+                    log.debug("dropping a connection after a failed notification", error=repr(exc))
+                    self._connections.discard(connection)
 
     def close(self) -> None:
         """Stop following index changes."""
@@ -239,12 +241,12 @@ class CodeModeServer:
     # ----------------------------------------------------------------- MCP handlers
 
     def _remember(self, ctx: ServerRequestContext[Any]) -> None:
-        # Handshake-era clients get list_changed on their connection's standalone channel;
-        # any request's session reaches it, so keep one per connection.
+        # Handshake-era clients get list_changed on their connection's standalone channel; the
+        # SDK's lowlevel context exposes the connection only through the session.
         from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
         if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
-            self._sessions[id(ctx.session._connection)] = ctx.session  # pyright: ignore[reportPrivateUsage]
+            self._connections.add(ctx.session._connection)  # pyright: ignore[reportPrivateUsage]
 
     async def _on_list_tools(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
