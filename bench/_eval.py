@@ -79,16 +79,19 @@ def load_json(path: Path) -> dict[str, Any]:
     return data  # type: ignore[return-value]
 
 
-def merge_catalogs(docs: Iterable[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
+def merge_catalogs(docs: Iterable[tuple[str, dict[str, Any]]], *, quiet: bool = False) -> list[dict[str, Any]]:
     """Tools of several catalogs; a repeated id keeps its first record (and says so on stderr)."""
     out: dict[str, dict[str, Any]] = {}
     for name, doc in docs:
+        dupes = 0
         for rec in doc.get("tools", []):
             tid = rec.get("id") or f"{rec['namespace']}:{rec['name']}"
             if tid in out:
-                print(f"note: {name}: duplicate tool id {tid!r} ignored", file=sys.stderr)
+                dupes += 1
                 continue
             out[tid] = rec
+        if dupes and not quiet:
+            print(f"note: {name}: {dupes} tool ids already seen in an earlier catalog were skipped", file=sys.stderr)
     return list(out.values())
 
 
@@ -145,9 +148,10 @@ def catalog_id(rec: dict[str, Any]) -> tuple[str, str]:
 
 def add_to_toolindex(index: InMemoryIndex, catalog: Sequence[dict[str, Any]], namespace_suffix: str = "") -> None:
     items, descriptions = catalog_items(catalog, namespace_suffix)
-    index.register_many(items)
+    # Describe first, as a client does when it learns a server's instructions before its tools.
     for ns, desc in descriptions.items():
         index.describe_namespace(ns, desc)
+    index.register_many(items)
 
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")

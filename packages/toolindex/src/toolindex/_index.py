@@ -45,6 +45,9 @@ def _check_item(pos: int, item: object) -> tuple[Tool, list[BackendRef]]:
     return tool, cast("list[BackendRef]", refs)
 
 
+_CURSOR_PREFIX = "after:"
+
+
 def _normalise_tag(tag: str) -> str:
     return re.sub(r"\s+", "-", tag.strip().lower())
 
@@ -85,6 +88,10 @@ class InMemoryIndex:
         self._by_key: dict[str, list[str]] = {}
         # bare name -> set of ns:name keys
         self._by_name: dict[str, set[str]] = {}
+        # namespace -> ids of its tools
+        self._by_ns: dict[str, set[str]] = {}
+        # id -> one-line summary, computed once (search returns it with every hit)
+        self._summaries: dict[str, str] = {}
         self._version = 0
         self._subscribers: dict[int, ChangeCallback] = {}
         self._next_sub = 0
@@ -133,22 +140,27 @@ class InMemoryIndex:
             return
         with self._lock:
             # Tokenise everything before touching any state, so a failure leaves the index as it was.
-            prepared = [document_fields(tool, self._ns_text.get(tool.namespace)) for tool, _ in batch]
+            texts = [self._ns_text.get(tool.namespace) for tool, _ in batch]
+            prepared = [document_fields(tool, text) for (tool, _), text in zip(batch, texts, strict=True)]
             new_ids: list[str] = []
             updated_ids: list[str] = []
-            for (tool, refs), doc in zip(batch, prepared, strict=True):
+            for tool, refs in batch:
                 tid = tool.id
                 if tid not in self._tools:
                     new_ids.append(tid)
                     self._by_key.setdefault(tool.key, []).append(tid)
                     self._by_name.setdefault(tool.name, set()).add(tool.key)
+                    self._by_ns.setdefault(tool.namespace, set()).add(tid)
                     self._backends[tid] = list(refs)
                 else:
                     updated_ids.append(tid)
                     have = self._backends[tid]
                     have.extend(r for r in refs if r not in have)
                 self._tools[tid] = tool
-                self._engine.add(tid, tool, prepared=doc)
+                self._summaries[tid] = tool.summary
+            self._engine.add_many(
+                [(tool.id, tool, text, doc) for (tool, _), text, doc in zip(batch, texts, prepared, strict=True)]
+            )
             if new_ids:
                 self._emit("registered", new_ids)
             if updated_ids:
@@ -218,15 +230,21 @@ class InMemoryIndex:
                 self._ns_text[namespace] = text
             else:
                 self._ns_text.pop(namespace, None)
-            ids = sorted(tid for tid, t in self._tools.items() if t.namespace == namespace)
-            for tid in ids:
-                self._engine.add(tid, self._tools[tid], text or None)
+            ids = sorted(self._by_ns.get(namespace, ()))
+            self._engine.add_many(
+                [(tid, self._tools[tid], text or None, document_fields(self._tools[tid], text or None)) for tid in ids]
+            )
             if ids:
                 self._emit("updated", ids)
 
     def _remove(self, tid: str) -> None:
         tool = self._tools.pop(tid)
         del self._backends[tid]
+        del self._summaries[tid]
+        in_ns = self._by_ns[tool.namespace]
+        in_ns.discard(tid)
+        if not in_ns:
+            del self._by_ns[tool.namespace]
         versions = self._by_key[tool.key]
         versions.remove(tid)
         if not versions:
@@ -365,7 +383,9 @@ class InMemoryIndex:
         with self._lock:
             ranked = self._engine.search(query, limit, ns, tg)
             return [
-                SearchHit(id=tid, namespace=t.namespace, name=t.name, summary=t.summary, score=round(score, 6))
+                SearchHit(
+                    id=tid, namespace=t.namespace, name=t.name, summary=self._summaries[tid], score=round(score, 6)
+                )
                 for tid, score in ranked
                 for t in (self._tools[tid],)
             ]
@@ -375,11 +395,9 @@ class InMemoryIndex:
     def namespaces(self) -> list[NamespaceInfo]:
         """All namespaces with their tool counts, sorted by name."""
         with self._lock:
-            counts: dict[str, int] = {}
-            for tool in self._tools.values():
-                counts[tool.namespace] = counts.get(tool.namespace, 0) + 1
             return [
-                NamespaceInfo(name=n, tool_count=c, description=self._ns_text.get(n)) for n, c in sorted(counts.items())
+                NamespaceInfo(name=n, tool_count=len(ids), description=self._ns_text.get(n))
+                for n, ids in sorted(self._by_ns.items())
             ]
 
     def list_tools(self, *, cursor: str | None = None, limit: int = 100, namespace: str | None = None) -> ToolPage:
@@ -401,16 +419,19 @@ class InMemoryIndex:
         after = ""
         if cursor is not None:
             try:
-                after = base64.urlsafe_b64decode(cursor.encode()).decode()
+                raw = base64.b64decode(cursor.encode(), altchars=b"-_", validate=True).decode()
             except (ValueError, UnicodeDecodeError) as e:
                 raise ValueError(f"invalid cursor {cursor!r}") from e
+            if not raw.startswith(_CURSOR_PREFIX):
+                raise ValueError(f"invalid cursor {cursor!r}: not made by list_tools")
+            after = raw.removeprefix(_CURSOR_PREFIX)
         with self._lock:
             ids = sorted(
                 tid for tid, t in self._tools.items() if tid > after and (namespace is None or t.namespace == namespace)
             )
             page = ids[:limit]
             tools = tuple(self._tools[i] for i in page)
-        nxt = base64.urlsafe_b64encode(page[-1].encode()).decode() if len(ids) > limit else None
+        nxt = base64.urlsafe_b64encode((_CURSOR_PREFIX + page[-1]).encode()).decode() if len(ids) > limit else None
         return ToolPage(tools=tools, next_cursor=nxt)
 
     # -- events -------------------------------------------------------------------

@@ -24,8 +24,8 @@ from __future__ import annotations
 import itertools
 import math
 from array import array
-from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,7 +34,7 @@ import numpy.typing as npt
 from rapidfuzz.distance import OSA
 
 from toolindex._model import Tool
-from toolindex._tokenize import STOPWORDS, split_words, stem
+from toolindex._tokenize import STOPWORDS, split_words, stem, terms_of
 
 __all__ = ["FIELDS", "Prepared", "SearchEngine", "SearchParams", "document_fields"]
 
@@ -66,27 +66,34 @@ class SearchParams:
     """Vocabulary words an unknown query word may expand to."""
 
 
-class _Postings:
-    """One term's postings: parallel buffers of (slot, field, tf), slots non-decreasing."""
+_SLOT_SHIFT = 12
+_FIELD_SHIFT = 8
+_MAX_TF = 255
 
-    __slots__ = ("fields", "gen", "sat", "slots", "tfs", "uniq")
+
+class _Postings:
+    """One term's postings: codes ``slot << 12 | field << 8 | tf``, slots non-decreasing.
+
+    One packed integer per (tool, field) keeps registration to a single append per entry
+    and memory to 8 bytes per entry.
+    """
+
+    __slots__ = ("codes", "gen", "sat", "uniq")
 
     def __init__(self) -> None:
-        self.slots = array("i")
-        self.fields = array("b")
-        self.tfs = array("f")
+        self.codes = array("q")
         self.gen = -1
-        self.uniq: IntArray = np.zeros(0, dtype=np.int32)
-        self.sat: FloatArray = np.zeros(0, dtype=np.float32)
+        self.uniq: IntArray | None = None
+        self.sat: FloatArray | None = None
 
     def saturated(self, gen: int, norm: FloatArray, k1: float) -> tuple[IntArray, FloatArray]:
         """(slots, saturated BM25F term weight per slot), cached until the index changes."""
-        if self.gen != gen:
-            slots = np.array(self.slots, dtype=np.int32)
-            fields = np.array(self.fields, dtype=np.int8)
-            weighted = np.array(self.tfs, dtype=np.float32) * norm[fields, slots]
-            if len(slots) and bool((slots[1:] != slots[:-1]).all()):
-                starts = None
+        if self.gen != gen or self.uniq is None or self.sat is None:
+            codes = np.frombuffer(self.codes, dtype=np.int64).copy() if self.codes else np.zeros(0, np.int64)
+            slots = (codes >> _SLOT_SHIFT).astype(np.int32)
+            fields = ((codes >> _FIELD_SHIFT) & 15).astype(np.int8)
+            weighted = (codes & _MAX_TF).astype(np.float32) * norm[fields, slots]
+            if len(slots) < 2 or bool((slots[1:] != slots[:-1]).all()):
                 pseudo = weighted
             else:
                 starts = np.flatnonzero(np.concatenate(([True], slots[1:] != slots[:-1])))
@@ -101,12 +108,9 @@ class _Postings:
 @dataclass(slots=True)
 class _Doc:
     tid: str
-    namespace: str
-    tags: tuple[str, ...]
-    terms: tuple[str, ...]
-    """Distinct terms (for df bookkeeping on removal)."""
-    words: tuple[str, ...]
-    """Distinct unstemmed words (for the typo vocabulary)."""
+    tool: Tool
+    ns_text: str | None
+    """The namespace description the tool was indexed with."""
 
 
 _MIN_FUZZY = 4
@@ -141,16 +145,6 @@ def _schema_params(schema: Mapping[str, Any], depth: int = 0) -> Iterable[tuple[
                 yield from _schema_params(items, depth + 1)  # pyright: ignore[reportUnknownArgumentType]
 
 
-def _terms(text: str, words: set[str]) -> list[str]:
-    out: list[str] = []
-    for w in split_words(text):
-        if w in STOPWORDS:
-            continue
-        words.add(w)
-        out.append(stem(w))
-    return out
-
-
 def _pairs(terms: list[str]) -> list[str]:
     # Adjacent term pairs; a space cannot occur inside a term, so pairs never collide with words.
     return [f"{a} {b}" for a, b in itertools.pairwise(terms) if a != b]
@@ -167,21 +161,22 @@ class Prepared:
 def document_fields(tool: Tool, namespace_text: str | None) -> Prepared:
     """The field → term counts of a tool, and its unstemmed words."""
     words: set[str] = set()
-    name = _terms(tool.name, words)
-    title = _terms(tool.title or "", words)
-    params = list(_schema_params(tool.input_schema))
-    fields: dict[int, Counter[str]] = {
-        _F["name"]: Counter(name),
-        _F["title"]: Counter(title),
-        _F["description"]: Counter(_terms(tool.description, words)),
-        _F["param_names"]: Counter(t for p, _ in params for t in _terms(p, words)),
-        _F["param_text"]: Counter(t for _, d in params for t in _terms(d, words)),
-        _F["tags"]: Counter(t for tag in tool.tags for t in _terms(tag, words)),
-        _F["namespace"]: Counter(_terms(tool.namespace, words)),
-        _F["ns_text"]: Counter(_terms(namespace_text or "", words)),
-        _F["phrase"]: Counter(_pairs(name) + _pairs(title)),
-    }
-    return Prepared({f: c for f, c in fields.items() if c}, frozenset(words))
+    name = terms_of(tool.name, words)
+    title = terms_of(tool.title, words) if tool.title else []
+    params = list(_schema_params(tool.input_schema)) if tool.input_schema.get("properties") else []
+    # Parameter texts are joined with a separator no identifier contains, so names never run together.
+    texts = (
+        (_F["name"], name),
+        (_F["title"], title),
+        (_F["description"], terms_of(tool.description, words) if tool.description else []),
+        (_F["param_names"], terms_of(" ; ".join(p for p, _ in params), words) if params else []),
+        (_F["param_text"], terms_of(" ; ".join(d for _, d in params if d), words) if params else []),
+        (_F["tags"], terms_of(" ; ".join(tool.tags), words) if tool.tags else []),
+        (_F["namespace"], terms_of(tool.namespace, words)),
+        (_F["ns_text"], terms_of(namespace_text, words) if namespace_text else []),
+        (_F["phrase"], _pairs(name) + _pairs(title)),
+    )
+    return Prepared({f: Counter(terms) for f, terms in texts if terms}, frozenset(words))
 
 
 class SearchEngine:
@@ -217,6 +212,16 @@ class SearchEngine:
     def __len__(self) -> int:
         return self._n_alive
 
+    def stats(self) -> dict[str, int]:
+        """Sizes: live tools, slots (live + dead until compaction), terms, postings, vocabulary words."""
+        return {
+            "tools": self._n_alive,
+            "slots": len(self._docs),
+            "terms": len(self._postings),
+            "postings": sum(len(p.codes) for p in self._postings.values()),
+            "words": len(self._words),
+        }
+
     # -- mutation -------------------------------------------------------------------------
 
     def add(self, tid: str, tool: Tool, namespace_text: str | None = None, prepared: Prepared | None = None) -> None:
@@ -226,37 +231,49 @@ class SearchEngine:
         """
         if prepared is None:
             prepared = document_fields(tool, namespace_text)
-        if tid in self._slot_of:
-            self.remove(tid)
-        fields, words = prepared.fields, prepared.words
-        slot = len(self._docs)
-        if slot >= self._cap:
+        self.add_many([(tid, tool, namespace_text, prepared)])
+
+    def add_many(self, entries: Sequence[tuple[str, Tool, str | None, Prepared]]) -> None:
+        """Index (or re-index) several tools: ``(id, tool, namespace text, prepared fields)``."""
+        for tid, *_ in entries:
+            if tid in self._slot_of:
+                self.remove(tid)
+        first = len(self._docs)
+        while first + len(entries) > self._cap:
             self._grow()
-        terms: set[str] = set()
-        # Postings stay sorted by slot because slots only grow; entries of one slot are adjacent.
-        for f, counts in fields.items():
-            self._lens[f, slot] = sum(counts.values())
-            for term, tf in counts.items():
-                p = self._postings.get(term)
-                if p is None:
-                    p = self._postings[term] = _Postings()
-                p.slots.append(slot)
-                p.fields.append(f)
-                p.tfs.append(tf)
-                terms.add(term)
-        self._len_sum += self._lens[:, slot]
-        self._df.update(terms)
-        new_words = [w for w in words if w not in self._words]
-        self._words.update(words)
-        if new_words:
-            self._add_vocab(new_words)
-        self._alive[slot] = True
-        self._n_alive += 1
-        self._docs.append(_Doc(tid, tool.namespace, tool.tags, tuple(terms), tuple(words)))
-        self._slot_of[tid] = slot
-        self._ns_slots.setdefault(tool.namespace, set()).add(slot)
-        for tag in tool.tags:
-            self._tag_slots.setdefault(tag, set()).add(slot)
+        # Gather the batch's postings per term, then extend each term's buffer once.
+        batch: defaultdict[str, list[int]] = defaultdict(list)
+        lens = self._lens
+        for i, (tid, tool, ns_text, prepared) in enumerate(entries):
+            slot = first + i
+            doc_terms: set[str] = set()
+            # Postings stay sorted by slot because slots only grow; entries of one slot are adjacent.
+            for f, counts in prepared.fields.items():
+                lens[f, slot] = counts.total()
+                base = (slot << _SLOT_SHIFT) | (f << _FIELD_SHIFT)
+                for term, tf in counts.items():
+                    batch[term].append(base | min(tf, _MAX_TF))
+                doc_terms.update(counts)
+            self._df.update(doc_terms)
+            new_words = [w for w in prepared.words if w not in self._words]
+            self._words.update(prepared.words)
+            if new_words:
+                self._add_vocab(new_words)
+            self._docs.append(_Doc(tid, tool, ns_text))
+            self._slot_of[tid] = slot
+            self._ns_slots.setdefault(tool.namespace, set()).add(slot)
+            for tag in tool.tags:
+                self._tag_slots.setdefault(tag, set()).add(slot)
+        postings = self._postings
+        for term, codes in batch.items():
+            p = postings.get(term)
+            if p is None:
+                p = postings[term] = _Postings()
+            p.codes.extend(codes)
+        end = first + len(entries)
+        self._len_sum += lens[:, first:end].sum(axis=1)
+        self._alive[first:end] = True
+        self._n_alive += len(entries)
         self._norm = None
 
     def remove(self, tid: str) -> None:
@@ -270,20 +287,23 @@ class SearchEngine:
         self._alive[slot] = False
         self._n_alive -= 1
         self._len_sum -= self._lens[:, slot]
-        self._df.subtract(doc.terms)
-        for t in doc.terms:
+        # Tokenising again is cheaper in memory than keeping every tool's terms around.
+        prepared = document_fields(doc.tool, doc.ns_text)
+        terms = {t for counts in prepared.fields.values() for t in counts}
+        self._df.subtract(terms)
+        for t in terms:
             if self._df[t] <= 0:
                 del self._df[t]
-        self._words.subtract(doc.words)
-        gone = [w for w in doc.words if self._words[w] <= 0]
+        self._words.subtract(prepared.words)
+        gone = [w for w in prepared.words if self._words[w] <= 0]
         for w in gone:
             del self._words[w]
         if gone:
             self._drop_vocab(gone)
-        self._ns_slots[doc.namespace].discard(slot)
-        if not self._ns_slots[doc.namespace]:
-            del self._ns_slots[doc.namespace]
-        for tag in doc.tags:
+        self._ns_slots[doc.tool.namespace].discard(slot)
+        if not self._ns_slots[doc.tool.namespace]:
+            del self._ns_slots[doc.tool.namespace]
+        for tag in doc.tool.tags:
             self._tag_slots[tag].discard(slot)
             if not self._tag_slots[tag]:
                 del self._tag_slots[tag]
@@ -307,15 +327,15 @@ class SearchEngine:
         remap = np.full(len(self._docs), -1, dtype=np.int32)
         remap[live] = np.arange(len(live), dtype=np.int32)
         for term, p in list(self._postings.items()):
-            slots = np.array(p.slots, dtype=np.int32)
-            keep = remap[slots] >= 0
+            codes = np.frombuffer(p.codes, dtype=np.int64).copy() if p.codes else np.zeros(0, np.int64)
+            new_slots = remap[(codes >> _SLOT_SHIFT).astype(np.int64)]
+            keep = new_slots >= 0
             if not keep.any():
                 del self._postings[term]
                 continue
             q = _Postings()
-            q.slots = array("i", remap[slots[keep]].tolist())
-            q.fields = array("b", np.array(p.fields, dtype=np.int8)[keep].tolist())
-            q.tfs = array("f", np.array(p.tfs, dtype=np.float32)[keep].tolist())
+            low = codes[keep] & ((1 << _SLOT_SHIFT) - 1)
+            q.codes = array("q", ((new_slots[keep].astype(np.int64) << _SLOT_SHIFT) | low).tobytes())
             self._postings[term] = q
         docs = [self._docs[int(i)] for i in live]
         self._docs = docs
@@ -329,8 +349,8 @@ class SearchEngine:
         self._tag_slots = {}
         for i, d in enumerate(docs):
             assert d is not None
-            self._ns_slots.setdefault(d.namespace, set()).add(i)
-            for tag in d.tags:
+            self._ns_slots.setdefault(d.tool.namespace, set()).add(i)
+            for tag in d.tool.tags:
                 self._tag_slots.setdefault(tag, set()).add(i)
         self._norm = None
 

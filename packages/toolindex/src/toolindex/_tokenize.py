@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from functools import lru_cache
 from typing import Any
 
 import Stemmer
 
-__all__ = ["STOPWORDS", "split_words", "stem", "tokenize"]
+__all__ = ["STOPWORDS", "split_words", "stem", "terms_of", "tokenize"]
 
 # Unicode letters and digits; "_" is a separator here, so identifiers split on it.
 _PIECE = re.compile(r"[^\W_]+")
@@ -24,6 +23,12 @@ _LETTERS = re.compile(r"[a-z]+")
 # Longer runs of letters and digits are data (base64, hashes, keys), not words or identifiers.
 _MAX_PIECE = 64
 _DATA = re.compile(r"[A-Za-z0-9+/=_\-]{40,}")
+_DIGIT = re.compile(r"[0-9]")
+_LONG = re.compile(r"[A-Za-z0-9]{65,}")
+# ASCII words: an acronym (HTTP in HTTPServer), a possibly capitalised word, or a number.
+_ASCII_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+# Short words mixing letters and digits (s3, ec2, mp3, base64) are also kept whole.
+_MIXED = re.compile(r"(?<![A-Za-z0-9])(?=[A-Za-z]*[0-9])(?=[0-9]*[A-Za-z])[A-Za-z0-9]+(?![A-Za-z0-9])")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 
 #: Words that carry no meaning for finding a tool: English function words and the
@@ -46,18 +51,36 @@ STOPWORDS: frozenset[str] = frozenset(
 
 # PyStemmer ships no type information.
 _STEMMER: Any = Stemmer.Stemmer("english")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
-
-
-@lru_cache(maxsize=200_000)
-def _stem_cached(word: str) -> str:
-    return str(_STEMMER.stemWord(word))
+_STEMS: dict[str, str] = {}
+_MAX_STEMS = 500_000
 
 
 def stem(word: str) -> str:
     """The Snowball (Porter2) English stem of a lower-case word; words with digits stay whole."""
-    if not word.isalpha() or len(word) < 3:
-        return word
-    return _stem_cached(word)
+    s = _STEMS.get(word)
+    if s is None:
+        s = str(_STEMMER.stemWord(word)) if word.isalpha() and len(word) >= 3 else word
+        if len(_STEMS) >= _MAX_STEMS:  # a bound, not an LRU: vocabularies are far smaller
+            _STEMS.clear()
+        _STEMS[word] = s
+    return s
+
+
+def terms_of(text: str, words: set[str] | None = None) -> list[str]:
+    """Stemmed terms of a text without stopwords; collects its unstemmed words into ``words``.
+
+    Args:
+        text: Free text or an identifier.
+        words: A set to add the text's unstemmed words to (stopwords included), or ``None``.
+
+    Returns:
+        The terms, in order.
+    """
+    split = split_words(text)
+    if words is not None:
+        words.update(split)
+    get = _STEMS.get
+    return [get(w) or stem(w) for w in split if w not in STOPWORDS]
 
 
 def _fold(text: str) -> str:
@@ -75,11 +98,23 @@ def split_words(text: str) -> list[str]:
         text: Free text or an identifier.
 
     Returns:
-        The words, in order.
+        The words, in order (short letter-digit words such as ``s3`` follow their parts).
     """
-    out: list[str] = []
     if len(text) >= 40:
-        text = _DATA.sub(lambda m: " " if _is_data(m.group(0)) else m.group(0), text)
+        text = _DATA.sub(_drop_data, text)
+    if not text.isascii():
+        return _split_unicode(text)
+    if len(text) > _MAX_PIECE:
+        text = _LONG.sub(" ", text)
+    # One C-level pass does the camelCase/acronym/digit splitting for ASCII text.
+    out: list[str] = " ".join(_ASCII_WORD.findall(text)).lower().split()
+    if _DIGIT.search(text):
+        out.extend(m.lower() for m in _MIXED.findall(text) if len(m) <= 6)
+    return out
+
+
+def _split_unicode(text: str) -> list[str]:
+    out: list[str] = []
     for piece in _PIECE.findall(_fold(text)):
         if len(piece) > _MAX_PIECE or (len(piece) >= 20 and _is_data(piece)):
             continue
@@ -97,6 +132,10 @@ def split_words(text: str) -> list[str]:
             out.append(word)
             out.extend(run for run in _LETTERS.findall(word) if len(run) >= 3)
     return out
+
+
+def _drop_data(m: re.Match[str]) -> str:
+    return " " if _is_data(m.group(0)) else m.group(0)
 
 
 def _is_data(piece: str) -> bool:
@@ -150,4 +189,4 @@ def tokenize(text: str) -> list[str]:
     >>> tokenize("list_open-issues.v2")
     ['list', 'open', 'issu', 'v2']
     """
-    return [stem(w) for w in split_words(text) if w not in STOPWORDS]
+    return terms_of(text)

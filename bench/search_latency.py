@@ -1,0 +1,210 @@
+"""Search latency and memory at 1k, 10k and 100k tools, against a reference BM25 (bm25s).
+
+    uv run python bench/search_latency.py [--sizes 1000,10000,100000] [--json]
+
+The catalog is every tool of ``../shared/eval`` (about 3,500 real tools), replicated under
+new namespaces (``<namespace>-r2``, ``-r3``, ...) until it has the wanted size. Each size runs
+in a fresh process so that its memory figure is its own.
+
+Per size:
+- ``build_s``: ``register_many`` of all tools plus their namespace descriptions, and the
+  first query (which settles the collection statistics);
+- ``p50_ms``/``p95_ms``: one ``search(limit=10)`` each for up to 2,000 distinct real queries
+  (MSC levels 1-4, LiveMCPBench, MetaTool multi), after 100 warm-up queries;
+- ``rss_mb``: resident memory of the process after the queries (index, tools and Python);
+- ``register_one_ms``: median time to register one new tool into the built index (50 tools);
+- ``query_after_register_ms``: median time of the first query after such a registration
+  (it refreshes length normalisers and the cached postings of the query's terms).
+The reference (``bm25s`` with stemming, as in the quality bench) is timed on the same
+queries over the same tools; it has no incremental registration.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import statistics
+import subprocess
+import sys
+import time
+import zlib
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _eval as E
+
+CATALOGS = (
+    "msc_bench_mcp.json",
+    "livemcpbench.json",
+    "metatool.json",
+    "mcp_bench_tools.json",
+    "github_mcp_server_tools.json",
+)
+QUERY_SETS = ("msc_bench_mcp.json", "livemcpbench.json", "metatool.json")
+N_QUERIES = 2000
+N_WARMUP = 100
+N_REGISTER = 50
+
+
+def replicated_catalog(eval_dir: Path, size: int) -> list[dict[str, Any]]:
+    base = E.merge_catalogs(((name, E.load_json(eval_dir / name)) for name in CATALOGS), quiet=True)
+    out: list[dict[str, Any]] = []
+    replica = 1
+    while len(out) < size:
+        suffix = "" if replica == 1 else f"-r{replica}"
+        for rec in base:
+            if len(out) == size:
+                break
+            ns = f"{rec['namespace']}{suffix}"
+            out.append({**rec, "namespace": ns, "id": f"{ns}:{rec['name']}"})
+        replica += 1
+    return out
+
+
+def real_queries(eval_dir: Path) -> list[str]:
+    texts: list[str] = []
+    for name in QUERY_SETS:
+        doc = E.load_json(eval_dir / name)
+        for q in doc.get("queries", []):
+            if name == "metatool.json" and str(q.get("qid", "")).startswith("s"):
+                continue  # MetaTool's 20k single-tool queries would crowd out the rest
+            texts.append(str(q["query"]))
+    # Interleave the sets deterministically so every prefix mixes short and long queries.
+    texts = sorted(set(texts), key=lambda t: (hash_str(t), t))
+    return texts[: N_WARMUP + N_QUERIES]
+
+
+def hash_str(text: str) -> int:
+    return zlib.crc32(text.encode())
+
+
+def rss_mb() -> float:
+    import psutil
+
+    return round(psutil.Process().memory_info().rss / 2**20, 1)
+
+
+def percentile(values: list[float], p: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, round(p / 100 * (len(values) - 1)))]
+
+
+def measure(size: int, eval_dir: Path) -> dict[str, Any]:
+    from toolindex import InMemoryIndex
+
+    catalog = replicated_catalog(eval_dir, size)
+    extra = replicated_catalog(eval_dir, size + N_REGISTER)[size:]
+    queries = real_queries(eval_dir)
+    warm, timed = queries[:N_WARMUP], queries[N_WARMUP:]
+    items, descriptions = E.catalog_items(catalog)
+    extra_items, _ = E.catalog_items([{**r, "namespace": r["namespace"] + "-new"} for r in extra])
+
+    gc.collect()
+    index = InMemoryIndex()
+    t0 = time.perf_counter()
+    for ns, desc in descriptions.items():
+        index.describe_namespace(ns, desc)
+    index.register_many(items)
+    index.search(warm[0])
+    build_s = time.perf_counter() - t0
+
+    for q in warm:
+        index.search(q)
+    times: list[float] = []
+    for q in timed:
+        t = time.perf_counter()
+        index.search(q)
+        times.append((time.perf_counter() - t) * 1000)
+
+    reg: list[float] = []
+    after: list[float] = []
+    for i, (tool, ref) in enumerate(extra_items):
+        t = time.perf_counter()
+        index.register(tool, ref)
+        reg.append((time.perf_counter() - t) * 1000)
+        t = time.perf_counter()
+        index.search(timed[i])
+        after.append((time.perf_counter() - t) * 1000)
+    rss = rss_mb()
+
+    ref_result = measure_reference(catalog, warm, timed)
+    return {
+        "build_s": round(build_s, 3),
+        "p50_ms": round(statistics.median(times), 3),
+        "p95_ms": round(percentile(times, 95), 3),
+        "rss_mb": rss,
+        "register_one_ms": round(statistics.median(reg), 3),
+        "query_after_register_ms": round(statistics.median(after), 3),
+        "n_tools": len(index),
+        "n_queries": len(timed),
+        "reference": ref_result,
+    }
+
+
+def measure_reference(catalog: list[dict[str, Any]], warm: list[str], timed: list[str]) -> dict[str, float]:
+    t0 = time.perf_counter()
+    ref = E.ReferenceBM25(catalog)
+    build_s = time.perf_counter() - t0
+    for q in warm:
+        ref.search(q)
+    times: list[float] = []
+    for q in timed:
+        t = time.perf_counter()
+        ref.search(q)
+        times.append((time.perf_counter() - t) * 1000)
+    return {
+        "build_s": round(build_s, 3),
+        "p50_ms": round(statistics.median(times), 3),
+        "p95_ms": round(percentile(times, 95), 3),
+    }
+
+
+def print_table(sizes: dict[str, dict[str, Any]]) -> None:
+    head = (
+        f"{'tools':>7} | {'build s':>7} {'p50 ms':>7} {'p95 ms':>7} {'RSS MB':>7} {'reg1 ms':>7} {'q-after':>7} |"
+        f" {'ref build':>9} {'ref p50':>7} {'ref p95':>7}"
+    )
+    print("toolindex (left) vs reference bm25s BM25 + stemming (right)")
+    print(head)
+    print("-" * len(head))
+    for n, s in sizes.items():
+        r = s["reference"]
+        print(
+            f"{int(n):>7} | {s['build_s']:>7.2f} {s['p50_ms']:>7.3f} {s['p95_ms']:>7.3f} {s['rss_mb']:>7.0f}"
+            f" {s['register_one_ms']:>7.3f} {s['query_after_register_ms']:>7.3f} |"
+            f" {r['build_s']:>9.2f} {r['p50_ms']:>7.3f} {r['p95_ms']:>7.3f}"
+        )
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default="1000,10000,100000", help="comma-separated catalog sizes")
+    ap.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    ap.add_argument("--eval-dir", type=Path, default=E.EVAL_DIR)
+    ap.add_argument("--one-size", type=int, help=argparse.SUPPRESS)  # internal: measure in this process
+    args = ap.parse_args(argv)
+
+    if args.one_size:
+        print(json.dumps(measure(args.one_size, args.eval_dir)))
+        return 0
+    sizes: dict[str, dict[str, Any]] = {}
+    for n in (int(s) for s in args.sizes.split(",") if s.strip()):
+        out = subprocess.run(
+            [sys.executable, __file__, "--one-size", str(n), "--eval-dir", str(args.eval_dir)],
+            check=True,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        sizes[str(n)] = json.loads(out.stdout)
+    if args.json:
+        print(json.dumps({"sizes": sizes}, indent=2))
+    else:
+        print_table(sizes)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
