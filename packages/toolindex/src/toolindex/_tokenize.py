@@ -107,8 +107,7 @@ def split_words(text: str) -> list[str]:
     if len(text) > _MAX_PIECE:
         text = _LONG.sub(" ", text)
     # One C-level pass does the camelCase/acronym/digit splitting for ASCII text.
-    joined: str = " ".join(_ASCII_WORD.findall(text))
-    out = joined.lower().split()
+    out: list[str] = [*" ".join(_ASCII_WORD.findall(text)).lower().split()]
     if _DIGIT.search(text):
         out.extend(m.lower() for m in _MIXED.findall(text) if len(m) <= 6)
     return out
