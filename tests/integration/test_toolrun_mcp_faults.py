@@ -39,6 +39,8 @@ STATIC_TOOLS = {
     "add_tool",
     "remove_tool",
     "progress",
+    "region",
+    "whoami",
     "bad_output",
 }
 
@@ -71,7 +73,7 @@ def fault_children() -> list[psutil.Process]:
 async def test_lists_every_page_and_skips_the_malformed_tool(mcp_runner: Callable[..., Any]) -> None:
     async with mcp_runner({"fault": fault_stdio("--malformed", "--page-size", "4")}) as (runner, backends):
         backend: MCPBackend = backends["fault"]
-        assert set(backend.tools) == STATIC_TOOLS  # three pages of four
+        assert set(backend.tools) == STATIC_TOOLS  # four pages of four
         assert "broken_schema" in backend.skipped
         assert "inputSchema" in backend.skipped["broken_schema"]
         with pytest.raises(ToolNotFoundError):
@@ -316,3 +318,28 @@ async def test_http_connection_refused() -> None:
         with anyio.fail_after(20), pytest.raises(BackendUnavailableError) as ei:
             await backend.attach(InMemoryIndex())
     assert "cannot reach http://127.0.0.1" in ei.value.reason
+
+
+async def test_http_headers_from_config(mcp_runner: Callable[..., Any], fault_http: RunningServer) -> None:
+    entry = {"url": fault_http.url, "headers": {"Authorization": "Bearer ${FAULT_TOKEN:-s3cret}"}}
+    async with mcp_runner({"fault": entry}) as (runner, _):
+        assert (await runner.run("fault:whoami")).value == "Bearer s3cret"
+
+
+async def test_mcp_param_headers_on_2026_http(mcp_runner: Callable[..., Any], fault_http: RunningServer) -> None:
+    # The tool declares x-mcp-header: a 2026-07-28 HTTP server rejects a call without the header.
+    async with mcp_runner({"fault": {"url": fault_http.url}}) as (runner, backends):
+        assert backends["fault"].protocol_version == "2026-07-28"
+        assert (await runner.run("fault:region", {"region": "eu-west"})).value == "eu-west"
+
+
+async def test_mcp_param_headers_learned_on_mismatch(fault_http: RunningServer) -> None:
+    # Called before any listing: the server answers HEADER_MISMATCH, the backend re-lists and resends.
+    from toolindex import BackendRef, Tool
+
+    cfg = load_config({"mcpServers": {"fault": {"url": fault_http.url}}}).servers["fault"]
+    region = Tool(name="region", namespace="fault", input_schema={"type": "object"})
+    async with MCPBackend("fault", cfg) as backend:
+        with anyio.fail_after(20):
+            res = await backend.call(BackendRef.mcp("fault", tool="region"), region, {"region": "us"})
+    assert res.content == ({"type": "text", "text": "us"},)

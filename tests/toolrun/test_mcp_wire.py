@@ -99,3 +99,13 @@ def test_backend_identity() -> None:
 def test_backends_from_config_skips_disabled() -> None:
     cfg = load_config({"mcpServers": {"a": {"command": "x"}, "b": {"command": "y", "disabled": True}}})
     assert [b.name for b in backends_from_config(cfg)] == ["a"]
+
+
+def test_invalid_x_mcp_header_is_dropped_only_on_2026() -> None:
+    raw = {
+        "name": "t",
+        "inputSchema": {"type": "object", "properties": {"cfg": {"type": "object", "x-mcp-header": "Cfg"}}},
+    }
+    assert parse_tool(raw, "ns").name == "t"  # 2025-11-25: the annotation means nothing
+    with pytest.raises(ValueError, match="x-mcp-header"):
+        parse_tool(raw, "ns", modern=True)

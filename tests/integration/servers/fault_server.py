@@ -16,6 +16,8 @@ Tools (listed in pages of ``--page-size`` so clients must follow ``nextCursor``)
 - ``add_tool(name)``: registers a new tool ``name`` and announces ``tools/list_changed``;
 - ``remove_tool(name)``: unregisters a tool added by ``add_tool`` and announces the change;
 - ``progress(steps)``: reports ``steps`` progress notifications, then returns ``{"steps": steps}``;
+- ``region(region)``: echoes ``region``, declared with ``x-mcp-header`` (an ``Mcp-Param-Region`` header);
+- ``whoami()``: the ``Authorization`` header of the HTTP request;
 - ``bad_output()``: declares an output schema and returns content that violates it.
 
 With ``--malformed`` (stdio only) the server appends a tool whose ``inputSchema`` is not an
@@ -99,6 +101,16 @@ STATIC_TOOLS: list[types.Tool] = [
         input_schema=_schema({"steps": {"type": "integer"}}),
     ),
     types.Tool(
+        name="region",
+        description="Echo the region argument, which 2026-07-28 clients also send as an Mcp-Param-Region header.",
+        input_schema=_schema({"region": {"type": "string", "x-mcp-header": "Region"}}, ["region"]),
+    ),
+    types.Tool(
+        name="whoami",
+        description="The Authorization header of the HTTP request (HTTP only).",
+        input_schema=_schema(),
+    ),
+    types.Tool(
         name="bad_output",
         description="Declare an output schema and return content that violates it.",
         input_schema=_schema(),
@@ -129,7 +141,15 @@ class FaultServer:
             on_list_tools=self.list_tools,
             on_call_tool=self.call_tool,
             on_subscriptions_listen=ListenHandler(self.bus),
+            get_tool_input_schema=self.input_schema,
         )
+
+    def input_schema(self, name: str) -> dict[str, Any] | None:
+        # Lets the SDK check Mcp-Param-* headers against the arguments on 2026-07-28 HTTP requests.
+        for t in self.all_tools():
+            if t.name == name:
+                return t.input_schema
+        return None
 
     def all_tools(self) -> list[types.Tool]:
         return [*STATIC_TOOLS, *self.dynamic.values()]
@@ -213,6 +233,12 @@ class FaultServer:
             for i in range(1, steps + 1):
                 await ctx.session.report_progress(i, steps, f"step {i}")
             return types.CallToolResult(content=[], structured_content={"steps": steps})
+        if name == "region":
+            return text(str(args.get("region")))
+        if name == "whoami":
+            request = ctx.request
+            headers = getattr(request, "headers", None)
+            return text(str(headers.get("authorization")) if headers is not None else "no HTTP request")
         if name == "bad_output":
             return types.CallToolResult(content=[], structured_content={"n": "not a number"})
         if name in self.dynamic:

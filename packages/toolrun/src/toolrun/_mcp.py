@@ -21,12 +21,12 @@ from mcp.client.session import IncomingMessage
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.dispatcher import ProgressFnT
-from mcp_types import CONNECTION_CLOSED
+from mcp_types import CONNECTION_CLOSED, HEADER_MISMATCH
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolindex import BackendKind, BackendRef, Index, Tool, ToolNotFoundError
 from toolrun._config import HttpServerConfig, ServerConfig, ServersConfig, StdioServerConfig
-from toolrun._mcp_wire import is_closed, normalise_result, parse_tool, raw_request
+from toolrun._mcp_wire import is_closed, learn_param_headers, normalise_result, parse_tool, raw_request
 from toolrun._types import BackendResult, ProgressCallback, ProgressEvent
 from toolrun.exceptions import BackendUnavailableError, ToolExecutionError, ToolTimeoutError
 
@@ -243,11 +243,15 @@ class MCPBackend:
         conn = await self._connection()
         params = {"name": ref.tool or tool.name, "arguments": dict(args)}
         try:
-            if limit is None:
-                raw = await raw_request(conn.session, "tools/call", params, progress=on_progress)
-            else:
-                with anyio.fail_after(limit):
-                    raw = await raw_request(conn.session, "tools/call", params, progress=on_progress)
+            try:
+                raw = await self._send(conn, params, limit, on_progress)
+            except MCPError as e:
+                if e.code != HEADER_MISMATCH:
+                    raise
+                # 2026-07-28: the server wants Mcp-Param headers this session has not learned
+                # (never listed, or the schema changed): re-list once and resend.
+                await self._learn_headers(conn)
+                raw = await self._send(conn, params, limit, on_progress)
         except TimeoutError:
             raise ToolTimeoutError(tool.id, limit or 0.0) from None
         except MCPError as e:
@@ -260,6 +264,15 @@ class MCPBackend:
             return normalise_result(raw)
         except ValueError as e:
             raise ToolExecutionError(tool.id, f"malformed result from the server: {e}") from e
+
+    @staticmethod
+    async def _send(
+        conn: _Connection, params: dict[str, Any], limit: float | None, progress: ProgressFnT | None
+    ) -> dict[str, Any]:
+        if limit is None:
+            return await raw_request(conn.session, "tools/call", params, progress=progress)
+        with anyio.fail_after(limit):
+            return await raw_request(conn.session, "tools/call", params, progress=progress)
 
     async def aclose(self) -> None:
         """End every session (the stdio child exits or is killed); idempotent."""
@@ -323,9 +336,13 @@ class MCPBackend:
                 self._retire(conn)
             if self._closed:
                 raise BackendUnavailableError(self.label, "the backend is closed")
+            reconnect = self._conn is not None
             conn = await self._tg.start(self._serve)
             self._conn = conn
-            return conn
+        if reconnect:
+            # The server may have changed while it was down; re-list in the background.
+            self._schedule_refresh()
+        return conn
 
     def _retire(self, conn: _Connection) -> None:
         conn.dead = True
@@ -433,6 +450,11 @@ class MCPBackend:
         self._log.warning("mcp.list_page_cap", pages=_MAX_LIST_PAGES)
         return out
 
+    async def _learn_headers(self, conn: _Connection) -> None:
+        raw_tools = await self._list_raw(conn)
+        usable = [cast(dict[str, Any], t) for t in raw_tools if isinstance(t, dict)]
+        learn_param_headers(conn.session, usable)
+
     async def _sync_index(self) -> list[Tool]:
         conn = await self._connection()
         try:
@@ -448,10 +470,12 @@ class MCPBackend:
             raise BackendUnavailableError(self.label, f"tools/list failed: {e.message}{conn.stderr_note()}") from e
         tools: dict[str, Tool] = {}
         skipped: dict[str, str] = {}
+        modern = conn.session.protocol_version in MODERN_PROTOCOL_VERSIONS
+        usable: list[dict[str, Any]] = []
         for i, raw in enumerate(raw_tools):
             label = str(cast(dict[str, Any], raw).get("name", f"#{i}")) if isinstance(raw, dict) else f"#{i}"
             try:
-                tool = parse_tool(raw, self._name)
+                tool = parse_tool(raw, self._name, modern=modern)
             except ValueError as e:
                 skipped[label] = str(e)
                 self._log.warning("mcp.tool_skipped", tool=label, reason=str(e))
@@ -461,6 +485,9 @@ class MCPBackend:
                 self._log.warning("mcp.tool_skipped", tool=label, reason=skipped[label])
                 continue
             tools[tool.name] = tool
+            usable.append(cast(dict[str, Any], raw))
+        if modern:
+            learn_param_headers(conn.session, usable)
         index = self._index
         if index is not None:
             changed = [(t, BackendRef.mcp(self._name, tool=n)) for n, t in tools.items() if self._tools.get(n) != t]

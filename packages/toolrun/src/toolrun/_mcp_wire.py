@@ -16,11 +16,12 @@ from jsonschema import SchemaError
 from jsonschema.validators import validator_for  # pyright: ignore[reportUnknownVariableType]
 from mcp import ClientSession
 from mcp.shared.dispatcher import CallOptions, ProgressFnT
+from mcp.shared.inbound import find_invalid_x_mcp_header, x_mcp_header_map
 
 from toolindex import InvalidToolError, Tool
 from toolrun._types import BackendResult
 
-__all__ = ["error_text", "is_closed", "normalise_result", "parse_tool", "raw_request"]
+__all__ = ["error_text", "is_closed", "learn_param_headers", "normalise_result", "parse_tool", "raw_request"]
 
 
 async def raw_request(
@@ -49,6 +50,24 @@ async def raw_request(
     return await dispatcher.send_raw_request(data["method"], data.get("params"), opts)
 
 
+def learn_param_headers(session: ClientSession, tools: list[dict[str, Any]]) -> None:
+    """Tell a 2026-07-28 session which arguments of which tools travel as ``Mcp-Param-*`` headers.
+
+    ``ClientSession`` learns this only from its own ``list_tools()``; our tolerant listing
+    bypasses that, so the maps are filled here (tools with an invalid annotation were dropped
+    by :func:`parse_tool`).
+    """
+    maps: dict[str, Any] = session._x_mcp_header_maps  # pyright: ignore[reportPrivateUsage]
+    for t in tools:
+        name, schema = t.get("name"), t.get("inputSchema")
+        if isinstance(name, str) and isinstance(schema, dict):
+            header_map = x_mcp_header_map(schema)
+            if header_map:
+                maps[name] = header_map
+            else:
+                maps.pop(name, None)
+
+
 def is_closed(session: ClientSession) -> bool:
     """Whether the session's transport has ended (the server exited or the connection dropped)."""
     dispatcher = session._dispatcher  # pyright: ignore[reportPrivateUsage]
@@ -66,12 +85,14 @@ def _check_schema(schema: Any, what: str) -> None:
         raise ValueError(f"{what} is not a valid JSON Schema: {e.message}") from None
 
 
-def parse_tool(raw: Any, namespace: str) -> Tool:
+def parse_tool(raw: Any, namespace: str, *, modern: bool = False) -> Tool:
     """Turn one raw ``tools/list`` entry into a :class:`~toolindex.Tool`.
 
     Args:
         raw: The tool's JSON object as the server sent it.
         namespace: Namespace to put it in (the server's name).
+        modern: Whether the session speaks 2026-07-28, where a tool with an invalid
+            ``x-mcp-header`` annotation must be dropped.
 
     Returns:
         The tool.
@@ -88,6 +109,8 @@ def parse_tool(raw: Any, namespace: str) -> Tool:
     if isinstance(schema, dict) and cast(dict[str, Any], schema).get("type") != "object":
         raise ValueError(f"inputSchema must have type 'object', got {cast(dict[str, Any], schema).get('type')!r}")
     _check_schema(schema, "inputSchema")
+    if modern and (bad := find_invalid_x_mcp_header(schema)) is not None:
+        raise ValueError(f"invalid x-mcp-header annotation: {bad}")
     if entry.get("outputSchema") is not None:
         _check_schema(entry["outputSchema"], "outputSchema")
     try:
