@@ -63,14 +63,20 @@ def _version_key(version: str | None) -> tuple[int, tuple[tuple[int, int | str],
 class InMemoryIndex:
     """Thread-safe in-memory tool index with BM25F search.
 
-    Search ranks tools with a BM25F-style lexical model over identifier-aware tokens
+    Search ranks tools with a BM25F lexical model over identifier-aware tokens
     (``list_issues``, ``getApiOverview``, ``kebab-case``, ``dotted.names``), Snowball
-    stemming and per-field weights (name, title, description, parameters, tags,
-    namespace), with typo and abbreviation tolerance against the index vocabulary.
-    Registration is incremental: adding one tool updates its postings only.
+    stemming and per-field weights and length normalisation (name, title, description,
+    parameter names, parameter descriptions, tags, namespace, namespace description,
+    name word pairs), a bonus for covering more of the query, and typo and abbreviation
+    tolerance against the index vocabulary. Registration is incremental: adding a tool
+    appends to its terms' postings; collection statistics are refreshed lazily by the
+    next query.
 
-    An empty or whitespace-only query returns no hits (``[]``); use :meth:`list_tools`
-    to enumerate tools.
+    A query with no searchable word (empty, whitespace, punctuation or only stopwords
+    such as "the of and") returns no hits (``[]``); use :meth:`list_tools` to enumerate.
+
+    All methods are thread-safe (one re-entrant lock; searches run under it too).
+    See ``docs/toolindex.md`` for the search model and its measured quality.
     """
 
     def __init__(self, *, search_params: SearchParams | None = None) -> None:
@@ -363,7 +369,8 @@ class InMemoryIndex:
         """Rank tools for a free-text query.
 
         Args:
-            query: Free text; an empty or whitespace-only query returns ``[]``.
+            query: Free text or identifiers. A query with no searchable word (empty,
+                whitespace, punctuation, only stopwords) returns ``[]``.
             limit: Maximum number of hits (must be >= 1).
             namespaces: Only tools in these namespaces.
             tags: Only tools carrying all of these tags (normalised like ``Tool.tags``).

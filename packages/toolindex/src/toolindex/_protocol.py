@@ -27,7 +27,8 @@ class Index(Protocol):
           bare name resolves when exactly one namespace has it, a missing version
           resolves to the latest registered version (highest by version ordering,
           unversioned tools count as the oldest).
-        - Errors: only :class:`~toolindex.exceptions.ToolIndexError` subclasses.
+        - Errors: only :class:`~toolindex.exceptions.ToolIndexError` subclasses for bad
+          ids and tool data; ``ValueError`` for out-of-range arguments (``limit``, ``cursor``).
         - Events: subscribers are called after each successful mutation with a
           :class:`ChangeEvent` whose ``version`` strictly increases; a callback that
           raises is logged and does not affect the mutation or other subscribers.

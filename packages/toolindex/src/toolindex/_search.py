@@ -27,6 +27,7 @@ from array import array
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -158,9 +159,17 @@ class Prepared:
     words: frozenset[str]
 
 
+@lru_cache(maxsize=4096)
+def _namespace_terms(namespace: str, text: str | None) -> tuple[list[str], list[str], frozenset[str]]:
+    # Shared by every tool of the namespace: tokenise once, not once per tool.
+    words: set[str] = set()
+    return terms_of(namespace, words), terms_of(text, words) if text else [], frozenset(words)
+
+
 def document_fields(tool: Tool, namespace_text: str | None) -> Prepared:
     """The field → term counts of a tool, and its unstemmed words."""
-    words: set[str] = set()
+    ns_terms, ns_text_terms, ns_words = _namespace_terms(tool.namespace, namespace_text)
+    words: set[str] = set(ns_words)
     name = terms_of(tool.name, words)
     title = terms_of(tool.title, words) if tool.title else []
     params = list(_schema_params(tool.input_schema)) if tool.input_schema.get("properties") else []
@@ -172,8 +181,8 @@ def document_fields(tool: Tool, namespace_text: str | None) -> Prepared:
         (_F["param_names"], terms_of(" ; ".join(p for p, _ in params), words) if params else []),
         (_F["param_text"], terms_of(" ; ".join(d for _, d in params if d), words) if params else []),
         (_F["tags"], terms_of(" ; ".join(tool.tags), words) if tool.tags else []),
-        (_F["namespace"], terms_of(tool.namespace, words)),
-        (_F["ns_text"], terms_of(namespace_text, words) if namespace_text else []),
+        (_F["namespace"], ns_terms),
+        (_F["ns_text"], ns_text_terms),
         (_F["phrase"], _pairs(name) + _pairs(title)),
     )
     return Prepared({f: Counter(terms) for f, terms in texts if terms}, frozenset(words))
@@ -205,6 +214,7 @@ class SearchEngine:
         # One-deletion variants and prefixes of the vocabulary, for typos and abbreviations.
         self._deletes: dict[str, set[str]] = {}
         self._prefixes: dict[str, set[str]] = {}
+        self._typo_ready = False
         self._expansions: dict[str, list[tuple[str, float]]] = {}
         self._ns_slots: dict[str, set[int]] = {}
         self._tag_slots: dict[str, set[int]] = {}
@@ -252,7 +262,7 @@ class SearchEngine:
                 lens[f, slot] = counts.total()
                 base = (slot << _SLOT_SHIFT) | (f << _FIELD_SHIFT)
                 for term, tf in counts.items():
-                    batch[term].append(base | min(tf, _MAX_TF))
+                    batch[term].append(base | tf if tf <= _MAX_TF else base | _MAX_TF)
                 doc_terms.update(counts)
             self._df.update(doc_terms)
             new_words = [w for w in prepared.words if w not in self._words]
@@ -354,7 +364,10 @@ class SearchEngine:
                 self._tag_slots.setdefault(tag, set()).add(i)
         self._norm = None
 
-    def _add_vocab(self, words: list[str]) -> None:
+    def _add_vocab(self, words: Iterable[str]) -> None:
+        self._expansions.clear()
+        if not self._typo_ready:
+            return
         for w in words:
             if not w.isalpha():
                 continue
@@ -363,9 +376,17 @@ class SearchEngine:
                     self._deletes.setdefault(key, set()).add(w)
             for i in range(3, min(len(w), _MAX_PREFIX + 1)):
                 self._prefixes.setdefault(w[:i], set()).add(w)
-        self._expansions.clear()
+
+    def _ensure_typo_index(self) -> None:
+        # Built on the first query that needs it, then kept up to date incrementally.
+        if not self._typo_ready:
+            self._typo_ready = True
+            self._add_vocab(list(self._words))
 
     def _drop_vocab(self, words: list[str]) -> None:
+        self._expansions.clear()
+        if not self._typo_ready:
+            return
         for w in words:
             if not w.isalpha():
                 continue
@@ -382,7 +403,6 @@ class SearchEngine:
                     bucket.discard(w)
                     if not bucket:
                         del self._prefixes[w[:i]]
-        self._expansions.clear()
 
     # -- query ----------------------------------------------------------------------------
 
@@ -409,6 +429,7 @@ class SearchEngine:
         cached = self._expansions.get(word)
         if cached is not None:
             return cached
+        self._ensure_typo_index()
         p = self.params
         out: dict[str, float] = {}
         if word.isalpha() and len(word) >= _MIN_FUZZY:

@@ -1,9 +1,9 @@
 """Text and identifier tokenisation for search.
 
 Identifiers are split the way people read them: ``list_issues``, ``getApiOverview``,
-``HTTPServer``, ``kebab-case``, ``dotted.names`` all become separate words; a word mixing
-letters and digits (``s3``, ``base64``) is kept whole and, when its letter run is long enough
-to mean something, that run is added too (``base64`` → ``base64``, ``base``).
+``HTTPServer``, ``kebab-case``, ``dotted.names`` all become separate words; letters and
+digits split apart too, and a short word mixing them (``s3``, ``mp3``, ``base64``) is also
+kept whole (``s3`` → ``s``, ``3``, ``s3``).
 """
 
 from __future__ import annotations
@@ -24,9 +24,8 @@ _LETTERS = re.compile(r"[a-z]+")
 _MAX_PIECE = 64
 _DATA = re.compile(r"[A-Za-z0-9+/=_\-]{40,}")
 _DIGIT = re.compile(r"[0-9]")
-_LONG = re.compile(r"[A-Za-z0-9]{65,}")
 # ASCII words: an acronym (HTTP in HTTPServer), a possibly capitalised word, or a number.
-_ASCII_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+_ASCII_WORD = re.compile(r"[A-Z]{1,64}(?![a-z])|[A-Z]?[a-z]{1,64}|[0-9]{1,64}")
 # Short words mixing letters and digits (s3, ec2, mp3, base64) are also kept whole.
 _MIXED = re.compile(r"(?<![A-Za-z0-9])(?=[A-Za-z]*[0-9])(?=[0-9]*[A-Za-z])[A-Za-z0-9]+(?![A-Za-z0-9])")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
@@ -104,8 +103,6 @@ def split_words(text: str) -> list[str]:
         text = _DATA.sub(_drop_data, text)
     if not text.isascii():
         return _split_unicode(text)
-    if len(text) > _MAX_PIECE:
-        text = _LONG.sub(" ", text)
     # One C-level pass does the camelCase/acronym/digit splitting for ASCII text.
     out: list[str] = [*" ".join(_ASCII_WORD.findall(text)).lower().split()]
     if _DIGIT.search(text):
@@ -187,6 +184,6 @@ def tokenize(text: str) -> list[str]:
     >>> tokenize("getApiOverview")
     ['get', 'api', 'overview']
     >>> tokenize("list_open-issues.v2")
-    ['list', 'open', 'issu', 'v2']
+    ['list', 'open', 'issu', 'v', '2', 'v2']
     """
     return terms_of(text)
