@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
+import anyio.abc
 import anyio.lowlevel
 import pydantic_monty as pm
 import structlog
@@ -33,6 +34,8 @@ except NameError:
 __toolcode_out
 """
 _SLEEPS = frozenset({"time.sleep", "system.sleep"})
+_ASYNC_SLEEPS = frozenset({"asyncio.sleep", "system.async_sleep"})
+_ASYNC_NAMES = ("run_tool", "run_chain", "describe_tool", "search_tools")
 _MEMORY_RE = re.compile(r"memory limit exceeded: (\d+) bytes > (\d+) bytes")
 _SYNC_NAMES = (
     "search_tools",
@@ -146,14 +149,7 @@ class MontyEngine:
             "max_suspensions": 1_000_000,
             "max_total_sleep_secs": timeout,
         }
-        handlers: dict[str, Handler] = {name: getattr(tools, name) for name in _SYNC_NAMES}
-        async_lookup: dict[str, Any] = {
-            "run_tool_async": tools.run_tool,
-            "run_chain_async": tools.run_chain,
-            "describe_tool_async": tools.describe_tool,
-            "search_tools_async": tools.search_tools,
-        }
-        raised: dict[str, ToolError] = {}
+        drive = _Drive(tools, timeout)
 
         def on_print(stream: str, text: str) -> None:
             tools.write("stderr" if stream == "stderr" else "stdout", text)
@@ -165,45 +161,16 @@ class MontyEngine:
                 os_policy={"sleep": "system", "sleep_system_max": timeout},
             ) as session:
                 await session.feed_run(_PRELUDE)
-                snap = await session.feed_start(
-                    params.code, inputs={"input": params.input}, external_lookup=async_lookup, print_callback=on_print
-                )
-                while not isinstance(snap, pm.MontyComplete):
-                    if isinstance(snap, pm.AsyncFunctionSnapshot):
-                        handler = handlers.get(snap.function_name)
-                        if handler is not None and not snap.is_os_function:
-                            try:
-                                value = await handler(*snap.args, **snap.kwargs)
-                            except ToolError as e:
-                                raised[str(e)] = e
-                                snap = await snap.resume({"exception": e})
-                            except (ToolCodeError, TypeError, ValueError) as e:
-                                failure: pm.ExternalException = {"exception": e}
-                                snap = await snap.resume(failure)
-                            else:
-                                snap = await snap.resume({"return_value": value})
-                            continue
-                        if snap.is_os_function and snap.function_name in _SLEEPS:
-                            # Host-side sleep: cancellable, and bounded by the run's timeout.
-                            seconds = snap.args[0] if snap.args else 0
-                            answer: pm.ExternalResult
-                            if not isinstance(seconds, int | float) or seconds < 0:
-                                answer = {"exception": ValueError("sleep length must be >= 0")}
-                            else:
-                                await anyio.sleep(min(float(seconds), timeout))
-                                answer = {"return_value": None}
-                            snap = await snap.resume(answer)
-                            continue
-                    snap = await snap.resume_auto()
-                value = snap.output
+                snap = await session.feed_start(params.code, inputs={"input": params.input}, print_callback=on_print)
+                value = await drive.run(snap)
                 if "__out" in params.code:
                     has_out, out = await session.feed_run(_FETCH_OUT)
                     if has_out:
                         value = out
         except pm.MontySyntaxError as e:
-            raise _code_error(e, "SyntaxError", raised) from None
+            raise _code_error(e, "SyntaxError", drive.raised) from None
         except pm.MontyRuntimeError as e:
-            raise self._map_runtime(e, timeout, raised) from None
+            raise self._map_runtime(e, timeout, drive.raised) from None
         except pm.MontyCrashedError as e:
             if e.timed_out:
                 raise LimitExceededError("timeout", timeout, None, "the sandbox worker was killed") from None
@@ -231,6 +198,112 @@ class MontyEngine:
             pool, self._pool = self._pool, None
             if pool is not None:
                 await pool.__aexit__(None, None, None)
+
+
+class _Drive:
+    """Answers a feed's suspensions until it completes.
+
+    Synchronous-looking API calls (``run_tool``) are awaited in place and the sandbox resumed
+    with the result. Awaitable ones (``run_tool_async``) and ``asyncio.sleep`` are answered
+    with a future: the call runs as a task of this drive, and each future snapshot is resumed
+    with whatever has finished, so gathered calls overlap.
+    """
+
+    def __init__(self, tools: Tools, timeout: float) -> None:
+        self._timeout = timeout
+        self._sync: dict[str, Handler] = {name: getattr(tools, name) for name in _SYNC_NAMES}
+        self._async: dict[str, Handler] = {f"{name}_async": getattr(tools, name) for name in _ASYNC_NAMES}
+        self.raised: dict[str, ToolError] = {}
+        self._done: dict[int, pm.ExternalSettledResult] = {}
+        self._sleeps: dict[int, float] = {}
+        self._mine: set[int] = set()
+        """Ids of the futures this drive answers (tool calls in flight, sleeps)."""
+        self._changed = anyio.Event()
+
+    def _failure(self, e: Exception) -> pm.ExternalException:
+        if isinstance(e, ToolError):
+            self.raised[str(e)] = e
+        return {"exception": e}
+
+    async def _call(self, call_id: int, handler: Handler, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        try:
+            self._done[call_id] = {"return_value": await handler(*args, **kwargs)}
+        except (ToolCodeError, TypeError, ValueError) as e:
+            self._done[call_id] = self._failure(e)
+        finally:
+            self._changed.set()
+
+    async def run(self, snap: pm.AsyncSnapshot) -> Any:
+        failure: pm.MontyError | None = None
+        async with anyio.create_task_group() as tg:
+            try:
+                while not isinstance(snap, pm.MontyComplete):
+                    if isinstance(snap, pm.AsyncFunctionSnapshot):
+                        snap = await self._function(snap, tg)
+                    elif isinstance(snap, pm.AsyncFutureSnapshot):
+                        snap = await self._future(snap)
+                    else:
+                        snap = await snap.resume_auto()
+            except pm.MontyError as e:
+                # Raised after the group has closed, so it is not wrapped in an ExceptionGroup.
+                failure = e
+            # A call the snippet started but never awaited has nobody left to read its result.
+            tg.cancel_scope.cancel()
+        if failure is not None:
+            raise failure
+        assert isinstance(snap, pm.MontyComplete)
+        return snap.output
+
+    async def _function(self, snap: pm.AsyncFunctionSnapshot, tg: anyio.abc.TaskGroup) -> pm.AsyncSnapshot:
+        name = snap.function_name
+        if not snap.is_os_function:
+            handler = self._sync.get(name)
+            if handler is not None:
+                try:
+                    value = await handler(*snap.args, **snap.kwargs)
+                except (ToolCodeError, TypeError, ValueError) as e:
+                    return await snap.resume(self._failure(e))
+                return await snap.resume({"return_value": value})
+            handler = self._async.get(name)
+            if handler is not None:
+                self._mine.add(snap.call_id)
+                tg.start_soon(self._call, snap.call_id, handler, snap.args, snap.kwargs)
+                return await snap.resume({"future": ...})
+            return await snap.resume_auto()
+        if name in _SLEEPS or name in _ASYNC_SLEEPS:
+            # Sleeps are served by the host: cancellable, and bounded by the run's timeout.
+            seconds = snap.args[0] if snap.args else 0
+            if not isinstance(seconds, int | float) or seconds < 0:
+                return await snap.resume({"exception": ValueError("sleep length must be a number >= 0")})
+            seconds = min(float(seconds), self._timeout)
+            if name in _ASYNC_SLEEPS:
+                self._mine.add(snap.call_id)
+                self._sleeps[snap.call_id] = anyio.current_time() + seconds
+                return await snap.resume({"future": ...})
+            await anyio.sleep(seconds)
+            return await snap.resume({"return_value": None})
+        return await snap.resume_auto()
+
+    async def _future(self, snap: pm.AsyncFutureSnapshot) -> pm.AsyncSnapshot:
+        ids = snap.pending_call_ids
+        if not self._mine.issuperset(ids):
+            return await snap.resume_auto()  # futures Monty itself owns
+        while True:
+            now = anyio.current_time()
+            ready: dict[int, pm.ExternalSettledResult] = {}
+            for i in ids:
+                if i in self._done:
+                    ready[i] = self._done.pop(i)
+                elif self._sleeps.get(i, float("inf")) <= now:
+                    del self._sleeps[i]
+                    ready[i] = {"return_value": None}
+            if ready:
+                self._mine.difference_update(ready)
+                return await snap.resume(ready)
+            wake = min((self._sleeps[i] for i in ids if i in self._sleeps), default=float("inf"))
+            with anyio.move_on_after(wake - now):
+                await self._changed.wait()
+            self._changed = anyio.Event()
 
 
 def _code_error(

@@ -521,6 +521,20 @@ async def _gather_overlap(h: Harness) -> None:
     assert elapsed < 1.0, f"10 x 0.2 s took {elapsed:.2f}s: the calls did not overlap"
 
 
+@_check("fanout", "asyncio.sleep and awaitable calls interleave in gathered coroutines")
+async def _gather_with_sleep(h: Harness) -> None:
+    code = (
+        "import asyncio\n"
+        "async def one(i):\n    await asyncio.sleep(0.2)\n    return await run_tool_async('conf:add', a=i)\n"
+        "await asyncio.gather(*[one(i) for i in range(5)])"
+    )
+    t0 = time.perf_counter()
+    r = await h.run(code)
+    elapsed = time.perf_counter() - t0
+    assert r.value == [1, 2, 3, 4, 5] and len(r.tool_calls) == 5, r.value
+    assert elapsed < 0.8, f"5 x (0.2 s sleep + call) took {elapsed:.2f}s: they did not overlap"
+
+
 @_check("fanout", "one failing call in run_tools raises ToolError after the others complete")
 async def _run_tools_error(h: Harness) -> None:
     e = await h.fail("run_tools([('conf:add', {'a': 1}), ('conf:fail', {'message': 'bad'})])", CodeExecutionError)
