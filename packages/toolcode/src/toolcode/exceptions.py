@@ -154,7 +154,7 @@ class ToolError(ToolCodeError, RuntimeError):
         tool_id: The tool id the snippet asked for.
         message: The tool's (or the runner's) own message.
         error_op: The step that failed: ``"resolve"``, ``"validate_input"``, ``"call"``,
-            ``"validate_output"``, ``"timeout"``, ``"backend"``, ``"limit"``.
+            ``"validate_output"``, ``"timeout"``, ``"backend"``, ``"describe"``.
     """
 
     def __init__(self, tool_id: str, message: str, error_op: str = "call") -> None:
