@@ -116,8 +116,8 @@ async def test_crash_mid_call_then_the_next_call_reconnects(
             with pytest.raises(BackendUnavailableError) as ei:
                 await runner.run("fault:crash")
         assert ei.value.backend == "mcp:fault"
-        if "command" in fault:
-            assert "closed the connection during a call to 'crash'" in ei.value.reason
+        assert "closed the connection during a call to 'crash'" in ei.value.reason
+        if "command" in fault:  # over HTTP the server is gone for good: see the restart test below
             with anyio.fail_after(20):
                 res = await runner.run("fault:echo", {"text": "after"})
             assert res.structured == {"text": "after"}
@@ -343,3 +343,18 @@ async def test_mcp_param_headers_learned_on_mismatch(fault_http: RunningServer) 
         with anyio.fail_after(20):
             res = await backend.call(BackendRef.mcp("fault", tool="region"), region, {"region": "us"})
     assert res.content == ({"type": "text", "text": "us"},)
+
+
+async def test_http_server_restart_is_survived(
+    mcp_runner: Callable[..., Any], http_server: Callable[..., RunningServer]
+) -> None:
+    command = [sys.executable, str(FAULT_SERVER), "--http", "--port", "{port}"]
+    first = http_server(command, ready=r"Uvicorn running on")
+    async with mcp_runner({"fault": {"url": first.url}}) as (runner, _):
+        with anyio.fail_after(20), pytest.raises(BackendUnavailableError):
+            await runner.run("fault:crash")
+        await anyio.to_thread.run_sync(first.process.wait, 10)
+        http_server(command, ready=r"Uvicorn running on", port=first.port)
+        with anyio.fail_after(20):
+            res = await runner.run("fault:echo", {"text": "second life"})
+        assert res.structured == {"text": "second life"}

@@ -381,7 +381,7 @@ class MCPBackend:
         except Exception as e:
             if conn is None:
                 raise
-            self._log.warning("mcp.close_error", error=repr(_leaf(e)))
+            self._log.info("mcp.close_error", error=repr(_leaf(e)))
         finally:
             if conn is not None:
                 conn.dead = True
