@@ -358,3 +358,12 @@ async def test_http_server_restart_is_survived(
         with anyio.fail_after(20):
             res = await runner.run("fault:echo", {"text": "second life"})
         assert res.structured == {"text": "second life"}
+
+
+async def test_attach_to_a_second_index_registers_everything() -> None:
+    cfg = load_config({"mcpServers": {"fault": fault_stdio()}}).servers["fault"]
+    first, second = InMemoryIndex(), InMemoryIndex()
+    async with MCPBackend("fault", cfg) as backend:
+        await backend.attach(first)
+        tools = await backend.attach(second)
+    assert len(second) == len(first) == len(tools) == len(STATIC_TOOLS)

@@ -109,3 +109,11 @@ def test_invalid_x_mcp_header_is_dropped_only_on_2026() -> None:
     assert parse_tool(raw, "ns").name == "t"  # 2025-11-25: the annotation means nothing
     with pytest.raises(ValueError, match="x-mcp-header"):
         parse_tool(raw, "ns", modern=True)
+
+
+def test_backend_name_must_be_a_namespace() -> None:
+    from toolrun import ConfigError
+
+    with pytest.raises(ConfigError) as ei:
+        MCPBackend("a:b", StdioServerConfig(command="x"))
+    assert ei.value.server == "a:b"

@@ -132,6 +132,18 @@ def expand_vars(value: str, env: Mapping[str, str], *, server: str | None = None
     return _VAR.sub(sub, value) if "${" in value else value
 
 
+def check_server_name(name: str) -> None:
+    """Check that a server name can be its tools' namespace.
+
+    Raises:
+        ConfigError: If it cannot (empty, too long, contains ``:`` or control characters).
+    """
+    try:
+        Tool.validated(name="probe", namespace=name)
+    except InvalidToolError as e:
+        raise ConfigError(name, None, f"invalid server name ({e.reason}); it becomes the tools' namespace") from None
+
+
 def _expand(data: Any, env: Mapping[str, str], server: str, path: str) -> Any:
     if isinstance(data, str):
         return expand_vars(data, env, server=server, field=path)
@@ -145,11 +157,7 @@ def _expand(data: Any, env: Mapping[str, str], server: str, path: str) -> Any:
 
 
 def _server(name: str, raw: Any, env: Mapping[str, str]) -> ServerConfig:
-    try:
-        # The server's name becomes its tools' namespace, so it must be a valid one.
-        Tool.validated(name="probe", namespace=name)
-    except InvalidToolError as e:
-        raise ConfigError(name, None, f"invalid server name ({e.reason}); it becomes the tools' namespace") from None
+    check_server_name(name)
     if not isinstance(raw, dict):
         raise ConfigError(name, None, f"must be an object, got {type(raw).__name__}")
     data = cast(dict[str, Any], raw)

@@ -25,7 +25,7 @@ from mcp_types import CONNECTION_CLOSED, HEADER_MISMATCH
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolindex import BackendKind, BackendRef, Index, Tool, ToolNotFoundError
-from toolrun._config import HttpServerConfig, ServerConfig, ServersConfig, StdioServerConfig
+from toolrun._config import HttpServerConfig, ServerConfig, ServersConfig, StdioServerConfig, check_server_name
 from toolrun._mcp_wire import is_closed, learn_param_headers, normalise_result, parse_tool, raw_request
 from toolrun._types import BackendResult, ProgressCallback, ProgressEvent
 from toolrun.exceptions import BackendUnavailableError, ToolExecutionError, ToolTimeoutError
@@ -129,9 +129,13 @@ class MCPBackend:
     Args:
         name: The server's name in ``mcpServers``; also the namespace of its tools.
         config: How to reach it.
+
+    Raises:
+        ConfigError: If ``name`` cannot be a namespace (empty, contains ``:``, ...).
     """
 
     def __init__(self, name: str, config: ServerConfig) -> None:
+        check_server_name(name)
         self._name = name
         self._config = config
         self._log = _log.bind(server=name)
@@ -201,7 +205,9 @@ class MCPBackend:
         Raises:
             BackendUnavailableError: If the server cannot be started or reached, or listing fails.
         """
-        self._index = index
+        if index is not self._index:
+            # A new index starts empty for us: register everything, not just what changed.
+            self._index, self._tools = index, {}
         return await self._sync_index()
 
     async def call(
