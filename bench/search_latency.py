@@ -119,6 +119,7 @@ def measure(size: int, eval_dir: Path) -> dict[str, Any]:
         index.search(warm[0])
         builds.append((time.perf_counter() - t0, time.thread_time() - c0))
 
+    n_tools = len(index)
     for q in warm:
         index.search(q)
     times: list[float] = []
@@ -157,7 +158,7 @@ def measure(size: int, eval_dir: Path) -> dict[str, Any]:
             "register_one_ms": round(statistics.median(reg_cpu), 3),
         },
         "build_runs_s": [round(b[0], 3) for b in builds],
-        "n_tools": len(index),
+        "n_tools": n_tools,
         "n_queries": len(timed),
         "loadavg_1m": round(os.getloadavg()[0], 2),
         "reference": ref_result,

@@ -224,3 +224,21 @@ def test_listing_rejects_bad_arguments() -> None:
         index.list_tools(limit=0)
     with pytest.raises(ValueError, match="cursor"):
         index.list_tools(cursor="%%%")
+
+
+def test_large_batch_restores_the_garbage_collector_state() -> None:
+    import gc
+
+    items = [(tool(f"t{i}"), BackendRef.local("f")) for i in range(1200)]
+    assert gc.isenabled()
+    index = InMemoryIndex()
+    index.register_many(items[:600])
+    index.register_many(items[600:])
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        InMemoryIndex().register_many(items)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    assert len(index) == 1200

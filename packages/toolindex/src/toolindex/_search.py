@@ -253,20 +253,24 @@ class SearchEngine:
             self._grow()
         # Gather the batch's postings per term, then extend each term's buffer once.
         batch: defaultdict[str, list[int]] = defaultdict(list)
-        lens = self._lens
+        len_fields: list[int] = []
+        len_slots: list[int] = []
+        len_values: list[int] = []
+        df, vocab, max_tf = self._df, self._words, _MAX_TF
         for i, (tid, tool, ns_text, prepared) in enumerate(entries):
             slot = first + i
-            doc_terms: set[str] = set()
+            fields = prepared.fields
             # Postings stay sorted by slot because slots only grow; entries of one slot are adjacent.
-            for f, counts in prepared.fields.items():
-                lens[f, slot] = counts.total()
+            for f, counts in fields.items():
+                len_fields.append(f)
+                len_slots.append(slot)
+                len_values.append(counts.total())
                 base = (slot << _SLOT_SHIFT) | (f << _FIELD_SHIFT)
                 for term, tf in counts.items():
-                    batch[term].append(base | tf if tf <= _MAX_TF else base | _MAX_TF)
-                doc_terms.update(counts)
-            self._df.update(doc_terms)
-            new_words = [w for w in prepared.words if w not in self._words]
-            self._words.update(prepared.words)
+                    batch[term].append(base | (tf if tf <= max_tf else max_tf))
+            df.update(set[str]().union(*fields.values()))
+            new_words = [w for w in prepared.words if w not in vocab]
+            vocab.update(prepared.words)
             if new_words:
                 self._add_vocab(new_words)
             self._docs.append(_Doc(tid, tool, ns_text))
@@ -274,6 +278,8 @@ class SearchEngine:
             self._ns_slots.setdefault(tool.namespace, set()).add(slot)
             for tag in tool.tags:
                 self._tag_slots.setdefault(tag, set()).add(slot)
+        lens = self._lens
+        lens[len_fields, len_slots] = len_values
         postings = self._postings
         for term, codes in batch.items():
             p = postings.get(term)
