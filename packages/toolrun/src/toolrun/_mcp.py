@@ -59,6 +59,8 @@ _INHERITED_ENV = (
 )
 _MAX_LIST_PAGES = 1000
 _STDERR_TAIL = 2000
+_STDERR_MAX = 4 * 1024 * 1024
+_STDERR_CHECK_S = 30.0
 
 
 def _child_env(cfg: StdioServerConfig) -> dict[str, str]:
@@ -81,13 +83,26 @@ def _tail(f: IO[bytes] | None) -> str:
     if f is None:
         return ""
     try:
-        f.flush()
-        size = f.seek(0, os.SEEK_END)
-        f.seek(max(0, size - _STDERR_TAIL))
-        text = f.read().decode("utf-8", errors="replace").strip()
+        # pread leaves the file offset alone: the child shares it and keeps appending.
+        fd = f.fileno()
+        size = os.fstat(fd).st_size
+        start = max(0, size - _STDERR_TAIL)
+        return os.pread(fd, size - start, start).decode("utf-8", errors="replace").strip()
     except (OSError, ValueError):
         return ""
-    return text
+
+
+async def _trim_stderr(f: IO[bytes]) -> None:
+    # A chatty server would otherwise grow the file for as long as the session lives. The
+    # offset is shared with the child, so rewinding it makes the child write from the start.
+    while True:
+        await anyio.sleep(_STDERR_CHECK_S)
+        try:
+            if os.fstat(f.fileno()).st_size > _STDERR_MAX:
+                os.ftruncate(f.fileno(), 0)
+                os.lseek(f.fileno(), 0, os.SEEK_SET)
+        except (OSError, ValueError):
+            return
 
 
 @dataclass(eq=False)
@@ -378,6 +393,8 @@ class MCPBackend:
                         async with anyio.create_task_group() as inner:
                             if self._announces_list_changed(client):
                                 inner.start_soon(self._listen, conn)
+                            if stderr is not None:
+                                inner.start_soon(_trim_stderr, stderr)
                             await conn.stop.wait()
                             inner.cancel_scope.cancel()
                     except Exception as e:  # boundary: a failing session must not take the host task down
