@@ -59,7 +59,7 @@ class SearchParams:
     """Per-field length normalisation, in :data:`FIELDS` order."""
     coverage: float = 0.5
     """How much matching more of the query's idf mass multiplies the score."""
-    fuzzy_discount: float = 0.3
+    fuzzy_discount: float = 0.6
     """Weight of a typo correction relative to an exact term."""
     prefix_discount: float = 0.4
     """Weight of an abbreviation (prefix) expansion relative to an exact term."""
