@@ -7,14 +7,15 @@ field and summed into one pseudo-frequency, which is then saturated once (so a t
 repeated across fields does not count many times over). On top of that:
 
 - a coverage factor favours tools that match more of the query's (idf-weighted) terms;
-- query words the index has never seen are expanded to close vocabulary words (typos,
-  rapidfuzz Levenshtein distance) or to words they begin (abbreviations: ``repo`` →
-  ``repository``), at a discount.
+- query words the index has never seen are expanded to close vocabulary words (typos:
+  a deletion-neighbourhood index proposes candidates, rapidfuzz's OSA distance confirms
+  them) or to words they begin (abbreviations: ``repo`` → ``repository``), at a discount.
 
-Layout: inverted postings per term, appended to on registration (``array`` buffers), turned
-into numpy arrays lazily the first time a query needs them; scores accumulate in a dense
-numpy vector. Removal is lazy: a removed tool's slot is marked dead (its normalisers drop to
-zero) and the postings are compacted once dead slots dominate.
+Layout: inverted postings per term, one packed integer per (tool, field) appended on
+registration (``array`` buffers); the saturated per-tool weights of a term are computed
+with numpy the first time a query needs them after a change, and cached; scores accumulate
+with one ``bincount`` per query. Removal is lazy: a removed tool's slot is marked dead (its
+normalisers drop to zero) and the postings are compacted once dead slots outnumber live ones.
 
 The engine is not thread-safe; :class:`~toolindex.InMemoryIndex` serialises access.
 """
