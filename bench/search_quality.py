@@ -56,6 +56,9 @@ def explicit_sets(catalogs: list[Path], query_files: list[Path], max_queries: in
             name = path.stem if rec.get("level") is None else f"{path.stem} L{rec['level']}"
             groups.setdefault(name, []).append(E.parse_query(rec))
         for name, queries in groups.items():
+            if not any(q.gold_sets for q in queries):
+                print(f"note: {name}: no query has gold ids (out of scope); skipped", file=sys.stderr)
+                continue
             if max_queries:
                 queries = queries[:max_queries]
             out.append(E.QuerySet(name, queries, catalog, [p.name for p in cat_paths]))
