@@ -421,7 +421,9 @@ class MCPBackend:
             transport = stdio_client(params, errlog=cast(TextIO, stderr))
         else:
             assert isinstance(cfg, HttpServerConfig)
-            http = httpx2.AsyncClient(headers=cfg.headers, timeout=httpx2.Timeout(cfg.connect_timeout, read=300.0))
+            # Reads may idle while a tool works; per-call timeouts are the real bound.
+            read = max(300.0, (cfg.timeout or 0.0) + 30.0)
+            http = httpx2.AsyncClient(headers=cfg.headers, timeout=httpx2.Timeout(cfg.connect_timeout, read=read))
             await stack.enter_async_context(http)
             # The SDK caps one SSE event at 1 MiB by default; tool results can be larger.
             transport = streamable_http_client(cfg.url, http_client=http, max_sse_event_size=None)
