@@ -156,24 +156,26 @@ async def test_execute_code_two_servers_progress_and_trace(
 async def test_broken_and_hostile_snippets_are_errors_and_server_keeps_serving(
     connect: ClientFactory, mode: str
 ) -> None:
+    def text(res: types.CallToolResult) -> str:
+        return " ".join(getattr(b, "text", "") for b in res.content)
+
     async with connect(mode) as client:
         syntax = await client.call_tool("execute_code", {"code": "x = (1,\nfor"})
-        assert syntax.is_error
-        assert "line" in syntax.content[0].text.lower()  # type: ignore[union-attr]
+        assert syntax.is_error, text(syntax)
+        assert "line" in text(syntax).lower(), text(syntax)
 
         unknown = await client.call_tool(
             "execute_code", {"code": 'run_tool("time:get_curent_time", {"timezone": "UTC"})'}
         )
-        assert unknown.is_error
-        text = unknown.content[0].text  # type: ignore[union-attr]
-        assert "time:get_current_time" in text  # the nearest tool name is suggested
+        assert unknown.is_error, text(unknown)
+        assert "time:get_current_time" in text(unknown)  # the nearest tool name is suggested
 
         escape = await client.call_tool("execute_code", {"code": "import os\n__out = os.listdir('/')"})
-        assert escape.is_error
+        assert escape.is_error, text(escape)
 
         loop = await client.call_tool("execute_code", {"code": "while True:\n    pass", "options": {"timeout": 1}})
-        assert loop.is_error
-        assert "timeout" in loop.content[0].text  # type: ignore[union-attr]
+        assert loop.is_error, text(loop)
+        assert "timeout" in text(loop), text(loop)
 
         limited = await client.call_tool(
             "execute_code",
@@ -185,16 +187,16 @@ async def test_broken_and_hostile_snippets_are_errors_and_server_keeps_serving(
                 "options": {"max_tool_calls": 2},
             },
         )
-        assert limited.is_error
-        assert "max_tool_calls" in limited.content[0].text  # type: ignore[union-attr]
+        assert limited.is_error, text(limited)
+        assert "max_tool_calls" in text(limited), text(limited)
 
         bad_args = await client.call_tool("execute_code", {"code": ""})
-        assert bad_args.is_error
-        assert "code" in bad_args.content[0].text  # type: ignore[union-attr]
+        assert bad_args.is_error, text(bad_args)
+        assert "code" in text(bad_args), text(bad_args)
 
         # Still serving after all of that.
         ok = await client.call_tool("execute_code", {"code": "__out = 6 * 7"})
-        assert not ok.is_error
+        assert not ok.is_error, text(ok)
         assert ok.structured_content is not None and ok.structured_content["value"] == 42
 
 
