@@ -239,6 +239,18 @@ async def test_metatools_search_describe_run_chain(connect: ClientFactory, confi
         )
         assert chain.structured_content is not None
         assert [s["ok"] for s in chain.structured_content["steps"]] == [True, True]
+        aborted = await client.call_tool(
+            "run_chain",
+            {
+                "steps": [
+                    {"tool_id": "time:get_current_time", "args": {"timezone": "UTC"}},
+                    {"tool_id": "time:get_current_time", "args": {"timezone": "Not/AZone"}},
+                    {"tool_id": "time:get_current_time", "args": {"timezone": "UTC"}},
+                ]
+            },
+        )
+        assert aborted.is_error
+        assert "aborted at step 1 (time:get_current_time)" in aborted.content[0].text  # type: ignore[union-attr]
         examples = await client.call_tool("list_tool_examples", {"tool_id": "time:convert_time"})
         assert not examples.is_error
         assert examples.structured_content is not None and examples.structured_content["id"] == "time:convert_time"
