@@ -12,7 +12,7 @@ import statistics
 from typing import Any
 
 import pytest
-from conftest import SNAPSHOT_DIR, index_of, load_catalog_records, tool_from_record
+from _tooldocs_support import SNAPSHOT_DIR, index_of, load_catalog_records, tool_from_record
 
 from tooldocs import STUB_IMPORTS, Budgets, InMemoryStore, render_module
 from toolindex import Tool

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import index_of
+from _tooldocs_support import index_of
 
 from tooldocs import (
     STUB_IMPORTS,

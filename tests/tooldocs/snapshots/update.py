@@ -58,7 +58,7 @@ def pick(records: list[dict[str, Any]], n_spaced: int) -> list[dict[str, Any]]:
 
 def render_entry(catalog: str, record: dict[str, Any]) -> dict[str, Any]:
     sys.path.insert(0, str(HERE.parent))
-    from conftest import index_of, tool_from_record  # pyright: ignore[reportMissingImports]
+    from _tooldocs_support import index_of, tool_from_record  # pyright: ignore[reportMissingImports]
 
     from tooldocs import InMemoryStore
 
