@@ -667,3 +667,53 @@ async def test_schemas_compile_once_per_distinct_schema(monkeypatch: pytest.Monk
         assert len(compiled) == 2
         await runner.run("local:echo", {"text": "x"})
         assert len(compiled) == 4  # echo's input and output schemas are new
+
+
+class ContextBackend(LocalBackend):
+    """A local backend that is also an async context manager, like MCPBackend."""
+
+    def __init__(self, log: list[str]) -> None:
+        super().__init__()
+        self.log = log
+
+    async def __aenter__(self) -> ContextBackend:
+        self.log.append("enter")
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self.log.append("exit")
+
+    async def aclose(self) -> None:
+        self.log.append("aclose")
+        await super().aclose()
+
+
+@pytest.mark.anyio
+async def test_async_with_enters_and_exits_context_manager_backends() -> None:
+    log: list[str] = []
+    backend = ContextBackend(log)
+
+    @backend.tool(inline=True)
+    def double(x: int) -> int:
+        return 2 * x
+
+    async with DefaultRunner(InMemoryIndex(), [backend]) as runner:
+        assert log == ["enter"]
+        await runner.attach()
+        assert (await runner.run("local:double", {"x": 4})).value == 8
+    assert log == ["enter", "aclose", "exit"]
+
+
+@pytest.mark.anyio
+async def test_a_backend_failing_to_enter_exits_those_already_entered() -> None:
+    log: list[str] = []
+
+    class Broken(ContextBackend):
+        async def __aenter__(self) -> ContextBackend:
+            raise RuntimeError("cannot start")
+
+    runner = DefaultRunner(InMemoryIndex(), [ContextBackend(log), Broken([])])
+    with pytest.raises(RuntimeError, match="cannot start"):
+        async with runner:
+            pytest.fail("the body must not run")
+    assert log == ["enter", "exit"]

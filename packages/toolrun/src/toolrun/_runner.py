@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from time import perf_counter
 from typing import Any, Protocol, Self, cast, runtime_checkable
 
@@ -165,6 +166,7 @@ class DefaultRunner:
         self._entries: dict[str, _Entry] = {}
         self._generation = 0
         self._closed = False
+        self._stack: AsyncExitStack | None = None
         self._unsubscribe = index.subscribe(self._on_change)
 
     # -- lifecycle ----------------------------------------------------------------
@@ -211,10 +213,27 @@ class DefaultRunner:
             raise errors[0]
 
     async def __aenter__(self) -> Self:
+        # Backends that hold background tasks (an MCP session's reader) are async context
+        # managers; enter them here so `async with DefaultRunner(...)` is all a user needs.
+        stack = AsyncExitStack()
+        try:
+            for backend in self._backends:
+                if isinstance(backend, AbstractAsyncContextManager):
+                    await stack.enter_async_context(cast("AbstractAsyncContextManager[object]", backend))
+        except BaseException:
+            await stack.aclose()
+            raise
+        self._stack = stack
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
+        try:
+            await self.aclose()
+        finally:
+            # Exit the backends' contexts from the task that entered them (anyio requires it).
+            stack, self._stack = self._stack, None
+            if stack is not None:
+                await stack.aclose()
 
     # -- resolution ---------------------------------------------------------------
 
