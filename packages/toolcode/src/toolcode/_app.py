@@ -93,7 +93,7 @@ class Toolbox:
         """Backends that failed to connect, with the reason."""
         self._closed = False
         self._stack = AsyncExitStack()
-        self._entered: list[Backend] = []
+        self._runner_entered = False
 
     @classmethod
     def from_config(
@@ -163,12 +163,11 @@ class Toolbox:
                 if out is not None:
                     await out
 
-        # Backends that hold sessions (MCP) must be entered, and later exited, by the task that
-        # owns the toolbox; the runner only closes them.
-        for backend in self._backends:
-            if backend not in self._entered and hasattr(backend, "__aenter__"):
-                await self._stack.enter_async_context(backend)  # type: ignore[arg-type]
-                self._entered.append(backend)
+        # The runner enters the backends that hold sessions (MCP); it must be entered, and later
+        # exited, by the task that owns the toolbox.
+        if not self._runner_entered:
+            await self._stack.enter_async_context(self.runner)
+            self._runner_entered = True
         errors: list[BaseException] = []
 
         async def attach(backend: Backend) -> None:
@@ -271,10 +270,11 @@ class Toolbox:
                 aclose = getattr(self.executor, "aclose", None)
                 if aclose is not None:
                     await aclose()
-                await self.runner.aclose()
+                if not self._runner_entered:
+                    await self.runner.aclose()
         finally:
             # Outside the shield: the backends' task groups were entered before it, so they must
-            # be exited in the scope that entered them.
+            # be exited in the scope that entered them (this closes the runner and its backends).
             await self._stack.aclose()
 
     async def __aenter__(self) -> Toolbox:
