@@ -115,6 +115,8 @@ class _Doc:
     """The namespace description the tool was indexed with."""
 
 
+_DENSE_COVERAGE_MAX = 50_000
+"""Up to this many postings per query, coverage is accumulated like the scores."""
 _MIN_FUZZY = 4
 """Shortest query word corrected for typos (shorter words have too many neighbours)."""
 _MAX_PREFIX = 8
@@ -516,19 +518,33 @@ class SearchEngine:
         slots = np.concatenate(slot_parts)
         idf_each = np.repeat(np.array(idfs, dtype=np.float32), sizes)
         # One accumulation for all terms: numpy call overhead stays flat in the query length.
-        scores = np.bincount(slots, weights=idf_each * np.concatenate(sat_parts), minlength=n)
-        covered = np.bincount(slots, weights=idf_each, minlength=n)
+        raw = np.bincount(slots, weights=idf_each * np.concatenate(sat_parts), minlength=n)
         mask = self._filter(namespaces, tags, n)
         if mask is not None:
-            scores *= mask
-        cand = np.flatnonzero(scores > 0)
+            raw *= mask
+        cand = np.flatnonzero(raw)
         if len(cand) == 0:
             return []
-        final = scores[cand] * (1.0 + self.params.coverage * covered[cand] / total)
+        coverage = self.params.coverage
+        raw_c = raw[cand]
         if len(cand) > limit:
-            kth = np.partition(final, len(final) - limit)[len(final) - limit]
-            keep = final >= kth
-            cand, final = cand[keep], final[keep]
+            # The coverage factor lies in [1, 1 + coverage], so only tools whose best case reaches
+            # the limit-th raw score can make the cut; the factor is computed for those alone.
+            kth = np.partition(raw_c, len(raw_c) - limit)[len(raw_c) - limit]
+            keep = raw_c * (1.0 + coverage) >= kth
+            cand, raw_c = cand[keep], raw_c[keep]
+        if len(slots) <= _DENSE_COVERAGE_MAX:
+            covered = np.bincount(slots, weights=idf_each, minlength=n)[cand]
+        else:
+            # Many postings: a binary search per candidate and term beats a second pass over them
+            # (each term's slots are sorted).
+            covered = np.zeros(len(cand), dtype=np.float64)
+            for uniq, idf in zip(slot_parts, idfs, strict=True):
+                pos = np.searchsorted(uniq, cand)
+                hit = pos < len(uniq)
+                hit[hit] = uniq[pos[hit]] == cand[hit]
+                covered += hit * idf
+        final = raw_c * (1.0 + coverage * covered / total)
         ranked = sorted(
             ((float(s), self._docs[int(c)].tid) for c, s in zip(cand, final, strict=True)),  # type: ignore[union-attr]
             key=lambda x: (-x[0], x[1]),
