@@ -19,6 +19,12 @@ from toolcode._cli._parser import EXIT_CODES, build_parser
 __all__ = ["EXIT_CODES", "main"]
 
 
+def _stderr_logger(*_args: object) -> structlog.PrintLogger:
+    # Look sys.stderr up on every use: a stream captured at configure time may be closed later
+    # (the CLI's main() is also called in-process, e.g. by tests that swap sys.stderr).
+    return structlog.PrintLogger(sys.stderr)
+
+
 def _configure_logging(verbosity: int) -> None:
     # Logs go to stderr: stdout carries results, and the MCP stdio transport in `serve`.
     level = (logging.WARNING, logging.INFO, logging.DEBUG)[min(verbosity, 2)]
@@ -30,7 +36,7 @@ def _configure_logging(verbosity: int) -> None:
             structlog.dev.ConsoleRenderer(colors=False),
         ],
         wrapper_class=structlog.make_filtering_bound_logger(level),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=_stderr_logger,
         cache_logger_on_first_use=False,
     )
 
