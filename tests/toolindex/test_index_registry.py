@@ -242,3 +242,44 @@ def test_large_batch_restores_the_garbage_collector_state() -> None:
     finally:
         gc.enable()
     assert len(index) == 1200
+
+
+def test_failure_half_way_through_a_large_batch_is_rolled_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    import toolindex._index as index_module
+
+    index = InMemoryIndex()
+    old = [(tool(f"t{i}"), BackendRef.local("old")) for i in range(0, 3000, 2)]
+    index.register_many(old)
+    before_hits = index.search("t10 tool")
+    before = {t.id: (t, index.backends(t.id)) for t in index.list_tools(limit=1000).tools}
+    version = index.version
+    events = recorder(index)
+
+    real = index_module.document_fields
+    calls = 0
+
+    def flaky(*args: object) -> object:
+        nonlocal calls
+        calls += 1
+        if calls == 2500:  # inside the third chunk: two chunks are already applied
+            raise MemoryError("simulated")
+        return real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(index_module, "document_fields", flaky)
+    # Every other id exists already (an update with a new backend and description), the rest are new.
+    batch = [
+        (Tool.validated(name=f"t{i}", namespace="ns", description=f"changed {i}"), BackendRef.local("new"))
+        for i in range(3000)
+    ]
+    with pytest.raises(MemoryError):
+        index.register_many(batch)
+    monkeypatch.setattr(index_module, "document_fields", real)
+
+    assert events == []
+    assert index.version == version
+    assert len(index) == len(old)
+    assert index.search("changed") == []
+    assert index.search("t10 tool") == before_hits
+    page = index.list_tools(limit=1000)
+    for t in page.tools:
+        assert (t, index.backends(t.id)) == before[t.id]

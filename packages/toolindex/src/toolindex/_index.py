@@ -66,6 +66,7 @@ def _collector_paused(batch_size: int) -> Generator[None]:
 
 
 _GC_PAUSE_BATCH = 1000
+_CHUNK = 1024
 
 
 def _normalise_tag(tag: str) -> str:
@@ -144,7 +145,9 @@ class InMemoryIndex:
 
         Registering an id that exists replaces the tool's definition and adds the new backend
         references to its existing ones (an ``updated`` event); new ids give a ``registered``
-        event. Both events follow the whole batch.
+        event. Both events follow the whole batch. Items are checked before anything changes;
+        should anything fail later (say ``MemoryError`` half-way through a huge batch), the
+        part already applied is rolled back before the error propagates.
 
         Args:
             items: Pairs of tool and backend reference(s).
@@ -167,32 +170,59 @@ class InMemoryIndex:
         if not batch:
             return
         with self._lock, _collector_paused(len(batch)):
-            # Tokenise everything before touching any state, so a failure leaves the index as it was.
-            texts = [self._ns_text.get(tool.namespace) for tool, _ in batch]
-            prepared = [document_fields(tool, text) for (tool, _), text in zip(batch, texts, strict=True)]
-            summaries = [tool.summary for tool, _ in batch]
             new_ids: list[str] = []
-            updated_ids: list[str] = []
-            for (tool, refs), tid, summary in zip(batch, ids, summaries, strict=True):
-                if tid not in self._tools:
-                    new_ids.append(tid)
-                    self._by_key.setdefault(tool.key, []).append(tid)
-                    self._by_name.setdefault(tool.name, set()).add(tool.key)
-                    self._by_ns.setdefault(tool.namespace, set()).add(tid)
-                    self._backends[tid] = list(refs)
-                else:
-                    updated_ids.append(tid)
-                    have = self._backends[tid]
-                    have.extend(r for r in refs if r not in have)
-                self._tools[tid] = tool
-                self._summaries[tid] = summary
-            self._engine.add_many(
-                [(tid, tool, text, doc) for (tool, _), tid, text, doc in zip(batch, ids, texts, prepared, strict=True)]
-            )
+            replaced: dict[str, tuple[Tool, list[BackendRef], str]] = {}
+            try:
+                # In chunks, so the temporary token tables of a huge batch never all exist at once.
+                for start in range(0, len(batch), _CHUNK):
+                    end = start + _CHUNK
+                    self._register_chunk(batch[start:end], ids[start:end], new_ids, replaced)
+            except BaseException:
+                self._roll_back(new_ids, replaced)
+                raise
             if new_ids:
                 self._emit("registered", new_ids)
-            if updated_ids:
-                self._emit("updated", updated_ids)
+            if replaced:
+                self._emit("updated", [tid for tid in ids if tid in replaced])
+
+    def _register_chunk(
+        self,
+        chunk: list[tuple[Tool, list[BackendRef]]],
+        ids: list[str],
+        new_ids: list[str],
+        replaced: dict[str, tuple[Tool, list[BackendRef], str]],
+    ) -> None:
+        # The work that could fail (tokenising) comes before any change.
+        texts = [self._ns_text.get(tool.namespace) for tool, _ in chunk]
+        prepared = [document_fields(tool, text) for (tool, _), text in zip(chunk, texts, strict=True)]
+        summaries = [tool.summary for tool, _ in chunk]
+        for (tool, refs), tid, summary in zip(chunk, ids, summaries, strict=True):
+            old = self._tools.get(tid)
+            if old is None:
+                new_ids.append(tid)
+                self._by_key.setdefault(tool.key, []).append(tid)
+                self._by_name.setdefault(tool.name, set()).add(tool.key)
+                self._by_ns.setdefault(tool.namespace, set()).add(tid)
+                self._backends[tid] = list(refs)
+            else:
+                have = self._backends[tid]
+                replaced[tid] = (old, list(have), self._summaries[tid])
+                have.extend(r for r in refs if r not in have)
+            self._tools[tid] = tool
+            self._summaries[tid] = summary
+        self._engine.add_many(
+            [(tid, tool, text, doc) for (tool, _), tid, text, doc in zip(chunk, ids, texts, prepared, strict=True)]
+        )
+
+    def _roll_back(self, new_ids: list[str], replaced: dict[str, tuple[Tool, list[BackendRef], str]]) -> None:
+        # Undo a batch that failed half-way: drop what it added, restore what it replaced.
+        for tid in new_ids:
+            self._remove(tid)
+        for tid, (tool, refs, summary) in replaced.items():
+            self._tools[tid] = tool
+            self._backends[tid] = refs
+            self._summaries[tid] = summary
+            self._engine.add(tid, tool, self._ns_text.get(tool.namespace))
 
     def unregister(self, tool_id: str) -> None:
         """Remove a tool and all its backends.
