@@ -284,14 +284,14 @@ class InMemoryIndex:
         with self._lock:
             if self._ns_text.get(namespace, "") == text:
                 return
+            ids = sorted(self._by_ns.get(namespace, ()))
+            entries = [(tid, self._tools[tid], text or None) for tid in ids]
+            prepared = [document_fields(tool, ns_text) for _, tool, ns_text in entries]  # may fail: before changes
             if text:
                 self._ns_text[namespace] = text
             else:
                 self._ns_text.pop(namespace, None)
-            ids = sorted(self._by_ns.get(namespace, ()))
-            self._engine.add_many(
-                [(tid, self._tools[tid], text or None, document_fields(self._tools[tid], text or None)) for tid in ids]
-            )
+            self._engine.add_many([(*e, doc) for e, doc in zip(entries, prepared, strict=True)])
             if ids:
                 self._emit("updated", ids)
 
