@@ -130,10 +130,11 @@ def _deletes(word: str) -> set[str]:
 def _schema_params(schema: Mapping[str, Any], depth: int = 0) -> Iterable[tuple[str, str]]:
     """(name, description) of each property, nested objects and array items included (2 levels)."""
     props = schema.get("properties")
-    if not isinstance(props, Mapping):
+    # Plain dict checks: JSON schemas are dicts, and ABC isinstance checks are slow in bulk.
+    if not isinstance(props, dict):
         return
     for name, sub in props.items():  # pyright: ignore[reportUnknownVariableType]
-        if not isinstance(sub, Mapping):
+        if not isinstance(sub, dict):
             yield str(name), ""  # pyright: ignore[reportUnknownArgumentType]
             continue
         desc = sub.get("description")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
@@ -145,7 +146,7 @@ def _schema_params(schema: Mapping[str, Any], depth: int = 0) -> Iterable[tuple[
         if depth < 1:
             yield from _schema_params(sub, depth + 1)  # pyright: ignore[reportUnknownArgumentType]
             items = sub.get("items")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
-            if isinstance(items, Mapping):
+            if isinstance(items, dict):
                 yield from _schema_params(items, depth + 1)  # pyright: ignore[reportUnknownArgumentType]
 
 
@@ -158,7 +159,7 @@ def _pairs(terms: list[str]) -> list[str]:
 class Prepared:
     """A tool turned into field → term counts, ready to be added without further failure."""
 
-    fields: dict[int, Counter[str]]
+    fields: dict[int, dict[str, int]]
     words: frozenset[str]
 
 
@@ -188,7 +189,16 @@ def document_fields(tool: Tool, namespace_text: str | None) -> Prepared:
         (_F["ns_text"], ns_text_terms),
         (_F["phrase"], _pairs(name) + _pairs(title)),
     )
-    return Prepared({f: Counter(terms) for f, terms in texts if terms}, frozenset(words))
+    return Prepared({f: _count(terms) for f, terms in texts if terms}, frozenset(words))
+
+
+def _count(terms: list[str]) -> dict[str, int]:
+    # A plain dict: Counter's constructor costs more than the counting for short lists.
+    counts: dict[str, int] = {}
+    get = counts.get
+    for t in terms:
+        counts[t] = get(t, 0) + 1
+    return counts
 
 
 class SearchEngine:
@@ -267,7 +277,7 @@ class SearchEngine:
             for f, counts in fields.items():
                 len_fields.append(f)
                 len_slots.append(slot)
-                len_values.append(counts.total())
+                len_values.append(sum(counts.values()))
                 base = (slot << _SLOT_SHIFT) | (f << _FIELD_SHIFT)
                 for term, tf in counts.items():
                     batch[term].append(base | (tf if tf <= max_tf else max_tf))
