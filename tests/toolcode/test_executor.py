@@ -186,3 +186,48 @@ async def test_limit_error_fields(executor: Executor) -> None:
         await executor.execute(ExecuteParams(code="run_tools([('t:add', {'a': 1})] * 3)", max_tool_calls=2))
     assert (ei.value.limit, ei.value.configured, ei.value.reached) == ("max_tool_calls", 2, 3)
     assert "max_tool_calls" in str(ei.value)
+
+
+class _RangeProvider:
+    """A provider whose tool takes parameters that are not Python identifiers (``from``, ``per-page``)."""
+
+    def __init__(self) -> None:
+        self.calls: list[dict[str, Any]] = []
+
+    async def list_tools(self) -> list[dict[str, Any]]:
+        props = {"from": {"type": "integer"}, "to": {"type": "integer"}, "per-page": {"type": "integer"}}
+        schema = {"type": "object", "properties": props, "required": ["from", "to"], "additionalProperties": False}
+        return [{"name": "span", "description": "Numbers from..to.", "inputSchema": schema}]
+
+    async def call_tool(self, name: str, args: Any) -> Any:
+        self.calls.append(dict(args))
+        return {"n": args["to"] - args["from"]}
+
+    async def aclose(self) -> None:
+        return None
+
+
+@pytest.mark.parametrize("engine", ["inprocess", "monty"])
+async def test_run_tool_keywords_use_the_signature_names(engine: str) -> None:
+    # describe_tool shows `def span(*, from_: int, to: int, per_page: int = ...)`: a snippet that
+    # calls the tool the way its signature reads must reach the tool under the wire names.
+    from tooldocs import InMemoryStore
+    from toolindex import InMemoryIndex
+    from toolrun import DefaultRunner, ProviderBackend
+
+    provider = _RangeProvider()
+    index = InMemoryIndex()
+    runner = DefaultRunner(index, [ProviderBackend("r", provider)])
+    await runner.attach()
+    store = InMemoryStore(index, autosave=False)
+    async with Executor(ExecutorConfig(index=index, store=store, runner=runner, engine=engine)) as ex:
+        doc = await ex.execute(ExecuteParams(code='describe_tool("r:span")["signature"]'))
+        assert "from_: int" in doc.value and "per_page" in doc.value
+        code = 'run_tool("r:span", from_=2, to=7, per_page=3)["n"] + run_tool("r:span", {"from": 1, "to": 2})["n"]'
+        res = await ex.execute(ExecuteParams(code=code))
+        assert res.value == 6
+        assert provider.calls == [{"from": 2, "to": 7, "per-page": 3}, {"from": 1, "to": 2}]
+        assert res.tool_calls[0].args == {"from": 2, "to": 7, "per-page": 3}
+        with pytest.raises(CodeExecutionError, match=r"r:span.*'from'.*twice"):
+            await ex.execute(ExecuteParams(code='run_tool("r:span", **{"from": 1}, from_=2, to=3)'))
+    await runner.aclose()

@@ -13,6 +13,7 @@ from toolcode._limits import CallBudget, OutputBuffer
 from toolcode._trace import Trace
 from toolcode._types import Stream
 from toolcode.exceptions import ToolError
+from tooldocs import Signature, tool_signature
 from toolindex import Index, ToolIndexError, ToolNotFoundError
 from toolrun import (
     BackendUnavailableError,
@@ -117,6 +118,7 @@ class DefaultTools:
         self.budget = budget if budget is not None else CallBudget(2**62, 2**62)
         self.trace = trace if trace is not None else Trace()
         self.output = output if output is not None else OutputBuffer(1 << 20)
+        self._signatures: dict[str, Signature] = {}
 
     # -- visibility -----------------------------------------------------------------
 
@@ -228,6 +230,9 @@ class DefaultTools:
     async def run_tool(self, tool_id: str, args: Mapping[str, Any] | None = None, **kwargs: Any) -> Any:
         """Run one tool; ``args`` and keyword arguments are merged (keywords win).
 
+        ``args`` is keyed by the tool's wire names; keywords may use either the wire name or
+        the identifier ``describe_tool``'s signature shows for it (``from_`` for ``from``).
+
         Returns:
             The result as plain data (``RunResult.value``).
 
@@ -240,9 +245,30 @@ class DefaultTools:
             raise ToolError(tool_id, f"args must be a dict, got {type(args).__name__}", "validate_input")
         call_args: dict[str, Any] = dict(args) if args else {}
         if kwargs:
-            call_args.update(kwargs)
+            call_args.update(self._wire_kwargs(tool_id, kwargs))
         self.budget.take()
         return await self._run_one(tool_id, call_args)
+
+    def _wire_kwargs(self, tool_id: str, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+        """Keyword arguments under the tool's wire names.
+
+        ``describe_tool`` shows a signature whose parameters are identifiers (``from_`` for
+        ``from``, ``per_page`` for ``per-page``); a snippet calls the tool the way it reads.
+        """
+        try:
+            tool = self._index.get(tool_id)
+        except ToolIndexError:
+            return dict(kwargs)  # the run itself reports the unknown tool, with suggestions
+        props = tool.input_schema.get("properties")
+        if isinstance(props, Mapping) and all(k in props for k in kwargs):
+            return dict(kwargs)  # the usual case: no renamed parameter among them
+        sig = self._signatures.get(tool.id)
+        if sig is None:
+            sig = self._signatures[tool.id] = tool_signature(tool)
+        try:
+            return sig.wire_args(kwargs)
+        except ValueError as e:
+            raise ToolError(tool_id, str(e), "validate_input") from e
 
     def _backend_kind(self, tool_id: str) -> str | None:
         """The kind of the tool's first backend (for the trace of a failed call), if it resolves."""
