@@ -1,6 +1,6 @@
 """Golden tests over real tool catalogs.
 
-The whole catalogs live in ../shared/eval (skipped with a reason when absent); a
+The whole catalogs live in ../shared/eval (a clear failure when absent); a
 representative sample with its expected output is committed in snapshots/.
 """
 
