@@ -313,3 +313,52 @@ async def test_upstream_list_changed_reaches_modern_listener(faults_config: Path
                     break
         after = {t.name for t in (await client.list_tools(cache_mode="refresh")).tools}
         assert "faults__dyn_two" in after
+
+
+# A user's own program serving over stdio; {setup} is what it does about logging first.
+_LIBRARY_SERVE = """
+import sys
+import anyio
+from toolcode import Toolbox
+from toolcode.server import log_to_stderr, serve_stdio
+
+async def main() -> None:
+    {setup}
+    async with Toolbox.from_config(sys.argv[1]) as box:
+        await serve_stdio(box)
+
+anyio.run(main)
+"""
+
+
+@pytest.mark.parametrize("setup", ["log_to_stderr()", "pass"])
+async def test_serve_stdio_from_library_code_keeps_stdout_for_the_protocol(tmp_path: Path, setup: str) -> None:
+    # stdout carries JSON-RPC only. With log_to_stderr() (the documented example) the connection
+    # log lines go to stderr, so stdout is protocol from its first byte; without it (structlog's
+    # default prints to stdout) they precede the protocol, but from the first response on, even
+    # while the upstream dies mid-call and is reconnected, stdout stays protocol.
+    from mcp_support import FAULT_SERVER
+
+    cfg = tmp_path / "mcp.json"
+    cfg.write_text(json.dumps({"mcpServers": {"fault": {"command": sys.executable, "args": [str(FAULT_SERVER)]}}}))
+    script = tmp_path / "serve.py"
+    script.write_text(_LIBRARY_SERVE.replace("{setup}", setup))
+    raw = tmp_path / "stdout.txt"
+    shell = f'"{sys.executable}" "{script}" "{cfg}" | tee "{raw}"'
+    params = StdioServerParameters(command="/bin/sh", args=["-c", shell])
+    code = 'try:\n    run_tool("fault:crash")\nexcept Exception:\n    pass\n__out = run_tool("fault:echo", text="hi")'
+    with anyio.fail_after(60):
+        async with Client(params) as client:
+            res = await client.call_tool("execute_code", {"code": code})
+            assert not res.is_error, res.content
+            assert res.structured_content is not None
+            assert res.structured_content["value"] == {"text": "hi"}
+            assert [t["tool_id"] for t in res.structured_content["trace"]] == ["fault:crash", "fault:echo"]
+    lines = [ln for ln in raw.read_text().splitlines() if ln.strip()]
+    first_json = next(i for i, ln in enumerate(lines) if ln.startswith("{"))
+    if setup != "pass":
+        assert first_json == 0, lines[:first_json]
+    not_json = [ln for ln in lines[first_json:] if not ln.startswith("{")]
+    assert not not_json, not_json
+    for ln in lines[first_json:]:
+        json.loads(ln)

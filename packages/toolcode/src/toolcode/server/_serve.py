@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 import socket
+import sys
 from collections.abc import Awaitable, Callable, Sequence
 
 import anyio
@@ -14,7 +16,7 @@ from mcp.server.stdio import stdio_server
 from toolcode._app import Toolbox
 from toolcode.server._server import CodeModeServer
 
-__all__ = ["serve_http", "serve_stdio"]
+__all__ = ["log_to_stderr", "serve_http", "serve_stdio"]
 
 log = structlog.get_logger("toolcode.server")
 
@@ -31,8 +33,40 @@ class _Server(uvicorn.Server):
         self.ready.set()
 
 
+def _stderr_logger(*_args: object) -> structlog.PrintLogger:
+    # sys.stderr is looked up on each new logger, not captured once (it may be swapped later).
+    return structlog.PrintLogger(sys.stderr)
+
+
+def log_to_stderr(level: int = logging.INFO) -> None:
+    """Send structlog and standard-library logs to stderr.
+
+    A stdio MCP server's stdout carries JSON-RPC only, while structlog's default
+    configuration prints to stdout: call this before connecting upstream servers (their
+    connection messages are logged) in a program that serves over stdio.
+
+    Args:
+        level: The lowest level logged (a ``logging`` constant).
+    """
+    logging.basicConfig(stream=sys.stderr, level=level, format="%(levelname)s %(name)s: %(message)s")
+    structlog.configure(
+        processors=[
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="%H:%M:%S"),
+            structlog.dev.ConsoleRenderer(colors=False),
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(level),
+        logger_factory=_stderr_logger,
+        cache_logger_on_first_use=False,
+    )
+
+
 async def serve_stdio(toolbox: Toolbox, *, expose: Sequence[str] = ()) -> None:
     """Serve the code-mode tools over stdin/stdout until the client closes stdin.
+
+    While serving, the SDK points file descriptor 1 at stderr, so nothing but the protocol
+    reaches stdout; what is logged *before* (connecting the toolbox's servers) is not
+    covered: call :func:`log_to_stderr` first if structlog is not configured otherwise.
 
     Args:
         toolbox: A connected toolbox (not closed here).
