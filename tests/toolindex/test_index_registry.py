@@ -150,9 +150,9 @@ def test_unregister_backend_removes_orphans_only() -> None:
     assert index.unregister_backend(srv) == ["ns:only"]
     assert index.backends("ns:both") == [other]
     assert sorted(t.id for t in index.list_tools().tools) == ["ns:both", "ns:none"]
-    assert [e.kind for e in events] == ["unregistered"]
+    assert [(e.kind, e.tool_ids) for e in events] == [("unregistered", ("ns:only",)), ("updated", ("ns:both",))]
     assert index.unregister_backend(BackendRef.mcp("unknown")) == []
-    assert len(events) == 1
+    assert len(events) == 2
 
 
 def test_get_bare_name_ambiguity_lists_candidates() -> None:

@@ -246,18 +246,25 @@ class InMemoryIndex:
             backend: The reference to detach (compared by value).
 
         Returns:
-            Ids of the tools removed.
+            Ids of the tools removed. Subscribers get an ``unregistered`` event for those and an
+            ``updated`` event for tools that keep other backends.
         """
         with self._lock:
             removed: list[str] = []
+            detached: list[str] = []
             for tid, refs in list(self._backends.items()):
                 if backend in refs:
                     refs.remove(backend)
                     if not refs:
                         self._remove(tid)
                         removed.append(tid)
+                    else:
+                        detached.append(tid)
             if removed:
                 self._emit("unregistered", removed)
+            # A tool that lost one of several backends changed too: caches of backend choice must hear of it.
+            if detached:
+                self._emit("updated", detached)
             return removed
 
     def describe_namespace(self, namespace: str, description: str | None) -> None:
