@@ -117,3 +117,18 @@ def test_backend_name_must_be_a_namespace() -> None:
     with pytest.raises(ConfigError) as ei:
         MCPBackend("a:b", StdioServerConfig(command="x"))
     assert ei.value.server == "a:b"
+
+
+@pytest.mark.anyio
+async def test_backends_entered_by_open_backends_can_be_handed_to_an_entered_runner() -> None:
+    # The documented pattern: `open_backends(...) as backends, DefaultRunner(index, backends) as runner`.
+    # The runner enters context-manager backends too; an already-entered backend must not refuse.
+    from toolindex import InMemoryIndex
+    from toolrun import DefaultRunner, open_backends
+
+    cfg = load_config({"mcpServers": {"a": {"command": "x"}}})  # entering connects nothing
+    async with open_backends(cfg) as backends, DefaultRunner(InMemoryIndex(), backends):
+        pass
+    with pytest.raises(RuntimeError, match="already entered"):
+        async with backends[0]:  # an exited backend stays closed
+            pass

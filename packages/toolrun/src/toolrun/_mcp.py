@@ -162,6 +162,7 @@ class MCPBackend:
         self._tools: dict[str, Tool] = {}
         self._skipped: dict[str, str] = {}
         self._entered = False
+        self._depth = 0
         self._closed = False
         self._refreshing = False
         self._refresh_again = False
@@ -308,9 +309,15 @@ class MCPBackend:
     # -- context manager -------------------------------------------------------------
 
     async def __aenter__(self) -> Self:
+        if self._depth:
+            # Entered again while open (open_backends, then a DefaultRunner that enters its
+            # backends): the outermost entry owns the task group and closes it on its exit.
+            self._depth += 1
+            return self
         if self._entered:
-            raise RuntimeError(f"{self.label} was already entered")
+            raise RuntimeError(f"{self.label} was already entered (and exited: a backend is not reusable)")
         self._entered = True
+        self._depth = 1
         self._lock = anyio.Lock()
         tg = anyio.create_task_group()
         await tg.__aenter__()
@@ -320,6 +327,9 @@ class MCPBackend:
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        self._depth -= 1
+        if self._depth:
+            return  # an inner entry: the outer one closes
         try:
             await self.aclose()
         finally:
