@@ -362,3 +362,24 @@ async def test_serve_stdio_from_library_code_keeps_stdout_for_the_protocol(tmp_p
     assert not not_json, not_json
     for ln in lines[first_json:]:
         json.loads(ln)
+
+
+async def test_stdio_serve_leaves_no_process_behind(config_file: tuple[Path, Path]) -> None:
+    # Upstream servers (time, git) and the sandbox's worker processes all end with the server.
+    import psutil
+
+    config, repo = config_file
+    params = StdioServerParameters(command=sys.executable, args=_serve_args(config))
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    with anyio.fail_after(60):
+        async with Client(params) as client:
+            res = await client.call_tool("execute_code", {"code": TWO_SERVERS, "input": {"repo": str(repo)}})
+            assert not res.is_error, res.content
+            started = [p for p in psutil.Process().children(recursive=True) if p.pid not in before]
+            serve = [p for p in started if "serve" in p.cmdline()]
+            assert len(serve) == 1, [p.cmdline() for p in started]
+            spawned = serve[0].children(recursive=True)
+            assert len(spawned) >= 2, [p.cmdline() for p in spawned]  # at least the two upstream servers
+    gone, alive = psutil.wait_procs([*serve, *spawned], timeout=15)
+    assert not alive, [(p.pid, p.cmdline()) for p in alive if p.is_running()]
+    assert len(gone) == 1 + len(spawned)
