@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import keyword
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, cast
@@ -118,7 +119,7 @@ class DefaultTools:
         self.budget = budget if budget is not None else CallBudget(2**62, 2**62)
         self.trace = trace if trace is not None else Trace()
         self.output = output if output is not None else OutputBuffer(1 << 20)
-        self._signatures: dict[str, Signature] = {}
+        self._signatures: dict[str, Signature | None] = {}
 
     # -- visibility -----------------------------------------------------------------
 
@@ -255,16 +256,19 @@ class DefaultTools:
         ``describe_tool`` shows a signature whose parameters are identifiers (``from_`` for
         ``from``, ``per_page`` for ``per-page``); a snippet calls the tool the way it reads.
         """
-        try:
-            tool = self._index.get(tool_id)
-        except ToolIndexError:
-            return dict(kwargs)  # the run itself reports the unknown tool, with suggestions
-        props = tool.input_schema.get("properties")
-        if isinstance(props, Mapping) and all(k in props for k in kwargs):
-            return dict(kwargs)  # the usual case: no renamed parameter among them
-        sig = self._signatures.get(tool.id)
+        if tool_id in self._signatures:
+            sig = self._signatures[tool_id]  # looked up once per run: calls in a loop stay cheap
+        else:
+            try:
+                tool = self._index.get(tool_id)
+            except ToolIndexError:
+                return dict(kwargs)  # the run itself reports the unknown tool, with suggestions
+            props = tool.input_schema.get("properties")
+            names: Mapping[str, Any] = cast("Mapping[str, Any]", props) if isinstance(props, Mapping) else {}
+            renamed = any(not n.isidentifier() or keyword.iskeyword(n) for n in names)
+            sig = self._signatures[tool_id] = tool_signature(tool) if renamed else None
         if sig is None:
-            sig = self._signatures[tool.id] = tool_signature(tool)
+            return dict(kwargs)
         try:
             return sig.wire_args(kwargs)
         except ValueError as e:
