@@ -234,6 +234,27 @@ class _Drive:
             self._changed.set()
 
     async def run(self, snap: pm.AsyncSnapshot) -> Any:
+        # Fast path for plain calls (the common case: ``run_tool(...)`` in a loop): answered in
+        # place, with no task group and no extra frame per call. The first suspension that is not
+        # such a call moves the drive to the general loop below.
+        sync = self._sync
+        while True:
+            if isinstance(snap, pm.MontyComplete):
+                return snap.output
+            if not isinstance(snap, pm.AsyncFunctionSnapshot) or snap.is_os_function:
+                break
+            handler = sync.get(snap.function_name)
+            if handler is None:
+                break
+            try:
+                value = await handler(*snap.args, **snap.kwargs)
+            except (ToolCodeError, TypeError, ValueError) as e:
+                snap = await snap.resume(self._failure(e))
+            else:
+                snap = await snap.resume({"return_value": value})
+        return await self._run_general(snap)
+
+    async def _run_general(self, snap: pm.AsyncSnapshot) -> Any:
         failure: pm.MontyError | None = None
         async with anyio.create_task_group() as tg:
             try:
