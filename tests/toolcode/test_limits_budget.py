@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from toolcode import TRUNCATION_MARKER, ToolCallRecord
 from toolcode._limits import OutputBuffer, check_json, fit_output_budget
+from toolcode._trace import Trace
 
 MARK = TRUNCATION_MARKER.split("{", 1)[0]
 
@@ -41,3 +44,34 @@ def test_output_buffer_keeps_cap_and_counts_the_rest() -> None:
     assert buf.text("stdout") == "abcdabcdab" and buf.total("stdout") == 20 and buf.dropped["stdout"] == 10
     out = fit_output_budget(None, buf.text("stdout"), "", (), 1000, buf.dropped)
     assert out.truncated == ("stdout",) and MARK in out.stdout and out.total_chars >= 20
+
+
+@pytest.mark.anyio
+async def test_trace_builds_records_lazily_without_a_listener_and_eagerly_with_one() -> None:
+
+    quiet = Trace()
+    a, b, c = quiet.start(), quiet.start(), quiet.start()
+    assert quiet.succeeded(a[0], a[1], "t:a", {"x": 1}, 2, "local") is None  # no listener: nothing built yet
+    quiet.finish(b[0], b[1], "t:b", {}, error="boom", error_op="call")
+    assert quiet.succeeded(c[0], c[1], "t:c", {}, [3], "mcp") is None
+    recs = quiet.records()
+    assert [(r.tool_id, r.args, r.structured, r.backend_kind, r.error, r.error_op) for r in recs] == [
+        ("t:a", {"x": 1}, 2, "local", None, None),
+        ("t:b", {}, None, None, "boom", "call"),
+        ("t:c", {}, [3], "mcp", None, None),
+    ]
+    assert all(r.duration_ms >= 0 and r.started_ms >= 0 for r in recs)
+    assert recs[0].started_ms <= recs[2].started_ms
+    assert all(x is y for x, y in zip(quiet.records(), recs, strict=True))  # built once
+
+    seen: list[ToolCallRecord] = []
+
+    async def listener(record: ToolCallRecord) -> None:
+        seen.append(record)
+
+    loud = Trace(listener)
+    slot, started = loud.start()
+    record = loud.succeeded(slot, started, "t:a", {}, 1, "local")
+    assert record is not None and record.structured == 1
+    await loud.notify(record)
+    assert seen == [record] and loud.records() == (record,)

@@ -497,3 +497,42 @@ def test_non_json_defaults_are_left_out_of_the_schema() -> None:
     props = local.tools[0].input_schema["properties"]
     assert "default" not in props["x"]
     assert props["y"]["default"] == 3
+
+
+def test_per_call_validation_is_the_adapters_own() -> None:
+    # Calls validate through the adapter's core validator directly (no Python wrapper per call):
+    # same accepted values, same conversions, same errors as TypeAdapter.validate_python.
+    local = LocalBackend()
+
+    def f(p: Point, n: int, scale: float = 1.0, mode: Literal["a", "b"] = "a", tags: list[str] | None = None) -> int:
+        return n
+
+    local.add(f)
+    spec = local._tools["local:f"]  # pyright: ignore[reportPrivateUsage]
+    assert spec.validate_args is not spec.args_adapter.validate_python
+    cases: list[Any] = [
+        {"p": {"x": 1}, "n": 2},
+        {"p": Point(x=1), "n": "3", "scale": 2, "mode": "b", "tags": ["t"]},
+        {"p": {"x": 1}, "n": 2.0},
+        {"p": {"x": "no"}, "n": 2},
+        {"n": 2},
+        {"p": {"x": 1}, "n": 2, "extra": 1},
+        {"p": {"x": 1}, "n": True, "mode": "c"},
+        [("p", {"x": 1})],
+        None,
+    ]
+    for args in cases:
+        try:
+            expected: Any = spec.args_adapter.validate_python(args)
+        except Exception as e:  # the error itself is compared below
+            expected = e
+        try:
+            got: Any = spec.validate_args(args)
+        except Exception as e:  # as above
+            got = e
+        if isinstance(expected, Exception):
+            assert type(got) is type(expected)
+            assert got.errors() == expected.errors()  # type: ignore[attr-defined]
+        else:
+            assert got == expected
+            assert [type(v) for v in got.values()] == [type(v) for v in expected.values()]

@@ -40,3 +40,31 @@ def test_chain_result_final_and_ok() -> None:
     assert ok.ok and not bad.ok
     assert ChainResult((ok, bad), aborted=True, duration_ms=2.0).final is ok.result
     assert ChainResult((bad,), aborted=True, duration_ms=1.0).final is None
+
+
+def test_results_keep_their_dataclass_behaviour() -> None:
+    # RunResult and BackendResult get a cheaper __init__ (they are built on every call): same
+    # signature, defaults, equality, hashing and immutability as the generated one.
+    import dataclasses
+    import inspect
+    import pickle
+
+    import pytest
+
+    assert list(inspect.signature(RunResult).parameters) == [
+        "tool_id", "backend", "structured", "content", "is_error", "duration_ms"
+    ]  # fmt: skip
+    assert list(inspect.signature(BackendResult).parameters) == ["structured", "content", "is_error", "error"]
+    r = RunResult("local:t", REF, {"a": 1})
+    assert (r.content, r.is_error, r.duration_ms) == ((), False, 0.0)
+    assert r == RunResult("local:t", REF, {"a": 1}, (), False, 0.0)
+    assert r == RunResult(tool_id="local:t", backend=REF, structured={"a": 1})
+    assert hash(BackendResult(1)) == hash(BackendResult(1))
+    err = ValueError("x")
+    b = BackendResult(None, ({"type": "text", "text": "x"},), is_error=True, error=err)
+    assert b.error is err and b.is_error and b == BackendResult(None, ({"type": "text", "text": "x"},), True)
+    assert pickle.loads(pickle.dumps(r)) == r
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        r.structured = 2  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        RunResult("local:t")  # type: ignore[call-arg]

@@ -65,6 +65,11 @@ def test_each_problem_has_its_json_path() -> None:
 
 def test_non_object_root() -> None:
     assert paths(OBJ, [1, 2]) == ["$"]
+    # The fast path folds "type": "object" into the object check: a non-object is still refused.
+    for value in ([1, 2], "x", None, 3):
+        assert not CompiledSchema(OBJ).is_valid(value)
+        assert not CompiledSchema({"type": "object", "properties": {"a": {"type": "integer"}}}).is_valid(value)
+    assert CompiledSchema({"type": "object", "properties": {"a": {"type": "integer"}}}).is_valid({})
 
 
 def test_any_of_problem_names_the_closest_alternative() -> None:

@@ -50,7 +50,8 @@ class CallBudget:
         Raises:
             LimitExceededError: If that would exceed ``max_tool_calls`` (and from then on).
         """
-        self.check()
+        if self.tripped is not None:  # check(), inline: this runs once per tool call
+            raise self.tripped
         if self.calls + n > self.max_tool_calls:
             self.tripped = LimitExceededError("max_tool_calls", self.max_tool_calls, self.calls + n)
             raise self.tripped

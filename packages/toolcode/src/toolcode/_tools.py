@@ -32,6 +32,8 @@ from toolrun import (
 __all__ = ["DefaultTools", "DocStore"]
 
 _LEVELS = ("summary", "schema", "full")
+_UNSEEN: Any = object()
+"""A tool whose signature ``run_tool`` has not looked up yet in this run."""
 
 
 class DocStore(Protocol):
@@ -244,31 +246,36 @@ class DefaultTools:
         tool_id = str(tool_id)
         if args is not None and not isinstance(args, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ToolError(tool_id, f"args must be a dict, got {type(args).__name__}", "validate_input")
-        call_args: dict[str, Any] = dict(args) if args else {}
         if kwargs:
-            call_args.update(self._wire_kwargs(tool_id, kwargs))
+            # ``kwargs`` is a fresh dict of this call's own: used as is unless ``args`` comes too, or
+            # the tool has parameters whose names are not identifiers.
+            sig = self._signatures.get(tool_id, _UNSEEN)
+            call_args = kwargs if sig is None else self._wire_kwargs(tool_id, kwargs)
+            if args:
+                call_args = {**args, **call_args}
+        else:
+            call_args = dict(args) if args else {}
         self.budget.take()
         return await self._run_one(tool_id, call_args)
 
-    def _wire_kwargs(self, tool_id: str, kwargs: Mapping[str, Any]) -> dict[str, Any]:
-        """Keyword arguments under the tool's wire names.
+    def _wire_kwargs(self, tool_id: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """Keyword arguments under the tool's wire names (``kwargs`` itself when none is renamed).
 
         ``describe_tool`` shows a signature whose parameters are identifiers (``from_`` for
         ``from``, ``per_page`` for ``per-page``); a snippet calls the tool the way it reads.
         """
-        if tool_id in self._signatures:
-            sig = self._signatures[tool_id]  # looked up once per run: calls in a loop stay cheap
-        else:
+        sig = self._signatures.get(tool_id, _UNSEEN)  # looked up once per run: calls in a loop stay cheap
+        if sig is _UNSEEN:
             try:
                 tool = self._index.get(tool_id)
             except ToolIndexError:
-                return dict(kwargs)  # the run itself reports the unknown tool, with suggestions
+                return kwargs  # the run itself reports the unknown tool, with suggestions
             props = tool.input_schema.get("properties")
             names: Mapping[str, Any] = cast("Mapping[str, Any]", props) if isinstance(props, Mapping) else {}
             renamed = any(not n.isidentifier() or keyword.iskeyword(n) for n in names)
             sig = self._signatures[tool_id] = tool_signature(tool) if renamed else None
         if sig is None:
-            return dict(kwargs)
+            return kwargs
         try:
             return sig.wire_args(kwargs)
         except ValueError as e:
@@ -302,12 +309,9 @@ class DefaultTools:
             self.trace.cancelled(slot, started, tool_id, call_args)
             raise
         value = result.value
-        trace = self.trace
-        record = trace.finish(
-            slot, started, result.tool_id, call_args, structured=value, backend_kind=result.backend.kind
-        )
-        if trace.has_listener:
-            await trace.notify(record)
+        record = self.trace.succeeded(slot, started, result.tool_id, call_args, value, result.backend.kind)
+        if record is not None:
+            await self.trace.notify(record)
         return value
 
     async def run_tools(self, calls: Sequence[Any]) -> list[Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import structlog
 
@@ -15,6 +15,9 @@ __all__ = ["Trace"]
 
 _log = structlog.get_logger("toolcode.trace")
 _UNUSED = ToolCallRecord("", {}, None, None, None, None, 0.0)
+# A slot holds a record, or (for a successful call nobody is listening to) the record's fields as a
+# plain tuple: building the frozen record costs about a microsecond, so it is deferred to records().
+_Slot = ToolCallRecord | tuple[Any, ...] | None
 
 
 class Trace:
@@ -30,7 +33,7 @@ class Trace:
 
     def __init__(self, on_tool_call: OnToolCall | None = None) -> None:
         self._t0 = time.perf_counter()
-        self._slots: list[ToolCallRecord | None] = []
+        self._slots: list[_Slot] = []
         self._on_call = on_tool_call
 
     def start(self) -> tuple[int, float]:
@@ -64,6 +67,31 @@ class Trace:
             (started - self._t0) * 1000.0,
         )
         self._slots[slot] = record
+        return record
+
+    def succeeded(
+        self, slot: int, started: float, tool_id: str, args: Mapping[str, Any], structured: Any, backend_kind: str
+    ) -> ToolCallRecord | None:
+        """Fill a slot for a successful call.
+
+        Returns:
+            The record when a listener waits for it (pass it to :meth:`notify`), else ``None``:
+            then the record is only built when :meth:`records` asks for it.
+        """
+        fields = (
+            tool_id,
+            args,
+            structured,
+            backend_kind,
+            None,
+            None,
+            (time.perf_counter() - started) * 1000.0,
+            (started - self._t0) * 1000.0,
+        )
+        if self._on_call is None:
+            self._slots[slot] = fields
+            return None
+        record = self._slots[slot] = ToolCallRecord(*fields)
         return record
 
     @property
@@ -110,7 +138,14 @@ class Trace:
 
     def records(self) -> tuple[ToolCallRecord, ...]:
         """Finished records in start order (calls still running when the run ended are left out)."""
-        return tuple(r for r in self._slots if r is not None and r is not _UNUSED)
+        slots = self._slots
+        out: list[ToolCallRecord] = []
+        for i, r in enumerate(slots):
+            if type(r) is tuple:
+                r = slots[i] = ToolCallRecord(*r)  # built once: later calls return the same objects
+            if r is not None and r is not _UNUSED:
+                out.append(cast("ToolCallRecord", r))
+        return tuple(out)
 
     def __len__(self) -> int:
         return len(self._slots)

@@ -17,7 +17,7 @@ import structlog
 from pydantic import ConfigDict, Field, TypeAdapter
 from pydantic.fields import FieldInfo
 from pydantic.json_schema import GenerateJsonSchema
-from pydantic_core import PydanticSerializationError, to_jsonable_python
+from pydantic_core import PydanticSerializationError, SchemaValidator, to_jsonable_python
 from typing_extensions import TypedDict
 
 from toolindex import BackendKind, BackendRef, Index, Tool
@@ -154,6 +154,8 @@ class _LocalTool:
     progress_param: str | None
     args_adapter: TypeAdapter[Any]
     result_adapter: TypeAdapter[Any] | None
+    validate_args: Callable[[Any], Any]
+    """``args_adapter.validate_python`` without the adapter's Python wrapper (same validator, same result)."""
 
 
 class LocalBackend:
@@ -261,18 +263,45 @@ class LocalBackend:
             ToolTimeoutError: If ``timeout`` expires.
             BackendUnavailableError: If the backend was closed.
         """
+        if timeout is not None:
+            with anyio.move_on_after(timeout) as scope:
+                return await self.call(ref, tool, args, progress=progress)
+            if scope.cancelled_caught:
+                raise ToolTimeoutError(tool.id, timeout)
+            raise AssertionError("unreachable")  # pragma: no cover
+        # The call itself, inline: it runs once per tool call, and every frame counts there.
         spec = self._tools.get(ref.name or "")
         if spec is None:
             if self._closed:
                 raise BackendUnavailableError("local", "the backend is closed")
             raise NoBackendError(tool.id, [str(ref)])
-        if timeout is None:
-            return await self._invoke(spec, tool, args, progress)
-        with anyio.move_on_after(timeout) as scope:
-            return await self._invoke(spec, tool, args, progress)
-        if scope.cancelled_caught:
-            raise ToolTimeoutError(tool.id, timeout)
-        raise AssertionError("unreachable")  # pragma: no cover
+        try:
+            kwargs: dict[str, Any] = spec.validate_args(args)
+        except pydantic.ValidationError as e:
+            raise InputValidationError(tool.id, _problems(e)) from e
+        if spec.progress_param is not None:
+            kwargs[spec.progress_param] = Progress(tool.id, progress)
+        try:
+            if spec.is_async:
+                value = await spec.fn(**kwargs)
+            elif spec.inline:
+                value = spec.fn(**kwargs)
+            else:
+                # Abandon on cancel: a thread cannot be interrupted, but the caller's timeout must hold.
+                value = await anyio.to_thread.run_sync(
+                    functools.partial(spec.fn, **kwargs), abandon_on_cancel=True, limiter=self._limiter
+                )
+        except Exception as e:  # the function's own failure is a tool-level error, reported as a result
+            text = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+            return BackendResult(None, ({"type": "text", "text": text},), is_error=True, error=e)
+        if type(value) in _JSON_SCALARS:
+            return BackendResult(value)
+        try:
+            structured = _to_json(value, spec.result_adapter)
+        except (PydanticSerializationError, TypeError, ValueError) as e:
+            text = f"the result ({type(value).__name__}) cannot be converted to JSON: {e}"
+            return BackendResult(None, ({"type": "text", "text": text},), is_error=True, error=e)
+        return BackendResult(structured)
 
     async def aclose(self) -> None:
         """Forget every registered function; idempotent."""
@@ -379,41 +408,8 @@ class LocalBackend:
         """The tools registered here, in registration order."""
         return [t.tool for t in self._tools.values()]
 
-    # -- calling ------------------------------------------------------------------
-
-    async def _invoke(
-        self, spec: _LocalTool, tool: Tool, args: Mapping[str, Any], progress: ProgressCallback | None
-    ) -> BackendResult:
-        try:
-            kwargs: dict[str, Any] = spec.args_adapter.validate_python(args)
-        except pydantic.ValidationError as e:
-            raise InputValidationError(tool.id, _problems(e)) from e
-        if spec.progress_param is not None:
-            kwargs[spec.progress_param] = Progress(tool.id, progress)
-        try:
-            if spec.is_async:
-                value = await spec.fn(**kwargs)
-            elif spec.inline:
-                value = spec.fn(**kwargs)
-            else:
-                # Abandon on cancel: a thread cannot be interrupted, but the caller's timeout must hold.
-                value = await anyio.to_thread.run_sync(
-                    functools.partial(spec.fn, **kwargs), abandon_on_cancel=True, limiter=self._limiter
-                )
-        except Exception as e:  # the function's own failure is a tool-level error, reported as a result
-            text = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
-            return BackendResult(None, ({"type": "text", "text": text},), is_error=True, error=e)
-        try:
-            structured = _to_json(value, spec.result_adapter)
-        except (PydanticSerializationError, TypeError, ValueError) as e:
-            text = f"the result ({type(value).__name__}) cannot be converted to JSON: {e}"
-            return BackendResult(None, ({"type": "text", "text": text},), is_error=True, error=e)
-        return BackendResult(structured)
-
 
 def _to_json(value: Any, adapter: TypeAdapter[Any] | None) -> Any:
-    if type(value) in _JSON_SCALARS:
-        return value
     if adapter is not None:
         return adapter.dump_python(value, mode="json", warnings=False)
     return to_jsonable_python(value)
@@ -517,6 +513,13 @@ def _build(
         output_schema=output_schema,
         tags=tuple(tags),
     )
+    # The adapter is fully built by now (its schema was generated above); its core validator is
+    # what ``TypeAdapter.validate_python`` calls, with these same (default) options. (With a
+    # pydantic plugin installed the validator is a wrapper; then the adapter's method is kept.)
+    validator = args_adapter.validator
+    validate_args = (
+        validator.validate_python if isinstance(validator, SchemaValidator) else args_adapter.validate_python
+    )
     return _LocalTool(
         fn=fn,
         tool=tool,
@@ -525,4 +528,5 @@ def _build(
         progress_param=progress_param,
         args_adapter=args_adapter,
         result_adapter=result_adapter,
+        validate_args=validate_args,
     )

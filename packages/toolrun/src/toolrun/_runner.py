@@ -6,6 +6,7 @@ import math
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from time import perf_counter
+from types import CoroutineType
 from typing import Any, Protocol, Self, cast, runtime_checkable
 
 import anyio
@@ -302,10 +303,10 @@ class DefaultRunner:
 
     # -- running ------------------------------------------------------------------
 
-    async def run(
+    def run(
         self, tool_id: str, args: Mapping[str, Any] | None = None, *, timeout: float | None = None
-    ) -> RunResult:
-        """Run one tool.
+    ) -> CoroutineType[Any, Any, RunResult]:
+        """Run one tool (a coroutine method: ``await runner.run(...)``).
 
         Args:
             tool_id: ``ns:name``, ``ns:name:version`` or an unambiguous bare name.
@@ -326,20 +327,23 @@ class DefaultRunner:
             OutputValidationError: If the result does not match the output schema (policy ``"error"``).
             BackendUnavailableError: If the backend cannot be reached or the runner is closed.
         """
-        start = perf_counter()
-        entry = self._entries.get(tool_id) if not self._closed else None
-        if entry is None:
-            entry = self._entry(tool_id)
-        return await self._run(entry, args, timeout, None, start)
+        # The pipeline's own coroutine is handed out as is: one coroutine frame less per call.
+        # Nothing runs (and nothing can raise) before it is awaited, as with an ``async def``.
+        return self._run(tool_id, args, timeout, None)
 
     async def _run(
         self,
-        entry: _Entry,
+        target: str | _Entry,
         args: Mapping[str, Any] | None,
         timeout: float | None,
         progress: ProgressCallback | None,
-        start: float,
     ) -> RunResult:
+        start = perf_counter()
+        if isinstance(target, _Entry):
+            entry = target
+        else:
+            found = self._entries.get(target) if not self._closed else None
+            entry = found if found is not None else self._entry(target)
         if args is None:
             a: dict[str, Any] = {}
         elif type(args) is dict:
@@ -364,7 +368,9 @@ class DefaultRunner:
         if res.is_error:
             raise ToolExecutionError(entry.tool_id, _error_text(res), res.content) from res.error
         if entry.tool.output_schema is not None and self.validation != "off":
-            self._check_output(entry, res)
+            out = entry.output
+            if out is None or (res.structured is None and res.content) or not out.is_valid(res.structured):
+                self._check_output(entry, res)  # says why, then raises or warns per the policy
         result = RunResult(entry.tool_id, entry.ref, res.structured, res.content, False, (perf_counter() - start) * 1e3)
         if self._store is not None:
             try:
@@ -425,7 +431,6 @@ class DefaultRunner:
         Raises:
             StreamNotSupportedError: If the chosen backend cannot report progress.
         """
-        start = perf_counter()
         entry = self._entry(tool_id)
         if not entry.backend.supports_progress:
             raise StreamNotSupportedError(entry.tool_id, str(entry.ref))
@@ -442,7 +447,7 @@ class DefaultRunner:
         async def work() -> None:
             with send:
                 try:
-                    outcome.append(await self._run(entry, args, timeout, on_progress, start))
+                    outcome.append(await self._run(entry, args, timeout, on_progress))
                 except Exception as e:  # handed to the consumer below, outside the task group
                     failure.append(e)
 

@@ -214,8 +214,12 @@ class _FastCompiler:
             # so may we; a defined keyword we do not reproduce sends the schema to jsonschema.
             if key not in _FAST_KEYWORDS and key not in _ANNOTATIONS and (key in self._known or key in _ID_KEYWORDS):
                 raise _Unsupported
+        # ``"type": "object"`` with object keywords is folded into the object check (one call
+        # less per validation: tool arguments are always such a schema).
+        is_object = s.get("type") == "object"
+        objects = self._object(s, is_object)
         checks: list[_Check] = []
-        if "type" in s:
+        if "type" in s and not (is_object and objects):
             checks.append(self._type(s["type"]))
         if "enum" in s:
             checks.append(self._enum(s["enum"]))
@@ -225,7 +229,7 @@ class _FastCompiler:
         checks.extend(self._numeric(s))
         checks.extend(self._string(s))
         checks.extend(self._array(s))
-        checks.extend(self._object(s))
+        checks.extend(objects)
         checks.extend(self._combinators(s))
         if "$ref" in s:
             checks.append(self._ref(s["$ref"]))
@@ -303,7 +307,7 @@ class _FastCompiler:
             out.append(lambda x: not isinstance(x, list) or len(cast(list[Any], x)) <= m)
         return out
 
-    def _object(self, s: dict[str, Any]) -> list[_Check]:
+    def _object(self, s: dict[str, Any], must_be_dict: bool) -> list[_Check]:
         out: list[_Check] = []
         props_raw = s.get("properties", {})
         if not isinstance(props_raw, dict):
@@ -322,7 +326,7 @@ class _FastCompiler:
 
         def check(x: Any) -> bool:
             if not isinstance(x, dict):
-                return True
+                return not must_be_dict
             d = cast(dict[str, Any], x)
             for r in required:
                 if r not in d:

@@ -238,10 +238,11 @@ class _Drive:
         # place, with no task group and no extra frame per call. The first suspension that is not
         # such a call moves the drive to the general loop below.
         sync = self._sync
+        complete, function = pm.MontyComplete, pm.AsyncFunctionSnapshot
         while True:
-            if isinstance(snap, pm.MontyComplete):
+            if type(snap) is complete:
                 return snap.output
-            if not isinstance(snap, pm.AsyncFunctionSnapshot) or snap.is_os_function:
+            if type(snap) is not function or snap.is_os_function:
                 break
             handler = sync.get(snap.function_name)
             if handler is None:
