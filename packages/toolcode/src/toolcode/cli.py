@@ -11,7 +11,6 @@ import sys
 from collections.abc import Sequence
 
 import anyio
-import structlog
 
 from toolcode._cli._commands import UsageError, run_command
 from toolcode._cli._parser import EXIT_CODES, build_parser
@@ -19,26 +18,11 @@ from toolcode._cli._parser import EXIT_CODES, build_parser
 __all__ = ["EXIT_CODES", "main"]
 
 
-def _stderr_logger(*_args: object) -> structlog.PrintLogger:
-    # Look sys.stderr up on every use: a stream captured at configure time may be closed later
-    # (the CLI's main() is also called in-process, e.g. by tests that swap sys.stderr).
-    return structlog.PrintLogger(sys.stderr)
-
-
 def _configure_logging(verbosity: int) -> None:
     # Logs go to stderr: stdout carries results, and the MCP stdio transport in `serve`.
-    level = (logging.WARNING, logging.INFO, logging.DEBUG)[min(verbosity, 2)]
-    logging.basicConfig(stream=sys.stderr, level=level, format="%(levelname)s %(name)s: %(message)s")
-    structlog.configure(
-        processors=[
-            structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="%H:%M:%S"),
-            structlog.dev.ConsoleRenderer(colors=False),
-        ],
-        wrapper_class=structlog.make_filtering_bound_logger(level),
-        logger_factory=_stderr_logger,
-        cache_logger_on_first_use=False,
-    )
+    from toolcode.server import log_to_stderr
+
+    log_to_stderr((logging.WARNING, logging.INFO, logging.DEBUG)[min(verbosity, 2)])
 
 
 def exit_code_for(exc: BaseException) -> int:
