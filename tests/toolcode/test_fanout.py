@@ -1,4 +1,8 @@
-"""Fan-out: ten 200 ms calls from one snippet overlap (under 500 ms wall), on both engines."""
+"""Fan-out: ten 200 ms calls from one snippet overlap in time, on both engines.
+
+The wall-time figure (under 500 ms for the ten calls) is measured by ``bench/fanout.py``; this test
+checks the overlap itself from the trace, which holds however loaded the machine is.
+"""
 
 from __future__ import annotations
 
@@ -30,10 +34,14 @@ async def executor(request: pytest.FixtureRequest) -> AsyncIterator[Executor]:
     ],
     ids=["run_tools", "gather"],
 )
-async def test_ten_200ms_calls_finish_under_500ms(executor: Executor, code: str) -> None:
+async def test_ten_200ms_calls_overlap(executor: Executor, code: str) -> None:
     t0 = time.perf_counter()
     result = await executor.execute(ExecuteParams(code=code))
     elapsed = time.perf_counter() - t0
     assert result.value == [0.2] * 10
-    assert len(result.tool_calls) == 10 and all(r.duration_ms >= 195 for r in result.tool_calls)
-    assert elapsed < 0.5, f"{elapsed:.3f}s"
+    calls = result.tool_calls
+    assert len(calls) == 10 and all(r.duration_ms >= 195 for r in calls)
+    # Every call started before the first one finished: they all ran at the same time.
+    first_end = min(r.started_ms + r.duration_ms for r in calls)
+    assert max(r.started_ms for r in calls) < first_end, [(r.started_ms, r.duration_ms) for r in calls]
+    assert elapsed < 10 * 0.2, f"{elapsed:.3f}s is no faster than ten calls in a row"
