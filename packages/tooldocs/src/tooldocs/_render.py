@@ -183,15 +183,16 @@ def _as_schema(value: Any) -> dict[str, Any] | None:
     return cast("dict[str, Any]", value) if isinstance(value, dict) else None
 
 
-def _split_union(annotation: str) -> list[str]:
-    # Split "A | list[B | C] | None" at top-level bars only.
+def _split_top_level(text: str, sep: str) -> list[str]:
+    # Split at `sep` outside brackets and double-quoted strings: "A | list[B | C]" on "|",
+    # or the inside of Literal["a, b", 1] on ",". Empty parts are dropped.
     parts: list[str] = []
     depth = 0
     start = 0
     in_str = False
     i = 0
-    while i < len(annotation):
-        ch = annotation[i]
+    while i < len(text):
+        ch = text[i]
         if in_str:
             if ch == "\\":
                 i += 1
@@ -199,15 +200,15 @@ def _split_union(annotation: str) -> list[str]:
                 in_str = False
         elif ch == '"':
             in_str = True
-        elif ch == "[":
+        elif ch in "[{(":
             depth += 1
-        elif ch == "]":
+        elif ch in "]})":
             depth -= 1
-        elif ch == "|" and depth == 0:
-            parts.append(annotation[start:i].strip())
+        elif ch == sep and depth == 0:
+            parts.append(text[start:i].strip())
             start = i + 1
         i += 1
-    parts.append(annotation[start:].strip())
+    parts.append(text[start:].strip())
     return [p for p in parts if p]
 
 
@@ -215,11 +216,11 @@ def _union(members: Iterable[str]) -> str:
     flat: list[str] = []
     literals: list[str] = []
     for m in members:
-        for p in _split_union(m):
+        for p in _split_top_level(m, "|"):
             if p == _ANY:
                 return _ANY
             if p.startswith("Literal[") and p.endswith("]"):
-                for v in _split_literal(p[8:-1]):
+                for v in _split_top_level(p[8:-1], ","):
                     if v not in literals:
                         literals.append(v)
                 if "\0lit" not in flat:
@@ -233,33 +234,6 @@ def _union(members: Iterable[str]) -> str:
     if has_none:
         flat.append("None")
     return " | ".join(flat) if flat else _ANY
-
-
-def _split_literal(inner: str) -> list[str]:
-    out: list[str] = []
-    depth = 0
-    start = 0
-    in_str = False
-    i = 0
-    while i < len(inner):
-        ch = inner[i]
-        if in_str:
-            if ch == "\\":
-                i += 1
-            elif ch == '"':
-                in_str = False
-        elif ch == '"':
-            in_str = True
-        elif ch in "[{(":
-            depth += 1
-        elif ch in "]})":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            out.append(inner[start:i].strip())
-            start = i + 1
-        i += 1
-    out.append(inner[start:].strip())
-    return [p for p in out if p]
 
 
 def _literal_value(value: Any) -> str | None:
