@@ -26,7 +26,7 @@ import itertools
 import math
 from array import array
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -383,18 +383,23 @@ class SearchEngine:
                 self._tag_slots.setdefault(tag, set()).add(i)
         self._norm = None
 
+    def _vocab_keys(self, word: str) -> Iterator[tuple[dict[str, set[str]], str]]:
+        # The typo-index entries of one word: its deletion neighbourhood and its prefixes.
+        if not word.isalpha():
+            return
+        if len(word) >= _MIN_FUZZY - 1:
+            for key in _deletes(word):
+                yield self._deletes, key
+        for i in range(3, min(len(word), _MAX_PREFIX + 1)):
+            yield self._prefixes, word[:i]
+
     def _add_vocab(self, words: Iterable[str]) -> None:
         self._expansions.clear()
         if not self._typo_ready:
             return
         for w in words:
-            if not w.isalpha():
-                continue
-            if len(w) >= _MIN_FUZZY - 1:
-                for key in _deletes(w):
-                    self._deletes.setdefault(key, set()).add(w)
-            for i in range(3, min(len(w), _MAX_PREFIX + 1)):
-                self._prefixes.setdefault(w[:i], set()).add(w)
+            for table, key in self._vocab_keys(w):
+                table.setdefault(key, set()).add(w)
 
     def _ensure_typo_index(self) -> None:
         # Built on the first query that needs it, then kept up to date incrementally.
@@ -407,21 +412,12 @@ class SearchEngine:
         if not self._typo_ready:
             return
         for w in words:
-            if not w.isalpha():
-                continue
-            if len(w) >= _MIN_FUZZY - 1:
-                for key in _deletes(w):
-                    bucket = self._deletes.get(key)
-                    if bucket is not None:
-                        bucket.discard(w)
-                        if not bucket:
-                            del self._deletes[key]
-            for i in range(3, min(len(w), _MAX_PREFIX + 1)):
-                bucket = self._prefixes.get(w[:i])
+            for table, key in self._vocab_keys(w):
+                bucket = table.get(key)
                 if bucket is not None:
                     bucket.discard(w)
                     if not bucket:
-                        del self._prefixes[w[:i]]
+                        del table[key]
 
     # -- query ----------------------------------------------------------------------------
 
