@@ -466,13 +466,21 @@ class InMemoryIndex:
                 for n, ids in sorted(self._by_ns.items())
             ]
 
-    def list_tools(self, *, cursor: str | None = None, limit: int = 100, namespace: str | None = None) -> ToolPage:
+    def list_tools(
+        self,
+        *,
+        cursor: str | None = None,
+        limit: int = 100,
+        namespace: str | None = None,
+        namespaces: Sequence[str] | None = None,
+    ) -> ToolPage:
         """A page of tools in id order.
 
         Args:
             cursor: ``next_cursor`` of the previous page, or ``None`` for the first page.
             limit: Page size (1-1000).
             namespace: Only tools of this namespace.
+            namespaces: Only tools of these namespaces (combined with ``namespace``: both must hold).
 
         Returns:
             The page; ``next_cursor`` is ``None`` on the last one.
@@ -491,9 +499,14 @@ class InMemoryIndex:
             if not raw.startswith(_CURSOR_PREFIX):
                 raise ValueError(f"invalid cursor {cursor!r}: not made by list_tools")
             after = raw.removeprefix(_CURSOR_PREFIX)
+        among = frozenset(namespaces) if namespaces is not None else None
         with self._lock:
             ids = sorted(
-                tid for tid, t in self._tools.items() if tid > after and (namespace is None or t.namespace == namespace)
+                tid
+                for tid, t in self._tools.items()
+                if tid > after
+                and (namespace is None or t.namespace == namespace)
+                and (among is None or t.namespace in among)
             )
             page = ids[:limit]
             tools = tuple(self._tools[i] for i in page)

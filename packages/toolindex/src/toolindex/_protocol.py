@@ -78,8 +78,15 @@ class Index(Protocol):
         """All namespaces with their tool counts, sorted by name."""
         ...
 
-    def list_tools(self, *, cursor: str | None = None, limit: int = 100, namespace: str | None = None) -> ToolPage:
-        """A page of tools in id order; pass ``next_cursor`` back for the next page."""
+    def list_tools(
+        self,
+        *,
+        cursor: str | None = None,
+        limit: int = 100,
+        namespace: str | None = None,
+        namespaces: Sequence[str] | None = None,
+    ) -> ToolPage:
+        """A page of tools in id order, optionally of some namespaces only; pass ``next_cursor`` back for more."""
         ...
 
     def subscribe(self, callback: ChangeCallback) -> Unsubscribe:
