@@ -232,21 +232,34 @@ async def cmd_report(args: argparse.Namespace) -> int:
 
 
 async def cmd_serve(args: argparse.Namespace) -> int:
-    from toolcode.server import serve_http, serve_stdio
+    from toolcode.server import TOKENS_ENV, BearerTokens, serve_http, serve_stdio
+    from toolcode.server._http_guard import check_bind
 
-    async with connected(args) as box:
-        if args.http:
-            host, sep, port = str(args.http).rpartition(":")
-            if not sep or not port.isdigit():
-                raise UsageError(f"--http wants HOST:PORT, got {args.http!r}")
-            host = host.strip("[]")
-
-            def ready(url: str) -> None:
-                _stderr().print(f"toolcode serve: listening on {url}", markup=False)
-
-            await serve_http(box, host, int(port), expose=args.expose, on_ready=ready)
-        else:
+    if args.http is None:
+        if args.token_file or args.allow_host or args.allow_origin:
+            raise UsageError("--token-file, --allow-host and --allow-origin apply to --http only")
+        async with connected(args) as box:
             await serve_stdio(box, expose=args.expose)
+        return 0
+    host, port = args.http
+    # Checked before any upstream server starts: a refused door should not cost their start-up.
+    tokens = BearerTokens.load(env=TOKENS_ENV, file=args.token_file)
+    check_bind(host, tokens, hint=f"one NAME:TOKEN per line in a file passed as --token-file FILE, or set {TOKENS_ENV}")
+    async with connected(args) as box:
+
+        def ready(url: str) -> None:
+            _stderr().print(f"toolcode serve: listening on {url}", markup=False)
+
+        await serve_http(
+            box,
+            host,
+            port,
+            expose=args.expose,
+            on_ready=ready,
+            tokens=tokens,
+            allowed_hosts=args.allow_host,
+            allowed_origins=args.allow_origin,
+        )
     return 0
 
 

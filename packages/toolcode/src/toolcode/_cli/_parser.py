@@ -30,6 +30,34 @@ def _catalog_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--strict", action="store_true", help="fail if any configured server cannot start")
 
 
+def _http_address(value: str) -> tuple[str, int]:
+    from toolcode.server import parse_http_address
+
+    try:
+        return parse_http_address(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+def _allowed_host(value: str) -> str:
+    from toolcode.server._http_guard import split_authority
+
+    try:
+        split_authority(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+    return value
+
+
+def _allowed_origin(value: str) -> str:
+    from toolcode.server._http_guard import normalize_origin
+
+    try:
+        return normalize_origin(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
 def _json_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON document instead of tables")
 
@@ -67,7 +95,37 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=fmt,
     )
     _catalog_options(p)
-    p.add_argument("--http", metavar="HOST:PORT", help="serve streamable HTTP at http://HOST:PORT/mcp (PORT 0: any)")
+    p.add_argument(
+        "--http",
+        metavar="HOST:PORT",
+        type=_http_address,
+        help="serve streamable HTTP at http://HOST:PORT/mcp ([IPv6]:PORT; :PORT for every interface; PORT 0: any); "
+        "off loopback, bearer tokens are required",
+    )
+    g = p.add_argument_group("HTTP door (with --http; see 'Running the HTTP door' in docs/security.md)")
+    g.add_argument(
+        "--token-file",
+        metavar="FILE",
+        help="bearer tokens callers must send, one NAME:TOKEN (or TOKEN) per line, # comments; re-read when it "
+        "changes. Also read: $TOOLCODE_HTTP_TOKENS (comma-separated). Never given on the command line",
+    )
+    g.add_argument(
+        "--allow-host",
+        metavar="HOST[:PORT]",
+        action="append",
+        default=[],
+        type=_allowed_host,
+        help="also accept this Host header, e.g. the public name behind a reverse proxy (repeatable)",
+    )
+    g.add_argument(
+        "--allow-origin",
+        metavar="ORIGIN",
+        action="append",
+        default=[],
+        type=_allowed_origin,
+        help="also accept requests from this browser Origin, e.g. https://app.example.com (repeatable; "
+        "default: same-host origins only)",
+    )
     p.add_argument(
         "--expose",
         metavar="NS:NAME",

@@ -6,18 +6,32 @@
 ...     log_to_stderr()  # stdout carries the protocol; upstream connections are logged
 ...     async with Toolbox.from_config("mcp.json") as box:
 ...         await serve_stdio(box)
+
+Over HTTP off loopback, callers need a bearer token (see :class:`BearerTokens`)::
+
+    await serve_http(box, "0.0.0.0", 8808, tokens=BearerTokens.load(file="/etc/toolcode/tokens"))
 """
 
 from toolcode.server._descriptions import DESCRIPTIONS, INSTRUCTIONS
+from toolcode.server._http_guard import CALLER_SCOPE_KEY, HTTPGuard, http_caller, is_loopback, parse_http_address
+from toolcode.server._http_tokens import MIN_TOKEN_LENGTH, TOKENS_ENV, BearerTokens
 from toolcode.server._serve import log_to_stderr, serve_http, serve_stdio
 from toolcode.server._server import EXPOSED_SEPARATOR, CodeModeServer
 
 __all__ = [
+    "CALLER_SCOPE_KEY",
     "DESCRIPTIONS",
     "EXPOSED_SEPARATOR",
     "INSTRUCTIONS",
+    "MIN_TOKEN_LENGTH",
+    "TOKENS_ENV",
+    "BearerTokens",
     "CodeModeServer",
+    "HTTPGuard",
+    "http_caller",
+    "is_loopback",
     "log_to_stderr",
+    "parse_http_address",
     "serve_http",
     "serve_stdio",
 ]

@@ -12,8 +12,12 @@ import structlog
 import uvicorn
 from mcp.server import NotificationOptions
 from mcp.server.stdio import stdio_server
+from mcp.server.transport_security import TransportSecuritySettings
 
 from toolcode._app import Toolbox
+from toolcode.exceptions import ConfigurationError
+from toolcode.server._http_guard import HTTPGuard, check_bind, is_loopback
+from toolcode.server._http_tokens import BearerTokens
 from toolcode.server._server import CodeModeServer
 
 __all__ = ["log_to_stderr", "serve_http", "serve_stdio"]
@@ -92,30 +96,77 @@ async def serve_http(
     expose: Sequence[str] = (),
     path: str = "/mcp",
     on_ready: Callable[[str], Awaitable[None] | None] | None = None,
+    tokens: BearerTokens | None = None,
+    allowed_hosts: Sequence[str] = (),
+    allowed_origins: Sequence[str] = (),
 ) -> None:
     """Serve streamable HTTP on ``host:port`` (``port=0`` picks a free port) until cancelled.
 
     Both protocol eras are served on the same endpoint: 2026-07-28 requests are stateless,
-    2025-11-25 clients get a session after ``initialize``. DNS-rebinding protection is on for
-    loopback hosts.
+    2025-11-25 clients get a session after ``initialize``.
+
+    Every request passes an :class:`~toolcode.server.HTTPGuard` first: its ``Host`` must be
+    the bound address (or a loopback name on a loopback bind, or one of ``allowed_hosts``), an
+    ``Origin`` must be same-host or one of ``allowed_origins``, and with ``tokens`` it must
+    carry ``Authorization: Bearer TOKEN``. A non-loopback ``host`` is refused without
+    ``tokens``, and logs a warning when served: this server speaks plain HTTP, so TLS belongs in
+    a reverse proxy in front of it.
 
     Args:
         toolbox: A connected toolbox (not closed here).
-        host: Interface to bind; keep it on loopback unless you put auth in front.
+        host: Interface to bind: a loopback address (``127.0.0.1``, ``::1``, ``localhost``),
+            or, with ``tokens``, any other address (``""`` or ``0.0.0.0``: every IPv4 interface).
         port: TCP port, or 0 for any free one.
         expose: Upstream tools to publish directly as well.
         path: The MCP endpoint path.
         on_ready: Called with the endpoint URL once the socket listens.
+        tokens: The bearer tokens callers must present (required off loopback).
+        allowed_hosts: Extra ``Host`` values, ``NAME`` or ``NAME:PORT`` (a reverse proxy's public name).
+        allowed_origins: Extra allowed ``Origin`` values, e.g. ``https://app.example.com``.
+
+    Raises:
+        ConfigurationError: A non-loopback ``host`` without ``tokens``; a malformed
+            ``allowed_hosts`` or ``allowed_origins`` entry; a port outside 0-65535.
     """
+    check_bind(host, tokens)
+    if not 0 <= port <= 65535:
+        raise ConfigurationError("port", f"{port} is not a port number from 0 to 65535")
+    bind_host = host.strip("[]") or "0.0.0.0"
     server = CodeModeServer(toolbox, expose=expose)
-    app = server.server.streamable_http_app(streamable_http_path=path, host=host)
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    bound_port = sock.getsockname()[1]
-    shown_host = f"[{host}]" if ":" in host else host
+    security = None
+    if allowed_hosts or allowed_origins:
+        # The SDK's own check (on for 127.0.0.1, localhost and ::1) would refuse what the operator allowed;
+        # the guard in front applies the same checks with those additions, on every path.
+        security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    app = server.server.streamable_http_app(streamable_http_path=path, host=bind_host, transport_security=security)
+    sock = socket.socket(socket.AF_INET6 if ":" in bind_host else socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((bind_host, port))
+        bound_port = int(sock.getsockname()[1])
+        guarded = HTTPGuard(
+            app,
+            host=bind_host,
+            port=bound_port,
+            tokens=tokens,
+            allowed_hosts=allowed_hosts,
+            allowed_origins=allowed_origins,
+        )
+    except BaseException:
+        sock.close()
+        server.close()
+        raise
+    shown_host = f"[{bind_host}]" if ":" in bind_host else bind_host
     url = f"http://{shown_host}:{bound_port}{path}"
-    config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2)
+    if not is_loopback(bind_host):
+        log.warning(
+            f"serving HTTP on {shown_host}:{bound_port}, a non-loopback address: callers need a bearer token, and "
+            "this server speaks plain HTTP, so terminate TLS at a reverse proxy in front of it "
+            "(docs/security.md, 'Running the HTTP door')",
+            address=f"{shown_host}:{bound_port}",
+            tokens=len(tokens) if tokens is not None else 0,
+        )
+    config = uvicorn.Config(guarded, log_level="warning", lifespan="on", timeout_graceful_shutdown=2)
     web = _Server(config)
     try:
         async with anyio.create_task_group() as tg:
@@ -123,7 +174,7 @@ async def serve_http(
 
             async def announce() -> None:
                 await web.ready.wait()
-                log.info("listening", url=url)
+                log.info("listening", url=url, auth="bearer" if tokens is not None else "none")
                 if on_ready is not None:
                     out = on_ready(url)
                     if out is not None:
