@@ -27,9 +27,11 @@ from typing import Any
 
 import pydantic_monty as pm
 
-from toolcode import ExecuteParams, Executor, ExecutorConfig, MontyEngine, UnsafeInProcessEngine
+from toolcode import ExecuteOptions, ExecuteParams, Executor, ExecutorConfig, MontyEngine, UnsafeInProcessEngine
 from toolindex import InMemoryIndex
 from toolrun import DefaultRunner, LocalBackend
+
+MANY_CALLS = ExecuteOptions(max_tool_calls=1000)
 
 CALLS = (0, 10, 100)
 MONTY_RATIO_TARGET = 1.25
@@ -92,7 +94,7 @@ async def bench(repeat: int) -> dict[str, dict[str, float]]:
     async with pm.AsyncMonty(min_processes=1) as pool, monty_ex, inproc_ex:
 
         async def run_monty(n: int) -> None:
-            r = await monty_ex.execute(ExecuteParams(code=tool_snippet(n), max_tool_calls=1000))
+            r = await monty_ex.execute(ExecuteParams(code=tool_snippet(n), options=MANY_CALLS))
             assert r.value == n and len(r.tool_calls) == n
 
         async def run_raw_monty(n: int) -> None:
@@ -100,7 +102,7 @@ async def bench(repeat: int) -> dict[str, dict[str, float]]:
                 assert await session.feed_run(raw_snippet(n), external_lookup={"f": f}) == n
 
         async def run_inprocess(n: int) -> None:
-            r = await inproc_ex.execute(ExecuteParams(code=tool_snippet(n), max_tool_calls=1000))
+            r = await inproc_ex.execute(ExecuteParams(code=tool_snippet(n), options=MANY_CALLS))
             assert r.value == n and len(r.tool_calls) == n
 
         async def run_exec(n: int) -> None:

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from toolcode import DEFAULT_TOOLS
 from toolcode.cli import EXIT_CODES, main
 
-SUBCOMMANDS = ["demo", "serve", "exec", "search", "describe", "tools", "namespaces", "report"]
+SUBCOMMANDS = ["demo", "serve", "exec", "search", "describe", "tools", "namespaces", "run", "chain", "report"]
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -54,7 +55,9 @@ def test_exec_json_value_stdout_and_trace(capsys: pytest.CaptureFixture[str]) ->
     assert doc["ok"] is True
     assert doc["value"] == ["Nairobi", "New York"]
     assert doc["stdout"] == "6\n"
-    assert [c["tool_id"] for c in doc["tool_calls"]] == ["helpdesk:list_offices"]
+    assert doc["calls"] == {"count": 1, "failed": 0, "failures": []} and doc["trace"] is None
+    code, out, _ = run(capsys, "exec", "--demo", "--json", "--trace", "full", "-c", snippet)
+    assert [c["tool_id"] for c in json.loads(out)["trace"]] == ["helpdesk:list_offices"]
 
 
 def test_exec_reads_file_and_input(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -73,13 +76,12 @@ def test_exec_reads_stdin(capsys: pytest.CaptureFixture[str], monkeypatch: pytes
 
 
 def test_exec_terminal_output_has_value_stdout_and_trace_table(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(
-        capsys, "exec", "--demo", "-c", 'println("hi")\nrun_tool("helpdesk:on_call", {"office": "Paris"})\n7'
-    )
+    snippet = 'println("hi")\nrun_tool("helpdesk:on_call", {"office": "Paris"})\n7'
+    code, out, err = run(capsys, "exec", "--demo", "--trace", "full", "-c", snippet)
     assert code == 0
     assert "value" in out and "7" in out
     assert "stdout" in out and "hi" in out
-    assert "helpdesk:on_call" in out and "trace (1 calls)" in out
+    assert "helpdesk:on_call" in err and "trace (1 calls)" in err and "1 tool calls" in err
 
 
 @pytest.mark.parametrize(
@@ -101,17 +103,21 @@ def test_exec_failures_map_to_documented_exit_codes(
 ) -> None:
     code, _, err = run(capsys, "exec", "-c", snippet, *extra)
     assert code == expected
-    assert "error:" in err
+    assert "error [" in err
 
 
 def test_exec_failure_json_carries_error_and_partial_trace(capsys: pytest.CaptureFixture[str]) -> None:
     snippet = 'run_tool("helpdesk:list_offices", {})\nrun_tool("helpdesk:list_tickts", {"office": "Paris"})'
-    code, out, _ = run(capsys, "exec", "--demo", "--json", "-c", snippet)
+    code, out, _ = run(capsys, "exec", "--demo", "--json", "--trace", "full", "-c", snippet)
     assert code == 1
     doc = json.loads(out)
-    assert doc["ok"] is False
-    assert "helpdesk:list_tickets" in doc["error"]  # nearest name suggested
-    assert [c["tool_id"] for c in doc["result"]["tool_calls"]][:1] == ["helpdesk:list_offices"]
+    assert doc["ok"] is False and doc["value"] is None
+    err = doc["error"]
+    assert set(err) == {"code", "message", "line", "column", "tool_id", "hint"}
+    assert err["code"] == "unknown_tool" and err["tool_id"] == "helpdesk:list_tickts" and err["line"] == 2
+    assert "helpdesk:list_tickets" in err["hint"]  # nearest name suggested
+    assert [c["tool_id"] for c in doc["trace"]][:1] == ["helpdesk:list_offices"]
+    assert doc["calls"]["count"] == 2 and doc["calls"]["failed"] == 1
 
 
 def test_bad_input_json_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
@@ -155,7 +161,7 @@ def test_search_describe_tools_namespaces_on_demo_catalog(capsys: pytest.Capture
 
     code, out, _ = run(capsys, "describe", "--demo", "helpdesk:list_tickets", "--level", "summary", "--json")
     assert code == 0
-    assert json.loads(out)["id"] == "helpdesk:list_tickets"
+    assert json.loads(out)["docs"][0]["id"] == "helpdesk:list_tickets"
 
     code, out, _ = run(capsys, "tools", "--demo", "--json")
     assert code == 0
@@ -167,8 +173,8 @@ def test_search_describe_tools_namespaces_on_demo_catalog(capsys: pytest.Capture
     assert {n["name"]: n["tool_count"] for n in json.loads(out)["namespaces"]} == {"helpdesk": 4, "time": 2}
 
     code, _, err = run(capsys, "describe", "--demo", "helpdesk:list_tikets")
-    assert code == 3
-    assert "helpdesk:list_tickets" in err
+    assert code == 1
+    assert "unknown_tool" in err and "helpdesk:list_tickets" in err
 
 
 def test_report_counts_definitions(capsys: pytest.CaptureFixture[str]) -> None:
@@ -177,9 +183,9 @@ def test_report_counts_definitions(capsys: pytest.CaptureFixture[str]) -> None:
     doc = json.loads(out)
     assert doc["encoding"] == "cl100k_base"
     assert doc["direct"]["tools"] == 6
-    assert doc["codemode"]["tools"] == 7
+    assert doc["codemode"]["tools"] == len(DEFAULT_TOOLS)
     assert doc["direct"]["tokens"] == sum(n["tokens"] for n in doc["namespaces"])
-    assert doc["codemode"]["tokens"] > 500
+    assert doc["codemode"]["tokens"] > 200
 
 
 def test_demo_json_runs_the_loop_and_compares_tokens(capsys: pytest.CaptureFixture[str]) -> None:
@@ -216,7 +222,7 @@ def test_unreachable_server_is_reported_and_strict_fails_with_5(
     assert code == 0
     doc = json.loads(out)
     assert [(n["name"], n["tool_count"]) for n in doc["namespaces"]] == [("time", 2)]
-    assert "no-such-server" in doc["failed"]["nope"]
+    assert "no-such-server" in doc["unavailable"]["nope"]
     code, _, err = run(capsys, "namespaces", "--config", str(cfg), "--strict")
     assert code == 5
     assert "nope" in err

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import AsyncIterator
 from types import ModuleType
 from typing import Any
@@ -12,14 +13,17 @@ from _toolcode_support import make_runner
 
 import toolcode
 from toolcode import (
+    DEFAULT_OPTIONS,
     CodeExecutionError,
     ConfigurationError,
     EngineError,
     EngineInfo,
+    ExecuteOptions,
     ExecuteParams,
     ExecuteResult,
     Executor,
     ExecutorConfig,
+    InvalidArgumentsError,
     LimitExceededError,
     MontyEngine,
     ToolCallRecord,
@@ -30,6 +34,7 @@ from toolcode import (
     load_engine,
 )
 from toolcode import exceptions as exc_module
+from toolcode._options import parse_options
 
 pytestmark = pytest.mark.anyio
 
@@ -54,7 +59,9 @@ def test_public_api_is_exported() -> None:
 
 
 def test_exception_tree() -> None:
-    for name in exc_module.__all__:
+    errors = [n for n in exc_module.__all__ if isinstance(getattr(exc_module, n), type) and n != "ErrorCode"]
+    assert "ToolError" in errors and "InvalidArgumentsError" in errors
+    for name in errors:
         cls = getattr(exc_module, name)
         assert issubclass(cls, ToolCodeError), name
         assert name in (exc_module.__doc__ or ""), f"{name} is not drawn in the tree"
@@ -62,35 +69,92 @@ def test_exception_tree() -> None:
     assert issubclass(toolcode.ToolError, RuntimeError)
 
 
+def test_every_error_class_has_a_documented_code() -> None:
+    from toolcode import ErrorCode
+    from toolcode.exceptions import CodeExecutionError, EngineError, InvalidArgumentsError
+
+    samples: list[ToolCodeError] = [
+        CodeExecutionError("SyntaxError", "bad"),
+        CodeExecutionError("ValueError", "bad"),
+        CodeExecutionError("ToolError", "bad", tool_id="a:b", tool_code=ErrorCode.UNKNOWN_TOOL),
+        InvalidArgumentsError("limit", "bad"),
+        ConfigurationError("engine", "bad"),
+        LimitExceededError("timeout", 1),
+        LimitExceededError("max_tool_calls", 1),
+        LimitExceededError("max_memory", 1),
+        EngineError("monty", "bad"),
+        toolcode.ToolError("a:b", "bad", "resolve"),
+    ]
+    codes = [e.code.value for e in samples]
+    assert codes == [
+        "syntax_error", "runtime_error", "unknown_tool", "invalid_arguments", "config_error", "timeout",
+        "tool_call_limit", "memory_limit", "engine_error", "unknown_tool",
+    ]  # fmt: skip
+    assert all(set(e.to_error()) == {"code", "message", "line", "column", "tool_id", "hint"} for e in samples)
+
+
 @pytest.mark.parametrize(
     ("field", "value"),
     [
-        ("timeout", 0),
+        ("timeout", -1),
         ("timeout", float("inf")),
         ("max_tool_calls", 1.5),
         ("max_chain_steps", -1),
-        ("max_output_chars", True),
+        ("max_output_chars", "lots"),
+        ("allowed_namespaces", "t"),
+        ("trace", "everything"),
+        ("colour", "red"),
     ],
 )
-async def test_config_errors_name_the_field(parts: tuple[Any, Any, Any], field: str, value: Any) -> None:
-    index, store, runner = parts
-    with pytest.raises(ConfigurationError) as ei:
-        Executor(ExecutorConfig(index=index, store=store, runner=runner, engine="inprocess", **{field: value}))
-    assert ei.value.field == field and field in str(ei.value)
+def test_option_errors_name_the_field(field: str, value: Any) -> None:
+    with pytest.raises(InvalidArgumentsError) as ei:
+        parse_options({field: value})
+    assert ei.value.field == f"options.{field}" and ei.value.code.value == "invalid_arguments"
+    assert repr(value) not in str(ei.value) or len(repr(value)) < 8  # the field is named; big values never echoed
+
+
+def test_zero_or_explicit_null_switches_a_limit_off_and_unset_inherits() -> None:
+    off = parse_options({"timeout": 0, "max_tool_calls": None, "max_output_chars": 0})
+    r = off.resolve(ExecuteOptions(timeout=5, max_tool_calls=7))
+    assert r.timeout == math.inf and r.max_tool_calls > 10**15 and r.max_output_chars > 10**15
+    assert r.applied()["timeout"] == 0 and r.applied()["max_chain_steps"] == 50
+    inherited = parse_options({}).resolve(ExecuteOptions(timeout=5))
+    assert inherited.timeout == 5.0 and inherited.max_tool_calls == 200  # built-in defaults stay bounded
+    assert DEFAULT_OPTIONS.resolve().timeout == 30.0
+
+
+def test_ceilings_refuse_more_than_the_operator_allows() -> None:
+    ceilings = ExecuteOptions(timeout=60, max_tool_calls=100)
+    assert parse_options({"timeout": 10}).within(ceilings).timeout == 10
+    for asked in ({"timeout": 61}, {"timeout": 0}, {"max_tool_calls": None}):
+        with pytest.raises(InvalidArgumentsError, match="maximum"):
+            parse_options(asked).within(ceilings)
 
 
 async def test_params_errors_name_the_field(executor: Executor) -> None:
     cases: list[tuple[ExecuteParams, str]] = [
-        (ExecuteParams(code="1", timeout=-1), "timeout"),
         (ExecuteParams(code="1", language="ruby"), "language"),
         (ExecuteParams(code=b"1"), "code"),  # type: ignore[arg-type]
         (ExecuteParams(code="1", input={1, 2}), "input"),
-        (ExecuteParams(code="1", allowed_namespaces="t"), "allowed_namespaces"),
+        (ExecuteParams(code="1", options={"timeout": 1}), "options"),  # type: ignore[arg-type]
     ]
     for params, field in cases:
-        with pytest.raises(ConfigurationError) as ei:
+        with pytest.raises(InvalidArgumentsError) as ei:
             await executor.execute(params)
         assert ei.value.field == field, (field, ei.value)
+
+
+async def test_any_json_value_is_an_input(executor: Executor) -> None:
+    for value in ([1, 2], "text", 3.5, None, {"a": [True, None]}):
+        r = await executor.execute(ExecuteParams(code="input", input=value))
+        assert r.value == value
+
+
+async def test_an_engine_that_is_not_an_engine_is_refused(parts: tuple[Any, Any, Any]) -> None:
+    index, store, runner = parts
+    with pytest.raises(ConfigurationError) as ei:
+        Executor(ExecutorConfig(index=index, store=store, runner=runner, engine=object()))  # type: ignore[arg-type]
+    assert ei.value.field == "engine" and "object" in str(ei.value)
 
 
 def test_engine_discovery() -> None:
@@ -145,11 +209,13 @@ async def test_result_to_dict_is_json(executor: Executor) -> None:
 
 async def test_allowed_namespaces_default_from_config(parts: tuple[Any, Any, Any]) -> None:
     index, store, runner = parts
-    cfg = ExecutorConfig(index=index, store=store, runner=runner, engine="inprocess", allowed_namespaces=["other"])
+    defaults = ExecuteOptions(allowed_namespaces=("other",))
+    cfg = ExecutorConfig(index=index, store=store, runner=runner, engine="inprocess", defaults=defaults)
     async with Executor(cfg) as ex:
-        r = await ex.execute(ExecuteParams(code="[list_namespaces(), search_tools('add')]"))
+        r = await ex.execute(ExecuteParams(code="[list_namespaces()['namespaces'], search_tools('add')['hits']]"))
         assert r.value == [[], []]
-        r = await ex.execute(ExecuteParams(code="[n['name'] for n in list_namespaces()]", allowed_namespaces=["t"]))
+        code = "[n['name'] for n in list_namespaces()['namespaces']]"
+        r = await ex.execute(ExecuteParams(code=code, options=ExecuteOptions(allowed_namespaces=("t",))))
         assert r.value == ["t"]
 
 
@@ -183,7 +249,9 @@ async def test_unknown_engine_name_in_config(parts: tuple[Any, Any, Any]) -> Non
 
 async def test_limit_error_fields(executor: Executor) -> None:
     with pytest.raises(LimitExceededError) as ei:
-        await executor.execute(ExecuteParams(code="run_tools([('t:add', {'a': 1})] * 3)", max_tool_calls=2))
+        await executor.execute(
+            ExecuteParams(code="run_tools([('t:add', {'a': 1})] * 3)", options=ExecuteOptions(max_tool_calls=2))
+        )
     assert (ei.value.limit, ei.value.configured, ei.value.reached) == ("max_tool_calls", 2, 3)
     assert "max_tool_calls" in str(ei.value)
 
@@ -221,7 +289,7 @@ async def test_run_tool_keywords_use_the_signature_names(engine: str) -> None:
     await runner.attach()
     store = InMemoryStore(index, autosave=False)
     async with Executor(ExecutorConfig(index=index, store=store, runner=runner, engine=engine)) as ex:
-        doc = await ex.execute(ExecuteParams(code='describe_tool("r:span")["signature"]'))
+        doc = await ex.execute(ExecuteParams(code='describe_tool("r:span")["text"]'))
         assert "from_: int" in doc.value and "per_page" in doc.value
         code = 'run_tool("r:span", from_=2, to=7, per_page=3)["n"] + run_tool("r:span", {"from": 1, "to": 2})["n"]'
         res = await ex.execute(ExecuteParams(code=code))

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 import pytest
 from _toolcode_support import make_runner
 
-from toolcode import ExecuteParams, Executor, ExecutorConfig, LimitExceededError, load_engine
+from toolcode import ExecuteOptions, ExecuteParams, Executor, ExecutorConfig, LimitExceededError, load_engine
 
 pytestmark = pytest.mark.anyio
 
@@ -32,7 +32,7 @@ async def monty() -> AsyncIterator[Executor]:
 async def _stopped(ex: Executor, code: str, timeout: float = 1.0) -> tuple[LimitExceededError, float]:
     t0 = time.perf_counter()
     with pytest.raises(LimitExceededError) as ei:
-        await ex.execute(ExecuteParams(code=code, timeout=timeout))
+        await ex.execute(ExecuteParams(code=code, options=ExecuteOptions(timeout=timeout)))
     return ei.value, time.perf_counter() - t0
 
 

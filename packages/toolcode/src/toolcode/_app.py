@@ -1,37 +1,49 @@
-"""The glue every front door needs: a :class:`Toolbox` of index, docs, runner and executor.
+"""The glue every front door needs: a :class:`Toolbox` of index, docs, runner, executor and the core.
 
-A toolbox is built from an ``mcpServers`` config file and/or backends given in code (local
-functions, providers), connects every backend (reporting progress as each server comes up),
-and closes everything on exit::
+A toolbox is built from a config file (``mcpServers`` plus the optional ``toolcode`` section)
+and/or backends given in code (local functions, providers), connects every backend (reporting
+progress as each server comes up), and closes everything on exit::
 
     async with Toolbox.from_config("mcp.json") as box:
         result = await box.execute("__out = run_tool('time:get_current_time', {'timezone': 'UTC'})")
+
+Its :attr:`Toolbox.codemode` is the one core every door (snippet, MCP server, CLI) goes through.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import anyio
 import structlog
 
+from toolcode._core import CodeMode
 from toolcode._executor import Executor, ExecutorConfig
-from toolcode._types import ExecuteParams, ExecuteResult, ToolCallRecord
+from toolcode._options import ExecuteOptions
+from toolcode._settings import Settings, load_settings
+from toolcode._types import Engine, ExecuteResult, ToolCallRecord
+from toolcode.engines import load_engine
 from toolcode.exceptions import ConfigurationError
 from tooldocs import InMemoryStore
-from toolindex import InMemoryIndex, ToolIndexError
+from toolindex import BackendRef, InMemoryIndex, Tool, ToolIndexError
 from toolrun import Backend, DefaultRunner, MCPBackend, ToolRunError, load_config
 
-__all__ = ["ConnectEvent", "ConnectProgress", "Toolbox"]
+__all__ = ["UNSANDBOXED_WARNING", "ConnectEvent", "ConnectProgress", "Toolbox"]
 
 log = structlog.get_logger("toolcode.app")
+
+UNSANDBOXED_WARNING = (
+    "the {engine!r} engine runs snippets WITHOUT a sandbox: snippet code has the full powers of this "
+    "process (files, network, environment); use it only for code you trust"
+)
+"""Logged (and printed by the CLI) whenever a toolbox runs an engine that is not a sandbox."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,40 +72,97 @@ def _backend_name(backend: Backend) -> str:
     return backend.kind
 
 
+class _ExcludingIndex:
+    """The index as backends see it: tools matching an ``exclude`` glob are never registered."""
+
+    def __init__(self, index: InMemoryIndex, excluded: Callable[[str], bool]) -> None:
+        self._index = index
+        self._excluded = excluded
+
+    def register(self, tool: Tool, backend: BackendRef | Sequence[BackendRef]) -> None:
+        if not self._excluded(tool.key):
+            self._index.register(tool, backend)
+
+    def register_many(self, items: Iterable[tuple[Tool, BackendRef | Sequence[BackendRef]]]) -> None:
+        self._index.register_many([(t, b) for t, b in items if not self._excluded(t.key)])
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._index, name)
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+
 class Toolbox:
-    """Index, docs store, runner and executor wired together, with one lifetime.
+    """Index, docs store, runner, executor and the code-mode core, wired together with one lifetime.
 
     Args:
         backends: Backends to attach (``MCPBackend`` per server, ``LocalBackend``, providers).
             The toolbox owns them: :meth:`aclose` closes them.
-        engine: Engine name (an entry point of ``toolcode.engines``) or ``None`` for the default.
+        settings: Server-wide defaults (the config file's ``toolcode`` section).
+        engine: An engine, or an engine name (an entry point of ``toolcode.engines``); overrides
+            ``settings.engine``; ``None`` for the default sandbox.
         strict: When ``True`` a backend that fails to connect aborts :meth:`connect`; when
             ``False`` (the default) it is reported, logged and skipped so the rest stay usable.
-        executor_options: Extra :class:`~toolcode.ExecutorConfig` fields (limits, defaults).
+
+    Raises:
+        ConfigurationError: If the engine or a setting is invalid.
     """
 
     def __init__(
         self,
         backends: Sequence[Backend] = (),
         *,
-        engine: str | None = None,
+        settings: Settings | None = None,
+        engine: Engine | str | None = None,
         strict: bool = False,
-        **executor_options: Any,
     ) -> None:
+        self.settings: Settings = settings or Settings()
         self.index: InMemoryIndex = InMemoryIndex()
         self.store: InMemoryStore = InMemoryStore(self.index)
         self._backends = list(backends)
         self.runner: DefaultRunner = DefaultRunner(self.index, self._backends, store=self.store)
-        self._engine_name = engine
-        self._executor_options = executor_options
-        self.executor: Executor = self._make_executor()
-        self._strict = strict
-        self._observers: list[Callable[[ToolCallRecord], Awaitable[None]]] = []
+        self.executor: Executor = Executor(
+            ExecutorConfig(
+                index=self.index,
+                store=self.store,
+                runner=self.runner,
+                engine=self._engine(engine),
+                defaults=self.settings.limits,
+            )
+        )
         self.failed: dict[str, str] = {}
         """Backends that failed to connect, with the reason."""
+        self.codemode: CodeMode = CodeMode(
+            self.index,
+            self.store,
+            self.runner,
+            self.executor,
+            defaults=self.settings.limits,
+            call_timeout=self.settings.call_timeout,
+            unavailable=self.failed,
+        )
+        """The code-mode core: every operation, as every door offers it."""
+        if not self.executor.engine.info.sandboxed:
+            log.warning("unsandboxed engine", warning=UNSANDBOXED_WARNING.format(engine=self.executor.engine.info.name))
+        self._strict = strict
         self._closed = False
         self._stack = AsyncExitStack()
         self._runner_entered = False
+
+    def _engine(self, engine: Engine | str | None) -> Engine | str | None:
+        chosen = engine if engine is not None else self.settings.engine
+        if chosen is not None and not isinstance(chosen, str):
+            return chosen
+        w = self.settings.workers
+        if (chosen is None or chosen == "monty") and (w.min is not None or w.max is not None):
+            kwargs: dict[str, Any] = {}
+            if w.min is not None:
+                kwargs["min_processes"] = w.min
+            if w.max is not None:
+                kwargs["max_processes"] = w.max
+            return load_engine("monty", **kwargs)
+        return chosen
 
     @classmethod
     def from_config(
@@ -101,46 +170,38 @@ class Toolbox:
         config: str | os.PathLike[str] | Mapping[str, Any] | None = None,
         *,
         extra_backends: Sequence[Backend] = (),
-        engine: str | None = None,
+        engine: Engine | str | None = None,
         strict: bool = False,
-        **executor_options: Any,
+        settings: Settings | None = None,
     ) -> Toolbox:
-        """Build a toolbox from an ``{"mcpServers": {...}}`` file or mapping.
+        """Build a toolbox from a config file or mapping (``mcpServers`` and ``toolcode``).
 
         Args:
             config: Path to the JSON file, the parsed mapping, or ``None`` for no servers.
             extra_backends: More backends (local functions, providers) to attach as well.
-            engine: Engine name, or ``None`` for the default.
+            engine: Engine (or name); overrides the config's ``toolcode.engine``.
             strict: Fail :meth:`connect` when a server cannot start.
-            **executor_options: Extra executor configuration.
+            settings: Use these settings instead of the config's ``toolcode`` section.
 
         Returns:
             A toolbox, not yet connected (use ``async with`` or :meth:`connect`).
 
         Raises:
-            toolrun.exceptions.ConfigError: If the config is invalid (names the server and field).
-            FileNotFoundError: If the file does not exist.
+            toolrun.exceptions.ConfigError: If a server entry is invalid (names the server and field).
+            ConfigurationError: If the file cannot be read, or the ``toolcode`` section is invalid.
         """
         backends: list[Backend] = []
+        data: Mapping[str, Any] | None = None
         if config is not None:
-            source: Any = Path(config) if isinstance(config, str | os.PathLike) else config
-            servers = load_config(source).enabled()
+            data = _read(config)
+            servers = load_config(data).enabled()
             backends.extend(MCPBackend(name, server) for name, server in servers.items())
+        chosen = settings if settings is not None else load_settings(data)
+        excludes = [*chosen.exclude, *_server_excludes(data)]
+        if excludes != list(chosen.exclude):
+            chosen = chosen.model_copy(update={"exclude": tuple(excludes)})
         backends.extend(extra_backends)
-        return cls(backends, engine=engine, strict=strict, **executor_options)
-
-    def _make_executor(self) -> Executor:
-        try:
-            config = ExecutorConfig(
-                index=self.index,
-                store=self.store,
-                runner=self.runner,
-                engine=self._engine_name,
-                **self._executor_options,
-            )
-        except TypeError as exc:
-            raise ConfigurationError("executor_options", str(exc)) from exc
-        return Executor(config)
+        return cls(backends, settings=chosen, engine=engine, strict=strict)
 
     @property
     def backends(self) -> list[Backend]:
@@ -169,23 +230,27 @@ class Toolbox:
             await self._stack.enter_async_context(self.runner)
             self._runner_entered = True
         errors: list[BaseException] = []
+        target: Any = self.index
+        if self.settings.exclude:
+            target = _ExcludingIndex(self.index, self.settings.excluded)
 
         async def attach(backend: Backend) -> None:
             name = _backend_name(backend)
             await emit(ConnectEvent(name, "connecting"))
             started = time.perf_counter()
             try:
-                tools = await backend.attach(self.index)
+                tools = await backend.attach(target)
             except (ToolRunError, ToolIndexError) as exc:  # the Backend contract: nothing else escapes attach
                 ms = (time.perf_counter() - started) * 1000
                 self.failed[name] = str(exc) or type(exc).__name__
-                log.warning("backend failed to connect", backend=name, error=str(exc))
+                log.warning("backend failed to connect", backend=name, error=self.failed[name])
                 errors.append(exc)
                 await emit(ConnectEvent(name, "failed", error=self.failed[name], duration_ms=ms))
                 return
             ms = (time.perf_counter() - started) * 1000
-            log.info("backend ready", backend=name, tools=len(tools), duration_ms=round(ms, 1))
-            await emit(ConnectEvent(name, "ready", tools=len(tools), duration_ms=ms))
+            shown = [t for t in tools if not self.settings.excluded(t.key)]
+            log.info("backend ready", backend=name, tools=len(shown), duration_ms=round(ms, 1))
+            await emit(ConnectEvent(name, "ready", tools=len(shown), duration_ms=ms))
 
         async with anyio.create_task_group() as tg:
             for backend in self._backends:
@@ -197,46 +262,32 @@ class Toolbox:
         self,
         code: str,
         *,
-        input: Mapping[str, Any] | None = None,
-        timeout: float | None = None,
-        max_tool_calls: int | None = None,
-        namespaces: Sequence[str] | None = None,
+        input: Any = None,
+        options: ExecuteOptions | Mapping[str, Any] | None = None,
         on_tool_call: Callable[[ToolCallRecord], Awaitable[None]] | None = None,
     ) -> ExecuteResult:
-        """Run a snippet.
+        """Run a snippet (the Python form: the full result, or an exception).
+
+        Use :meth:`CodeMode.execute` (``box.codemode.execute``) for the outcome model the
+        doors return, where a failure is data rather than an exception.
 
         Args:
             code: Python source; it sets ``__out`` or ends with an expression.
-            input: Data the snippet reads as ``input``.
-            timeout: Seconds for the whole run (the executor's default when ``None``).
-            max_tool_calls: Stop after this many tool calls (default when ``None``).
-            namespaces: Only these namespaces are visible and callable.
+            input: Any JSON value the snippet reads as ``input``.
+            options: This run's options (:class:`~toolcode.ExecuteOptions` or its JSON form).
             on_tool_call: Awaited after each tool call completes, with its record.
 
         Returns:
-            The result: value, stdout, trace.
+            The result: value, stdout, stderr, trace, limits report.
 
         Raises:
             toolcode.exceptions.ToolCodeError: ``CodeExecutionError``, ``LimitExceededError``,
-                ``ConfigurationError`` or ``EngineError``; each carries the partial result.
+                ``InvalidArgumentsError`` or ``EngineError``; each carries the partial result.
         """
-        params = ExecuteParams(
-            code=code,
-            input=dict(input) if input is not None else None,
-            timeout=timeout,
-            max_tool_calls=max_tool_calls,
-            allowed_namespaces=list(namespaces) if namespaces is not None else None,
-        )
-        observers = [*self._observers, *([on_tool_call] if on_tool_call is not None else [])]
-
-        async def notify(record: ToolCallRecord) -> None:
-            for observer in observers:
-                await observer(record)
-
-        return await self.executor.execute(params, on_tool_call=notify if observers else None)
+        return await self.codemode.run(code, input=input, options=options, on_tool_call=on_tool_call)
 
     def observe_tool_calls(self, callback: Callable[[ToolCallRecord], Awaitable[None]]) -> Callable[[], None]:
-        """Be told of every tool call any snippet makes through this toolbox (e.g. for auditing).
+        """Be told of every tool call any snippet makes through this toolbox, whatever the door (auditing).
 
         Args:
             callback: Awaited with each completed call's record.
@@ -244,13 +295,7 @@ class Toolbox:
         Returns:
             A function that stops the observation.
         """
-        self._observers.append(callback)
-
-        def stop() -> None:
-            if callback in self._observers:
-                self._observers.remove(callback)
-
-        return stop
+        return self.codemode.observe_tool_calls(callback)
 
     def resolve(self, tool_id: str) -> str:
         """The full id of a tool.
@@ -267,9 +312,7 @@ class Toolbox:
         self._closed = True
         try:
             with anyio.CancelScope(shield=True):
-                aclose = getattr(self.executor, "aclose", None)
-                if aclose is not None:
-                    await aclose()
+                await self.executor.aclose()
                 if not self._runner_entered:
                     await self.runner.aclose()
         finally:
@@ -285,3 +328,40 @@ class Toolbox:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         await self.aclose()
+
+
+def _read(config: str | os.PathLike[str] | Mapping[str, Any]) -> Mapping[str, Any]:
+    import json
+
+    from toolcode.exceptions import clip
+
+    if isinstance(config, Mapping):
+        return config
+    path = Path(config)
+    try:
+        data: Any = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise ConfigurationError("config", f"cannot read {clip(str(path))!r}: {e.strerror or e}") from e
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ConfigurationError("config", f"{clip(str(path))!r} is not valid UTF-8 JSON: {clip(str(e))}") from e
+    if not isinstance(data, Mapping):
+        raise ConfigurationError("config", f"must be a JSON object, got {type(data).__name__}")
+    return cast("Mapping[str, Any]", data)
+
+
+def _server_excludes(data: Mapping[str, Any] | None) -> list[str]:
+    # ``"exclude": ["delete_*"]`` inside a server's entry: globs of that server's tool names.
+    if data is None:
+        return []
+    servers = data.get("mcpServers")
+    if not isinstance(servers, Mapping):
+        return []
+    out: list[str] = []
+    for name, entry in cast("Mapping[str, Any]", servers).items():
+        raw: Any = cast("Mapping[str, Any]", entry).get("exclude") if isinstance(entry, Mapping) else None
+        if raw is None:
+            continue
+        if not isinstance(raw, list) or not all(isinstance(g, str) for g in raw):  # pyright: ignore[reportUnknownVariableType]
+            raise ConfigurationError(f"mcpServers.{name}.exclude", "must be a list of tool-name globs")
+        out.extend(f"{name}:{g}" for g in cast("list[str]", raw))
+    return out

@@ -1,78 +1,169 @@
-"""Turn any error of the stack into one actionable paragraph for a model or a person."""
+"""One mapping from any error of the stack to toolcode's errors, codes and hints.
+
+Every door reports failures through :func:`error_info` (the JSON shape) or
+:func:`describe_error` (a paragraph for a person), so the same failure has the same code and
+the same words everywhere.
+"""
 
 from __future__ import annotations
 
-import re
+from toolcode._models import ErrorInfo
+from toolcode._view import CatalogView
+from toolcode.exceptions import (
+    MAX_MESSAGE,
+    CodeExecutionError,
+    ErrorCode,
+    LimitExceededError,
+    ToolCodeError,
+    ToolError,
+    clip,
+)
+from tooldocs import ToolDocsError
+from tooldocs.exceptions import DocNotFoundError, InvalidDetailLevelError
+from toolindex import AmbiguousToolIDError, InvalidToolIDError, ToolIndexError, ToolNotFoundError
+from toolrun import (
+    BackendUnavailableError,
+    ChainError,
+    InputValidationError,
+    NoBackendError,
+    OutputValidationError,
+    ToolExecutionError,
+    ToolRunError,
+    ToolTimeoutError,
+)
+from toolrun.exceptions import ConfigError
 
-from toolcode.exceptions import CodeExecutionError, ConfigurationError, LimitExceededError
-from toolindex import AmbiguousToolIDError, Index, ToolNotFoundError
+__all__ = ["MAX_MESSAGE", "as_tool_error", "describe_error", "error_info", "message_of"]
 
-__all__ = ["describe_error"]
 
 _LIMIT_HINTS = {
     "timeout": "do less per run, or raise options.timeout",
-    "max_tool_calls": "batch the work or raise options.max_tool_calls",
-    "max_chain_steps": "split the chain",
+    "max_tool_calls": "batch the work, or raise options.max_tool_calls",
+    "max_chain_steps": "split the chain, or raise options.max_chain_steps",
     "max_memory": "keep less data in memory; filter while iterating",
     "max_recursion_depth": "use a loop instead of recursion",
-    "max_output_size": "return a smaller value (counts, ids, summaries)",
+    "max_output_chars": "return a smaller value (counts, ids, summaries)",
 }
-_QUOTED_ID = re.compile(r"'([A-Za-z0-9_.-]+(?::[A-Za-z0-9_.-]+){0,2})'")
 
 
-def _nearest(index: Index | None, tool_id: str) -> list[str]:
-    if index is None:
-        return []
-    suggest = getattr(index, "suggest", None)
-    if callable(suggest):
-        found = suggest(tool_id)
-        if isinstance(found, list) and found:
-            return [str(s) for s in found]  # pyright: ignore[reportUnknownArgumentType, reportUnknownVariableType]
-    name = tool_id.split(":")[1] if ":" in tool_id else tool_id
-    return [h.id for h in index.search(name.replace("_", " "), limit=3)]
+def message_of(exc: BaseException) -> str:
+    """The message of an error, clipped to :data:`MAX_MESSAGE` characters."""
+    if isinstance(exc, ToolExecutionError):
+        text = exc.message
+    elif isinstance(exc, ToolError):
+        text = exc.message
+    else:
+        text = str(exc) or type(exc).__name__
+    return clip(text, MAX_MESSAGE)
 
 
-def describe_error(exc: BaseException, index: Index | None = None) -> str:
-    """Explain a failure: where it happened, which tool, which limit, what to try.
+def _op_of(exc: BaseException) -> str:
+    if isinstance(exc, ToolNotFoundError | AmbiguousToolIDError | DocNotFoundError):
+        return "resolve"
+    if isinstance(exc, InputValidationError | InvalidToolIDError | ChainError | InvalidDetailLevelError):
+        return "validate_input"
+    if isinstance(exc, OutputValidationError):
+        return "validate_output"
+    if isinstance(exc, ToolTimeoutError):
+        return "timeout"
+    if isinstance(exc, BackendUnavailableError | NoBackendError):
+        return "backend"
+    return "call"
+
+
+def as_tool_error(exc: BaseException, tool_id: str, view: CatalogView | None = None) -> ToolError:
+    """The :class:`ToolError` for a failure of a lower layer concerning ``tool_id``.
 
     Args:
-        exc: The error (toolcode, toolrun or toolindex, or anything else).
-        index: The catalog, used to suggest the nearest tool names for an unknown id.
+        exc: What toolindex, tooldocs or toolrun raised (a ``ToolError`` passes through).
+        tool_id: The id the caller asked for.
+        view: The caller's view of the catalog, for suggestions (visible tools only).
 
     Returns:
-        One or a few lines of plain text.
+        The error, with its code, and a hint naming the nearest visible tools for an unknown id.
     """
-    if isinstance(exc, ToolNotFoundError):
-        near = exc.suggestions or _nearest(index, exc.tool_id)
-        hint = f"; nearest tools: {', '.join(near)}" if near else "; use search_tools to find one"
-        return f"unknown tool {exc.tool_id!r}{hint}"
+    if isinstance(exc, ToolError):
+        return exc
+    if isinstance(exc, ToolNotFoundError | DocNotFoundError):
+        asked = exc.tool_id if isinstance(exc, ToolNotFoundError) else tool_id
+        near = view.suggest(asked) if view is not None else list(getattr(exc, "suggestions", []))
+        hint = f"nearest tools: {', '.join(near)}" if near else "use search_tools to find one"
+        # The hint is in the message too: inside a snippet only the message travels.
+        err = ToolError(tool_id, f"unknown tool {clip(asked)!r}; {hint}", "resolve")
+        err.hint = hint
+        return err
     if isinstance(exc, AmbiguousToolIDError):
-        return str(exc)
+        err = ToolError(tool_id, message_of(exc), "resolve")
+        err.hint = "qualify the name: " + ", ".join(exc.candidates[:5])
+        return err
+    err = ToolError(tool_id, message_of(exc), _op_of(exc))
+    if isinstance(exc, BackendUnavailableError):
+        err.hint = "the server may be restarting; try again, or use another tool"
+    return err
+
+
+def _code(exc: BaseException) -> ErrorCode:
+    if isinstance(exc, ToolCodeError):
+        return exc.code
+    if isinstance(exc, ConfigError):
+        return ErrorCode.CONFIG_ERROR
+    if isinstance(exc, ToolRunError | ToolIndexError | ToolDocsError):
+        return as_tool_error(exc, "").code
+    if isinstance(exc, FileNotFoundError | IsADirectoryError | PermissionError):
+        return ErrorCode.CONFIG_ERROR
+    return ErrorCode.RUNTIME_ERROR
+
+
+def _hint(exc: BaseException, view: CatalogView | None) -> str | None:
+    if isinstance(exc, ToolCodeError) and exc.hint:
+        return exc.hint
     if isinstance(exc, LimitExceededError):
-        hint = _LIMIT_HINTS.get(exc.limit, "")
-        return f"{exc}" + (f" — {hint}" if hint else "")
-    if isinstance(exc, CodeExecutionError):
-        parts = [f"{exc.exc_type}" + (f" at line {exc.line}" if exc.line is not None else "") + f": {exc.message}"]
-        suggested = "did you mean" in exc.message
-        if exc.tool_id:
-            parts.append(f"failing tool: {exc.tool_id}")
-            if not suggested and ("not found" in exc.message.lower() or "unknown tool" in exc.message.lower()):
-                near = _nearest(index, exc.tool_id)
-                if near:
-                    parts.append(f"nearest tools: {', '.join(near)}")
-        elif not suggested and ("not found" in exc.message.lower() or "unknown tool" in exc.message.lower()):
-            m = _QUOTED_ID.search(exc.message)
-            if m:
-                near = _nearest(index, m.group(1))
-                if near:
-                    parts.append(f"nearest tools: {', '.join(near)}")
-        if exc.traceback:
-            parts.append(exc.traceback.strip())
-        return "\n".join(parts)
-    if isinstance(exc, ConfigurationError):
-        return str(exc)
+        return _LIMIT_HINTS.get(exc.limit)
+    if isinstance(exc, CodeExecutionError) and exc.code is ErrorCode.UNKNOWN_TOOL and exc.tool_id and view:
+        near = view.suggest(exc.tool_id)
+        return f"nearest tools: {', '.join(near)}" if near else "use search_tools to find one"
+    if isinstance(exc, ToolRunError | ToolIndexError | ToolDocsError):
+        return as_tool_error(exc, getattr(exc, "tool_id", "") or "", view).hint
+    return None
+
+
+def error_info(exc: BaseException, view: CatalogView | None = None) -> ErrorInfo:
+    """The JSON shape of a failure: ``{code, message, line, column, tool_id, hint}``.
+
+    Args:
+        exc: Any error (toolcode's, a lower layer's, or anything else).
+        view: The caller's view of the catalog, for "nearest tools" hints.
+
+    Returns:
+        The error info; the message is clipped to :data:`MAX_MESSAGE` characters.
+    """
     tool_id = getattr(exc, "tool_id", None)
-    text = str(exc) or type(exc).__name__
-    if tool_id and str(tool_id) not in text:
-        text = f"{tool_id}: {text}"
-    return f"{type(exc).__name__}: {text}"
+    return ErrorInfo(
+        code=_code(exc).value,
+        message=message_of(exc),
+        line=getattr(exc, "line", None) if isinstance(exc, CodeExecutionError) else None,
+        column=getattr(exc, "column", None) if isinstance(exc, CodeExecutionError) else None,
+        tool_id=clip(str(tool_id)) if tool_id else None,
+        hint=_hint(exc, view),
+    )
+
+
+def describe_error(exc: BaseException, view: CatalogView | None = None) -> str:
+    """Explain a failure in a few lines for a person: what, where, which tool, what to try.
+
+    Args:
+        exc: The error.
+        view: The caller's view of the catalog, for "nearest tools" hints.
+
+    Returns:
+        Plain text.
+    """
+    info = error_info(exc, view)
+    parts = [f"{info.code}: {info.message}"]
+    if info.tool_id and info.tool_id not in info.message:
+        parts.append(f"tool: {info.tool_id}")
+    if info.hint:
+        parts.append(f"hint: {info.hint}")
+    if isinstance(exc, CodeExecutionError) and exc.traceback:
+        parts.append(clip(exc.traceback.strip(), MAX_MESSAGE))
+    return "\n".join(parts)

@@ -3,36 +3,61 @@
 from __future__ import annotations
 
 import dataclasses
-import math
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Self
 
 import anyio
 
-from toolcode._limits import CallBudget, OutputBuffer, as_json_data, check_json, fit_output_budget
+from toolcode._limits import (
+    MAX_TRACE_PAYLOAD_CHARS,
+    CallBudget,
+    OutputBuffer,
+    PayloadBudget,
+    as_json_data,
+    check_json,
+    fit_output_budget,
+)
+from toolcode._operations import Operations
+from toolcode._options import ExecuteOptions, ResolvedOptions
 from toolcode._tools import DefaultTools, DocStore
 from toolcode._trace import Trace
-from toolcode._types import Engine, ExecuteParams, ExecuteResult, LimitsReport, OnToolCall
+from toolcode._types import Engine, ExecuteParams, ExecuteResult, LimitsReport, OnToolCall, Tools
+from toolcode._view import CatalogView
 from toolcode.engines import load_engine
 from toolcode.exceptions import (
     CodeExecutionError,
     ConfigurationError,
     EngineError,
+    InvalidArgumentsError,
     LimitExceededError,
     ToolCodeError,
 )
 from toolindex import Index
 from toolrun import Runner
 
-__all__ = ["Executor", "ExecutorConfig"]
+__all__ = ["Executor", "ExecutorConfig", "RunContext", "ToolsFactory"]
+
+
+@dataclass(frozen=True, slots=True)
+class RunContext:
+    """What one run's snippet environment is built from (see :data:`ToolsFactory`)."""
+
+    options: ResolvedOptions
+    budget: CallBudget
+    trace: Trace
+    output: OutputBuffer
+
+
+ToolsFactory = Callable[[RunContext], Tools]
+"""Builds the snippet environment of one run (the default builds :class:`~toolcode.DefaultTools`)."""
 
 
 @dataclass(frozen=True, slots=True)
 class ExecutorConfig:
-    """Everything an :class:`Executor` needs; limits here are the defaults for each run."""
+    """Everything an :class:`Executor` needs; ``defaults`` are the options of every run."""
 
     index: Index
     """The tool catalog snippets search."""
@@ -42,47 +67,24 @@ class ExecutorConfig:
     """Runs the tools (``toolrun.DefaultRunner``); the executor does not close it."""
     engine: Engine | str | None = None
     """An engine, an engine name from the ``toolcode.engines`` entry points, or ``None`` for ``MontyEngine``."""
-    timeout: float = 30.0
-    """Seconds of wall time per run, tool calls included."""
-    max_tool_calls: int = 200
-    """Tool calls per run."""
-    max_chain_steps: int = 50
-    """Steps per ``run_chain`` call."""
-    max_output_chars: int = 50_000
-    """One budget for result, stdout, stderr and trace payloads."""
-    allowed_namespaces: Sequence[str] | None = None
-    """Default namespace filter (``None``: all)."""
-
-
-def _check_positive(field: str, value: Any, *, integer: bool) -> None:
-    kind = "an integer" if integer else "a number"
-    if isinstance(value, bool) or not isinstance(value, int | float) or (integer and not isinstance(value, int)):
-        raise ConfigurationError(field, f"must be {kind} > 0, got {value!r}")
-    if not (value > 0) or (isinstance(value, float) and not math.isfinite(value)):
-        raise ConfigurationError(field, f"must be {kind} > 0 and finite, got {value!r}")
-
-
-def _validate_limits(owner: Any) -> None:
-    _check_positive("timeout", owner.timeout, integer=False)
-    _check_positive("max_tool_calls", owner.max_tool_calls, integer=True)
-    _check_positive("max_chain_steps", owner.max_chain_steps, integer=True)
-    _check_positive("max_output_chars", owner.max_output_chars, integer=True)
-    ns = owner.allowed_namespaces
-    if ns is not None and (isinstance(ns, str) or not all(isinstance(n, str) for n in ns)):
-        raise ConfigurationError("allowed_namespaces", f"must be a list of namespace names, got {ns!r}")
+    defaults: ExecuteOptions = field(default_factory=ExecuteOptions)
+    """Options of every run that sets none (unset fields: the built-in defaults, see
+    :data:`toolcode.DEFAULT_OPTIONS`)."""
+    tools_factory: ToolsFactory | None = None
+    """Builds each run's snippet environment; ``None`` for :class:`~toolcode.DefaultTools`."""
 
 
 class Executor:
     """Runs snippets: puts the index, docs and runner behind a ``Tools`` environment and hands it to an engine.
 
     ``execute`` raises on failure (:class:`~toolcode.exceptions.CodeExecutionError`,
-    :class:`~toolcode.exceptions.LimitExceededError`, :class:`~toolcode.exceptions.ConfigurationError`,
+    :class:`~toolcode.exceptions.LimitExceededError`, :class:`~toolcode.exceptions.InvalidArgumentsError`,
     :class:`~toolcode.exceptions.EngineError`); the error's ``result`` holds the partial run
     (stdout, stderr, the trace up to the failure). Safe for concurrent use: each run has its own
     counters, trace and output.
 
     Args:
-        config: The executor's collaborators and default limits.
+        config: The executor's collaborators and default options.
 
     Raises:
         ConfigurationError: If a field of ``config`` is invalid (names the field).
@@ -92,12 +94,19 @@ class Executor:
         for name in ("index", "runner"):
             if getattr(config, name) is None:
                 raise ConfigurationError(name, "is required")
-        _validate_limits(config)
+        if not isinstance(config.defaults, ExecuteOptions):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigurationError("defaults", f"must be ExecuteOptions, got {type(config.defaults).__name__}")
         self._config = config
-        self._owns_engine = not hasattr(config.engine, "execute")
-        self._engine: Engine | None = None if self._owns_engine else config.engine  # pyright: ignore[reportAttributeAccessIssue]
-        if self._owns_engine:
-            self._engine = load_engine(config.engine if isinstance(config.engine, str) else "monty")
+        engine = config.engine
+        self._owns_engine = engine is None or isinstance(engine, str)
+        if engine is None or isinstance(engine, str):
+            self._engine: Engine = load_engine(engine or "monty")
+        elif isinstance(engine, Engine):  # pyright: ignore[reportUnnecessaryIsInstance]
+            self._engine = engine
+        else:
+            raise ConfigurationError(
+                "engine", f"must be an Engine or an engine name, got {type(engine).__name__} (see toolcode.Engine)"
+            )
 
     @property
     def config(self) -> ExecutorConfig:
@@ -107,36 +116,40 @@ class Executor:
     @property
     def engine(self) -> Engine:
         """The engine runs go to."""
-        assert self._engine is not None
         return self._engine
 
     def _resolve(self, params: ExecuteParams) -> ExecuteParams:
         if not isinstance(params, ExecuteParams):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ConfigurationError("params", f"expected ExecuteParams, got {type(params).__name__}")
+            raise InvalidArgumentsError("params", f"expected ExecuteParams, got {type(params).__name__}")
         if not isinstance(params.code, str):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ConfigurationError("code", f"must be a string, got {type(params.code).__name__}")
+            raise InvalidArgumentsError("code", f"must be a string, got {type(params.code).__name__}")
         if params.language != "python":
-            raise ConfigurationError("language", f"only 'python' is supported, got {params.language!r}")
-        c = self._config
-        resolved = dataclasses.replace(
-            params,
-            timeout=c.timeout if params.timeout is None else params.timeout,
-            max_tool_calls=c.max_tool_calls if params.max_tool_calls is None else params.max_tool_calls,
-            max_chain_steps=c.max_chain_steps if params.max_chain_steps is None else params.max_chain_steps,
-            max_output_chars=c.max_output_chars if params.max_output_chars is None else params.max_output_chars,
-            allowed_namespaces=c.allowed_namespaces if params.allowed_namespaces is None else params.allowed_namespaces,
-        )
-        _validate_limits(resolved)
-        bad = check_json(params.input)
+            raise InvalidArgumentsError("language", f"only 'python' is supported, got {params.language!r}")
+        if not isinstance(params.options, ExecuteOptions):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise InvalidArgumentsError("options", f"expected ExecuteOptions, got {type(params.options).__name__}")
+        bad = check_json(params.input, "input")
         if bad is not None:
-            raise ConfigurationError("input", bad.replace("the result", "input"))
-        return resolved
+            raise InvalidArgumentsError("input", bad)
+        resolved = params.options.resolve(self._config.defaults)
+        return dataclasses.replace(params, resolved=resolved)
+
+    def _tools(self, ctx: RunContext) -> Tools:
+        factory = self._config.tools_factory
+        if factory is not None:
+            return factory(ctx)
+        c = self._config
+        ops = Operations(
+            CatalogView(c.index, ctx.options.allowed_namespaces), c.store, c.runner, budget=ctx.budget, trace=ctx.trace
+        )
+        return DefaultTools(
+            c.index, c.store, c.runner, budget=ctx.budget, trace=ctx.trace, output=ctx.output, operations=ops
+        )
 
     async def execute(self, params: ExecuteParams, *, on_tool_call: OnToolCall | None = None) -> ExecuteResult:
         """Run one snippet.
 
         Args:
-            params: The code and this run's limits (``None`` fields take the config's defaults).
+            params: The code and this run's options (unset options take the config's defaults).
             on_tool_call: Awaited as each tool call completes (progress reporting); its
                 failures are logged and ignored.
 
@@ -144,44 +157,31 @@ class Executor:
             The result: value, stdout, stderr, the trace, duration and a limits report.
 
         Raises:
-            ConfigurationError: If a parameter is invalid (names the field).
+            InvalidArgumentsError: If a parameter or option is invalid (names the field).
             CodeExecutionError: If the snippet has a syntax error or raises (line, column,
-                type, message; an uncaught tool failure names the tool), or its result is
-                not JSON-serialisable.
+                type, message; an uncaught tool failure names the tool and keeps its code), or
+                its result is not JSON data.
             LimitExceededError: If a limit stopped the run (which limit, configured, reached).
             EngineError: If the engine failed for a reason that is not the snippet's.
         """
         p = self._resolve(params)
-        assert p.timeout is not None and p.max_tool_calls is not None
-        assert p.max_chain_steps is not None and p.max_output_chars is not None
-        engine = self.engine
-        info = engine.info
-        budget = CallBudget(p.max_tool_calls, p.max_chain_steps)
-        trace = Trace(on_tool_call)
-        output = OutputBuffer(p.max_output_chars)
-        tools = DefaultTools(
-            self._config.index,
-            self._config.store,
-            self._config.runner,
-            allowed_namespaces=p.allowed_namespaces,
-            budget=budget,
-            trace=trace,
-            output=output,
-        )
-        applied: dict[str, float | int] = {
-            "timeout": p.timeout,
-            "max_tool_calls": p.max_tool_calls,
-            "max_chain_steps": p.max_chain_steps,
-            "max_output_chars": p.max_output_chars,
-        }
+        opts = p.resolved
+        assert opts is not None
+        info = self._engine.info
+        budget = CallBudget(opts.max_tool_calls, opts.max_chain_steps)
+        allowance = min(MAX_TRACE_PAYLOAD_CHARS, 4 * opts.max_output_chars)
+        trace = Trace(on_tool_call, PayloadBudget(allowance))
+        output = OutputBuffer(min(opts.max_output_chars, MAX_TRACE_PAYLOAD_CHARS))
+        tools = self._tools(RunContext(opts, budget, trace, output))
+        applied: dict[str, float | int] = dict(opts.applied())
         applied.update(info.limits)
 
         t0 = time.perf_counter()
         error: ToolCodeError | None = None
         value: Any = None
-        with anyio.move_on_after(p.timeout) as scope:
+        with anyio.move_on_after(opts.timeout) as scope:
             try:
-                value = (await engine.execute(p, tools)).value
+                value = (await self._engine.execute(p, tools)).value
             except ToolCodeError as e:
                 error = e
             except Exception as e:  # an engine is pluggable code; anything it leaks is its failure
@@ -189,7 +189,7 @@ class Executor:
                 error.__cause__ = e
         elapsed = time.perf_counter() - t0
         if scope.cancelled_caught:
-            error = LimitExceededError("timeout", p.timeout, round(elapsed, 3), "stopped by the host")
+            error = LimitExceededError("timeout", opts.timeout, round(elapsed, 3), "stopped by the host")
         elif budget.tripped is not None and (error is None or isinstance(error, CodeExecutionError)):
             # The snippet may have caught the limit error; the run is stopped all the same.
             error = budget.tripped
@@ -203,8 +203,17 @@ class Executor:
 
         stopped_by = error.limit if isinstance(error, LimitExceededError) else None
         fitted = fit_output_budget(
-            value, output.text("stdout"), output.text("stderr"), trace.records(), p.max_output_chars, output.dropped
+            value,
+            output.text("stdout"),
+            output.text("stderr"),
+            trace.records(),
+            opts.max_output_chars,
+            output.dropped,
+            str(error) if error is not None else None,
         )
+        truncated = fitted.truncated
+        if trace.payloads is not None and trace.payloads.dropped and "trace" not in truncated:
+            truncated = (*truncated, "trace")
         result = ExecuteResult(
             value=fitted.value if error is None else None,
             stdout=fitted.stdout,
@@ -216,7 +225,7 @@ class Executor:
                 tool_calls=budget.calls,
                 output_chars=fitted.total_chars,
                 stopped_by=stopped_by,
-                truncated=fitted.truncated,
+                truncated=truncated,
             ),
         )
         if error is not None:
@@ -226,7 +235,7 @@ class Executor:
 
     async def aclose(self) -> None:
         """Close the engine if the executor created it; idempotent. The runner is not closed."""
-        if self._owns_engine and self._engine is not None:
+        if self._owns_engine:
             await self._engine.aclose()
 
     async def __aenter__(self) -> Self:

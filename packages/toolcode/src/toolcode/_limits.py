@@ -1,20 +1,33 @@
-"""Limit bookkeeping shared by every engine: call counting, output capture and the output budget."""
+"""Limit bookkeeping shared by every engine: call counting, output capture and the output budget.
+
+The output budget (``max_output_chars``) is one budget for everything that leaves a run: the
+value, stdout, stderr, the error message, and the trace (tool ids, arguments, results, error
+texts). :func:`fit_output_budget` cuts what does not fit, always leaving a visible
+:data:`TRUNCATION_MARKER`, so nothing a snippet (or an upstream server) controls can make a
+reply larger than the budget. Host memory is bounded the same way: the trace keeps call
+payloads only up to :class:`PayloadBudget`'s allowance, whatever the snippet sends or receives.
+"""
 
 from __future__ import annotations
 
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, Final
 
 from toolcode._types import ToolCallRecord
 from toolcode.exceptions import LimitExceededError
 
 __all__ = [
+    "DROPPED_PAYLOAD",
+    "MAX_TRACE_PAYLOAD_CHARS",
     "TRUNCATION_MARKER",
     "CallBudget",
+    "FittedOutput",
     "OutputBuffer",
+    "PayloadBudget",
+    "approx_size",
     "as_json_data",
     "check_json",
     "fit_output_budget",
@@ -22,6 +35,15 @@ __all__ = [
 
 TRUNCATION_MARKER = "…[truncated {what}: {total} chars, {kept} shown; narrow the query or return fewer fields]"
 """Appended where the output budget cut something, so the reader (a model) knows to ask for less."""
+
+MAX_TRACE_PAYLOAD_CHARS: Final = 16 * 1024 * 1024
+"""Most characters of call arguments and results one run's trace keeps in host memory, whatever
+the limits (the trace keeps ``4 * max_output_chars`` up to this)."""
+
+DROPPED_PAYLOAD: Final = "…[truncated trace payload: not kept, the run's allowance for call payloads is used up]"
+"""Stands in for call arguments or results the trace did not keep."""
+
+_MAX_DEPTH = 200
 
 
 class CallBudget:
@@ -44,6 +66,11 @@ class CallBudget:
         if self.tripped is not None:
             raise self.tripped
 
+    def trip(self, error: LimitExceededError) -> None:
+        """Stop the run with ``error`` (every later call raises it too)."""
+        if self.tripped is None:
+            self.tripped = error
+
     def take(self, n: int = 1) -> None:
         """Account for ``n`` more tool calls.
 
@@ -56,17 +83,6 @@ class CallBudget:
             self.tripped = LimitExceededError("max_tool_calls", self.max_tool_calls, self.calls + n)
             raise self.tripped
         self.calls += n
-
-    def check_chain(self, steps: int) -> None:
-        """Refuse a chain longer than ``max_chain_steps``.
-
-        Raises:
-            LimitExceededError: If ``steps`` exceeds the limit (and from then on).
-        """
-        self.check()
-        if steps > self.max_chain_steps:
-            self.tripped = LimitExceededError("max_chain_steps", self.max_chain_steps, steps)
-            raise self.tripped
 
 
 class OutputBuffer:
@@ -103,9 +119,82 @@ class OutputBuffer:
         return self._sizes[stream] + self.dropped[stream]
 
 
+def approx_size(value: Any, cap: int) -> int:
+    """About how many characters ``value`` takes as JSON, counting no further than ``cap``.
+
+    The work done is proportional to ``min(size, cap)``, not to the value's size: the walk
+    stops as soon as the count passes ``cap`` (and then returns ``cap + 1``).
+
+    Args:
+        value: Plain data (dicts, lists, strings, numbers).
+        cap: Where to stop counting.
+
+    Returns:
+        The approximate JSON length, or ``cap + 1`` if it is larger than ``cap``.
+    """
+    total = 0
+    stack: list[Any] = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            total += len(v) + 2
+        elif isinstance(v, dict):
+            total += 2
+            for k, item in v.items():  # pyright: ignore[reportUnknownVariableType]
+                total += len(k) + 4 if isinstance(k, str) else 8
+                stack.append(item)
+                if total > cap:
+                    return cap + 1
+        elif isinstance(v, list | tuple):
+            total += 2
+            stack.extend(v)  # pyright: ignore[reportUnknownArgumentType]
+            total += len(v)  # pyright: ignore[reportUnknownArgumentType]
+        else:
+            total += 8
+        if total > cap:
+            return cap + 1
+    return total
+
+
+class PayloadBudget:
+    """How much call payload (arguments and results) one run's trace may keep in host memory.
+
+    Each call's payloads are measured with :func:`approx_size` against what is left; once the
+    allowance is used up, later payloads are replaced by :data:`DROPPED_PAYLOAD` at no cost.
+    """
+
+    __slots__ = ("dropped", "left")
+
+    def __init__(self, allowance: int) -> None:
+        self.left = allowance
+        self.dropped = 0
+
+    def keep(self, value: Any) -> Any:
+        """``value`` if it fits what is left (which shrinks by its size), else :data:`DROPPED_PAYLOAD`."""
+        if value is None or type(value) is int or type(value) is bool:
+            return value
+        if self.left <= 0:
+            self.dropped += 1
+            return DROPPED_PAYLOAD
+        size = approx_size(value, self.left)
+        if size > self.left:
+            self.left = 0
+            self.dropped += 1
+            return DROPPED_PAYLOAD
+        self.left -= size
+        return value
+
+    def keep_args(self, args: Mapping[str, Any]) -> Mapping[str, Any]:
+        """:meth:`keep` for call arguments: a mapping either way."""
+        if not args:
+            return args
+        kept = self.keep(args)
+        return {"…": DROPPED_PAYLOAD} if kept is DROPPED_PAYLOAD else args
+
+
 def _path_of_bad(value: Any, path: str = "$", depth: int = 0) -> str | None:
-    if depth > 200:
-        return f"{path} (nested more than 200 levels)"
+    if depth > _MAX_DEPTH:
+        return f"{path} (nested more than {_MAX_DEPTH} levels)"
     if value is None or isinstance(value, bool | int | str):
         return None
     if isinstance(value, float):
@@ -119,19 +208,20 @@ def _path_of_bad(value: Any, path: str = "$", depth: int = 0) -> str | None:
     if isinstance(value, dict):
         for k, v in value.items():  # pyright: ignore[reportUnknownVariableType]
             if not isinstance(k, str):
-                return f"{path} has a {type(k).__name__} key {k!r} (keys must be strings)"  # pyright: ignore[reportUnknownArgumentType]
-            bad = _path_of_bad(v, f"{path}.{k}", depth + 1)
+                return f"{path} has a {type(k).__name__} key {str(k)[:40]!r} (keys must be strings)"  # pyright: ignore[reportUnknownArgumentType]
+            bad = _path_of_bad(v, f"{path}.{k[:40]}", depth + 1)
             if bad:
                 return bad
         return None
     return f"{path} is a {type(value).__name__}"
 
 
-def check_json(value: Any) -> str | None:
-    """Say what in ``value`` is not JSON-serialisable, or return ``None`` when all of it is.
+def check_json(value: Any, what: str = "the result") -> str | None:
+    """Say what in ``value`` is not JSON data, or return ``None`` when all of it is.
 
     Args:
-        value: The snippet's result.
+        value: The snippet's result (or its input).
+        what: How to name the value in the message.
 
     Returns:
         ``None``, or a message naming the JSON path of the first offending value and its type.
@@ -139,7 +229,7 @@ def check_json(value: Any) -> str | None:
     bad = _path_of_bad(value)
     if bad is None:
         return None
-    return f"the result must be JSON-serialisable (dicts with str keys, lists, str, numbers, bool, None): {bad}"
+    return f"{what} must be JSON data (dicts with str keys, lists, str, numbers, bool, None): {bad}"
 
 
 def as_json_data(value: Any) -> Any:
@@ -156,7 +246,7 @@ def _dumps(value: Any) -> str:
 
 
 def _size(value: Any) -> int:
-    """JSON length of a trace payload, without serialising the common scalar cases (this runs once per call)."""
+    """JSON length of a trace payload, without serialising the common scalar cases."""
     if value is None:
         return 0
     if isinstance(value, int | float):
@@ -171,16 +261,28 @@ def _cut(text: str, keep: int, what: str) -> str:
     return text[:keep] + TRUNCATION_MARKER.format(what=what, total=len(text), kept=keep)
 
 
+def _cut_payload(value: Any, keep: int, what: str) -> Any:
+    if _size(value) <= keep:
+        return value
+    return _cut(_dumps(value), keep, what)
+
+
 @dataclass(frozen=True, slots=True)
 class FittedOutput:
-    """The result, streams and trace after the output budget."""
+    """The result, streams, error message and trace after the output budget."""
 
     value: Any
     stdout: str
     stderr: str
     tool_calls: tuple[ToolCallRecord, ...]
     total_chars: int
+    """Characters of everything before fitting (what the run produced)."""
     truncated: tuple[str, ...]
+    error: str | None = None
+
+
+def _record_chars(r: ToolCallRecord) -> int:
+    return len(r.tool_id) + len(r.error or "") + _size(r.structured) + _size(dict(r.args) if r.args else None) + 40
 
 
 def fit_output_budget(
@@ -190,12 +292,16 @@ def fit_output_budget(
     records: tuple[ToolCallRecord, ...],
     budget: int,
     dropped: Mapping[str, int] | None = None,
+    error: str | None = None,
 ) -> FittedOutput:
-    """Fit the result, stdout, stderr and trace into one character budget.
+    """Fit the result, stdout, stderr, the error message and the trace into one character budget.
 
-    The trace keeps every record (counts and errors matter) but loses its ``structured``
-    payloads first; then stdout and stderr are cut; the result is cut last, into a string
-    ending in a marker. Every cut leaves a :data:`TRUNCATION_MARKER`.
+    The trace gives way first: every record stays (counts and errors matter) but its payloads
+    (arguments, results) and its error text are cut to an equal share; then stdout and stderr
+    are cut; then the error message; the value is cut last, into a string ending in a marker.
+    Every cut leaves a :data:`TRUNCATION_MARKER`. Record ids and error texts are already
+    clipped where they are made, so a trace of ``n`` calls takes at most a few hundred
+    characters per call beyond the budget's share.
 
     Args:
         value: The snippet's (JSON-serialisable) result.
@@ -204,16 +310,13 @@ def fit_output_budget(
         records: The trace.
         budget: ``max_output_chars``.
         dropped: Characters the capture already discarded, per stream.
+        error: The error message of a failed run.
 
     Returns:
         The fitted output and what was truncated.
     """
     dropped = dropped or {}
     value_json = _dumps(value)
-    sizes = [_size(r.structured) for r in records]
-    trace_chars = sum(sizes)
-    total = len(value_json) + len(stdout) + len(stderr) + trace_chars
-    total += dropped.get("stdout", 0) + dropped.get("stderr", 0)
     truncated: list[str] = []
     if dropped.get("stdout"):
         stdout = stdout + TRUNCATION_MARKER.format(
@@ -225,24 +328,18 @@ def fit_output_budget(
             what="stderr", total=len(stderr) + dropped["stderr"], kept=len(stderr)
         )
         truncated.append("stderr")
-    if len(value_json) + len(stdout) + len(stderr) + trace_chars <= budget:
-        return FittedOutput(value, stdout, stderr, records, total, tuple(truncated))
+    err_len = len(error or "")
+    trace_chars = sum(_record_chars(r) for r in records)
+    total = len(value_json) + len(stdout) + len(stderr) + err_len + trace_chars
+    total += dropped.get("stdout", 0) + dropped.get("stderr", 0)
+    if len(value_json) + len(stdout) + len(stderr) + err_len + trace_chars <= budget:
+        return FittedOutput(value, stdout, stderr, records, total, tuple(truncated), error)
 
-    # The trace payloads go first: the value and the printed text are what the snippet chose to report.
-    room = budget - len(value_json) - len(stdout) - len(stderr)
-    new_records: list[ToolCallRecord] = []
-    per = max(0, room) // max(1, len(records)) if records else 0
-    for r, size in zip(records, sizes, strict=True):
-        if size > per:
-            r = ToolCallRecord(
-                r.tool_id, r.args, _cut(_dumps(r.structured), per, "trace payload"), r.backend_kind, r.error,
-                r.error_op, r.duration_ms, r.started_ms,
-            )  # fmt: skip
-        new_records.append(r)
-    if any(size > per for size in sizes):
-        truncated.append("trace")
-    records = tuple(new_records)
-    room_left = budget - len(value_json)
+    # The trace goes first: the value and the printed text are what the snippet chose to report.
+    room = max(0, budget - len(value_json) - len(stdout) - len(stderr) - err_len)
+    records = _fit_trace(records, room, truncated)
+    trace_chars = sum(_record_chars(r) for r in records)
+    room_left = budget - len(value_json) - trace_chars
     # Then the streams share what the value leaves, each at least a quarter of the budget.
     for name in ("stdout", "stderr"):
         text = stdout if name == "stdout" else stderr
@@ -256,8 +353,34 @@ def fit_output_budget(
             stdout = text
         else:
             stderr = text
-    if len(value_json) > max(budget // 2, budget - len(stdout) - len(stderr)):
-        keep = max(budget // 2, budget - len(stdout) - len(stderr))
+    if error is not None and len(error) > max(budget // 4, room_left - len(value_json)):
+        error = _cut(error, max(budget // 4, room_left - len(value_json)), "error")
+        truncated.append("error")
+    used = len(stdout) + len(stderr) + len(error or "") + trace_chars
+    if len(value_json) > max(budget // 2, budget - used):
+        keep = max(budget // 2, budget - used)
         value = _cut(value_json, keep, "result")
         truncated.append("value")
-    return FittedOutput(value, stdout, stderr, records, total, tuple(truncated))
+    return FittedOutput(value, stdout, stderr, records, total, tuple(truncated), error)
+
+
+def _fit_trace(records: tuple[ToolCallRecord, ...], room: int, truncated: list[str]) -> tuple[ToolCallRecord, ...]:
+    # Every record stays (counts and errors matter); its payloads and error text get an equal share.
+    if not records:
+        return records
+    per = max(0, room // len(records) - 40)
+    out: list[ToolCallRecord] = []
+    cut = False
+    for r in records:
+        structured = _cut_payload(r.structured, per // 2, "trace payload")
+        args: Any = r.args
+        if args and _size(dict(args)) > per // 2:
+            args = {"…": _cut(_dumps(dict(args)), per // 2, "trace arguments")}
+        error = r.error if r.error is None or len(r.error) <= max(per, 200) else _cut(r.error, max(per, 200), "error")
+        if structured is not r.structured or args is not r.args or error is not r.error:
+            cut = True
+            r = replace(r, structured=structured, args=args, error=error)
+        out.append(r)
+    if cut:
+        truncated.append("trace")
+    return tuple(out)

@@ -9,6 +9,7 @@ from typing import Any, cast
 
 import structlog
 
+from toolcode._limits import PayloadBudget
 from toolcode._types import OnToolCall, ToolCallRecord
 
 __all__ = ["Trace"]
@@ -29,12 +30,14 @@ class Trace:
     awaits between reading and writing the slot list.
     """
 
-    __slots__ = ("_on_call", "_slots", "_t0")
+    __slots__ = ("_on_call", "_slots", "_t0", "payloads")
 
-    def __init__(self, on_tool_call: OnToolCall | None = None) -> None:
+    def __init__(self, on_tool_call: OnToolCall | None = None, payloads: PayloadBudget | None = None) -> None:
         self._t0 = time.perf_counter()
         self._slots: list[_Slot] = []
         self._on_call = on_tool_call
+        self.payloads = payloads
+        """What the records may keep of call arguments and results (``None``: everything)."""
 
     def start(self) -> tuple[int, float]:
         """Reserve the next slot; returns ``(slot, start time)`` for :meth:`finish`."""
@@ -53,9 +56,13 @@ class Trace:
         error: str | None = None,
         error_op: str | None = None,
         duration_ms: float | None = None,
+        code: str | None = None,
     ) -> ToolCallRecord:
         """Fill a slot; call :meth:`notify` with the record afterwards (when :attr:`has_listener`)."""
         now = time.perf_counter()
+        payloads = self.payloads
+        if payloads is not None:
+            args, structured = payloads.keep_args(args), payloads.keep(structured)
         record = ToolCallRecord(
             tool_id,
             args,
@@ -65,6 +72,7 @@ class Trace:
             error_op,
             (now - started) * 1000.0 if duration_ms is None else duration_ms,
             (started - self._t0) * 1000.0,
+            code,
         )
         self._slots[slot] = record
         return record
@@ -78,6 +86,9 @@ class Trace:
             The record when a listener waits for it (pass it to :meth:`notify`), else ``None``:
             then the record is only built when :meth:`records` asks for it.
         """
+        payloads = self.payloads
+        if payloads is not None:
+            args, structured = payloads.keep_args(args), payloads.keep(structured)
         fields = (
             tool_id,
             args,

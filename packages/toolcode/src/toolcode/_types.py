@@ -6,6 +6,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from toolcode._options import ExecuteOptions, ResolvedOptions
+
 __all__ = [
     "Engine",
     "EngineInfo",
@@ -28,24 +30,48 @@ Stream = Literal["stdout", "stderr"]
 
 @dataclass(frozen=True, slots=True)
 class ExecuteParams:
-    """What to run, and the limits for this run (``None`` takes the executor's default)."""
+    """What to run, with this run's options (unset options take the executor's defaults).
+
+    Engines read the resolved limits through the properties (``params.timeout`` ...): the
+    executor hands them a copy with :attr:`resolved` set, so every value is concrete
+    (``math.inf`` / ``sys.maxsize`` where a limit is switched off).
+    """
 
     code: str
     """The snippet: Python source."""
     language: str = "python"
     """Only ``"python"`` is supported."""
     input: Any = None
-    """Bound to the global ``input`` inside the snippet (JSON-like data)."""
-    timeout: float | None = None
-    """Wall-clock seconds for the whole run, tool calls included."""
-    max_tool_calls: int | None = None
-    """Tool calls allowed (each chain step and each fan-out call counts)."""
-    max_chain_steps: int | None = None
-    """Steps allowed in one ``run_chain`` call."""
-    max_output_chars: int | None = None
-    """One budget shared by the result, stdout, stderr and the trace; beyond it they are truncated."""
-    allowed_namespaces: Sequence[str] | None = None
-    """When set, ``search_tools``, ``describe_tool`` and ``run_tool`` only see tools in these namespaces."""
+    """Bound to the global ``input`` inside the snippet (any JSON value)."""
+    options: ExecuteOptions = field(default_factory=ExecuteOptions)
+    """Limits, the namespace filter and the trace detail of this run."""
+    resolved: ResolvedOptions | None = None
+    """The concrete options (set by the executor before the engine sees the params)."""
+
+    @property
+    def timeout(self) -> float | None:
+        """Wall-clock seconds for the whole run, tool calls included."""
+        return self.resolved.timeout if self.resolved is not None else self.options.timeout
+
+    @property
+    def max_tool_calls(self) -> int | None:
+        """Tool calls allowed (each chain step and each fan-out call counts)."""
+        return self.resolved.max_tool_calls if self.resolved is not None else self.options.max_tool_calls
+
+    @property
+    def max_chain_steps(self) -> int | None:
+        """Steps allowed in one ``run_chain`` call."""
+        return self.resolved.max_chain_steps if self.resolved is not None else self.options.max_chain_steps
+
+    @property
+    def max_output_chars(self) -> int | None:
+        """One budget for value, stdout, stderr, error and trace; beyond it they are truncated."""
+        return self.resolved.max_output_chars if self.resolved is not None else self.options.max_output_chars
+
+    @property
+    def allowed_namespaces(self) -> Sequence[str] | None:
+        """When set, the snippet only sees tools in these namespaces."""
+        return self.resolved.allowed_namespaces if self.resolved is not None else self.options.allowed_namespaces
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +94,8 @@ class ToolCallRecord:
     """Wall time of this call alone."""
     started_ms: float = 0.0
     """When the call started, in ms since the run started (orders overlapping calls)."""
+    code: str | None = None
+    """The failure's error code (see :class:`toolcode.exceptions.ErrorCode`), or ``None``."""
 
     @property
     def ok(self) -> bool:
@@ -85,6 +113,7 @@ class ToolCallRecord:
             "error_op": self.error_op,
             "duration_ms": round(self.duration_ms, 3),
             "started_ms": round(self.started_ms, 3),
+            "code": self.code,
         }
 
 
@@ -145,43 +174,51 @@ OnToolCall = Callable[[ToolCallRecord], Awaitable[None]]
 
 @runtime_checkable
 class Tools(Protocol):
-    """The environment a snippet sees: search, read about and run tools; print.
+    """The environment a snippet sees: the snippet globals answered by the host.
 
-    Each method backs the snippet global of the same name. Results are plain Python data
-    (dicts, lists, str, numbers, ``None``).
+    Each method backs the snippet global of the same name (see
+    :data:`toolcode.SNIPPET_GLOBALS`). Results are plain Python data (dicts, lists, str,
+    numbers, ``None``) with the fields of the core's result models.
 
     Contract:
         - Concurrency: the async methods may be called from many tasks at once (fan-out);
           the trace stays in call order and counts stay exact.
         - Cancellation: cancelling a caller cancels its tool call.
-        - Errors: a failing tool call raises :class:`toolcode.exceptions.ToolError`; a
-          tripped limit raises :class:`toolcode.exceptions.LimitExceededError` and stays
-          tripped (every later call raises it too), so catching it does not get around it.
+        - Errors: a failing call or lookup, and an invalid argument, raise
+          :class:`toolcode.exceptions.ToolError` (with its code); a tripped limit raises
+          :class:`toolcode.exceptions.LimitExceededError` and stays tripped (every later call
+          raises it too), so catching it does not get around it.
         - ``println`` and ``write`` are synchronous and never block.
     """
 
-    async def search_tools(self, query: str, limit: int = 10) -> list[dict[str, Any]]:
-        """Rank tools for a free-text query: ``[{id, namespace, name, summary, score}]``."""
+    async def search_tools(
+        self, query: Any, limit: Any = 10, detail: Any = "summary", namespaces: Any = None
+    ) -> dict[str, Any]:
+        """Rank tools for a free-text query: ``{hits, hint}``."""
         ...
 
-    async def list_namespaces(self) -> list[dict[str, Any]]:
-        """All visible namespaces: ``[{name, tool_count}]``."""
+    async def list_tools(self, namespace: Any = None, cursor: Any = None, limit: Any = 100) -> dict[str, Any]:
+        """One page of the catalog: ``{tools, next_cursor}``."""
         ...
 
-    async def describe_tool(self, tool_id: str, level: str = "schema") -> dict[str, Any]:
-        """Documentation of one tool at ``summary``, ``schema`` or ``full`` detail."""
+    async def list_namespaces(self) -> dict[str, Any]:
+        """All visible namespaces: ``{namespaces: [{name, tool_count}]}``."""
         ...
 
-    async def list_tool_examples(self, tool_id: str, max: int = 3) -> list[dict[str, Any]]:
-        """Up to ``max`` usage examples of one tool."""
+    async def describe_tool(self, tool_id: Any, level: Any = "schema") -> dict[str, Any]:
+        """Documentation of one tool or a list of tools: ``{text, docs, errors}``."""
         ...
 
-    async def run_tool(self, tool_id: str, args: Mapping[str, Any] | None = None, **kwargs: Any) -> Any:
-        """Run one tool and return its result as plain data."""
+    async def list_tool_examples(self, tool_id: Any, max: Any = 3) -> dict[str, Any]:
+        """Up to ``max`` usage examples of one tool: ``{id, examples}``."""
+        ...
+
+    async def run_tool(self, tool_id: Any, args: Mapping[str, Any] | None = None, **kwargs: Any) -> Any:
+        """Run one tool and return its value."""
         ...
 
     async def run_tools(self, calls: Sequence[Any]) -> list[Any]:
-        """Run several tools concurrently; results in the order of ``calls``.
+        """Run several tools concurrently; values in the order of ``calls``.
 
         Each call is ``(tool_id, args)``, ``[tool_id, args]``, ``{"tool_id": ..., "args": ...}``
         or a bare tool id.
@@ -189,7 +226,7 @@ class Tools(Protocol):
         ...
 
     async def run_chain(self, steps: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-        """Run steps in order (``{tool_id, args, use_previous, on_error}``); every step's outcome."""
+        """Run steps in order (``{tool_id, args, use_previous, on_error}``): ``{steps, aborted, final}``."""
         ...
 
     def println(self, *args: Any) -> None:
@@ -227,10 +264,10 @@ class Engine(Protocol):
     checks; an engine only has to run code and route the snippet globals to ``tools``.
 
     Contract:
-        - Globals: ``search_tools``, ``list_namespaces``, ``describe_tool``,
-          ``list_tool_examples``, ``run_tool``, ``run_tools``, ``run_chain``, ``println``
-          (and ``print``, routed to ``tools.write``), ``input`` (``params.input``),
-          ``ToolError`` (catches failed tool calls).
+        - Globals: every name in :data:`toolcode.SNIPPET_GLOBALS` — the ``call`` ones routed
+          to the ``tools`` method of the same name (and ``<name>_async`` awaitable variants
+          where declared), ``println`` and ``print`` routed to ``tools.write``, ``input``
+          (``params.input``), ``ToolError`` (catches failed calls) and ``error_info``.
         - Result: ``__out`` if the snippet assigned it, else the trailing expression's
           value, else ``None``; returned as ``ExecuteResult.value`` (other fields may be
           left empty: the executor fills stdout, stderr, trace and limits).

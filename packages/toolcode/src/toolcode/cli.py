@@ -1,7 +1,7 @@
-"""The ``toolcode`` command: demo, serve, exec, search, describe, tools, namespaces, report.
+"""The ``toolcode`` command: demo, serve, exec, search, describe, tools, namespaces, run, chain, report.
 
-Run ``toolcode --help`` (or ``toolcode COMMAND --help``) for the options; exit codes are listed
-there and in :data:`toolcode._cli._parser.EXIT_CODES`.
+Run ``toolcode --help`` (or ``toolcode COMMAND --help``) for the options. The exit code comes
+from the failure's error code through one table, :data:`EXIT_BY_CODE` (listed in ``--help``).
 """
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from collections.abc import Sequence
 
 import anyio
 
-from toolcode._cli._commands import UsageError, run_command
-from toolcode._cli._parser import EXIT_CODES, build_parser
+from toolcode._cli._commands import Handled, UsageError, run_command
+from toolcode._cli._parser import EXIT_BY_CODE, EXIT_CODES, build_parser, exit_code
 
-__all__ = ["EXIT_CODES", "main"]
+__all__ = ["EXIT_BY_CODE", "EXIT_CODES", "exit_code_for", "main"]
 
 
 def _configure_logging(verbosity: int) -> None:
@@ -27,24 +27,13 @@ def _configure_logging(verbosity: int) -> None:
 
 def exit_code_for(exc: BaseException) -> int:
     """The documented exit code for an error that ended a command."""
-    from toolcode.exceptions import CodeExecutionError, ConfigurationError, EngineError, LimitExceededError, ToolError
-    from toolindex import ToolIndexError
-    from toolrun import ToolRunError
-    from toolrun.exceptions import BackendUnavailableError, ConfigError
+    from toolcode._errors import error_info
 
     if isinstance(exc, UsageError):
         return 2
-    if isinstance(exc, CodeExecutionError | ToolError):
-        return 1
-    if isinstance(exc, LimitExceededError):
-        return 4
-    if isinstance(exc, EngineError | BackendUnavailableError):
-        return 5
-    if isinstance(exc, ConfigurationError | ConfigError | ToolIndexError | FileNotFoundError | IsADirectoryError):
-        return 3
-    if isinstance(exc, ToolRunError):
-        return 1
-    return 1
+    if isinstance(exc, Handled):
+        return exit_code(exc.code)
+    return exit_code(error_info(exc).code)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -68,22 +57,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     _configure_logging(args.verbose)
     from rich.console import Console
-    from rich.markup import escape
+    from rich.text import Text
 
-    from toolcode._cli._commands import _Handled  # pyright: ignore[reportPrivateUsage]
+    from toolcode._cli._render import safe
     from toolcode._errors import describe_error
 
     try:
         return anyio.run(run_command, args)
     except KeyboardInterrupt:
         return 130
-    except _Handled as handled:
-        return exit_code_for(handled.cause)
+    except Handled as handled:
+        return exit_code_for(handled)
     except Exception as exc:  # the last stop before the shell: show it and map it to an exit code
         code = exit_code_for(exc)
-        if code == 2:
+        if isinstance(exc, UsageError):
             parser.error(str(exc))
-        Console(stderr=True, highlight=False).print(f"[red]error:[/] {escape(describe_error(exc))}")
+        Console(stderr=True, highlight=False).print(Text.assemble(("error: ", "red"), safe(describe_error(exc))))
         if args.verbose >= 2:
             raise
         return code

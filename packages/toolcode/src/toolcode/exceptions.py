@@ -1,23 +1,29 @@
-"""Errors raised by toolcode.
+"""Errors raised by toolcode, and the one enum of error codes every door reports.
 
-Every error derives from :class:`ToolCodeError`::
+Every error derives from :class:`ToolCodeError` and carries a stable :class:`ErrorCode`::
 
-    ToolCodeError
-    ├── CodeExecutionError    syntax or runtime error in the snippet (line, column, type, message)
-    ├── ConfigurationError    invalid executor configuration or parameters (names the field)
-    ├── LimitExceededError    a limit stopped the run (which limit, its value, what was reached)
-    ├── EngineError           the engine itself failed (a sandbox worker crashed, a broken engine)
-    └── ToolError             a tool call made by the snippet failed; raised *inside* the snippet,
-                              where code may catch it (also a ``RuntimeError``)
+    ToolCodeError                 .code: ErrorCode; .to_error(): {code, message, line, column, tool_id, hint}
+    ├── CodeExecutionError        syntax or runtime error in the snippet (line, column, type, message)
+    ├── InvalidArgumentsError     an operation's argument or option is invalid (names the field)
+    ├── ConfigurationError        invalid configuration: config file, engine, executor setup (names the field)
+    ├── LimitExceededError        a limit stopped the run (which limit, its value, what was reached)
+    ├── EngineError               the engine itself failed (a sandbox worker crashed, a broken engine)
+    └── ToolError                 a tool call or lookup failed; raised *inside* the snippet, where code
+                                  may catch it (also a ``RuntimeError``); at the doors, the failed operation
 
-:meth:`toolcode.Executor.execute` raises the first four. Each carries ``result``: the partial
+:meth:`toolcode.Executor.execute` raises the first five. Each carries ``result``: the partial
 :class:`~toolcode.ExecuteResult` of the run (stdout, stderr and the tool-call trace up to the
 failure), so a caller can still report what happened; ``tool_calls`` and ``stdout`` are shortcuts.
+
+The codes (:class:`ErrorCode`) are the machine-readable part: the MCP server puts them in the
+``structuredContent`` of a failed call, ``toolcode exec --json`` prints them, and the CLI's exit
+code is derived from them by one table (:data:`toolcode.cli.EXIT_CODES`).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from toolcode._types import ExecuteResult, ToolCallRecord
@@ -26,10 +32,69 @@ __all__ = [
     "CodeExecutionError",
     "ConfigurationError",
     "EngineError",
+    "ErrorCode",
+    "InvalidArgumentsError",
     "LimitExceededError",
     "ToolCodeError",
     "ToolError",
 ]
+
+MAX_ECHO = 200
+"""Characters of caller- or upstream-controlled text (ids, names, values) an error message repeats."""
+MAX_MESSAGE = 2_000
+"""Characters of one error message (a snippet's exception, an upstream server's error text) kept."""
+
+
+def clip(text: str, limit: int = MAX_ECHO) -> str:
+    """``text`` cut to ``limit`` characters with an ellipsis: error messages never echo megabytes.
+
+    Args:
+        text: Any text (an id, a value's repr, an upstream message).
+        limit: Maximum characters kept.
+
+    Returns:
+        The text, or its first ``limit - 1`` characters and ``…``.
+    """
+    return text if len(text) <= limit else text[: max(0, limit - 1)] + "…"
+
+
+class ErrorCode(StrEnum):
+    """Stable, machine-readable error codes, the same in every door (snippet, MCP, CLI, Python)."""
+
+    SYNTAX_ERROR = "syntax_error"
+    """The snippet does not parse."""
+    RUNTIME_ERROR = "runtime_error"
+    """The snippet raised an exception it did not catch (other than a tool failure)."""
+    TYPE_ERROR = "type_error"
+    """The snippet failed its type check before anything ran."""
+    TOOL_ERROR = "tool_error"
+    """A tool ran and reported failure (MCP ``isError``, an exception in a local function, a bad result)."""
+    UNKNOWN_TOOL = "unknown_tool"
+    """No visible tool has this id (the hint names the nearest visible ones)."""
+    INVALID_ARGUMENTS = "invalid_arguments"
+    """Arguments of a tool call or of an operation are invalid (which field, why)."""
+    NOT_ALLOWED = "not_allowed"
+    """The policy forbids this call."""
+    TIMEOUT = "timeout"
+    """A run or a tool call took longer than its timeout."""
+    TOOL_CALL_LIMIT = "tool_call_limit"
+    """The run reached ``max_tool_calls`` (or a chain exceeded ``max_chain_steps``)."""
+    OUTPUT_LIMIT = "output_limit"
+    """Output was over the budget (reported when it cannot be truncated instead)."""
+    MEMORY_LIMIT = "memory_limit"
+    """The sandbox ran out of its memory (or recursion-depth) allowance."""
+    ENGINE_ERROR = "engine_error"
+    """The engine failed for a reason that is not the snippet's (a crashed worker)."""
+    CONFIG_ERROR = "config_error"
+    """The configuration is invalid (file, server, engine, option)."""
+    UPSTREAM_UNAVAILABLE = "upstream_unavailable"
+    """An upstream server cannot be reached (not started, crashed, closed the connection)."""
+    APPROVAL_REQUIRED = "approval_required"
+    """The run is paused: a tool call waits for a decision."""
+    APPROVAL_DENIED = "approval_denied"
+    """A person (or the policy) denied a paused tool call."""
+    INVALID_REFERENCE = "invalid_reference"
+    """A chain step refers to a result path that does not exist."""
 
 
 class ToolCodeError(Exception):
@@ -37,9 +102,16 @@ class ToolCodeError(Exception):
 
     Attributes:
         result: The partial result of the run that failed (``None`` when nothing ran).
+        hint: What to try next, when there is something useful to say (set by the doors).
     """
 
     result: ExecuteResult | None = None
+    hint: str | None = None
+
+    @property
+    def code(self) -> ErrorCode:
+        """The stable error code (see :class:`ErrorCode`)."""
+        return ErrorCode.RUNTIME_ERROR
 
     @property
     def tool_calls(self) -> list[ToolCallRecord]:
@@ -56,6 +128,21 @@ class ToolCodeError(Exception):
         """What the snippet wrote to stderr before the failure."""
         return self.result.stderr if self.result is not None else ""
 
+    def to_error(self) -> dict[str, Any]:
+        """The error in the JSON shape every door uses.
+
+        Returns:
+            ``{"code", "message", "line", "column", "tool_id", "hint"}`` (``None`` where unknown).
+        """
+        return {
+            "code": self.code.value,
+            "message": str(self),
+            "line": getattr(self, "line", None),
+            "column": getattr(self, "column", None),
+            "tool_id": getattr(self, "tool_id", None),
+            "hint": self.hint,
+        }
+
 
 class CodeExecutionError(ToolCodeError):
     """The snippet failed: a syntax error, or an exception it did not catch.
@@ -66,6 +153,7 @@ class CodeExecutionError(ToolCodeError):
         exc_type: The exception's type name, e.g. ``"ZeroDivisionError"`` or ``"ToolError"``.
         message: The exception's message.
         tool_id: For an uncaught tool failure, the tool that failed.
+        tool_code: For an uncaught tool failure, the tool error's own code.
         traceback: The snippet-level traceback as text, when the engine provides one.
     """
 
@@ -77,25 +165,58 @@ class CodeExecutionError(ToolCodeError):
         line: int | None = None,
         column: int | None = None,
         tool_id: str | None = None,
+        tool_code: ErrorCode | None = None,
         traceback: str | None = None,
     ) -> None:
-        self.exc_type = exc_type
-        self.message = message
+        # The message and traceback come from the snippet: bounded, whatever it raised.
+        self.exc_type = clip(exc_type, 100)
+        self.message = clip(message, MAX_MESSAGE)
         self.line = line
         self.column = column
-        self.tool_id = tool_id
-        self.traceback = traceback
+        self.tool_id = clip(tool_id) if tool_id is not None else None
+        self.tool_code = tool_code
+        self.traceback = clip(traceback, 2 * MAX_MESSAGE) if traceback is not None else None
         where = ""
         if line is not None:
             where = f" at line {line}" + (f", column {column}" if column is not None else "")
-        super().__init__(f"{exc_type}{where}: {message}")
+        super().__init__(f"{self.exc_type}{where}: {self.message}")
+
+    @property
+    def code(self) -> ErrorCode:
+        """``syntax_error``, the uncaught tool failure's own code, or ``runtime_error``."""
+        if self.exc_type == "SyntaxError":
+            return ErrorCode.SYNTAX_ERROR
+        if self.tool_id is not None:
+            return self.tool_code or ErrorCode.TOOL_ERROR
+        return ErrorCode.RUNTIME_ERROR
+
+
+class InvalidArgumentsError(ToolCodeError, ValueError):
+    """An argument of an operation (or an execution option) is invalid.
+
+    Attributes:
+        field: The offending argument, e.g. ``"limit"`` or ``"options.timeout"``.
+        reason: Why it is invalid.
+        tool_id: The tool concerned, when there is one.
+    """
+
+    def __init__(self, field: str, reason: str, *, tool_id: str | None = None) -> None:
+        self.field = field
+        self.reason = reason
+        self.tool_id = tool_id
+        super().__init__(f"invalid {field!r}: {reason}")
+
+    @property
+    def code(self) -> ErrorCode:
+        """Always ``invalid_arguments``."""
+        return ErrorCode.INVALID_ARGUMENTS
 
 
 class ConfigurationError(ToolCodeError, ValueError):
-    """The executor configuration or the execution parameters are invalid.
+    """The configuration is invalid (config file, engine, executor setup).
 
     Attributes:
-        field: The offending field, e.g. ``"timeout"`` or ``"engine"``.
+        field: The offending field, e.g. ``"toolcode.limits.timeout"`` or ``"engine"``.
         reason: Why it is invalid.
     """
 
@@ -104,13 +225,28 @@ class ConfigurationError(ToolCodeError, ValueError):
         self.reason = reason
         super().__init__(f"invalid {field!r}: {reason}")
 
+    @property
+    def code(self) -> ErrorCode:
+        """Always ``config_error``."""
+        return ErrorCode.CONFIG_ERROR
+
+
+_LIMIT_CODES = {
+    "timeout": ErrorCode.TIMEOUT,
+    "max_tool_calls": ErrorCode.TOOL_CALL_LIMIT,
+    "max_chain_steps": ErrorCode.TOOL_CALL_LIMIT,
+    "max_output_chars": ErrorCode.OUTPUT_LIMIT,
+    "max_memory": ErrorCode.MEMORY_LIMIT,
+    "max_recursion_depth": ErrorCode.MEMORY_LIMIT,
+}
+
 
 class LimitExceededError(ToolCodeError):
     """A limit stopped the run.
 
     Attributes:
         limit: Which limit: ``"timeout"``, ``"max_tool_calls"``, ``"max_chain_steps"``,
-            ``"max_memory"``, ``"max_recursion_depth"``.
+            ``"max_memory"``, ``"max_recursion_depth"``, ``"max_output_chars"``.
         configured: The configured value (seconds, calls, steps, bytes, frames).
         reached: What the run reached when it was stopped (``None`` when unknown).
         detail: Extra words from the engine, if any.
@@ -124,8 +260,13 @@ class LimitExceededError(ToolCodeError):
         self.reached = reached
         self.detail = detail
         got = f", reached {reached:g}" if reached is not None else ""
-        extra = f" ({detail})" if detail else ""
+        extra = f" ({clip(detail)})" if detail else ""
         super().__init__(f"limit {limit} exceeded: configured {configured:g}{got}{extra}")
+
+    @property
+    def code(self) -> ErrorCode:
+        """``timeout``, ``tool_call_limit``, ``output_limit`` or ``memory_limit``."""
+        return _LIMIT_CODES.get(self.limit, ErrorCode.RUNTIME_ERROR)
 
 
 class EngineError(ToolCodeError):
@@ -139,26 +280,51 @@ class EngineError(ToolCodeError):
     def __init__(self, engine: str, reason: str) -> None:
         self.engine = engine
         self.reason = reason
-        super().__init__(f"engine {engine!r} failed: {reason}")
+        super().__init__(f"engine {engine!r} failed: {clip(reason, 500)}")
+
+    @property
+    def code(self) -> ErrorCode:
+        """Always ``engine_error``."""
+        return ErrorCode.ENGINE_ERROR
+
+
+_OP_CODES = {
+    "resolve": ErrorCode.UNKNOWN_TOOL,
+    "validate_input": ErrorCode.INVALID_ARGUMENTS,
+    "timeout": ErrorCode.TIMEOUT,
+    "backend": ErrorCode.UPSTREAM_UNAVAILABLE,
+    "not_allowed": ErrorCode.NOT_ALLOWED,
+    "approval_denied": ErrorCode.APPROVAL_DENIED,
+    "reference": ErrorCode.INVALID_REFERENCE,
+}
 
 
 class ToolError(ToolCodeError, RuntimeError):
-    """A tool call made by a snippet failed.
+    """A tool call (or a lookup such as ``describe_tool``) made by a snippet or a door failed.
 
     Raised inside the snippet, where ``except ToolError`` catches it. In the Monty sandbox,
-    where host classes cannot cross, it arrives as a ``RuntimeError`` (``ToolError`` is
-    bound to ``RuntimeError`` there) whose message is the same text. Uncaught, the run
-    ends in :class:`CodeExecutionError` with ``exc_type="ToolError"`` and ``tool_id`` set.
+    where host classes cannot cross and exceptions carry no attributes, it arrives as a
+    ``RuntimeError`` (``ToolError`` is bound to ``RuntimeError`` there) whose message is
+    ``"[code] tool_id: message"``; the snippet global ``error_info(e)`` returns
+    ``{"code", "tool_id", "message"}`` on every engine. Uncaught, the run ends in
+    :class:`CodeExecutionError` with ``exc_type="ToolError"``, ``tool_id`` and the code set.
 
     Attributes:
-        tool_id: The tool id the snippet asked for.
+        tool_id: The tool id the snippet asked for (clipped).
         message: The tool's (or the runner's) own message.
         error_op: The step that failed: ``"resolve"``, ``"validate_input"``, ``"call"``,
-            ``"validate_output"``, ``"timeout"``, ``"backend"``, ``"describe"``.
+            ``"validate_output"``, ``"timeout"``, ``"backend"``, ``"describe"``, ``"not_allowed"``.
     """
 
-    def __init__(self, tool_id: str, message: str, error_op: str = "call") -> None:
-        self.tool_id = tool_id
-        self.message = message
+    def __init__(self, tool_id: str, message: str, error_op: str = "call", *, code: ErrorCode | None = None) -> None:
+        self.tool_id = clip(str(tool_id))
+        self.message = clip(message, MAX_MESSAGE)
         self.error_op = error_op
-        super().__init__(f"tool {tool_id!r} failed ({error_op}): {message}")
+        self._code = code or _OP_CODES.get(error_op, ErrorCode.TOOL_ERROR)
+        head = f"[{self._code.value}] {self.tool_id}: " if self.tool_id else f"[{self._code.value}] "
+        super().__init__(head + self.message)
+
+    @property
+    def code(self) -> ErrorCode:
+        """The failure's code (``unknown_tool``, ``invalid_arguments``, ``tool_error``, ``timeout``, ...)."""
+        return self._code

@@ -1,4 +1,9 @@
-"""What each ``toolcode`` subcommand does."""
+"""What each ``toolcode`` subcommand does: thin adapters over the core's operations.
+
+Every command calls the :class:`~toolcode.CodeMode` operation of the same name; ``--json``
+prints the operation's result model (the same shape the MCP server returns as
+``structuredContent`` and a snippet receives), or ``{"ok": false, "error": {...}}``.
+"""
 
 from __future__ import annotations
 
@@ -6,24 +11,41 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
+import anyio
+from pydantic import BaseModel
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
-from toolcode._app import ConnectEvent, Toolbox
-from toolcode._cli._render import print_json, render_result, trace_table
-from toolcode._errors import describe_error
+from toolcode._app import UNSANDBOXED_WARNING, ConnectEvent, Toolbox
+from toolcode._cli._render import print_json, render_outcome, safe
+from toolcode._errors import describe_error, error_info
+from toolcode._models import ExecuteOutcome
 from toolcode.exceptions import ConfigurationError, ToolCodeError
 
-__all__ = ["UsageError", "connected", "run_command"]
+__all__ = ["Handled", "UsageError", "connected", "run_command"]
 
 
 class UsageError(Exception):
     """Bad command-line usage that argparse could not catch (exit code 2)."""
+
+
+class Handled(Exception):
+    """A failure already shown to the user; only its exit code remains to be decided.
+
+    Attributes:
+        code: The failure's error code (a value of :class:`~toolcode.ErrorCode`).
+    """
+
+    def __init__(self, code: str) -> None:
+        self.code = code
+        super().__init__(code)
 
 
 def _stdout() -> Console:
@@ -41,7 +63,7 @@ def _build_toolbox(args: argparse.Namespace) -> Toolbox:
 
         return demo_toolbox(engine=engine)
     config = args.config or os.environ.get("TOOLCODE_CONFIG")
-    if config is None and args.command in ("search", "describe", "tools", "namespaces", "report", "serve"):
+    if config is None and args.command not in ("exec",):
         raise ConfigurationError(
             "config", "no servers configured: pass --config FILE (or --demo), or set TOOLCODE_CONFIG"
         )
@@ -53,19 +75,21 @@ async def connected(args: argparse.Namespace) -> AsyncGenerator[Toolbox]:
     """A connected toolbox for the command, with progress on a terminal; closed on exit."""
     box = _build_toolbox(args)
     err = _stderr()
+    info = box.executor.engine.info
+    if not info.sandboxed:
+        err.print(f"[bold red]warning:[/] {escape(UNSANDBOXED_WARNING.format(engine=info.name))}")
     try:
         if err.is_terminal and box.backends:
             with err.status("connecting to servers…") as status:
                 ready: list[str] = []
 
                 def on_event(event: ConnectEvent) -> None:
+                    name = escape(safe(event.backend))
                     if event.state == "ready":
                         ready.append(event.backend)
-                        err.print(
-                            f"[green]✓[/] {escape(event.backend)}: {event.tools} tools ({event.duration_ms:.0f} ms)"
-                        )
+                        err.print(f"[green]✓[/] {name}: {event.tools} tools ({event.duration_ms:.0f} ms)")
                     elif event.state == "failed":
-                        err.print(f"[red]✗[/] {escape(event.backend)}: {escape(event.error or '')}")
+                        err.print(f"[red]✗[/] {name}: {escape(safe(event.error or ''))}")
                     status.update(f"connecting to servers… {len(ready)}/{len(box.backends)} ready")
 
                 await box.connect(on_event)
@@ -76,120 +100,178 @@ async def connected(args: argparse.Namespace) -> AsyncGenerator[Toolbox]:
         await box.aclose()
 
 
+def _json_arg(text: str | None, flag: str) -> Any:
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"{flag} is not valid JSON: {exc}") from exc
+
+
 def _read_code(args: argparse.Namespace) -> str:
     if args.code is not None and args.file is not None:
         raise UsageError("give the code either with -c or as FILE, not both")
     if args.code is not None:
         return str(args.code)
     if args.file is not None and args.file != "-":
-        with open(args.file, encoding="utf-8") as f:
-            return f.read()
+        try:
+            return Path(args.file).read_bytes().decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise UsageError(f"{args.file}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+        except OSError as exc:
+            raise UsageError(f"cannot read {args.file}: {exc.strerror or exc}") from exc
     if sys.stdin.isatty():
         raise UsageError("no code: pass FILE, -c CODE, or pipe the code on stdin")
-    return sys.stdin.read()
+    raw = getattr(sys.stdin, "buffer", None)
+    if raw is None:  # a text stream put in place of stdin (an embedding program, a test)
+        return sys.stdin.read()
+    try:
+        return raw.read().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"stdin: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+
+
+def _fail(args: argparse.Namespace, exc: ToolCodeError, box: Toolbox) -> Handled:
+    """Show a failed operation (JSON on stdout with --json, text on stderr otherwise)."""
+    if getattr(args, "json", False):
+        print_json({"ok": False, "error": error_info(exc, box.codemode.view()).model_dump(mode="json")})
+    else:
+        _stderr().print(Text.assemble(("error: ", "red"), safe(describe_error(exc, box.codemode.view()))))
+    return Handled(exc.code.value)
+
+
+async def _operation(
+    args: argparse.Namespace,
+    call: Callable[[Toolbox], Awaitable[BaseModel]],
+    show: Callable[[Console, Any], None],
+) -> int:
+    async with connected(args) as box:
+        try:
+            out = await call(box)
+        except ToolCodeError as exc:
+            raise _fail(args, exc, box) from exc
+        if args.json:
+            print_json(out.model_dump(mode="json"))
+        else:
+            show(_stdout(), out)
+    return 0
 
 
 async def cmd_exec(args: argparse.Namespace) -> int:
     code = _read_code(args)
-    try:
-        data: Any = json.loads(args.input) if args.input is not None else None
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"--input is not valid JSON: {exc}") from exc
+    data = _json_arg(args.input, "--input")
+    options: dict[str, Any] = {
+        "timeout": args.timeout,
+        "max_tool_calls": args.max_tool_calls,
+        "max_output_chars": args.max_output_chars,
+        "allowed_namespaces": args.allow,
+        "trace": args.trace,
+    }
     async with connected(args) as box:
-        try:
-            result = await box.execute(
-                code, input=data, timeout=args.timeout, max_tool_calls=args.max_tool_calls, namespaces=args.allow
-            )
-        except ToolCodeError as exc:
-            if args.json:
-                partial = exc.result.to_dict() if exc.result is not None else None
-                print_json(
-                    {
-                        "ok": False,
-                        "error": describe_error(exc, box.index),
-                        "type": type(exc).__name__,
-                        "result": partial,
-                    }
-                )
-            else:
-                err = _stderr()
-                if exc.stdout:
-                    _stdout().print(exc.stdout, end="" if exc.stdout.endswith("\n") else "\n", markup=False)
-                if exc.tool_calls:
-                    err.print(trace_table(exc.tool_calls))
-                err.print(f"[red]error:[/] {escape(describe_error(exc, box.index))}")
-            raise _Handled(exc) from exc
+        outcome: ExecuteOutcome = await box.codemode.execute(
+            code, input=data, options={k: v for k, v in options.items() if v is not None}
+        )
         if args.json:
-            print_json({"ok": True, **result.to_dict()})
+            print_json(outcome.model_dump(mode="json"))
         else:
-            render_result(_stdout(), result)
+            render_outcome(_stdout(), _stderr(), outcome)
+    if not outcome.ok and outcome.error is not None:
+        raise Handled(outcome.error.code)
     return 0
 
 
-class _Handled(Exception):
-    """An error already shown to the user; only its exit code remains to be decided."""
+def _table(title: str, *columns: str) -> Table:
+    return Table(*columns, title=escape(safe(title)), title_justify="left")
 
-    def __init__(self, cause: BaseException) -> None:
-        self.cause = cause
+
+def _show_search(out: Console, r: Any) -> None:
+    table = _table(f"search: {r.query}" if hasattr(r, "query") else "search", "id", "score", "summary")
+    for h in r.hits:
+        table.add_row(escape(safe(h.id)), f"{h.score:.2f}", escape(safe(h.summary or "")))
+    out.print(table)
+    if r.hint:
+        out.print(escape(safe(r.hint)), markup=False)
+    for h in r.hits:
+        if h.signature:
+            out.print(safe(h.signature), markup=False)
 
 
 async def cmd_search(args: argparse.Namespace) -> int:
-    async with connected(args) as box:
-        hits = box.index.search(args.query, limit=args.limit, namespaces=args.namespace)
-        if args.json:
-            print_json({"hits": [h.model_dump() for h in hits]})
-            return 0
-        table = Table("id", "score", "summary", title=f"search: {args.query}", title_justify="left")
-        for h in hits:
-            table.add_row(h.id, f"{h.score:.2f}", h.summary)
-        _stdout().print(table)
-    return 0
+    return await _operation(
+        args, lambda box: box.codemode.search_tools(args.query, args.limit, args.detail, args.namespace), _show_search
+    )
+
+
+def _show_docs(out: Console, r: Any) -> None:
+    out.print(safe(r.text), markup=False)
+    for e in r.errors:
+        out.print(Text.assemble(("error: ", "red"), safe(e.message + (f" ({e.hint})" if e.hint else ""))))
 
 
 async def cmd_describe(args: argparse.Namespace) -> int:
-    async with connected(args) as box:
-        tool = box.index.get(args.tool_id)
-        doc = box.store.describe(tool.id, args.level)
-        if args.json:
-            print_json(doc.to_dict())
-        else:
-            _stdout().print(doc.render(), markup=False)
-    return 0
+    ids = args.tool_id if len(args.tool_id) > 1 else args.tool_id[0]
+    return await _operation(args, lambda box: box.codemode.describe_tool(ids, args.level), _show_docs)
+
+
+def _show_tools(out: Console, r: Any) -> None:
+    table = _table(f"{len(r.tools)} tools", "id", "summary")
+    for t in r.tools:
+        table.add_row(escape(safe(t.id)), escape(safe(t.summary)))
+    out.print(table)
+    if r.next_cursor:
+        out.print(f"more: --cursor {r.next_cursor}", markup=False)
 
 
 async def cmd_tools(args: argparse.Namespace) -> int:
-    async with connected(args) as box:
-        tools: list[Any] = []
-        cursor: str | None = None
-        while True:
-            page = box.index.list_tools(cursor=cursor, limit=500, namespace=args.namespace)
-            tools.extend(page.tools)
-            if page.next_cursor is None:
-                break
-            cursor = page.next_cursor
-        if args.json:
-            print_json({"tools": [{"id": t.id, "summary": t.summary} for t in tools]})
-            return 0
-        table = Table("id", "summary", title=f"{len(tools)} tools", title_justify="left")
-        for t in tools:
-            table.add_row(t.id, t.summary)
-        _stdout().print(table)
-    return 0
+    return await _operation(
+        args, lambda box: box.codemode.list_tools(args.namespace, args.cursor, args.limit), _show_tools
+    )
+
+
+def _show_namespaces(out: Console, r: Any) -> None:
+    table = _table("namespaces", "namespace", "tools")
+    for n in r.namespaces:
+        table.add_row(escape(safe(n.name)), str(n.tool_count))
+    out.print(table)
 
 
 async def cmd_namespaces(args: argparse.Namespace) -> int:
-    async with connected(args) as box:
-        spaces = box.index.namespaces()
-        if args.json:
-            print_json({"namespaces": [n.model_dump() for n in spaces], "failed": box.failed})
-            return 0
-        table = Table("namespace", "tools", title="namespaces", title_justify="left")
-        for n in spaces:
-            table.add_row(n.name, str(n.tool_count))
-        for name, why in box.failed.items():
-            table.add_row(f"[red]{escape(name)}[/]", f"[red]failed: {escape(why)}[/]")
-        _stdout().print(table)
-    return 0
+    return await _operation(args, lambda box: box.codemode.list_namespaces(), _show_namespaces)
+
+
+def _show_value(out: Console, r: Any) -> None:
+    out.print(safe(json.dumps(r.model_dump(mode="json"), ensure_ascii=False, indent=2, default=str)), markup=False)
+
+
+async def cmd_run(args: argparse.Namespace) -> int:
+    tool_args = _json_arg(args.args, "--args")
+    return await _operation(
+        args, lambda box: box.codemode.run_tool(args.tool_id, tool_args, timeout=args.timeout), _show_value
+    )
+
+
+async def cmd_chain(args: argparse.Namespace) -> int:
+    text = args.steps
+    if text.startswith("@"):
+        try:
+            text = await anyio.Path(text[1:]).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"cannot read {text[1:]}: {exc}") from exc
+    steps = _json_arg(text, "--steps")
+
+    async def call(box: Toolbox) -> BaseModel:
+        out = await box.codemode.run_chain(steps)
+        if out.aborted:
+            failed = next(s for s in reversed(out.steps) if not s.ok)
+            if args.json:
+                print_json(out.model_dump(mode="json"))
+            else:
+                _show_value(_stdout(), out)
+            raise Handled(failed.error.code if failed.error is not None else "tool_error")
+        return out
+
+    return await _operation(args, call, _show_value)
 
 
 async def cmd_report(args: argparse.Namespace) -> int:
@@ -204,7 +286,7 @@ async def cmd_report(args: argparse.Namespace) -> int:
             "namespace", "tools", "definition tokens", title="tool definitions in context", title_justify="left"
         )
         for ns in report["namespaces"]:
-            table.add_row(ns["name"], str(ns["tools"]), f"{ns['tokens']:,}")
+            table.add_row(escape(safe(ns["name"])), str(ns["tools"]), f"{ns['tokens']:,}")
         table.add_row(
             "[b]direct: all upstream tools[/]", str(report["direct"]["tools"]), f"[b]{report['direct']['tokens']:,}[/]"
         )
@@ -239,7 +321,7 @@ async def cmd_serve(args: argparse.Namespace) -> int:
         if args.token_file or args.allow_host or args.allow_origin:
             raise UsageError("--token-file, --allow-host and --allow-origin apply to --http only")
         async with connected(args) as box:
-            await serve_stdio(box, expose=args.expose)
+            await serve_stdio(box, expose=args.expose or None)
         return 0
     host, port = args.http
     # Checked before any upstream server starts: a refused door should not cost their start-up.
@@ -254,7 +336,7 @@ async def cmd_serve(args: argparse.Namespace) -> int:
             box,
             host,
             port,
-            expose=args.expose,
+            expose=args.expose or None,
             on_ready=ready,
             tokens=tokens,
             allowed_hosts=args.allow_host,
@@ -275,6 +357,8 @@ _COMMANDS = {
     "describe": cmd_describe,
     "tools": cmd_tools,
     "namespaces": cmd_namespaces,
+    "run": cmd_run,
+    "chain": cmd_chain,
     "report": cmd_report,
     "serve": cmd_serve,
     "demo": cmd_demo,

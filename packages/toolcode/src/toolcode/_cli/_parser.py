@@ -4,17 +4,45 @@ from __future__ import annotations
 
 import argparse
 
-__all__ = ["EXIT_CODES", "build_parser"]
+__all__ = ["EXIT_BY_CODE", "EXIT_CODES", "build_parser", "exit_code"]
 
 EXIT_CODES: dict[int, str] = {
     0: "success",
-    1: "the snippet failed (syntax or runtime error, or an uncaught tool failure)",
-    2: "usage error (bad arguments)",
-    3: "configuration error (config file, engine name, invalid option, unknown tool id)",
-    4: "a limit stopped the run (timeout, max tool calls, output size, memory)",
-    5: "an upstream server could not be reached, or the engine failed",
+    1: "the snippet or a tool failed (syntax_error, runtime_error, type_error, tool_error, unknown_tool, ...)",
+    2: "usage error: bad arguments or options (invalid_arguments)",
+    3: "configuration error: config file, engine name, server entry (config_error)",
+    4: "a limit stopped the run (timeout, tool_call_limit, output_limit, memory_limit)",
+    5: "an upstream server could not be reached, or the engine failed (upstream_unavailable, engine_error)",
+    6: "the run is paused, waiting for an approval (approval_required)",
     130: "interrupted (Ctrl-C)",
 }
+
+EXIT_BY_CODE: dict[str, int] = {
+    "syntax_error": 1,
+    "runtime_error": 1,
+    "type_error": 1,
+    "tool_error": 1,
+    "unknown_tool": 1,
+    "not_allowed": 1,
+    "approval_denied": 1,
+    "invalid_reference": 1,
+    "invalid_arguments": 2,
+    "config_error": 3,
+    "timeout": 4,
+    "tool_call_limit": 4,
+    "output_limit": 4,
+    "memory_limit": 4,
+    "upstream_unavailable": 5,
+    "engine_error": 5,
+    "approval_required": 6,
+}
+"""The one table from an error code (:class:`toolcode.ErrorCode`) to the exit code."""
+
+
+def exit_code(code: str) -> int:
+    """The exit code for an error code (1 for a code this table does not know)."""
+    return EXIT_BY_CODE.get(code, 1)
+
 
 _EPILOG = "exit codes:\n" + "\n".join(f"  {code:<4} {text}" for code, text in EXIT_CODES.items())
 
@@ -139,35 +167,64 @@ def build_parser() -> argparse.ArgumentParser:
         "exec",
         help="run a snippet against the catalog",
         description="Run Python code (from FILE, -c CODE, or stdin) that calls tools; print its value, stdout and "
-        "the trace of tool calls.",
+        "the summary of its tool calls. Limits: 0 switches one off.",
         epilog=_EPILOG,
         formatter_class=fmt,
     )
-    p.add_argument("file", nargs="?", metavar="FILE", help="file with the code ('-' or nothing: stdin)")
+    p.add_argument("file", nargs="?", metavar="FILE", help="file with the code (UTF-8; '-' or nothing: stdin)")
     p.add_argument("-c", dest="code", metavar="CODE", help="the code as a string")
-    p.add_argument("--input", metavar="JSON", help="JSON value the code reads as `input`")
-    p.add_argument("--timeout", type=float, metavar="SECONDS", help="limit for the whole run")
-    p.add_argument("--max-tool-calls", type=int, metavar="N", help="stop after N tool calls")
-    p.add_argument("--allow", metavar="NS", action="append", help="only these namespaces may be used (repeatable)")
+    p.add_argument("--input", metavar="JSON", help="any JSON value the code reads as `input`")
+    p.add_argument("--timeout", type=float, metavar="SECONDS", help="limit for the whole run (0: none)")
+    p.add_argument("--max-tool-calls", type=int, metavar="N", help="stop after N tool calls (0: no limit)")
+    p.add_argument("--max-output-chars", type=int, metavar="N", help="output budget in characters (0: no limit)")
+    p.add_argument("--allow", metavar="NS", action="append", help="only these namespaces are visible (repeatable)")
+    p.add_argument(
+        "--trace",
+        choices=("summary", "full", "none"),
+        help="how much of the tool-call trace to show (default: summary)",
+    )
     p.add_argument("--engine", metavar="NAME", help="sandbox engine (entry point of toolcode.engines)")
     _catalog_options(p)
     _json_option(p)
 
     p = sub.add_parser("search", help="search the catalog", epilog=_EPILOG, formatter_class=fmt)
     p.add_argument("query", help="what you want to do, in words")
-    p.add_argument("--limit", type=int, default=10, help="maximum hits (default: %(default)s)")
+    p.add_argument("--limit", type=int, default=10, help="maximum hits, 1-50 (default: %(default)s)")
+    p.add_argument("--detail", choices=("name", "summary", "schema"), default="summary", help="what each hit shows")
     p.add_argument("--namespace", action="append", metavar="NS", help="only this namespace (repeatable)")
     _catalog_options(p)
     _json_option(p)
 
-    p = sub.add_parser("describe", help="show a tool's documentation", epilog=_EPILOG, formatter_class=fmt)
-    p.add_argument("tool_id", metavar="ID", help="tool id, namespace:name")
+    p = sub.add_parser("describe", help="show tools' documentation", epilog=_EPILOG, formatter_class=fmt)
+    p.add_argument("tool_id", metavar="ID", nargs="+", help="tool id(s), namespace:name")
     p.add_argument("--level", choices=("summary", "schema", "full"), default="schema", help="detail (default: schema)")
     _catalog_options(p)
     _json_option(p)
 
-    p = sub.add_parser("tools", help="list the tools of the catalog", epilog=_EPILOG, formatter_class=fmt)
+    p = sub.add_parser(
+        "tools", help="list the tools of the catalog, a page at a time", epilog=_EPILOG, formatter_class=fmt
+    )
     p.add_argument("--namespace", metavar="NS", help="only this namespace")
+    p.add_argument("--cursor", metavar="CURSOR", help="continue after an earlier page")
+    p.add_argument("--limit", type=int, default=1000, help="page size, 1-1000 (default: %(default)s)")
+    _catalog_options(p)
+    _json_option(p)
+
+    p = sub.add_parser("run", help="call one tool directly", epilog=_EPILOG, formatter_class=fmt)
+    p.add_argument("tool_id", metavar="ID", help="tool id, namespace:name")
+    p.add_argument("--args", metavar="JSON", help="the tool's arguments as a JSON object")
+    p.add_argument("--timeout", type=float, metavar="SECONDS", help="seconds before the call is abandoned")
+    _catalog_options(p)
+    _json_option(p)
+
+    p = sub.add_parser(
+        "chain",
+        help="run tools in sequence without code",
+        description='Run a chain of steps: [{"tool_id", "args", "use_previous", "on_error"}, ...].',
+        epilog=_EPILOG,
+        formatter_class=fmt,
+    )
+    p.add_argument("--steps", metavar="JSON", required=True, help="the steps as JSON, or @FILE")
     _catalog_options(p)
     _json_option(p)
 

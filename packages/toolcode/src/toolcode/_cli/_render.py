@@ -1,20 +1,41 @@
-"""Rich rendering of results and traces for people; plain JSON for programs."""
+"""Rendering for people (rich, with every outside string made safe) and plain JSON for programs.
+
+Text from upstream servers and snippets is hostile to a terminal: rich markup (``[/]``,
+``[link=…]``) would be interpreted and escape sequences would reach the terminal. Every such
+string goes through :func:`safe` and is printed with markup off (or escaped).
+"""
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console
-from rich.json import JSON
 from rich.panel import Panel
 from rich.table import Table
+from rich.text import Text
 
-from toolcode._types import ExecuteResult, ToolCallRecord
+from toolcode._models import ExecuteOutcome, TraceEntry
+from toolcode._types import ToolCallRecord
 
-__all__ = ["print_json", "render_result", "trace_table"]
+__all__ = ["print_json", "render_outcome", "safe", "trace_table"]
+
+# ESC-introduced sequences (CSI, OSC, DCS/APC/PM/SOS strings, two-character escapes), then any
+# remaining C0/C1 control (tab and newline excepted) and the bidirectional overrides.
+_TERMINAL = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]"
+    r"|\x1b[\]PX^_][^\x07\x1b]*(?:\x07|\x1b\\)?"
+    r"|\x1b[@-Z\\-_]?"
+    r"|[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]"
+)
+
+
+def safe(text: str) -> str:
+    """``text`` without terminal control sequences or control characters (tabs and newlines kept)."""
+    return _TERMINAL.sub("", text)
 
 
 def print_json(data: Any) -> None:
@@ -24,25 +45,46 @@ def print_json(data: Any) -> None:
 
 
 def _short(value: Any, limit: int = 60) -> str:
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    text = safe(json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str))
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def trace_table(records: Sequence[ToolCallRecord], title: str = "trace") -> Table:
+def trace_table(records: Sequence[ToolCallRecord | TraceEntry], title: str = "trace") -> Table:
     """One row per tool call: order, tool id, args, outcome, duration."""
     table = Table("#", "tool", "args", "result", "ms", title=f"{title} ({len(records)} calls)", title_justify="left")
     for i, r in enumerate(records, 1):
-        outcome = f"[red]{r.error_op or 'error'}: {r.error}[/]" if r.error else _short(r.structured, 50)
-        table.add_row(str(i), r.tool_id, _short(dict(r.args), 50), outcome, f"{r.duration_ms:.1f}")
+        if isinstance(r, ToolCallRecord):
+            error, args, result = r.error, dict(r.args), r.structured
+            failed = f"{r.code or r.error_op or 'error'}: {r.error}"
+        else:
+            error, args, result = r.error, r.args, r.result
+            failed = f"{r.code or 'error'}: {r.error}"
+        outcome = Text(_short(failed, 80), style="red") if error else Text(_short(result, 50))
+        table.add_row(str(i), Text(safe(r.tool_id)), Text(_short(args, 50)), outcome, f"{r.duration_ms:.1f}")
     return table
 
 
-def render_result(console: Console, result: ExecuteResult) -> None:
-    """Value, then stdout, then the trace table (when a person reads it)."""
-    value = json.dumps(result.value, ensure_ascii=False, default=str)
-    console.print(Panel(JSON(value), title="value", title_align="left", expand=False))
-    if result.stdout:
-        console.print(Panel(result.stdout.rstrip("\n"), title="stdout", title_align="left", expand=False), markup=False)
-    if result.tool_calls:
-        console.print(trace_table(result.tool_calls))
-    console.print(f"[dim]{len(result.tool_calls)} tool calls, {result.duration_ms:.0f} ms[/]")
+def render_outcome(out: Console, err: Console, outcome: ExecuteOutcome) -> None:
+    """Value (or error), stdout, stderr, trace and the call summary, for a person."""
+    if outcome.ok:
+        value = json.dumps(outcome.value, ensure_ascii=False, indent=2, default=str)
+        out.print(Panel(Text(safe(value)), title="value", title_align="left", expand=False))
+    if outcome.stdout:
+        out.print(Panel(Text(safe(outcome.stdout.rstrip("\n"))), title="stdout", title_align="left", expand=False))
+    if outcome.stderr:
+        err.print(Panel(Text(safe(outcome.stderr.rstrip("\n"))), title="stderr", title_align="left", expand=False))
+    if outcome.trace:
+        err.print(trace_table(outcome.trace))
+    c = outcome.calls
+    summary = f"{c.count} tool calls" + (f", {c.failed} failed" if c.failed else "") + f", {outcome.duration_ms:.0f} ms"
+    if outcome.truncated:
+        summary += f"; truncated: {', '.join(outcome.truncated)}"
+    for f in c.failures:
+        err.print(Text.assemble(("failed: ", "red"), safe(f"{f.tool_id} [{f.code}] {f.message}")))
+    if outcome.error is not None:
+        e = outcome.error
+        where = f" at line {e.line}" if e.line is not None else ""
+        err.print(Text.assemble((f"error [{e.code}]{where}: ", "red"), safe(e.message)))
+        if e.hint:
+            err.print(Text(safe(f"hint: {e.hint}"), style="dim"))
+    err.print(Text(summary, style="dim"))

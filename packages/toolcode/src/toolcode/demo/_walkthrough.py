@@ -150,7 +150,7 @@ async def run_demo(*, json_output: bool = False, console: Console | None = None)
             if result["stdout"]:
                 out.print(f"stdout: {result['stdout'].strip()}")
             trace = Table(
-                "#", "tool", "args", "ok", "ms", title=f"trace ({result['tool_calls']} calls)", title_justify="left"
+                "#", "tool", "args", "ok", "ms", title=f"trace ({result['calls']['count']} calls)", title_justify="left"
             )
             for i, r in enumerate(records, 1):
                 args = json.dumps(dict(r.args))
@@ -173,7 +173,7 @@ async def run_demo(*, json_output: bool = False, console: Console | None = None)
                 {
                     "task": DEMO_TASK,
                     "value": result["value"],
-                    "tool_calls": result["tool_calls"],
+                    "tool_calls": result["calls"]["count"],
                     "progress_notifications": len(notes),
                     "tokens": {
                         "encoding": ENCODING,

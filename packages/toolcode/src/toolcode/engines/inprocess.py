@@ -26,6 +26,7 @@ import anyio
 import anyio.lowlevel
 import greenlet
 
+from toolcode._globals import async_names, call_names, error_info
 from toolcode._types import EngineInfo, ExecuteParams, ExecuteResult, Tools
 from toolcode.exceptions import CodeExecutionError, EngineError, LimitExceededError, ToolCodeError, ToolError
 
@@ -35,8 +36,6 @@ _FILENAME = "<snippet>"
 _LAST = "__toolcode_last"
 _CO_COROUTINE = 0x0080  # inspect.CO_COROUTINE: the module code awaits at top level
 _DEADLINE_SLACK = 0.05  # the watchdog strikes just after the cancel scope would have
-_API = ("search_tools", "list_namespaces", "describe_tool", "list_tool_examples", "run_tool", "run_tools", "run_chain")
-_ASYNC_API = ("run_tool", "run_chain", "describe_tool", "search_tools")
 _NOT_SANDBOX = (
     "UnsafeInProcessEngine runs snippets in the host interpreter; it is not a sandbox, "
     "so escape probes and memory/bigint bombs do not apply"
@@ -291,7 +290,9 @@ class UnsafeInProcessEngine:
         line, col = _snippet_position(err)
         tb = "".join(traceback.format_exception(err))
         if isinstance(err, ToolError):
-            return CodeExecutionError("ToolError", str(err), line=line, column=col, tool_id=err.tool_id, traceback=tb)
+            return CodeExecutionError(
+                "ToolError", str(err), line=line, column=col, tool_id=err.tool_id, tool_code=err.code, traceback=tb
+            )
         return CodeExecutionError(type(err).__name__, str(err), line=line, column=col, traceback=tb)
 
     @staticmethod
@@ -325,14 +326,15 @@ class UnsafeInProcessEngine:
             "__name__": "__snippet__",
             "input": params.input,
             "ToolError": ToolError,
+            "error_info": error_info,
             "print": snippet_print,
             "println": println,
         }
-        for name in _API:
+        for name in call_names():
             glb[name] = sync(name)
-        for name in _ASYNC_API:
+        for name, method in async_names().items():
             # Called inside a top-level-await snippet, which runs on the host loop: the coroutine is used as is.
-            glb[f"{name}_async"] = getattr(tools, name)
+            glb[name] = getattr(tools, method)
         return glb
 
     async def aclose(self) -> None:

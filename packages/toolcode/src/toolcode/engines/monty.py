@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import math
+import os
 import re
-from collections.abc import Awaitable, Callable
+import sys
+import threading
+from collections.abc import AsyncGenerator, Awaitable, Callable, Generator
+from contextlib import asynccontextmanager, contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import anyio
@@ -11,9 +17,12 @@ import anyio.abc
 import anyio.lowlevel
 import pydantic_monty as pm
 import structlog
+from pydantic_monty._binary import find_monty_binary
 
+from toolcode._globals import ERROR_INFO_SOURCE, async_names, call_names
 from toolcode._types import EngineInfo, ExecuteParams, ExecuteResult, Tools
 from toolcode.exceptions import CodeExecutionError, EngineError, LimitExceededError, ToolCodeError, ToolError
+from toolrun import watchdog_executable
 
 __all__ = ["MontyEngine"]
 
@@ -21,11 +30,14 @@ _log = structlog.get_logger("toolcode.engines.monty")
 
 # Defined inside the sandbox before each snippet: no host round trip for println, and a
 # ToolError name to catch (host exception classes cannot cross; a ToolError arrives as RuntimeError).
-_PRELUDE = """\
+_PRELUDE = (
+    """\
 ToolError = RuntimeError
 def println(*args):
     print(*args)
 """
+    + ERROR_INFO_SOURCE
+)
 _FETCH_OUT = """\
 try:
     __toolcode_out = (True, __out)
@@ -35,19 +47,26 @@ __toolcode_out
 """
 _SLEEPS = frozenset({"time.sleep", "system.sleep"})
 _ASYNC_SLEEPS = frozenset({"asyncio.sleep", "system.async_sleep"})
-_ASYNC_NAMES = ("run_tool", "run_chain", "describe_tool", "search_tools")
 _MEMORY_RE = re.compile(r"memory limit exceeded: (\d+) bytes > (\d+) bytes")
-_SYNC_NAMES = (
-    "search_tools",
-    "list_namespaces",
-    "describe_tool",
-    "list_tool_examples",
-    "run_tool",
-    "run_tools",
-    "run_chain",
-)
+_SYNC_NAMES = call_names()
+_ASYNC_NAMES = async_names()
 
 Handler = Callable[..., Awaitable[Any]]
+
+_caller: ContextVar[str | None] = ContextVar("toolcode_monty_caller", default=None)
+_SETTLE_S = 1.0
+"""Longest wait, after the pool has closed, for its native threads to leave the interpreter."""
+
+
+def default_max_processes() -> int:
+    """The default pool size: twice the CPU count, at least 8 and at most 32.
+
+    More workers than cores on purpose: a CPU-bound snippet holds its worker until its timeout,
+    and the operating system time-slices busy workers, so a short run still answers in
+    milliseconds while long ones compute (see docs/engines.md for the measurements). The cap
+    bounds memory: each worker may use up to ``max_memory``.
+    """
+    return min(32, max(8, 2 * (os.cpu_count() or 1)))
 
 
 class MontyEngine:
@@ -68,12 +87,33 @@ class MontyEngine:
     Limits: Monty has no class inheritance and no ``yield``; sleeps are capped at the run's
     timeout. Requires the asyncio event loop (pydantic-monty's async pool is asyncio-based).
 
+    Process lifetime: on Linux every worker is started through toolrun's watchdog launcher
+    (:func:`toolrun.watchdog_executable`), so workers die with this process however it ends,
+    ``SIGKILL`` included, within about a second.
+
+    Admission: at most ``max_processes`` runs hold a worker at once, and at most
+    ``max_runs_per_caller`` of them for one caller (see :meth:`caller`). A run beyond either cap
+    waits up to ``queue_timeout`` seconds for a slot (its own timeout still applies), then fails
+    with :class:`~toolcode.exceptions.EngineError` saying which cap was full.
+
     Args:
         min_processes: Workers kept warm.
-        max_processes: Cap on concurrent workers (default: CPU count); more runs wait.
+        max_processes: Cap on concurrent runs and workers (default: :func:`default_max_processes`).
         max_memory: Heap limit per run, in bytes.
         max_recursion_depth: Call-stack depth limit.
         kill_grace: Seconds the pool waits past the time limit before killing a worker.
+        max_runs_per_caller: Cap on one caller's concurrent runs (default: half of
+            ``max_processes``, at least 1); applies to runs started under :meth:`caller`.
+        queue_timeout: Seconds a run waits for a free slot before failing.
+        worker_nice: How much lower the workers' scheduling priority is than the host's (0 to
+            19, Linux): under CPU contention the host's event loop, and with it every other
+            caller, goes first.
+        binary_path: The ``monty`` worker binary (default: pydantic-monty's own resolution,
+            ``MONTY_BIN`` or the environment's scripts directory).
+
+    Raises:
+        ValueError: If a count is below 1, ``queue_timeout`` is negative or ``worker_nice`` is
+            not from 0 to 19.
     """
 
     def __init__(
@@ -84,9 +124,24 @@ class MontyEngine:
         max_memory: int = 256 * 1024 * 1024,
         max_recursion_depth: int = 200,
         kill_grace: float = 0.5,
+        max_runs_per_caller: int | None = None,
+        queue_timeout: float = 10.0,
+        worker_nice: int = 10,
+        binary_path: str | None = None,
     ) -> None:
         self._min = min_processes
-        self._max = max_processes
+        self._max = max_processes if max_processes is not None else default_max_processes()
+        self._per_caller = max_runs_per_caller if max_runs_per_caller is not None else max(1, self._max // 2)
+        if min(self._min, self._max, self._per_caller) < 1 or self._min > self._max:
+            raise ValueError("min_processes, max_processes and max_runs_per_caller must be >= 1, min <= max")
+        if not queue_timeout >= 0:
+            raise ValueError(f"queue_timeout must be >= 0, got {queue_timeout!r}")
+        if isinstance(worker_nice, bool) or not 0 <= worker_nice <= 19:
+            raise ValueError(f"worker_nice must be an integer from 0 to 19, got {worker_nice!r}")
+        self._queue_timeout = queue_timeout
+        self._binary = binary_path
+        self._nice = worker_nice
+        self._admission: _Admission | None = None
         self._max_memory = max_memory
         self._max_depth = max_recursion_depth
         self._grace = kill_grace
@@ -104,6 +159,29 @@ class MontyEngine:
         """Name (``monty``), sandboxed, and the memory and recursion limits."""
         return self._info
 
+    @staticmethod
+    @contextmanager
+    def caller(caller_id: str) -> Generator[None]:
+        """Count the runs started inside this block against ``caller_id``'s share of the pool.
+
+        A door that serves several clients wraps each client's runs in it, so that one client's
+        CPU-bound runs cannot take every worker (``max_runs_per_caller``)::
+
+            with MontyEngine.caller(session_id):
+                await executor.execute(params)
+
+        Args:
+            caller_id: Who the runs are for (an MCP session id, a user name).
+
+        Yields:
+            Nothing; the id applies to runs started in the block (and in tasks it starts).
+        """
+        token = _caller.set(caller_id)
+        try:
+            yield
+        finally:
+            _caller.reset(token)
+
     async def _get_pool(self) -> pm.AsyncMonty:
         token = anyio.lowlevel.current_token()
         pool = self._pool
@@ -118,7 +196,13 @@ class MontyEngine:
                 except Exception as e:  # the old loop is gone; nothing more can be done for it
                     _log.debug("closing a pool from another event loop failed", error=repr(e))
             if self._pool is None:
+                try:
+                    # Through the watchdog launcher: a worker dies with this process, even by SIGKILL.
+                    binary = watchdog_executable(find_monty_binary(self._binary), nice=self._nice)
+                except (OSError, ValueError) as e:
+                    raise EngineError("monty", f"cannot find the worker binary: {e}") from e
                 pool = pm.AsyncMonty(
+                    binary_path=binary,
                     min_processes=self._min,
                     max_processes=self._max,
                     feed_duration_limit_grace=self._grace,
@@ -129,6 +213,8 @@ class MontyEngine:
                 except Exception as e:  # the worker binary is missing or cannot start
                     raise EngineError("monty", f"cannot start the worker pool: {type(e).__name__}: {e}") from e
                 self._pool, self._pool_token = pool, token
+                # Semaphores belong to the loop they wait on, like the pool.
+                self._admission = _Admission(self._max, self._per_caller, self._queue_timeout)
             assert self._pool is not None
             return self._pool
 
@@ -138,16 +224,24 @@ class MontyEngine:
         Raises:
             CodeExecutionError: A syntax error or an uncaught exception in the snippet.
             LimitExceededError: The time, memory or recursion limit stopped it.
-            EngineError: The worker crashed or the pool cannot start.
+            EngineError: The worker crashed, the pool cannot start, or no worker became free
+                within ``queue_timeout`` (the message names the cap that was full).
         """
+        await self._get_pool()
+        assert self._admission is not None
+        async with self._admission.slot(_caller.get()):
+            return await self._run(params, tools)
+
+    async def _run(self, params: ExecuteParams, tools: Tools) -> ExecuteResult:
         timeout = float(params.timeout) if params.timeout is not None else 30.0
         pool = await self._get_pool()
+        bounded = math.isfinite(timeout)  # a switched-off timeout leaves the sandbox unbounded in time too
         limits: pm.ResourceLimits = {
-            "max_feed_duration_secs": timeout,
+            "max_feed_duration_secs": timeout if bounded else None,
             "max_memory": self._max_memory,
             "max_recursion_depth": self._max_depth,
             "max_suspensions": 1_000_000,
-            "max_total_sleep_secs": timeout,
+            "max_total_sleep_secs": timeout if bounded else None,
         }
         drive = _Drive(tools, timeout)
 
@@ -198,6 +292,77 @@ class MontyEngine:
             pool, self._pool = self._pool, None
             if pool is not None:
                 await pool.__aexit__(None, None, None)
+                await _settle_native_threads()
+
+
+async def _settle_native_threads() -> None:
+    # pydantic-monty completes each awaited call from one of its Rust threads through
+    # loop.call_soon_threadsafe, which releases the GIL while it writes to the loop's wake-up
+    # socket. The awaiting task can resume and the program reach interpreter shutdown before
+    # that thread takes the GIL back; CPython then ends the thread with pthread_exit, which
+    # aborts the process (SIGABRT) when it unwinds through Rust frames. Wait until no thread
+    # that Python did not start is inside Python code: its frames are visible while it waits.
+    deadline = anyio.current_time() + _SETTLE_S
+    while anyio.current_time() < deadline:
+        ours = {t.ident for t in threading.enumerate() if not isinstance(t, threading._DummyThread)}  # pyright: ignore[reportPrivateUsage]
+        if all(ident in ours for ident in sys._current_frames()):  # pyright: ignore[reportPrivateUsage]
+            return
+        await anyio.sleep(0.001)  # the event loop's wait releases the GIL to that thread
+
+
+class _Admission:
+    """At most ``total`` runs at once, ``per_caller`` of them for one caller; a bounded wait for a slot."""
+
+    def __init__(self, total: int, per_caller: int, wait: float) -> None:
+        self._total = total
+        self._slots = anyio.Semaphore(total)
+        self._per_caller = per_caller
+        self._callers: dict[str, tuple[anyio.Semaphore, int]] = {}
+        self._wait = wait
+
+    @asynccontextmanager
+    async def slot(self, caller: str | None) -> AsyncGenerator[None]:
+        if caller is None:
+            async with self._global():
+                yield
+            return
+        sem, users = self._callers.get(caller) or (anyio.Semaphore(self._per_caller), 0)
+        self._callers[caller] = (sem, users + 1)
+        try:
+            with anyio.move_on_after(self._wait) as scope:
+                await sem.acquire()
+            if scope.cancelled_caught:
+                who = repr(caller[:80])
+                raise EngineError(
+                    "monty",
+                    f"caller {who} already has {self._per_caller} runs in progress (max_runs_per_caller); "
+                    f"none finished within {self._wait:g} s",
+                )
+            try:
+                async with self._global():
+                    yield
+            finally:
+                sem.release()
+        finally:
+            sem, users = self._callers[caller]
+            if users > 1:
+                self._callers[caller] = (sem, users - 1)
+            else:
+                del self._callers[caller]
+
+    @asynccontextmanager
+    async def _global(self) -> AsyncGenerator[None]:
+        with anyio.move_on_after(self._wait) as scope:
+            await self._slots.acquire()
+        if scope.cancelled_caught:
+            raise EngineError(
+                "monty",
+                f"all {self._total} sandbox workers are busy (max_processes); none became free within {self._wait:g} s",
+            )
+        try:
+            yield
+        finally:
+            self._slots.release()
 
 
 class _Drive:
@@ -212,7 +377,7 @@ class _Drive:
     def __init__(self, tools: Tools, timeout: float) -> None:
         self._timeout = timeout
         self._sync: dict[str, Handler] = {name: getattr(tools, name) for name in _SYNC_NAMES}
-        self._async: dict[str, Handler] = {f"{name}_async": getattr(tools, name) for name in _ASYNC_NAMES}
+        self._async: dict[str, Handler] = {name: getattr(tools, method) for name, method in _ASYNC_NAMES.items()}
         self.raised: dict[str, ToolError] = {}
         self._done: dict[int, pm.ExternalSettledResult] = {}
         self._sleeps: dict[int, float] = {}
@@ -336,13 +501,15 @@ def _code_error(
     message = str(e.exception()) if exc_type != "SyntaxError" else str(e)
     tool_id = None
     tool_err = raised.get(message)
+    tool_code = None
     if tool_err is not None:
-        exc_type, tool_id = "ToolError", tool_err.tool_id
+        exc_type, tool_id, tool_code = "ToolError", tool_err.tool_id, tool_err.code
     return CodeExecutionError(
         exc_type,
         message,
         line=frame.line if frame else None,
         column=frame.column if frame else None,
         tool_id=tool_id,
+        tool_code=tool_code,
         traceback=e.display("traceback"),
     )

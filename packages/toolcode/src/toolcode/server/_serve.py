@@ -65,7 +65,7 @@ def log_to_stderr(level: int = logging.INFO) -> None:
     )
 
 
-async def serve_stdio(toolbox: Toolbox, *, expose: Sequence[str] = ()) -> None:
+async def serve_stdio(toolbox: Toolbox, *, expose: Sequence[str] | None = None) -> None:
     """Serve the code-mode tools over stdin/stdout until the client closes stdin.
 
     While serving, the SDK points file descriptor 1 at stderr, so nothing but the protocol
@@ -74,7 +74,8 @@ async def serve_stdio(toolbox: Toolbox, *, expose: Sequence[str] = ()) -> None:
 
     Args:
         toolbox: A connected toolbox (not closed here).
-        expose: Upstream tools to publish directly as well (``namespace:name`` patterns).
+        expose: Upstream tools to publish directly as well (``namespace:name`` patterns;
+            ``None``: the config's ``toolcode.expose``).
     """
     server = CodeModeServer(toolbox, expose=expose)
     options = server.server.create_initialization_options(NotificationOptions(tools_changed=True))
@@ -93,7 +94,7 @@ async def serve_http(
     host: str,
     port: int,
     *,
-    expose: Sequence[str] = (),
+    expose: Sequence[str] | None = None,
     path: str = "/mcp",
     on_ready: Callable[[str], Awaitable[None] | None] | None = None,
     tokens: BearerTokens | None = None,
@@ -117,7 +118,7 @@ async def serve_http(
         host: Interface to bind: a loopback address (``127.0.0.1``, ``::1``, ``localhost``),
             or, with ``tokens``, any other address (``""`` or ``0.0.0.0``: every IPv4 interface).
         port: TCP port, or 0 for any free one.
-        expose: Upstream tools to publish directly as well.
+        expose: Upstream tools to publish directly as well (``None``: the config's ``toolcode.expose``).
         path: The MCP endpoint path.
         on_ready: Called with the endpoint URL once the socket listens.
         tokens: The bearer tokens callers must present (required off loopback).

@@ -1,13 +1,19 @@
-"""The code-mode MCP server: seven metatools in front of a :class:`~toolcode.Toolbox`."""
+"""The code-mode MCP server: the core's operations as MCP tools, in front of a :class:`~toolcode.Toolbox`.
+
+A thin adapter: each tool parses its arguments, calls the core operation of the same name
+(:class:`toolcode.CodeMode`) and returns the operation's result model as ``structuredContent``,
+with a compact text rendering for the model. A failure is ``isError`` with
+``structuredContent = {"ok": false, "error": {"code", "message", "line", "column", "tool_id",
+"hint"}}`` in every tool.
+"""
 
 from __future__ import annotations
 
 import fnmatch
 import json
-import time
 import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, TypeVar, cast
+from typing import Any, cast
 
 import anyio
 import mcp_types as types
@@ -15,37 +21,27 @@ import structlog
 from mcp.server import Server, ServerRequestContext
 from mcp.server.connection import Connection
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, TypeAdapter
 
 from toolcode._app import Toolbox
-from toolcode._errors import describe_error
-from toolcode._types import ToolCallRecord
-from toolcode.exceptions import ToolCodeError
-from toolcode.server._descriptions import DESCRIPTIONS, INSTRUCTIONS
-from toolcode.server._models import (
-    DescribeToolIn,
-    DescribeToolOut,
-    ExamplesIn,
-    ExamplesOut,
-    ExecuteCodeIn,
-    ExecuteCodeOut,
-    NamespaceOut,
-    NamespacesIn,
-    NamespacesOut,
-    RunChainIn,
-    RunChainOut,
-    RunToolIn,
-    RunToolOut,
-    SearchHitOut,
-    SearchToolsIn,
-    SearchToolsOut,
-    StepOut,
-    TraceEntry,
+from toolcode._core import CodeMode, outcome_text
+from toolcode._errors import error_info
+from toolcode._models import (
+    ChainOutcome,
+    DocsResult,
+    ExecuteOutcome,
+    NamespacesResult,
+    RunToolOutcome,
+    SearchResult,
+    ToolListResult,
 )
-from toolindex import ChangeEvent, Tool, ToolIndexError
-from toolrun import ChainStep, ToolRunError
+from toolcode._types import ToolCallRecord
+from toolcode.exceptions import InvalidArgumentsError, ToolCodeError, clip
+from toolcode.server._descriptions import DESCRIPTIONS, INSTRUCTIONS, UNSANDBOXED_NOTE
+from toolcode.server._models import INPUT_MODELS
+from toolindex import ChangeEvent, Tool
 
-__all__ = ["EXPOSED_SEPARATOR", "CodeModeServer"]
+__all__ = ["EXPOSED_SEPARATOR", "CodeModeServer", "compact_schema"]
 
 log = structlog.get_logger("toolcode.server")
 
@@ -53,78 +49,95 @@ EXPOSED_SEPARATOR = "__"
 """Joins namespace and name of a directly exposed upstream tool (``github__list_issues``);
 ``:`` is not allowed in MCP tool names and some clients reject ``.``."""
 
-_InT = TypeVar("_InT", bound=BaseModel)
-_Handler = Callable[[ServerRequestContext[Any], Any], Awaitable[types.CallToolResult]]
+_Handler = Callable[[ServerRequestContext[Any], dict[str, Any]], Awaitable[types.CallToolResult]]
+_CONTENT_BLOCK: TypeAdapter[types.ContentBlock] = TypeAdapter(types.ContentBlock)
+_MCP_NAME_MAX = 128
 
 
-def _jsonable(value: Any) -> Any:
-    """A JSON-safe copy of ``value`` (unknown objects become their ``str``)."""
-    return json.loads(json.dumps(value, default=str))
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
-def _error(text: str) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
+def _failure(exc: BaseException, codemode: CodeMode, extra: Mapping[str, Any] | None = None) -> types.CallToolResult:
+    info = error_info(exc, codemode.view())
+    text = f"error [{info.code}]: {info.message}" + (f"\nhint: {info.hint}" if info.hint else "")
+    data: dict[str, Any] = {"ok": False, "error": info.model_dump(mode="json"), **(extra or {})}
+    return types.CallToolResult(content=[types.TextContent(text=text)], structured_content=data, is_error=True)
 
 
-def _ok(model: BaseModel) -> types.CallToolResult:
+def _result(model: BaseModel, text: str, *, is_error: bool = False) -> types.CallToolResult:
     data = model.model_dump(mode="json")
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-    return types.CallToolResult(content=[types.TextContent(text=text)], structured_content=data)
+    return types.CallToolResult(content=[types.TextContent(text=text)], structured_content=data, is_error=is_error)
 
 
-def compact_schema(schema: Any, *, keep_descriptions: bool = True) -> Any:
+def compact_schema(schema: Any) -> Any:
     """A JSON Schema without the noise pydantic adds (titles, ``anyOf`` with null), same meaning.
 
     Every definition token is paid on every turn by every client, so the wire schemas are kept lean.
     """
     if isinstance(schema, list):
-        items = cast(list[Any], schema)
-        return [compact_schema(s, keep_descriptions=keep_descriptions) for s in items]
+        return [compact_schema(s) for s in cast(list[Any], schema)]
     if not isinstance(schema, dict):
         return schema
     src = cast(dict[str, Any], schema)
     out: dict[str, Any] = {}
     for key, value in src.items():
-        if key == "title" or (key == "description" and not keep_descriptions):
+        if key == "title":
             continue
         if key in ("properties", "$defs") and isinstance(value, dict):
             props = cast(dict[str, Any], value)
-            out[key] = {k: compact_schema(v, keep_descriptions=keep_descriptions) for k, v in props.items()}
+            out[key] = {k: compact_schema(v) for k, v in props.items()}
         elif key == "additionalProperties" and value is True:
             continue
         else:
-            out[key] = compact_schema(value, keep_descriptions=keep_descriptions)
+            out[key] = compact_schema(value)
     any_of = out.get("anyOf")
     null: dict[str, Any] = {"type": "null"}
     if isinstance(any_of, list):
         options = cast(list[Any], any_of)
         others = [o for o in options if o != null]
-        if len(options) == 2 and len(others) == 1 and isinstance(others[0], dict):
-            other = cast(dict[str, Any], others[0])
-            if isinstance(other.get("type"), str) and set(other) <= {"type", "items"}:
-                del out["anyOf"]
-                out.update(other)
-                out["type"] = [other["type"], "null"]
-    if out.get("default", ...) is None and "required" not in out:
+        simple = all(isinstance(o, dict) and set(cast(dict[str, Any], o)) <= {"type", "items"} for o in others)
+        if len(others) < len(options) and simple:
+            # "X or null" with a default of null: optional already says it.
+            del out["anyOf"]
+            types_ = [cast(dict[str, Any], o)["type"] for o in others if "type" in o]
+            if len(others) == 1:
+                out.update(cast(dict[str, Any], others[0]))
+            elif types_:
+                out["type"] = types_
+    if out.get("default", ...) is None:
         del out["default"]
     return out
 
 
-def _tool_def(name: str, in_model: type[BaseModel], out_model: type[BaseModel]) -> types.Tool:
-    return types.Tool(
-        name=name,
-        description=DESCRIPTIONS[name],
-        input_schema=compact_schema(in_model.model_json_schema()),
-        output_schema=compact_schema(out_model.model_json_schema(), keep_descriptions=False),
-    )
+def _inline(schema: dict[str, Any]) -> dict[str, Any]:
+    """Replace ``$ref``s to ``$defs`` by the definitions themselves (smaller and clearer on the wire)."""
+    defs = cast(dict[str, Any], schema.pop("$defs", {}))
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, list):
+            return [walk(n) for n in cast(list[Any], node)]
+        if not isinstance(node, dict):
+            return node
+        d = cast(dict[str, Any], node)
+        ref = d.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/") and ref[8:] in defs:
+            return walk(defs[ref[8:]])
+        return {k: walk(v) for k, v in d.items()}
+
+    return cast(dict[str, Any], walk(schema))
+
+
+def _input_schema(model: type[BaseModel]) -> dict[str, Any]:
+    return cast(dict[str, Any], compact_schema(_inline(model.model_json_schema())))
 
 
 class CodeModeServer:
     """An MCP server exposing code mode over a :class:`~toolcode.Toolbox`.
 
-    Tools: ``search_tools``, ``list_namespaces``, ``describe_tool``, ``list_tool_examples``,
-    ``run_tool``, ``run_chain`` and ``execute_code``, plus any upstream tools selected with
-    ``expose`` (patterns ``namespace:name``, ``*`` allowed), published as ``namespace__name``.
+    Tools: the code-mode tools chosen by ``tools`` (default :data:`toolcode.DEFAULT_TOOLS`),
+    plus any upstream tools selected with ``expose`` (patterns ``namespace:name``, ``*``
+    allowed), published as ``namespace__name``.
 
     When the upstream catalog changes, search results follow at once; when the change touches
     an exposed tool, clients are told with ``notifications/tools/list_changed`` (on the
@@ -132,41 +145,61 @@ class CodeModeServer:
 
     Args:
         toolbox: A connected toolbox; the server does not close it.
-        expose: Patterns of upstream tools to publish directly as well.
+        expose: Patterns of upstream tools to publish directly as well (default: the
+            config's ``toolcode.expose``).
+        tools: Code-mode tools to list (default: the config's ``toolcode.tools``).
         name: Server name reported to clients.
+
+    Raises:
+        ConfigurationError: If ``tools`` names a tool this server does not have.
     """
 
-    def __init__(self, toolbox: Toolbox, *, expose: Sequence[str] = (), name: str = "toolcode") -> None:
+    def __init__(
+        self,
+        toolbox: Toolbox,
+        *,
+        expose: Sequence[str] | None = None,
+        tools: Sequence[str] | None = None,
+        name: str = "toolcode",
+    ) -> None:
         from importlib.metadata import version
 
         self._toolbox = toolbox
-        self._expose = tuple(expose)
+        settings = toolbox.settings
+        if tools is not None:
+            settings = settings.model_copy(update={"tools": tuple(tools)})
+        self._tool_names = settings.meta_tools()
+        self._expose = tuple(expose) if expose is not None else settings.expose
+        # Callers of the MCP door may not ask for more than the operator's ceilings.
+        self.codemode = toolbox.codemode.with_ceilings(settings.max_limits)
         self._bus = InMemorySubscriptionBus()
         # Weak: a handshake-era connection that ends must not be kept alive by us.
         self._connections: weakref.WeakSet[Connection] = weakref.WeakSet()
-        self._handlers: dict[str, tuple[type[BaseModel], _Handler]] = {
-            "search_tools": (SearchToolsIn, self._search_tools),
-            "list_namespaces": (NamespacesIn, self._list_namespaces),
-            "describe_tool": (DescribeToolIn, self._describe_tool),
-            "list_tool_examples": (ExamplesIn, self._list_tool_examples),
-            "run_tool": (RunToolIn, self._run_tool),
-            "run_chain": (RunChainIn, self._run_chain),
-            "execute_code": (ExecuteCodeIn, self._execute_code),
+        handlers: dict[str, _Handler] = {
+            "search_tools": self._search_tools,
+            "list_tools": self._list_tools,
+            "list_namespaces": self._list_namespaces,
+            "describe_tool": self._describe_tool,
+            "list_tool_examples": self._list_tool_examples,
+            "run_tool": self._run_tool,
+            "run_chain": self._run_chain,
+            "execute_code": self._execute_code,
         }
+        self._handlers = {n: handlers[n] for n in self._tool_names}
         self._meta_tools = [
-            _tool_def("search_tools", SearchToolsIn, SearchToolsOut),
-            _tool_def("list_namespaces", NamespacesIn, NamespacesOut),
-            _tool_def("describe_tool", DescribeToolIn, DescribeToolOut),
-            _tool_def("list_tool_examples", ExamplesIn, ExamplesOut),
-            _tool_def("run_tool", RunToolIn, RunToolOut),
-            _tool_def("run_chain", RunChainIn, RunChainOut),
-            _tool_def("execute_code", ExecuteCodeIn, ExecuteCodeOut),
+            types.Tool(name=n, description=DESCRIPTIONS[n], input_schema=_input_schema(INPUT_MODELS[n]))
+            for n in self._tool_names
         ]
-        self._exposed: dict[str, Tool] = self._compute_exposed()
+        self.collisions: list[str] = []
+        """Exposed names that two upstream tools map to (the first by id is kept), found at start."""
+        self._exposed: dict[str, Tool] = self._compute_exposed(report=True)
+        instructions = INSTRUCTIONS
+        if not toolbox.executor.engine.info.sandboxed:
+            instructions += UNSANDBOXED_NOTE
         self.server: Server[Any] = Server(
             name,
             version=version("toolcode"),
-            instructions=INSTRUCTIONS,
+            instructions=instructions,
             on_list_tools=self._on_list_tools,
             on_call_tool=self._on_call_tool,
             on_subscriptions_listen=ListenHandler(self._bus),
@@ -176,19 +209,34 @@ class CodeModeServer:
 
     # ----------------------------------------------------------------- catalog of our own tools
 
-    def _compute_exposed(self) -> dict[str, Tool]:
+    def _compute_exposed(self, *, report: bool = False) -> dict[str, Tool]:
         if not self._expose:
             return {}
         out: dict[str, Tool] = {}
+        collisions: list[str] = []
+        view = self.codemode.view()
         cursor: str | None = None
         while True:
-            page = self._toolbox.index.list_tools(cursor=cursor, limit=500)
+            page = view.list_tools(cursor=cursor, limit=1000, namespace=None)
             for tool in page.tools:
-                if any(fnmatch.fnmatchcase(tool.key, pat) or fnmatch.fnmatchcase(tool.id, pat) for pat in self._expose):
-                    out[f"{tool.namespace}{EXPOSED_SEPARATOR}{tool.name}"] = tool
+                if not any(fnmatch.fnmatchcase(tool.key, p) or fnmatch.fnmatchcase(tool.id, p) for p in self._expose):
+                    continue
+                key = f"{tool.namespace}{EXPOSED_SEPARATOR}{tool.name}"
+                if len(key) > _MCP_NAME_MAX or not all(c.isalnum() or c in "_.-" for c in key):
+                    collisions.append(f"{tool.id}: {key!r} is not a valid MCP tool name; not exposed")
+                elif key in out or key in self._handlers:
+                    kept = out[key].id if key in out else "a code-mode tool"
+                    collisions.append(f"{tool.id} and {kept} are both exposed as {key!r}; {kept} is kept")
+                else:
+                    out[key] = tool
             if page.next_cursor is None:
-                return out
+                break
             cursor = page.next_cursor
+        if report:
+            self.collisions = collisions
+            for c in collisions:
+                log.warning("exposed tool name collision", detail=c)
+        return out
 
     def tool_definitions(self) -> list[dict[str, Any]]:
         """The tools this server lists right now, in MCP wire form."""
@@ -209,7 +257,7 @@ class CodeModeServer:
 
     def tool_names(self) -> list[str]:
         """Names of every tool this server lists right now."""
-        return [t.name for t in self._meta_tools] + sorted(self._exposed)
+        return list(self._tool_names) + sorted(self._exposed)
 
     def _on_index_change(self, event: ChangeEvent) -> None:
         if not self._expose:
@@ -218,7 +266,7 @@ class CodeModeServer:
         self._exposed = self._compute_exposed()
         touched = set(event.tool_ids) & ({t.id for t in self._exposed.values()} | set(before.values()))
         if touched or before != {k: t.id for k, t in self._exposed.items()}:
-            log.info("exposed tools changed", version=event.version, tools=sorted(touched))
+            log.info("exposed tools changed", version=event.version, tools=sorted(touched)[:20])
             self._pending_notify.set()
 
     async def notify_changes(self) -> None:
@@ -259,159 +307,94 @@ class CodeModeServer:
     ) -> types.CallToolResult:
         self._remember(ctx)
         args = dict(params.arguments or {})
-        entry = self._handlers.get(params.name)
-        if entry is None:
-            exposed = self._exposed.get(params.name)
-            if exposed is None:
-                names = ", ".join(self.tool_names())
-                return _error(f"unknown tool {params.name!r}; this server has: {names}")
-            return await self._run_exposed(exposed, args)
-        model, handler = entry
+        handler = self._handlers.get(params.name)
         try:
-            parsed = model.model_validate(args)
-        except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in e['loc']) or '(arguments)'}: {e['msg']}" for e in exc.errors()
-            )
-            return _error(f"{params.name}: invalid arguments: {problems}")
-        try:
-            return await handler(ctx, parsed)
-        except (ToolCodeError, ToolRunError, ToolIndexError) as exc:
-            return _error(describe_error(exc, self._toolbox.index))
+            if handler is None:
+                exposed = self._exposed.get(params.name)
+                if exposed is None:
+                    names = ", ".join(self.tool_names()[:30])
+                    raise InvalidArgumentsError("name", f"unknown tool {clip(params.name)!r}; this server has: {names}")
+                return await self._run_exposed(exposed, args)
+            unknown = sorted(set(args) - set(INPUT_MODELS[params.name].model_fields))
+            if unknown:
+                raise InvalidArgumentsError(clip(unknown[0], 60), f"{params.name} has no such argument")
+            return await handler(ctx, args)
+        except ToolCodeError as exc:
+            return _failure(exc, self.codemode)
 
-    # ----------------------------------------------------------------- metatools
+    # ----------------------------------------------------------------- the core's operations
 
-    async def _search_tools(self, ctx: ServerRequestContext[Any], p: SearchToolsIn) -> types.CallToolResult:
-        hits = self._toolbox.index.search(p.query, limit=p.limit, namespaces=p.namespaces)
-        out = SearchToolsOut(hits=[SearchHitOut(id=h.id, summary=h.summary, score=round(h.score, 3)) for h in hits])
-        return _ok(out)
-
-    async def _list_namespaces(self, ctx: ServerRequestContext[Any], p: NamespacesIn) -> types.CallToolResult:
-        ns = [NamespaceOut(name=n.name, tool_count=n.tool_count) for n in self._toolbox.index.namespaces()]
-        return _ok(NamespacesOut(namespaces=ns))
-
-    async def _describe_tool(self, ctx: ServerRequestContext[Any], p: DescribeToolIn) -> types.CallToolResult:
-        tool = self._toolbox.index.get(p.tool_id)
-        doc = self._toolbox.store.describe(tool.id, p.level)
-        return _ok(DescribeToolOut(id=tool.id, level=p.level, text=doc.render()))
-
-    async def _list_tool_examples(self, ctx: ServerRequestContext[Any], p: ExamplesIn) -> types.CallToolResult:
-        tool = self._toolbox.index.get(p.tool_id)
-        examples = [_jsonable(_as_dict(e)) for e in self._toolbox.store.examples(tool.id)]
-        return _ok(ExamplesOut(id=tool.id, examples=examples))
-
-    async def _run_tool(self, ctx: ServerRequestContext[Any], p: RunToolIn) -> types.CallToolResult:
-        result = await self._toolbox.runner.run(p.tool_id, p.args, timeout=p.timeout)
-        return _ok(RunToolOut(tool_id=result.tool_id, value=_jsonable(result.value), duration_ms=result.duration_ms))
-
-    async def _run_chain(self, ctx: ServerRequestContext[Any], p: RunChainIn) -> types.CallToolResult:
-        steps = [ChainStep(s.tool_id, s.args, use_previous=s.use_previous, on_error=s.on_error) for s in p.steps]
-        chain = await self._toolbox.runner.run_chain(steps)
-        out = RunChainOut(
-            steps=[
-                StepOut(
-                    index=s.index,
-                    tool_id=s.result.tool_id if s.result is not None else s.step.tool_id,
-                    ok=s.ok,
-                    value=_jsonable(s.result.value) if s.result is not None else None,
-                    error=None if s.error is None else describe_error(s.error, self._toolbox.index),
-                    duration_ms=round(s.duration_ms, 3),
-                )
-                for s in chain.steps
-            ],
-            aborted=chain.aborted,
-            final=_jsonable(chain.final.value) if chain.final is not None else None,
+    async def _search_tools(self, ctx: ServerRequestContext[Any], a: dict[str, Any]) -> types.CallToolResult:
+        out: SearchResult = await self.codemode.search_tools(
+            a.get("query"), a.get("limit", 10), a.get("detail", "summary")
         )
-        if chain.aborted:
-            failed = next(s for s in reversed(out.steps) if not s.ok)
-            text = f"chain aborted at step {failed.index} ({failed.tool_id}): {failed.error}\n" + json.dumps(
-                out.model_dump(mode="json"), separators=(",", ":")
-            )
-            return _error(text)
-        return _ok(out)
+        lines = [f"{h.id} — {h.summary}" if h.summary else h.id for h in out.hits]
+        if any(h.signature for h in out.hits):
+            lines = [h.signature or h.id for h in out.hits]
+        return _result(out, "\n\n".join(lines) if lines else (out.hint or ""))
 
-    async def _execute_code(self, ctx: ServerRequestContext[Any], p: ExecuteCodeIn) -> types.CallToolResult:
+    async def _list_tools(self, ctx: ServerRequestContext[Any], a: dict[str, Any]) -> types.CallToolResult:
+        out: ToolListResult = await self.codemode.list_tools(a.get("namespace"), a.get("cursor"), a.get("limit", 100))
+        text = "\n".join(f"{t.id} — {t.summary}" for t in out.tools)
+        if out.next_cursor:
+            text += f"\nnext_cursor: {out.next_cursor}"
+        return _result(out, text)
+
+    async def _list_namespaces(self, ctx: ServerRequestContext[Any], a: dict[str, Any]) -> types.CallToolResult:
+        out: NamespacesResult = await self.codemode.list_namespaces()
+        return _result(out, "\n".join(f"{n.name} ({n.tool_count} tools)" for n in out.namespaces))
+
+    async def _describe_tool(self, ctx: ServerRequestContext[Any], a: dict[str, Any]) -> types.CallToolResult:
+        out: DocsResult = await self.codemode.describe_tool(a.get("tool_id"), a.get("level", "schema"))
+        text = out.text
+        for e in out.errors:
+            text += f"\nerror [{e.code}] {e.tool_id}: {e.message}" + (f" ({e.hint})" if e.hint else "")
+        return _result(out, text.strip())
+
+    async def _list_tool_examples(self, ctx: ServerRequestContext[Any], a: dict[str, Any]) -> types.CallToolResult:
+        out = await self.codemode.list_tool_examples(a.get("tool_id"), a.get("max", 3))
+        return _result(out, _dumps(out.model_dump(mode="json")))
+
+    async def _run_tool(self, ctx: ServerRequestContext[Any], a: dict[str, Any]) -> types.CallToolResult:
+        out: RunToolOutcome = await self.codemode.run_tool(a.get("tool_id"), a.get("args"), timeout=a.get("timeout"))
+        return _result(out, _dumps(out.value))
+
+    async def _run_chain(self, ctx: ServerRequestContext[Any], a: dict[str, Any]) -> types.CallToolResult:
+        out: ChainOutcome = await self.codemode.run_chain(a.get("steps"))
+        text = _dumps(out.model_dump(mode="json"))
+        if out.aborted:
+            failed = next(s for s in reversed(out.steps) if not s.ok)
+            err = failed.error
+            why = f"[{err.code}] {err.message}" if err is not None else "failed"
+            text = f"chain aborted at step {failed.index} ({failed.tool_id}): {why}\n{text}"
+        return _result(out, text, is_error=out.aborted)
+
+    async def _execute_code(self, ctx: ServerRequestContext[Any], a: dict[str, Any]) -> types.CallToolResult:
         done = 0
-        limit = p.options.max_tool_calls
+        options: Any = a.get("options")
 
         async def on_tool_call(record: ToolCallRecord) -> None:
             nonlocal done
             done += 1
-            status = "ok" if record.error is None else f"failed: {record.error}"
-            await ctx.session.report_progress(done, limit, f"{record.tool_id} {status} ({record.duration_ms:.0f} ms)")
+            status = "ok" if record.error is None else f"failed ({record.code or 'tool_error'})"
+            await ctx.session.report_progress(done, None, f"{record.tool_id} {status} ({record.duration_ms:.0f} ms)")
 
-        started = time.perf_counter()
-        try:
-            result = await self._toolbox.execute(
-                p.code,
-                input=p.input,
-                timeout=p.options.timeout,
-                max_tool_calls=p.options.max_tool_calls,
-                namespaces=p.options.allowed_namespaces,
-                on_tool_call=on_tool_call,
-            )
-        except ToolCodeError as exc:
-            text = describe_error(exc, self._toolbox.index)
-            trace = [_trace_entry(r, "summary") for r in exc.tool_calls]
-            if trace:
-                text += "\ncalls before the failure: " + json.dumps(
-                    [t.model_dump(mode="json", exclude_none=True) for t in trace], separators=(",", ":")
-                )
-            if exc.stdout:
-                text += "\nstdout:\n" + exc.stdout
-            return _error(text)
-        detail = p.options.trace
-        out = ExecuteCodeOut(
-            value=_jsonable(result.value),
-            stdout=result.stdout,
-            trace=[] if detail == "none" else [_trace_entry(r, detail) for r in result.tool_calls],
-            tool_calls=len(result.tool_calls),
-            duration_ms=round((time.perf_counter() - started) * 1000, 1),
+        out: ExecuteOutcome = await self.codemode.execute(
+            a.get("code"), input=a.get("input"), options=options, on_tool_call=on_tool_call
         )
-        return _ok(out)
+        return _result(out, outcome_text(out), is_error=not out.ok)
 
     async def _run_exposed(self, tool: Tool, args: dict[str, Any]) -> types.CallToolResult:
+        ops = self.codemode.operations()
         try:
-            result = await self._toolbox.runner.run(tool.id, args)
-        except (ToolRunError, ToolIndexError) as exc:
-            return _error(describe_error(exc, self._toolbox.index))
-        blocks = [types.TextContent(text=json.dumps(_jsonable(result.structured)))] if not result.content else []
+            result = await ops.run_result(tool.id, args)
+        except ToolCodeError as exc:
+            return _failure(exc, self.codemode)
+        blocks = [types.TextContent(text=_dumps(result.structured))] if not result.content else []
         content: list[types.ContentBlock] = [
-            *(_content_block(b) for b in result.content),
+            *(_CONTENT_BLOCK.validate_python(dict(b)) for b in result.content),
             *blocks,
         ]
         raw: Any = result.structured
         structured = cast(dict[str, Any], raw) if isinstance(raw, dict) else None
         return types.CallToolResult(content=content, structured_content=structured)
-
-
-def _content_block(block: Mapping[str, Any]) -> types.ContentBlock:
-    from pydantic import TypeAdapter
-
-    adapter: TypeAdapter[types.ContentBlock] = TypeAdapter(types.ContentBlock)
-    return adapter.validate_python(dict(block))
-
-
-def _as_dict(obj: Any) -> dict[str, Any]:
-    if isinstance(obj, BaseModel):
-        return obj.model_dump(mode="json")
-    if isinstance(obj, Mapping):
-        return dict(obj)  # pyright: ignore[reportUnknownArgumentType]
-    from dataclasses import asdict, is_dataclass
-
-    if is_dataclass(obj) and not isinstance(obj, type):
-        return asdict(obj)
-    return {"value": str(obj)}
-
-
-def _trace_entry(record: ToolCallRecord, detail: str) -> TraceEntry:
-    entry = TraceEntry(
-        tool_id=record.tool_id,
-        ok=record.error is None,
-        duration_ms=round(record.duration_ms, 2),
-        error=None if record.error is None else str(record.error),
-    )
-    if detail == "full":
-        entry.args = _jsonable(dict(record.args))
-        entry.result = _jsonable(record.structured)
-    return entry

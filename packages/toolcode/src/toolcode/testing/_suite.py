@@ -21,8 +21,9 @@ import anyio
 
 from toolcode._executor import Executor, ExecutorConfig
 from toolcode._limits import TRUNCATION_MARKER
+from toolcode._options import ExecuteOptions, parse_options
 from toolcode._types import Engine, ExecuteParams, ExecuteResult, ToolCallRecord
-from toolcode.exceptions import CodeExecutionError, ConfigurationError, LimitExceededError, ToolCodeError
+from toolcode.exceptions import CodeExecutionError, InvalidArgumentsError, LimitExceededError, ToolCodeError
 from toolcode.testing._probes import PROBES, EscapeProbe, ProbeRun, check_probe, verify_runner
 from tooldocs import InMemoryStore
 from toolindex import InMemoryIndex
@@ -64,7 +65,13 @@ class Harness:
         self.runner = DefaultRunner(self.index, [self.local])
         self.store = InMemoryStore(self.index, autosave=False)
         self.executor = Executor(
-            ExecutorConfig(index=self.index, store=self.store, runner=self.runner, engine=engine, timeout=timeout)
+            ExecutorConfig(
+                index=self.index,
+                store=self.store,
+                runner=self.runner,
+                engine=engine,
+                defaults=ExecuteOptions(timeout=timeout),
+            )
         )
 
     def _define_tools(self) -> None:
@@ -119,8 +126,13 @@ class Harness:
         await self.runner.aclose()
 
     async def run(self, code: str, **params: Any) -> ExecuteResult:
-        """Execute a snippet; raises what the executor raises."""
-        return await self.executor.execute(ExecuteParams(code=code, **params))
+        """Execute a snippet; raises what the executor raises.
+
+        ``params`` are :class:`~toolcode.ExecuteParams` fields (``input``, ``language``) and
+        :class:`~toolcode.ExecuteOptions` fields (``timeout``, ``max_tool_calls``, ...).
+        """
+        fields = {k: params.pop(k) for k in ("input", "language") if k in params}
+        return await self.executor.execute(ExecuteParams(code=code, options=parse_options(params), **fields))
 
     async def fail(self, code: str, expected: type[ToolCodeError] = ToolCodeError, **params: Any) -> Any:
         """Execute a snippet that must fail with ``expected``; return the error."""
@@ -253,30 +265,34 @@ async def _plain_data(h: Harness) -> None:
 
 @_check("api", "search_tools ranks the catalog")
 async def _search_tools(h: Harness) -> None:
-    r = await h.run("hits = search_tools('add two integers', limit=3)\n[h['id'] for h in hits]")
+    r = await h.run("hits = search_tools('add two integers', limit=3)['hits']\n[h['id'] for h in hits]")
     assert r.value and r.value[0] == "conf:add", r.value
+    r = await h.run("search_tools('zzqx wubble', detail='name')")
+    assert r.value["hits"] == [] and r.value["hint"], r.value
 
 
 @_check("api", "list_namespaces lists namespaces with counts")
 async def _list_namespaces(h: Harness) -> None:
-    r = await h.run("{n['name']: n['tool_count'] for n in list_namespaces()}")
+    r = await h.run("{n['name']: n['tool_count'] for n in list_namespaces()['namespaces']}")
     assert r.value == {"conf": 6, "other": 1}, r.value
 
 
 @_check("api", "describe_tool returns the tool's documentation")
 async def _describe_tool(h: Harness) -> None:
-    r = await h.run("d = describe_tool('conf:add')\ns = describe_tool('conf:add', level='summary')\n[d['id'], d, s]")
-    tool_id, doc, summary = r.value
-    assert tool_id == "conf:add" and "a" in doc["input_schema"]["properties"], doc
-    assert "input_schema" not in summary and summary["summary"] == "Add two integers.", summary
+    r = await h.run("d = describe_tool('conf:add')\ns = describe_tool('conf:add', level='summary')\n[d, s]")
+    doc, summary = r.value
+    assert doc["docs"][0]["id"] == "conf:add" and "a: int" in doc["text"], doc
+    assert "def " not in summary["text"] and "Add two integers." in summary["text"], summary
+    r = await h.run("describe_tool(['conf:add', 'conf:nope'])")
+    assert [d["id"] for d in r.value["docs"]] == ["conf:add"] and r.value["errors"][0]["code"] == "unknown_tool"
     e = await h.fail("describe_tool('conf:add', level='everything')", CodeExecutionError)
-    assert e.exc_type == "ToolError" and "level" in e.message, str(e)
+    assert e.exc_type == "ToolError" and e.code.value == "invalid_arguments" and "level" in e.message, str(e)
 
 
 @_check("api", "list_tool_examples returns the store's examples")
 async def _list_tool_examples(h: Harness) -> None:
     h.store.add_example("conf:add", {"title": "one plus two", "args": {"a": 1, "b": 2}})
-    r = await h.run("[(e['title'], e['args']) for e in list_tool_examples('conf:add', max=2)]")
+    r = await h.run("[(e['title'], e['args']) for e in list_tool_examples('conf:add', max=2)['examples']]")
     assert r.value == [["one plus two", {"a": 1, "b": 2}]], r.value
 
 
@@ -301,10 +317,12 @@ async def _run_chain(h: Harness) -> None:
 
 @_check("api", "allowed_namespaces hides other namespaces from search and run")
 async def _allowed_namespaces(h: Harness) -> None:
-    r = await h.run("[h['id'] for h in search_tools('pong ping answer')]", allowed_namespaces=["conf"])
+    r = await h.run("[h['id'] for h in search_tools('pong ping answer')['hits']]", allowed_namespaces=["conf"])
     assert all(i.startswith("conf:") for i in r.value), r.value
+    r = await h.run("[t['id'] for t in list_tools()['tools']]", allowed_namespaces=["conf"])
+    assert r.value and all(i.startswith("conf:") for i in r.value), r.value
     e = await h.fail("run_tool('other:ping')", CodeExecutionError, allowed_namespaces=["conf"])
-    assert e.exc_type == "ToolError" and "other:ping" in str(e), str(e)
+    assert e.exc_type == "ToolError" and e.code.value == "unknown_tool" and "other:ping" in str(e), str(e)
 
 
 # -- errors ---------------------------------------------------------------------------
@@ -340,7 +358,7 @@ async def _tool_error_uncaught(h: Harness) -> None:
 @_check("errors", "an unknown tool id suggests the closest ids")
 async def _unknown_tool(h: Harness) -> None:
     e = await h.fail("run_tool('conf:ad', a=1)", CodeExecutionError)
-    assert "conf:add" in str(e), str(e)
+    assert "conf:add" in str(e) and e.code.value == "unknown_tool", str(e)
 
 
 @_check("errors", "a failed run keeps its stdout and the trace up to the failure")
@@ -350,15 +368,41 @@ async def _partial_result(h: Harness) -> None:
     assert [r.tool_id for r in e.tool_calls] == ["conf:add"], e.tool_calls
 
 
-@_check("errors", "invalid parameters are a ConfigurationError naming the field")
+@_check("errors", "invalid parameters are an InvalidArgumentsError naming the field")
 async def _configuration(h: Harness) -> None:
     for params, fld in (
-        ({"timeout": -1}, "timeout"),
+        ({"timeout": -1}, "options.timeout"),
         ({"language": "js"}, "language"),
-        ({"max_tool_calls": 0}, "max_tool_calls"),
+        ({"max_tool_calls": -1}, "options.max_tool_calls"),
+        ({"input": {"a": {1, 2}}}, "input"),
     ):
-        e = await h.fail("1", ConfigurationError, **params)
-        assert e.field == fld, (e.field, fld)
+        e = await h.fail("1", InvalidArgumentsError, **params)
+        assert e.field == fld and e.code.value == "invalid_arguments", (e.field, fld)
+
+
+@_check("errors", "a wrong argument to a snippet global is a ToolError the snippet can catch")
+async def _invalid_arguments_caught(h: Harness) -> None:
+    code = (
+        "out = []\n"
+        "for call in (lambda: search_tools('add', limit=float('inf')), lambda: list_tools(limit=0),\n"
+        "             lambda: run_tool(42), lambda: run_tools('conf:add'), lambda: run_chain({'x': 1})):\n"
+        "    try:\n        call()\n        out.append('no error')\n"
+        "    except ToolError as e:\n        out.append(error_info(e)['code'])\n"
+        "out"
+    )
+    r = await h.run(code)
+    assert r.value == ["invalid_arguments"] * 5 and r.tool_calls == (), r.value
+
+
+@_check("errors", "error_info gives the code and the tool id of a caught failure")
+async def _error_info(h: Harness) -> None:
+    code = (
+        "try:\n    run_tool('conf:fail', message='disk on fire')\nexcept ToolError as e:\n    a = error_info(e)\n"
+        "try:\n    run_tool('conf:nope')\nexcept ToolError as e:\n    b = error_info(e)\n"
+        "[a['code'], a['tool_id'], 'disk on fire' in a['message'], b['code'], b['tool_id']]"
+    )
+    r = await h.run(code)
+    assert r.value == ["tool_error", "conf:fail", True, "unknown_tool", "conf:nope"], r.value
 
 
 # -- limits ---------------------------------------------------------------------------

@@ -1,0 +1,342 @@
+"""The code-mode core: one service that owns every operation, behind three thin doors.
+
+:class:`CodeMode` holds an index, a doc store, a runner and an executor, and offers the
+operations (search, list, namespaces, describe, examples, run_tool, run_chain, execute) with
+their result models. The snippet environment, the MCP server and the CLI all go through it:
+same names, same fields, same errors.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from toolcode._errors import error_info
+from toolcode._executor import Executor
+from toolcode._models import (
+    CallFailure,
+    CallSummary,
+    ChainOutcome,
+    DocsResult,
+    ErrorInfo,
+    ExamplesResult,
+    ExecuteOutcome,
+    NamespacesResult,
+    RunToolOutcome,
+    SearchResult,
+    ToolListResult,
+    TraceEntry,
+)
+from toolcode._operations import Operations
+from toolcode._options import ExecuteOptions, parse_options
+from toolcode._types import ExecuteParams, ExecuteResult, OnToolCall, ToolCallRecord
+from toolcode._view import CatalogView
+from toolcode.exceptions import InvalidArgumentsError, ToolCodeError, clip
+from toolindex import Index
+from toolrun import Runner
+
+__all__ = ["CodeMode", "outcome_text"]
+
+_SUMMARY_FAILURES = 3
+_SUMMARY_MESSAGE = 160
+
+
+class CodeMode:
+    """The code-mode operations over one catalog, the same for every door.
+
+    Args:
+        index: The tool catalog.
+        store: The documentation store (``tooldocs.Store``), or ``None``.
+        runner: Runs the tools.
+        executor: Runs snippets.
+        defaults: Server-wide options of every run and the namespace filter of every door
+            (unset fields: the built-in defaults).
+        ceilings: The highest limits a caller may ask for (``None``: no ceilings; the
+            operator's own doors, the CLI and Python, use none; the MCP server does).
+        call_timeout: Seconds a direct ``run_tool`` / ``run_chain`` call may take when the
+            caller gives none.
+        unavailable: Live mapping of servers that could not be reached (``Toolbox.failed``).
+    """
+
+    def __init__(
+        self,
+        index: Index,
+        store: Any,
+        runner: Runner,
+        executor: Executor,
+        *,
+        defaults: ExecuteOptions | None = None,
+        ceilings: ExecuteOptions | None = None,
+        call_timeout: float = 60.0,
+        unavailable: Mapping[str, str] | None = None,
+    ) -> None:
+        self.index = index
+        self.unavailable = unavailable
+        self._observers: list[OnToolCall] = []
+        self.store = store
+        self.runner = runner
+        self.executor = executor
+        self.defaults = defaults or ExecuteOptions()
+        self.ceilings = ceilings
+        self.call_timeout = call_timeout
+
+    def observe_tool_calls(self, callback: OnToolCall) -> Callable[[], None]:
+        """Be told of every tool call any snippet makes through this core, whatever the door (auditing).
+
+        Args:
+            callback: Awaited with each completed call's record.
+
+        Returns:
+            A function that stops the observation.
+        """
+        self._observers.append(callback)
+
+        def stop() -> None:
+            if callback in self._observers:
+                self._observers.remove(callback)
+
+        return stop
+
+    def _listener(self, on_tool_call: OnToolCall | None) -> OnToolCall | None:
+        listeners = [*self._observers, *([on_tool_call] if on_tool_call is not None else [])]
+        if not listeners:
+            return None
+        if len(listeners) == 1:
+            return listeners[0]
+
+        async def notify(record: ToolCallRecord) -> None:
+            for listener in listeners:
+                await listener(record)
+
+        return notify
+
+    def with_ceilings(self, ceilings: ExecuteOptions | None) -> CodeMode:
+        """The same core (same catalog, runner, executor) for callers bound by ``ceilings``."""
+        twin = copy.copy(self)
+        twin.ceilings = ceilings
+        return twin
+
+    # -- the caller's view --------------------------------------------------------------
+
+    def view(self, allowed_namespaces: Sequence[str] | None = None) -> CatalogView:
+        """The catalog as a caller sees it (the server-wide filter, narrowed by ``allowed_namespaces``)."""
+        base = self.defaults.allowed_namespaces
+        if allowed_namespaces is None:
+            allowed = base
+        elif base is None:
+            allowed = tuple(allowed_namespaces)
+        else:
+            allowed = tuple(n for n in allowed_namespaces if n in base)
+        return CatalogView(self.index, allowed)
+
+    def operations(self, allowed_namespaces: Sequence[str] | None = None) -> Operations:
+        """The operations for one door call (not counted, not traced)."""
+        return Operations(
+            self.view(allowed_namespaces),
+            self.store,
+            self.runner,
+            call_timeout=self.call_timeout,
+            unavailable=self.unavailable,
+        )
+
+    # -- operations ---------------------------------------------------------------------
+
+    async def search_tools(
+        self,
+        query: Any,
+        limit: Any = 10,
+        detail: Any = "summary",
+        namespaces: Any = None,
+    ) -> SearchResult:
+        """Rank the visible tools for a free-text query (see :meth:`Operations.search_tools`)."""
+        return await self.operations().search_tools(query, limit, detail, namespaces)
+
+    async def list_tools(self, namespace: Any = None, cursor: Any = None, limit: Any = 100) -> ToolListResult:
+        """A page of the visible catalog (see :meth:`Operations.list_tools`)."""
+        return await self.operations().list_tools(namespace, cursor, limit)
+
+    async def list_namespaces(self) -> NamespacesResult:
+        """Every visible namespace with its tool count."""
+        return await self.operations().list_namespaces()
+
+    async def describe_tool(self, tool_id: Any, level: Any = "schema") -> DocsResult:
+        """Documentation of one tool or a list of tools (see :meth:`Operations.describe_tool`)."""
+        return await self.operations().describe_tool(tool_id, level)
+
+    async def list_tool_examples(self, tool_id: Any, max: Any = 3) -> ExamplesResult:
+        """Usage examples of one tool."""
+        return await self.operations().list_tool_examples(tool_id, max)
+
+    async def run_tool(self, tool_id: Any, args: Any = None, *, timeout: Any = None) -> RunToolOutcome:
+        """Run one tool directly (see :meth:`Operations.run_tool`)."""
+        return await self.operations().run_tool(tool_id, args, timeout=timeout)
+
+    async def run_chain(self, steps: Any) -> ChainOutcome:
+        """Run tools in sequence without code (see :meth:`Operations.run_chain`)."""
+        limit = self.defaults.resolve().max_chain_steps
+        return await self.operations().run_chain(steps, max_steps=limit)
+
+    def options(self, options: ExecuteOptions | Mapping[str, Any] | None = None, **overrides: Any) -> ExecuteOptions:
+        """Parse and check a run's options against the server's ceilings.
+
+        Raises:
+            InvalidArgumentsError: If an option is invalid or above its ceiling.
+        """
+        opts = parse_options(options, **overrides).within(self.ceilings)
+        if opts.allowed_namespaces is not None and self.defaults.allowed_namespaces is not None:
+            narrowed = tuple(n for n in opts.allowed_namespaces if n in self.defaults.allowed_namespaces)
+            opts = opts.model_copy(update={"allowed_namespaces": narrowed})
+        return opts
+
+    async def run(
+        self,
+        code: str,
+        *,
+        input: Any = None,
+        options: ExecuteOptions | Mapping[str, Any] | None = None,
+        on_tool_call: OnToolCall | None = None,
+    ) -> ExecuteResult:
+        """Run a snippet and return the executor's full result (raises on failure).
+
+        Raises:
+            toolcode.exceptions.ToolCodeError: With the partial result in ``result``.
+        """
+        opts = self.options(options)
+        params = ExecuteParams(code=code, input=input, options=opts)
+        return await self.executor.execute(params, on_tool_call=self._listener(on_tool_call))
+
+    async def execute(
+        self,
+        code: Any,
+        *,
+        input: Any = None,
+        options: ExecuteOptions | Mapping[str, Any] | None = None,
+        on_tool_call: OnToolCall | None = None,
+    ) -> ExecuteOutcome:
+        """Run a snippet; the outcome every door returns (a failure is an outcome, not an exception).
+
+        Args:
+            code: Python source; it sets ``__out`` or ends with an expression.
+            input: Any JSON value, read by the snippet as ``input``.
+            options: This run's options (limits, ``allowed_namespaces``, ``trace``).
+            on_tool_call: Awaited as each tool call completes.
+
+        Returns:
+            ``ok`` with the value, stdout, stderr and a call summary (plus every call with
+            ``trace="full"``), or ``ok=False`` with the error in the one JSON shape.
+        """
+        started = time.perf_counter()
+        try:
+            if not isinstance(code, str):
+                raise InvalidArgumentsError("code", f"must be a string, got {type(code).__name__}")
+            if not code.strip():
+                raise InvalidArgumentsError("code", "is empty: write a program that sets __out")
+            opts = self.options(options)
+        except ToolCodeError as exc:
+            return self.outcome(None, exc, "summary", started)
+        detail = opts.trace or self.defaults.trace or "summary"
+        try:
+            result = await self.executor.execute(
+                ExecuteParams(code=code, input=input, options=opts), on_tool_call=self._listener(on_tool_call)
+            )
+        except ToolCodeError as exc:
+            return self.outcome(exc.result, exc, detail, started)
+        return self.outcome(result, None, detail, started)
+
+    def outcome(
+        self, result: ExecuteResult | None, error: ToolCodeError | None, detail: str, started: float | None = None
+    ) -> ExecuteOutcome:
+        """The door's view of a run: value and output, error info, call summary, trace on request."""
+        records: tuple[ToolCallRecord, ...] = result.tool_calls if result is not None else ()
+        failures = [r for r in records if r.error is not None]
+        summary = CallSummary(
+            count=len(records),
+            failed=len(failures),
+            failures=[
+                CallFailure(
+                    tool_id=r.tool_id, code=r.code or "tool_error", message=clip(r.error or "", _SUMMARY_MESSAGE)
+                )
+                for r in failures[:_SUMMARY_FAILURES]
+            ],
+        )
+        budget = int(result.limits.applied.get("max_output_chars", 0)) if result is not None else 0
+        trace = _trace_entries(records, budget or sys.maxsize) if detail == "full" else None
+        info: ErrorInfo | None = None
+        if error is not None:
+            info = error_info(error, self.view())
+        duration = result.duration_ms if result is not None else 0.0
+        if started is not None and result is None:
+            duration = (time.perf_counter() - started) * 1000
+        truncated = list(result.limits.truncated) if result is not None else []
+        if trace is not None and len(trace) < len(records) and "trace" not in truncated:
+            truncated.append("trace")
+        return ExecuteOutcome(
+            ok=error is None,
+            value=result.value if result is not None and error is None else None,
+            stdout=result.stdout if result is not None else "",
+            stderr=result.stderr if result is not None else "",
+            error=info,
+            calls=summary,
+            trace=trace,
+            truncated=truncated,
+            duration_ms=round(duration, 1),
+        )
+
+
+def _trace_entries(records: Sequence[ToolCallRecord], budget: int) -> list[TraceEntry]:
+    # Payloads were already cut to the run's budget; drop whole entries beyond it (the summary
+    # still counts every call).
+    out: list[TraceEntry] = []
+    used = 0
+    for r in records:
+        entry = TraceEntry(
+            tool_id=r.tool_id,
+            ok=r.error is None,
+            duration_ms=round(r.duration_ms, 2),
+            error=r.error,
+            code=r.code,
+            args=dict(r.args) if r.args else {},
+            result=r.structured,
+        )
+        size = len(json.dumps(entry.model_dump(mode="json"), default=str))
+        if out and used + size > budget:
+            break
+        out.append(entry)
+        used += size
+    return out
+
+
+def outcome_text(outcome: ExecuteOutcome) -> str:
+    """What a model reads of a run: the value, stdout, stderr, the error, and one summary line.
+
+    The summary line is the only overhead: ``[13 tool calls, 412 ms]``, with the failures
+    (tool id and code) when there are some; the full trace stays in the structured result.
+    """
+    parts: list[str] = []
+    if outcome.ok:
+        parts.append(json.dumps(outcome.value, ensure_ascii=False, default=str))
+    elif outcome.error is not None:
+        e = outcome.error
+        where = f" at line {e.line}" if e.line is not None else ""
+        parts.append(f"error [{e.code}]{where}: {e.message}")
+        if e.hint:
+            parts.append(f"hint: {e.hint}")
+    if outcome.stdout:
+        parts.append("stdout:\n" + outcome.stdout.rstrip("\n"))
+    if outcome.stderr:
+        parts.append("stderr:\n" + outcome.stderr.rstrip("\n"))
+    c = outcome.calls
+    line = f"[{c.count} tool call{'s' if c.count != 1 else ''}"
+    if c.failed:
+        shown = ", ".join(f"{f.tool_id} ({f.code})" for f in c.failures)
+        more = f" +{c.failed - len(c.failures)}" if c.failed > len(c.failures) else ""
+        line += f", {c.failed} failed: {shown}{more}"
+    line += f", {outcome.duration_ms:.0f} ms"
+    if outcome.truncated:
+        line += f"; truncated: {', '.join(outcome.truncated)}"
+    parts.append(line + "]")
+    return "\n".join(parts)

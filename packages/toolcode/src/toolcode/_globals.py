@@ -1,0 +1,159 @@
+"""The snippet globals, declared once.
+
+Every engine binds exactly these names, the ``execute_code`` description and
+docs/snippet-api.md are written from this list, and a test checks each of them against it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+__all__ = [
+    "ASYNC_SUFFIX",
+    "ERROR_INFO_SOURCE",
+    "SNIPPET_GLOBALS",
+    "SnippetGlobal",
+    "async_names",
+    "call_names",
+    "error_info",
+    "snippet_api_text",
+]
+
+ASYNC_SUFFIX: Final = "_async"
+"""Awaitable variants (``run_tool_async``) are named with this suffix."""
+
+GlobalKind = Literal["call", "output", "value", "helper"]
+
+
+@dataclass(frozen=True, slots=True)
+class SnippetGlobal:
+    """One name a snippet can use without importing anything."""
+
+    name: str
+    signature: str
+    """How it is called and what it returns, as shown to a model."""
+    doc: str
+    """One line: what it does."""
+    kind: GlobalKind
+    """``call``: answered by the host (a :class:`~toolcode.Tools` method of the same name);
+    ``output``: printing; ``value``: data bound before the run; ``helper``: defined in the sandbox."""
+    has_async: bool = False
+    """Whether an awaitable ``<name>_async`` variant exists (for ``asyncio.gather`` fan-out)."""
+
+
+SNIPPET_GLOBALS: Final[tuple[SnippetGlobal, ...]] = (
+    SnippetGlobal(
+        "run_tool",
+        "run_tool(tool_id, args=None, **kwargs) -> value",
+        "call a tool; keywords may use the signature's names (from_ for from)",
+        "call",
+        has_async=True,
+    ),
+    SnippetGlobal(
+        "run_tools",
+        "run_tools([(tool_id, args), ...]) -> [value, ...]",
+        "several calls at once, in parallel",
+        "call",
+        has_async=True,
+    ),
+    SnippetGlobal(
+        "run_chain",
+        "run_chain(steps) -> {steps, aborted, final}",
+        'steps: [{"tool_id", "args", "use_previous", "on_error"}]',
+        "call",
+        has_async=True,
+    ),
+    SnippetGlobal(
+        "search_tools",
+        'search_tools(query, limit=10, detail="summary") -> {hits, hint}',
+        "find tools; detail 'schema' adds signatures",
+        "call",
+        has_async=True,
+    ),
+    SnippetGlobal(
+        "describe_tool",
+        'describe_tool(tool_id or [ids], level="schema") -> {text, docs, errors}',
+        "a tool's signature and docs",
+        "call",
+        has_async=True,
+    ),
+    SnippetGlobal(
+        "list_tools",
+        "list_tools(namespace=None, cursor=None, limit=100) -> {tools, next_cursor}",
+        "the catalog",
+        "call",
+    ),
+    SnippetGlobal("list_namespaces", "list_namespaces() -> {namespaces}", "namespaces and tool counts", "call"),
+    SnippetGlobal(
+        "list_tool_examples", "list_tool_examples(tool_id, max=3) -> {id, examples}", "worked examples", "call"
+    ),
+    SnippetGlobal("println", "println(*values)", "print a line (print works too)", "output"),
+    SnippetGlobal("input", "input", "the run's input value", "value"),
+    SnippetGlobal("ToolError", "ToolError", "raised by failed calls (a RuntimeError): catch it", "helper"),
+    SnippetGlobal(
+        "error_info", "error_info(e) -> {code, tool_id, message}", "the code and tool of a caught ToolError", "helper"
+    ),
+)
+"""Every snippet global, in the order the docs show them."""
+
+
+def call_names() -> tuple[str, ...]:
+    """Names of the globals the host answers (each a :class:`~toolcode.Tools` method)."""
+    return tuple(g.name for g in SNIPPET_GLOBALS if g.kind == "call")
+
+
+def async_names() -> dict[str, str]:
+    """``{"run_tool_async": "run_tool", ...}``: awaitable variant → the method behind it."""
+    return {g.name + ASYNC_SUFFIX: g.name for g in SNIPPET_GLOBALS if g.has_async}
+
+
+def snippet_api_text() -> str:
+    """The snippet API in a few lines, for a model (the ``execute_code`` description uses it)."""
+    calls = [g for g in SNIPPET_GLOBALS if g.kind == "call"]
+    width = max(len(g.signature) for g in calls[:3])
+    lines = [f"  {g.signature:<{width}}  {g.doc}" for g in calls[:3]]
+    lines.append("  also: " + ", ".join(g.signature.split("(", 1)[0] + "()" for g in calls[3:]))
+    return "\n".join(lines)
+
+
+_ERROR_RE = re.compile(r"^\[([a-z_]+)\] (?:([^()\n]*?): )?(.*)$", re.DOTALL)
+
+
+def error_info(e: BaseException | str) -> dict[str, Any]:
+    """``{"code", "tool_id", "message"}`` of a caught tool failure (``ToolError``).
+
+    Works on every engine: it reads the attributes where the engine keeps them and the
+    message format ``"[code] tool_id: message"`` otherwise. Anything else gets
+    ``code="runtime_error"`` and ``tool_id=None``.
+
+    Args:
+        e: The caught exception (or its message).
+
+    Returns:
+        The code, the tool id (``None`` when the failure concerns no tool) and the message.
+    """
+    code = getattr(e, "code", None)
+    if isinstance(code, str) and not isinstance(e, str):
+        return {"code": str(code), "tool_id": getattr(e, "tool_id", None) or None, "message": getattr(e, "message", "")}
+    m = _ERROR_RE.match(str(e))
+    if m is None:
+        return {"code": "runtime_error", "tool_id": None, "message": str(e)}
+    tool_id = m.group(2) if m.group(2) and ":" in m.group(2) else None
+    message = m.group(3) if tool_id is not None or m.group(2) is None else f"{m.group(2)}: {m.group(3)}"
+    return {"code": m.group(1), "tool_id": tool_id, "message": message}
+
+
+ERROR_INFO_SOURCE: Final = """\
+def error_info(e):
+    text = str(e)
+    if not text.startswith("[") or "] " not in text:
+        return {"code": "runtime_error", "tool_id": None, "message": text}
+    code, rest = text[1:].split("] ", 1)
+    head, sep, tail = rest.partition(": ")
+    if sep and ":" in head and "(" not in head and ")" not in head and "\\n" not in head:
+        return {"code": code, "tool_id": head, "message": tail}
+    return {"code": code, "tool_id": None, "message": rest}
+"""
+""":func:`error_info` as sandbox source (engines whose exceptions carry no attributes define it in the sandbox)."""

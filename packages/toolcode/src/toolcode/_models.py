@@ -1,0 +1,206 @@
+"""Result models of the code-mode operations: the same shapes in every door.
+
+A snippet receives them as plain dicts (``model_dump(mode="json")``), the MCP server returns
+them as ``structuredContent``, ``toolcode ... --json`` prints them, and Python callers get the
+models themselves.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "CallFailure",
+    "CallSummary",
+    "ChainOutcome",
+    "ChainStepOutcome",
+    "DocsResult",
+    "ErrorInfo",
+    "ExamplesResult",
+    "ExecuteOutcome",
+    "NamespaceEntry",
+    "NamespacesResult",
+    "RunToolOutcome",
+    "SearchHitEntry",
+    "SearchResult",
+    "ToolDocEntry",
+    "ToolEntry",
+    "ToolListResult",
+    "TraceEntry",
+]
+
+SearchDetail = Literal["name", "summary", "schema"]
+"""What each search hit carries: the id only, plus a one-line summary (default), or plus the
+Python signature (one call can replace search + describe)."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class ErrorInfo(_Model):
+    """A failure, in the one JSON shape every door uses."""
+
+    code: str
+    """A value of :class:`toolcode.exceptions.ErrorCode`."""
+    message: str
+    line: int | None = None
+    column: int | None = None
+    tool_id: str | None = None
+    hint: str | None = None
+    """What to try next (nearest tool names, the limit to raise, ...)."""
+
+
+class SearchHitEntry(_Model):
+    """One search hit."""
+
+    id: str
+    namespace: str
+    name: str
+    score: float
+    summary: str | None = None
+    """One line (``detail="summary"`` or ``"schema"``)."""
+    signature: str | None = None
+    """The Python signature, as ``describe_tool`` shows it (``detail="schema"``)."""
+
+
+class SearchResult(_Model):
+    """Ranked hits, best first."""
+
+    hits: list[SearchHitEntry]
+    hint: str | None = None
+    """Set when nothing matched: what to try instead."""
+
+
+class ToolEntry(_Model):
+    """One tool of a listing."""
+
+    id: str
+    summary: str
+
+
+class ToolListResult(_Model):
+    """One page of the catalog, in id order."""
+
+    tools: list[ToolEntry]
+    next_cursor: str | None = None
+    """Pass as ``cursor`` for the next page; ``None`` on the last page."""
+
+
+class NamespaceEntry(_Model):
+    """One namespace (usually one upstream server)."""
+
+    name: str
+    tool_count: int
+
+
+class NamespacesResult(_Model):
+    """Every visible namespace, and the configured servers that could not be reached."""
+
+    namespaces: list[NamespaceEntry]
+    unavailable: dict[str, str] = Field(default_factory=dict[str, str])
+    """Servers that failed to connect, with the reason (their tools are not in the catalog)."""
+
+
+class ToolDocEntry(_Model):
+    """The documentation of one tool at one level."""
+
+    id: str
+    level: str
+    text: str
+
+
+class DocsResult(_Model):
+    """Documentation of one or more tools: each doc, their text joined, and ids that failed."""
+
+    text: str
+    """Every doc's text, separated by blank lines (what a model reads)."""
+    docs: list[ToolDocEntry]
+    errors: list[ErrorInfo] = Field(default_factory=list[ErrorInfo])
+    """Ids that could not be described (unknown, not visible), with the nearest names in ``hint``."""
+
+
+class ExamplesResult(_Model):
+    """Usage examples of one tool."""
+
+    id: str
+    examples: list[dict[str, Any]]
+
+
+class RunToolOutcome(_Model):
+    """The result of one tool call made directly (not from a snippet)."""
+
+    tool_id: str
+    value: Any
+    duration_ms: float
+
+
+class ChainStepOutcome(_Model):
+    """One step of a chain."""
+
+    index: int
+    tool_id: str
+    ok: bool
+    value: Any = None
+    error: ErrorInfo | None = None
+    duration_ms: float
+
+
+class ChainOutcome(_Model):
+    """Every step that ran, in order."""
+
+    steps: list[ChainStepOutcome]
+    aborted: bool
+    """Whether a failing ``on_error="abort"`` step stopped the chain."""
+    final: Any = None
+    """The last successful step's value."""
+
+
+class CallFailure(_Model):
+    """A failed tool call, in a run's summary."""
+
+    tool_id: str
+    code: str
+    message: str
+
+
+class CallSummary(_Model):
+    """The tool calls of a run in one line's worth of data."""
+
+    count: int
+    failed: int = 0
+    failures: list[CallFailure] = Field(default_factory=list[CallFailure])
+    """The first few failures (see ``failed`` for how many there were)."""
+
+
+class TraceEntry(_Model):
+    """One tool call of a run, as a door reports it."""
+
+    tool_id: str
+    ok: bool
+    duration_ms: float
+    error: str | None = None
+    code: str | None = None
+    args: Any = None
+    """The arguments (``trace="full"`` only)."""
+    result: Any = None
+    """The result (``trace="full"`` only)."""
+
+
+class ExecuteOutcome(_Model):
+    """The outcome of ``execute_code``: the value and output, or an error, with the calls made."""
+
+    ok: bool
+    value: Any = None
+    """``__out`` (or the trailing expression); ``None`` when the run failed."""
+    stdout: str = ""
+    stderr: str = ""
+    error: ErrorInfo | None = None
+    calls: CallSummary
+    trace: list[TraceEntry] | None = None
+    """Every call (``trace="full"``); ``None`` otherwise."""
+    truncated: list[str] = Field(default_factory=list[str])
+    """What the output budget cut: any of ``value``, ``stdout``, ``stderr``, ``trace``, ``error``."""
+    duration_ms: float = 0.0

@@ -1,0 +1,652 @@
+"""The code-mode operations, implemented once: search, list, describe, examples, namespaces, run, chain.
+
+:class:`Operations` is bound to one caller's view of the catalog and, inside a run, to that
+run's call budget and trace. The snippet environment, the MCP server and the CLI all call these
+methods and return the same result models (:mod:`toolcode._models`); none of them
+re-implements an operation.
+
+Arguments are checked here, at the boundary: a wrong type or value raises
+:class:`~toolcode.exceptions.InvalidArgumentsError` (code ``invalid_arguments``, naming the
+argument) before any work is done; failures of a tool or a lookup raise
+:class:`~toolcode.exceptions.ToolError` with the failure's code.
+"""
+
+from __future__ import annotations
+
+import inspect
+import keyword
+import math
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any, Final, cast
+
+import anyio
+
+from toolcode._errors import as_tool_error, error_info, message_of
+from toolcode._limits import CallBudget
+from toolcode._models import (
+    ChainOutcome,
+    ChainStepOutcome,
+    DocsResult,
+    ErrorInfo,
+    ExamplesResult,
+    NamespaceEntry,
+    NamespacesResult,
+    RunToolOutcome,
+    SearchDetail,
+    SearchHitEntry,
+    SearchResult,
+    ToolDocEntry,
+    ToolEntry,
+    ToolListResult,
+)
+from toolcode._trace import Trace
+from toolcode._view import CatalogView
+from toolcode.exceptions import InvalidArgumentsError, LimitExceededError, ToolCodeError, ToolError, clip
+from tooldocs import Signature, tool_signature
+from toolindex import ToolIndexError
+from toolrun import Runner, RunResult, ToolRunError
+
+__all__ = [
+    "LEVELS",
+    "MAX_DESCRIBE_IDS",
+    "MAX_QUERY_CHARS",
+    "SEARCH_DETAILS",
+    "Operations",
+]
+
+LEVELS: Final = ("summary", "schema", "full")
+"""Detail levels of ``describe_tool``."""
+SEARCH_DETAILS: Final = ("name", "summary", "schema")
+"""Detail levels of a search hit."""
+MAX_QUERY_CHARS: Final = 1_000
+"""Longest search query accepted (a longer one is an ``invalid_arguments`` error)."""
+MAX_SEARCH_LIMIT: Final = 50
+MAX_LIST_LIMIT: Final = 1_000
+MAX_DESCRIBE_IDS: Final = 20
+"""Most tool ids one ``describe_tool`` call accepts."""
+MAX_EXAMPLES: Final = 20
+_MAX_ID_CHARS = 400  # namespace (128) + name (128) + version (64) + separators, with room
+_STEP_KEYS = frozenset({"tool_id", "args", "use_previous", "on_error"})
+_UNSEEN: Any = object()
+"""A tool whose signature ``call_tool`` has not looked up yet in this run."""
+
+
+# -- argument checks -------------------------------------------------------------------
+
+
+def _bad(field: str, reason: str, tool_id: str | None = None) -> InvalidArgumentsError:
+    return InvalidArgumentsError(field, reason, tool_id=tool_id)
+
+
+def _shown(value: Any) -> str:
+    return clip(repr(value), 60)
+
+
+def _kind(value: object) -> str:
+    return type(value).__name__
+
+
+def check_int(field: str, value: Any, low: int, high: int) -> int:
+    """``value`` as an int in ``[low, high]``, or an ``invalid_arguments`` error."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise _bad(field, f"must be an integer from {low} to {high}, got {_shown(value)}")
+    if isinstance(value, float) and (not math.isfinite(value) or not value.is_integer()):
+        raise _bad(field, f"must be an integer from {low} to {high}, got {_shown(value)}")
+    n = int(value)
+    if not low <= n <= high:
+        raise _bad(field, f"must be from {low} to {high}, got {n}")
+    return n
+
+
+def check_str(field: str, value: Any, *, max_chars: int, empty_ok: bool = False) -> str:
+    """``value`` as a non-empty string of at most ``max_chars``, or an ``invalid_arguments`` error."""
+    if not isinstance(value, str):
+        raise _bad(field, f"must be a string, got {type(value).__name__}")
+    if not value.strip() and not empty_ok:
+        raise _bad(field, "must not be empty")
+    if len(value) > max_chars:
+        raise _bad(field, f"is {len(value):,} characters long; at most {max_chars:,} are accepted")
+    return value
+
+
+def check_choice(field: str, value: Any, choices: Sequence[str]) -> str:
+    """``value`` if it is one of ``choices``, else an ``invalid_arguments`` error."""
+    if not isinstance(value, str) or value not in choices:
+        raise _bad(field, f"must be one of {', '.join(repr(c) for c in choices)}; got {_shown(value)}")
+    return value
+
+
+def check_tool_id(field: str, value: Any) -> str:
+    """A tool id argument: a non-empty string of sane length."""
+    return check_str(field, value, max_chars=_MAX_ID_CHARS)
+
+
+def check_names(field: str, value: Any) -> list[str] | None:
+    """An optional list of namespace names."""
+    if value is None:
+        return None
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        raise _bad(field, f"must be a list of strings, got {type(value).__name__}")
+    items = cast("Sequence[Any]", value)
+    if len(items) > 1000:
+        raise _bad(field, f"has {len(items)} items; at most 1000 are accepted")
+    return [check_str(f"{field}[{i}]", v, max_chars=200) for i, v in enumerate(items)]
+
+
+def check_args(value: Any, tool_id: str) -> dict[str, Any]:
+    """Tool arguments: a mapping with string keys (``None`` for none)."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise _bad("args", f"must be a dict, got {type(value).__name__}", tool_id)
+    args = cast("Mapping[Any, Any]", value)
+    for k in args:
+        if not isinstance(k, str):
+            raise _bad("args", f"keys must be strings, got {type(k).__name__} key {_shown(k)}", tool_id)
+    return dict(cast("Mapping[str, Any]", args))
+
+
+async def _maybe_await(value: Any) -> Any:
+    if inspect.isawaitable(value):
+        return await cast("Any", value)
+    return value
+
+
+# -- operations ------------------------------------------------------------------------
+
+
+class Operations:
+    """The operations of one caller (and, inside a run, of one run).
+
+    Args:
+        view: The caller's view of the catalog.
+        store: The documentation store (``tooldocs.Store``); ``None`` falls back to the index's fields.
+        runner: Runs the tools.
+        budget: The run's call budget (``None`` at a door: calls are not counted).
+        trace: The run's trace (``None`` at a door: calls are not recorded).
+        call_timeout: Seconds a direct call (``run_tool``/``run_chain`` at a door) may take
+            when the caller gives none; inside a run the run's own timeout bounds every call.
+        unavailable: Servers that could not be reached, with the reason (reported by
+            ``list_namespaces``).
+    """
+
+    def __init__(
+        self,
+        view: CatalogView,
+        store: Any,
+        runner: Runner,
+        *,
+        budget: CallBudget | None = None,
+        trace: Trace | None = None,
+        call_timeout: float | None = None,
+        unavailable: Mapping[str, str] | None = None,
+    ) -> None:
+        self.view = view
+        self.unavailable = unavailable
+        self.store = store
+        self.runner = runner
+        self.budget = budget
+        self.trace = trace
+        self.call_timeout = call_timeout
+        self._signatures: dict[str, Signature | None] = {}
+
+    def _check_budget(self) -> None:
+        if self.budget is not None:
+            self.budget.check()
+
+    # -- discovery ------------------------------------------------------------------
+
+    async def search_tools(
+        self,
+        query: Any,
+        limit: Any = 10,
+        detail: Any = "summary",
+        namespaces: Any = None,
+    ) -> SearchResult:
+        """Rank the visible tools for a free-text query.
+
+        Args:
+            query: What the caller wants to do (1 to :data:`MAX_QUERY_CHARS` characters).
+            limit: Most hits (1-50).
+            detail: ``"name"`` (ids only), ``"summary"`` (+ one line) or ``"schema"`` (+ signature).
+            namespaces: Only these namespaces (within the caller's view).
+
+        Returns:
+            The hits, best first; with a hint when there is none.
+
+        Raises:
+            InvalidArgumentsError: If an argument is invalid.
+            LimitExceededError: If a limit already stopped the run.
+        """
+        self._check_budget()
+        q = check_str("query", query, max_chars=MAX_QUERY_CHARS)
+        n = check_int("limit", limit, 1, MAX_SEARCH_LIMIT)
+        d = cast("SearchDetail", check_choice("detail", detail, SEARCH_DETAILS))
+        ns = check_names("namespaces", namespaces)
+        hits = self.view.search(q, limit=n, namespaces=ns)
+        out: list[SearchHitEntry] = []
+        for h in hits:
+            signature = self._signature_text(h.id) if d == "schema" else None
+            out.append(
+                SearchHitEntry(
+                    id=h.id,
+                    namespace=h.namespace,
+                    name=h.name,
+                    score=round(h.score, 3),
+                    summary=h.summary if d != "name" else None,
+                    signature=signature,
+                )
+            )
+        hint = None if out else "no tool matched: rephrase with other words, or call list_tools() to browse"
+        return SearchResult(hits=out, hint=hint)
+
+    def _signature_text(self, tool_id: str) -> str | None:
+        if self.store is None:
+            return None
+        try:
+            doc = self.store.describe(tool_id, "schema")
+        except Exception:  # a doc that cannot be rendered leaves the hit without a signature
+            return None
+        signature = getattr(doc, "signature", None)
+        return signature if isinstance(signature, str) else None
+
+    async def list_tools(self, namespace: Any = None, cursor: Any = None, limit: Any = 100) -> ToolListResult:
+        """A page of the visible catalog, in id order.
+
+        Args:
+            namespace: Only this namespace.
+            cursor: ``next_cursor`` of the previous page.
+            limit: Page size (1-1000).
+
+        Returns:
+            The page.
+
+        Raises:
+            InvalidArgumentsError: If an argument (or the cursor) is invalid.
+            LimitExceededError: If a limit already stopped the run.
+        """
+        self._check_budget()
+        ns = None if namespace is None else check_str("namespace", namespace, max_chars=200)
+        cur = None if cursor is None else check_str("cursor", cursor, max_chars=1_000)
+        n = check_int("limit", limit, 1, MAX_LIST_LIMIT)
+        try:
+            page = self.view.list_tools(cursor=cur, limit=n, namespace=ns)
+        except ValueError as e:
+            raise _bad("cursor", "is not a cursor from an earlier list_tools page") from e
+        return ToolListResult(
+            tools=[ToolEntry(id=t.id, summary=t.summary) for t in page.tools], next_cursor=page.next_cursor
+        )
+
+    async def list_namespaces(self) -> NamespacesResult:
+        """Every visible namespace with its tool count.
+
+        Raises:
+            LimitExceededError: If a limit already stopped the run.
+        """
+        self._check_budget()
+        down = {k: clip(v, 300) for k, v in (self.unavailable or {}).items() if self.view.visible(k)}
+        return NamespacesResult(
+            namespaces=[NamespaceEntry(name=n.name, tool_count=n.tool_count) for n in self.view.namespaces()],
+            unavailable=down,
+        )
+
+    async def describe_tool(self, tool_id: Any, level: Any = "schema") -> DocsResult:
+        """Documentation of one or more tools (``tool_id`` may be a list of ids).
+
+        Unknown (or invisible) ids are reported in ``errors`` with the nearest visible names;
+        the others are described.
+
+        Args:
+            tool_id: One id, or a list of up to :data:`MAX_DESCRIBE_IDS` ids.
+            level: ``"summary"``, ``"schema"`` (default: the Python signature) or ``"full"``.
+
+        Returns:
+            The docs, their joined text, and the ids that failed.
+
+        Raises:
+            InvalidArgumentsError: If an argument is invalid.
+            ToolError: If the only id given cannot be described.
+            LimitExceededError: If a limit already stopped the run.
+        """
+        self._check_budget()
+        lvl = check_choice("level", level, LEVELS)
+        single = isinstance(tool_id, str)
+        if single:
+            ids = [check_tool_id("tool_id", tool_id)]
+        else:
+            if not isinstance(tool_id, Sequence) or isinstance(tool_id, bytes):
+                raise _bad("tool_id", f"must be a tool id or a list of ids, got {type(tool_id).__name__}")
+            raw = cast("Sequence[Any]", tool_id)
+            if not 1 <= len(raw) <= MAX_DESCRIBE_IDS:
+                raise _bad("tool_id", f"give 1 to {MAX_DESCRIBE_IDS} ids, got {len(raw)}")
+            ids = [check_tool_id(f"tool_id[{i}]", t) for i, t in enumerate(raw)]
+        docs: list[ToolDocEntry] = []
+        errors: list[ErrorInfo] = []
+        for tid in ids:
+            try:
+                docs.append(self._describe_one(tid, lvl))
+            except ToolError as e:
+                if single:
+                    raise
+                errors.append(error_info(e, self.view))
+        return DocsResult(text="\n\n".join(d.text for d in docs), docs=docs, errors=errors)
+
+    def _describe_one(self, tool_id: str, level: str) -> ToolDocEntry:
+        try:
+            tool = self.view.get(tool_id)
+            if self.store is None:
+                text = f"# {tool.id}\n{tool.summary}" if level != "summary" else f"{tool.id} — {tool.summary}"
+            else:
+                text = str(self.store.describe(tool.id, level).render())
+        except (ToolIndexError, ToolRunError) as e:
+            raise as_tool_error(e, tool_id, self.view) from None
+        except ToolCodeError:
+            raise
+        except Exception as e:  # the store is another package's code: keep its words, name the tool
+            raise ToolError(tool_id, f"cannot describe it: {type(e).__name__}: {message_of(e)}", "describe") from e
+        return ToolDocEntry(id=tool.id, level=level, text=text)
+
+    async def list_tool_examples(self, tool_id: Any, max: Any = 3) -> ExamplesResult:
+        """Usage examples of one tool (empty without a store).
+
+        Raises:
+            InvalidArgumentsError: If an argument is invalid.
+            ToolError: If the tool is unknown.
+            LimitExceededError: If a limit already stopped the run.
+        """
+        self._check_budget()
+        tid = check_tool_id("tool_id", tool_id)
+        n = check_int("max", max, 1, MAX_EXAMPLES)
+        try:
+            tool = self.view.get(tid)
+            items: list[Any] = [] if self.store is None else list(await _maybe_await(self.store.examples(tool.id, n)))
+        except (ToolIndexError, ToolRunError) as e:
+            raise as_tool_error(e, tid, self.view) from None
+        except Exception as e:  # as in describe_tool
+            raise ToolError(tid, f"cannot list examples: {type(e).__name__}: {message_of(e)}", "describe") from e
+        return ExamplesResult(id=tool.id, examples=[_plain(x) for x in items])
+
+    # -- running --------------------------------------------------------------------
+
+    async def run_tool(self, tool_id: Any, args: Any = None, *, timeout: Any = None) -> RunToolOutcome:
+        """Run one tool directly (at a door) and return its whole result.
+
+        Args:
+            tool_id: The tool.
+            args: Its arguments (a dict keyed by the tool's wire names).
+            timeout: Seconds before the call is abandoned (default: the door's call timeout).
+
+        Returns:
+            The tool id it resolved to, its value and how long it took.
+
+        Raises:
+            InvalidArgumentsError: If an argument is invalid.
+            ToolError: If the tool is unknown, its arguments are invalid, or it fails.
+        """
+        tid = check_tool_id("tool_id", tool_id)
+        call_args = check_args(args, tid)
+        limit = self.call_timeout if timeout is None else _check_timeout(timeout)
+        result = await self._call(tid, call_args, limit)
+        return RunToolOutcome(tool_id=result.tool_id, value=result.value, duration_ms=round(result.duration_ms, 3))
+
+    async def run_result(self, tool_id: Any, args: Any = None, *, timeout: Any = None) -> RunResult:
+        """:meth:`run_tool`, returning the runner's whole result (content blocks included).
+
+        Raises:
+            InvalidArgumentsError: If an argument is invalid.
+            ToolError: If the tool is unknown, its arguments are invalid, or it fails.
+        """
+        tid = check_tool_id("tool_id", tool_id)
+        limit = self.call_timeout if timeout is None else _check_timeout(timeout)
+        return await self._call(tid, check_args(args, tid), limit)
+
+    async def call_tool(self, tool_id: Any, args: Any = None, kwargs: dict[str, Any] | None = None) -> Any:
+        """Run one tool from a snippet: counted against the budget, recorded in the trace.
+
+        ``args`` is keyed by the tool's wire names; ``kwargs`` may use either the wire name
+        or the identifier ``describe_tool``'s signature shows for it (``from_`` for ``from``).
+
+        Returns:
+            The tool's value.
+
+        Raises:
+            InvalidArgumentsError: If an argument is invalid (before anything is counted).
+            ToolError: If the tool is unknown, its arguments are invalid, or it fails.
+            LimitExceededError: If ``max_tool_calls`` is reached.
+        """
+        if type(tool_id) is not str or len(tool_id) > _MAX_ID_CHARS:
+            tool_id = check_tool_id("tool_id", tool_id)
+        if kwargs:
+            # A fresh dict of this call's own: used as is unless ``args`` comes too, or the tool
+            # has parameters whose names are not identifiers.
+            sig = self._signatures.get(tool_id, _UNSEEN)
+            call_args = kwargs if sig is None else self._wire_kwargs(tool_id, kwargs)
+            if args:
+                call_args = {**check_args(args, tool_id), **call_args}
+        elif type(args) is dict:
+            call_args = cast("dict[str, Any]", args)
+        else:
+            call_args = check_args(args, tool_id)
+        if self.budget is not None:
+            self.budget.take()
+        return (await self._traced(tool_id, call_args)).value
+
+    def _wire_kwargs(self, tool_id: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+        sig = self._signatures.get(tool_id, _UNSEEN)  # looked up once per run: calls in a loop stay cheap
+        if sig is _UNSEEN:
+            try:
+                tool = self.view.get(tool_id)
+            except ToolIndexError:
+                return kwargs  # the call itself reports the unknown tool, with suggestions
+            props = tool.input_schema.get("properties")
+            names: Mapping[str, Any] = cast("Mapping[str, Any]", props) if isinstance(props, Mapping) else {}
+            renamed = any(not n.isidentifier() or keyword.iskeyword(n) for n in names)
+            sig = self._signatures[tool_id] = tool_signature(tool) if renamed else None
+        if sig is None:
+            return kwargs
+        try:
+            return sig.wire_args(kwargs)
+        except ValueError as e:
+            raise ToolError(tool_id, message_of(e), "validate_input") from e
+
+    async def _call(self, tool_id: str, args: dict[str, Any], timeout: float | None) -> RunResult:
+        """One call through the view and the runner, failures mapped to ``ToolError``."""
+        try:
+            run_id = tool_id if self.view.allowed_namespaces is None else self.view.get(tool_id).id
+            return await self.runner.run(run_id, args, timeout=timeout)
+        except (ToolRunError, ToolIndexError) as e:
+            raise as_tool_error(e, tool_id, self.view) from None
+
+    async def _traced(self, tool_id: str, args: dict[str, Any], timeout: float | None = None) -> RunResult:
+        trace = self.trace
+        if trace is None:
+            return await self._call(tool_id, args, timeout)
+        slot, started = trace.start()
+        try:
+            result = await self._call(tool_id, args, timeout)
+        except ToolError as e:
+            record = trace.finish(
+                slot, started, tool_id, args, error=e.message, error_op=e.error_op, code=e.code.value,
+                backend_kind=self._backend_kind(tool_id) if e.error_op not in ("resolve", "validate_input") else None,
+            )  # fmt: skip
+            if trace.has_listener:
+                await trace.notify(record)
+            raise
+        except anyio.get_cancelled_exc_class():
+            trace.cancelled(slot, started, tool_id, args)
+            raise
+        record = trace.succeeded(slot, started, result.tool_id, args, result.value, result.backend.kind)
+        if record is not None:
+            await trace.notify(record)
+        return result
+
+    def _backend_kind(self, tool_id: str) -> str | None:
+        try:
+            refs = self.view.index.backends(self.view.get(tool_id).id)
+        except ToolIndexError:
+            return None
+        return refs[0].kind if refs else None
+
+    async def call_tools(self, calls: Any) -> list[Any]:
+        """Run several tools concurrently from a snippet; results in the order of ``calls``.
+
+        Each call is ``(tool_id, args)``, ``[tool_id, args]``, ``{"tool_id": ..., "args": ...}``
+        or a bare tool id. All calls run to completion; then, if any failed, the first
+        failure (in call order) is raised.
+
+        Raises:
+            InvalidArgumentsError: If a call is malformed (nothing runs then).
+            ToolError: If a tool fails.
+            LimitExceededError: If the calls would exceed ``max_tool_calls``.
+        """
+        if isinstance(calls, str | bytes | Mapping) or not isinstance(calls, Sequence):
+            raise _bad("calls", f"must be a list of calls, got {_kind(cast(object, calls))}")
+        parsed = [_parse_call(i, c) for i, c in enumerate(cast("Sequence[Any]", calls))]
+        if self.budget is not None:
+            self.budget.take(len(parsed))
+        results: list[Any] = [None] * len(parsed)
+        errors: list[BaseException | None] = [None] * len(parsed)
+
+        async def one(i: int, tool_id: str, call_args: dict[str, Any]) -> None:
+            try:
+                results[i] = (await self._traced(tool_id, call_args)).value
+            except ToolError as e:
+                errors[i] = e
+
+        async with anyio.create_task_group() as tg:
+            for i, (tool_id, call_args) in enumerate(parsed):
+                tg.start_soon(one, i, tool_id, call_args)
+        for e in errors:
+            if e is not None:
+                raise e
+        return results
+
+    async def run_chain(self, steps: Any, *, max_steps: int | None = None) -> ChainOutcome:
+        """Run tools in sequence; every step's outcome.
+
+        Each step is ``{tool_id, args, use_previous, on_error}``: with ``use_previous`` the
+        previous step's value goes under ``args["previous"]``; a failing step with
+        ``on_error="abort"`` (default) stops the chain, ``"continue"`` records it and goes on.
+        Inside a run each step counts as a tool call and appears in the trace.
+
+        Args:
+            steps: The steps.
+            max_steps: Most steps accepted (the run's ``max_chain_steps``).
+
+        Returns:
+            Every step that ran, whether the chain was aborted, and the last successful value.
+
+        Raises:
+            InvalidArgumentsError: If a step is malformed (nothing runs then).
+            LimitExceededError: If the chain is longer than ``max_chain_steps`` or would
+                exceed ``max_tool_calls``.
+        """
+        self._check_budget()
+        chain = _parse_steps(steps)
+        if max_steps is not None and len(chain) > max_steps:
+            err = LimitExceededError("max_chain_steps", max_steps, len(chain))
+            if self.budget is not None:
+                self.budget.trip(err)
+            raise err
+        for i, (tid, _args, _prev, _on) in enumerate(chain):
+            try:
+                self.view.get(tid)
+            except ToolIndexError as e:
+                raise _bad(f"steps[{i}].tool_id", message_of(as_tool_error(e, tid, self.view)), tid) from None
+        out: list[ChainStepOutcome] = []
+        aborted = False
+        previous: Any = None
+        previous_ok = True
+        for i, (tid, args, use_previous, on_error) in enumerate(chain):
+            started = time.perf_counter()
+            if use_previous and not previous_ok:
+                err = ToolError(tid, f"step {i} uses the previous result, but step {i - 1} failed", "validate_input")
+                outcome = _step_failed(i, tid, err, started, self.view)
+            else:
+                call_args = {**args, "previous": previous} if use_previous else args
+                try:
+                    if self.budget is not None:
+                        self.budget.take()
+                    result = await self._traced(tid, call_args, None if self.trace is not None else self.call_timeout)
+                except ToolError as e:
+                    outcome = _step_failed(i, tid, e, started, self.view)
+                else:
+                    previous = result.value
+                    outcome = ChainStepOutcome(
+                        index=i, tool_id=result.tool_id, ok=True, value=result.value, duration_ms=_ms(started)
+                    )
+            out.append(outcome)
+            previous_ok = outcome.ok
+            if not outcome.ok and on_error == "abort":
+                aborted = True
+                break
+        final = next((s.value for s in reversed(out) if s.ok), None)
+        return ChainOutcome(steps=out, aborted=aborted, final=final)
+
+
+def _ms(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 3)
+
+
+def _step_failed(i: int, tool_id: str, err: ToolError, started: float, view: CatalogView) -> ChainStepOutcome:
+    return ChainStepOutcome(index=i, tool_id=tool_id, ok=False, error=error_info(err, view), duration_ms=_ms(started))
+
+
+def _check_timeout(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+        raise _bad("timeout", f"must be a number of seconds > 0, got {_shown(value)}")
+    return float(value)
+
+
+def _parse_call(i: int, call: Any) -> tuple[str, dict[str, Any]]:
+    if isinstance(call, str):
+        return check_tool_id(f"calls[{i}]", call), {}
+    tool_id: Any
+    args: Any
+    if isinstance(call, Mapping):
+        c = cast("Mapping[str, Any]", call)
+        tool_id, args = c.get("tool_id"), c.get("args")
+    elif isinstance(call, list | tuple) and len(cast("Sequence[Any]", call)) in (1, 2):
+        seq = cast("Sequence[Any]", call)
+        tool_id, args = seq[0], (seq[1] if len(seq) == 2 else None)
+    else:
+        raise _bad(f"calls[{i}]", f"must be (tool_id, args), a dict or a tool id; got {_shown(call)}")
+    tid = check_tool_id(f"calls[{i}].tool_id", tool_id)
+    return tid, check_args(args, tid)
+
+
+def _parse_steps(steps: Any) -> list[tuple[str, dict[str, Any], bool, str]]:
+    if isinstance(steps, str | bytes | Mapping) or not isinstance(steps, Sequence):
+        raise _bad("steps", f"must be a list of steps, got {_kind(cast(object, steps))}")
+    items = cast("Sequence[Any]", steps)
+    if not items:
+        raise _bad("steps", "must have at least one step")
+    out: list[tuple[str, dict[str, Any], bool, str]] = []
+    for i, raw in enumerate(items):
+        if not isinstance(raw, Mapping):
+            raise _bad(f"steps[{i}]", f"must be a dict with tool_id and args, got {type(raw).__name__}")
+        step = cast("Mapping[str, Any]", raw)
+        unknown = sorted(str(k) for k in step if k not in _STEP_KEYS)
+        if unknown:
+            raise _bad(f"steps[{i}]", f"unknown keys {', '.join(clip(k, 40) for k in unknown[:5])}")
+        tid = check_tool_id(f"steps[{i}].tool_id", step.get("tool_id"))
+        args = check_args(step.get("args"), tid)
+        use_previous = step.get("use_previous", False)
+        if not isinstance(use_previous, bool):
+            raise _bad(f"steps[{i}].use_previous", f"must be true or false, got {_shown(use_previous)}", tid)
+        if use_previous and i == 0:
+            raise _bad(f"steps[{i}].use_previous", "the first step has no previous result", tid)
+        if use_previous and "previous" in args:
+            raise _bad(f"steps[{i}].args", "has its own 'previous' while use_previous is set; remove one", tid)
+        on_error = check_choice(f"steps[{i}].on_error", step.get("on_error", "abort"), ("abort", "continue"))
+        out.append((tid, args, use_previous, on_error))
+    return out
+
+
+def _plain(obj: Any) -> dict[str, Any]:
+    for attr in ("to_dict", "model_dump"):
+        fn = getattr(obj, attr, None)
+        if callable(fn):
+            return cast("dict[str, Any]", fn())
+    return cast("dict[str, Any]", obj) if isinstance(obj, dict) else {"value": str(obj)}

@@ -1,0 +1,191 @@
+"""One options model for a run, used from the config file to the engine.
+
+:class:`ExecuteOptions` is what every door accepts (the MCP ``options`` argument, the
+``toolcode`` config section's ``limits``, ``toolcode exec`` flags, ``Toolbox.execute`` and
+:class:`~toolcode.ExecuteParams`). A field left unset (``None`` in Python, absent in JSON)
+inherits the next default down: call → server config → built-in. ``0`` — or ``null`` written
+explicitly in JSON — switches a limit off; the built-in defaults are always bounded.
+:meth:`ExecuteOptions.resolve` turns options into :class:`ResolvedOptions`, the concrete values
+a run uses.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Self
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from toolcode.exceptions import InvalidArgumentsError, clip
+
+__all__ = [
+    "DEFAULT_OPTIONS",
+    "UNLIMITED",
+    "ExecuteOptions",
+    "ResolvedOptions",
+    "TraceDetail",
+    "parse_options",
+]
+
+TraceDetail = Literal["summary", "full", "none"]
+"""How much of the tool-call trace a door returns: a one-line summary (default), every call with
+its arguments and result, or nothing."""
+
+UNLIMITED = 0
+"""The value that switches a limit off (``timeout=0``: no time limit)."""
+
+_LIMIT_FIELDS = ("timeout", "max_tool_calls", "max_chain_steps", "max_output_chars")
+_NO_COUNT_LIMIT = sys.maxsize
+
+
+class ExecuteOptions(BaseModel):
+    """Options of one run; ``None`` inherits, ``0`` (or an explicit JSON ``null``) means no limit."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    timeout: float | None = Field(default=None, ge=0, allow_inf_nan=False, description="Seconds for the whole run.")
+    max_tool_calls: int | None = Field(default=None, ge=0, description="Tool calls allowed in the run.")
+    max_chain_steps: int | None = Field(default=None, ge=0, description="Steps allowed in one run_chain.")
+    max_output_chars: int | None = Field(
+        default=None, ge=0, description="One budget for value, stdout, stderr, errors and trace."
+    )
+    allowed_namespaces: tuple[str, ...] | None = Field(default=None, description="Only these namespaces are visible.")
+    trace: TraceDetail | None = Field(default=None, description="'summary' (default), 'full' or 'none'.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _explicit_null_is_unlimited(cls, data: Any) -> Any:
+        # In JSON, ``"timeout": null`` written on purpose means "no limit"; absent means "inherit".
+        if isinstance(data, Mapping):
+            raw: Mapping[str, Any] = data  # pyright: ignore[reportUnknownVariableType]
+            if any(raw.get(k, 0) is None for k in _LIMIT_FIELDS if k in raw):
+                return {k: (UNLIMITED if k in _LIMIT_FIELDS and v is None else v) for k, v in raw.items()}
+        return data  # pyright: ignore[reportUnknownVariableType]
+
+    def over(self, base: ExecuteOptions | None) -> ExecuteOptions:
+        """These options with unset fields taken from ``base``.
+
+        Args:
+            base: The defaults beneath (``None``: nothing beneath).
+
+        Returns:
+            The merged options.
+        """
+        if base is None:
+            return self
+        mine = self.model_dump(exclude_none=True)
+        return base.model_copy(update=mine)
+
+    def resolve(self, defaults: ExecuteOptions | None = None) -> ResolvedOptions:
+        """Concrete values for a run: unset fields from ``defaults``, then the built-in defaults.
+
+        Args:
+            defaults: Server-wide defaults (the config's ``toolcode.limits``).
+
+        Returns:
+            The resolved options (``math.inf`` / ``sys.maxsize`` where a limit is off).
+        """
+        o = self.over(defaults).over(DEFAULT_OPTIONS)
+        assert o.timeout is not None and o.max_tool_calls is not None
+        assert o.max_chain_steps is not None and o.max_output_chars is not None
+        return ResolvedOptions(
+            timeout=math.inf if o.timeout == UNLIMITED else float(o.timeout),
+            max_tool_calls=_NO_COUNT_LIMIT if o.max_tool_calls == UNLIMITED else o.max_tool_calls,
+            max_chain_steps=_NO_COUNT_LIMIT if o.max_chain_steps == UNLIMITED else o.max_chain_steps,
+            max_output_chars=_NO_COUNT_LIMIT if o.max_output_chars == UNLIMITED else o.max_output_chars,
+            allowed_namespaces=o.allowed_namespaces,
+            trace=o.trace or "summary",
+        )
+
+    def within(self, ceilings: ExecuteOptions | None) -> Self:
+        """Check that no limit asked for exceeds the server's ceiling.
+
+        Args:
+            ceilings: The highest values callers may ask for (``None`` fields: no ceiling).
+
+        Returns:
+            ``self``.
+
+        Raises:
+            InvalidArgumentsError: If a limit is above its ceiling, or switched off while the
+                ceiling is finite (field ``options.<name>``).
+        """
+        if ceilings is None:
+            return self
+        for name in _LIMIT_FIELDS:
+            asked = getattr(self, name)
+            cap = getattr(ceilings, name)
+            if asked is None or cap is None or cap == UNLIMITED:
+                continue
+            if asked == UNLIMITED or asked > cap:
+                shown = "no limit" if asked == UNLIMITED else f"{asked:g}"
+                raise InvalidArgumentsError(f"options.{name}", f"{shown} is above this server's maximum of {cap:g}")
+        return self
+
+
+DEFAULT_OPTIONS = ExecuteOptions(
+    timeout=30.0, max_tool_calls=200, max_chain_steps=50, max_output_chars=50_000, trace="summary"
+)
+"""The built-in defaults: every limit bounded."""
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedOptions:
+    """The concrete options of one run (what the executor and engines see)."""
+
+    timeout: float
+    """Seconds; ``math.inf`` when off."""
+    max_tool_calls: int
+    max_chain_steps: int
+    max_output_chars: int
+    allowed_namespaces: tuple[str, ...] | None
+    trace: TraceDetail
+
+    def applied(self) -> dict[str, float | int]:
+        """The limits in force, for reports (``0`` where a limit is off)."""
+        out: dict[str, float | int] = {}
+        for name in _LIMIT_FIELDS:
+            v = getattr(self, name)
+            out[name] = UNLIMITED if v in (math.inf, _NO_COUNT_LIMIT) else v
+        return out
+
+
+def parse_options(
+    value: ExecuteOptions | Mapping[str, Any] | None, *, field: str = "options", **overrides: Any
+) -> ExecuteOptions:
+    """Build :class:`ExecuteOptions` from a mapping (JSON) or options, with keyword overrides.
+
+    Args:
+        value: Options, a mapping in their JSON form, or ``None``.
+        field: Name of the argument, for error messages.
+        **overrides: Fields to set on top (``None`` values are ignored).
+
+    Returns:
+        The options.
+
+    Raises:
+        InvalidArgumentsError: Naming the first invalid field and why.
+    """
+    try:
+        if value is None:
+            opts = ExecuteOptions()
+        elif isinstance(value, ExecuteOptions):
+            opts = value
+        else:
+            opts = ExecuteOptions.model_validate(dict(value))
+        extra = {k: v for k, v in overrides.items() if v is not None}
+        if extra:
+            if isinstance(extra.get("allowed_namespaces"), Sequence) and not isinstance(
+                extra["allowed_namespaces"], str
+            ):
+                extra["allowed_namespaces"] = tuple(extra["allowed_namespaces"])
+            opts = ExecuteOptions.model_validate({**opts.model_dump(exclude_none=True), **extra})
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(str(p) for p in err["loc"])
+        name = f"{field}.{where}" if where else field
+        raise InvalidArgumentsError(name, clip(err["msg"].removeprefix("Value error, "))) from None
+    return opts

@@ -1,0 +1,184 @@
+"""The ``toolcode`` section of the config file: server-wide defaults next to ``mcpServers``.
+
+::
+
+    {
+      "mcpServers": {"github": {"command": "github-mcp-server", "args": ["stdio"]}},
+      "toolcode": {
+        "limits": {"timeout": 60, "max_tool_calls": 500},
+        "max_limits": {"timeout": 600},
+        "tools": ["search_tools", "describe_tool", "execute_code", "run_tool", "list_tools"],
+        "expose": ["github:get_me"],
+        "exclude": ["github:delete_*"],
+        "engine": "monty",
+        "workers": {"max": 8}
+      }
+    }
+
+Every key is optional; an unknown key is an error that names it. ``${VAR}`` expansion applies
+as in ``mcpServers``. :data:`SETTINGS_SCHEMA` is the section's JSON Schema (published in
+docs/configuration.md).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Final, cast
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from toolcode._options import ExecuteOptions
+from toolcode.exceptions import ConfigurationError, clip
+
+__all__ = [
+    "DEFAULT_TOOLS",
+    "META_TOOLS",
+    "SETTINGS_SCHEMA",
+    "Settings",
+    "WorkerSettings",
+    "load_settings",
+]
+
+META_TOOLS: Final = (
+    "search_tools",
+    "describe_tool",
+    "execute_code",
+    "run_tool",
+    "list_tools",
+    "list_namespaces",
+    "list_tool_examples",
+    "run_chain",
+)
+"""Every code-mode tool the MCP server can offer."""
+
+DEFAULT_TOOLS: Final = ("search_tools", "describe_tool", "execute_code", "run_tool", "list_tools")
+"""The tools ``toolcode serve`` lists unless ``toolcode.tools`` says otherwise (kept few: each
+definition is paid for in a model's context on every turn)."""
+
+
+class WorkerSettings(BaseModel):
+    """The sandbox worker pool (the default engine's)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    min: int | None = Field(default=None, ge=0, le=256, description="Workers kept warm.")
+    max: int | None = Field(default=None, ge=1, le=1024, description="Most workers running at once.")
+
+
+class Settings(BaseModel):
+    """Server-wide defaults: the ``toolcode`` section of the config file."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    limits: ExecuteOptions = Field(
+        default_factory=ExecuteOptions,
+        description="Options of every run that sets none: limits (0 or null: no limit), allowed_namespaces, trace.",
+    )
+    max_limits: ExecuteOptions | None = Field(
+        default=None, description="The highest limits an MCP client may ask for (unset: no ceiling)."
+    )
+    call_timeout: float = Field(
+        default=60.0, gt=0, allow_inf_nan=False, description="Seconds a direct run_tool/run_chain call may take."
+    )
+    tools: tuple[str, ...] | None = Field(
+        default=None, description="Code-mode tools the MCP server lists (default: the five core ones; '*': all)."
+    )
+    expose: tuple[str, ...] = Field(
+        default=(), description="Upstream tools to publish directly as well ('namespace:name' globs)."
+    )
+    exclude: tuple[str, ...] = Field(
+        default=(), description="Upstream tools hidden from every door ('namespace:name' globs)."
+    )
+    engine: str | None = Field(default=None, description="Engine name (an entry point of toolcode.engines).")
+    workers: WorkerSettings = Field(default_factory=WorkerSettings)
+
+    def meta_tools(self) -> tuple[str, ...]:
+        """The code-mode tools to list, in :data:`META_TOOLS` order.
+
+        Raises:
+            ConfigurationError: If a name is not a code-mode tool.
+        """
+        if self.tools is None:
+            return DEFAULT_TOOLS
+        if "*" in self.tools:
+            return META_TOOLS
+        unknown = [t for t in self.tools if t not in META_TOOLS]
+        if unknown:
+            raise ConfigurationError(
+                "toolcode.tools", f"unknown tool {clip(unknown[0])!r}; choose from {', '.join(META_TOOLS)}"
+            )
+        return tuple(t for t in META_TOOLS if t in self.tools)
+
+    def excluded(self, tool_id: str) -> bool:
+        """Whether ``tool_id`` (``namespace:name``) matches an ``exclude`` glob."""
+        return any(fnmatch.fnmatchcase(tool_id, pat) for pat in self.exclude)
+
+
+SETTINGS_SCHEMA: Final[dict[str, Any]] = Settings.model_json_schema()
+"""JSON Schema of the ``toolcode`` section."""
+
+
+def _expand(data: Any, env: Mapping[str, str], path: str) -> Any:
+    from toolrun._config import expand_vars
+    from toolrun.exceptions import ConfigError
+
+    if isinstance(data, str):
+        try:
+            return expand_vars(data, env)
+        except ConfigError as e:
+            raise ConfigurationError(path, e.reason) from None
+    if isinstance(data, list):
+        return [_expand(v, env, f"{path}[{i}]") for i, v in enumerate(data)]  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+    if isinstance(data, dict):
+        return {k: _expand(v, env, f"{path}.{k}") for k, v in data.items()}  # pyright: ignore[reportUnknownVariableType]
+    return data
+
+
+def load_settings(
+    source: str | os.PathLike[str] | Mapping[str, Any] | None, *, env: Mapping[str, str] | None = None
+) -> Settings:
+    """Read the ``toolcode`` section of a config file (or mapping).
+
+    Args:
+        source: The config file, its parsed content, or ``None`` (defaults).
+        env: Variables for ``${VAR}`` expansion (default: ``os.environ``).
+
+    Returns:
+        The settings (all defaults when the section is absent).
+
+    Raises:
+        ConfigurationError: If the file cannot be read or the section is invalid; names the
+            key (e.g. ``toolcode.limits.timeout``) and never echoes a value.
+    """
+    if source is None:
+        return Settings()
+    if isinstance(source, Mapping):
+        data: Any = source
+    else:
+        path = Path(source)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except OSError as e:
+            raise ConfigurationError("config", f"cannot read {clip(str(path))!r}: {e.strerror or e}") from e
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise ConfigurationError("config", f"{clip(str(path))!r} is not valid UTF-8 JSON: {clip(str(e))}") from e
+    if not isinstance(data, Mapping):
+        raise ConfigurationError("config", f"must be a JSON object, got {type(data).__name__}")
+    section: Any = cast("Mapping[str, Any]", data).get("toolcode")
+    if section is None:
+        return Settings()
+    if not isinstance(section, Mapping):
+        raise ConfigurationError("toolcode", f"must be an object, got {type(section).__name__}")
+    expanded = _expand(dict(cast("Mapping[str, Any]", section)), os.environ if env is None else env, "toolcode")
+    try:
+        return Settings.model_validate(expanded)
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(str(p) for p in err["loc"])
+        if err["type"] == "extra_forbidden":
+            raise ConfigurationError(f"toolcode.{where}", "unknown key") from None
+        raise ConfigurationError(f"toolcode.{where}", clip(err["msg"].removeprefix("Value error, "))) from None
