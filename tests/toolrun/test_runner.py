@@ -7,7 +7,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import anyio
-import jsonschema.exceptions
 import pytest
 import structlog
 
@@ -19,6 +18,7 @@ from toolrun import (
     BackendUnavailableError,
     DefaultRunner,
     InputValidationError,
+    InvalidSchemaError,
     LocalBackend,
     NoBackendError,
     OutputValidationError,
@@ -262,7 +262,7 @@ async def test_invalid_tool_schema_is_reported_as_a_validation_error() -> None:
     async with DefaultRunner(index2, [local]) as runner:
         with pytest.raises(InputValidationError, match="not valid JSON Schema at properties/a/type") as info:
             await runner.run("x:broken", {})
-        assert isinstance(info.value.__cause__, jsonschema.exceptions.SchemaError)
+        assert isinstance(info.value.__cause__, InvalidSchemaError)
 
 
 @pytest.mark.anyio
@@ -651,9 +651,9 @@ async def test_schemas_compile_once_per_distinct_schema(monkeypatch: pytest.Monk
     compiled: list[Any] = []
     original = validation.CompiledSchema.__init__
 
-    def counting(self: Any, schema: Any) -> None:
+    def counting(self: Any, schema: Any, *args: Any, **kwargs: Any) -> None:
         compiled.append(schema)
-        original(self, schema)
+        original(self, schema, *args, **kwargs)
 
     monkeypatch.setattr(validation.CompiledSchema, "__init__", counting)
     runner, index = await make_runner()

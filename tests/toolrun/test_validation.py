@@ -1,17 +1,18 @@
-"""Compiled JSON Schema validation: verdicts agree with jsonschema, problems carry JSON paths."""
+"""Compiled JSON Schema validation (jsonschema-rs): the Python ``jsonschema`` package is the
+reference its verdicts are compared with; problems carry JSON paths."""
 
 from __future__ import annotations
 
 from typing import Any
 
-import jsonschema
-import jsonschema.exceptions
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from toolrun import CompiledSchema
-from toolrun._validation import SchemaCache, json_path
+from toolrun import CompiledSchema, InvalidSchemaError, SchemaCache, json_path
+
+# The reference implementation (installed with the mcp SDK); only the differential tests need it.
+jsonschema = pytest.importorskip("jsonschema")
 
 OBJ = {
     "type": "object",
@@ -43,7 +44,6 @@ def test_json_path_formatting() -> None:
 def test_valid_value_has_no_problems() -> None:
     s = CompiledSchema(OBJ)
     value = {"name": "x", "count": 3, "tags": ["a"], "owner": {"id": 1}}
-    assert s.fast
     assert s.is_valid(value)
     assert s.problems(value) == []
 
@@ -59,13 +59,12 @@ def test_each_problem_has_its_json_path() -> None:
     assert "required" in by_path["$.owner.id"]
     assert "unexpected" in by_path["$.extra"]
     assert "integer" not in by_path["$.count"] and "minimum" in by_path["$.count"]
-    assert "'string'" in by_path["$.tags[1]"]
+    assert '"string"' in by_path["$.tags[1]"]
     assert [p.path for p in problems] == sorted(p.path for p in problems)
 
 
 def test_non_object_root() -> None:
     assert paths(OBJ, [1, 2]) == ["$"]
-    # The fast path folds "type": "object" into the object check: a non-object is still refused.
     for value in ([1, 2], "x", None, 3):
         assert not CompiledSchema(OBJ).is_valid(value)
         assert not CompiledSchema({"type": "object", "properties": {"a": {"type": "integer"}}}).is_valid(value)
@@ -82,6 +81,14 @@ def test_any_of_problem_names_the_closest_alternative() -> None:
 def test_long_messages_are_clipped() -> None:
     problems = CompiledSchema({"type": "integer"}).problems("x" * 10_000)
     assert len(problems[0].message) <= 300
+    # Both ends survive: the value's start and the reason at the end.
+    assert problems[0].message.startswith('"xxx')
+    assert problems[0].message.endswith('is not of type "integer"')
+
+
+def test_object_key_that_looks_like_an_index_keeps_its_key_path() -> None:
+    s = CompiledSchema({"type": "object", "properties": {"0": {"type": "integer"}}, "items": {"type": "string"}})
+    assert [p.path for p in s.problems({"0": "x"})] == ['$["0"]']
 
 
 def test_2020_12_is_the_default_dialect() -> None:
@@ -108,32 +115,57 @@ def test_draft_07_is_accepted_and_ignores_ref_siblings() -> None:
 
 
 def test_invalid_schema_is_rejected_at_compile_time() -> None:
-    with pytest.raises(jsonschema.exceptions.SchemaError):
-        CompiledSchema({"type": "no-such-type"})
+    with pytest.raises(InvalidSchemaError) as info:
+        CompiledSchema({"type": "object", "properties": {"a": {"type": "no-such-type"}}})
+    assert info.value.pointer == "/properties/a/type"
+    assert "not valid JSON Schema at properties/a/type" in str(info.value)
+
+
+def test_unknown_dialect_is_refused_not_fetched() -> None:
+    with pytest.raises(InvalidSchemaError, match="meta-schema"):
+        CompiledSchema({"$schema": "https://example.invalid/my-dialect", "type": "object"})
+
+
+@pytest.mark.parametrize(
+    ("uri", "dialect"),
+    [
+        ("https://json-schema.org/draft/2020-12/schema", "2020-12"),
+        ("https://json-schema.org/draft/2019-09/schema", "2019-09"),
+        ("http://json-schema.org/draft-07/schema#", "draft7"),
+        ("http://json-schema.org/draft-06/schema#", "draft6"),
+        ("http://json-schema.org/draft-04/schema#", "draft4"),
+    ],
+)
+def test_declared_dialects_are_accepted(uri: str, dialect: str) -> None:
+    s = CompiledSchema({"$schema": uri, "type": "integer"})
+    assert s.dialect == dialect
+    assert s.is_valid(3) and not s.is_valid("3")
+
+
+def test_formats_are_annotations() -> None:
+    s = CompiledSchema({"type": "string", "format": "email"})
+    assert s.is_valid("not an email")
 
 
 def test_unknown_keywords_are_ignored_like_jsonschema_does() -> None:
     s = CompiledSchema({"type": "object", "nullable": True, "x-ui": {"widget": "text"}})
-    assert s.fast
     assert s.is_valid({})
     assert not s.is_valid(None)
 
 
-def test_id_keywords_fall_back_to_jsonschema() -> None:
+def test_id_keywords_are_understood() -> None:
     s = CompiledSchema({"$id": "https://example.com/s", "type": "integer"})
-    assert not s.fast
     assert s.is_valid(1) and not s.is_valid("1")
 
 
-def test_unsupported_keywords_fall_back_to_jsonschema() -> None:
+def test_pattern_properties() -> None:
     s = CompiledSchema({"type": "object", "patternProperties": {"^x": {"type": "integer"}}})
-    assert not s.fast
     assert s.is_valid({"xa": 1})
     assert not s.is_valid({"xa": "no"})
     assert [p.path for p in s.problems({"xa": "no"})] == ["$.xa"]
 
 
-def test_recursive_ref_compiles_fast() -> None:
+def test_recursive_ref() -> None:
     schema = {
         "$defs": {
             "node": {
@@ -145,16 +177,21 @@ def test_recursive_ref_compiles_fast() -> None:
         "$ref": "#/$defs/node",
     }
     s = CompiledSchema(schema)
-    assert s.fast
+    assert s.summary.recursive
     assert s.is_valid({"children": [{"children": []}]})
     assert not s.is_valid({"children": [{"children": [{"bad": 1}]}]})
     assert paths(schema, {"children": [{"children": [{"bad": 1}]}]}) == ["$.children[0].children[0].bad"]
 
 
-def test_unresolvable_ref_is_a_problem_not_a_crash() -> None:
-    s = CompiledSchema({"$ref": "https://example.invalid/schema.json"})
-    assert not s.is_valid(1)
-    assert "cannot be resolved" in s.problems(1)[0].message
+def test_external_ref_makes_the_schema_invalid() -> None:
+    with pytest.raises(InvalidSchemaError, match="points outside this schema") as info:
+        CompiledSchema({"type": "object", "properties": {"a": {"$ref": "https://example.invalid/schema.json"}}})
+    assert info.value.pointer == "/properties/a/$ref"
+
+
+def test_missing_local_ref_makes_the_schema_invalid() -> None:
+    with pytest.raises(InvalidSchemaError, match="does not exist"):
+        CompiledSchema({"$ref": "#/$defs/nope"})
 
 
 def test_schema_cache_compiles_each_distinct_schema_once() -> None:
@@ -173,7 +210,6 @@ def test_schema_cache_compiles_each_distinct_schema_once() -> None:
 )
 def test_integer_semantics_match_jsonschema(value: Any, valid: bool) -> None:
     s = CompiledSchema({"type": "integer"})
-    assert s.fast
     assert s.is_valid(value) is valid
     assert jsonschema.Draft202012Validator({"type": "integer"}).is_valid(value) is valid
 
@@ -184,7 +220,46 @@ def test_enum_distinguishes_bool_from_int(value: Any, valid: bool) -> None:
     assert s.is_valid(value) is valid
 
 
-# -- differential check: the fast path agrees with jsonschema --------------------------
+@pytest.mark.parametrize(("value", "valid"), [(1, True), (1.5, True), (True, False), (False, False), ("1", False)])
+def test_booleans_are_not_numbers(value: Any, valid: bool) -> None:
+    assert CompiledSchema({"type": "number"}).is_valid(value) is valid
+
+
+def test_one_problem_per_missing_and_per_unexpected_key() -> None:
+    s = CompiledSchema(
+        {"type": "object", "properties": {"a": {}}, "required": ["a", "b", "c"], "additionalProperties": False}
+    )
+    problems = s.problems({"x": 1, "y": 2})
+    assert [(p.path, p.message) for p in problems] == [
+        ("$.a", "required property is missing"),
+        ("$.b", "required property is missing"),
+        ("$.c", "required property is missing"),
+        ("$.x", "unexpected property (not in the schema)"),
+        ("$.y", "unexpected property (not in the schema)"),
+    ]
+
+
+def test_value_that_is_not_json_is_invalid_not_a_crash() -> None:
+    s = CompiledSchema({"type": "object", "properties": {"a": {"type": "string"}}})
+    assert not s.is_valid({"a": ...})
+    assert [p.path for p in s.problems({"a": ...})] == ["$"]
+
+
+def test_very_deep_value_against_a_recursive_schema_is_refused_not_a_crash() -> None:
+    # jsonschema-rs follows a recursive schema as deep as the value goes, on the C stack.
+    s = CompiledSchema({"type": "array", "items": {"$ref": "#"}})
+    deep: list[Any] = []
+    for _ in range(100_000):
+        deep = [deep]
+    assert not s.is_valid(deep)
+    assert "deeper than" in s.problems(deep)[0].message
+    shallow: list[Any] = []
+    for _ in range(500):
+        shallow = [shallow]
+    assert s.is_valid(shallow)
+
+
+# -- differential check: jsonschema-rs agrees with the jsonschema package --------------
 
 _scalars = st.one_of(
     st.none(),
@@ -217,7 +292,7 @@ def _schemas() -> st.SearchStrategy[Any]:
         st.fixed_dictionaries({"minLength": st.integers(0, 3), "maxLength": st.integers(0, 3)}),
         st.fixed_dictionaries({"pattern": st.sampled_from(["^a", "b$", "ab"])}),
         st.fixed_dictionaries({"minItems": st.integers(0, 2), "maxItems": st.integers(0, 3)}),
-        # Keywords no dialect defines are ignored by jsonschema, and so by the fast path.
+        # Keywords no dialect defines are ignored by both.
         st.fixed_dictionaries({"type": _types, "nullable": st.booleans(), "x-order": st.integers(0, 3)}),
     )
 
@@ -245,9 +320,8 @@ def _schemas() -> st.SearchStrategy[Any]:
 
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(schema=_schemas(), value=_values)
-def test_fast_path_agrees_with_jsonschema(schema: Any, value: Any) -> None:
+def test_verdicts_agree_with_jsonschema(schema: Any, value: Any) -> None:
     compiled = CompiledSchema(schema)
-    assert compiled.fast
     expected = jsonschema.Draft202012Validator(schema).is_valid(value)
     assert compiled.is_valid(value) is expected
     assert (compiled.problems(value) == []) is expected

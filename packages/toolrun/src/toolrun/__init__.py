@@ -1,10 +1,12 @@
 """toolrun: run tools on local functions, MCP servers and providers."""
 
+from toolrun._arguments import DEFAULT_ARGUMENT_LIMITS, ArgumentLimits
 from toolrun._config import HttpServerConfig, ServerConfig, ServersConfig, StdioServerConfig, load_config
 from toolrun._local import LocalBackend, Progress
 from toolrun._mcp import MCPBackend, backends_from_config, open_backends
 from toolrun._provider import Provider, ProviderBackend
 from toolrun._runner import DEFAULT_MAX_CHAIN_STEPS, BackendChooser, DefaultRunner, ResultRecorder
+from toolrun._schema_limits import DEFAULT_SCHEMA_LIMITS, SchemaLimits
 from toolrun._types import (
     Backend,
     BackendResult,
@@ -18,14 +20,16 @@ from toolrun._types import (
     StepResult,
     ValidationPolicy,
 )
-from toolrun._validation import DEFAULT_VALIDATION_POLICY, CompiledSchema
+from toolrun._validation import DEFAULT_VALIDATION_POLICY, CompiledSchema, SchemaCache, compile_schema, json_path
 from toolrun.exceptions import (
     BackendUnavailableError,
     ChainError,
     ConfigError,
     InputValidationError,
+    InvalidSchemaError,
     NoBackendError,
     OutputValidationError,
+    SchemaLimitError,
     StreamNotSupportedError,
     ToolExecutionError,
     ToolNotFoundError,
@@ -35,8 +39,11 @@ from toolrun.exceptions import (
 )
 
 __all__ = [
+    "DEFAULT_ARGUMENT_LIMITS",
     "DEFAULT_MAX_CHAIN_STEPS",
+    "DEFAULT_SCHEMA_LIMITS",
     "DEFAULT_VALIDATION_POLICY",
+    "ArgumentLimits",
     "Backend",
     "BackendChooser",
     "BackendResult",
@@ -49,6 +56,7 @@ __all__ = [
     "DefaultRunner",
     "HttpServerConfig",
     "InputValidationError",
+    "InvalidSchemaError",
     "LocalBackend",
     "MCPBackend",
     "NoBackendError",
@@ -62,6 +70,9 @@ __all__ = [
     "ResultRecorder",
     "RunResult",
     "Runner",
+    "SchemaCache",
+    "SchemaLimitError",
+    "SchemaLimits",
     "ServerConfig",
     "ServersConfig",
     "StdioServerConfig",
@@ -74,6 +85,8 @@ __all__ = [
     "ValidationPolicy",
     "ValidationProblem",
     "backends_from_config",
+    "compile_schema",
+    "json_path",
     "load_config",
     "open_backends",
 ]

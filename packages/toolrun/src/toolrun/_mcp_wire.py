@@ -12,14 +12,15 @@ import json
 from collections.abc import Mapping
 from typing import Any, cast
 
-from jsonschema import SchemaError
-from jsonschema.validators import validator_for  # pyright: ignore[reportUnknownVariableType]
 from mcp import ClientSession
 from mcp.shared.dispatcher import CallOptions, ProgressFnT
 from mcp.shared.inbound import find_invalid_x_mcp_header, x_mcp_header_map
 
 from toolindex import InvalidToolError, Tool
+from toolrun._schema_limits import DEFAULT_SCHEMA_LIMITS, SchemaLimits
 from toolrun._types import BackendResult
+from toolrun._validation import compile_schema
+from toolrun.exceptions import InvalidSchemaError, SchemaLimitError
 
 __all__ = ["error_text", "is_closed", "learn_param_headers", "normalise_result", "parse_tool", "raw_request"]
 
@@ -74,31 +75,41 @@ def is_closed(session: ClientSession) -> bool:
     return bool(getattr(dispatcher, "_closed", False))
 
 
-def _check_schema(schema: Any, what: str) -> None:
+def _check_schema(schema: Any, what: str, limits: SchemaLimits) -> None:
+    # The schema is compiled exactly as the runner will compile it (bounds first, then
+    # jsonschema-rs offline), so a tool listed here is one the runner can validate.
     if not isinstance(schema, dict):
         raise ValueError(f"{what} must be an object")
-    schema = cast(dict[str, Any], schema)
     try:
-        cls = validator_for(schema)  # pyright: ignore[reportUnknownVariableType]
-        cls.check_schema(schema)  # pyright: ignore[reportUnknownMemberType]
-    except SchemaError as e:
-        raise ValueError(f"{what} is not a valid JSON Schema: {e.message}") from None
+        compile_schema(cast(dict[str, Any], schema), limits)
+    except SchemaLimitError as e:
+        raise ValueError(f"{what} is {e}") from None
+    except InvalidSchemaError as e:
+        where = e.pointer.lstrip("/") or "(root)"
+        raise ValueError(f"{what} is not a valid JSON Schema at {where}: {e.reason}") from None
 
 
-def parse_tool(raw: Any, namespace: str, *, modern: bool = False) -> Tool:
+def parse_tool(
+    raw: Any, namespace: str, *, modern: bool = False, schema_limits: SchemaLimits = DEFAULT_SCHEMA_LIMITS
+) -> Tool:
     """Turn one raw ``tools/list`` entry into a :class:`~toolindex.Tool`.
+
+    The schemas are upstream data: each must be valid JSON Schema within ``schema_limits``,
+    with every ``$ref`` inside its own document; nothing a schema names is ever fetched.
 
     Args:
         raw: The tool's JSON object as the server sent it.
         namespace: Namespace to put it in (the server's name).
         modern: Whether the session speaks 2026-07-28, where a tool with an invalid
             ``x-mcp-header`` annotation must be dropped.
+        schema_limits: Bounds on ``inputSchema`` and ``outputSchema``.
 
     Returns:
         The tool.
 
     Raises:
-        ValueError: If the entry is not a usable tool; the message says why.
+        ValueError: If the entry is not a usable tool; the message says why (for a schema:
+            which bound or which reference, and where).
     """
     if not isinstance(raw, dict):
         raise ValueError(f"a tool must be an object, got {type(raw).__name__}")
@@ -108,11 +119,11 @@ def parse_tool(raw: Any, namespace: str, *, modern: bool = False) -> Tool:
     schema = entry["inputSchema"]
     if isinstance(schema, dict) and cast(dict[str, Any], schema).get("type") != "object":
         raise ValueError(f"inputSchema must have type 'object', got {cast(dict[str, Any], schema).get('type')!r}")
-    _check_schema(schema, "inputSchema")
+    _check_schema(schema, "inputSchema", schema_limits)
     if modern and (bad := find_invalid_x_mcp_header(schema)) is not None:
         raise ValueError(f"invalid x-mcp-header annotation: {bad}")
     if entry.get("outputSchema") is not None:
-        _check_schema(entry["outputSchema"], "outputSchema")
+        _check_schema(entry["outputSchema"], "outputSchema", schema_limits)
     try:
         return Tool.from_mcp(entry, namespace=namespace)
     except InvalidToolError as e:

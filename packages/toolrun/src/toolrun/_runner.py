@@ -10,10 +10,11 @@ from types import CoroutineType
 from typing import Any, Protocol, Self, cast, runtime_checkable
 
 import anyio
-import jsonschema.exceptions
 import structlog
 
 from toolindex import BackendKind, BackendRef, ChangeEvent, Index, Tool, ToolIndexError
+from toolrun._arguments import DEFAULT_ARGUMENT_LIMITS, ArgumentLimits, check_arguments
+from toolrun._schema_limits import DEFAULT_SCHEMA_LIMITS, SchemaLimits
 from toolrun._types import (
     Backend,
     BackendResult,
@@ -30,6 +31,7 @@ from toolrun.exceptions import (
     BackendUnavailableError,
     ChainError,
     InputValidationError,
+    InvalidSchemaError,
     NoBackendError,
     OutputValidationError,
     StreamNotSupportedError,
@@ -79,9 +81,9 @@ class _Entry:
         ref: BackendRef,
         backend: Backend,
         input_schema: CompiledSchema | None,
-        input_error: jsonschema.exceptions.SchemaError | None,
+        input_error: InvalidSchemaError | None,
         output_schema: CompiledSchema | None,
-        output_error: jsonschema.exceptions.SchemaError | None,
+        output_error: InvalidSchemaError | None,
     ) -> None:
         self.tool = tool
         self.tool_id = tool.id
@@ -109,10 +111,16 @@ class DefaultRunner:
     kinds come first, in that order, then the rest. A ``chooser`` callable overrides all of
     this. The first candidate runs; there is no fallback to the next one on failure.
 
+    **Arguments are JSON.** Before anything else, on every call, the arguments must be plain
+    JSON (dicts with string keys, lists, strings without lone surrogates, finite numbers,
+    booleans, ``None``) within ``argument_limits`` (64 levels, 4 MiB by default); otherwise
+    ``InputValidationError`` names the path and the reason and no backend is called.
+
     **Validation.** Input is validated when ``validate_input`` is true (default). Output is
     validated per ``validation``: ``"error"`` (default) raises ``OutputValidationError``,
     ``"warn"`` logs a warning and returns the result, ``"off"`` skips the check. Schemas
-    are JSON Schema 2020-12 unless ``$schema`` names another draft (draft-07 is accepted);
+    are JSON Schema 2020-12 unless ``$schema`` names another draft (draft-07 is accepted),
+    compiled by ``jsonschema-rs`` within ``schema_limits`` and never fetching anything;
     each distinct schema is compiled once, and a tool's resolution (tool, backend,
     compiled schemas) is cached until the index reports a change.
 
@@ -131,6 +139,8 @@ class DefaultRunner:
         default_timeout: float | None = None,
         backend_order: Sequence[BackendKind] | None = None,
         chooser: BackendChooser | None = None,
+        schema_limits: SchemaLimits = DEFAULT_SCHEMA_LIMITS,
+        argument_limits: ArgumentLimits = DEFAULT_ARGUMENT_LIMITS,
     ) -> None:
         """Create a runner.
 
@@ -144,6 +154,9 @@ class DefaultRunner:
             default_timeout: Timeout in seconds for calls that give none; ``None`` for no limit.
             backend_order: Preferred backend kinds, most preferred first (see the class docs).
             chooser: Picks the backend for a tool; overrides ``backend_order``.
+            schema_limits: Bounds every tool schema must stay within to be compiled; a tool
+                over them fails every call with ``InputValidationError`` saying which bound.
+            argument_limits: Depth and size bounds on arguments (checked on every call).
 
         Raises:
             ValueError: If ``validation``, ``max_chain_steps`` or ``default_timeout`` is invalid.
@@ -163,7 +176,8 @@ class DefaultRunner:
         self.default_timeout = default_timeout
         self._order: dict[str, int] = {k: i for i, k in enumerate(backend_order or ())}
         self._chooser = chooser
-        self._schemas = SchemaCache()
+        self._schemas = SchemaCache(limits=schema_limits)
+        self._argument_limits = argument_limits
         self._entries: dict[str, _Entry] = {}
         self._generation = 0
         self._closed = False
@@ -251,7 +265,7 @@ class DefaultRunner:
         ref, backend = self._choose(tool, refs)
         input_schema, input_error = self._compile(tool.input_schema)
         output_schema: CompiledSchema | None = None
-        output_error: jsonschema.exceptions.SchemaError | None = None
+        output_error: InvalidSchemaError | None = None
         if tool.output_schema is not None:
             output_schema, output_error = self._compile(tool.output_schema)
         entry = _Entry(tool, ref, backend, input_schema, input_error, output_schema, output_error)
@@ -259,12 +273,13 @@ class DefaultRunner:
             self._entries[tool_id] = entry
         return entry
 
-    def _compile(
-        self, schema: dict[str, Any]
-    ) -> tuple[CompiledSchema | None, jsonschema.exceptions.SchemaError | None]:
+    def _compile(self, schema: dict[str, Any]) -> tuple[CompiledSchema | None, InvalidSchemaError | None]:
+        # Bounds come first inside the cache (SchemaLimits): an over-bound schema is refused in
+        # well under a millisecond, never handed to the validator. The error is kept in the
+        # entry, so every call of the tool says why without compiling again.
         try:
             return self._schemas.get(schema), None
-        except jsonschema.exceptions.SchemaError as e:
+        except InvalidSchemaError as e:
             return None, e
 
     def candidates(self, tool: Tool, refs: Sequence[BackendRef]) -> list[tuple[BackendRef, Backend]]:
@@ -353,6 +368,10 @@ class DefaultRunner:
         else:
             problem = ValidationProblem("$", f"arguments must be an object (a mapping), got {type(args).__name__}")
             raise InputValidationError(entry.tool_id, [problem])
+        # Plain, bounded JSON before anything else looks at them: a value a backend cannot
+        # serialise could break a session that other callers share.
+        if (bad := check_arguments(a, self._argument_limits)) is not None:
+            raise InputValidationError(entry.tool_id, [bad])
         if self.validate_input:
             schema = entry.input
             if schema is None:
@@ -537,11 +556,10 @@ class DefaultRunner:
                     )
 
 
-def _schema_error_text(e: jsonschema.exceptions.SchemaError | None) -> str:
+def _schema_error_text(e: InvalidSchemaError | None) -> str:
     if e is None:  # pragma: no cover - an entry without a schema always has the error
         return "the tool's schema could not be compiled"
-    where = "/".join(str(p) for p in e.absolute_path) or "(root)"
-    return f"the tool's schema is not valid JSON Schema at {where}: {e.message}"
+    return f"the tool's schema is {e}"
 
 
 def _error_text(res: BackendResult) -> str:

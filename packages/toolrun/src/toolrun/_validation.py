@@ -1,32 +1,37 @@
-"""JSON Schema validation compiled once per schema.
+"""JSON Schema validation with ``jsonschema-rs``, compiled once per schema.
 
-``jsonschema`` is the authority: it decides what is valid and produces every reported
-problem. Because one ``jsonschema`` check of even a tiny object schema costs about 15 µs,
-more than half of the runner's whole per-call budget for a local function, a schema made
-only of the common keywords (``type``, ``properties``, ``required``, ``additionalProperties``,
-``items``, ``enum``, ``const``, bounds, ``pattern``, ``anyOf``/``oneOf``/``allOf``/``not``,
-local ``$ref``) is also compiled into a tree of plain Python closures that answers "valid or
-not" in about a microsecond. The closures follow ``jsonschema``'s semantics keyword by
-keyword (booleans are not numbers, ``1.0`` is an integer, ``True != 1`` in ``enum``); a
-schema with any other keyword uses ``jsonschema`` for the verdict too. When the verdict is
-"invalid", ``jsonschema`` always produces the problems.
+A tool's schema comes from whoever serves the tool, so compiling and applying it must never
+give that party the host's powers. What :class:`CompiledSchema` guarantees:
+
+- **No I/O, ever.** Every ``$ref`` must point inside its own document (start with ``#``); a
+  schema with any other reference is invalid and says which one. The validator is also built
+  with retrieval switched off (``offline``), so not even a reference resolved against an
+  ``$id`` can reach the network or a file. An unknown ``$schema`` is refused, never fetched.
+- **Bounded regex.** ``pattern`` and ``patternProperties`` run on the linear-time engine of
+  Rust's ``regex`` crate (no backtracking: ``^(a+)+$`` against a long string answers in
+  microseconds), each capped in compiled size. See :data:`_LINEAR` for the patterns it cannot
+  run (look-around, back-references).
+- **Bounded schemas.** :func:`~toolrun._schema_limits.check_schema_bounds` runs first
+  (depth, values, size, properties, references, ``$ref`` expansion, number of regexes).
+- **Bounded messages.** Problems are clipped: a message never echoes megabytes of a value.
+
+Semantics: the dialect comes from ``$schema`` (2020-12 when absent; 2019-09, draft-07,
+draft-06 and draft-04 accepted); ``format`` is an annotation, not checked; booleans are not
+numbers and ``1.0`` is an integer (JSON Schema's data model).
 """
 
 from __future__ import annotations
 
+import copy
 import json
-import numbers
-import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Final, cast
 
-import jsonschema
-import jsonschema.exceptions
-import jsonschema.protocols
-import jsonschema.validators
-import referencing.exceptions
+import jsonschema_rs
+import structlog
 
-from toolrun.exceptions import ValidationProblem
+from toolrun._schema_limits import DEFAULT_SCHEMA_LIMITS, SchemaLimits, SchemaSummary, check_schema_bounds
+from toolrun.exceptions import InvalidSchemaError, ValidationProblem
 
 __all__ = [
     "DEFAULT_VALIDATION_POLICY",
@@ -36,69 +41,38 @@ __all__ = [
     "json_path",
 ]
 
+_log = structlog.get_logger("toolrun")
+
 DEFAULT_VALIDATION_POLICY: Final = "error"
 """The output validation policy used everywhere unless configured otherwise."""
 
 _MAX_MESSAGE = 300
-_Check = Callable[[Any], bool]
+_MAX_PROBLEMS = 1000
+_MAX_VALUE_DEPTH = 1000
+_REGEX_SIZE = 256 * 1024
 
-# Keywords that never affect validity (annotations, containers reached through $ref only).
-_ANNOTATIONS = frozenset(
-    {
-        "$schema",
-        "$comment",
-        "$defs",
-        "definitions",
-        "title",
-        "description",
-        "default",
-        "examples",
-        "deprecated",
-        "readOnly",
-        "writeOnly",
-        "format",  # annotation only: validators are built without a format checker
-        "contentMediaType",
-        "contentEncoding",
-        "contentSchema",
-    }
-)
-_FAST_KEYWORDS = frozenset(
-    {
-        "type",
-        "properties",
-        "required",
-        "additionalProperties",
-        "items",
-        "enum",
-        "const",
-        "minimum",
-        "maximum",
-        "exclusiveMinimum",
-        "exclusiveMaximum",
-        "minLength",
-        "maxLength",
-        "minItems",
-        "maxItems",
-        "pattern",
-        "anyOf",
-        "oneOf",
-        "allOf",
-        "not",
-        "$ref",
-    }
-)
-# Keywords that change how references resolve: never reproduced.
-_ID_KEYWORDS = frozenset({"$id", "id", "$anchor", "$dynamicAnchor", "$recursiveAnchor", "$vocabulary"})
-# Dialects whose keyword semantics the fast path reproduces; others always use jsonschema.
-_FAST_DIALECTS = {
-    jsonschema.Draft202012Validator: "2020-12",
-    jsonschema.Draft201909Validator: "2019-09",
-    jsonschema.Draft7Validator: "draft7",
+# The linear-time engine (Rust's `regex` crate: finite automata, no backtracking), not
+# fancy-regex with a backtrack limit: fancy-regex's limit counts steps per start position, so
+# a look-ahead over a 100 kB string still took 12 s in our measurements, while the linear
+# engine's cost is at most proportional to pattern size times input length for any pattern.
+# The price: look-around and back-references do not exist there. Such a `pattern` is left
+# unchecked by this early validation (listed in `CompiledSchema.unchecked_patterns` and
+# logged): the tool itself still applies its own schema, and refusing every tool with a
+# look-ahead in one field would lose real tools for a check that is only a convenience. In
+# `patternProperties` a regex decides which schema applies to which key, so skipping it would
+# change what is checked elsewhere: there such a regex makes the schema invalid.
+_LINEAR: Final = jsonschema_rs.RegexOptions(size_limit=_REGEX_SIZE, dfa_size_limit=_REGEX_SIZE)
+_PROBE_FANCY: Final = jsonschema_rs.FancyRegexOptions(backtrack_limit=10_000, size_limit=_REGEX_SIZE)
+
+_DIALECTS: Final[dict[type[Any], str]] = {
+    jsonschema_rs.Draft202012Validator: "2020-12",
+    jsonschema_rs.Draft201909Validator: "2019-09",
+    jsonschema_rs.Draft7Validator: "draft7",
+    jsonschema_rs.Draft6Validator: "draft6",
+    jsonschema_rs.Draft4Validator: "draft4",
 }
-
-
-class _Unsupported(Exception):
-    """The schema uses something the fast path does not reproduce."""
+# Errors a value that is not plain JSON (or is absurdly deep) makes the validator raise.
+_VALUE_ERRORS = (ValueError, TypeError, OverflowError, RecursionError)
 
 
 def json_path(parts: Any) -> str:
@@ -108,319 +82,67 @@ def json_path(parts: Any) -> str:
         parts: Iterable of ``str`` keys and ``int`` indexes, outermost first.
 
     Returns:
-        ``$`` for the root, else e.g. ``$.items[2].name`` or ``$['odd key']``.
+        ``$`` for the root, else e.g. ``$.items[2].name`` or ``$['odd key']``. A key longer
+        than 100 characters is shortened (``…`` in the middle): paths end up in messages.
     """
     out = ["$"]
     for p in parts:
         if isinstance(p, int):
             out.append(f"[{p}]")
-        elif isinstance(p, str) and p.isidentifier():
-            out.append(f".{p}")
+            continue
+        key = _clip(str(p), 100)
+        if key.isidentifier():
+            out.append(f".{key}")
         else:
-            out.append(f"[{json.dumps(str(p), ensure_ascii=False)}]")
+            out.append(f"[{json.dumps(key, ensure_ascii=False)}]")
     return "".join(out)
 
 
-def _clip(text: str) -> str:
-    return text if len(text) <= _MAX_MESSAGE else text[: _MAX_MESSAGE - 1] + "…"
-
-
-def _unbool(v: Any) -> Any:
-    # jsonschema compares True/False as distinct from 1/0 in enum and const.
-    if v is True:
-        return _TRUE
-    if v is False:
-        return _FALSE
-    return v
-
-
-_TRUE, _FALSE = object(), object()
-
-
-def _equal(a: Any, b: Any) -> bool:
-    # Mirrors jsonschema's own equality, so the fast path agrees with it on every value.
-    if a is b:
-        return True
-    if isinstance(a, str) or isinstance(b, str):
-        return bool(a == b)
-    if isinstance(a, Sequence) and isinstance(b, Sequence):
-        sa, sb = cast(Sequence[Any], a), cast(Sequence[Any], b)
-        return len(sa) == len(sb) and all(_equal(x, y) for x, y in zip(sa, sb, strict=True))
-    if isinstance(a, Mapping) and isinstance(b, Mapping):
-        ma, mb = cast(Mapping[Any, Any], a), cast(Mapping[Any, Any], b)
-        return len(ma) == len(mb) and all(k in mb and _equal(v, mb[k]) for k, v in ma.items())
-    return bool(_unbool(a) == _unbool(b))
-
-
-def _is_number(x: Any) -> bool:
-    if type(x) is int or type(x) is float:
-        return True
-    return type(x) is not bool and isinstance(x, numbers.Number)
-
-
-def _is_integer(x: Any) -> bool:
-    if type(x) is int:
-        return True
-    if type(x) is bool:
-        return False
-    if isinstance(x, float):
-        return x.is_integer()
-    return isinstance(x, int)
-
-
-def _bound_check(key: str, b: Any) -> _Check:
-    if key == "minimum":
-        return lambda x: not _is_number(x) or bool(x >= b)
-    if key == "maximum":
-        return lambda x: not _is_number(x) or bool(x <= b)
-    if key == "exclusiveMinimum":
-        return lambda x: not _is_number(x) or bool(x > b)
-    return lambda x: not _is_number(x) or bool(x < b)
-
-
-_TYPE_CHECKS: dict[str, _Check] = {
-    "object": lambda x: isinstance(x, dict),
-    "array": lambda x: isinstance(x, list),
-    "string": lambda x: isinstance(x, str),
-    "integer": _is_integer,
-    "number": _is_number,
-    "boolean": lambda x: isinstance(x, bool),
-    "null": lambda x: x is None,
-}
-
-
-class _FastCompiler:
-    """Compiles the common keyword subset into closures; raises ``_Unsupported`` otherwise."""
-
-    def __init__(self, root: Mapping[str, Any], dialect: str, known: frozenset[str]) -> None:
-        self._root = root
-        self._dialect = dialect
-        self._known = known
-        self._refs: dict[str, _Check] = {}
-
-    def compile(self, schema: Any) -> _Check:
-        if schema is True:
-            return lambda _x: True
-        if schema is False:
-            return lambda _x: False
-        if not isinstance(schema, dict):
-            raise _Unsupported
-        s = cast(dict[str, Any], schema)
-        if self._dialect == "draft7" and "$ref" in s:
-            # Draft 7 ignores every keyword next to $ref.
-            return self._ref(s["$ref"])
-        for key in s:
-            # jsonschema ignores keywords its dialect does not define ("nullable", "x-..."),
-            # so may we; a defined keyword we do not reproduce sends the schema to jsonschema.
-            if key not in _FAST_KEYWORDS and key not in _ANNOTATIONS and (key in self._known or key in _ID_KEYWORDS):
-                raise _Unsupported
-        # ``"type": "object"`` with object keywords is folded into the object check (one call
-        # less per validation: tool arguments are always such a schema).
-        is_object = s.get("type") == "object"
-        objects = self._object(s, is_object)
-        checks: list[_Check] = []
-        if "type" in s and not (is_object and objects):
-            checks.append(self._type(s["type"]))
-        if "enum" in s:
-            checks.append(self._enum(s["enum"]))
-        if "const" in s:
-            const = s["const"]
-            checks.append(lambda x: _equal(x, const))
-        checks.extend(self._numeric(s))
-        checks.extend(self._string(s))
-        checks.extend(self._array(s))
-        checks.extend(objects)
-        checks.extend(self._combinators(s))
-        if "$ref" in s:
-            checks.append(self._ref(s["$ref"]))
-        if not checks:
-            return lambda _x: True
-        if len(checks) == 1:
-            return checks[0]
-        if len(checks) == 2:
-            c0, c1 = checks
-            return lambda x: c0(x) and c1(x)
-        frozen = tuple(checks)
-        return lambda x: all(c(x) for c in frozen)
-
-    def _type(self, t: Any) -> _Check:
-        names = [t] if isinstance(t, str) else t
-        if not isinstance(names, list) or not names:
-            raise _Unsupported
-        fns: list[_Check] = []
-        for n in cast(list[Any], names):
-            if n not in _TYPE_CHECKS:
-                raise _Unsupported
-            fns.append(_TYPE_CHECKS[n])
-        if len(fns) == 1:
-            return fns[0]
-        tup = tuple(fns)
-        return lambda x: any(f(x) for f in tup)
-
-    def _enum(self, values: Any) -> _Check:
-        if not isinstance(values, list):
-            raise _Unsupported
-        vals = cast(list[Any], values)
-        if vals and all(isinstance(v, str) for v in vals):
-            members = frozenset(cast(list[str], vals))
-            return lambda x: isinstance(x, str) and x in members
-        return lambda x: any(_equal(x, v) for v in vals)
-
-    def _numeric(self, s: dict[str, Any]) -> list[_Check]:
-        out: list[_Check] = []
-        for key in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
-            if key in s:
-                bound: Any = s[key]
-                if not _is_number(bound):
-                    raise _Unsupported  # draft-4 boolean exclusives and other oddities
-                out.append(_bound_check(key, bound))
-        return out
-
-    def _string(self, s: dict[str, Any]) -> list[_Check]:
-        out: list[_Check] = []
-        if "minLength" in s:
-            n = self._count(s["minLength"])
-            out.append(lambda x: not isinstance(x, str) or len(x) >= n)
-        if "maxLength" in s:
-            m = self._count(s["maxLength"])
-            out.append(lambda x: not isinstance(x, str) or len(x) <= m)
-        if "pattern" in s:
-            try:
-                rx = re.compile(s["pattern"])
-            except (re.error, TypeError) as e:
-                raise _Unsupported from e
-            out.append(lambda x: not isinstance(x, str) or rx.search(x) is not None)
-        return out
-
-    def _array(self, s: dict[str, Any]) -> list[_Check]:
-        out: list[_Check] = []
-        if "items" in s:
-            if isinstance(s["items"], list):
-                raise _Unsupported  # tuple form (draft 7 / 2019-09)
-            item = self.compile(s["items"])
-            out.append(lambda x: not isinstance(x, list) or all(item(v) for v in cast(list[Any], x)))
-        if "minItems" in s:
-            n = self._count(s["minItems"])
-            out.append(lambda x: not isinstance(x, list) or len(cast(list[Any], x)) >= n)
-        if "maxItems" in s:
-            m = self._count(s["maxItems"])
-            out.append(lambda x: not isinstance(x, list) or len(cast(list[Any], x)) <= m)
-        return out
-
-    def _object(self, s: dict[str, Any], must_be_dict: bool) -> list[_Check]:
-        out: list[_Check] = []
-        props_raw = s.get("properties", {})
-        if not isinstance(props_raw, dict):
-            raise _Unsupported
-        props = {k: self.compile(v) for k, v in cast(dict[str, Any], props_raw).items()}
-        required_raw = s.get("required", [])
-        if not isinstance(required_raw, list) or not all(isinstance(r, str) for r in cast(list[Any], required_raw)):
-            raise _Unsupported
-        required = tuple(cast(list[str], required_raw))
-        extra: _Check | None = None
-        if "additionalProperties" in s:
-            extra = self.compile(s["additionalProperties"])
-        if not props and not required and extra is None:
-            return out
-        items = tuple(props.items())
-
-        def check(x: Any) -> bool:
-            if not isinstance(x, dict):
-                return not must_be_dict
-            d = cast(dict[str, Any], x)
-            for r in required:
-                if r not in d:
-                    return False
-            for k, c in items:
-                if k in d and not c(d[k]):
-                    return False
-            if extra is not None:
-                for k, v in d.items():
-                    if k not in props and not extra(v):
-                        return False
-            return True
-
-        out.append(check)
-        return out
-
-    def _combinators(self, s: dict[str, Any]) -> list[_Check]:
-        out: list[_Check] = []
-        for key in ("anyOf", "oneOf", "allOf"):
-            if key in s:
-                subs = s[key]
-                if not isinstance(subs, list) or not subs:
-                    raise _Unsupported
-                fns = tuple(self.compile(x) for x in cast(list[Any], subs))
-                if key == "anyOf":
-                    out.append(lambda x, fns=fns: any(f(x) for f in fns))
-                elif key == "allOf":
-                    out.append(lambda x, fns=fns: all(f(x) for f in fns))
-                else:
-                    out.append(lambda x, fns=fns: sum(1 for f in fns if f(x)) == 1)
-        if "not" in s:
-            neg = self.compile(s["not"])
-            out.append(lambda x: not neg(x))
-        return out
-
-    def _ref(self, ref: Any) -> _Check:
-        if not isinstance(ref, str) or not ref.startswith("#/"):
-            raise _Unsupported
-        if ref in self._refs:
-            return self._refs[ref]
-        target: Any = self._root
-        for part in ref[2:].split("/"):
-            part = part.replace("~1", "/").replace("~0", "~")
-            if not isinstance(target, dict) or part not in target:
-                raise _Unsupported
-            target = cast(dict[str, Any], target)[part]
-        # Placeholder first, so recursive schemas compile; filled in below.
-        cell: list[_Check] = []
-        self._refs[ref] = lambda x: cell[0](x)
-        cell.append(self.compile(target))
-        return self._refs[ref]
-
-    @staticmethod
-    def _count(v: Any) -> int:
-        if isinstance(v, bool) or not isinstance(v, int | float) or (isinstance(v, float) and not v.is_integer()):
-            raise _Unsupported
-        return int(v)
+def _clip(text: str, limit: int = _MAX_MESSAGE) -> str:
+    # Keep both ends: messages start with the offending value and end with the reason.
+    if len(text) <= limit:
+        return text
+    head = limit * 3 // 5
+    return f"{text[:head]}…{text[-(limit - head - 1) :]}"
 
 
 class CompiledSchema:
     """A JSON Schema checked and compiled once; validate many values against it.
 
-    The dialect comes from ``$schema``: JSON Schema 2020-12 when absent; draft-07 (and
-    2019-09, draft-06, draft-04) are accepted when declared.
+    The dialect comes from ``$schema``: JSON Schema 2020-12 when absent; 2019-09, draft-07,
+    draft-06 and draft-04 are accepted when declared. See the module docs for what compiling
+    guarantees (no I/O, bounded regex, bounded schemas).
     """
 
-    __slots__ = ("_fast", "_validator", "dialect", "fast", "schema")
+    __slots__ = ("_deep_guard", "_validator", "dialect", "schema", "summary", "unchecked_patterns")
 
-    def __init__(self, schema: Mapping[str, Any] | bool) -> None:
-        """Check the schema against its metaschema and compile it.
+    def __init__(self, schema: Mapping[str, Any] | bool, limits: SchemaLimits = DEFAULT_SCHEMA_LIMITS) -> None:
+        """Check the schema (bounds, references, metaschema) and compile it.
 
         Args:
             schema: A JSON Schema (an object or a boolean schema).
+            limits: Bounds the schema must stay within.
 
         Raises:
-            jsonschema.exceptions.SchemaError: If the schema itself is invalid.
+            SchemaLimitError: If the schema is over a bound (names the bound and where).
+            InvalidSchemaError: If the schema is not valid JSON Schema, names an unknown
+                dialect, or has a reference outside its own document.
         """
         raw: Any = dict(schema) if isinstance(schema, Mapping) else schema
-        cls: Any = jsonschema.validators.validator_for(raw, default=jsonschema.Draft202012Validator)
-        cls.check_schema(raw)
+        if not isinstance(raw, dict | bool):
+            raise InvalidSchemaError(f"a schema must be an object or a boolean, got {type(raw).__name__}")
+        summary = check_schema_bounds(raw, limits)
+        validator, unchecked = _build(raw, summary)
         self.schema: Any = raw
-        self._validator: jsonschema.protocols.Validator = cls(raw)
-        dialect = _FAST_DIALECTS.get(cls)
-        self.dialect: str = dialect or str(getattr(cls, "META_SCHEMA", {}).get("$schema", "unknown"))
-        fast: _Check | None = None
-        if dialect is not None:
-            root = cast(dict[str, Any], raw) if isinstance(raw, dict) else {}
-            try:
-                fast = _FastCompiler(root, dialect, frozenset(cls.VALIDATORS)).compile(raw)
-            except _Unsupported:
-                fast = None
-        self._fast = fast
-        self.fast: bool = fast is not None
-        """Whether validity is decided by compiled closures (else by ``jsonschema``)."""
+        self.summary: SchemaSummary = summary
+        """What the bounds check measured."""
+        self.unchecked_patterns: tuple[str, ...] = unchecked
+        """JSON pointers of ``pattern`` keywords left unchecked (look-around or back-references)."""
+        self.dialect: str = _DIALECTS.get(type(validator), "2020-12")
+        """``2020-12``, ``2019-09``, ``draft7``, ``draft6`` or ``draft4``."""
+        self._validator = validator
+        # Only a recursive schema makes the validator descend as deep as the value goes.
+        self._deep_guard = summary.recursive
 
     def is_valid(self, value: Any) -> bool:
         """Whether ``value`` satisfies the schema.
@@ -429,22 +151,18 @@ class CompiledSchema:
             value: A plain-Python JSON value.
 
         Returns:
-            ``True`` when valid. A schema reference that cannot be resolved counts as invalid
-            (``problems`` then says why).
+            ``True`` when valid. A value that is not JSON, or that a recursive schema would have
+            to follow deeper than 1,000 levels, is invalid (``problems`` says why).
         """
-        fast = self._fast
-        if fast is not None:
-            try:
-                return fast(value)
-            except RecursionError:
-                pass  # absurdly deep values: let jsonschema decide
+        if self._deep_guard and _deeper_than(value, _MAX_VALUE_DEPTH):
+            return False
         try:
             return self._validator.is_valid(value)
-        except referencing.exceptions.Unresolvable:
+        except _VALUE_ERRORS:
             return False
 
     def problems(self, value: Any) -> list[ValidationProblem]:
-        """Every violation, each with the JSON path of the offending value, sorted by path.
+        """Every violation (at most 1,000), each with the JSON path of the offending value, sorted by path.
 
         Args:
             value: A plain-Python JSON value.
@@ -452,46 +170,143 @@ class CompiledSchema:
         Returns:
             The problems (empty when the value is valid).
         """
+        if self._deep_guard and _deeper_than(value, _MAX_VALUE_DEPTH):
+            return [ValidationProblem("$", f"the value is nested deeper than {_MAX_VALUE_DEPTH} levels")]
         out: list[ValidationProblem] = []
         try:
-            errors = list(self._validator.iter_errors(value))
-        except referencing.exceptions.Unresolvable as e:
-            return [ValidationProblem("$", _clip(f"the schema has a reference that cannot be resolved: {e}"))]
-        for err in errors:
-            out.extend(_problems_of(err))
+            for n, err in enumerate(self._validator.iter_errors(value)):
+                if n >= _MAX_PROBLEMS:
+                    break
+                out.extend(_problems_of(err, value))
+        except _VALUE_ERRORS as e:
+            return [ValidationProblem("$", _clip(f"the value cannot be validated: {e}"))]
         out.sort(key=lambda p: p.path)
         return out
 
 
-def _problems_of(e: jsonschema.exceptions.ValidationError) -> list[ValidationProblem]:
-    err: Any = e  # jsonschema's attributes are loosely typed
-    path = list(err.absolute_path)
-    inst: Any = err.instance
-    value: Any = err.validator_value
-    if err.validator == "required" and isinstance(inst, dict) and isinstance(value, list):
-        present = cast(dict[str, Any], inst)
-        missing = [r for r in cast(list[Any], value) if isinstance(r, str) and r not in present]
-        if missing:
-            return [ValidationProblem(json_path([*path, m]), "required property is missing") for m in missing]
-    if err.validator == "additionalProperties" and value is False and isinstance(inst, dict):
-        raw_schema: Any = err.schema
-        schema = cast(dict[str, Any], raw_schema) if isinstance(raw_schema, dict) else {}
-        known = cast(dict[str, Any], schema.get("properties") or {})
-        patterns = [re.compile(p) for p in cast(dict[str, Any], schema.get("patternProperties") or {})]
-        extras = [k for k in cast(dict[str, Any], inst) if k not in known and not any(p.search(k) for p in patterns)]
-        if extras:
-            return [ValidationProblem(json_path([*path, k]), "unexpected property (not in the schema)") for k in extras]
-    if err.validator in ("anyOf", "oneOf") and err.context:
-        # Say which alternatives were tried: the deepest reason of each is the useful part.
-        best = _best_match(err.context)
-        if best is not None:
-            return [ValidationProblem(json_path(path), _clip(f"{err.message} (closest: {best})"))]
+def _validator_for(schema: Any) -> jsonschema_rs.Validator:
+    # `offline` switches retrieval off altogether (jsonschema-rs refuses a retriever alongside
+    # it, and a retriever that refuses would be the weaker guarantee: it is still asked).
+    return jsonschema_rs.validator_for(schema, validate_formats=False, pattern_options=_LINEAR, offline=True)
+
+
+def _build(raw: Any, summary: SchemaSummary) -> tuple[jsonschema_rs.Validator, tuple[str, ...]]:
+    try:
+        return _validator_for(raw), ()
+    except jsonschema_rs.ValidationError as e:
+        first = e
+    if not summary.patterns:
+        raise _schema_error(first)
+    # Some regex may be what failed: find out which, and why.
+    unsupported: list[tuple[str, ...]] = []
+    pointers: list[str] = []
+    for pat in summary.patterns:
+        verdict = _probe(pat.regex)
+        if verdict == "ok":
+            continue
+        shown = json.dumps(_clip(pat.regex, 80), ensure_ascii=False)
+        if verdict == "invalid":
+            raise InvalidSchemaError(
+                f"{shown} is not a regular expression the validator can run (invalid, or more than "
+                f"{_REGEX_SIZE // 1024} KiB once compiled)",
+                pat.pointer,
+            ) from None
+        if pat.is_key:
+            raise InvalidSchemaError(
+                f"the patternProperties regex {shown} needs look-around or back-references, which the "
+                "linear-time regex engine does not run",
+                pat.pointer,
+            ) from None
+        unsupported.append(pat.path)
+        pointers.append(pat.pointer)
+    if not unsupported:
+        raise _schema_error(first)
+    stripped = copy.deepcopy(raw)  # depth is bounded by now
+    for path in unsupported:
+        parent: Any = stripped
+        for key in path[:-1]:
+            parent = cast(Any, parent[int(key)] if isinstance(parent, list) else parent[key])
+        del parent[path[-1]]
+    _log.warning("schema patterns left unchecked (look-around or back-references)", pointers=pointers[:10])
+    try:
+        return _validator_for(stripped), tuple(pointers)
+    except jsonschema_rs.ValidationError as e:
+        raise _schema_error(e) from None
+
+
+def _probe(regex: str) -> str:
+    try:
+        jsonschema_rs.validator_for({"pattern": regex}, pattern_options=_LINEAR, offline=True)
+        return "ok"
+    except jsonschema_rs.ValidationError:
+        pass
+    try:
+        jsonschema_rs.validator_for({"pattern": regex}, pattern_options=_PROBE_FANCY, offline=True)
+        return "unsupported"
+    except jsonschema_rs.ValidationError:
+        return "invalid"
+
+
+def _schema_error(e: jsonschema_rs.ValidationError) -> InvalidSchemaError:
+    # For a schema that fails its metaschema, the "instance" is the schema: its path is where.
+    pointer = "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in e.instance_path)
+    return InvalidSchemaError(_clip(e.message, 200), _clip(pointer, 200))
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        v, depth = stack.pop()
+        if isinstance(v, dict):
+            children: Any = cast(dict[Any, Any], v).values()
+        elif isinstance(v, list | tuple):
+            children = cast(Sequence[Any], v)
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((c, depth + 1) for c in cast(Sequence[Any], children))
+    return False
+
+
+def _value_path(value: Any, raw_path: Sequence[str | int]) -> list[str | int]:
+    # jsonschema-rs reports the key "0" of an object as the index 0: the value knows which it is.
+    out: list[str | int] = []
+    cur: Any = value
+    for seg in raw_path:
+        if isinstance(cur, dict):
+            key = str(seg)
+            out.append(key)
+            cur = cast(dict[str, Any], cur).get(key)
+        elif isinstance(cur, list | tuple) and isinstance(seg, int):
+            out.append(seg)
+            seq = cast(Sequence[Any], cur)
+            cur = seq[seg] if 0 <= seg < len(seq) else None
+        else:
+            out.append(seg)
+            cur = None
+    return out
+
+
+_Kind = jsonschema_rs.ValidationErrorKind
+
+
+def _problems_of(err: jsonschema_rs.ValidationError, value: Any) -> list[ValidationProblem]:
+    path = _value_path(value, err.instance_path)
+    kind = err.kind
+    if isinstance(kind, _Kind.Required):
+        return [ValidationProblem(json_path([*path, kind.property]), "required property is missing")]
+    if isinstance(kind, _Kind.AdditionalProperties | _Kind.UnevaluatedProperties):
+        return [
+            ValidationProblem(json_path([*path, k]), "unexpected property (not in the schema)") for k in kind.unexpected
+        ]
+    if isinstance(kind, _Kind.AnyOf | _Kind.OneOfNotValid) and kind.context:
+        # Say which alternative came closest: its first reason is the useful part.
+        best = min(kind.context, key=lambda alt: (len(alt), -max((len(e.instance_path) for e in alt), default=0)))
+        if best:
+            closest = _clip(best[0].message, _MAX_MESSAGE // 2)
+            return [ValidationProblem(json_path(path), f"{_clip(err.message, _MAX_MESSAGE // 2)} (closest: {closest})")]
     return [ValidationProblem(json_path(path), _clip(err.message))]
-
-
-def _best_match(errors: Any) -> str | None:
-    best: Any = jsonschema.exceptions.best_match(errors)  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
-    return None if best is None else str(best.message)  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
 
 
 class SchemaCache:
@@ -500,14 +315,16 @@ class SchemaCache:
     Not locked: a race compiles the same schema twice, and both results are equal.
     """
 
-    def __init__(self, max_entries: int = 4096) -> None:
+    def __init__(self, max_entries: int = 4096, limits: SchemaLimits = DEFAULT_SCHEMA_LIMITS) -> None:
         """Create an empty cache.
 
         Args:
             max_entries: Entries kept before the cache is cleared (a crude bound against
                 unbounded growth when tools change without end).
+            limits: Bounds every schema compiled here must stay within.
         """
         self._max = max_entries
+        self._limits = limits
         self._entries: dict[str, CompiledSchema] = {}
 
     def get(self, schema: Mapping[str, Any] | bool) -> CompiledSchema:
@@ -520,12 +337,16 @@ class SchemaCache:
             The compiled schema (shared between equal schemas).
 
         Raises:
-            jsonschema.exceptions.SchemaError: If the schema itself is invalid.
+            InvalidSchemaError: If the schema is invalid or over a bound (``SchemaLimitError``).
         """
-        key = json.dumps(schema, sort_keys=True, default=repr)
+        raw: Any = dict(schema) if isinstance(schema, Mapping) else schema
+        # Bounds before the key: a schema megabytes large or thousands of levels deep is refused
+        # here, before json.dumps spends time on it (or overflows on its depth).
+        check_schema_bounds(raw, self._limits)
+        key = json.dumps(raw, sort_keys=True)
         hit = self._entries.get(key)
         if hit is None:
-            hit = CompiledSchema(schema)
+            hit = CompiledSchema(schema, self._limits)
             if len(self._entries) >= self._max:
                 self._entries.clear()
             self._entries[key] = hit
@@ -535,16 +356,18 @@ class SchemaCache:
         return len(self._entries)
 
 
-def compile_schema(schema: Mapping[str, Any] | bool) -> CompiledSchema:
+def compile_schema(schema: Mapping[str, Any] | bool, limits: SchemaLimits = DEFAULT_SCHEMA_LIMITS) -> CompiledSchema:
     """Check and compile one JSON Schema (see :class:`CompiledSchema`).
 
     Args:
         schema: A JSON Schema.
+        limits: Bounds the schema must stay within.
 
     Returns:
         The compiled schema.
 
     Raises:
-        jsonschema.exceptions.SchemaError: If the schema itself is invalid.
+        InvalidSchemaError: If the schema is invalid, refers outside itself, or is over a bound
+            (``SchemaLimitError``).
     """
-    return CompiledSchema(schema)
+    return CompiledSchema(schema, limits)

@@ -8,6 +8,8 @@ re-exported here (it is a ``toolindex.ToolIndexError`` and a ``LookupError``)::
     ├── NoBackendError            the tool has no backend this runner can use
     ├── InputValidationError      args do not match the input schema (JSON path of each problem)
     ├── OutputValidationError     the result does not match the output schema
+    ├── InvalidSchemaError        a tool's JSON Schema cannot be used (invalid, refers outside itself)
+    │   └── SchemaLimitError      the schema is over one of its bounds (depth, size, $ref expansion, …)
     ├── ToolExecutionError        the tool ran and failed (MCP isError, an exception in a local function)
     ├── ToolTimeoutError          the call exceeded its timeout (also a TimeoutError)
     ├── BackendUnavailableError   the backend cannot be reached (server crashed, failed to start)
@@ -29,8 +31,10 @@ __all__ = [
     "ChainError",
     "ConfigError",
     "InputValidationError",
+    "InvalidSchemaError",
     "NoBackendError",
     "OutputValidationError",
+    "SchemaLimitError",
     "StreamNotSupportedError",
     "ToolExecutionError",
     "ToolNotFoundError",
@@ -179,3 +183,47 @@ class StreamNotSupportedError(ToolRunError):
 
 class ChainError(ToolRunError, ValueError):
     """A chain is invalid before it runs (too many steps, a malformed step)."""
+
+
+class InvalidSchemaError(ToolRunError, ValueError):
+    """A JSON Schema cannot be used.
+
+    It is not valid JSON Schema, names an unknown dialect, or refers outside its own document
+    (nothing is ever fetched).
+
+    Attributes:
+        pointer: JSON pointer of the offending part inside the schema (``""`` for the root).
+        reason: Why, clipped (it never echoes a large part of the schema).
+    """
+
+    def __init__(self, reason: str, pointer: str = "") -> None:
+        self.reason = reason
+        self.pointer = pointer
+        super().__init__(f"{self._what()} at {_where(pointer)}: {reason}")
+
+    def _what(self) -> str:
+        return "not valid JSON Schema"
+
+
+class SchemaLimitError(InvalidSchemaError):
+    """A JSON Schema is over one of the bounds of :class:`toolrun.SchemaLimits`.
+
+    Attributes:
+        limit: The bound's name, e.g. ``max_depth``.
+        maximum: Its value.
+        pointer: Where the bound was crossed (a JSON pointer, clipped when very long).
+        reason: What was found there.
+    """
+
+    def __init__(self, limit: str, maximum: int, reason: str, pointer: str = "") -> None:
+        self.limit = limit
+        self.maximum = maximum
+        super().__init__(reason, pointer)
+
+    def _what(self) -> str:
+        return f"over the {self.limit} bound ({self.maximum:,})"
+
+
+def _where(pointer: str) -> str:
+    # "properties/a/type", as users read it in messages; "(root)" for the whole schema.
+    return pointer.lstrip("/") or "(root)"
