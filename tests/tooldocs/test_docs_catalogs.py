@@ -1,6 +1,6 @@
 """Golden tests over real tool catalogs.
 
-The whole catalogs live in ../shared/eval (a clear failure when absent); a
+The whole catalogs ship in tests/data/eval (gzip-compressed, provenance in its README.md); a
 representative sample with its expected output is committed in snapshots/.
 """
 
@@ -74,7 +74,7 @@ def test_describe_many_of_a_whole_catalog_stays_within_budget(catalog_tools: lis
     assert docs[0].level == "schema" and docs[-1].level == "summary"
 
 
-# -- committed sample (runs without ../shared) -------------------------------------------
+# -- committed sample with its expected output ---------------------------------------------
 
 
 def sample() -> list[dict[str, Any]]:

@@ -1,6 +1,6 @@
 """Regenerate the committed catalog sample: `uv run python tests/tooldocs/snapshots/update.py`.
 
-Picks a representative sample of the shared evaluation catalogs (tools with nested
+Picks a representative sample of the evaluation catalogs in tests/data/eval (tools with nested
 objects, enums, unions, defaults, arrays, renamed parameters, plus evenly spaced others)
 and stores each tool's definition with its rendered signature and docs. The test
 `test_docs_catalogs.py::test_snapshot_sample` re-renders them and compares; review the
@@ -9,6 +9,7 @@ diff of `catalog_sample.json` when rendering changes on purpose.
 
 from __future__ import annotations
 
+import gzip
 import json
 import keyword
 import sys
@@ -16,10 +17,15 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-EVAL = HERE.parents[3] / "shared" / "eval"
+EVAL = HERE.parents[1] / "data" / "eval"
 CATALOGS = {"github": "github_mcp_server_tools.json", "mcp_bench": "mcp_bench_tools.json"}
 TOOL_KEYS = ("id", "namespace", "name", "title", "description", "tags", "input_schema")
 FEATURES = ["properties", "enum", "anyOf", "oneOf", "default", "items", "additionalProperties", "prefixItems"]
+
+
+def load(name: str) -> dict[str, Any]:
+    with gzip.open(EVAL / f"{name}.gz", "rt", encoding="utf-8") as f:
+        return json.load(f)
 
 
 def odd_name(name: str) -> bool:
@@ -77,10 +83,10 @@ def render_entry(catalog: str, record: dict[str, Any]) -> dict[str, Any]:
 def main() -> None:
     entries: list[dict[str, Any]] = []
     for key, file in CATALOGS.items():
-        records = json.loads((EVAL / file).read_text(encoding="utf-8"))["tools"]
+        records = load(file)["tools"]
         entries.extend(render_entry(key, r) for r in pick(records, 10))
     # Neither catalog above has parameter names that are keywords or not identifiers; MSC does.
-    msc = json.loads((EVAL / "msc_bench_mcp.json").read_text(encoding="utf-8"))["tools"]
+    msc = load("msc_bench_mcp.json")["tools"]
     odd = [r for r in msc if any(odd_name(k) for k in r["input_schema"].get("properties", {}))]
     entries.extend(render_entry("msc_bench", r) for r in odd[:: max(len(odd) // 4, 1)][:4])
     out = HERE / "catalog_sample.json"
