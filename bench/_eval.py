@@ -1,12 +1,16 @@
-"""Shared helpers for the search benchmarks: catalogs, query sets, metrics, the reference BM25.
+"""Shared helpers for the benchmarks: evaluation data, query sets, metrics, the reference BM25.
 
-Catalog and query files follow ``../shared/eval/README.md``. Nothing here knows about a
-particular catalog except :data:`DEFAULT_SETS`, which names the evaluation sets of the
-no-argument run (the same selection the README's reference figures use).
+Catalog and query files follow ``tests/data/eval/README.md``; the repository ships them
+there, gzip-compressed (:data:`DATA_DIR`), and every bench takes ``--data DIR`` for another
+folder of ``.json`` or ``.json.gz`` files. Nothing here knows about a particular catalog
+except :data:`DEFAULT_SETS`, which names the evaluation sets of the no-argument run (the
+same selection the README's reference figures use).
 """
 
 from __future__ import annotations
 
+import argparse
+import gzip
 import json
 import re
 import statistics
@@ -20,8 +24,8 @@ from typing import Any
 
 from toolindex import BackendRef, InMemoryIndex, Tool
 
-EVAL_DIR = Path(__file__).resolve().parent.parent.parent / "shared" / "eval"
-"""``../shared/eval`` relative to the repository root."""
+DATA_DIR = Path(__file__).resolve().parent.parent / "tests" / "data" / "eval"
+"""The evaluation data that ships with the repository (``tests/data/eval``, gzip-compressed)."""
 
 K = 10
 
@@ -71,8 +75,55 @@ TYPO_SET = "MSC L1"
 """The set the no-argument ``--typos`` run perturbs."""
 
 
+def add_data_argument(ap: argparse.ArgumentParser) -> None:
+    """``--data DIR`` (``--eval-dir`` is its old name), defaulting to :data:`DATA_DIR`."""
+    ap.add_argument(
+        "--data",
+        "--eval-dir",
+        dest="data",
+        type=Path,
+        default=DATA_DIR,
+        metavar="DIR",
+        help="folder of evaluation catalogs, each as .json or .json.gz (default: the repository's tests/data/eval)",
+    )
+
+
+def data_file(data_dir: Path, name: str) -> Path:
+    """``name`` (``metatool.json``) in ``data_dir``, plain or gzip-compressed (``metatool.json.gz``)."""
+    for candidate in (data_dir / name, data_dir / f"{name}.gz"):
+        if candidate.is_file():
+            return candidate
+    raise SystemExit(missing_data(data_dir, [name], [name]))
+
+
+def require_data(data_dir: Path, names: Iterable[str]) -> None:
+    """Exit with a message naming every file of ``names`` that ``data_dir`` lacks."""
+    needed = list(names)
+    missing = [n for n in needed if not (data_dir / n).is_file() and not (data_dir / f"{n}.gz").is_file()]
+    if missing:
+        raise SystemExit(missing_data(data_dir, missing, needed))
+
+
+def missing_data(data_dir: Path, missing: Sequence[str], needed: Sequence[str]) -> str:
+    def files(names: Sequence[str]) -> str:
+        return ", ".join(f"{n}(.gz)" for n in names)
+
+    where = f"folder {data_dir} does not exist" if not data_dir.is_dir() else f"{data_dir} has no {files(missing)}"
+    return (
+        f"evaluation data missing: {where}. Pass --data DIR with a folder that holds {files(needed)}; "
+        f"the repository ships them in {DATA_DIR} (see its README.md)."
+    )
+
+
+def load_data(data_dir: Path, name: str) -> dict[str, Any]:
+    """The catalog or query file ``name`` of ``data_dir`` (``.json`` or ``.json.gz``)."""
+    return load_json(data_file(data_dir, name))
+
+
 def load_json(path: Path) -> dict[str, Any]:
-    with path.open(encoding="utf-8") as f:
+    """A JSON object from ``path``; a name ending in ``.gz`` is read through gzip."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as f:
         data = json.load(f)
     if not isinstance(data, dict):
         raise SystemExit(f"{path}: expected a JSON object with 'tools' and/or 'queries'")

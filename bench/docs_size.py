@@ -1,6 +1,7 @@
 """Documentation size and cost (tooldocs).
 
-For each catalog in ../shared/eval, renders every tool at each detail level and compares
+For each catalog of the evaluation data (``tests/data/eval``, or ``--data DIR`` with the
+same files as ``.json`` or ``.json.gz``), renders every tool at each detail level and compares
 the `schema` doc with the tool's raw JSON definition (the MCP wire form: name, title,
 description, inputSchema; compact JSON, and as `json.dumps` prints it by default). Also
 times `describe` and `record_result` (a ~2 KB result, steady state and when every result
@@ -9,6 +10,7 @@ measured in the same run).
 
     uv run python bench/docs_size.py            # table
     uv run python bench/docs_size.py --json     # one JSON document
+    uv run python bench/docs_size.py --data DIR # catalogs from another folder
 """
 
 from __future__ import annotations
@@ -24,12 +26,15 @@ from typing import Any
 from tooldocs import InMemoryStore
 from toolindex import BackendRef, InMemoryIndex, Tool
 
-EVAL = Path(__file__).resolve().parents[2] / "shared" / "eval"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _eval as E
+
 CATALOGS = {"github": "github_mcp_server_tools.json", "mcp_bench": "mcp_bench_tools.json"}
 
 
-def load(file: str) -> list[Tool]:
-    records = json.loads((EVAL / file).read_text(encoding="utf-8"))["tools"]
+def load(data_dir: Path, file: str) -> list[Tool]:
+    records = E.load_data(data_dir, file)["tools"]
     return [Tool.from_mcp(r, namespace=r["namespace"], tags=r.get("tags") or []) for r in records]
 
 
@@ -117,11 +122,10 @@ COLUMNS = [
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--json", action="store_true", help="print one JSON document instead of a table")
+    E.add_data_argument(parser)
     args = parser.parse_args()
-    if not EVAL.exists():
-        print(f"catalogs not found in {EVAL}", file=sys.stderr)
-        return 2
-    rows = [measure(name, load(file)) for name, file in CATALOGS.items()]
+    E.require_data(args.data, CATALOGS.values())
+    rows = [measure(name, load(args.data, file)) for name, file in CATALOGS.items()]
     if args.json:
         print(json.dumps({"bench": "docs_size", "python": sys.version.split()[0], "results": rows}, indent=2))
         return 0

@@ -1,8 +1,9 @@
 """Search latency and memory at 1k, 10k and 100k tools, against a reference BM25 (bm25s).
 
-    uv run python bench/search_latency.py [--sizes 1000,10000,100000] [--json]
+    uv run python bench/search_latency.py [--sizes 1000,10000,100000] [--data DIR] [--json]
 
-The catalog is every tool of ``../shared/eval`` (about 3,500 real tools), replicated under
+The catalog is every tool of the evaluation data (``tests/data/eval``, or ``--data DIR``
+with the same files as ``.json`` or ``.json.gz``; about 3,500 real tools), replicated under
 new namespaces (``<namespace>-r2``, ``-r3``, ...) until it has the wanted size. Each size runs
 in a fresh process so that its memory figure is its own.
 
@@ -52,8 +53,8 @@ N_WARMUP = 100
 N_REGISTER = 50
 
 
-def replicated_catalog(eval_dir: Path, size: int) -> list[dict[str, Any]]:
-    base = E.merge_catalogs(((name, E.load_json(eval_dir / name)) for name in CATALOGS), quiet=True)
+def replicated_catalog(data_dir: Path, size: int) -> list[dict[str, Any]]:
+    base = E.merge_catalogs(((name, E.load_data(data_dir, name)) for name in CATALOGS), quiet=True)
     out: list[dict[str, Any]] = []
     replica = 1
     while len(out) < size:
@@ -67,10 +68,10 @@ def replicated_catalog(eval_dir: Path, size: int) -> list[dict[str, Any]]:
     return out
 
 
-def real_queries(eval_dir: Path) -> list[str]:
+def real_queries(data_dir: Path) -> list[str]:
     texts: list[str] = []
     for name in QUERY_SETS:
-        doc = E.load_json(eval_dir / name)
+        doc = E.load_data(data_dir, name)
         for q in doc.get("queries", []):
             if name == "metatool.json" and str(q.get("qid", "")).startswith("s"):
                 continue  # MetaTool's 20k single-tool queries would crowd out the rest
@@ -95,12 +96,12 @@ def percentile(values: list[float], p: float) -> float:
     return values[min(len(values) - 1, round(p / 100 * (len(values) - 1)))]
 
 
-def measure(size: int, eval_dir: Path) -> dict[str, Any]:
+def measure(size: int, data_dir: Path) -> dict[str, Any]:
     from toolindex import InMemoryIndex
 
-    catalog = replicated_catalog(eval_dir, size)
-    extra = replicated_catalog(eval_dir, size + N_REGISTER)[size:]
-    queries = real_queries(eval_dir)
+    catalog = replicated_catalog(data_dir, size)
+    extra = replicated_catalog(data_dir, size + N_REGISTER)[size:]
+    queries = real_queries(data_dir)
     warm, timed = queries[:N_WARMUP], queries[N_WARMUP:]
     items, descriptions = E.catalog_items(catalog)
     extra_items, _ = E.catalog_items([{**r, "namespace": r["namespace"] + "-new"} for r in extra])
@@ -209,17 +210,18 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="1000,10000,100000", help="comma-separated catalog sizes")
     ap.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
-    ap.add_argument("--eval-dir", type=Path, default=E.EVAL_DIR)
+    E.add_data_argument(ap)
     ap.add_argument("--one-size", type=int, help=argparse.SUPPRESS)  # internal: measure in this process
     args = ap.parse_args(argv)
 
+    E.require_data(args.data, dict.fromkeys([*CATALOGS, *QUERY_SETS]))
     if args.one_size:
-        print(json.dumps(measure(args.one_size, args.eval_dir)))
+        print(json.dumps(measure(args.one_size, args.data)))
         return 0
     sizes: dict[str, dict[str, Any]] = {}
     for n in (int(s) for s in args.sizes.split(",") if s.strip()):
         out = subprocess.run(
-            [sys.executable, __file__, "--one-size", str(n), "--eval-dir", str(args.eval_dir)],
+            [sys.executable, __file__, "--one-size", str(n), "--data", str(args.data)],
             check=True,
             stdout=subprocess.PIPE,
             text=True,

@@ -1,8 +1,13 @@
 """Search quality: toolindex against a reference BM25 (bm25s + stemming) on labelled queries.
 
-    uv run python bench/search_quality.py                      # every set in ../shared/eval
+    uv run python bench/search_quality.py                      # every set in tests/data/eval
+    uv run python bench/search_quality.py --data DIR           # the same sets from another folder
     uv run python bench/search_quality.py --typos              # + MSC L1 with one typo per long word
     uv run python bench/search_quality.py --catalog A.json [--catalog B.json] --queries Q.json [--json]
+
+The no-argument run reads the evaluation data that ships with the repository
+(``tests/data/eval``, ``.json.gz``); ``--data DIR`` reads the same files, as ``.json`` or
+``.json.gz``, from another folder. ``--catalog`` and ``--queries`` files may be ``.json.gz`` too.
 
 Metrics (percent): MRR@10; hit@k = some gold id in the top k; recall@5 = share of the
 query's needed steps (``gold_sets``; a query with ``"any_of": true`` has one step that any
@@ -27,11 +32,14 @@ import _eval as E
 METRIC_KEYS = ("mrr@10", "hit@1", "hit@5", "recall@5", "n_queries", "p50_ms")
 
 
-def default_sets(eval_dir: Path, max_queries: int | None) -> list[E.QuerySet]:
+def default_sets(data_dir: Path, max_queries: int | None) -> list[E.QuerySet]:
+    E.require_data(data_dir, dict.fromkeys(spec.file for spec in E.DEFAULT_SETS))
     cache: dict[str, dict[str, Any]] = {}
     out: list[E.QuerySet] = []
     for spec in E.DEFAULT_SETS:
-        doc = cache.setdefault(spec.file, E.load_json(eval_dir / spec.file))
+        if spec.file not in cache:
+            cache[spec.file] = E.load_data(data_dir, spec.file)
+        doc = cache[spec.file]
         queries = [E.parse_query(q) for q in doc.get("queries", []) if spec.select(q)]
         limit = spec.limit if max_queries is None else max_queries
         if limit:
@@ -41,6 +49,9 @@ def default_sets(eval_dir: Path, max_queries: int | None) -> list[E.QuerySet]:
 
 
 def explicit_sets(catalogs: list[Path], query_files: list[Path], max_queries: int | None) -> list[E.QuerySet]:
+    for p in [*catalogs, *query_files]:
+        if not p.is_file():
+            raise SystemExit(f"{p}: no such file")
     docs = {p: E.load_json(p) for p in [*catalogs, *query_files]}
     cat_paths = catalogs or [p for p in query_files if docs[p].get("tools")]
     if not cat_paths:
@@ -53,7 +64,8 @@ def explicit_sets(catalogs: list[Path], query_files: list[Path], max_queries: in
     for path in sources:
         groups: dict[str, list[E.Query]] = {}
         for rec in docs[path].get("queries", []):
-            name = path.stem if rec.get("level") is None else f"{path.stem} L{rec['level']}"
+            stem = path.name.removesuffix(".gz").removesuffix(".json")
+            name = stem if rec.get("level") is None else f"{stem} L{rec['level']}"
             groups.setdefault(name, []).append(E.parse_query(rec))
         for name, queries in groups.items():
             if not any(q.gold_sets for q in queries):
@@ -126,14 +138,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     ap.add_argument("--typos", action="store_true", help="also run queries with one edit in each word of 5+ letters")
     ap.add_argument("--max-queries", type=int, default=None, help="evaluate at most N queries per set (0: all)")
-    ap.add_argument("--eval-dir", type=Path, default=E.EVAL_DIR, help="directory of the no-argument run")
+    E.add_data_argument(ap)
     args = ap.parse_args(argv)
 
     if args.catalog or args.queries:
         sets = explicit_sets(args.catalog, args.queries, args.max_queries)
         typo_sets = {s.name for s in sets} if args.typos else set()
     else:
-        sets = default_sets(args.eval_dir, args.max_queries)
+        sets = default_sets(args.data, args.max_queries)
         typo_sets = {E.TYPO_SET} if args.typos else set()
     results = evaluate(sets, typo_sets)
     typos = typo_summary(results)
