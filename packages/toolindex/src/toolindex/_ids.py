@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
+import reprlib
 from dataclasses import dataclass
 
+from toolindex._limits import MAX_ID_CHARS
 from toolindex.exceptions import InvalidToolIDError
 
 __all__ = ["NAME_PATTERN", "ToolID", "validate_name", "validate_namespace"]
@@ -104,10 +106,18 @@ class ToolID:
             The parsed id.
 
         Raises:
-            InvalidToolIDError: If the string has more than three parts or any part is invalid.
+            InvalidToolIDError: If the string is longer than any valid id, has more than three
+                parts, or any part is invalid.
         """
         if not isinstance(raw, str):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise InvalidToolIDError(repr(raw), f"expected a string, got {type(raw).__name__}")
+            raise InvalidToolIDError(reprlib.repr(raw), f"expected a string, got {type(raw).__name__}")
+        if len(raw) > MAX_ID_CHARS:
+            # Checked first so that a megabyte-long id costs no more than a short one.
+            raise InvalidToolIDError(
+                raw,
+                f"the id has {len(raw):,} characters; at most {MAX_ID_CHARS} are allowed "
+                "(namespace 128, name 128, version 64)",
+            )
         parts = raw.split(":")
         if len(parts) == 1:
             return cls(None, parts[0])

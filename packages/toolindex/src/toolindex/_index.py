@@ -14,6 +14,7 @@ import structlog
 from rapidfuzz import process as fuzz_process
 
 from toolindex._ids import ToolID, validate_namespace
+from toolindex._limits import MAX_ID_CHARS, MAX_QUERY_CHARS, clip
 from toolindex._model import BackendRef, ChangeEvent, ChangeKind, NamespaceInfo, SearchHit, Tool, ToolPage
 from toolindex._protocol import ChangeCallback, Unsubscribe
 from toolindex._search import SearchEngine, SearchParams, document_fields
@@ -48,6 +49,8 @@ def _check_item(pos: int, item: object) -> tuple[Tool, list[BackendRef]]:
 
 
 _CURSOR_PREFIX = "after:"
+# base64 of the prefix and the longest valid id, with room to spare.
+_MAX_CURSOR_CHARS = 4 * (len(_CURSOR_PREFIX) + MAX_ID_CHARS) // 3 + 8
 
 
 @contextmanager
@@ -390,6 +393,9 @@ class InMemoryIndex:
     def _suggest(self, tool_id: str, limit: int = 3) -> list[str]:
         if not self._by_key:
             return []
+        # Fuzzy matching costs time in proportion to the id's length: an id past the longest
+        # valid one is compared by its head only.
+        tool_id = tool_id[:MAX_ID_CHARS]
         choices = list(self._by_key)
         # Compare against both full keys and bare names so "get_wether" finds "weather:get_weather".
         scored: dict[str, float] = {}
@@ -406,7 +412,8 @@ class InMemoryIndex:
         """Registered ids that look close to ``tool_id`` (for "did you mean" messages).
 
         Args:
-            tool_id: The id that was not found.
+            tool_id: The id that was not found (only its first 322 characters, the length of
+                the longest valid id, are compared).
             limit: Maximum number of suggestions.
 
         Returns:
@@ -427,6 +434,10 @@ class InMemoryIndex:
     ) -> list[SearchHit]:
         """Rank tools for a free-text query.
 
+        A query costs bounded work whatever its size: only its first 8,192 characters are
+        read, and of those its first 256 searchable words (stopwords do not count). Real
+        queries are far shorter (the longest of the evaluation sets has 209 searchable words).
+
         Args:
             query: Free text or identifiers. A query with no searchable word (empty,
                 whitespace, punctuation, only stopwords) returns ``[]``.
@@ -442,6 +453,7 @@ class InMemoryIndex:
         """
         if limit < 1:
             raise ValueError(f"limit must be at least 1, got {limit}")
+        query = query[:MAX_QUERY_CHARS]
         if not query or not query.strip():
             return []
         ns = frozenset(namespaces) if namespaces is not None else None
@@ -492,12 +504,14 @@ class InMemoryIndex:
             raise ValueError(f"limit must be between 1 and 1000, got {limit}")
         after = ""
         if cursor is not None:
+            if len(cursor) > _MAX_CURSOR_CHARS:
+                raise ValueError(f"invalid cursor {clip(cursor)!r}: longer than any cursor list_tools makes")
             try:
                 raw = base64.b64decode(cursor.encode(), altchars=b"-_", validate=True).decode()
             except (ValueError, UnicodeDecodeError) as e:
-                raise ValueError(f"invalid cursor {cursor!r}") from e
+                raise ValueError(f"invalid cursor {clip(cursor)!r}") from e
             if not raw.startswith(_CURSOR_PREFIX):
-                raise ValueError(f"invalid cursor {cursor!r}: not made by list_tools")
+                raise ValueError(f"invalid cursor {clip(cursor)!r}: not made by list_tools")
             after = raw.removeprefix(_CURSOR_PREFIX)
         among = frozenset(namespaces) if namespaces is not None else None
         with self._lock:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import re
+import reprlib
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -50,7 +51,8 @@ def summarize(text: str | None, limit: int = 160) -> str:
     """
     if not text:
         return ""
-    first = text.strip().split("\n\n", 1)[0]
+    # The summary comes from the head of the text: a megabyte-long description costs no more.
+    first = text[: max(64 * limit, 4096)].strip().split("\n\n", 1)[0]
     first = re.sub(r"\s+", " ", first).strip()
     m = re.search(r"(?<=[.!?])\s+(?=[A-Z(\[`\"'])", first)
     if m and m.start() >= 20:
@@ -127,7 +129,8 @@ class Tool(BaseModel):
     def _check_input_schema(cls, v: dict[str, Any]) -> dict[str, Any]:
         t = v.get("type", "object")
         if t != "object" and not (isinstance(t, list) and "object" in t):
-            raise ValueError(f"input_schema must describe an object, its type is {t!r}")
+            shown = reprlib.repr(cast("object", t))  # the type may be megabytes of text
+            raise ValueError(f"input_schema must describe an object, its type is {shown}")
         props = v.get("properties")
         if props is not None and not isinstance(props, dict):
             raise ValueError("input_schema.properties must be an object")

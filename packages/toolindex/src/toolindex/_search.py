@@ -35,6 +35,7 @@ import numpy as np
 import numpy.typing as npt
 from rapidfuzz.distance import OSA
 
+from toolindex._limits import MAX_FIELD_CHARS, MAX_PARAM_CHARS, MAX_PARAMS, MAX_QUERY_CHARS, MAX_QUERY_WORDS
 from toolindex._model import Tool
 from toolindex._tokenize import STOPWORDS, split_words, stem, terms_of
 
@@ -128,7 +129,11 @@ def _deletes(word: str) -> set[str]:
 
 
 def _schema_params(schema: Mapping[str, Any], depth: int = 0) -> Iterable[tuple[str, str]]:
-    """(name, description) of each property, nested objects and array items included (2 levels)."""
+    """(name, description) of each property, nested objects and array items included (2 levels).
+
+    Lazy, so a caller that takes the first :data:`MAX_PARAMS` never walks the rest; a
+    description (with its enum values) is cut at :data:`MAX_PARAM_CHARS` characters.
+    """
     props = schema.get("properties")
     # Plain dict checks: JSON schemas are dicts, and ABC isinstance checks are slow in bulk.
     if not isinstance(props, dict):
@@ -139,15 +144,30 @@ def _schema_params(schema: Mapping[str, Any], depth: int = 0) -> Iterable[tuple[
             continue
         desc = sub.get("description")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
         enum = sub.get("enum")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
-        text = str(desc) if isinstance(desc, str) else ""  # pyright: ignore[reportUnknownArgumentType]
+        text = desc[:MAX_PARAM_CHARS] if isinstance(desc, str) else ""
         if isinstance(enum, list) and len(enum) <= 30:  # pyright: ignore[reportUnknownArgumentType]
-            text += " " + " ".join(str(e) for e in enum if isinstance(e, str))  # pyright: ignore[reportUnknownVariableType]
+            values = (e[:MAX_PARAM_CHARS] for e in enum if isinstance(e, str))  # pyright: ignore[reportUnknownVariableType]
+            text += " " + " ".join(values)
+            if len(text) > MAX_PARAM_CHARS:
+                text = text[:MAX_PARAM_CHARS]
         yield str(name), text  # pyright: ignore[reportUnknownArgumentType]
         if depth < 1:
             yield from _schema_params(sub, depth + 1)  # pyright: ignore[reportUnknownArgumentType]
             items = sub.get("items")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
             if isinstance(items, dict):
                 yield from _schema_params(items, depth + 1)  # pyright: ignore[reportUnknownArgumentType]
+
+
+def _joined(parts: Iterable[str], limit: int = MAX_FIELD_CHARS) -> str:
+    """``" ; ".join(parts)``, stopping at ``limit`` characters (a separator no identifier contains)."""
+    out: list[str] = []
+    size = 0
+    for part in parts:
+        if size >= limit:
+            break
+        out.append(part[: limit - size])
+        size += len(out[-1]) + 3
+    return " ; ".join(out)
 
 
 def _pairs(terms: list[str]) -> list[str]:
@@ -171,20 +191,27 @@ def _namespace_terms(namespace: str, text: str | None) -> tuple[list[str], list[
 
 
 def document_fields(tool: Tool, namespace_text: str | None) -> Prepared:
-    """The field → term counts of a tool, and its unstemmed words."""
-    ns_terms, ns_text_terms, ns_words = _namespace_terms(tool.namespace, namespace_text)
+    """The field → term counts of a tool, and its unstemmed words.
+
+    The cost is bounded whatever the tool holds: each text field is read up to
+    :data:`MAX_FIELD_CHARS` characters and at most :data:`MAX_PARAMS` schema parameters are
+    read (real tools stay far below both).
+    """
+    ns_text = namespace_text[:MAX_FIELD_CHARS] if namespace_text else namespace_text
+    ns_terms, ns_text_terms, ns_words = _namespace_terms(tool.namespace, ns_text)
     words: set[str] = set(ns_words)
     name = terms_of(tool.name, words)
-    title = terms_of(tool.title, words) if tool.title else []
-    params = list(_schema_params(tool.input_schema)) if tool.input_schema.get("properties") else []
+    title = terms_of(tool.title[:MAX_FIELD_CHARS], words) if tool.title else []
+    schema = tool.input_schema
+    params = list(itertools.islice(_schema_params(schema), MAX_PARAMS)) if schema.get("properties") else []
     # Parameter texts are joined with a separator no identifier contains, so names never run together.
     texts = (
         (_F["name"], name),
         (_F["title"], title),
-        (_F["description"], terms_of(tool.description, words) if tool.description else []),
-        (_F["param_names"], terms_of(" ; ".join(p for p, _ in params), words) if params else []),
-        (_F["param_text"], terms_of(" ; ".join(d for _, d in params if d), words) if params else []),
-        (_F["tags"], terms_of(" ; ".join(tool.tags), words) if tool.tags else []),
+        (_F["description"], terms_of(tool.description[:MAX_FIELD_CHARS], words) if tool.description else []),
+        (_F["param_names"], terms_of(_joined(p for p, _ in params), words) if params else []),
+        (_F["param_text"], terms_of(_joined(d for _, d in params if d), words) if params else []),
+        (_F["tags"], terms_of(_joined(tool.tags), words) if tool.tags else []),
         (_F["namespace"], ns_terms),
         (_F["ns_text"], ns_text_terms),
         (_F["phrase"], _pairs(name) + _pairs(title)),
@@ -474,12 +501,21 @@ class SearchEngine:
         return result
 
     def query_terms(self, query: str) -> dict[str, float]:
-        """Weighted query terms: exact stems, word pairs, and expansions of unknown words."""
+        """Weighted query terms: exact stems, word pairs, and expansions of unknown words.
+
+        Only the first :data:`MAX_QUERY_CHARS` characters and, of those, the first
+        :data:`MAX_QUERY_WORDS` searchable words are read, so a query costs a bounded amount
+        of work whatever its size.
+        """
         weights: dict[str, float] = {}
         stems: list[str] = []
-        for w in split_words(query):
+        considered = 0
+        for w in split_words(query[:MAX_QUERY_CHARS]):
             if w in STOPWORDS:
                 continue
+            considered += 1
+            if considered > MAX_QUERY_WORDS:
+                break
             s = stem(w)
             if s in self._df:
                 stems.append(s)

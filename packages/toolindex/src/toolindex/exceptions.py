@@ -9,11 +9,16 @@ of them::
     ├── ToolNotFoundError         no tool has this id (carries close matches)
     ├── AmbiguousToolIDError      a bare name matches tools in several namespaces (lists them)
     └── DuplicateToolError        a batch registers the same id twice
+
+Messages repeat ids, names and reasons clipped to 200 characters (an id can come from a
+caller or an upstream server, and may be megabytes long); the attributes keep what was given.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+
+from toolindex._limits import clip
 
 __all__ = [
     "AmbiguousToolIDError",
@@ -23,6 +28,12 @@ __all__ = [
     "ToolIndexError",
     "ToolNotFoundError",
 ]
+
+
+_MAX_LISTED = 10
+"""Suggestions or candidates a message lists (the attribute keeps all of them)."""
+_REASON_CHARS = 400
+"""A reason may quote what was wrong (a bad type name, a character set): clipped too, but longer."""
 
 
 class ToolIndexError(Exception):
@@ -40,7 +51,7 @@ class InvalidToolIDError(ToolIndexError, ValueError):
     def __init__(self, raw: str, reason: str) -> None:
         self.raw = raw
         self.reason = reason
-        super().__init__(f"invalid tool id {raw!r}: {reason}")
+        super().__init__(f"invalid tool id {clip(raw)!r}: {clip(reason, _REASON_CHARS)}")
 
 
 class InvalidToolError(ToolIndexError, ValueError):
@@ -56,8 +67,8 @@ class InvalidToolError(ToolIndexError, ValueError):
         self.tool = tool
         self.field = field
         self.reason = reason
-        where = f" field {field!r}" if field else ""
-        super().__init__(f"invalid tool {tool!r}{where}: {reason}")
+        where = f" field {clip(field)!r}" if field else ""
+        super().__init__(f"invalid tool {clip(tool)!r}{where}: {clip(reason, _REASON_CHARS)}")
 
 
 class ToolNotFoundError(ToolIndexError, LookupError):
@@ -71,9 +82,9 @@ class ToolNotFoundError(ToolIndexError, LookupError):
     def __init__(self, tool_id: str, suggestions: Sequence[str] = ()) -> None:
         self.tool_id = tool_id
         self.suggestions = list(suggestions)
-        msg = f"tool not found: {tool_id!r}"
+        msg = f"tool not found: {clip(tool_id)!r}"
         if self.suggestions:
-            msg += "; did you mean " + ", ".join(repr(s) for s in self.suggestions) + "?"
+            msg += "; did you mean " + ", ".join(repr(clip(s)) for s in self.suggestions[:_MAX_LISTED]) + "?"
         super().__init__(msg)
 
     def __str__(self) -> str:
@@ -92,9 +103,10 @@ class AmbiguousToolIDError(ToolIndexError, LookupError):
     def __init__(self, name: str, candidates: Sequence[str]) -> None:
         self.name = name
         self.candidates = sorted(candidates)
-        super().__init__(
-            f"tool name {name!r} is ambiguous; qualify it with a namespace, one of: " + ", ".join(self.candidates)
-        )
+        shown = ", ".join(clip(c) for c in self.candidates[:_MAX_LISTED])
+        if len(self.candidates) > _MAX_LISTED:
+            shown += f" and {len(self.candidates) - _MAX_LISTED} more"
+        super().__init__(f"tool name {clip(name)!r} is ambiguous; qualify it with a namespace, one of: {shown}")
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else ""
@@ -109,4 +121,4 @@ class DuplicateToolError(ToolIndexError, ValueError):
 
     def __init__(self, tool_id: str) -> None:
         self.tool_id = tool_id
-        super().__init__(f"tool {tool_id!r} appears more than once in one batch")
+        super().__init__(f"tool {clip(tool_id)!r} appears more than once in one batch")

@@ -1,0 +1,215 @@
+"""Hostile queries, ids and tool definitions: the index answers quickly, with bounded messages.
+
+Each case once blocked a caller for seconds to minutes (a 4 MB query: 16 s; a tool with
+30,000 properties: 21 s; suggestions for a 40 MB id: minutes) or echoed 40 MB back. The
+time bounds are generous: they prove "did not stall", not speed.
+"""
+
+from __future__ import annotations
+
+import functools
+import random
+import string
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+
+from toolindex import (
+    AmbiguousToolIDError,
+    BackendRef,
+    DuplicateToolError,
+    InMemoryIndex,
+    InvalidToolError,
+    InvalidToolIDError,
+    Tool,
+    ToolID,
+    ToolNotFoundError,
+)
+from toolindex._limits import MAX_QUERY_CHARS, MAX_QUERY_WORDS
+
+BOUND_S = 2.0
+MESSAGE_CHARS = 1_000
+
+
+@contextmanager
+def finishes_within(seconds: float) -> Iterator[None]:
+    start = time.perf_counter()
+    yield
+    elapsed = time.perf_counter() - start
+    assert elapsed < seconds, f"took {elapsed:.2f} s (bound {seconds} s)"
+
+
+def catalog() -> InMemoryIndex:
+    index = InMemoryIndex()
+    tools = [
+        Tool(name="get_weather", namespace="weather", description="Current weather for a city."),
+        Tool(name="list_issues", namespace="github", description="List issues of a repository."),
+        *(Tool(name=f"tool_{i}", namespace=f"ns{i % 7}", description=f"Does thing number {i}.") for i in range(200)),
+    ]
+    index.register_many([(t, BackendRef.mcp(t.namespace)) for t in tools])
+    return index
+
+
+@functools.cache
+def word_pool() -> tuple[str, ...]:
+    rnd = random.Random(0)
+    return tuple(
+        rnd.choice(string.ascii_uppercase) + "".join(rnd.choices(string.ascii_lowercase, k=rnd.randint(3, 9)))
+        for _ in range(200_000)
+    )
+
+
+def random_words(n_chars: int, seed: int = 1) -> str:
+    """About ``n_chars`` characters of capitalised made-up words (up to 200,000 distinct ones)."""
+    return " ".join(random.Random(seed).choices(word_pool(), k=n_chars // 7))
+
+
+# -- queries ----------------------------------------------------------------------------------
+
+
+def test_a_4mb_query_answers_quickly() -> None:
+    index = catalog()
+    query = "weather in paris " + random_words(4_000_000)
+    with finishes_within(BOUND_S):
+        hits = index.search(query)
+    assert hits[0].id == "weather:get_weather"
+
+
+def test_only_the_head_of_a_query_is_read() -> None:
+    index = catalog()
+    # Documented bounds: a word past the first MAX_QUERY_CHARS characters, or past the first
+    # MAX_QUERY_WORDS searchable words, does not count.
+    assert index.search("x" * MAX_QUERY_CHARS + " weather") == []
+    many = " ".join(f"zq{i:04d}" for i in range(MAX_QUERY_WORDS))
+    assert len(many) < MAX_QUERY_CHARS
+    assert index.search(f"{many} weather") == []
+    assert index.search(f"weather {many}")[0].id == "weather:get_weather"
+
+
+def test_a_long_real_looking_query_is_unaffected() -> None:
+    index = catalog()
+    # Stopwords do not count towards the word bound.
+    query = "please, can you tell me about the " * 60 + "weather"
+    assert len(query) < MAX_QUERY_CHARS
+    assert index.search(query)[0].id == "weather:get_weather"
+
+
+# -- ids and messages -------------------------------------------------------------------------
+
+HUGE = "a" * 40_000_000
+
+
+@pytest.mark.parametrize(
+    ("kind", "call"),
+    [
+        (InvalidToolIDError, lambda index: index.get(HUGE)),
+        (InvalidToolIDError, lambda index: index.get("ns:" + HUGE)),
+        (InvalidToolIDError, lambda index: index.get("a b" * 40)),
+        (InvalidToolIDError, lambda index: index.resolve(HUGE + ":x:y:z")),
+        (InvalidToolIDError, lambda index: ToolID.parse(HUGE)),
+        (InvalidToolIDError, lambda index: index.describe_namespace(HUGE, "x")),
+        (ToolNotFoundError, lambda index: index.get("n" * 128 + ":" + "m" * 128)),
+        (ToolNotFoundError, lambda index: index.unregister("n" * 128 + ":" + "m" * 128)),
+        (InvalidToolError, lambda index: Tool.from_mcp({"name": HUGE})),
+        (InvalidToolError, lambda index: Tool.from_mcp({"name": "ok", "inputSchema": {"type": HUGE}})),
+        (ValueError, lambda index: index.list_tools(cursor=HUGE)),
+    ],
+)
+def test_errors_for_huge_ids_are_quick_and_clipped(kind: type[Exception], call: Callable[[InMemoryIndex], Any]) -> None:
+    index = catalog()
+    with finishes_within(BOUND_S), pytest.raises(kind) as e:
+        call(index)
+    assert len(str(e.value)) < MESSAGE_CHARS
+
+
+def test_a_not_found_error_keeps_the_whole_id_as_an_attribute() -> None:
+    index = catalog()
+    long_id = "n" * 128 + ":" + "m" * 128
+    with pytest.raises(ToolNotFoundError) as e:
+        index.get(long_id)
+    assert e.value.tool_id == long_id
+    assert str(e.value).startswith("tool not found: 'nnnn") and "…'" in str(e.value)
+
+
+def test_suggestions_for_a_40mb_id_are_quick() -> None:
+    index = catalog()
+    with finishes_within(BOUND_S):
+        near = index.suggest("weather:get_wether" + "x" * 40_000_000)
+        bare = index.suggest("get_wether")
+    assert len(near) <= 3
+    assert bare[0] == "weather:get_weather"
+
+
+def test_an_ambiguous_name_lists_a_few_candidates() -> None:
+    index = InMemoryIndex()
+    index.register_many(
+        [(Tool(name="search", namespace=f"server{i:03d}"), BackendRef.mcp(f"server{i:03d}")) for i in range(500)]
+    )
+    with pytest.raises(AmbiguousToolIDError) as e:
+        index.get("search")
+    assert len(e.value.candidates) == 500
+    assert "and 490 more" in str(e.value)
+    assert len(str(e.value)) < MESSAGE_CHARS
+
+
+def test_a_duplicate_in_a_batch_names_the_id_clipped() -> None:
+    tool = Tool(name="m" * 128, namespace="n" * 128)
+    with pytest.raises(DuplicateToolError) as e:
+        InMemoryIndex().register_many([(tool, BackendRef.mcp("x")), (tool, BackendRef.mcp("x"))])
+    assert len(str(e.value)) < 300
+
+
+# -- registration ---------------------------------------------------------------------------
+
+
+def wide_tool(n: int) -> Tool:
+    props = {f"param_{i}": {"type": "string", "description": f"Parameter {i} of a very wide tool."} for i in range(n)}
+    return Tool(
+        name="wide",
+        namespace="hostile",
+        description="Sends a message to a channel.",
+        input_schema={"type": "object", "properties": props},
+    )
+
+
+def test_a_30000_property_tool_registers_quickly_and_stays_searchable() -> None:
+    index = catalog()
+    tool = wide_tool(30_000)
+    with finishes_within(BOUND_S):
+        index.register(tool, BackendRef.mcp("hostile"))
+        hits = index.search("send message channel")
+        index.unregister("hostile:wide")
+        index.register(tool, BackendRef.mcp("hostile"))
+    assert hits[0].id == "hostile:wide"
+    assert index.search("param_3")[0].id == "hostile:wide"  # an early parameter is indexed
+
+
+def test_registration_indexes_a_bounded_amount_of_text() -> None:
+    index = catalog()
+    before = index._engine.stats()["terms"]  # pyright: ignore[reportPrivateUsage]
+    huge = random_words(10_000_000, seed=2)  # about 1.5 million distinct words
+    tool = Tool(
+        name="talker",
+        namespace="hostile",
+        title=huge,
+        description="Reads the news aloud. " + huge,
+        tags=[huge[:100_000], huge[100_000:200_000]],
+        input_schema={
+            "type": "object",
+            "properties": {
+                "topic": {"type": "string", "description": huge, "enum": [huge[:1_000_000]] * 30},
+                **wide_tool(30_000).input_schema["properties"],
+            },
+        },
+    )
+    with finishes_within(BOUND_S):
+        index.describe_namespace("hostile", huge)
+        index.register(tool, BackendRef.mcp("hostile"))
+        hits = index.search("news aloud")
+    assert hits[0].id == "hostile:talker"
+    assert hits[0].summary == "Reads the news aloud."
+    added = index._engine.stats()["terms"] - before  # pyright: ignore[reportPrivateUsage]
+    assert added < 50_000
