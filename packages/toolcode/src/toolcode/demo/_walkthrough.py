@@ -9,6 +9,7 @@ done by calling the tools directly.
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 from mcp import Client
@@ -57,6 +58,11 @@ def demo_toolbox(engine: str | None = None) -> Toolbox:
         The toolbox.
     """
     return Toolbox(demo_backends(), engine=engine)
+
+
+def _print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
+    sys.stdout.flush()
 
 
 def _wire(result: Any) -> dict[str, Any]:
@@ -167,9 +173,7 @@ async def run_demo(*, json_output: bool = False, console: Console | None = None)
         ratio = direct.total / codemode.total if codemode.total else 0.0
 
         if json_output:
-            from toolcode._cli._render import print_json
-
-            print_json(
+            _print_json(
                 {
                     "task": DEMO_TASK,
                     "value": result["value"],

@@ -10,7 +10,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from toolcode._options import ExecuteOptions
 
 __all__ = [
     "INPUT_MODELS",
@@ -76,7 +75,13 @@ class RunChainIn(_In):
 class ExecuteCodeIn(_In):
     code: str
     input: Any = Field(default=None, description="Any JSON value; the code reads it as `input`.")
-    options: ExecuteOptions | None = None
+    # A free-form object on the wire (its keys in one line cost far fewer tokens than a nested
+    # schema); the core checks it against ExecuteOptions and names any bad key.
+    options: dict[str, Any] | None = Field(
+        default=None,
+        description="timeout (s), max_tool_calls, max_output_chars (0: no limit), allowed_namespaces, "
+        "trace: summary|full|none",
+    )
 
 
 INPUT_MODELS: dict[str, type[BaseModel]] = {

@@ -129,7 +129,10 @@ def _inline(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def _input_schema(model: type[BaseModel]) -> dict[str, Any]:
-    return cast(dict[str, Any], compact_schema(_inline(model.model_json_schema())))
+    schema = cast(dict[str, Any], compact_schema(_inline(model.model_json_schema())))
+    # Unknown arguments are refused by the door itself (naming the argument): not worth tokens here.
+    schema.pop("additionalProperties", None)
+    return schema
 
 
 class CodeModeServer:
