@@ -10,7 +10,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-
 __all__ = [
     "INPUT_MODELS",
     "ChainStepIn",
