@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tooldocs._examples import ToolExample
 from tooldocs._render import RenderOptions
-from tooldocs._text import MARKER, cap_text, one_line, py_str
+from tooldocs._text import MARKER, SCAN_CHARS, cap_text, one_line, py_str
 from tooldocs.exceptions import InvalidDetailLevelError
 
 __all__ = ["RENDER_TIERS", "Budgets", "DetailLevel", "ToolDoc", "parse_level"]
@@ -175,8 +175,10 @@ class ToolDoc(BaseModel):
         out: list[str] = []
         if self.result_shape is not None:
             out.append(f"# returns: shape learned from {self.result_count} result(s); fields may be missing")
-        if self.description and one_line(self.description) != self.summary:
-            out.append('"""\n' + self.description.strip().replace('"""', '\\"\\"\\"') + '\n"""')
+        # Only the head of a description can be shown: a megabyte-long one costs no more.
+        desc = self.description[: max(SCAN_CHARS, 2 * room + 64)] if self.description else ""
+        if desc and one_line(desc) != self.summary:
+            out.append('"""\n' + desc.strip().replace('"""', '\\"\\"\\"') + '\n"""')
         if self.notes:
             out.append("Notes:\n" + "\n".join(f"- {one_line(n)}" for n in self.notes))
         if self.examples:

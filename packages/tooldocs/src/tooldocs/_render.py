@@ -1,20 +1,29 @@
 """JSON Schema → Python: type annotations, TypedDict classes and tool call signatures.
 
 The output is Python source meant to be read (by a person or a model), not imported:
-it always parses (``ast.parse``), keeps every parameter of the schema, and uses only
-``typing`` names a stub module imports (:data:`STUB_IMPORTS`).
+it always parses (``ast.parse``), keeps every parameter of the schema (past the work
+budget below, the rest are counted as omitted and accepted through ``**kwargs``), and uses
+only ``typing`` names a stub module imports (:data:`STUB_IMPORTS`).
+
+Schemas are hostile input, so every render works within a budget
+(:attr:`RenderOptions.max_nodes`, :attr:`RenderOptions.max_chars`): recursive references
+are rendered by name and never expanded again, and what is left when the budget runs out
+is shown as ``Any`` (parameters that do not fit fold into ``**kwargs``), with a warning.
+Real tools stay far inside it.
 """
 
 from __future__ import annotations
 
+import itertools
 import keyword
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
+from tooldocs._budget import MAX_ANNOTATION, MAX_CLASS_NAME, MAX_KEY, MAX_REF, MAX_SCAN, MAX_WARNINGS, RenderBudget
 from tooldocs._names import RESERVED_CLASS_NAMES, Collision, NameMap, class_name, py_identifier
-from tooldocs._text import first_sentence, py_comment, py_literal, py_str
+from tooldocs._text import cap_text, first_sentence, py_comment, py_literal, py_str
 from tooldocs.exceptions import SchemaRenderError
 from toolindex import Tool
 
@@ -65,6 +74,12 @@ class RenderOptions:
     skip_redundant: bool = True
     """Drop a parameter description that only repeats words of the tool's and parameters' names
     (``repo: str  # Repository name``)."""
+    max_nodes: int = 2_000
+    """Work budget: schema nodes one signature may visit (references, branches and properties
+    included). Past it the rest is shown as ``Any``, with a warning (real tools visit under 100)."""
+    max_chars: int = 32_000
+    """Characters of classes and parameters one signature may produce. Past it further classes
+    become ``dict[str, Any]`` and further parameters fold into ``**kwargs``, with a warning."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +146,9 @@ class Signature:
     """Name collisions found (parameters, object keys); reported, never merged."""
     warnings: tuple[str, ...] = ()
     """What could not be rendered exactly."""
+    omitted: int = 0
+    """Parameters the schema declares that the signature does not show (past the render budget,
+    or names too long to show); a call passes them through ``**kwargs`` under their wire names."""
 
     @property
     def wire_names(self) -> dict[str, str]:
@@ -254,6 +272,7 @@ _VALUE_TYPES: tuple[tuple[type, str], ...] = (
 
 
 def _base_type_of_values(values: Sequence[Any]) -> str:
+    # Callers pass at most MAX_SCAN values.
     names = ["None" if v is None else next((n for t, n in _VALUE_TYPES if isinstance(v, t)), _ANY) for v in values]
     return _union(names)
 
@@ -268,23 +287,66 @@ class _Renderer:
         self.definitions: list[str] = []
         self.collisions: list[Collision] = []
         self.warnings: list[str] = []
+        self._more_warnings = 0
+        self._note_at: int | None = None
+        self._spent_warned = False
         self.root: dict[str, Any] = {}
+        self.budget = RenderBudget(options.max_nodes, options.max_chars)
         self._ref_cache: dict[str, str] = {}
         self._in_progress: dict[str, str | None] = {}
+        # References an allOf is expanding in place: met again inside, they are a cycle.
+        self._inline: set[str] = set()
         self._stack = 0
 
-    def warn(self, path: str, reason: str) -> None:
+    def warn(self, path: str, reason: str, shown: str = "shown as Any", *, always: bool = False) -> None:
         if self.strict:
             raise SchemaRenderError(path, reason)
-        self.warnings.append(f"{path or '/'}: {reason}; shown as Any")
+        text = f"{cap_text(path or '/', 200)}: {cap_text(reason, 300)}; {shown}"
+        if text in self.warnings:  # the same part met again (a shared reference, a repeated branch)
+            return
+        if always or len(self.warnings) < MAX_WARNINGS - 1:
+            self.warnings.append(text)
+            return
+        # Keep the list short: the last entry counts what was left out.
+        self._more_warnings += 1
+        note = f"... and {self._more_warnings} more warning(s)"
+        if self._note_at is None:
+            self._note_at = len(self.warnings)
+            self.warnings.append(note)
+        else:
+            self.warnings[self._note_at] = note
+
+    def visit(self, path: str, n: int = 1) -> bool:
+        """Spend ``n`` schema nodes of the budget; ``False`` (after one warning) once it is spent."""
+        if self.budget.visit(n):
+            return True
+        self._warn_spent(path)
+        return False
+
+    def emit(self, path: str, n: int) -> bool:
+        """Spend ``n`` characters of the budget; ``False`` (after one warning) once it is spent."""
+        if self.budget.emit(n):
+            return True
+        self._warn_spent(path)
+        return False
+
+    def _warn_spent(self, path: str) -> None:
+        if self.budget.spent is not None and not self._spent_warned:
+            self._spent_warned = True
+            self.warn(path, self.budget.spent, "what did not fit is shown as Any (parameters: **kwargs)", always=True)
+
+    @property
+    def spent(self) -> bool:
+        return self.budget.spent is not None
 
     def set_root(self, root: dict[str, Any]) -> None:
         self.root = root
         self._ref_cache = {}
         self._in_progress = {}
+        self._inline = set()
 
     def new_class_name(self, *parts: str) -> str:
-        base = class_name(*parts)
+        base = class_name(*parts)[:MAX_CLASS_NAME]
         name = base
         n = 2
         while name in self.classes or name in RESERVED_CLASS_NAMES:
@@ -296,6 +358,9 @@ class _Renderer:
     # -- refs ----------------------------------------------------------------------
 
     def resolve(self, ref: str, path: str) -> dict[str, Any] | None:
+        if len(ref) > MAX_REF:
+            self.warn(path, f"$ref of {len(ref):,} characters is too long to resolve")
+            return None
         if not ref.startswith("#"):
             self.warn(path, f"$ref {ref!r} points outside the schema")
             return None
@@ -332,6 +397,8 @@ class _Renderer:
             return _ANY
         def_name = ref.rstrip("/").rsplit("/", 1)[-1].replace("~1", "/").replace("~0", "~") or "Root"
         target_obj = self._object_target(target, path)
+        if target_obj is None and depth < self.options.max_depth and self.options.nested_classes:
+            target_obj = self._all_of_object(target, ref, path)
         if target_obj is not None and depth < self.options.max_depth and self.options.nested_classes:
             name = self.new_class_name(def_name)
             self._in_progress[ref] = name
@@ -387,6 +454,8 @@ class _Renderer:
         return self.type_of(schema, path, hint, 0)
 
     def type_of(self, schema: Any, path: str, hint: tuple[str, ...], depth: int) -> str:
+        if not self.visit(path):
+            return _ANY
         if schema is True or schema is None:
             return _ANY
         if schema is False:
@@ -397,7 +466,7 @@ class _Renderer:
             self.warn(path, f"not a schema ({type(schema).__name__})")
             return _ANY
         if self._stack >= _MAX_STACK:
-            # Cycles through allOf/inline refs, or absurd nesting: stop rather than recurse forever.
+            # Absurd nesting, or a reference that keeps expanding itself inline: stop here.
             self.warn(path, "schema nests too deeply (or refers to itself inline)")
             return _ANY
         self._stack += 1
@@ -407,7 +476,25 @@ class _Renderer:
             self._stack -= 1
         if s.get("nullable") is True and ann != _ANY:
             ann = _union([ann, "None"])
+        if len(ann) > MAX_ANNOTATION:
+            self.warn(path, f"type too large to show ({len(ann):,} characters)")
+            return _ANY
         return ann
+
+    def _member_types(self, items: Iterable[tuple[Any, str, tuple[str, ...]]], depth: int) -> list[str] | None:
+        """Annotations of several schemas (union or tuple members); ``None`` when they do not fit."""
+        out: list[str] = []
+        size = 0
+        for schema, path, hint in items:
+            ann = self.type_of(schema, path, hint, depth)
+            size += len(ann) + 3
+            if self.spent:
+                return None
+            if size > MAX_ANNOTATION:
+                self.warn(path, f"type too large to show (over {MAX_ANNOTATION:,} characters)")
+                return None
+            out.append(ann)
+        return out
 
     def _type_of(self, s: dict[str, Any], path: str, hint: tuple[str, ...], depth: int) -> str:
         ref = s.get("$ref")
@@ -424,23 +511,31 @@ class _Renderer:
         for key in ("anyOf", "oneOf"):
             members = s.get(key)
             if isinstance(members, list) and members:
+                member_list = cast("list[Any]", members)
                 siblings = {k: v for k, v in s.items() if k not in (key, "description", "title", "default")}
-                rendered = [
-                    self.type_of(
-                        {**siblings, **m} if isinstance(m, dict) and siblings else m,
-                        f"{path}/{key}/{i}",
-                        hint if len(cast("list[Any]", members)) == 1 else (*hint, str(i + 1)),
-                        depth,
-                    )
-                    for i, m in enumerate(cast("list[Any]", members))
-                ]
-                return _union(rendered)
+                rendered = self._member_types(
+                    (
+                        (
+                            {**siblings, **ms} if (ms := _as_schema(m)) is not None and siblings else m,
+                            f"{path}/{key}/{i}",
+                            hint if len(member_list) == 1 else (*hint, str(i + 1)),
+                        )
+                        for i, m in enumerate(member_list)
+                    ),
+                    depth,
+                )
+                return _ANY if rendered is None else _union(rendered)
         all_of = s.get("allOf")
         if isinstance(all_of, list) and all_of:
             return self.all_of(s, cast("list[Any]", all_of), path, hint, depth)
         t = s.get("type")
         if isinstance(t, list):
-            types = [x for x in cast("list[Any]", t) if isinstance(x, str)]
+            types: list[str] = []
+            for x in cast("list[Any]", t):
+                if not self.visit(path):
+                    return _ANY
+                if isinstance(x, str) and x not in types:
+                    types.append(x)
             if not types:
                 return _ANY
             return _union(self._single_type(s, x, path, hint, depth) for x in types)
@@ -453,50 +548,109 @@ class _Renderer:
         return _ANY
 
     def enum_type(self, values: list[Any], s: dict[str, Any]) -> str:
-        lits = [_literal_value(v) for v in values]
-        if len(values) <= self.options.max_literal and all(x is not None for x in lits):
-            non_null = [x for x in lits if x is not None and x != "None"]
-            parts = [f"Literal[{', '.join(dict.fromkeys(non_null))}]"] if non_null else []
-            if "None" in lits:
-                parts.append("None")
-            return " | ".join(parts)
+        if len(values) <= self.options.max_literal:
+            lits = [_literal_value(v) for v in values]
+            if all(x is not None for x in lits):
+                non_null = [x for x in lits if x is not None and x != "None"]
+                parts = [f"Literal[{', '.join(dict.fromkeys(non_null))}]"] if non_null else []
+                if "None" in lits:
+                    parts.append("None")
+                return " | ".join(parts)
         t = s.get("type")
         if isinstance(t, str) and t in _SIMPLE_TYPES:
             return _SIMPLE_TYPES[t]
-        return _base_type_of_values(values)
+        return _base_type_of_values(values[:MAX_SCAN])
 
     def all_of(self, s: dict[str, Any], members: list[Any], path: str, hint: tuple[str, ...], depth: int) -> str:
+        found = self._all_of_members(s, members, path)
+        if found is None:
+            return _ANY
+        resolved, recursive, inline = found
+        self._inline.update(inline)
+        try:
+            return self._intersection(resolved, recursive, path, hint, depth)
+        finally:
+            self._inline.difference_update(inline)
+
+    def _all_of_members(
+        self, s: dict[str, Any], members: list[Any], path: str
+    ) -> tuple[list[dict[str, Any]], list[str], list[str]] | None:
+        """(member schemas, names of recursive members, references resolved in place); ``None`` past the budget."""
         siblings = {k: v for k, v in s.items() if k != "allOf"}
         resolved: list[dict[str, Any]] = [siblings] if siblings else []
+        # A member that refers back to a schema being rendered adds nothing new (A = A and B is B):
+        # it is named, never expanded again; expanding it is what made rendering exponential.
+        recursive: list[str] = []
+        inline: list[str] = []
         for i, m in enumerate(members):
+            if not self.visit(path):
+                return None
             ms = _as_schema(m)
             if ms is None:
                 continue
             ref = ms.get("$ref")
             if isinstance(ref, str) and len(ms) == 1:
+                if ref in self._in_progress or ref in self._inline:
+                    recursive.append(self._in_progress.get(ref) or _ANY)
+                    continue
+                if ref in inline:  # A and A is A
+                    continue
                 target = self.resolve(ref, f"{path}/allOf/{i}")
                 if target is None:
                     continue
+                inline.append(ref)
                 ms = target
             resolved.append(ms)
+        return resolved, recursive, inline
+
+    def _all_of_object(self, target: dict[str, Any], ref: str, path: str) -> dict[str, Any] | None:
+        """The object a referenced ``allOf`` of objects stands for (``Node = Base and {children: [Node]}``).
+
+        It becomes a class like any referenced object, so references back to it are named.
+        """
+        members = target.get("allOf")
+        if not isinstance(members, list) or any(k in target for k in ("$ref", "anyOf", "oneOf", "enum", "const")):
+            return None
+        self._inline.add(ref)
+        try:
+            found = self._all_of_members(target, cast("list[Any]", members), path)
+        finally:
+            self._inline.discard(ref)
+        return self._merged_object(found[0], path) if found is not None else None
+
+    def _merged_object(self, resolved: list[dict[str, Any]], path: str) -> dict[str, Any] | None:
+        """One object schema for an intersection of objects; ``None`` if a member is not an object."""
+        if not resolved or not all(self._is_object(r) or "properties" in r for r in resolved):
+            return None
+        merged: dict[str, Any] = {"type": "object", "properties": {}, "required": []}
+        for r in resolved:
+            props = _as_schema(r.get("properties")) or {}
+            req = r.get("required")
+            req_list = cast("list[Any]", req) if isinstance(req, list) else []
+            if not self.visit(path, len(props) + len(req_list)):
+                return None
+            merged["properties"].update(props)
+            merged["required"].extend(x for x in req_list if isinstance(x, str))
+            if "description" in r and "description" not in merged:
+                merged["description"] = r["description"]
+        return merged
+
+    def _intersection(
+        self, resolved: list[dict[str, Any]], recursive: list[str], path: str, hint: tuple[str, ...], depth: int
+    ) -> str:
         if len(resolved) == 1:
             return self.type_of(resolved[0], path, hint, depth)
-        if resolved and all(self._is_object(r) or "properties" in r for r in resolved):
-            merged: dict[str, Any] = {"type": "object", "properties": {}, "required": []}
-            for r in resolved:
-                merged["properties"].update(_as_schema(r.get("properties")) or {})
-                req = r.get("required")
-                if isinstance(req, list):
-                    merged["required"].extend(x for x in cast("list[Any]", req) if isinstance(x, str))
-                if "description" in r and "description" not in merged:
-                    merged["description"] = r["description"]
+        merged = self._merged_object(resolved, path)
+        if merged is not None:
             return self._single_type(merged, "object", path, hint, depth)
+        if self.spent:
+            return _ANY
         # An intersection of non-objects: the most specific member is the best we can show.
         for r in resolved:
             ann = self.type_of(r, path, hint, depth)
             if ann != _ANY:
                 return ann
-        return _ANY
+        return next((a for a in recursive if a != _ANY), _ANY)
 
     def _single_type(self, s: dict[str, Any], t: str, path: str, hint: tuple[str, ...], depth: int) -> str:
         if t in _SIMPLE_TYPES:
@@ -505,17 +659,22 @@ class _Renderer:
             prefix = s.get("prefixItems")
             items = s.get("items")
             if isinstance(prefix, list) and prefix:
-                parts = [
-                    self.type_of(x, f"{path}/prefixItems/{i}", (*hint, f"item{i}"), depth + 1)
-                    for i, x in enumerate(cast("list[Any]", prefix))
-                ]
+                parts = self._member_types(
+                    (
+                        (x, f"{path}/prefixItems/{i}", (*hint, f"item{i}"))
+                        for i, x in enumerate(cast("list[Any]", prefix))
+                    ),
+                    depth + 1,
+                )
+                if parts is None:
+                    return "list[Any]"
                 return f"tuple[{', '.join(parts)}]" if items is False else f"list[{_union(parts)}]"
             if isinstance(items, list) and items:
-                parts = [
-                    self.type_of(x, f"{path}/items/{i}", (*hint, f"item{i}"), depth + 1)
-                    for i, x in enumerate(cast("list[Any]", items))
-                ]
-                return f"tuple[{', '.join(parts)}]"
+                parts = self._member_types(
+                    ((x, f"{path}/items/{i}", (*hint, f"item{i}")) for i, x in enumerate(cast("list[Any]", items))),
+                    depth + 1,
+                )
+                return "list[Any]" if parts is None else f"tuple[{', '.join(parts)}]"
             if items is None or items is True or items == []:
                 return "list[Any]"
             return f"list[{self.type_of(items, f'{path}/items', (*hint, 'item'), depth + 1)}]"
@@ -537,10 +696,15 @@ class _Renderer:
         props = _as_schema(s.get("properties")) or {}
         req_raw = s.get("required")
         required: set[str] = (
-            {x for x in cast("list[Any]", req_raw) if isinstance(x, str)} if isinstance(req_raw, list) else set()
+            {x for x in cast("list[Any]", req_raw)[:MAX_SCAN] if isinstance(x, str)}
+            if isinstance(req_raw, list)
+            else set()
         )
         fields: list[tuple[str, str, bool, str]] = []
         for key, sub in props.items():
+            if len(key) > MAX_KEY:
+                self.warn(f"{path}/properties", f"a property name has {len(key):,} characters (at most {MAX_KEY})")
+                return self._stand_in(name)
             ann = self.type_of(sub, f"{path}/properties/{key}", (name, key), depth + 1)
             desc = ""
             sub_s = _as_schema(sub)
@@ -553,6 +717,9 @@ class _Renderer:
                 if default is not None:
                     text = f"default {default}" + (f"; {text}" if text else "")
                 desc = py_comment(text, self.options.field_descriptions)
+            # A class cut short would look complete: past the budget the whole class stands in as a dict.
+            if self.spent or not self.emit(path, len(key) + len(ann) + len(desc) + 24):
+                return self._stand_in(name)
             fields.append((key, ann, key in required, desc))
         functional = any(not k.isidentifier() or keyword.iskeyword(k) for k, *_ in fields)
         lines: list[str] = []
@@ -581,6 +748,11 @@ class _Renderer:
             for key, ann, req, fdesc in fields:
                 lines.append(f"    {key}: {value_of(ann, req)}" + (f"  # {fdesc}" if fdesc else ""))
         self.definitions.append("\n".join(lines))
+        return name
+
+    def _stand_in(self, name: str) -> str:
+        # Other parts may already refer to the class by name (recursive references): define it.
+        self.definitions.append(f"{name} = dict[str, Any]")
         return name
 
 
@@ -669,8 +841,13 @@ def schema_to_python(
     return RenderedType(ann, tuple(r.definitions), tuple(r.collisions), tuple(r.warnings))
 
 
-def _input_params(r: _Renderer, schema: dict[str, Any]) -> tuple[list[tuple[str, Any, bool]], bool]:
-    """(wire name, property schema, required) for every parameter, and whether extra keys are accepted."""
+def _input_params(r: _Renderer, schema: dict[str, Any]) -> tuple[list[tuple[str, Any, bool]], bool, int]:
+    """Parameters to render, whether extra keys are accepted, and how many parameters were not read.
+
+    Parameters are ``(wire name, property schema, required)``, required first. No signature
+    can show more parameters than its node budget, so only that many are read; the count of
+    the others comes from the size of the ``properties`` objects, without reading them.
+    """
     seen = 0
     while isinstance(schema.get("$ref"), str) and seen < 16:
         target = r.resolve(schema["$ref"], "")
@@ -678,29 +855,49 @@ def _input_params(r: _Renderer, schema: dict[str, Any]) -> tuple[list[tuple[str,
             break
         schema = {**target, **{k: v for k, v in schema.items() if k != "$ref"}}
         seen += 1
-    props: dict[str, Any] = dict(_as_schema(schema.get("properties")) or {})
+    room = r.options.max_nodes + 1
+    top = _as_schema(schema.get("properties")) or {}
     req = schema.get("required")
-    required: set[str] = {x for x in cast("list[Any]", req) if isinstance(x, str)} if isinstance(req, list) else set()
+    req_list = [x for x in cast("list[Any]", req)[:MAX_SCAN] if isinstance(x, str)] if isinstance(req, list) else []
+    required = set(req_list)
+    if len(top) <= room:
+        props: dict[str, Any] = dict(top)
+    else:
+        # Too many to read them all: the required ones first (a call needs them), then the others.
+        props = {k: top[k] for k in req_list[:room] if k in top}
+        for k, v in itertools.islice(top.items(), room):
+            if len(props) >= room:
+                break
+            props.setdefault(k, v)
+    unread = len(top) - len(props)
     # Parameters declared only inside combinators still belong to the signature.
     for key in ("allOf", "anyOf", "oneOf"):
         branches = schema.get(key)
         if not isinstance(branches, list):
             continue
-        branch_list = [b for b in (_as_schema(x) for x in cast("list[Any]", branches)) if b is not None]
-        for b in branch_list:
+        for x in cast("list[Any]", branches):
+            b = _as_schema(x)
+            if b is None:
+                continue
+            if not r.visit(f"/{key}"):
+                break
             if isinstance(b.get("$ref"), str):
                 b = r.resolve(b["$ref"], f"/{key}") or {}
-            for pk, pv in (_as_schema(b.get("properties")) or {}).items():
+            branch_props = _as_schema(b.get("properties")) or {}
+            taken = 0
+            for pk, pv in itertools.islice(branch_props.items(), max(room - len(props), 0)):
                 props.setdefault(pk, pv)
+                taken += 1
+            unread += len(branch_props) - taken
             if key == "allOf":
                 breq = b.get("required")
                 if isinstance(breq, list):
-                    required.update(x for x in cast("list[Any]", breq) if isinstance(x, str))
+                    required.update(x for x in cast("list[Any]", breq)[:MAX_SCAN] if isinstance(x, str))
     # No declared properties at all means "unknown arguments"; an empty ``properties`` means "none".
     extra = schema.get("additionalProperties", True) is not False and not props and "properties" not in schema
     ordered = [(k, v, k in required) for k, v in props.items()]
     ordered.sort(key=lambda item: not item[2])  # stable: required first, schema order kept
-    return ordered, extra
+    return ordered, extra, unread
 
 
 def _render_signature(
@@ -717,12 +914,24 @@ def _render_signature(
     r = _Renderer(options, classes if classes is not None else {fname}, strict=strict)
     prefix = class_name(tool.name)
     r.set_root(tool.input_schema)
-    entries, extra = _input_params(r, tool.input_schema)
+    entries, extra, omitted = _input_params(r, tool.input_schema)
+    shown: list[tuple[str, Any, bool, str]] = []
+    for i, (wire, sub, req) in enumerate(entries):
+        if len(wire) > MAX_KEY:
+            r.warn("/properties", f"a parameter name has {len(wire):,} characters (at most {MAX_KEY})", "not shown")
+            omitted += 1
+            continue
+        ann = r.type_of(sub, f"/properties/{wire}", (prefix, wire), 1)
+        # What a row can hold: name, type, default, comment and punctuation.
+        row = len(wire) + len(ann) + options.max_default + max(options.descriptions, 40) + 16
+        if r.spent or not r.emit(f"/properties/{wire}", row):
+            omitted += len(entries) - i
+            break
+        shown.append((wire, sub, req, ann))
     names = NameMap(f"parameters of {tool.name!r}")
     params: list[Param] = []
-    idents = names.add_all([wire for wire, _, _ in entries])
-    for (wire, sub, req), ident in zip(entries, idents, strict=True):
-        ann = r.type_of(sub, f"/properties/{wire}", (prefix, wire), 1)
+    idents = names.add_all([wire for wire, *_ in shown])
+    for (wire, sub, req, ann), ident in zip(shown, idents, strict=True):
         sub_s = _as_schema(sub) or {}
         has_default = "default" in sub_s
         params.append(
@@ -743,7 +952,7 @@ def _render_signature(
     else:
         returns = "dict[str, Any]"
     collisions = [*names.collisions, *r.collisions]
-    text = _format_def(fname, tool, params, extra, returns, r.definitions, options)
+    text = _format_def(fname, tool, params, extra, omitted, returns, r.definitions, options)
     return Signature(
         name=fname,
         tool_name=tool.name,
@@ -753,6 +962,7 @@ def _render_signature(
         definitions=tuple(r.definitions),
         collisions=tuple(collisions),
         warnings=tuple(r.warnings),
+        omitted=omitted,
     )
 
 
@@ -761,6 +971,7 @@ def _format_def(
     tool: Tool,
     params: list[Param],
     extra: bool,
+    omitted: int,
     returns: str,
     definitions: list[str],
     options: RenderOptions,
@@ -782,18 +993,22 @@ def _format_def(
                 comment_parts.append(desc)
         comment = py_comment(". ".join(comment_parts), max(options.descriptions, 40 if p.name != p.wire_name else 0))
         rows.append((code, comment))
-    if extra:
+    kwargs = extra or omitted > 0
+    if omitted:
+        note = f"{omitted:,} more parameters not shown (schema too large); pass them by wire name"
+        rows.append(("**kwargs: Any", note))
+    elif extra:
         rows.append(("**kwargs: Any", ""))
     doc = first_sentence(tool.description or tool.title or "", options.docstring) if options.docstring else ""
     body = f'    """{_doc_escape(doc)}"""' if doc else "    ..."
     if not rows:
         lines.append(f"def {fname}() -> {returns}:")
     elif not any(c for _, c in rows) and len(fname) + sum(len(c) + 2 for c, _ in rows) + len(returns) < 90:
-        star = "" if extra and len(rows) == 1 else "*, "
+        star = "" if kwargs and len(rows) == 1 else "*, "
         lines.append(f"def {fname}({star}{', '.join(c for c, _ in rows)}) -> {returns}:")
     else:
         lines.append(f"def {fname}(")
-        if not (extra and len(rows) == 1):
+        if not (kwargs and len(rows) == 1):
             lines.append("    *,")
         for code, comment in rows:
             lines.append(f"    {code}," + (f"  # {comment}" if comment else ""))
@@ -825,11 +1040,16 @@ def tool_signature(
     tool's output schema, else from ``result_shape`` (a learned shape), else it is
     ``dict[str, Any]``.
 
+    The work is bounded by ``options.max_nodes`` and ``options.max_chars`` whatever the
+    schema holds (recursive references are named, not expanded): past the budget the rest
+    is ``Any``, further parameters fold into ``**kwargs`` (counted in
+    :attr:`Signature.omitted`) and a warning says so.
+
     Args:
         tool: The tool.
         result_shape: A JSON Schema of the result learned from calls, used when the tool
             declares no output schema.
-        options: Detail options.
+        options: Detail options and the work budget.
         function_name: Use this identifier for the ``def`` instead of the sanitised tool name.
         strict: Raise instead of rendering ``Any`` with a warning.
 
@@ -838,7 +1058,8 @@ def tool_signature(
 
     Raises:
         SchemaRenderError: With ``strict``, for the first part of the input or output schema
-            that cannot be rendered exactly (names the tool, the JSON pointer and why).
+            that cannot be rendered exactly, or where the budget runs out (names the tool,
+            the JSON pointer and why).
     """
     try:
         return _render_signature(
@@ -867,7 +1088,8 @@ def render_signature(
         options: Detail options.
 
     Returns:
-        The ``TypedDict`` classes and the ``def``: valid Python that keeps every parameter.
+        The ``TypedDict`` classes and the ``def``: valid Python that keeps every parameter
+        (within the render budget; see :attr:`Signature.omitted`).
 
     Example:
         >>> from toolindex import Tool

@@ -6,11 +6,16 @@ Merging only ever widens a shape (keys are added, ``required`` shrinks, types be
 unions, and past the caps a part becomes ``{}``, i.e. ``Any``), and a shape's size is
 capped, so a tool's shape changes a bounded number of times: after a few calls it is
 stable and recording a result changes nothing.
+
+Results come from upstream servers (hostile input): inference reads at most
+``max_nodes`` parts of a value however large or deep it is, and a merged shape that
+grows past ``max_nodes`` loses its deepest levels, so learning costs bounded work.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import tempfile
@@ -46,17 +51,23 @@ class ShapeLimits:
     """Only this many items of a list are inspected (first and last ones)."""
     max_union: int = 4
     """A union of more types than this becomes ``Any``."""
+    max_nodes: int = 1_000
+    """Parts (schema nodes) of one shape; a larger one loses its deepest levels (they become
+    ``Any``). Inference reads at most 16 times this many parts of a value."""
 
 
 _DEFAULT_LIMITS = ShapeLimits()
+# Parts of a value inference may read, per part a shape may hold: items of a list share one
+# shape, so reading takes more parts than the shape keeps.
+_READ_FACTOR = 16
 _ANY: dict[str, Any] = {}
 
 
 def infer_shape(value: Any, limits: ShapeLimits = _DEFAULT_LIMITS) -> dict[str, Any]:
     """The shape (a small JSON Schema) of one JSON value.
 
-    Work is proportional to the size of the value, and lists are sampled, so this is
-    cheap enough to run after every call.
+    Lists and large objects are sampled and at most ``limits.max_nodes`` parts are read,
+    so the work is bounded whatever the value's size: cheap enough to run after every call.
 
     Args:
         value: A plain JSON value (dicts, lists, strings, numbers, bools, ``None``).
@@ -65,10 +76,15 @@ def infer_shape(value: Any, limits: ShapeLimits = _DEFAULT_LIMITS) -> dict[str, 
     Returns:
         A JSON Schema describing ``value``; ``{}`` (any) for what is not JSON.
     """
-    return _infer(value, limits, 0)
+    shape = _infer(value, limits, 0, [0])
+    return shape if _size(shape, limits.max_nodes) <= limits.max_nodes else _prune(shape, limits.max_nodes)
 
 
-def _infer(value: Any, limits: ShapeLimits, depth: int) -> dict[str, Any]:
+def _infer(value: Any, limits: ShapeLimits, depth: int, seen: list[int]) -> dict[str, Any]:
+    # ``seen`` counts the parts read so far, across the whole value.
+    seen[0] += 1
+    if seen[0] > _READ_FACTOR * limits.max_nodes:
+        return dict(_ANY)
     if value is None:
         return {"type": "null"}
     if isinstance(value, bool):
@@ -89,23 +105,24 @@ def _infer(value: Any, limits: ShapeLimits, depth: int) -> dict[str, Any]:
         sample = list(items) if len(items) <= n else [*items[: n - n // 4], *items[-(n // 4) :]]
         shape: dict[str, Any] | None = None
         for item in sample:
-            s = _infer(item, limits, depth + 1)
+            s = _infer(item, limits, depth + 1, seen)
             # Items of one list usually share a shape: compare before merging.
-            shape = s if shape is None or shape == s else merge_shapes(shape, s, limits)
+            shape = s if shape is None or shape == s else _merge(shape, s, limits)
         return {"type": "array", "items": shape}
     if isinstance(value, Mapping):
         obj = cast("Mapping[Any, Any]", value)
+        if len(obj) > limits.max_keys:
+            # A mapping: a sample of its values stands for all of them.
+            merged: dict[str, Any] | None = None
+            for k, v in itertools.islice(obj.items(), limits.max_items):
+                if not isinstance(k, str):
+                    return {"type": "object"}
+                s = _infer(v, limits, depth + 1, seen)
+                merged = s if merged is None else _merge(merged, s, limits)
+            return {"type": "object", "additionalProperties": merged or {}}
         if not all(isinstance(k, str) for k in obj):
             return {"type": "object"}
-        if len(obj) > limits.max_keys:
-            merged: dict[str, Any] | None = None
-            for i, v in enumerate(obj.values()):
-                if i >= limits.max_items:
-                    break
-                s = _infer(v, limits, depth + 1)
-                merged = s if merged is None else merge_shapes(merged, s, limits)
-            return {"type": "object", "additionalProperties": merged or {}}
-        props = {k: _infer(v, limits, depth + 1) for k, v in obj.items()}
+        props = {k: _infer(v, limits, depth + 1, seen) for k, v in obj.items()}
         return {"type": "object", "properties": props, "required": sorted(props)}
     return dict(_ANY)
 
@@ -137,8 +154,14 @@ def merge_shapes(a: Mapping[str, Any], b: Mapping[str, Any], limits: ShapeLimits
         limits: Caps.
 
     Returns:
-        The merged shape (a new dict; the inputs are not modified).
+        The merged shape (a new dict; the inputs are not modified), at most
+        ``limits.max_nodes`` parts (deeper levels become ``Any`` past that).
     """
+    merged = _merge(a, b, limits)
+    return merged if _size(merged, limits.max_nodes) <= limits.max_nodes else _prune(merged, limits.max_nodes)
+
+
+def _merge(a: Mapping[str, Any], b: Mapping[str, Any], limits: ShapeLimits) -> dict[str, Any]:
     if a == b:
         return dict(a)
     if not a or not b:
@@ -173,7 +196,7 @@ def _merge_same(a: dict[str, Any], b: dict[str, Any], limits: ShapeLimits) -> di
             return {"type": "array", "items": ib} if ib is not None else {"type": "array"}
         if ib is None:
             return {"type": "array", "items": ia}
-        return {"type": "array", "items": merge_shapes(ia, ib, limits)}
+        return {"type": "array", "items": _merge(ia, ib, limits)}
     if t == "object":
         pa = cast("dict[str, Any] | None", a.get("properties"))
         pb = cast("dict[str, Any] | None", b.get("properties"))
@@ -181,7 +204,7 @@ def _merge_same(a: dict[str, Any], b: dict[str, Any], limits: ShapeLimits) -> di
             keys = list(dict.fromkeys([*pa, *pb]))
             if len(keys) <= limits.max_keys:
                 props = {
-                    k: merge_shapes(pa[k], pb[k], limits) if k in pa and k in pb else dict(pa.get(k) or pb[k])
+                    k: _merge(pa[k], pb[k], limits) if k in pa and k in pb else dict(pa[k] if k in pa else pb[k])
                     for k in keys
                 }
                 req = sorted(set(a.get("required") or ()) & set(b.get("required") or ()))
@@ -190,9 +213,72 @@ def _merge_same(a: dict[str, Any], b: dict[str, Any], limits: ShapeLimits) -> di
         value: dict[str, Any] | None = None
         for side in (a, b):
             for s in _object_values(side):
-                value = s if value is None else merge_shapes(value, s, limits)
+                value = s if value is None else _merge(value, s, limits)
         return {"type": "object", "additionalProperties": value if value is not None else {}}
     return a
+
+
+def _as_shape(value: Any) -> dict[str, Any] | None:
+    return cast("dict[str, Any]", value) if isinstance(value, dict) else None
+
+
+def _children(shape: Mapping[str, Any]) -> list[dict[str, Any]]:
+    subs: list[Any] = [shape.get("items"), shape.get("additionalProperties")]
+    props = _as_shape(shape.get("properties"))
+    if props is not None:
+        subs.extend(props.values())
+    any_of = shape.get("anyOf")
+    if isinstance(any_of, list):
+        subs.extend(cast("list[Any]", any_of))
+    return [c for c in map(_as_shape, subs) if c is not None]
+
+
+def _size(shape: Mapping[str, Any], stop: int) -> int:
+    """Parts of a shape, counted up to a little past ``stop``."""
+    n = 0
+    todo: list[Mapping[str, Any]] = [shape]
+    while todo and n <= stop:
+        n += 1
+        todo.extend(_children(todo.pop()))
+    return n
+
+
+def _cut(shape: Mapping[str, Any], depth: int) -> dict[str, Any]:
+    """A copy of ``shape`` whose parts nested deeper than ``depth`` are ``Any``."""
+    if depth <= 0 and _children(shape):
+        return {}
+    out = dict(shape)
+    for key in ("items", "additionalProperties"):
+        sub = _as_shape(out.get(key))
+        if sub is not None:
+            out[key] = _cut(sub, depth - 1)
+    props = _as_shape(out.get("properties"))
+    if props is not None:
+        out["properties"] = {k: _cut_any(v, depth - 1) for k, v in props.items()}
+    if isinstance(out.get("anyOf"), list):
+        # Variants count as a level too, so that the cut always ends.
+        out["anyOf"] = [_cut_any(v, depth - 1) for v in cast("list[Any]", out["anyOf"])]
+    return out
+
+
+def _cut_any(value: Any, depth: int) -> Any:
+    sub = _as_shape(value)
+    return value if sub is None else _cut(sub, depth)
+
+
+def _prune(shape: dict[str, Any], max_nodes: int) -> dict[str, Any]:
+    # Only widens: the deepest levels go (become Any), as many as it takes to fit.
+    levels: list[int] = []
+    todo: list[Mapping[str, Any]] = [shape]
+    while todo:
+        levels.append(len(todo))
+        todo = [c for t in todo for c in _children(t)]
+    kept = 0
+    for depth, n in enumerate(levels):
+        kept += n
+        if kept > max_nodes:
+            return _cut(shape, depth - 1) if depth > 0 else {}
+    return shape
 
 
 def _object_values(shape: dict[str, Any]) -> list[dict[str, Any]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 import re
 import threading
 from collections.abc import Iterable, Mapping, Sequence
@@ -14,13 +15,17 @@ from tooldocs._doc import RENDER_TIERS, Budgets, DetailLevel, ToolDoc, parse_lev
 from tooldocs._examples import DEFAULT_CAPS, ExampleCaps, ToolExample
 from tooldocs._render import Signature, tool_signature
 from tooldocs._shapes import LearnedShape, ShapeFile, ShapeLimits, infer_shape, merge_shapes
-from tooldocs._text import cap_text, one_line
+from tooldocs._text import SCAN_CHARS, cap_text, one_line
 from tooldocs.exceptions import ArgsTooLargeError, DocNotFoundError, InvalidExampleError
 from toolindex import AmbiguousToolIDError, Index, InvalidToolIDError, Tool, ToolNotFoundError
 
 __all__ = ["InMemoryStore", "Store"]
 
 _log = structlog.get_logger("tooldocs")
+# Parameter names an error lists.
+_LISTED_PARAMS = 20
+# Notes and references keep 300 characters of one line; reading more of a text would only cost time.
+_NOTE_SCAN = 4 * 300
 _URL = re.compile(r"https?://[^\s<>()\"'`\]]+[^\s<>()\"'`\].,;:!?]")
 
 
@@ -295,7 +300,7 @@ class InMemoryStore:
         }
 
     def _references(self, tool: Tool) -> list[str]:
-        found = _URL.findall(tool.description or "")
+        found = _URL.findall((tool.description or "")[:SCAN_CHARS])
         meta = tool.meta or {}
         for key in ("docs", "documentation", "docsUrl", "url", "homepage"):
             v = meta.get(key)
@@ -321,7 +326,7 @@ class InMemoryStore:
         """
         tool = self._tool(tool_id)
         items = [notes] if isinstance(notes, str) else list(notes)
-        clean = [cap_text(one_line(n), 300) for n in items if one_line(n)]
+        clean = [c for c in (cap_text(one_line(n[:_NOTE_SCAN]), 300) for n in items) if c]
         with self._lock:
             bucket = self._notes.setdefault(tool.id, [])
             bucket.extend(n for n in clean if n not in bucket)
@@ -342,7 +347,8 @@ class InMemoryStore:
         items = [references] if isinstance(references, str) else list(references)
         with self._lock:
             bucket = self._refs.setdefault(tool.id, [])
-            bucket.extend(r for r in (cap_text(one_line(x), 300) for x in items) if r and r not in bucket)
+            clean = (cap_text(one_line(x[:_NOTE_SCAN]), 300) for x in items)
+            bucket.extend(r for r in clean if r and r not in bucket)
             self._touch()
 
     def add_example(self, tool_id: str, example: ToolExample | Mapping[str, Any]) -> ToolExample:
@@ -383,24 +389,24 @@ class InMemoryStore:
 
     @staticmethod
     def _check_args(tool: Tool, ex: ToolExample) -> None:
+        # Work in proportion to the example's args (capped), not to the tool's schema (hostile).
         schema = tool.input_schema
         props = schema.get("properties")
-        declared: set[str] = set(cast("dict[str, Any]", props)) if isinstance(props, dict) else set()
+        declared: dict[str, Any] = cast("dict[str, Any]", props) if isinstance(props, dict) else {}
         req = schema.get("required")
-        required = [x for x in cast("list[Any]", req) if isinstance(x, str)] if isinstance(req, list) else []
-        missing = [r for r in required if r not in ex.args]
-        if missing:
-            raise InvalidExampleError(
-                ex.id, f"args.{missing[0]}", "required by the tool's input schema but missing", tool_id=tool.id
-            )
+        if isinstance(req, list):
+            missing = next((r for r in cast("list[Any]", req) if isinstance(r, str) and r not in ex.args), None)
+            if missing is not None:
+                raise InvalidExampleError(
+                    ex.id, f"args.{missing}", "required by the tool's input schema but missing", tool_id=tool.id
+                )
         extra_ok = schema.get("additionalProperties", False) not in (False, None) or not declared
         unknown = [k for k in ex.args if k not in declared]
         if unknown and not extra_ok:
+            names = heapq.nsmallest(_LISTED_PARAMS + 1, declared)
+            listed = ", ".join(names[:_LISTED_PARAMS]) + (", ..." if len(names) > _LISTED_PARAMS else "")
             raise InvalidExampleError(
-                ex.id,
-                f"args.{unknown[0]}",
-                f"not a parameter of the tool (parameters: {', '.join(sorted(declared))})",
-                tool_id=tool.id,
+                ex.id, f"args.{unknown[0]}", f"not a parameter of the tool (parameters: {listed})", tool_id=tool.id
             )
 
     def examples(self, tool_id: str, max: int = 3) -> list[ToolExample]:

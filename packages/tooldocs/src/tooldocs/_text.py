@@ -8,10 +8,13 @@ import re
 import unicodedata
 from typing import Any
 
-__all__ = ["MARKER", "cap_text", "first_sentence", "one_line", "py_comment", "py_literal", "py_str"]
+__all__ = ["MARKER", "SCAN_CHARS", "cap_text", "first_sentence", "one_line", "py_comment", "py_literal", "py_str"]
 
 MARKER = "…"
 """Appended to text that was cut (one character, U+2026)."""
+
+SCAN_CHARS = 16_384
+"""Characters of a text read to find its first sentence or its links (real descriptions are shorter)."""
 
 _SPACE = re.compile(r"\s+")
 # Characters that must never reach generated source: C0/C1 controls (NUL makes ast.parse fail).
@@ -97,7 +100,8 @@ def first_sentence(text: str | None, limit: int) -> str:
     """
     if not text:
         return ""
-    first = one_line(text.strip().split("\n\n", 1)[0])
+    # The first sentence lies in the head of the text: a megabyte-long description costs no more.
+    first = one_line(text[: max(SCAN_CHARS, 4 * limit)].strip().split("\n\n", 1)[0])
     for m in _SENTENCE_END.finditer(first):
         if m.start() >= 12 and not _ABBREVIATION.search(first, 0, m.start()):
             first = first[: m.start()]
@@ -146,39 +150,59 @@ def py_literal(value: Any, limit: int = 10_000) -> str | None:
 
     Returns:
         Source text that evaluates to ``value``, or ``None`` when the value has no
-        short literal (non-JSON objects, NaN, too long).
+        short literal (non-JSON objects, NaN, too long, nested over 200 levels). The work
+        is bounded by ``limit``, not by the size of ``value``.
     """
-    out = _literal(value)
+    out = _literal(value, limit, 0)
     if out is None or len(out) > limit:
         return None
     return out
 
 
-def _literal(value: Any) -> str | None:
+_MAX_LITERAL_DEPTH = 200
+
+
+def _literal(value: Any, room: int, depth: int) -> str | None:
+    # Gives up as soon as the literal cannot fit in ``room`` characters, so a huge or deeply
+    # nested value costs no more than a short one.
     if value is None or isinstance(value, bool):
         return repr(value)
     if isinstance(value, int):
+        # More bits than 4 * room means more digits than room; str() also refuses past 4,300 digits.
+        if value.bit_length() > min(4 * room, 14_000):
+            return None
         return str(value)
     if isinstance(value, float):
         return repr(value) if math.isfinite(value) else None
     if isinstance(value, str):
-        return py_str(value)
+        return py_str(value) if len(value) + 2 <= room else None
+    if room < 2 or depth >= _MAX_LITERAL_DEPTH:
+        # No room left for the brackets, or nested deeper than any literal worth showing.
+        return None
     if isinstance(value, list | tuple):
         parts: list[str] = []
+        used = 2
         for v in value:  # pyright: ignore[reportUnknownVariableType]
-            p = _literal(v)
+            p = _literal(v, room - used, depth + 1)
             if p is None:
                 return None
             parts.append(p)
+            used += len(p) + 2
+            if used > room + 2:
+                return None
         return "[" + ", ".join(parts) + "]"
     if isinstance(value, dict):
         items: list[str] = []
+        used = 2
         for k, v in value.items():  # pyright: ignore[reportUnknownVariableType]
-            if not isinstance(k, str):
+            if not isinstance(k, str) or len(k) + 2 > room - used:
                 return None
-            p = _literal(v)
+            p = _literal(v, room - used, depth + 1)
             if p is None:
                 return None
-            items.append(f"{_literal(k)}: {p}")
+            items.append(f"{py_str(k)}: {p}")
+            used += len(items[-1]) + 2
+            if used > room + 2:
+                return None
         return "{" + ", ".join(items) + "}"
     return None

@@ -8,9 +8,17 @@ Every error derives from :class:`ToolDocsError`::
     ├── ArgsTooLargeError         an example's args exceed the size caps (says which cap)
     ├── InvalidExampleError       an example is malformed or does not fit the tool's schema
     └── SchemaRenderError         a JSON Schema cannot be rendered (names the tool and the path)
+
+Messages repeat ids, titles, paths and reasons clipped to a few hundred characters (they can
+come from a caller or an upstream server, and may be megabytes long); the attributes keep
+what was given.
 """
 
 from __future__ import annotations
+
+import reprlib
+
+from tooldocs._text import cap_text
 
 __all__ = [
     "ArgsTooLargeError",
@@ -20,6 +28,18 @@ __all__ = [
     "SchemaRenderError",
     "ToolDocsError",
 ]
+
+
+_ECHO = 200
+"""Characters of an id, title or path a message repeats."""
+_REASON = 400
+"""Characters of a reason (it may quote a parameter list or a schema value)."""
+_LISTED = 10
+"""Suggestions a message lists (the attribute keeps all of them)."""
+
+
+def _clip(text: str, limit: int = _ECHO) -> str:
+    return cap_text(text, limit)
 
 
 class ToolDocsError(Exception):
@@ -39,11 +59,14 @@ class DocNotFoundError(ToolDocsError, LookupError):
         self.tool_id = tool_id
         self.suggestions = list(suggestions or [])
         self.reason = reason
-        msg = f"no documentation for tool {tool_id!r}"
+        msg = f"no documentation for tool {_clip(tool_id)!r}"
         if reason:
-            msg += f": {reason}"
+            msg += f": {_clip(reason, _REASON)}"
         if self.suggestions:
-            msg += "; did you mean " + ", ".join(repr(s) for s in self.suggestions) + "?"
+            shown = ", ".join(repr(_clip(s)) for s in self.suggestions[:_LISTED])
+            if len(self.suggestions) > _LISTED:
+                shown += f" and {len(self.suggestions) - _LISTED} more"
+            msg += f"; did you mean {shown}?"
         super().__init__(msg)
 
     def __str__(self) -> str:
@@ -55,7 +78,8 @@ class InvalidDetailLevelError(ToolDocsError, ValueError):
 
     def __init__(self, level: object) -> None:
         self.level = level
-        super().__init__(f"invalid detail level {level!r}; use 'summary', 'schema' or 'full'")
+        shown = _clip(level) if isinstance(level, str) else _clip(reprlib.repr(level))
+        super().__init__(f"invalid detail level {shown!r}; use 'summary', 'schema' or 'full'")
 
 
 class ArgsTooLargeError(ToolDocsError, ValueError):
@@ -88,10 +112,10 @@ class ArgsTooLargeError(ToolDocsError, ValueError):
         self.path = path
         where = ""
         if example:
-            where += f" of example {example!r}"
+            where += f" of example {_clip(example)!r}"
         if tool_id:
-            where += f" for tool {tool_id!r}"
-        at = f" at {path}" if path else ""
+            where += f" for tool {_clip(tool_id)!r}"
+        at = f" at {_clip(path)}" if path else ""
         super().__init__(f"example args{where} too large: {cap}{at} is {actual}, the cap is {limit}")
 
 
@@ -110,8 +134,10 @@ class InvalidExampleError(ToolDocsError, ValueError):
         self.field = field
         self.reason = reason
         self.tool_id = tool_id
-        for_tool = f" for tool {tool_id!r}" if tool_id else ""
-        super().__init__(f"invalid example {example!r}{for_tool}, field {field!r}: {reason}")
+        for_tool = f" for tool {_clip(tool_id)!r}" if tool_id else ""
+        super().__init__(
+            f"invalid example {_clip(example)!r}{for_tool}, field {_clip(field)!r}: {_clip(reason, _REASON)}"
+        )
 
 
 class SchemaRenderError(ToolDocsError, ValueError):
@@ -127,5 +153,5 @@ class SchemaRenderError(ToolDocsError, ValueError):
         self.path = path
         self.reason = reason
         self.tool_id = tool_id
-        of = f" of tool {tool_id!r}" if tool_id else ""
-        super().__init__(f"cannot render schema{of} at {path or '/'}: {reason}")
+        of = f" of tool {_clip(tool_id)!r}" if tool_id else ""
+        super().__init__(f"cannot render schema{of} at {_clip(path or '/')}: {_clip(reason, _REASON)}")
