@@ -183,7 +183,7 @@ def test_same_shapes_and_error_codes_through_cli_mcp_and_snippet(capsys: pytest.
         assert _shape(cli[name]) == _shape(mcp) == _shape(snippet), name
         assert _stable(cli[name]) == _stable(mcp) == _stable(snippet), name
     # Spot checks that the shapes are the documented ones.
-    assert [h["id"] for h in cli["search"]["hits"]][0] == "helpdesk:list_tickets"
+    assert cli["search"]["hits"][0]["id"] == "helpdesk:list_tickets"
     assert all("def " in (h["signature"] or "") for h in cli["search_schema"]["hits"])
     assert [d["id"] for d in cli["describe"]["docs"]] == ["helpdesk:list_tickets", "time:convert_time"]
     assert [s["ok"] for s in cli["chain"]["steps"]] == [True, True, False]
