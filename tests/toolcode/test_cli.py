@@ -226,3 +226,52 @@ def test_unreachable_server_is_reported_and_strict_fails_with_5(
     code, _, err = run(capsys, "namespaces", "--config", str(cfg), "--strict")
     assert code == 5
     assert "nope" in err
+
+
+def test_any_json_value_is_an_input(capsys: pytest.CaptureFixture[str]) -> None:
+    snippet = "input[0] + input[1] if isinstance(input, list) else input * 2"
+    for text, expected in (("[1, 2]", 3), ('"ab"', "abab"), ("3.5", 7.0)):
+        code, out, _ = run(capsys, "exec", "--json", "--input", text, "-c", snippet)
+        assert code == 0 and json.loads(out)["value"] == expected
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["search", "tickets", "--demo", "--limit", "0"],
+        ["search", "tickets", "--demo", "--limit", "51"],
+        ["tools", "--demo", "--limit", "0"],
+        ["exec", "-c", "1", "--timeout", "-1"],
+        ["exec", "-c", "1", "--max-tool-calls", "-3"],
+    ],
+)
+def test_out_of_range_values_are_usage_errors(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+    code, _, err = run(capsys, *argv)
+    assert code == 2, err
+    assert "invalid_arguments" in err and err.count("\n") <= 4
+
+
+def test_a_code_file_that_is_not_utf8_is_a_usage_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    f = tmp_path / "latin1.py"
+    f.write_bytes("__out = 'café'".encode("latin-1"))
+    with pytest.raises(SystemExit) as exc:
+        main(["exec", str(f)])
+    assert exc.value.code == 2
+    assert "not UTF-8" in capsys.readouterr().err
+
+
+def test_the_unsandboxed_engine_is_loud(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "exec", "--engine", "inprocess", "--json", "-c", "6 * 7")
+    assert code == 0 and json.loads(out)["value"] == 42
+    assert "WITHOUT a sandbox" in err
+    code, _, err = run(capsys, "exec", "--json", "-c", "6 * 7")
+    assert code == 0 and "sandbox" not in err
+
+
+def test_upstream_text_cannot_drive_the_terminal() -> None:
+    from toolcode._cli._render import safe
+
+    hostile = "ok\x1b[2J\x1b]8;;http://evil\x07link\x1b]8;;\x07 [/] [link=x]y\u202eevil\x07\r\n"
+    cleaned = safe(hostile)
+    assert "\x1b" not in cleaned and "\x07" not in cleaned and "\u202e" not in cleaned and "\r" not in cleaned
+    assert "[/]" in cleaned and "link" in cleaned and cleaned.endswith("\n")

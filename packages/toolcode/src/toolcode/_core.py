@@ -244,13 +244,21 @@ class CodeMode:
                 ExecuteParams(code=code, input=input, options=opts), on_tool_call=self._listener(on_tool_call)
             )
         except ToolCodeError as exc:
-            return self.outcome(exc.result, exc, detail, started)
+            return self.outcome(exc.result, exc, detail, started, self.view(opts.allowed_namespaces))
         return self.outcome(result, None, detail, started)
 
     def outcome(
-        self, result: ExecuteResult | None, error: ToolCodeError | None, detail: str, started: float | None = None
+        self,
+        result: ExecuteResult | None,
+        error: ToolCodeError | None,
+        detail: str,
+        started: float | None = None,
+        view: CatalogView | None = None,
     ) -> ExecuteOutcome:
-        """The door's view of a run: value and output, error info, call summary, trace on request."""
+        """The door's view of a run: value and output, error info, call summary, trace on request.
+
+        ``view`` is the run's view of the catalog: hints name only tools the run could use.
+        """
         records: tuple[ToolCallRecord, ...] = result.tool_calls if result is not None else ()
         failures = [r for r in records if r.error is not None]
         summary = CallSummary(
@@ -267,7 +275,7 @@ class CodeMode:
         trace = _trace_entries(records, budget or sys.maxsize) if detail == "full" else None
         info: ErrorInfo | None = None
         if error is not None:
-            info = error_info(error, self.view())
+            info = error_info(error, view or self.view())
         duration = result.duration_ms if result is not None else 0.0
         if started is not None and result is None:
             duration = (time.perf_counter() - started) * 1000

@@ -1,0 +1,205 @@
+"""The code-mode core: filtered views, excludes, settings, the output budget, argument checks."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from mcp import Client
+
+from toolcode import (
+    ConfigurationError,
+    ExecuteOptions,
+    InvalidArgumentsError,
+    Settings,
+    Toolbox,
+    ToolError,
+    load_settings,
+)
+from toolcode._core import outcome_text
+from toolcode.server import CodeModeServer
+from toolrun import LocalBackend
+
+pytestmark = pytest.mark.anyio
+
+
+def _backend() -> LocalBackend:
+    local = LocalBackend()
+
+    @local.tool(namespace="files")
+    def read_file(path: str) -> str:
+        """Read a text file."""
+        return f"contents of {path}"
+
+    @local.tool(namespace="files")
+    def delete_file(path: str) -> str:
+        """Delete a file for good."""
+        return f"deleted {path}"
+
+    @local.tool(namespace="admin")
+    def reset_everything() -> str:
+        """Reset every account."""
+        return "reset"
+
+    @local.tool(namespace="admin")
+    def read_audit_file(day: str) -> str:
+        """Read the audit file of a day."""
+        return day
+
+    @local.tool(namespace="files")
+    def shout(text: str) -> str:
+        """Fail with a long message."""
+        raise ValueError(text)
+
+    return local
+
+
+@pytest.fixture
+async def box() -> AsyncIterator[Toolbox]:
+    async with Toolbox([_backend()], engine="inprocess") as b:
+        yield b
+
+
+async def test_excluded_tools_are_hidden_from_every_door() -> None:
+    settings = Settings(exclude=("files:delete_*",), tools=("*",))
+    async with Toolbox([_backend()], settings=settings, engine="inprocess") as box:
+        cm = box.codemode
+        assert "files:delete_file" not in [t.id for t in (await cm.list_tools()).tools]
+        assert all(h.id != "files:delete_file" for h in (await cm.search_tools("delete a file")).hits)
+        with pytest.raises(ToolError) as ei:
+            await cm.run_tool("files:delete_file", {"path": "/x"})
+        assert ei.value.code.value == "unknown_tool" and "delete_file" not in (ei.value.hint or "")
+        out = await cm.execute('run_tool("files:delete_file", path="/x")')
+        assert not out.ok and out.error is not None and out.error.code == "unknown_tool"
+        async with Client(CodeModeServer(box).server) as client:
+            res = await client.call_tool("describe_tool", {"tool_id": "files:delete_file"})
+            assert res.is_error and res.structured_content is not None
+            assert res.structured_content["error"]["code"] == "unknown_tool"
+
+
+async def test_a_view_never_suggests_a_tool_the_caller_may_not_use(box: Toolbox) -> None:
+    opts = {"allowed_namespaces": ["files"]}
+    out = await box.codemode.execute('run_tool("admin:read_audit_fil", day="x")', options=opts)
+    assert out.error is not None and out.error.code == "unknown_tool"
+    assert "admin:read_audit_file" not in json.dumps(out.model_dump()), out
+    assert "files:read_file" in (out.error.hint or "")
+    out = await box.codemode.execute('describe_tool("read_audit_file")', options=opts)
+    assert out.error is not None and "admin" not in json.dumps(out.model_dump())
+    # Without the filter the same typo is answered with the admin tool.
+    out = await box.codemode.execute('run_tool("admin:read_audit_fil", day="x")')
+    assert out.error is not None and "admin:read_audit_file" in (out.error.hint or "")
+    out = await box.codemode.execute("list_namespaces()['namespaces']", options=opts)
+    assert out.value == [{"name": "files", "tool_count": 3}]
+
+
+async def test_the_output_budget_holds_for_everything_a_snippet_controls(box: Toolbox) -> None:
+    budget = 2_000
+    huge_id = "x" * 40_000_000
+    snippets = [
+        # A 40 MB tool id, echoed by the failure.
+        f"run_tool({huge_id!r})",
+        # A 1 MB exception message.
+        "raise ValueError('m' * 1_000_000)",
+        # A tool failure with a 1 MB message, caught, then a big value and stdout.
+        "try:\n    run_tool('files:shout', text='e' * 1_000_000)\nexcept ToolError:\n    pass\n"
+        "print('p' * 100_000)\n__out = ['v' * 1000] * 100",
+        # Many failing calls with long messages, traced in full.
+        "for i in range(50):\n    try:\n        run_tool('files:shout', text=str(i) * 5000)\n"
+        "    except ToolError:\n        pass\n__out = 1",
+    ]
+    for code in snippets:
+        for trace in ("summary", "full"):
+            out = await box.codemode.execute(code, options={"max_output_chars": budget, "trace": trace})
+            reply = json.dumps(out.model_dump(mode="json"))
+            text = outcome_text(out)
+            # The budget, plus the fixed framing of the reply (keys, codes, summary of a few failures).
+            assert len(reply) < budget + 3_000, (code[:40], trace, len(reply))
+            assert len(text) < budget + 3_000, (code[:40], trace, len(text))
+
+
+async def test_invalid_arguments_are_errors_with_a_code_at_every_door(box: Toolbox) -> None:
+    cm = box.codemode
+    for call in (
+        lambda: cm.search_tools("x" * 5_000),
+        lambda: cm.search_tools("files", limit=float("inf")),
+        lambda: cm.search_tools("files", detail="everything"),
+        lambda: cm.list_tools(limit=0),
+        lambda: cm.describe_tool([]),
+        lambda: cm.run_chain([{"tool_id": "files:read_file", "colour": "red"}]),
+        lambda: cm.run_tool("files:read_file", ["not", "a", "dict"]),
+        lambda: cm.run_tool("files:read_file", {"path": "/x"}, timeout=-1),
+    ):
+        with pytest.raises(InvalidArgumentsError) as ei:
+            await call()
+        assert ei.value.code.value == "invalid_arguments" and ei.value.field
+    out = await cm.execute("1", options={"timeout": "soon"})
+    assert out.error is not None and out.error.code == "invalid_arguments" and "options.timeout" in out.error.message
+    out = await cm.execute("   ")
+    assert out.error is not None and out.error.code == "invalid_arguments"
+
+
+async def test_ceilings_bind_callers_of_the_mcp_door(box: Toolbox) -> None:
+    limited = box.codemode.with_ceilings(ExecuteOptions(timeout=10, max_tool_calls=5))
+    out = await limited.execute("1", options={"timeout": 0})
+    assert out.error is not None and out.error.code == "invalid_arguments" and "maximum" in out.error.message
+    out = await limited.execute("1", options={"max_tool_calls": 5})
+    assert out.ok and out.value == 1
+    assert (await box.codemode.execute("1", options={"timeout": 0})).ok  # the operator's own door: no ceiling
+
+
+async def test_the_unsandboxed_engine_says_so_in_the_server_instructions(box: Toolbox) -> None:
+    server = CodeModeServer(box)
+    assert "without a sandbox" in (server.server.instructions or "")
+    async with Toolbox([_backend()]) as sandboxed:
+        assert "sandbox" not in (CodeModeServer(sandboxed).server.instructions or "")
+
+
+async def test_exposed_name_collisions_are_reported_at_start() -> None:
+    local = LocalBackend()
+
+    @local.tool(namespace="a", name="x__b")
+    def one() -> str:
+        """One."""
+        return "1"
+
+    @local.tool(namespace="a__x", name="b")
+    def two() -> str:
+        """Two."""
+        return "2"
+
+    async with Toolbox([local], engine="inprocess") as box:
+        server = CodeModeServer(box, expose=["*"])
+        assert len(server.collisions) == 1 and "a__x__b" in server.collisions[0]
+        assert [n for n in server.tool_names() if n.startswith("a")] == ["a__x__b"]
+
+
+def test_settings_name_unknown_keys_and_never_echo_values(tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError) as ei:
+        load_settings({"toolcode": {"limits": {"timeout": 5, "timout": 7}}})
+    assert ei.value.field == "toolcode.limits.timout" and "unknown key" in str(ei.value)
+    with pytest.raises(ConfigurationError) as ei:
+        load_settings({"toolcode": {"limits": {"timeout": "s3cr3t-value"}}})
+    assert ei.value.field == "toolcode.limits.timeout" and "s3cr3t-value" not in str(ei.value)
+    s = load_settings({"toolcode": {"limits": {"timeout": "${T:-12}"}, "exclude": ["${NS}:*"]}}, env={"NS": "files"})
+    assert s.limits.timeout == 12 and s.exclude == ("files:*",)
+    with pytest.raises(ConfigurationError) as ei:
+        load_settings({"toolcode": {"tools": ["search_tools", "rm_rf"]}}).meta_tools()
+    assert "rm_rf" in str(ei.value)
+    cfg = tmp_path / "mcp.json"
+    cfg.write_bytes(b'{"mcpServers": {}, "toolcode": {"limits": {"timeout": \xff}}}')
+    with pytest.raises(ConfigurationError, match="UTF-8"):
+        load_settings(cfg)
+
+
+async def test_from_config_reads_the_toolcode_section_and_per_server_excludes(tmp_path: Path) -> None:
+    import sys
+
+    cfg = tmp_path / "mcp.json"
+    server = {"command": sys.executable, "args": ["-m", "mcp_server_time"], "exclude": ["convert_*"]}
+    cfg.write_text(json.dumps({"mcpServers": {"time": server}, "toolcode": {"limits": {"max_tool_calls": 3}}}))
+    async with Toolbox.from_config(cfg) as box:
+        assert [t.id for t in (await box.codemode.list_tools()).tools] == ["time:get_current_time"]
+        out = await box.codemode.execute("for i in range(5):\n    run_tool('time:get_current_time', timezone='UTC')")
+        assert out.error is not None and out.error.code == "tool_call_limit" and out.calls.count == 3
