@@ -193,6 +193,9 @@ def test_a_30000_property_tool_registers_and_renders_within_bounds() -> None:
     for level, doc in docs.items():
         assert len(doc.render()) <= {"summary": 200, "schema": 1200, "full": 4000}[level]
     assert docs["schema"].warnings
+    with finishes_within(BOUND_S):
+        many = store.describe_many([tool.id] * 10, "schema")
+    assert sum(len(d.render()) + 1 for d in many) <= 6000
 
 
 def test_a_30000_property_output_schema_stands_in_as_a_dict() -> None:

@@ -181,7 +181,10 @@ class Signature:
         for key, value in args.items():
             wire = key if key in wires else renamed.get(key, key)
             if wire in out:
-                raise ValueError(f"argument {wire!r} of tool {self.tool_name!r} is given twice (as {key!r})")
+                raise ValueError(
+                    f"argument {cap_text(wire, 200)!r} of tool {self.tool_name!r} is given twice "
+                    f"(as {cap_text(key, 200)!r})"
+                )
             out[wire] = value
         return out
 
