@@ -331,7 +331,7 @@ def outcome_text(outcome: ExecuteOutcome) -> str:
         e = outcome.error
         where = f" at line {e.line}" if e.line is not None else ""
         parts.append(f"error [{e.code}]{where}: {e.message}")
-        if e.hint:
+        if e.hint and e.hint not in e.message:
             parts.append(f"hint: {e.hint}")
     if outcome.stdout:
         parts.append("stdout:\n" + outcome.stdout.rstrip("\n"))

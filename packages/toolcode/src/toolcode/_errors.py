@@ -47,8 +47,19 @@ _LIMIT_HINTS = {
 
 
 def message_of(exc: BaseException) -> str:
-    """The message of an error, clipped to :data:`MAX_MESSAGE` characters."""
-    if isinstance(exc, ToolExecutionError):
+    """The message of an error, clipped to :data:`MAX_MESSAGE` characters.
+
+    Code and tool id travel in their own fields, so a snippet's uncaught tool failure reads
+    ``ToolError: <the tool's message>`` rather than repeating them.
+    """
+    if isinstance(exc, CodeExecutionError):
+        text = exc.message
+        if exc.tool_id and text.startswith("["):
+            head = f"] {exc.tool_id}: "
+            cut = text.find(head)
+            text = text[cut + len(head) :] if cut != -1 else text
+        text = f"{exc.exc_type}: {text}"
+    elif isinstance(exc, ToolExecutionError):
         text = exc.message
     elif isinstance(exc, ToolError):
         text = exc.message

@@ -18,6 +18,7 @@ __all__ = [
     "async_names",
     "call_names",
     "error_info",
+    "snippet_api_table",
     "snippet_api_text",
 ]
 
@@ -116,6 +117,15 @@ def snippet_api_text() -> str:
     lines = [f"  {g.signature:<{width}}  {g.doc}" for g in calls[:3]]
     lines.append("  also: " + ", ".join(g.signature.split("(", 1)[0] + "()" for g in calls[3:]))
     return "\n".join(lines)
+
+
+def snippet_api_table() -> str:
+    """The globals as a markdown table (docs/snippet-api.md holds exactly this; a test checks it)."""
+    rows = ["| global | what it does |", "|---|---|"]
+    for g in SNIPPET_GLOBALS:
+        variant = f" (awaitable: `{g.name}{ASYNC_SUFFIX}`)" if g.has_async else ""
+        rows.append(f"| `{g.signature}` | {g.doc}{variant} |")
+    return "\n".join(rows)
 
 
 _ERROR_RE = re.compile(r"^\[([a-z_]+)\] (?:([^()\n]*?): )?(.*)$", re.DOTALL)

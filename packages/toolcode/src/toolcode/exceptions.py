@@ -32,6 +32,7 @@ __all__ = [
     "CodeExecutionError",
     "ConfigurationError",
     "EngineError",
+    "ERROR_CODE_MEANINGS",
     "ErrorCode",
     "InvalidArgumentsError",
     "LimitExceededError",
@@ -95,6 +96,31 @@ class ErrorCode(StrEnum):
     """A person (or the policy) denied a paused tool call."""
     INVALID_REFERENCE = "invalid_reference"
     """A chain step refers to a result path that does not exist."""
+
+
+ERROR_CODE_MEANINGS: dict[ErrorCode, str] = {
+    ErrorCode.SYNTAX_ERROR: "the snippet does not parse",
+    ErrorCode.RUNTIME_ERROR: "the snippet raised an exception it did not catch (other than a tool failure)",
+    ErrorCode.TYPE_ERROR: "the snippet failed its type check before anything ran",
+    ErrorCode.TOOL_ERROR: "a tool ran and reported failure (MCP `isError`, an exception in a local function, "
+    "a result that breaks its output schema)",
+    ErrorCode.UNKNOWN_TOOL: "no visible tool has this id (the hint names the nearest visible ones)",
+    ErrorCode.INVALID_ARGUMENTS: "the arguments of a tool call, an operation or an option are invalid "
+    "(which field, why)",
+    ErrorCode.NOT_ALLOWED: "the policy forbids this call",
+    ErrorCode.TIMEOUT: "a run or a tool call took longer than its timeout",
+    ErrorCode.TOOL_CALL_LIMIT: "the run reached `max_tool_calls`, or a chain exceeded `max_chain_steps`",
+    ErrorCode.OUTPUT_LIMIT: "output was over the budget where it could not be cut instead",
+    ErrorCode.MEMORY_LIMIT: "the sandbox ran out of its memory (or recursion-depth) allowance",
+    ErrorCode.ENGINE_ERROR: "the engine failed for a reason that is not the snippet's (a crashed worker)",
+    ErrorCode.CONFIG_ERROR: "the configuration is invalid (file, server entry, engine, setting)",
+    ErrorCode.UPSTREAM_UNAVAILABLE: "an upstream server cannot be reached (not started, crashed, closed the "
+    "connection)",
+    ErrorCode.APPROVAL_REQUIRED: "the run is paused: a tool call waits for a decision",
+    ErrorCode.APPROVAL_DENIED: "a person (or the policy) denied a paused tool call",
+    ErrorCode.INVALID_REFERENCE: "a chain step refers to a result path that does not exist",
+}
+"""One line per code, as docs/errors.md shows them."""
 
 
 class ToolCodeError(Exception):
