@@ -29,10 +29,10 @@ if TYPE_CHECKING:
     from toolcode._types import ExecuteResult, ToolCallRecord
 
 __all__ = [
+    "ERROR_CODE_MEANINGS",
     "CodeExecutionError",
     "ConfigurationError",
     "EngineError",
-    "ERROR_CODE_MEANINGS",
     "ErrorCode",
     "InvalidArgumentsError",
     "LimitExceededError",
