@@ -287,6 +287,64 @@ def test_exponential_ref_expansion_is_refused_quickly() -> None:
     assert info.value.limit == "max_expanded_nodes"
 
 
+def test_recursive_ref_applied_twice_to_one_value_is_refused() -> None:
+    # Validating a value 30 levels deep against this took minutes: 2**30 evaluations.
+    schema = {"type": "object", "properties": {"c": {"allOf": [{"$ref": "#"}, {"$ref": "#"}]}}}
+    start = time.perf_counter()
+    with pytest.raises(SchemaLimitError) as info:
+        compile_schema(schema)
+    assert time.perf_counter() - start < QUICK
+    assert info.value.limit == "max_applications"
+    with pytest.raises(ValueError, match="max_applications"):
+        parse_tool(tool_entry(schema), "srv")
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {  # any JSON value
+            "$defs": {
+                "json": {
+                    "anyOf": [
+                        {"type": "object", "additionalProperties": {"$ref": "#/$defs/json"}},
+                        {"type": "array", "items": {"$ref": "#/$defs/json"}},
+                        {"type": ["string", "number", "boolean", "null"]},
+                    ]
+                }
+            },
+            "$ref": "#/$defs/json",
+        },
+        {  # a binary tree: two recursive references, on different values
+            "$defs": {
+                "n": {"type": "object", "properties": {"left": {"$ref": "#/$defs/n"}, "right": {"$ref": "#/$defs/n"}}}
+            },
+            "$ref": "#/$defs/n",
+        },
+        {  # what pydantic writes for a recursive model with an optional parent
+            "$defs": {
+                "Node": {
+                    "type": "object",
+                    "properties": {
+                        "children": {"type": "array", "items": {"$ref": "#/$defs/Node"}},
+                        "parent": {"anyOf": [{"$ref": "#/$defs/Node"}, {"type": "null"}], "default": None},
+                    },
+                }
+            },
+            "$ref": "#/$defs/Node",
+        },
+    ],
+)
+def test_ordinary_recursive_schemas_are_accepted(schema: dict[str, Any]) -> None:
+    compiled = compile_schema(schema)
+    assert compiled.summary.recursive
+    value: Any = {}
+    for _ in range(200):
+        value = {"left": value, "children": [{"children": []}], "parent": None}
+    start = time.perf_counter()
+    compiled.is_valid(value)
+    assert time.perf_counter() - start < QUICK
+
+
 @pytest.mark.parametrize(
     ("limits", "schema", "limit"),
     [

@@ -65,6 +65,8 @@ def check_arguments(args: dict[str, Any], limits: ArgumentLimits = DEFAULT_ARGUM
     Returns:
         The first problem found (with its JSON path), or ``None``.
     """
+    if _flat_and_plain(args, limits.max_size, limits.max_depth >= 2):
+        return None
     max_depth = limits.max_depth
     budget = limits.max_size
     size = 2
@@ -139,6 +141,50 @@ def check_arguments(args: dict[str, Any], limits: ArgumentLimits = DEFAULT_ARGUM
     if size > budget:
         return ValidationProblem("$", f"the arguments are larger than {budget:,} characters of JSON")
     return None
+
+
+def _flat_and_plain(args: dict[str, Any], budget: int, lists: bool) -> bool:
+    # The usual arguments object (string keys; scalar values or lists of scalars) in one loop
+    # and no allocation; anything else, including every problem, goes to the full walk, which
+    # says why.
+    size = 2
+    key: Any
+    child: Any
+    for key, child in args.items():
+        if type(key) is not str or not key.isascii():
+            return False
+        t = type(child)  # pyright: ignore[reportUnknownVariableType]
+        if t is str:
+            if not child.isascii():
+                return False
+            size += len(key) + len(child) + 5
+        elif t is int:
+            if child.bit_length() > _MAX_INT_BITS:
+                return False
+            size += len(key) + 11
+        elif t is bool or child is None:
+            size += len(key) + 8
+        elif t is float:
+            if not math.isfinite(child):
+                return False
+            size += len(key) + 15
+        elif t is list and lists:
+            size += len(key) + 5 + len(child)
+            for item in child:
+                ti = type(item)  # pyright: ignore[reportUnknownVariableType]
+                if ti is str:
+                    if not item.isascii():
+                        return False
+                    size += len(item) + 2
+                elif ti is int:
+                    if item.bit_length() > _MAX_INT_BITS:
+                        return False
+                    size += 8
+                elif not (ti is bool or item is None):
+                    return False
+        else:
+            return False
+    return size <= budget
 
 
 def _surrogate(path: tuple[str | int, ...], last: str | int) -> ValidationProblem:

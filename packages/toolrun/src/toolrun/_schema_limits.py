@@ -49,10 +49,15 @@ class SchemaLimits:
     max_patterns: int = 100
     """Most regexes (``pattern`` values and ``patternProperties`` keys); each compiles to up
     to 256 KiB and a few milliseconds, so this caps a schema's regex cost (catalogs: 7)."""
-    max_expanded_nodes: int = 100_000
+    max_expanded_nodes: int = 50_000
     """Most JSON values once every ``$ref`` is replaced by its target, recursive references
     counted once (catalogs: 445). This is what one check can evaluate: a chain of
     definitions that each use the next one twice doubles it at every link."""
+    max_applications: int = 100
+    """For a recursive schema: most subschemas it can apply to one value at any depth
+    (catalogs: 1). A recursive reference used twice on the same value (``allOf`` of two
+    ``$ref`` to ``#``) doubles this at every level of the value, so validating a value 30
+    levels deep would take minutes; such a schema is refused."""
 
     def __post_init__(self) -> None:
         for name in self.__slots__:
@@ -268,6 +273,8 @@ def check_schema_bounds(schema: Any, limits: SchemaLimits = DEFAULT_SCHEMA_LIMIT
     expanded, recursive = nodes, False
     if refs:
         expanded, recursive = _expanded_size(schema, anchors, has_ids, limits)
+    if recursive:
+        _check_recursive_fanout(schema, anchors, limits)
     return SchemaSummary(max_depth, nodes, size, refs, expanded, recursive, tuple(patterns))
 
 
@@ -376,3 +383,152 @@ def _expanded_size(schema: Any, anchors: Mapping[str, Any], has_ids: bool, limit
             child_kind = _DATA if kind == _DATA else _SCHEMA
             stack.extend((child, child_kind, base, via) for child in cast(list[Any], value))
     return count, recursive
+
+
+# -- recursive fan-out -------------------------------------------------------------------
+#
+# Inlining counts a recursive reference once, which is right for its size but not for its
+# cost: a validator follows it as deep as the value goes. If, at some depth, the schema
+# applies the same recursive subschema to one value twice (``allOf: [{$ref: "#"}, {$ref:
+# "#"}]`` below a property), the work doubles at every level of the value. The check below
+# follows, level by level, which subschemas apply to one value ("a state": each subschema
+# with how many times it applies), for every kind of child (each named property, any other
+# property, each tuple position, any other item), and refuses a schema under which some value
+# would get more than ``max_applications`` of them. Where it cannot tell which of two
+# subschemas a key reaches (``patternProperties`` against ``additionalProperties``) it counts
+# both, so it can refuse a harmless schema but does not miss a growing one.
+
+_IN_PLACE_ONE = ("not", "if", "then", "else")
+_IN_PLACE_MANY = ("allOf", "anyOf", "oneOf")
+_IN_PLACE_MAPS = ("dependentSchemas", "dependencies")
+_MAX_STATES = 2_000
+
+
+def _in_place(
+    node: dict[str, Any], root: Any, anchors: Mapping[str, Any], limits: SchemaLimits
+) -> list[dict[str, Any]]:
+    """Every schema object applied to the same value as ``node`` (with repeats, one per path)."""
+    out: list[dict[str, Any]] = []
+    stack: list[tuple[Any, frozenset[int]]] = [(node, frozenset())]
+    while stack:
+        sub, active = stack.pop()
+        if not isinstance(sub, dict):
+            continue
+        obj = cast(dict[str, Any], sub)
+        out.append(obj)
+        if len(out) > limits.max_expanded_nodes:
+            raise SchemaLimitError(
+                "max_expanded_nodes",
+                limits.max_expanded_nodes,
+                "one value would be checked against more subschemas than the bound",
+            )
+        stack.extend((obj[key], active) for key in _IN_PLACE_ONE if key in obj)
+        for key in _IN_PLACE_MANY:
+            many = obj.get(key)
+            if isinstance(many, list):
+                stack.extend((x, active) for x in cast(list[Any], many))
+        for key in _IN_PLACE_MAPS:
+            mapping = obj.get(key)
+            if isinstance(mapping, dict):
+                stack.extend((x, active) for x in cast(dict[str, Any], mapping).values())
+        for key in _REF_KEYWORDS:
+            ref = obj.get(key)
+            if isinstance(ref, str) and (target := _resolve(ref, root, anchors)) is not None:
+                if id(target) not in active:  # a reference cycle on one value: the validator stops it
+                    stack.append((target, active | {id(target)}))
+    return out
+
+
+def _child_classes(applied: list[tuple[dict[str, Any], int]]) -> list[list[tuple[Any, int]]]:
+    """For each kind of child value, the subschemas (with counts) the applied ones give it."""
+    names: set[str] = set()
+    max_prefix = 0
+    for obj, _ in applied:
+        props = obj.get("properties")
+        if isinstance(props, dict):
+            names.update(cast(dict[str, Any], props))
+        prefix = _prefix_items(obj)
+        max_prefix = max(max_prefix, len(prefix))
+    classes: list[list[tuple[Any, int]]] = []
+    for name in [*names, None]:  # None: a property no "properties" names
+        children: list[tuple[Any, int]] = []
+        for obj, n in applied:
+            props = obj.get("properties")
+            named = isinstance(props, dict) and name is not None and name in props
+            if named:
+                children.append((cast(dict[str, Any], props)[cast(str, name)], n))
+            pattern_props = obj.get("patternProperties")
+            if isinstance(pattern_props, dict):
+                children.extend((x, n) for x in cast(dict[str, Any], pattern_props).values())
+            if not named:
+                children.extend((obj[k], n) for k in ("additionalProperties", "unevaluatedProperties") if k in obj)
+        classes.append(children)
+    for position in [*range(max_prefix), None]:  # None: an item past every prefix
+        children = []
+        for obj, n in applied:
+            prefix = _prefix_items(obj)
+            if position is not None and position < len(prefix):
+                children.append((prefix[position], n))
+            else:
+                children.extend((rest, n) for rest in _rest_items(obj))
+            children.extend((obj[k], n) for k in ("contains", "unevaluatedItems") if k in obj)
+        classes.append(children)
+    return classes
+
+
+def _prefix_items(obj: dict[str, Any]) -> list[Any]:
+    prefix = obj.get("prefixItems", obj.get("items"))
+    return cast(list[Any], prefix) if isinstance(prefix, list) else []
+
+
+def _rest_items(obj: dict[str, Any]) -> list[Any]:
+    items = obj.get("items")
+    if items is not None and not isinstance(items, list):
+        return [items]
+    return [obj["additionalItems"]] if "additionalItems" in obj else []
+
+
+def _check_recursive_fanout(root: Any, anchors: Mapping[str, Any], limits: SchemaLimits) -> None:
+    closures: dict[int, list[dict[str, Any]]] = {}
+    objects: dict[int, Any] = {id(root): root}
+    seen: set[frozenset[tuple[int, int]]] = set()
+    stack: list[dict[int, int]] = [{id(root): 1}]
+    while stack:
+        state = stack.pop()
+        key = frozenset(state.items())
+        if key in seen:
+            continue
+        seen.add(key)
+        if len(seen) > _MAX_STATES:
+            raise SchemaLimitError(
+                "max_applications",
+                limits.max_applications,
+                f"the recursive references are too intricate to bound (more than {_MAX_STATES:,} combinations)",
+            )
+        applied: list[tuple[dict[str, Any], int]] = []
+        for sid, n in state.items():
+            node = objects[sid]
+            if not isinstance(node, dict):
+                continue
+            closure = closures.get(sid)
+            if closure is None:
+                closure = closures[sid] = _in_place(cast(dict[str, Any], node), root, anchors, limits)
+            applied.extend((obj, n) for obj in closure)
+        for children in _child_classes(applied):
+            nxt: dict[int, int] = {}
+            total = 0
+            for child, n in children:
+                if isinstance(child, dict):
+                    cid = id(cast(object, child))
+                    objects[cid] = child
+                    nxt[cid] = nxt.get(cid, 0) + n
+                    total += n
+            if total > limits.max_applications:
+                raise SchemaLimitError(
+                    "max_applications",
+                    limits.max_applications,
+                    f"recursive references apply {total:,} subschemas to one value, and more at every deeper "
+                    "level (a recursive $ref used twice on the same value)",
+                )
+            if nxt:
+                stack.append(nxt)

@@ -12,7 +12,9 @@ give that party the host's powers. What :class:`CompiledSchema` guarantees:
   microseconds), each capped in compiled size. See :data:`_LINEAR` for the patterns it cannot
   run (look-around, back-references).
 - **Bounded schemas.** :func:`~toolrun._schema_limits.check_schema_bounds` runs first
-  (depth, values, size, properties, references, ``$ref`` expansion, number of regexes).
+  (depth, values, size, properties, references, regexes, ``$ref`` expansion, recursive
+  fan-out), and a value a recursive schema would follow deeper than 1,000 levels is invalid
+  rather than a stack overflow.
 - **Bounded messages.** Problems are clipped: a message never echoes megabytes of a value.
 
 Semantics: the dialect comes from ``$schema`` (2020-12 when absent; 2019-09, draft-07,
@@ -49,6 +51,7 @@ DEFAULT_VALIDATION_POLICY: Final = "error"
 _MAX_MESSAGE = 300
 _MAX_PROBLEMS = 1000
 _MAX_VALUE_DEPTH = 1000
+_MAX_VALUE_NODES = 2_000_000
 _REGEX_SIZE = 256 * 1024
 
 # The linear-time engine (Rust's `regex` crate: finite automata, no backtracking), not
@@ -152,7 +155,8 @@ class CompiledSchema:
 
         Returns:
             ``True`` when valid. A value that is not JSON, or that a recursive schema would have
-            to follow deeper than 1,000 levels, is invalid (``problems`` says why).
+            to follow deeper than 1,000 levels (or through more than 2,000,000 parts), is invalid
+            (``problems`` says why).
         """
         if self._deep_guard and _deeper_than(value, _MAX_VALUE_DEPTH):
             return False
@@ -171,7 +175,8 @@ class CompiledSchema:
             The problems (empty when the value is valid).
         """
         if self._deep_guard and _deeper_than(value, _MAX_VALUE_DEPTH):
-            return [ValidationProblem("$", f"the value is nested deeper than {_MAX_VALUE_DEPTH} levels")]
+            reason = f"nested deeper than {_MAX_VALUE_DEPTH:,} levels (or over {_MAX_VALUE_NODES:,} parts)"
+            return [ValidationProblem("$", reason)]
         out: list[ValidationProblem] = []
         try:
             for n, err in enumerate(self._validator.iter_errors(value)):
@@ -254,8 +259,14 @@ def _schema_error(e: jsonschema_rs.ValidationError) -> InvalidSchemaError:
 
 
 def _deeper_than(value: Any, limit: int) -> bool:
+    # Bounded work even for a value whose lists and dicts are shared many times over (a DAG
+    # that is exponential as a tree): past _MAX_VALUE_NODES it counts as too deep to follow.
     stack: list[tuple[Any, int]] = [(value, 1)]
+    visited = 0
     while stack:
+        visited += 1
+        if visited > _MAX_VALUE_NODES:
+            return True
         v, depth = stack.pop()
         if isinstance(v, dict):
             children: Any = cast(dict[Any, Any], v).values()
