@@ -7,7 +7,9 @@ a 30,000-property schema stalled unrelated runs for 21 s.
 
 from __future__ import annotations
 
+import gzip
 import http.server
+import json
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -359,6 +361,31 @@ def test_each_bound_is_named(limits: SchemaLimits, schema: dict[str, Any], limit
         check_schema_bounds(schema, limits)
     assert info.value.limit == limit
     assert limit in str(info.value)
+
+
+CATALOGS = Path(__file__).parents[1] / "data" / "eval"
+
+
+def test_default_bounds_accept_every_real_tool_schema() -> None:
+    # 3,475 input schemas from five public tool catalogs (provenance in tests/data/eval/README.md).
+    files = sorted(CATALOGS.glob("*.json.gz"))
+    assert len(files) == 5, f"the evaluation catalogs are missing from {CATALOGS}"
+    schemas = []
+    for path in files:
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            schemas.extend(t["input_schema"] for t in json.load(f)["tools"])
+    assert len(schemas) == 3475
+    invalid = 0
+    for schema in schemas:
+        check_schema_bounds(schema)  # never over a bound
+        try:
+            compiled = compile_schema(schema)
+        except InvalidSchemaError as e:
+            assert not isinstance(e, SchemaLimitError)
+            invalid += 1  # e.g. "required": true inside a property, draft-03 style
+            continue
+        assert compiled.unchecked_patterns == ()
+    assert invalid == 5  # what the jsonschema package refuses too
 
 
 def test_default_bounds_accept_a_schema_at_the_depth_bound() -> None:
