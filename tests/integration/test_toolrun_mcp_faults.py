@@ -65,7 +65,8 @@ def fault_children() -> list[psutil.Process]:
             cmd = p.cmdline()
         except psutil.Error:
             continue
-        if str(FAULT_SERVER) in cmd and "--http" not in cmd:
+        # The watchdog launcher in front of each stdio server carries the server's command line too.
+        if str(FAULT_SERVER) in cmd and "--http" not in cmd and not any(a.endswith("_watchdog.py") for a in cmd):
             out.append(p)
     return out
 

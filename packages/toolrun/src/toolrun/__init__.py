@@ -7,6 +7,7 @@ from toolrun._mcp import MCPBackend, backends_from_config, open_backends
 from toolrun._provider import Provider, ProviderBackend
 from toolrun._runner import DEFAULT_MAX_CHAIN_STEPS, BackendChooser, DefaultRunner, ResultRecorder
 from toolrun._schema_limits import DEFAULT_SCHEMA_LIMITS, SchemaLimits
+from toolrun._spawn import WATCHDOG_SUPPORTED, watchdog_command, watchdog_executable
 from toolrun._types import (
     Backend,
     BackendResult,
@@ -43,6 +44,7 @@ __all__ = [
     "DEFAULT_MAX_CHAIN_STEPS",
     "DEFAULT_SCHEMA_LIMITS",
     "DEFAULT_VALIDATION_POLICY",
+    "WATCHDOG_SUPPORTED",
     "ArgumentLimits",
     "Backend",
     "BackendChooser",
@@ -89,4 +91,6 @@ __all__ = [
     "json_path",
     "load_config",
     "open_backends",
+    "watchdog_command",
+    "watchdog_executable",
 ]

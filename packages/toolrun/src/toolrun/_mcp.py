@@ -27,6 +27,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from toolindex import BackendKind, BackendRef, Index, Tool, ToolNotFoundError
 from toolrun._config import HttpServerConfig, ServerConfig, ServersConfig, StdioServerConfig, check_server_name
 from toolrun._mcp_wire import is_closed, learn_param_headers, normalise_result, parse_tool, raw_request
+from toolrun._spawn import watchdog_command
 from toolrun._types import BackendResult, ProgressCallback, ProgressEvent
 from toolrun.exceptions import BackendUnavailableError, ToolExecutionError, ToolTimeoutError
 
@@ -426,7 +427,10 @@ class MCPBackend:
     async def _open(self, stack: AsyncExitStack, stderr: IO[bytes] | None) -> Client:
         cfg = self._config
         if isinstance(cfg, StdioServerConfig):
-            params = StdioServerParameters(command=cfg.command, args=list(cfg.args), env=_child_env(cfg), cwd=cfg.cwd)
+            env = _child_env(cfg)
+            # Through the watchdog launcher: the server and its children die with this process, even by SIGKILL.
+            command, args = watchdog_command(cfg.command, cfg.args, env=env, cwd=cfg.cwd)
+            params = StdioServerParameters(command=command, args=args, env=env, cwd=cfg.cwd)
             # The child's stderr goes to a temp file so a failure can quote its last lines.
             transport = stdio_client(params, errlog=cast(TextIO, stderr))
         else:
