@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import atexit
 import math
 import os
 import re
 import sys
 import threading
+import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Generator
 from contextlib import asynccontextmanager, contextmanager
 from contextvars import ContextVar
@@ -24,7 +26,7 @@ from toolcode._types import EngineInfo, ExecuteParams, ExecuteResult, Tools
 from toolcode.exceptions import CodeExecutionError, EngineError, LimitExceededError, ToolCodeError, ToolError
 from toolrun import watchdog_executable
 
-__all__ = ["MontyEngine"]
+__all__ = ["MontyEngine", "default_max_processes"]
 
 _log = structlog.get_logger("toolcode.engines.monty")
 
@@ -295,19 +297,33 @@ class MontyEngine:
                 await _settle_native_threads()
 
 
+# pydantic-monty completes each awaited call from one of its Rust threads through
+# loop.call_soon_threadsafe, which releases the GIL while it writes to the loop's wake-up socket.
+# The awaiting task can resume and the program reach interpreter shutdown before that thread
+# takes the GIL back; CPython then ends the thread with pthread_exit, which aborts the process
+# (SIGABRT) when it unwinds through Rust frames. So before the pool's owner goes on (aclose),
+# and again before the interpreter shuts down (atexit), wait until no thread that Python did not
+# start is inside Python code: its frames are visible while it waits for the GIL.
+
+
+def _native_threads_in_python() -> bool:
+    ours = {t.ident for t in threading.enumerate() if not isinstance(t, threading._DummyThread)}  # pyright: ignore[reportPrivateUsage]
+    return any(ident not in ours for ident in sys._current_frames())  # pyright: ignore[reportPrivateUsage]
+
+
 async def _settle_native_threads() -> None:
-    # pydantic-monty completes each awaited call from one of its Rust threads through
-    # loop.call_soon_threadsafe, which releases the GIL while it writes to the loop's wake-up
-    # socket. The awaiting task can resume and the program reach interpreter shutdown before
-    # that thread takes the GIL back; CPython then ends the thread with pthread_exit, which
-    # aborts the process (SIGABRT) when it unwinds through Rust frames. Wait until no thread
-    # that Python did not start is inside Python code: its frames are visible while it waits.
     deadline = anyio.current_time() + _SETTLE_S
-    while anyio.current_time() < deadline:
-        ours = {t.ident for t in threading.enumerate() if not isinstance(t, threading._DummyThread)}  # pyright: ignore[reportPrivateUsage]
-        if all(ident in ours for ident in sys._current_frames()):  # pyright: ignore[reportPrivateUsage]
-            return
-        await anyio.sleep(0.001)  # the event loop's wait releases the GIL to that thread
+    # No event tells when a foreign thread leaves Python; each short wait of the event loop
+    # releases the GIL to it.
+    while _native_threads_in_python() and anyio.current_time() < deadline:  # noqa: ASYNC110
+        await anyio.sleep(0.001)
+
+
+@atexit.register
+def _settle_native_threads_at_exit() -> None:
+    deadline = time.monotonic() + _SETTLE_S
+    while _native_threads_in_python() and time.monotonic() < deadline:
+        time.sleep(0.001)
 
 
 class _Admission:

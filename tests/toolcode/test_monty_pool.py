@@ -1,0 +1,122 @@
+"""MontyEngine's pool: CPU-bound runs cannot starve others; per-caller and pool caps fail clearly."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import AsyncIterator
+
+import anyio
+import anyio.abc
+import psutil
+import pytest
+from _toolcode_support import make_runner
+
+from toolcode import EngineError, ExecuteOptions, ExecuteParams, Executor, ExecutorConfig, MontyEngine, ToolCallRecord
+
+pytestmark = pytest.mark.anyio
+
+# The tool call announces (through on_tool_call) that the run holds a worker and has reached the loop.
+SPIN = 'run_tool("t:add", {"a": 1})\nwhile True:\n    pass'
+TRIVIAL = ExecuteParams("__out = 6 * 7", options=ExecuteOptions(timeout=10))
+
+
+@pytest.fixture
+async def parts() -> AsyncIterator[tuple[object, object, object]]:
+    index, store, runner = await make_runner()
+    yield index, store, runner
+    await runner.aclose()
+
+
+async def start_spinning(ex: Executor, tg: anyio.abc.TaskGroup, caller: str | None = None) -> None:
+    """Start a CPU-bound run and return once it computes (its first tool call is done)."""
+    busy = anyio.Event()
+
+    async def on_call(record: ToolCallRecord) -> None:
+        busy.set()
+
+    async def spin() -> None:
+        params = ExecuteParams(SPIN, options=ExecuteOptions(timeout=60))
+        if caller is None:
+            await ex.execute(params, on_tool_call=on_call)
+        else:
+            with MontyEngine.caller(caller):
+                await ex.execute(params, on_tool_call=on_call)
+
+    tg.start_soon(spin)
+    with anyio.fail_after(20):
+        await busy.wait()
+
+
+async def test_trivial_run_answers_while_cpu_bound_runs_hold_workers(parts: tuple[object, object, object]) -> None:
+    # More CPU-bound runs than cores: the old pool (one worker per core) made every other run wait
+    # for one of them to time out.
+    index, store, runner = parts
+    spinners = min((os.cpu_count() or 1) + 1, 8)
+    async with Executor(ExecutorConfig(index=index, store=store, runner=runner)) as ex:  # type: ignore[arg-type]
+        async with anyio.create_task_group() as tg:
+            for _ in range(spinners):
+                await start_spinning(ex, tg)
+            with anyio.fail_after(2):
+                assert (await ex.execute(TRIVIAL)).value == 42
+            tg.cancel_scope.cancel()
+
+
+async def test_one_caller_cannot_take_every_worker(parts: tuple[object, object, object]) -> None:
+    index, store, runner = parts
+    engine = MontyEngine(max_processes=3, max_runs_per_caller=1, queue_timeout=0.5)
+    try:
+        ex = Executor(ExecutorConfig(index=index, store=store, runner=runner, engine=engine))  # type: ignore[arg-type]
+        async with anyio.create_task_group() as tg:
+            await start_spinning(ex, tg, caller="greedy")
+            with MontyEngine.caller("greedy"), pytest.raises(EngineError) as ei:
+                await ex.execute(TRIVIAL)
+            assert "'greedy' already has 1 runs in progress (max_runs_per_caller)" in str(ei.value)
+            with MontyEngine.caller("other"), anyio.fail_after(2):
+                assert (await ex.execute(TRIVIAL)).value == 42
+            tg.cancel_scope.cancel()
+    finally:
+        await engine.aclose()
+
+
+async def test_a_full_pool_fails_clearly_after_the_queue_timeout(parts: tuple[object, object, object]) -> None:
+    index, store, runner = parts
+    engine = MontyEngine(max_processes=1, queue_timeout=0.3)
+    try:
+        ex = Executor(ExecutorConfig(index=index, store=store, runner=runner, engine=engine))  # type: ignore[arg-type]
+        async with anyio.create_task_group() as tg:
+            await start_spinning(ex, tg)
+            with anyio.fail_after(2), pytest.raises(EngineError) as ei:
+                await ex.execute(TRIVIAL)
+            assert "all 1 sandbox workers are busy (max_processes); none became free within 0.3 s" in str(ei.value)
+            tg.cancel_scope.cancel()
+        # The slot comes back once the CPU-bound run is gone.
+        with anyio.fail_after(10):
+            assert (await ex.execute(TRIVIAL)).value == 42
+    finally:
+        await engine.aclose()
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="workers run under the watchdog launcher on Linux only")
+async def test_workers_run_at_a_lower_priority_under_the_watchdog(parts: tuple[object, object, object]) -> None:
+    index, store, runner = parts
+    engine = MontyEngine(worker_nice=7)
+    try:
+        ex = Executor(ExecutorConfig(index=index, store=store, runner=runner, engine=engine))  # type: ignore[arg-type]
+        assert (await ex.execute(TRIVIAL)).value == 42
+        workers = [p for p in psutil.Process().children(recursive=True) if p.cmdline()[0].endswith("monty")]
+        assert workers
+        for worker in workers:
+            assert worker.nice() == os.getpriority(os.PRIO_PROCESS, 0) + 7
+            assert any(arg.endswith("_watchdog.py") for arg in worker.parent().cmdline())
+    finally:
+        await engine.aclose()
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"max_processes": 0}, {"min_processes": 3, "max_processes": 2}, {"queue_timeout": -1}, {"worker_nice": 20}],
+)
+def test_bad_pool_settings_are_refused(kwargs: dict[str, int]) -> None:
+    with pytest.raises(ValueError):
+        MontyEngine(**kwargs)  # type: ignore[arg-type]
