@@ -1,10 +1,18 @@
 """toolrun: run tools on local functions, MCP servers and providers."""
 
 from toolrun._arguments import DEFAULT_ARGUMENT_LIMITS, ArgumentLimits
-from toolrun._config import HttpServerConfig, ServerConfig, ServersConfig, StdioServerConfig, load_config
+from toolrun._config import (
+    DEFAULT_MCP_TIMEOUT,
+    HttpServerConfig,
+    ServerConfig,
+    ServersConfig,
+    StdioServerConfig,
+    load_config,
+)
 from toolrun._local import LocalBackend, Progress
 from toolrun._mcp import MCPBackend, backends_from_config, open_backends
 from toolrun._provider import Provider, ProviderBackend
+from toolrun._redact import RedactingFilter, redact, redact_processor, redact_url, register_secrets
 from toolrun._runner import DEFAULT_MAX_CHAIN_STEPS, BackendChooser, DefaultRunner, ResultRecorder
 from toolrun._schema_limits import DEFAULT_SCHEMA_LIMITS, SchemaLimits
 from toolrun._spawn import WATCHDOG_SUPPORTED, watchdog_command, watchdog_executable
@@ -36,12 +44,14 @@ from toolrun.exceptions import (
     ToolNotFoundError,
     ToolRunError,
     ToolTimeoutError,
+    UpstreamProtocolError,
     ValidationProblem,
 )
 
 __all__ = [
     "DEFAULT_ARGUMENT_LIMITS",
     "DEFAULT_MAX_CHAIN_STEPS",
+    "DEFAULT_MCP_TIMEOUT",
     "DEFAULT_SCHEMA_LIMITS",
     "DEFAULT_VALIDATION_POLICY",
     "WATCHDOG_SUPPORTED",
@@ -69,6 +79,7 @@ __all__ = [
     "ProgressEvent",
     "Provider",
     "ProviderBackend",
+    "RedactingFilter",
     "ResultRecorder",
     "RunResult",
     "Runner",
@@ -84,6 +95,7 @@ __all__ = [
     "ToolNotFoundError",
     "ToolRunError",
     "ToolTimeoutError",
+    "UpstreamProtocolError",
     "ValidationPolicy",
     "ValidationProblem",
     "backends_from_config",
@@ -91,6 +103,10 @@ __all__ = [
     "json_path",
     "load_config",
     "open_backends",
+    "redact",
+    "redact_processor",
+    "redact_url",
+    "register_secrets",
     "watchdog_command",
     "watchdog_executable",
 ]

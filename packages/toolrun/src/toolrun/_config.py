@@ -13,13 +13,26 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, cast
+from urllib.parse import parse_qsl, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from toolindex import InvalidToolError, Tool
+from toolrun._redact import MASK, looks_secret, redact_url, register_secrets
 from toolrun.exceptions import ConfigError
 
-__all__ = ["HttpServerConfig", "ServerConfig", "ServersConfig", "StdioServerConfig", "expand_vars", "load_config"]
+__all__ = [
+    "DEFAULT_MCP_TIMEOUT",
+    "HttpServerConfig",
+    "ServerConfig",
+    "ServersConfig",
+    "StdioServerConfig",
+    "expand_vars",
+    "load_config",
+]
+
+DEFAULT_MCP_TIMEOUT = 60.0
+"""Seconds a call to an MCP server may take when neither the call nor the server's config says."""
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-(.*?))?\}")
 
@@ -39,13 +52,34 @@ class _ServerBase(BaseModel):
 
     disabled: bool = False
     """A disabled server is kept in the config but never started."""
-    timeout: float | None = Field(default=None, gt=0)
-    """Default per-call timeout in seconds (``None``: no limit unless the call gives one)."""
+    # A factory, so the module default is read when a config is made (tests lower it).
+    timeout: float | None = Field(default_factory=lambda: DEFAULT_MCP_TIMEOUT, ge=0, allow_inf_nan=False)
+    """Per-call timeout in seconds when the call gives none (default 60). ``0`` (or an explicit
+    JSON ``null``) asks for no limit; leaving the key out never does. Stored as ``None`` for no limit."""
     connect_timeout: float = Field(default=30.0, gt=0, alias="connectTimeout")
     """Seconds allowed for starting the server and the MCP handshake."""
     protocol: Literal["auto", "legacy"] = "auto"
     """``auto`` tries the 2026-07-28 protocol and falls back to the 2025-11-25 handshake;
     ``legacy`` goes straight to the handshake."""
+
+    @field_validator("timeout", mode="after")
+    @classmethod
+    def _zero_is_no_limit(cls, v: float | None) -> float | None:
+        return None if v == 0 else v
+
+    def secret_values(self) -> list[str]:
+        """Values of this entry that must never appear in errors or logs (see :func:`~toolrun.redact`)."""
+        return []
+
+    def __repr_args__(self) -> Any:
+        # A config in a log line or a traceback must not print its secrets.
+        for name, value in super().__repr_args__():
+            if name in ("env", "headers") and isinstance(value, dict):
+                yield name, dict.fromkeys(cast(dict[str, str], value), MASK)
+            elif name == "url" and isinstance(value, str):
+                yield name, redact_url(value)
+            else:
+                yield name, value
 
 
 class StdioServerConfig(_ServerBase):
@@ -61,6 +95,13 @@ class StdioServerConfig(_ServerBase):
     """Working directory of the child."""
     inherit_env: bool = Field(default=False, alias="inheritEnv")
     """Pass this process's whole environment to the child instead of the minimal set."""
+    expose_stderr: bool = Field(default=False, alias="exposeStderr")
+    """Quote the last lines of the child's stderr in errors that reach callers. Off by default:
+    a server may print its tokens there, so its stderr goes to the operator's log only."""
+
+    def secret_values(self) -> list[str]:
+        """Every ``env`` value: a server's environment is where its credentials live."""
+        return list(self.env.values())
 
     @field_validator("args", mode="before")
     @classmethod
@@ -84,8 +125,25 @@ class HttpServerConfig(_ServerBase):
     @classmethod
     def _check_url(cls, v: str) -> str:
         if not re.match(r"^https?://[^\s/]+", v):
-            raise ValueError(f"must be an http:// or https:// URL, got {v!r}")
+            raise ValueError("must be an http:// or https:// URL")
         return v
+
+    def secret_values(self) -> list[str]:
+        """Header values (and the credential after ``Bearer``), URL credentials, secret query values."""
+        out: list[str] = []
+        for value in self.headers.values():
+            out.append(value)
+            scheme, _, credential = value.strip().partition(" ")
+            if credential and scheme.isalpha():
+                out.append(credential.strip())
+        try:
+            parts = urlsplit(self.url)
+        except ValueError:
+            return out
+        out += [p for p in (parts.username, parts.password) if p]
+        for query in (parts.query, parts.fragment):
+            out += [v for k, v in parse_qsl(query, keep_blank_values=False) if looks_secret(k)]
+        return out
 
 
 ServerConfig = StdioServerConfig | HttpServerConfig
@@ -124,6 +182,8 @@ def expand_vars(value: str, env: Mapping[str, str], *, server: str | None = None
         name, default = m.group(1), m.group(2)
         got = env.get(name)
         if got is not None and (got or default is None):
+            if looks_secret(name):
+                register_secrets([got])
             return got
         if default is not None:
             return default
@@ -166,7 +226,7 @@ def _server(name: str, raw: Any, env: Mapping[str, str]) -> ServerConfig:
     if kind is not None:
         if not isinstance(kind, str) or kind not in _TYPES:
             hint = " (SSE is not supported; use streamable HTTP)" if kind == "sse" else ""
-            raise ConfigError(name, "type", f"unknown server type {kind!r}{hint}; expected 'stdio' or 'http'")
+            raise ConfigError(name, "type", f"unknown server type{hint}; expected 'stdio' or 'http'")
         kind = _TYPES[kind]
     if has_cmd and has_url:
         raise ConfigError(name, "command", "give either 'command' (stdio) or 'url' (HTTP), not both")
@@ -180,11 +240,16 @@ def _server(name: str, raw: Any, env: Mapping[str, str]) -> ServerConfig:
         data = cast(dict[str, Any], _expand(data, env, name, ""))
     model = StdioServerConfig if kind == "stdio" else HttpServerConfig
     try:
-        return model.model_validate(data)
+        server = model.model_validate(data)
     except ValidationError as e:
-        err = e.errors()[0]
+        err = e.errors(include_input=False, include_url=False)[0]
         field = ".".join(str(p) for p in err["loc"]) or None
-        raise ConfigError(name, field, err["msg"].removeprefix("Value error, ")) from e
+        reason = err["msg"].removeprefix("Value error, ")
+        # Not chained: pydantic's own message quotes the offending value, which may be a secret.
+        raise ConfigError(name, field, reason) from None
+    if not server.disabled:
+        register_secrets(server.secret_values())
+    return server
 
 
 def load_config(
@@ -193,10 +258,15 @@ def load_config(
     """Load the standard MCP client configuration.
 
     Accepts ``{"mcpServers": {"name": {...}}}`` where each server is either
-    ``{"command", "args", "env", "cwd"}`` (stdio) or ``{"url", "headers"}`` (streamable
-    HTTP), optionally with ``"type"``, ``"disabled"``, ``"timeout"`` (seconds per call) and
-    ``"connectTimeout"``. ``${VAR}`` and ``${VAR:-default}`` in any string are replaced from
-    the environment. Other top-level keys are ignored.
+    ``{"command", "args", "env", "cwd", "exposeStderr"}`` (stdio) or ``{"url", "headers"}``
+    (streamable HTTP), optionally with ``"type"``, ``"disabled"``, ``"timeout"`` (seconds per
+    call, default 60, ``0`` for no limit) and ``"connectTimeout"``. ``${VAR}`` and
+    ``${VAR:-default}`` in any string are replaced from the environment. Other top-level keys
+    are ignored.
+
+    Every secret the configuration holds (header values, ``env`` values, URL credentials,
+    values of ``${VAR}`` whose name looks secret) is registered with
+    :func:`~toolrun.register_secrets`, so no error or log line of toolrun shows it.
 
     Args:
         source: A path to a JSON file, or the already-parsed mapping.
@@ -207,7 +277,7 @@ def load_config(
 
     Raises:
         ConfigError: If the file cannot be read or parsed, or a server is invalid; the error
-            names the server and the field.
+            names the server and the field, never the value.
     """
     environ: Mapping[str, str] = os.environ if env is None else env
     if isinstance(source, Mapping):

@@ -11,11 +11,16 @@ re-exported here (it is a ``toolindex.ToolIndexError`` and a ``LookupError``)::
     ├── InvalidSchemaError        a tool's JSON Schema cannot be used (invalid, refers outside itself)
     │   └── SchemaLimitError      the schema is over one of its bounds (depth, size, $ref expansion, …)
     ├── ToolExecutionError        the tool ran and failed (MCP isError, an exception in a local function)
+    │   └── UpstreamProtocolError the server's reply broke the protocol (invalid JSON, too deep, wrong shape)
     ├── ToolTimeoutError          the call exceeded its timeout (also a TimeoutError)
     ├── BackendUnavailableError   the backend cannot be reached (server crashed, failed to start)
     ├── StreamNotSupportedError   the backend cannot stream progress
     └── ChainError                a chain is invalid (too many steps, a malformed step)
     toolindex.ToolNotFoundError   (re-exported) no such tool
+
+Messages never carry secrets: the text of ``ConfigError``, ``ToolExecutionError`` and
+``BackendUnavailableError`` goes through :func:`toolrun.redact` (URL credentials, secret-looking
+parameters and every secret value a loaded configuration registered become ``***``).
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolindex.exceptions import ToolNotFoundError
+from toolrun._redact import redact
 
 __all__ = [
     "BackendUnavailableError",
@@ -40,6 +46,7 @@ __all__ = [
     "ToolNotFoundError",
     "ToolRunError",
     "ToolTimeoutError",
+    "UpstreamProtocolError",
     "ValidationProblem",
 ]
 
@@ -51,6 +58,8 @@ class ToolRunError(Exception):
 class ConfigError(ToolRunError, ValueError):
     """Server configuration is invalid.
 
+    The message names the server and the field, never the offending value.
+
     Attributes:
         server: The server's name in ``mcpServers`` (``None`` for the file as a whole).
         field: The offending field, or ``None``.
@@ -60,7 +69,7 @@ class ConfigError(ToolRunError, ValueError):
     def __init__(self, server: str | None, field: str | None, reason: str) -> None:
         self.server = server
         self.field = field
-        self.reason = reason
+        self.reason = reason = redact(reason)
         where = "config" if server is None else f"server {server!r}"
         if field:
             where += f" field {field!r}"
@@ -139,9 +148,29 @@ class ToolExecutionError(ToolRunError):
 
     def __init__(self, tool_id: str, message: str, content: Sequence[dict[str, Any]] = ()) -> None:
         self.tool_id = tool_id
-        self.message = message
-        self.content = tuple(content)
+        self.message = message = redact(message)
+        self.content = tuple(_redact_block(b) for b in content)
         super().__init__(f"tool {tool_id!r} failed: {message}")
+
+
+def _redact_block(block: dict[str, Any]) -> dict[str, Any]:
+    # Error results are upstream text that travels to the caller: the text fields get the same treatment.
+    text = block.get("text")
+    if isinstance(text, str) and (clean := redact(text)) != text:
+        return {**block, "text": clean}
+    return block
+
+
+class UpstreamProtocolError(ToolExecutionError):
+    """The server's reply to a call broke the protocol.
+
+    The reply was not valid JSON, not JSON-RPC, nested too deep to read, or not shaped like a
+    ``CallToolResult``. Only that call fails, at once; the session stays usable for the others.
+
+    Attributes:
+        tool_id: The tool.
+        message: What was wrong with the reply.
+    """
 
 
 class ToolTimeoutError(ToolRunError, TimeoutError):
@@ -168,7 +197,7 @@ class BackendUnavailableError(ToolRunError):
 
     def __init__(self, backend: str, reason: str) -> None:
         self.backend = backend
-        self.reason = reason
+        self.reason = reason = redact(reason)
         super().__init__(f"backend {backend} unavailable: {reason}")
 
 
