@@ -292,12 +292,15 @@ async def test_command_not_found() -> None:
 
 
 async def test_server_that_exits_at_start_reports_its_stderr() -> None:
+    # Quoted only when the config opts in (exposeStderr); otherwise the error points at the log.
     code = "import sys; sys.stderr.write('missing API key FOO_TOKEN\\n'); sys.exit(2)"
-    cfg = StdioServerConfig(command=sys.executable, args=("-c", code))
-    async with MCPBackend("broken", cfg) as backend:
-        with anyio.fail_after(20), pytest.raises(BackendUnavailableError) as ei:
-            await backend.attach(InMemoryIndex())
-    assert "missing API key FOO_TOKEN" in ei.value.reason
+    for expose in (False, True):
+        cfg = StdioServerConfig(command=sys.executable, args=("-c", code), exposeStderr=expose)
+        async with MCPBackend("broken", cfg) as backend:
+            with anyio.fail_after(20), pytest.raises(BackendUnavailableError) as ei:
+                await backend.attach(InMemoryIndex())
+        assert ("missing API key FOO_TOKEN" in ei.value.reason) is expose
+        assert ("stderr is in the log" in ei.value.reason) is not expose
 
 
 async def test_silent_server_hits_the_connect_timeout() -> None:

@@ -2,34 +2,57 @@
 
 from __future__ import annotations
 
+import json
 import math
 import os
-import tempfile
+import time
+import traceback
 from collections.abc import AsyncGenerator, Mapping
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from types import TracebackType
 from typing import IO, Any, Self, TextIO, cast
 
 import anyio
 import anyio.abc
+import anyio.lowlevel
+import anyio.to_thread
 import httpx2
 import mcp_types as types
 import structlog
 from mcp import Client, ClientSession, MCPError, StdioServerParameters
+from mcp.client._transport import TransportStreams
 from mcp.client.session import IncomingMessage
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.dispatcher import ProgressFnT
-from mcp_types import CONNECTION_CLOSED, HEADER_MISMATCH
+from mcp_types import CONNECTION_CLOSED, HEADER_MISMATCH, PARSE_ERROR
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolindex import BackendKind, BackendRef, Index, Tool, ToolNotFoundError
 from toolrun._config import HttpServerConfig, ServerConfig, ServersConfig, StdioServerConfig, check_server_name
+from toolrun._mcp_reader import (
+    MALFORMED,
+    UNREADABLE,
+    describe_parse_error,
+    mend_http_response,
+    mending,
+    nested_deeper_than,
+)
+from toolrun._mcp_stderr import LogLimiter, StderrPump
 from toolrun._mcp_wire import is_closed, learn_param_headers, normalise_result, parse_tool, raw_request
+from toolrun._redact import redact, redact_url, register_secrets
 from toolrun._spawn import watchdog_command
 from toolrun._types import BackendResult, ProgressCallback, ProgressEvent
-from toolrun.exceptions import BackendUnavailableError, ToolExecutionError, ToolTimeoutError
+from toolrun.exceptions import (
+    BackendUnavailableError,
+    InputValidationError,
+    ToolExecutionError,
+    ToolTimeoutError,
+    UpstreamProtocolError,
+    ValidationProblem,
+)
 
 __all__ = ["MCPBackend", "backends_from_config", "open_backends"]
 
@@ -59,15 +82,27 @@ _INHERITED_ENV = (
     "PATHEXT",
 )
 _MAX_LIST_PAGES = 1000
-_STDERR_TAIL = 2000
-_STDERR_MAX = 4 * 1024 * 1024
-_STDERR_CHECK_S = 30.0
+# Tools registered into the index per slice of a re-list, between which other tasks run.
+_REGISTER_SLICE = 100
+# Skipped tools logged one by one per listing; the rest are counted.
+_SKIP_LOG_MAX = 20
+# A server announcing list changes in a storm is re-listed at most once per interval.
+_RELIST_INTERVAL_S = 1.0
+# Nesting of call arguments beyond this is refused before it reaches the session (the SDK's
+# serialiser gives up at about 250 levels, a server's parser at about 200).
+_MAX_ARG_DEPTH = 128
 
 
 def _child_env(cfg: StdioServerConfig) -> dict[str, str]:
     env = dict(os.environ) if cfg.inherit_env else {k: os.environ[k] for k in _INHERITED_ENV if k in os.environ}
     env.update(cfg.env)
     return env
+
+
+def _safe_cause(exc: BaseException) -> BaseException | None:
+    # A chained exception is printed with the error: chain it only if its text holds no secret.
+    text = "".join(traceback.format_exception(exc))
+    return exc if redact(text) == text else None
 
 
 def _leaf(exc: BaseException) -> BaseException:
@@ -80,47 +115,88 @@ def _leaf(exc: BaseException) -> BaseException:
         out = inner[0]
 
 
-def _tail(f: IO[bytes] | None) -> str:
-    if f is None:
-        return ""
+def _json_problem(value: Any) -> ValidationProblem:
+    # Walks the arguments to say where they stop being JSON (only after json.dumps refused them).
+    stack: list[tuple[Any, str, int] | int] = [(value, "$", 0)]
+    ancestors: set[int] = set()
+    while stack:
+        item = stack.pop()
+        if isinstance(item, int):
+            ancestors.discard(item)  # leaving a container
+            continue
+        v, path, depth = item
+        if depth > _MAX_ARG_DEPTH:
+            return ValidationProblem(path[:120] + "…", f"nested deeper than {_MAX_ARG_DEPTH} levels")
+        if isinstance(v, dict | list | tuple):
+            key = id(cast(object, v))
+            if key in ancestors:
+                return ValidationProblem(path[:120], "contains itself (a circular reference)")
+            ancestors.add(key)
+            stack.append(key)
+        if isinstance(v, dict):
+            for k, child in cast(dict[Any, Any], v).items():
+                if not isinstance(k, str):
+                    return ValidationProblem(path[:120], f"object keys must be strings, got {type(k).__name__}")
+                stack.append((child, f"{path}.{k}" if k.isidentifier() else f"{path}[{json.dumps(k)}]", depth + 1))
+        elif isinstance(v, list | tuple):
+            stack.extend((child, f"{path}[{i}]", depth + 1) for i, child in enumerate(cast(list[Any], v)))
+        elif isinstance(v, str):
+            try:
+                v.encode("utf-8")
+            except UnicodeEncodeError:
+                return ValidationProblem(path, "the string contains a lone surrogate, which JSON text cannot carry")
+        elif isinstance(v, float) and not math.isfinite(v):
+            return ValidationProblem(path, f"{v!r} is not a JSON number")
+        elif not (v is None or isinstance(v, bool | int | float)):
+            return ValidationProblem(path, f"a value of type {type(v).__name__} is not JSON")
+    return ValidationProblem("$", "the arguments cannot be written as JSON")
+
+
+def _json_arguments(tool_id: str, args: Mapping[str, Any]) -> dict[str, Any]:
+    # One value the SDK cannot write (a class instance, a lone surrogate, nesting past pydantic's
+    # serialiser limit of about 250 levels) would kill the session's writer, shared by every call:
+    # such arguments fail this call, before anything is sent.
+    arguments = dict(args)
     try:
-        # pread leaves the file offset alone: the child shares it and keeps appending.
-        fd = f.fileno()
-        size = os.fstat(fd).st_size
-        start = max(0, size - _STDERR_TAIL)
-        return os.pread(fd, size - start, start).decode("utf-8", errors="replace").strip()
-    except (OSError, ValueError):
-        return ""
+        text = json.dumps(arguments, ensure_ascii=False, allow_nan=False)
+        text.encode("utf-8")
+    except (TypeError, ValueError, RecursionError):  # UnicodeEncodeError is a ValueError
+        raise InputValidationError(tool_id, [_json_problem(arguments)]) from None
+    if nested_deeper_than(text, _MAX_ARG_DEPTH + 1):  # +1: the arguments object itself
+        raise InputValidationError(tool_id, [_json_problem(arguments)])
+    return arguments
 
 
-async def _trim_stderr(f: IO[bytes]) -> None:
-    # A chatty server would otherwise grow the file for as long as the session lives. The
-    # offset is shared with the child, so rewinding it makes the child write from the start.
-    while True:
-        await anyio.sleep(_STDERR_CHECK_S)
-        try:
-            if os.fstat(f.fileno()).st_size > _STDERR_MAX:
-                os.ftruncate(f.fileno(), 0)
-                os.lseek(f.fileno(), 0, os.SEEK_SET)
-        except (OSError, ValueError):
-            return
+@asynccontextmanager
+async def _mended(
+    transport: AbstractAsyncContextManager[TransportStreams], on_drop: Any
+) -> AsyncGenerator[TransportStreams]:
+    async with transport as streams:
+        yield mending(streams, on_drop)
 
 
 @dataclass(eq=False)
 class _Connection:
     client: Client
     session: ClientSession
-    stderr: IO[bytes] | None
+    stderr: StderrPump | None
+    expose_stderr: bool = False
     stop: anyio.Event = field(default_factory=anyio.Event)
     done: anyio.Event = field(default_factory=anyio.Event)
     dead: bool = False
+    active: int = 0
+    """Calls in flight: a retired session stays open until they are answered."""
 
     @property
     def usable(self) -> bool:
         return not self.dead and not is_closed(self.session)
 
     def stderr_note(self) -> str:
-        tail = _tail(self.stderr)
+        if self.stderr is None:
+            return ""
+        if not self.expose_stderr:
+            return "; the server's stderr is in the log (mcp.stderr)"
+        tail = self.stderr.tail()
         return f"; server stderr: {tail[-500:]}" if tail else ""
 
 
@@ -129,14 +205,26 @@ class MCPBackend:
 
     One persistent session per server: it is opened on the first :meth:`attach` or
     :meth:`call` (under a lock, so concurrent first calls share it), shared by every
-    concurrent call, and reopened by the next call after the server dies. Each call may
-    carry a timeout; a timeout or a cancelled caller sends ``notifications/cancelled`` to
-    the server. Progress notifications reach the call's ``progress`` callback.
+    concurrent call, and reopened by the next call after the server dies. Every call is
+    bounded: by its own timeout, else the server's configured ``timeout`` (60 s unless the
+    config says otherwise, ``0`` for none); a timeout or a cancelled caller sends
+    ``notifications/cancelled`` to the server. Progress notifications reach the call's
+    ``progress`` callback.
+
+    One call cannot hurt the others on the session: arguments that are not JSON fail that
+    call before anything is sent; an error reply, a reply that is not valid JSON or JSON-RPC,
+    or one nested too deep fails only the call it answers, at once
+    (:class:`~toolrun.UpstreamProtocolError`); bytes that are not UTF-8 are read as U+FFFD.
 
     :meth:`attach` lists the server's tools (following ``nextCursor``) into the index under
     the server's name as namespace, and keeps them current when the server announces
     ``tools/list_changed``. A malformed tool is skipped with a logged reason (see
-    :attr:`skipped`); the rest of the server stays usable.
+    :attr:`skipped`); the rest of the server stays usable. Checking the listed tools runs in
+    a worker thread and registering them in slices, so a huge catalog does not stall the
+    event loop; change storms are re-listed at most once a second.
+
+    A stdio server's stderr is logged (``mcp.stderr``, redacted and rate-limited) and quoted
+    in errors only when its config sets ``exposeStderr``.
 
     The session runs in a background task, so the backend must be entered
     (``async with backend:``, or by the runner that owns it) before it is used; entering
@@ -152,21 +240,28 @@ class MCPBackend:
 
     def __init__(self, name: str, config: ServerConfig) -> None:
         check_server_name(name)
+        # A config built in code (not by load_config) holds secrets too.
+        register_secrets(config.secret_values())
         self._name = name
         self._config = config
         self._log = _log.bind(server=name)
+        self._drops = LogLimiter()
         self._tg: anyio.abc.TaskGroup | None = None
         self._lock: anyio.Lock | None = None
+        self._sync_lock: anyio.Lock | None = None
         self._conn: _Connection | None = None
         self._live: set[_Connection] = set()
         self._index: Index | None = None
         self._tools: dict[str, Tool] = {}
         self._skipped: dict[str, str] = {}
+        # The last listing's verdict per tool, by label: an unchanged definition is not checked again.
+        self._verdicts: dict[str, _Verdict] = {}
         self._entered = False
         self._depth = 0
         self._closed = False
         self._refreshing = False
         self._refresh_again = False
+        self._last_relist = -math.inf
 
     # -- Backend protocol ------------------------------------------------------------
 
@@ -222,10 +317,18 @@ class MCPBackend:
         Raises:
             BackendUnavailableError: If the server cannot be started or reached, or listing fails.
         """
-        if index is not self._index:
-            # A new index starts empty for us: register everything, not just what changed.
-            self._index, self._tools = index, {}
-        return await self._sync_index()
+        async with self._listing_lock():
+            if index is not self._index:
+                # A new index starts empty for us: register everything, not just what changed.
+                self._index, self._tools = index, {}
+            return await self._sync_index()
+
+    def _listing_lock(self) -> anyio.Lock:
+        if self._sync_lock is None:
+            raise BackendUnavailableError(
+                self.label, "not started: enter the backend (`async with`) or the runner that owns it first"
+            )
+        return self._sync_lock
 
     async def call(
         self,
@@ -241,19 +344,24 @@ class MCPBackend:
         Args:
             ref: The tool's reference (``ref.tool`` is its name at the server, default ``tool.name``).
             tool: The tool as the index knows it.
-            args: Arguments, sent as given.
-            timeout: Seconds before the call is abandoned (default: the server's configured ``timeout``).
+            args: Arguments, sent as given; they must be JSON (``math.inf`` or a class instance is not).
+            timeout: Seconds before the call is abandoned (default: the server's configured
+                ``timeout``, 60 s unless configured; ``math.inf`` for no limit).
             progress: Receives the server's progress notifications for this call.
 
         Returns:
             The normalised result; a tool-level failure comes back with ``is_error=True``.
 
         Raises:
+            InputValidationError: The arguments cannot be sent as JSON (the path says where).
             ToolTimeoutError: The call did not finish in time (the server was told to cancel it).
             BackendUnavailableError: The server could not be started, or died during the call.
-            ToolExecutionError: The server answered with a protocol error or a malformed result.
+            UpstreamProtocolError: The reply broke the protocol (not JSON, not JSON-RPC, too deep,
+                not a tool result).
+            ToolExecutionError: The server answered with a JSON-RPC error.
         """
         limit = timeout if timeout is not None else self._config.timeout
+        arguments = _json_arguments(tool.id, args)
         on_progress: ProgressFnT | None = None
         if progress is not None:
             cb, tool_id = progress, tool.id
@@ -264,7 +372,9 @@ class MCPBackend:
             on_progress = forward
 
         conn = await self._connection()
-        params = {"name": ref.tool or tool.name, "arguments": dict(args)}
+        name = ref.tool or tool.name
+        params = {"name": name, "arguments": arguments}
+        conn.active += 1
         try:
             try:
                 raw = await self._send(conn, params, limit, on_progress)
@@ -278,15 +388,33 @@ class MCPBackend:
         except TimeoutError:
             raise ToolTimeoutError(tool.id, limit or 0.0) from None
         except MCPError as e:
-            if e.code == CONNECTION_CLOSED:
-                self._retire(conn)
-                reason = f"the server closed the connection during a call to {params['name']!r}"
-                raise BackendUnavailableError(self.label, reason + conn.stderr_note()) from e
-            raise ToolExecutionError(tool.id, f"{e.message} (MCP error {e.code})") from e
+            # Not chained: the SDK's error carries the server's text as it came, unredacted.
+            raise self._call_error(conn, tool, name, e) from None
+        finally:
+            conn.active -= 1
+            if conn.dead and not conn.active:
+                conn.stop.set()
         try:
             return normalise_result(raw)
         except ValueError as e:
-            raise ToolExecutionError(tool.id, f"malformed result from the server: {e}") from e
+            raise UpstreamProtocolError(tool.id, f"malformed result from the server: {e}") from e
+
+    def _call_error(self, conn: _Connection, tool: Tool, name: str, e: MCPError) -> Exception:
+        # CONNECTION_CLOSED (-32000) is also an ordinary error code a server may send: only a
+        # transport that really ended (stdio: the dispatcher closed; HTTP: the request's stream
+        # broke, which the SDK reports as "SSE stream ...") retires the session.
+        http = isinstance(self._config, HttpServerConfig)
+        if e.code == CONNECTION_CLOSED and (is_closed(conn.session) or (http and e.message.startswith("SSE stream"))):
+            self._retire(conn)
+            reason = f"the server closed the connection during a call to {name!r}"
+            return BackendUnavailableError(self.label, reason + conn.stderr_note())
+        data: Any = e.error.data
+        if isinstance(data, dict) and cast(dict[str, Any], data).get("reason") == MALFORMED:
+            return UpstreamProtocolError(tool.id, e.message)
+        if http and e.code == PARSE_ERROR and e.message.startswith("Failed to parse"):
+            # The SDK's own parse errors quote pydantic's whole report (and part of the reply).
+            return UpstreamProtocolError(tool.id, describe_parse_error(e.message))
+        return ToolExecutionError(tool.id, f"{e.message} (MCP error {e.code})")
 
     @staticmethod
     async def _send(
@@ -320,6 +448,7 @@ class MCPBackend:
         self._entered = True
         self._depth = 1
         self._lock = anyio.Lock()
+        self._sync_lock = anyio.Lock()
         tg = anyio.create_task_group()
         await tg.__aenter__()
         self._tg = tg
@@ -377,14 +506,23 @@ class MCPBackend:
         return conn
 
     def _retire(self, conn: _Connection) -> None:
+        # New calls get a new session; the calls still in flight on this one are answered first.
         conn.dead = True
-        conn.stop.set()
+        if not conn.active:
+            conn.stop.set()
+
+    def _on_drop(self, what: str) -> None:
+        if self._drops.allow():
+            self._log.warning("mcp.unreadable_message", error=redact(what), suppressed=self._drops.take_suppressed())
 
     async def _serve(self, *, task_status: anyio.abc.TaskStatus[_Connection]) -> None:
         # Owns one session from connect to close, so every scope the SDK opens is entered and
         # exited in this task. Nothing may escape once started: that would cancel the host task.
         cfg = self._config
-        stderr: IO[bytes] | None = tempfile.TemporaryFile() if isinstance(cfg, StdioServerConfig) else None
+        pump = StderrPump(self._log) if isinstance(cfg, StdioServerConfig) else None
+        errlog = pump.open() if pump is not None else None
+        if pump is not None and self._tg is not None:
+            self._tg.start_soon(pump.run)
         conn: _Connection | None = None
         try:
             # A deadline on a scope around the whole session (lifted once connected): the SDK's
@@ -392,11 +530,15 @@ class MCPBackend:
             with anyio.CancelScope(deadline=anyio.current_time() + cfg.connect_timeout) as scope:
                 async with AsyncExitStack() as stack:
                     try:
-                        client = await self._open(stack, stderr)
+                        client = await self._open(stack, errlog)
                     except Exception as e:  # boundary: any failure to start or reach the server means unavailable
-                        raise self._unavailable(e, stderr) from e
+                        raise self._unavailable(e, pump) from _safe_cause(e)
+                    finally:
+                        if pump is not None:
+                            pump.spawned()
                     scope.deadline = math.inf
-                    conn = _Connection(client, client.session, stderr)
+                    expose = isinstance(cfg, StdioServerConfig) and cfg.expose_stderr
+                    conn = _Connection(client, client.session, pump, expose)
                     self._live.add(conn)
                     self._log.info("mcp.connected", protocol=client.protocol_version)
                     task_status.started(conn)
@@ -404,49 +546,58 @@ class MCPBackend:
                         async with anyio.create_task_group() as inner:
                             if self._announces_list_changed(client):
                                 inner.start_soon(self._listen, conn)
-                            if stderr is not None:
-                                inner.start_soon(_trim_stderr, stderr)
                             await conn.stop.wait()
                             inner.cancel_scope.cancel()
                     except Exception as e:  # boundary: a failing session must not take the host task down
-                        self._log.warning("mcp.session_error", error=repr(_leaf(e)))
+                        self._log.warning("mcp.session_error", error=redact(repr(_leaf(e))))
             if conn is None:
-                raise self._unavailable(TimeoutError(), stderr)
+                raise self._unavailable(TimeoutError(), pump)
         except Exception as e:
             if conn is None:
                 raise
-            self._log.info("mcp.close_error", error=repr(_leaf(e)))
+            self._log.info("mcp.close_error", error=redact(repr(_leaf(e))))
         finally:
             if conn is not None:
                 conn.dead = True
                 self._live.discard(conn)
                 conn.done.set()
-            if stderr is not None:
-                stderr.close()
+            if pump is not None:
+                pump.close()
 
     async def _open(self, stack: AsyncExitStack, stderr: IO[bytes] | None) -> Client:
         cfg = self._config
+        transport: AbstractAsyncContextManager[TransportStreams]
         if isinstance(cfg, StdioServerConfig):
             env = _child_env(cfg)
             # Through the watchdog launcher: the server and its children die with this process, even by SIGKILL.
             command, args = watchdog_command(cfg.command, cfg.args, env=env, cwd=cfg.cwd)
             params = StdioServerParameters(command=command, args=args, env=env, cwd=cfg.cwd)
-            # The child's stderr goes to a temp file so a failure can quote its last lines.
+            # Bytes that are not UTF-8 become U+FFFD instead of killing the reader, and with it the session.
+            params.encoding_error_handler = "replace"
+            # The child's stderr goes to a pipe read by the StderrPump (the operator's log).
             transport = stdio_client(params, errlog=cast(TextIO, stderr))
         else:
             assert isinstance(cfg, HttpServerConfig)
             # Reads may idle while a tool works; per-call timeouts are the real bound.
             read = max(300.0, (cfg.timeout or 0.0) + 30.0)
-            http = httpx2.AsyncClient(headers=cfg.headers, timeout=httpx2.Timeout(cfg.connect_timeout, read=read))
+            http = httpx2.AsyncClient(
+                headers=cfg.headers,
+                timeout=httpx2.Timeout(cfg.connect_timeout, read=read),
+                event_hooks={"response": [mend_http_response]},
+            )
             await stack.enter_async_context(http)
             # The SDK caps one SSE event at 1 MiB by default; tool results can be larger.
             transport = streamable_http_client(cfg.url, http_client=http, max_sse_event_size=None)
         client = Client(
-            transport, mode=cfg.protocol, message_handler=self._on_message, client_info=_CLIENT_INFO, cache=None
+            _mended(transport, self._on_drop),
+            mode=cfg.protocol,
+            message_handler=self._on_message,
+            client_info=_CLIENT_INFO,
+            cache=None,
         )
         return await stack.enter_async_context(client)
 
-    def _unavailable(self, e: BaseException, stderr: IO[bytes] | None) -> BackendUnavailableError:
+    def _unavailable(self, e: BaseException, pump: StderrPump | None) -> BackendUnavailableError:
         leaf = _leaf(e)
         cfg = self._config
         if isinstance(leaf, TimeoutError):
@@ -458,14 +609,19 @@ class MCPBackend:
         elif isinstance(leaf, MCPError) and leaf.code == CONNECTION_CLOSED:
             reason = "the server closed the connection during the handshake (did it exit?)"
         elif isinstance(leaf, httpx2.HTTPError) and isinstance(cfg, HttpServerConfig):
-            reason = f"cannot reach {cfg.url}: {type(leaf).__name__}: {leaf}"
+            reason = f"cannot reach {redact_url(cfg.url)}: {type(leaf).__name__}: {leaf}"
         else:
             reason = f"{type(leaf).__name__}: {leaf}"
-        tail = _tail(stderr)
-        if tail:
-            reason += f"; server stderr: {tail[-500:]}"
-        self._log.warning("mcp.unavailable", reason=reason)
-        return BackendUnavailableError(self.label, reason)
+        if pump is not None:
+            if isinstance(cfg, StdioServerConfig) and cfg.expose_stderr:
+                if tail := pump.tail():
+                    reason += f"; server stderr: {tail[-500:]}"
+            else:
+                pump.drain()  # so the log has the child's last words before the error is reported
+                reason += "; the server's stderr is in the log (mcp.stderr)"
+        error = BackendUnavailableError(self.label, reason)
+        self._log.warning("mcp.unavailable", reason=error.reason)
+        return error
 
     # -- tool listing ------------------------------------------------------------------
 
@@ -495,6 +651,7 @@ class MCPBackend:
         learn_param_headers(conn.session, usable)
 
     async def _sync_index(self) -> list[Tool]:
+        # Callers hold the listing lock: two listings interleaving would leave the older one's tools.
         conn = await self._connection()
         try:
             with anyio.fail_after(self._config.connect_timeout):
@@ -504,43 +661,39 @@ class MCPBackend:
                 self.label, f"tools/list did not finish within {self._config.connect_timeout:g} s"
             ) from None
         except MCPError as e:
-            if e.code == CONNECTION_CLOSED:
+            if e.code == CONNECTION_CLOSED and is_closed(conn.session):
                 self._retire(conn)
-            raise BackendUnavailableError(self.label, f"tools/list failed: {e.message}{conn.stderr_note()}") from e
-        tools: dict[str, Tool] = {}
-        skipped: dict[str, str] = {}
+            reason = f"tools/list failed: {e.message}{conn.stderr_note()}"
+            raise BackendUnavailableError(self.label, reason) from _safe_cause(e)
         modern = conn.session.protocol_version in MODERN_PROTOCOL_VERSIONS
-        usable: list[dict[str, Any]] = []
-        for i, raw in enumerate(raw_tools):
-            label = str(cast(dict[str, Any], raw).get("name", f"#{i}")) if isinstance(raw, dict) else f"#{i}"
-            try:
-                tool = parse_tool(raw, self._name, modern=modern)
-            except ValueError as e:
-                skipped[label] = str(e)
-                self._log.warning("mcp.tool_skipped", tool=label, reason=str(e))
-                continue
-            if tool.name in tools:
-                skipped[label] = "listed twice; the first definition is kept"
-                self._log.warning("mcp.tool_skipped", tool=label, reason=skipped[label])
-                continue
-            tools[tool.name] = tool
-            usable.append(cast(dict[str, Any], raw))
-        if modern:
-            learn_param_headers(conn.session, usable)
+        # Checking schemas is CPU work that grows with the catalog (seconds for a tool with 30,000
+        # properties): a worker thread does it, so the event loop keeps serving every other call.
+        plan = await anyio.to_thread.run_sync(
+            partial(_plan_listing, raw_tools, self._name, modern, dict(self._tools), self._verdicts, conn.session),
+            abandon_on_cancel=True,
+        )
+        for n, (label, reason) in enumerate(plan.skipped.items()):
+            if n == _SKIP_LOG_MAX:
+                self._log.warning("mcp.tools_skipped", more=len(plan.skipped) - n)
+                break
+            self._log.warning("mcp.tool_skipped", tool=redact(label), reason=redact(reason))
         index = self._index
         if index is not None:
-            changed = [(t, BackendRef.mcp(self._name, tool=n)) for n, t in tools.items() if self._tools.get(n) != t]
-            if changed:
-                index.register_many(changed)
-            for n, old in self._tools.items():
-                if n not in tools:
-                    try:
-                        index.unregister(old.id)
-                    except ToolNotFoundError:
-                        pass
-        self._tools, self._skipped = tools, skipped
-        self._log.info("mcp.tools_listed", count=len(tools), skipped=len(skipped))
-        return list(tools.values())
+            # Registering indexes each tool's text on the event loop: in slices, with other tasks between.
+            for start in range(0, len(plan.changed), _REGISTER_SLICE):
+                if start:
+                    await anyio.lowlevel.checkpoint()
+                index.register_many(plan.changed[start : start + _REGISTER_SLICE])
+            for n, old in enumerate(plan.removed):
+                if n and not n % _REGISTER_SLICE:
+                    await anyio.lowlevel.checkpoint()
+                try:
+                    index.unregister(old.id)
+                except ToolNotFoundError:
+                    pass
+        self._tools, self._skipped, self._verdicts = plan.tools, plan.skipped, plan.verdicts
+        self._log.info("mcp.tools_listed", count=len(plan.tools), skipped=len(plan.skipped))
+        return list(plan.tools.values())
 
     # -- list_changed ------------------------------------------------------------------
 
@@ -548,7 +701,7 @@ class MCPBackend:
         if isinstance(message, types.ToolListChangedNotification):
             self._schedule_refresh()
         elif isinstance(message, Exception):
-            self._log.debug("mcp.transport_error", error=repr(message))
+            self._log.debug("mcp.transport_error", error=redact(repr(message)[:500]))
 
     @staticmethod
     def _announces_list_changed(client: Client) -> bool:
@@ -568,7 +721,7 @@ class MCPBackend:
                     self._schedule_refresh()
         except Exception as e:  # boundary: losing the change stream must not end the session
             if not conn.stop.is_set():
-                self._log.info("mcp.listen_ended", error=repr(_leaf(e)))
+                self._log.info("mcp.listen_ended", error=redact(repr(_leaf(e))))
 
     def _schedule_refresh(self) -> None:
         if self._index is None or self._tg is None or self._closed:
@@ -583,14 +736,86 @@ class MCPBackend:
         try:
             while True:
                 self._refresh_again = False
+                # A storm of change notices costs one listing per interval, not one per notice.
+                await anyio.sleep(max(0.0, self._last_relist + _RELIST_INTERVAL_S - anyio.current_time()))
+                self._last_relist = anyio.current_time()
                 try:
-                    await self._sync_index()
+                    async with self._listing_lock():
+                        await self._sync_index()
                 except Exception as e:  # boundary: a failed re-list keeps the previous tools
-                    self._log.warning("mcp.relist_failed", error=repr(_leaf(e)))
+                    self._log.warning("mcp.relist_failed", error=redact(repr(_leaf(e))))
                 if not self._refresh_again or self._closed:
                     return
         finally:
             self._refreshing = False
+
+
+@dataclass(frozen=True, slots=True)
+class _Verdict:
+    raw: Any
+    modern: bool
+    outcome: Tool | str
+    """The tool, or why it was skipped."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    tools: dict[str, Tool]
+    skipped: dict[str, str]
+    changed: list[tuple[Tool, BackendRef]]
+    removed: list[Tool]
+    verdicts: dict[str, _Verdict]
+
+
+def _check_tool(raw: Any, server: str, modern: bool) -> Tool | str:
+    if isinstance(raw, dict) and UNREADABLE in raw:
+        return str(cast(dict[str, Any], raw)[UNREADABLE])
+    try:
+        return parse_tool(raw, server, modern=modern)
+    except ValueError as e:
+        return str(e)
+    except RecursionError:
+        return "its definition is nested too deep to check"
+    except Exception as e:  # boundary: whatever one hostile definition does, the others are kept
+        return f"cannot be read ({type(e).__name__})"
+
+
+def _plan_listing(
+    raw_tools: list[Any],
+    server: str,
+    modern: bool,
+    old: dict[str, Tool],
+    verdicts: dict[str, _Verdict],
+    session: ClientSession,
+) -> _Plan:
+    # Runs in a worker thread: reads only its arguments (and fills the session's header maps).
+    tools: dict[str, Tool] = {}
+    skipped: dict[str, str] = {}
+    usable: list[dict[str, Any]] = []
+    fresh: dict[str, _Verdict] = {}
+    for i, raw in enumerate(raw_tools):
+        name = cast(dict[str, Any], raw).get("name") if isinstance(raw, dict) else None
+        label = name[:128] if isinstance(name, str) and name else f"#{i}"
+        seen = verdicts.get(label)
+        if seen is not None and seen.modern == modern and seen.raw == raw:
+            outcome = seen.outcome
+        else:
+            outcome = _check_tool(raw, server, modern)
+            # Hand the GIL over between tools: the event loop waits for it to serve other calls.
+            time.sleep(0)
+        fresh.setdefault(label, _Verdict(raw, modern, outcome))
+        if isinstance(outcome, str):
+            skipped[label] = outcome
+        elif outcome.name in tools:
+            skipped[label] = "listed twice; the first definition is kept"
+        else:
+            tools[outcome.name] = outcome
+            usable.append(cast(dict[str, Any], raw))
+    if modern:
+        learn_param_headers(session, usable)
+    changed = [(t, BackendRef.mcp(server, tool=n)) for n, t in tools.items() if old.get(n) != t]
+    removed = [t for n, t in old.items() if n not in tools]
+    return _Plan(tools, skipped, changed, removed, fresh)
 
 
 def backends_from_config(config: ServersConfig) -> list[MCPBackend]:

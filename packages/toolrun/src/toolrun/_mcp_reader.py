@@ -1,0 +1,382 @@
+"""Reading what an MCP server sends so that one bad message costs one call, never the session.
+
+The SDK reads every message with pydantic's JSON parser, which gives up above about 200
+levels of nesting, and drops what it cannot read: over stdio the message vanishes (its caller
+waits for its timeout), over HTTP the request fails with a parse error. For a ``tools/list``
+reply that is the whole catalog, lost because of one tool's schema. This module sits on the
+reading side of both transports and mends what it can:
+
+- a reply nested too deep is read with the too-deep parts cut out; in a ``tools/list`` reply
+  each tool that lost a part is replaced by a stub (``{"name": …, UNREADABLE: reason}``) that
+  the backend skips with that reason, and the other tools arrive intact; any other reply
+  becomes an error for its request;
+- a reply that is not valid JSON, or not JSON-RPC, but whose request id can be found becomes
+  an error for that request (marked with :data:`MALFORMED`), so the call fails at once
+  instead of at its timeout;
+- anything else (a line of noise, a reply to no request) is left to the SDK, which drops it.
+
+Messages the SDK reads fine are passed through untouched: the cost on the normal path is one
+``isinstance`` per message over stdio and a bracket count per HTTP body or SSE event.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import AsyncIterator, Callable
+from typing import Any, cast
+
+import anyio
+import anyio.to_thread
+import httpx2
+import mcp_types as types
+import pydantic_core
+from mcp.client._transport import TransportStreams
+from mcp.shared.message import SessionMessage
+from pydantic import ValidationError
+
+__all__ = [
+    "MALFORMED",
+    "MAX_DEPTH",
+    "UNREADABLE",
+    "MendingReadStream",
+    "describe_parse_error",
+    "mend_http_response",
+    "mend_text",
+    "nested_deeper_than",
+]
+
+MAX_DEPTH = 190
+"""Nesting kept when a message is too deep for the SDK's parser (which stops a little above 200)."""
+UNREADABLE = "x-toolrun-unreadable"
+"""Key of the stub that replaces a listed tool the reader had to cut; its value is the reason."""
+MALFORMED = "toolrun:malformed-reply"
+"""``error.data.reason`` of an error this module made up for a reply it could not read."""
+
+_CUT = "\u0000toolrun:cut"
+_CUT_JSON = json.dumps(_CUT)
+_TOKENS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
+_ID_VALUE = re.compile(r'\s*:\s*(-?\d+|"[^"\\]*(?:\\.[^"\\]*)*")')
+# Bigger texts are mended in a worker thread: the scan is a Python loop over tokens.
+_INLINE_CHARS = 256 * 1024
+
+
+def _cut_deep(text: str, limit: int) -> tuple[str, int]:
+    """``text`` with every container deeper than ``limit`` replaced by a marker string, and the count."""
+    out: list[str] = []
+    pos = depth = cuts = 0
+    cut_at = -1
+    for m in _TOKENS.finditer(text):
+        c = text[m.start()]
+        if c == '"':
+            continue
+        if c in "[{":
+            depth += 1
+            if depth == limit + 1:
+                cut_at = m.start()
+        else:
+            if depth == limit + 1 and cut_at >= 0:
+                out += (text[pos:cut_at], _CUT_JSON)
+                pos, cut_at, cuts = m.end(), -1, cuts + 1
+            depth -= 1
+    if not cuts:
+        return text, 0
+    out.append(text[pos:])
+    return "".join(out), cuts
+
+
+def nested_deeper_than(text: str, limit: int) -> bool:
+    """Whether the JSON ``text`` nests containers more than ``limit`` levels deep.
+
+    Counting brackets settles nearly every text at C speed; only a text with more brackets
+    than ``limit`` is scanned token by token.
+    """
+    if text.count("[") + text.count("{") <= limit:
+        return False
+    depth = 0
+    for m in _TOKENS.finditer(text):
+        c = text[m.start()]
+        if c in "[{":
+            depth += 1
+            if depth > limit:
+                return True
+        elif c in "]}":
+            depth -= 1
+    return False
+
+
+def _find_id(text: str) -> int | str | None:
+    """The top-level ``"id"`` of a JSON object that may be cut short or otherwise broken."""
+    depth = 0
+    for m in _TOKENS.finditer(text):
+        tok = m.group()
+        if tok[0] != '"':
+            depth += 1 if tok in "[{" else -1
+            if depth <= 0:
+                return None
+            continue
+        if depth == 1 and tok == '"id"' and (v := _ID_VALUE.match(text, m.end())) is not None:
+            value: Any = json.loads(v.group(1))
+            return cast(int | str, value)
+    return None
+
+
+def _has_cut(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            stack.extend(cast(dict[str, Any], v).values())
+        elif isinstance(v, list):
+            stack.extend(cast(list[Any], v))
+        elif v == _CUT:
+            return True
+    return False
+
+
+def _error(request_id: int | str, message: str) -> dict[str, Any]:
+    data = {"reason": MALFORMED}
+    return {"jsonrpc": "2.0", "id": request_id, "error": {"code": types.PARSE_ERROR, "message": message, "data": data}}
+
+
+_INVALID_JSON = re.compile(r"Invalid JSON: ([^\[\n]+)")
+
+
+def describe_parse_error(message: str) -> str:
+    """What the SDK's "Failed to parse …" error (pydantic's report, several lines) says, in one line."""
+    m = _INVALID_JSON.search(message)
+    if m is not None:
+        return f"the server's reply is not valid JSON ({m.group(1).strip()})"
+    return "the server's reply is not a valid JSON-RPC response"
+
+
+def _request_id(msg: dict[str, Any]) -> int | str | None:
+    rid = msg.get("id")
+    return rid if isinstance(rid, int | str) and not isinstance(rid, bool) else None
+
+
+def _mend_object(msg: Any, cut: bool) -> dict[str, Any] | None:
+    if not isinstance(msg, dict):
+        return None
+    msg = cast(dict[str, Any], msg)
+    rid = _request_id(msg)
+    if rid is None or "method" in msg or not ("result" in msg or "error" in msg):
+        return None  # not a reply: nobody waits for it
+    result = msg.get("result")
+    if cut and isinstance(result, dict) and isinstance(tools := cast(dict[str, Any], result).get("tools"), list):
+        reason = f"its definition is nested deeper than {MAX_DEPTH} levels"
+        mended: list[Any] = []
+        for t in cast(list[Any], tools):
+            if _has_cut(t):
+                name = cast(dict[str, Any], t).get("name") if isinstance(t, dict) else None
+                mended.append({"name": name if isinstance(name, str) else "?", UNREADABLE: reason})
+            else:
+                mended.append(t)
+        if not _has_cut({k: v for k, v in cast(dict[str, Any], result).items() if k != "tools"}):
+            return {**msg, "result": {**cast(dict[str, Any], result), "tools": mended}}
+    if cut:
+        return _error(rid, f"the server's reply is nested deeper than {MAX_DEPTH} levels")
+    return _error(rid, "the server's reply is not a valid JSON-RPC response")
+
+
+def mend_text(text: str) -> dict[str, Any] | None:
+    """A JSON-RPC message standing for ``text``, a message the SDK could not read.
+
+    Args:
+        text: One message as the server sent it.
+
+    Returns:
+        The message with too-deep parts cut (a ``tools/list`` reply with stubs for the cut
+        tools), an error reply for the request ``text`` answers, or ``None`` when ``text``
+        answers no request that can be found.
+    """
+    cut_text, cuts = _cut_deep(text, MAX_DEPTH)
+    try:
+        msg = pydantic_core.from_json(cut_text)
+    except ValueError as e:
+        rid = _find_id(text)
+        if rid is None:
+            return None
+        # jiter says what and where ("EOF while parsing a string at line 1 column 88"), never the text.
+        detail = str(e).split(" [", 1)[0]
+        return _error(rid, f"the server's reply is not valid JSON ({detail})")
+    return _mend_object(msg, cuts > 0)
+
+
+async def _mend_text_async(text: str) -> dict[str, Any] | None:
+    if len(text) <= _INLINE_CHARS:
+        return mend_text(text)
+    return await anyio.to_thread.run_sync(mend_text, text, abandon_on_cancel=True)
+
+
+def _unread_input(exc: Exception) -> str | dict[str, Any] | None:
+    # What the SDK failed to read: the raw text for a JSON error, the parsed object for a shape error.
+    if not isinstance(exc, ValidationError):
+        return None
+    for err in exc.errors(include_url=False):
+        if err["type"] == "json_invalid" and isinstance(err.get("input"), str):
+            return cast(str, err["input"])
+    for err in exc.errors(include_url=False):
+        # Every union member reports a missing field against the whole message.
+        if err["type"] == "missing" and isinstance(err.get("input"), dict):
+            return cast(dict[str, Any], err["input"])
+    return None
+
+
+class MendingReadStream:
+    """Wraps a transport's read stream: mends what the SDK could not read (see the module docstring).
+
+    Args:
+        inner: The transport's read stream.
+        on_drop: Called with a short description of each message neither read nor mended.
+    """
+
+    def __init__(self, inner: Any, on_drop: Callable[[str], None]) -> None:
+        self._inner = inner
+        self._on_drop = on_drop
+
+    @property
+    def last_context(self) -> Any:
+        """The sender's context of the last message (streamable HTTP's streams carry one)."""
+        return getattr(self._inner, "last_context", None)
+
+    async def receive(self) -> SessionMessage | Exception:
+        """The next message, mended where possible."""
+        item: SessionMessage | Exception = await self._inner.receive()
+        if not isinstance(item, Exception):
+            return item
+        unread = _unread_input(item)
+        if isinstance(unread, str):
+            mended = await _mend_text_async(unread)
+        else:
+            mended = _mend_object(unread, cut=False) if unread is not None else None
+        if mended is None:
+            self._on_drop(_describe(item))
+            return item
+        try:
+            return SessionMessage(types.jsonrpc_message_adapter.validate_python(mended, by_name=False))
+        except ValidationError:
+            self._on_drop(_describe(item))
+            return item
+
+    def __aiter__(self) -> MendingReadStream:
+        return self
+
+    async def __anext__(self) -> SessionMessage | Exception:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        """Close the wrapped stream."""
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> MendingReadStream:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
+def _describe(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        errors = exc.errors(include_url=False, include_input=False)
+        first = errors[0]["msg"] if errors else "unreadable"
+        return f"{type(exc).__name__}: {first}"
+    return type(exc).__name__
+
+
+def mending(streams: TransportStreams, on_drop: Callable[[str], None]) -> TransportStreams:
+    """``streams`` with the read side wrapped in a :class:`MendingReadStream`."""
+    read, write = streams
+    return cast(TransportStreams, (MendingReadStream(read, on_drop), write))
+
+
+# -- HTTP: bodies and SSE events are mended before the SDK parses them --------------------------
+
+
+def _too_deep(text: str) -> bool:
+    # Counting brackets is cheap and rules out nearly every message; only the rest is parsed.
+    if text.count("[") + text.count("{") <= MAX_DEPTH:
+        return False
+    try:
+        pydantic_core.from_json(text)
+    except ValueError as e:
+        return "recursion limit" in str(e)
+    return False
+
+
+async def _mend_json_text(text: str) -> str | None:
+    if not _too_deep(text):
+        return None
+    mended = await _mend_text_async(text)
+    return json.dumps(mended, ensure_ascii=False) if mended is not None else None
+
+
+class _MendedJSON(httpx2.AsyncByteStream):
+    def __init__(self, inner: httpx2.AsyncByteStream) -> None:
+        self._inner = inner
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        body = b"".join([chunk async for chunk in self._inner])
+        mended = await _mend_json_text(body.decode("utf-8", errors="replace")) if body else None
+        yield mended.encode() if mended is not None else body
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+_EVENT_END = re.compile(rb"\r\n\r\n|\n\n|\r\r")
+
+
+class _MendedSSE(httpx2.AsyncByteStream):
+    def __init__(self, inner: httpx2.AsyncByteStream) -> None:
+        self._inner = inner
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        buffer = b""
+        async for chunk in self._inner:
+            buffer += chunk
+            start = 0
+            out: list[bytes] = []
+            while (m := _EVENT_END.search(buffer, start)) is not None:
+                out.append(await self._event(buffer[start : m.start()]) + m.group())
+                start = m.end()
+            buffer = buffer[start:]
+            if out:
+                yield b"".join(out)
+        if buffer:
+            yield buffer
+
+    @staticmethod
+    async def _event(event: bytes) -> bytes:
+        if event.count(b"[") + event.count(b"{") <= MAX_DEPTH:
+            return event
+        lines = event.decode("utf-8", errors="replace").splitlines()
+        data = "\n".join(ln[5:].removeprefix(" ") for ln in lines if ln.startswith("data:"))
+        mended = await _mend_json_text(data)
+        if mended is None:
+            return event
+        kept = [ln for ln in lines if not ln.startswith("data:")]
+        return "\n".join([*kept, f"data: {mended}"]).encode()
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+async def mend_http_response(response: httpx2.Response) -> None:
+    """An ``httpx2`` response hook: mends JSON bodies and SSE events that are nested too deep.
+
+    Compressed bodies are left alone (they are decoded after this hook's stream).
+    """
+    if response.headers.get("content-encoding", "identity").lower() not in ("", "identity"):
+        return
+    ctype = response.headers.get("content-type", "").partition(";")[0].strip().lower()
+    stream = response.stream
+    if not isinstance(stream, httpx2.AsyncByteStream):
+        return
+    if ctype == "application/json":
+        response.stream = _MendedJSON(stream)
+    elif ctype == "text/event-stream":
+        response.stream = _MendedSSE(stream)

@@ -1,0 +1,93 @@
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from toolrun._mcp_reader import MALFORMED, MAX_DEPTH, UNREADABLE, describe_parse_error, mend_text
+
+
+def nested(levels: int) -> str:
+    return '{"type":"object","properties":{"a":' * levels + "{}" + "}}" * levels
+
+
+def listing(*tools: str, request_id: int = 7) -> str:
+    return f'{{"jsonrpc":"2.0","id":{request_id},"result":{{"tools":[{",".join(tools)}],"nextCursor":"2"}}}}'
+
+
+def test_a_too_deep_tool_becomes_a_stub_and_the_others_stay() -> None:
+    good = '{"name":"fine","inputSchema":{"type":"object","properties":{"x":{"type":"string"}}}}'
+    deep = f'{{"name":"deep","inputSchema":{nested(5000)}}}'
+    mended = mend_text(listing(good, deep, good.replace("fine", "also_fine")))
+    assert mended is not None
+    assert mended["id"] == 7
+    assert mended["result"]["nextCursor"] == "2"
+    tools: list[dict[str, Any]] = mended["result"]["tools"]
+    assert tools[0] == json.loads(good)
+    assert tools[1] == {"name": "deep", UNREADABLE: f"its definition is nested deeper than {MAX_DEPTH} levels"}
+    assert tools[2]["name"] == "also_fine"
+
+
+def test_a_too_deep_tool_without_a_usable_name() -> None:
+    mended = mend_text(listing(f'{{"name":42,"inputSchema":{nested(300)}}}'))
+    assert mended is not None
+    assert mended["result"]["tools"][0]["name"] == "?"
+
+
+def test_any_other_too_deep_reply_becomes_an_error_for_its_request() -> None:
+    text = '{"jsonrpc":"2.0","id":"r-1","result":{"structuredContent":' + "[" * 5000 + "]" * 5000 + "}}"
+    assert mend_text(text) == {
+        "jsonrpc": "2.0",
+        "id": "r-1",
+        "error": {
+            "code": -32700,
+            "message": f"the server's reply is nested deeper than {MAX_DEPTH} levels",
+            "data": {"reason": MALFORMED},
+        },
+    }
+
+
+@pytest.mark.parametrize(
+    ("text", "request_id", "words"),
+    [
+        ('{"jsonrpc":"2.0","id":12,"result":{"content":[{"type":"text","te', 12, "EOF while parsing"),
+        ('{"jsonrpc":"2.0","result":{"content":[{"id":99}]},"id":"abc","x":[', "abc", "not valid JSON"),
+        ('{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"\\ud800"}]}}', 3, "not valid JSON"),
+        ('{"jsonrpc":"2.0","id":5,"result":"not an object"}', 5, "not a valid JSON-RPC response"),
+    ],
+)
+def test_a_broken_reply_with_a_findable_id_becomes_an_error(text: str, request_id: int | str, words: str) -> None:
+    mended = mend_text(text)
+    assert mended is not None
+    assert mended["id"] == request_id
+    assert words in mended["error"]["message"]
+    assert mended["error"]["data"] == {"reason": MALFORMED}
+    assert "ud800" not in mended["error"]["message"]  # says where, never quotes the reply
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "this is not JSON at all",
+        '{"hello": "world"}',
+        '{"jsonrpc":"2.0","method":"notifications/message","params":' + "[" * 300 + "]" * 300 + "}",
+        '{"jsonrpc":"2.0","id":true,"result":{}',
+        '[{"jsonrpc":"2.0","id":1,"result":{}}',
+    ],
+)
+def test_what_answers_no_request_is_left_alone(text: str) -> None:
+    assert mend_text(text) is None
+
+
+def test_describe_parse_error() -> None:
+    sdk = (
+        "Failed to parse JSON response: 1 validation error for union[JSONRPCRequest,JSONRPCResponse]\n"
+        "  Invalid JSON: EOF while parsing a string at line 1 column 88 [type=json_invalid, input_value='{...'"
+    )
+    assert (
+        describe_parse_error(sdk)
+        == "the server's reply is not valid JSON (EOF while parsing a string at line 1 column 88)"
+    )
+    shape = "Failed to parse SSE message: 4 validation errors for union[...]\nJSONRPCRequest.method\n  Field required"
+    assert describe_parse_error(shape) == "the server's reply is not a valid JSON-RPC response"
