@@ -45,7 +45,7 @@ async def executor(request: pytest.FixtureRequest, mcp_servers: dict[str, Any]) 
 
 
 SNIPPET = """
-hits = search_tools('current time in a timezone', limit=3)
+hits = search_tools('current time in a timezone', limit=3)['hits']
 tid = hits[0]['id']
 doc = describe_tool(tid)
 zones = {}
@@ -64,7 +64,7 @@ except ToolError as e:
 print('zones done:', len(zones))
 __out = {
     'tool': tid,
-    'has_signature': 'signature' in doc,
+    'has_signature': 'def get_current_time' in doc['text'],
     'zones': zones,
     'echo': echo,
     'total': total,
