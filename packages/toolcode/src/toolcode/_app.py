@@ -154,13 +154,8 @@ class Toolbox:
         chosen = engine if engine is not None else self.settings.engine
         if chosen is not None and not isinstance(chosen, str):
             return chosen
-        w = self.settings.workers
-        if (chosen is None or chosen == "monty") and (w.min is not None or w.max is not None):
-            kwargs: dict[str, Any] = {}
-            if w.min is not None:
-                kwargs["min_processes"] = w.min
-            if w.max is not None:
-                kwargs["max_processes"] = w.max
+        kwargs = self.settings.workers.engine_kwargs()
+        if (chosen is None or chosen == "monty") and kwargs:
             return load_engine("monty", **kwargs)
         return chosen
 

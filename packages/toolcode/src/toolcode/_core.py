@@ -216,6 +216,7 @@ class CodeMode:
         input: Any = None,
         options: ExecuteOptions | Mapping[str, Any] | None = None,
         on_tool_call: OnToolCall | None = None,
+        caller: str | None = None,
     ) -> ExecuteOutcome:
         """Run a snippet; the outcome every door returns (a failure is an outcome, not an exception).
 
@@ -224,6 +225,7 @@ class CodeMode:
             input: Any JSON value, read by the snippet as ``input``.
             options: This run's options (limits, ``allowed_namespaces``, ``trace``).
             on_tool_call: Awaited as each tool call completes.
+            caller: Who the run is for (shares of the worker pool are counted per caller).
 
         Returns:
             ``ok`` with the value, stdout, stderr and a call summary (plus every call with
@@ -241,7 +243,8 @@ class CodeMode:
         detail = opts.trace or self.defaults.trace or "summary"
         try:
             result = await self.executor.execute(
-                ExecuteParams(code=code, input=input, options=opts), on_tool_call=self._listener(on_tool_call)
+                ExecuteParams(code=code, input=input, options=opts, caller=caller),
+                on_tool_call=self._listener(on_tool_call),
             )
         except ToolCodeError as exc:
             return self.outcome(exc.result, exc, detail, started, self.view(opts.allowed_namespaces))

@@ -30,6 +30,7 @@ from toolrun import (
     ToolExecutionError,
     ToolRunError,
     ToolTimeoutError,
+    redact,
 )
 from toolrun.exceptions import ConfigError
 
@@ -47,7 +48,12 @@ _LIMIT_HINTS = {
 
 
 def message_of(exc: BaseException) -> str:
-    """The message of an error, clipped to :data:`MAX_MESSAGE` characters.
+    """The message of an error: redacted, and clipped to :data:`MAX_MESSAGE` characters."""
+    return redact(_message_of(exc))
+
+
+def _message_of(exc: BaseException) -> str:
+    """The message of an error, clipped.
 
     Code and tool id travel in their own fields, so a snippet's uncaught tool failure reads
     ``ToolError: <the tool's message>`` rather than repeating them.
@@ -155,7 +161,7 @@ def error_info(exc: BaseException, view: CatalogView | None = None) -> ErrorInfo
         line=getattr(exc, "line", None) if isinstance(exc, CodeExecutionError) else None,
         column=getattr(exc, "column", None) if isinstance(exc, CodeExecutionError) else None,
         tool_id=clip(str(tool_id)) if tool_id else None,
-        hint=_hint(exc, view),
+        hint=redact(h) if (h := _hint(exc, view)) else None,
     )
 
 

@@ -61,12 +61,34 @@ definition is paid for in a model's context on every turn)."""
 
 
 class WorkerSettings(BaseModel):
-    """The sandbox worker pool (the default engine's)."""
+    """The sandbox worker pool (the default engine's): size, and admission per caller."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    min: int | None = Field(default=None, ge=0, le=256, description="Workers kept warm.")
-    max: int | None = Field(default=None, ge=1, le=1024, description="Most workers running at once.")
+    min: int | None = Field(default=None, ge=1, le=256, description="Workers kept warm (default 1).")
+    max: int | None = Field(
+        default=None, ge=1, le=1024, description="Most runs at once (default: 2 x CPU count, 8 to 32)."
+    )
+    per_caller: int | None = Field(
+        default=None, ge=1, le=1024, description="Most runs at once for one caller (default: half of max)."
+    )
+    queue_timeout: float | None = Field(
+        default=None, ge=0, allow_inf_nan=False, description="Seconds a run waits for a free slot (default 10)."
+    )
+    nice: int | None = Field(
+        default=None, ge=0, le=19, description="How much lower the workers' CPU priority is (default 10)."
+    )
+
+    def engine_kwargs(self) -> dict[str, Any]:
+        """The ``MontyEngine`` arguments these settings set."""
+        names = {
+            "min": "min_processes",
+            "max": "max_processes",
+            "per_caller": "max_runs_per_caller",
+            "queue_timeout": "queue_timeout",
+            "nice": "worker_nice",
+        }
+        return {names[k]: v for k, v in self.model_dump(exclude_none=True).items()}
 
 
 class Settings(BaseModel):

@@ -47,6 +47,9 @@ class ExecuteParams:
     """Limits, the namespace filter and the trace detail of this run."""
     resolved: ResolvedOptions | None = None
     """The concrete options (set by the executor before the engine sees the params)."""
+    caller: str | None = None
+    """Who the run is for (an authenticated HTTP caller, an MCP session): engines that share
+    workers between callers count runs per caller (``MontyEngine``'s ``max_runs_per_caller``)."""
 
     @property
     def timeout(self) -> float | None:

@@ -8,6 +8,7 @@ Every error derives from :class:`ToolCodeError` and carries a stable :class:`Err
     ├── ConfigurationError        invalid configuration: config file, engine, executor setup (names the field)
     ├── LimitExceededError        a limit stopped the run (which limit, its value, what was reached)
     ├── EngineError               the engine itself failed (a sandbox worker crashed, a broken engine)
+    │   └── EngineBusyError       every worker (or the caller's share) stayed busy: try again shortly
     └── ToolError                 a tool call or lookup failed; raised *inside* the snippet, where code
                                   may catch it (also a ``RuntimeError``); at the doors, the failed operation
 
@@ -32,6 +33,7 @@ __all__ = [
     "ERROR_CODE_MEANINGS",
     "CodeExecutionError",
     "ConfigurationError",
+    "EngineBusyError",
     "EngineError",
     "ErrorCode",
     "InvalidArgumentsError",
@@ -88,6 +90,8 @@ class ErrorCode(StrEnum):
     """The engine failed for a reason that is not the snippet's (a crashed worker)."""
     CONFIG_ERROR = "config_error"
     """The configuration is invalid (file, server, engine, option)."""
+    BUSY = "busy"
+    """Every sandbox worker, or the caller's share of them, stayed busy: try again shortly."""
     UPSTREAM_UNAVAILABLE = "upstream_unavailable"
     """An upstream server cannot be reached (not started, crashed, closed the connection)."""
     APPROVAL_REQUIRED = "approval_required"
@@ -114,6 +118,7 @@ ERROR_CODE_MEANINGS: dict[ErrorCode, str] = {
     ErrorCode.MEMORY_LIMIT: "the sandbox ran out of its memory (or recursion-depth) allowance",
     ErrorCode.ENGINE_ERROR: "the engine failed for a reason that is not the snippet's (a crashed worker)",
     ErrorCode.CONFIG_ERROR: "the configuration is invalid (file, server entry, engine, setting)",
+    ErrorCode.BUSY: "every sandbox worker, or the caller's share of them, stayed busy: try again shortly",
     ErrorCode.UPSTREAM_UNAVAILABLE: "an upstream server cannot be reached (not started, crashed, closed the "
     "connection)",
     ErrorCode.APPROVAL_REQUIRED: "the run is paused: a tool call waits for a decision",
@@ -323,6 +328,20 @@ _OP_CODES = {
     "approval_denied": ErrorCode.APPROVAL_DENIED,
     "reference": ErrorCode.INVALID_REFERENCE,
 }
+
+
+class EngineBusyError(EngineError):
+    """No worker became free in time: every worker, or the caller's share of them, is busy.
+
+    Attributes:
+        engine: The engine's name.
+        reason: Which cap was full, and for how long the run waited.
+    """
+
+    @property
+    def code(self) -> ErrorCode:
+        """Always ``busy``."""
+        return ErrorCode.BUSY
 
 
 class ToolError(ToolCodeError, RuntimeError):

@@ -12,7 +12,7 @@ EXIT_CODES: dict[int, str] = {
     2: "usage error: bad arguments or options (invalid_arguments)",
     3: "configuration error: config file, engine name, server entry (config_error)",
     4: "a limit stopped the run (timeout, tool_call_limit, output_limit, memory_limit)",
-    5: "an upstream server could not be reached, or the engine failed (upstream_unavailable, engine_error)",
+    5: "an upstream server was unreachable, or the engine failed or was busy (upstream_unavailable, engine_error, busy)",
     6: "the run is paused, waiting for an approval (approval_required)",
     130: "interrupted (Ctrl-C)",
 }
@@ -32,6 +32,7 @@ EXIT_BY_CODE: dict[str, int] = {
     "tool_call_limit": 4,
     "output_limit": 4,
     "memory_limit": 4,
+    "busy": 5,
     "upstream_unavailable": 5,
     "engine_error": 5,
     "approval_required": 6,

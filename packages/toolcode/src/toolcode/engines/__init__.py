@@ -65,7 +65,7 @@ def load_engine(name: str, **kwargs: Any) -> Engine:
             raise ConfigurationError("engine", f"engine {name!r} ({eps[0].value}) failed to load: {e}") from e
     try:
         engine = cls(**kwargs)
-    except TypeError as e:
+    except (TypeError, ValueError) as e:
         raise ConfigurationError("engine", f"engine {name!r} cannot be created: {e}") from e
     if not isinstance(engine, Engine):
         raise ConfigurationError("engine", f"{name!r} ({cls!r}) does not implement the Engine protocol")

@@ -12,7 +12,7 @@ import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Generator
 from contextlib import asynccontextmanager, contextmanager
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import anyio.abc
@@ -23,7 +23,14 @@ from pydantic_monty._binary import find_monty_binary
 
 from toolcode._globals import ERROR_INFO_SOURCE, async_names, call_names
 from toolcode._types import EngineInfo, ExecuteParams, ExecuteResult, Tools
-from toolcode.exceptions import CodeExecutionError, EngineError, LimitExceededError, ToolCodeError, ToolError
+from toolcode.exceptions import (
+    CodeExecutionError,
+    EngineBusyError,
+    EngineError,
+    LimitExceededError,
+    ToolCodeError,
+    ToolError,
+)
 from toolrun import watchdog_executable
 
 __all__ = ["MontyEngine", "default_max_processes"]
@@ -231,7 +238,7 @@ class MontyEngine:
         """
         await self._get_pool()
         assert self._admission is not None
-        async with self._admission.slot(_caller.get()):
+        async with self._admission.slot(params.caller or _caller.get()):
             return await self._run(params, tools)
 
     async def _run(self, params: ExecuteParams, tools: Tools) -> ExecuteResult:
@@ -245,7 +252,7 @@ class MontyEngine:
             "max_suspensions": 1_000_000,
             "max_total_sleep_secs": timeout if bounded else None,
         }
-        drive = _Drive(tools, timeout)
+        drive = _Drive(tools, timeout, self._max_depth)
 
         def on_print(stream: str, text: str) -> None:
             tools.write("stderr" if stream == "stderr" else "stdout", text)
@@ -263,6 +270,13 @@ class MontyEngine:
                     has_out, out = await session.feed_run(_FETCH_OUT)
                     if has_out:
                         value = out
+                cut = _cut_path(value, self._max_depth)
+                if cut is not None:
+                    raise CodeExecutionError(
+                        "ValueError",
+                        f"the result is nested deeper than the sandbox's {self._max_depth} levels at {cut}; "
+                        "return flatter data",
+                    )
         except pm.MontySyntaxError as e:
             raise _code_error(e, "SyntaxError", drive.raised) from None
         except pm.MontyRuntimeError as e:
@@ -349,7 +363,7 @@ class _Admission:
                 await sem.acquire()
             if scope.cancelled_caught:
                 who = repr(caller[:80])
-                raise EngineError(
+                raise EngineBusyError(
                     "monty",
                     f"caller {who} already has {self._per_caller} runs in progress (max_runs_per_caller); "
                     f"none finished within {self._wait:g} s",
@@ -371,7 +385,7 @@ class _Admission:
         with anyio.move_on_after(self._wait) as scope:
             await self._slots.acquire()
         if scope.cancelled_caught:
-            raise EngineError(
+            raise EngineBusyError(
                 "monty",
                 f"all {self._total} sandbox workers are busy (max_processes); none became free within {self._wait:g} s",
             )
@@ -379,6 +393,48 @@ class _Admission:
             yield
         finally:
             self._slots.release()
+
+
+_CUT = "<deeply nested>"
+"""What Monty puts in place of a value nested deeper than its recursion limit when it leaves the sandbox."""
+
+
+def _cut_path(value: Any, max_depth: int) -> str | None:
+    """The JSON path where a value leaving the sandbox was cut for depth, if it was.
+
+    Only containers are walked, and strings are compared only near the depth where the cut
+    happens, so shallow data costs next to nothing.
+    """
+    near = max(0, max_depth - 4)
+    stack: list[tuple[Any, int, str]] = [(value, 0, "$")]
+    while stack:
+        v, depth, path = stack.pop()
+        if isinstance(v, dict):
+            items = ((f"{path}.{str(k)[:40]}", x) for k, x in cast(dict[Any, Any], v).items())
+        elif isinstance(v, list | tuple):
+            items = ((f"{path}[{i}]", x) for i, x in enumerate(cast(list[Any], v)))
+        else:
+            if depth >= near and v == _CUT:
+                return path if len(path) <= 120 else f"{path[:40]}…{path[-60:]}"
+            continue
+        for p, x in items:
+            if isinstance(x, dict | list | tuple) or (depth + 1 >= near and x == _CUT):
+                stack.append((cast(Any, x), depth + 1, p))
+    return None
+
+
+def _check_depth(name: str, args: tuple[Any, ...], kwargs: dict[str, Any], max_depth: int) -> None:
+    """Refuse arguments that Monty cut for depth on their way out of the sandbox (never silently)."""
+    for i, a in enumerate(args):
+        if isinstance(a, dict | list | tuple) and (cut := _cut_path(a, max_depth - 1)) is not None:
+            raise ToolError(
+                "", f"{name}(): argument {i + 1} is nested deeper than {max_depth} levels at {cut}", "validate_input"
+            )
+    for k, a in kwargs.items():
+        if isinstance(a, dict | list | tuple) and (cut := _cut_path(a, max_depth - 1)) is not None:
+            raise ToolError(
+                "", f"{name}(): argument {k!r} is nested deeper than {max_depth} levels at {cut}", "validate_input"
+            )
 
 
 class _Drive:
@@ -390,8 +446,9 @@ class _Drive:
     with whatever has finished, so gathered calls overlap.
     """
 
-    def __init__(self, tools: Tools, timeout: float) -> None:
+    def __init__(self, tools: Tools, timeout: float, depth: int) -> None:
         self._timeout = timeout
+        self._depth = depth
         self._sync: dict[str, Handler] = {name: getattr(tools, name) for name in _SYNC_NAMES}
         self._async: dict[str, Handler] = {name: getattr(tools, method) for name, method in _ASYNC_NAMES.items()}
         self.raised: dict[str, ToolError] = {}
@@ -408,6 +465,7 @@ class _Drive:
 
     async def _call(self, call_id: int, handler: Handler, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         try:
+            _check_depth(getattr(handler, "__name__", "call"), args, kwargs, self._depth)
             self._done[call_id] = {"return_value": await handler(*args, **kwargs)}
         except (ToolCodeError, TypeError, ValueError) as e:
             self._done[call_id] = self._failure(e)
@@ -429,6 +487,8 @@ class _Drive:
             if handler is None:
                 break
             try:
+                if snap.args or snap.kwargs:
+                    _check_depth(snap.function_name, snap.args, snap.kwargs, self._depth)
                 value = await handler(*snap.args, **snap.kwargs)
             except (ToolCodeError, TypeError, ValueError) as e:
                 snap = await snap.resume(self._failure(e))
@@ -463,6 +523,7 @@ class _Drive:
             handler = self._sync.get(name)
             if handler is not None:
                 try:
+                    _check_depth(name, snap.args, snap.kwargs, self._depth)
                     value = await handler(*snap.args, **snap.kwargs)
                 except (ToolCodeError, TypeError, ValueError) as e:
                     return await snap.resume(self._failure(e))

@@ -19,6 +19,7 @@ from toolcode.exceptions import ConfigurationError
 from toolcode.server._http_guard import HTTPGuard, check_bind, is_loopback
 from toolcode.server._http_tokens import BearerTokens
 from toolcode.server._server import CodeModeServer
+from toolrun import RedactingFilter, redact_processor
 
 __all__ = ["log_to_stderr", "serve_http", "serve_stdio"]
 
@@ -49,14 +50,22 @@ def log_to_stderr(level: int = logging.INFO) -> None:
     configuration prints to stdout: call this before connecting upstream servers (their
     connection messages are logged) in a program that serves over stdio.
 
+    Every line is redacted (``toolrun.redact``): configured header and env values, URL
+    credentials and secret-looking parameters never reach the log, from toolcode, toolrun, the
+    ``mcp`` SDK or the HTTP client alike.
+
     Args:
         level: The lowest level logged (a ``logging`` constant).
     """
     logging.basicConfig(stream=sys.stderr, level=level, format="%(levelname)s %(name)s: %(message)s")
+    for handler in logging.getLogger().handlers:
+        if not any(isinstance(f, RedactingFilter) for f in handler.filters):
+            handler.addFilter(RedactingFilter())
     structlog.configure(
         processors=[
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="%H:%M:%S"),
+            redact_processor,
             structlog.dev.ConsoleRenderer(colors=False),
         ],
         wrapper_class=structlog.make_filtering_bound_logger(level),

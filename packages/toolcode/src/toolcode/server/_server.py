@@ -54,6 +54,19 @@ _CONTENT_BLOCK: TypeAdapter[types.ContentBlock] = TypeAdapter(types.ContentBlock
 _MCP_NAME_MAX = 128
 
 
+def _caller_of(ctx: ServerRequestContext[Any]) -> str:
+    """Who a request is from: the HTTP door's authenticated caller, else the MCP session, else the process."""
+    from toolcode.server._http_guard import http_caller
+
+    who = http_caller(ctx)
+    if who is not None:
+        return f"token:{who}"
+    # A 2025-11-25 HTTP session has an id (``Mcp-Session-Id``); stdio and stateless HTTP do not.
+    connection: Any = getattr(ctx.session, "_connection", None)
+    session_id = getattr(connection, "session_id", None)
+    return f"session:{session_id}" if isinstance(session_id, str) and session_id else "local"
+
+
 def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
 
@@ -383,7 +396,7 @@ class CodeModeServer:
             await ctx.session.report_progress(done, None, f"{record.tool_id} {status} ({record.duration_ms:.0f} ms)")
 
         out: ExecuteOutcome = await self.codemode.execute(
-            a.get("code"), input=a.get("input"), options=options, on_tool_call=on_tool_call
+            a.get("code"), input=a.get("input"), options=options, on_tool_call=on_tool_call, caller=_caller_of(ctx)
         )
         return _result(out, outcome_text(out), is_error=not out.ok)
 
