@@ -80,6 +80,14 @@ class RenderOptions:
     max_chars: int = 32_000
     """Characters of classes and parameters one signature may produce. Past it further classes
     become ``dict[str, Any]`` and further parameters fold into ``**kwargs``, with a warning."""
+    loose_open_objects: bool = False
+    """Show objects whose schema explicitly admits undeclared keys (``additionalProperties``
+    true or a schema, or ``patternProperties``) as ``dict[str, Any]`` instead of a
+    ``TypedDict``, and give the tool ``**kwargs`` when its own arguments are so: a type checker
+    must not reject a key it cannot know about."""
+    untyped_result: str = "dict[str, Any]"
+    """The return annotation of a tool that declares no output schema (and has no learned
+    shape); ``"Any"`` for a type checker, which must not assume a shape."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,6 +206,14 @@ class RenderedModule:
     signatures: tuple[Signature, ...]
     collisions: tuple[Collision, ...] = ()
     """Tool-name collisions (two tools whose names map to one function name) and per-tool ones."""
+
+
+def _admits_extra_keys(schema: Mapping[str, Any]) -> bool:
+    """Whether an object schema says outright that keys it does not declare are valid."""
+    extra = schema.get("additionalProperties")
+    return (extra is True or (isinstance(extra, dict) and extra != {"not": {}})) or bool(
+        schema.get("patternProperties")
+    )
 
 
 def _as_schema(value: Any) -> dict[str, Any] | None:
@@ -683,6 +699,8 @@ class _Renderer:
             return f"list[{self.type_of(items, f'{path}/items', (*hint, 'item'), depth + 1)}]"
         if t == "object":
             props = _as_schema(s.get("properties"))
+            if props and self.options.loose_open_objects and _admits_extra_keys(s):
+                return "dict[str, Any]"
             if not props:
                 extra = s.get("additionalProperties")
                 if isinstance(extra, dict) and extra:
@@ -898,6 +916,8 @@ def _input_params(r: _Renderer, schema: dict[str, Any]) -> tuple[list[tuple[str,
                     required.update(x for x in cast("list[Any]", breq)[:MAX_SCAN] if isinstance(x, str))
     # No declared properties at all means "unknown arguments"; an empty ``properties`` means "none".
     extra = schema.get("additionalProperties", True) is not False and not props and "properties" not in schema
+    if r.options.loose_open_objects and _admits_extra_keys(schema):
+        extra = True
     ordered = [(k, v, k in required) for k, v in props.items()]
     ordered.sort(key=lambda item: not item[2])  # stable: required first, schema order kept
     return ordered, extra, unread
@@ -953,7 +973,7 @@ def _render_signature(
         r.set_root(dict(out_schema))
         returns = r.root_type(dict(out_schema), "/outputSchema", (prefix, "Result"))
     else:
-        returns = "dict[str, Any]"
+        returns = options.untyped_result
     collisions = [*names.collisions, *r.collisions]
     text = _format_def(fname, tool, params, extra, omitted, returns, r.definitions, options)
     return Signature(
