@@ -1,0 +1,218 @@
+"""Bystander latency: a trivial run while another caller attacks the same `toolcode serve`.
+
+One real `toolcode serve --http` process fronts our hostile MCP server (tests/integration/servers)
+with a ReDoS-pattern tool, an echo tool and a catalog it can churn. A bystander client runs
+`__out = 6 * 7` through `execute_code` over and over and records each latency, first alone, then
+while an attacker client (on its own MCP session) runs, in a loop, each of:
+
+- ``cpu``: two CPU-bound snippets (`while True: pass`, 5 s timeout) at once;
+- ``redos``: `run_tool` on a tool whose schema has a catastrophic-backtracking `pattern`,
+  with an argument made to trigger it;
+- ``search_4mb``: `search_tools` with a 4 MB query;
+- ``relist``: the upstream server re-announces a catalog of 3,000 tools (`list_changed` storms);
+- ``arg_flood``: a snippet that passes 1 MB of arguments to a tool 400 times (the server's peak
+  resident memory is reported too).
+
+Goal (the hardening issue): the bystander's p95 stays within 5x its solo p95 and under 250 ms in
+every case.
+
+    uv run python bench/bystander.py            # table
+    uv run python bench/bystander.py --json     # {"solo": {...}, "attacks": {...}, "goal_met": bool}
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import psutil
+from mcp import Client, MCPError
+
+ROOT = Path(__file__).resolve().parents[1]
+HOSTILE = ROOT / "tests" / "integration" / "servers" / "hostile_server.py"
+TRIVIAL = {"code": "__out = 6 * 7"}
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+
+
+async def _serve(config: Path) -> tuple[subprocess.Popen[bytes], str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "toolcode.cli", "serve", "--config", str(config), "--http", "127.0.0.1:0"],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+    )
+    assert proc.stderr is not None
+    buf = b""
+    with anyio.fail_after(120):
+        while b"listening on " not in buf or b"\n" not in buf.split(b"listening on ", 1)[1]:
+            chunk = await anyio.to_thread.run_sync(proc.stderr.read1, 4096)  # type: ignore[attr-defined]
+            if not chunk:
+                raise SystemExit(f"toolcode serve exited: {buf.decode(errors='replace')[-2000:]}")
+            buf += chunk
+    url = buf.split(b"listening on ", 1)[1].split(b"\n", 1)[0].decode().strip()
+    return proc, url
+
+
+async def _bystander(client: Client, n: int) -> list[float]:
+    out: list[float] = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        res = await client.call_tool("execute_code", TRIVIAL)
+        out.append((time.perf_counter() - t0) * 1000)
+        if res.is_error or (res.structured_content or {}).get("value") != 42:
+            raise SystemExit(f"the bystander's run failed: {res.content}")
+        await anyio.sleep(0.005)
+    return out
+
+
+def _attacks() -> dict[str, tuple[int, Callable[[Client], Awaitable[Any]]]]:
+    """Each attack: how many run at once, and one round of it (which must fail or finish cleanly)."""
+
+    async def cpu(c: Client) -> Any:
+        return await c.call_tool("execute_code", {"code": "while True:\n    pass", "options": {"timeout": 5}})
+
+    async def redos(c: Client) -> Any:
+        return await c.call_tool(
+            "run_tool", {"tool_id": "hostile:schema_redos", "args": {"text": "a" * 40 + "!"}}
+        )
+
+    query = "find " + "x" * (4 * 1024 * 1024)
+
+    async def search_4mb(c: Client) -> Any:
+        return await c.call_tool("search_tools", {"query": query})
+
+    async def relist(c: Client) -> Any:
+        res = await c.call_tool("run_tool", {"tool_id": "hostile:churn", "args": {"storm": 3, "tools": 3000}})
+        await anyio.sleep(0.2)
+        return res
+
+    flood = "blob = 'x' * 1_000_000\nfor i in range(400):\n    run_tool('hostile:echo', text=blob)\n__out = 400"
+
+    async def arg_flood(c: Client) -> Any:
+        options = {"max_tool_calls": 400, "timeout": 120}
+        return await c.call_tool("execute_code", {"code": flood, "options": options})
+
+    return {
+        "cpu": (2, cpu),
+        "redos": (1, redos),
+        "search_4mb": (1, search_4mb),
+        "relist": (1, relist),
+        "arg_flood": (1, arg_flood),
+    }
+
+
+async def _measure(url: str, server: psutil.Process, n: int) -> dict[str, Any]:
+    report: dict[str, Any] = {"attacks": {}}
+    async with Client(url) as bystander:
+        await _bystander(bystander, 10)  # warm up
+        solo = await _bystander(bystander, n)
+        report["solo"] = {"p50_ms": round(_pct(solo, 0.5), 2), "p95_ms": round(_pct(solo, 0.95), 2), "n": n}
+        for name, (width, attack) in _attacks().items():
+            stop = anyio.Event()
+            rounds: list[str] = []
+            peak_rss = server.memory_info().rss
+
+            async def attacker(attack: Callable[[Client], Awaitable[Any]] = attack) -> None:
+                async with Client(url) as client:
+                    while not stop.is_set():
+                        try:
+                            res = await attack(client)
+                        except MCPError as e:  # refused at the protocol level (e.g. a request too large)
+                            rounds.append(f"mcp error {e.code}")
+                            continue
+                        sc = getattr(res, "structured_content", None) or {}
+                        err = sc.get("error") if isinstance(sc, dict) else None
+                        rounds.append(err["code"] if isinstance(err, dict) else "ok")
+
+            async def watch_memory() -> None:
+                nonlocal peak_rss
+                while not stop.is_set():
+                    peak_rss = max(peak_rss, server.memory_info().rss)
+                    await anyio.sleep(0.05)
+
+            async with anyio.create_task_group() as tg:
+                for _ in range(width):
+                    tg.start_soon(attacker)
+                tg.start_soon(watch_memory)
+                await anyio.sleep(1.0)  # let the attack take hold
+                lat = await _bystander(bystander, n)
+                stop.set()
+                tg.cancel_scope.cancel()
+            p95 = _pct(lat, 0.95)
+            report["attacks"][name] = {
+                "p50_ms": round(_pct(lat, 0.5), 2),
+                "p95_ms": round(p95, 2),
+                "max_ms": round(max(lat), 2),
+                "ratio_p95": round(p95 / report["solo"]["p95_ms"], 2),
+                "goal_met": p95 <= 5 * report["solo"]["p95_ms"] and p95 < 250,
+                "attacker_rounds": len(rounds),
+                "attacker_outcomes": sorted(set(rounds)),
+                "server_peak_rss_mb": round(peak_rss / 2**20, 1),
+            }
+            await anyio.sleep(1.0)  # let the attack's leftovers finish before the next one
+    report["goal_met"] = all(a["goal_met"] for a in report["attacks"].values())
+    return report
+
+
+async def main_async(n: int) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="toolcode-bystander-") as tmp:
+        config = Path(tmp) / "mcp.json"
+        hostile = {"command": sys.executable, "args": [str(HOSTILE), "--schemas", "redos"]}
+        config.write_text(json.dumps({"mcpServers": {"hostile": hostile}, "toolcode": {"tools": ["*"]}}))
+        proc, url = await _serve(config)
+        try:
+            report = await _measure(url, psutil.Process(proc.pid), n)
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+    report["machine"] = {"cpus": os.cpu_count(), "loadavg_1m": round(os.getloadavg()[0], 2)}
+    return report
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--json", action="store_true", help="print one JSON document")
+    parser.add_argument("-n", type=int, default=100, help="bystander runs per case (default: %(default)s)")
+    ns = parser.parse_args()
+    report = anyio.run(main_async, ns.n)
+    if ns.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    solo = report["solo"]
+    table = Table(
+        "case", "p50 ms", "p95 ms", "max ms", "p95 / solo p95", "goal", "attacker outcomes", "server RSS MB",
+        title=f"bystander `__out = 6 * 7` (n={solo['n']}); goal: p95 <= 5x solo and < 250 ms",
+        title_justify="left",
+    )  # fmt: skip
+    table.add_row("alone", f"{solo['p50_ms']:.1f}", f"{solo['p95_ms']:.1f}", "", "1.0", "", "", "")
+    for name, a in report["attacks"].items():
+        table.add_row(
+            name, f"{a['p50_ms']:.1f}", f"{a['p95_ms']:.1f}", f"{a['max_ms']:.1f}", f"{a['ratio_p95']:.1f}",
+            "met" if a["goal_met"] else "MISSED", ", ".join(a["attacker_outcomes"]), f"{a['server_peak_rss_mb']:.0f}",
+        )  # fmt: skip
+    Console(width=160).print(table)
+    print(f"machine: {report['machine']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
