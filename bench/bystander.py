@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -35,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.abc
 import psutil
 from mcp import Client, MCPError
 
@@ -48,20 +48,20 @@ def _pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
 
 
-async def _serve(config: Path) -> tuple[subprocess.Popen[bytes], str]:
-    proc = subprocess.Popen(
+async def _serve(config: Path) -> tuple[anyio.abc.Process, str]:
+    proc = await anyio.open_process(
         [sys.executable, "-m", "toolcode.cli", "serve", "--config", str(config), "--http", "127.0.0.1:0"],
-        stderr=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
     )
     assert proc.stderr is not None
     buf = b""
     with anyio.fail_after(120):
-        while b"listening on " not in buf or b"\n" not in buf.split(b"listening on ", 1)[1]:
-            chunk = await anyio.to_thread.run_sync(proc.stderr.read1, 4096)  # type: ignore[attr-defined]
-            if not chunk:
-                raise SystemExit(f"toolcode serve exited: {buf.decode(errors='replace')[-2000:]}")
+        async for chunk in proc.stderr:
             buf += chunk
+            if b"listening on " in buf and b"\n" in buf.split(b"listening on ", 1)[1]:
+                break
+        else:
+            raise SystemExit(f"toolcode serve exited: {buf.decode(errors='replace')[-2000:]}")
     url = buf.split(b"listening on ", 1)[1].split(b"\n", 1)[0].decode().strip()
     return proc, url
 
@@ -85,9 +85,7 @@ def _attacks() -> dict[str, tuple[int, Callable[[Client], Awaitable[Any]]]]:
         return await c.call_tool("execute_code", {"code": "while True:\n    pass", "options": {"timeout": 5}})
 
     async def redos(c: Client) -> Any:
-        return await c.call_tool(
-            "run_tool", {"tool_id": "hostile:schema_redos", "args": {"text": "a" * 40 + "!"}}
-        )
+        return await c.call_tool("run_tool", {"tool_id": "hostile:schema_redos", "args": {"text": "a" * 40 + "!"}})
 
     query = "find " + "x" * (4 * 1024 * 1024)
 
@@ -114,43 +112,63 @@ def _attacks() -> dict[str, tuple[int, Callable[[Client], Awaitable[Any]]]]:
     }
 
 
+async def _attack_loop(name: str, url: str) -> None:
+    """Run one attack in a loop (in its own process, so the attacker's own work cannot slow the
+    bystander's measuring client); print each round's outcome on a line."""
+    width, attack = _attacks()[name]
+
+    async def one() -> None:
+        async with Client(url) as client:
+            while True:
+                try:
+                    res = await attack(client)
+                except MCPError as e:  # refused at the protocol level (e.g. a request too large)
+                    print(f"mcp error {e.code}", flush=True)
+                    continue
+                sc = getattr(res, "structured_content", None) or {}
+                err = sc.get("error") if isinstance(sc, dict) else None
+                print(err["code"] if isinstance(err, dict) else "ok", flush=True)
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(width):
+            tg.start_soon(one)
+
+
 async def _measure(url: str, server: psutil.Process, n: int) -> dict[str, Any]:
     report: dict[str, Any] = {"attacks": {}}
     async with Client(url) as bystander:
         await _bystander(bystander, 10)  # warm up
         solo = await _bystander(bystander, n)
         report["solo"] = {"p50_ms": round(_pct(solo, 0.5), 2), "p95_ms": round(_pct(solo, 0.95), 2), "n": n}
-        for name, (width, attack) in _attacks().items():
-            stop = anyio.Event()
-            rounds: list[str] = []
-            peak_rss = server.memory_info().rss
+        for name in _attacks():
+            peak = [server.memory_info().rss]
+            out = bytearray()
+            attacker = await anyio.open_process(
+                [sys.executable, __file__, "--attack", name, "--url", url], stderr=subprocess.DEVNULL
+            )
 
-            async def attacker(attack: Callable[[Client], Awaitable[Any]] = attack) -> None:
-                async with Client(url) as client:
-                    while not stop.is_set():
-                        try:
-                            res = await attack(client)
-                        except MCPError as e:  # refused at the protocol level (e.g. a request too large)
-                            rounds.append(f"mcp error {e.code}")
-                            continue
-                        sc = getattr(res, "structured_content", None) or {}
-                        err = sc.get("error") if isinstance(sc, dict) else None
-                        rounds.append(err["code"] if isinstance(err, dict) else "ok")
-
-            async def watch_memory() -> None:
-                nonlocal peak_rss
-                while not stop.is_set():
-                    peak_rss = max(peak_rss, server.memory_info().rss)
+            async def watch_memory(peak: list[int] = peak) -> None:
+                while True:
+                    peak[0] = max(peak[0], server.memory_info().rss)
                     await anyio.sleep(0.05)
 
-            async with anyio.create_task_group() as tg:
-                for _ in range(width):
-                    tg.start_soon(attacker)
-                tg.start_soon(watch_memory)
-                await anyio.sleep(1.0)  # let the attack take hold
-                lat = await _bystander(bystander, n)
-                stop.set()
-                tg.cancel_scope.cancel()
+            async def collect(proc: anyio.abc.Process = attacker, out: bytearray = out) -> None:
+                assert proc.stdout is not None
+                async for chunk in proc.stdout:
+                    out.extend(chunk)
+
+            try:
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(watch_memory)
+                    tg.start_soon(collect)
+                    await anyio.sleep(1.5)  # let the attack take hold
+                    lat = await _bystander(bystander, n)
+                    tg.cancel_scope.cancel()
+            finally:
+                attacker.terminate()
+                await attacker.wait()
+            peak_rss = peak[0]
+            rounds = out.decode(errors="replace").split()
             p95 = _pct(lat, 0.95)
             report["attacks"][name] = {
                 "p50_ms": round(_pct(lat, 0.5), 2),
@@ -159,7 +177,7 @@ async def _measure(url: str, server: psutil.Process, n: int) -> dict[str, Any]:
                 "ratio_p95": round(p95 / report["solo"]["p95_ms"], 2),
                 "goal_met": p95 <= 5 * report["solo"]["p95_ms"] and p95 < 250,
                 "attacker_rounds": len(rounds),
-                "attacker_outcomes": sorted(set(rounds)),
+                "attacker_outcomes": sorted(set(" ".join(rounds).replace("mcp error", "mcp_error").split())),
                 "server_peak_rss_mb": round(peak_rss / 2**20, 1),
             }
             await anyio.sleep(1.0)  # let the attack's leftovers finish before the next one
@@ -177,9 +195,9 @@ async def main_async(n: int) -> dict[str, Any]:
             report = await _measure(url, psutil.Process(proc.pid), n)
         finally:
             proc.terminate()
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
+            with anyio.move_on_after(10):
+                await proc.wait()
+            if proc.returncode is None:
                 proc.kill()
     report["machine"] = {"cpus": os.cpu_count(), "loadavg_1m": round(os.getloadavg()[0], 2)}
     return report
@@ -189,7 +207,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", action="store_true", help="print one JSON document")
     parser.add_argument("-n", type=int, default=100, help="bystander runs per case (default: %(default)s)")
+    parser.add_argument("--attack", help=argparse.SUPPRESS)  # internal: run one attacker
+    parser.add_argument("--url", help=argparse.SUPPRESS)
     ns = parser.parse_args()
+    if ns.attack:
+        anyio.run(_attack_loop, ns.attack, ns.url)
+        return 0
     report = anyio.run(main_async, ns.n)
     if ns.json:
         print(json.dumps(report, indent=2))
