@@ -386,8 +386,7 @@ class Operations:
         """
         tid = check_tool_id("tool_id", tool_id)
         call_args = check_args(args, tid)
-        limit = self.call_timeout if timeout is None else _check_timeout(timeout)
-        result = await self._call(tid, call_args, limit)
+        result = await self._call(tid, call_args, None if timeout is None else _check_timeout(timeout))
         return RunToolOutcome(tool_id=result.tool_id, value=result.value, duration_ms=round(result.duration_ms, 3))
 
     async def run_result(self, tool_id: Any, args: Any = None, *, timeout: Any = None) -> RunResult:
@@ -398,8 +397,7 @@ class Operations:
             ToolError: If the tool is unknown, its arguments are invalid, or it fails.
         """
         tid = check_tool_id("tool_id", tool_id)
-        limit = self.call_timeout if timeout is None else _check_timeout(timeout)
-        return await self._call(tid, check_args(args, tid), limit)
+        return await self._call(tid, check_args(args, tid), None if timeout is None else _check_timeout(timeout))
 
     async def call_tool(self, tool_id: Any, args: Any = None, kwargs: dict[str, Any] | None = None) -> Any:
         """Run one tool from a snippet: counted against the budget, recorded in the trace.
@@ -451,12 +449,21 @@ class Operations:
             raise ToolError(tool_id, message_of(e), "validate_input") from e
 
     async def _call(self, tool_id: str, args: dict[str, Any], timeout: float | None) -> RunResult:
-        """One call through the view and the runner, failures mapped to ``ToolError``."""
+        """One call through the view and the runner, failures mapped to ``ToolError``.
+
+        ``timeout`` is the caller's own; without one, the backend's (an MCP server's configured
+        timeout) applies, and at a door the door's ``call_timeout`` bounds the call as well.
+        """
         try:
             run_id = tool_id if self.view.allowed_namespaces is None else self.view.get(tool_id).id
-            return await self.runner.run(run_id, args, timeout=timeout)
-        except (ToolRunError, ToolIndexError) as e:
+            if self.call_timeout is None or timeout is not None:
+                return await self.runner.run(run_id, args, timeout=timeout)
+            with anyio.fail_after(self.call_timeout):
+                return await self.runner.run(run_id, args)
+        except (ToolRunError, ToolIndexError) as e:  # a tool's own timeout included (ToolTimeoutError)
             raise as_tool_error(e, tool_id, self.view) from None
+        except TimeoutError:  # the door's bound
+            raise ToolError(tool_id, f"the call did not finish within {self.call_timeout:g} s", "timeout") from None
 
     async def _traced(self, tool_id: str, args: dict[str, Any], timeout: float | None = None) -> RunResult:
         trace = self.trace
@@ -568,7 +575,7 @@ class Operations:
                 try:
                     if self.budget is not None:
                         self.budget.take()
-                    result = await self._traced(tid, call_args, None if self.trace is not None else self.call_timeout)
+                    result = await self._traced(tid, call_args)
                 except ToolError as e:
                     outcome = _step_failed(i, tid, e, started, self.view)
                 else:
