@@ -12,7 +12,7 @@ EXIT_CODES: dict[int, str] = {
     2: "usage error: bad arguments or options (invalid_arguments)",
     3: "configuration error: config file, engine name, server entry (config_error)",
     4: "a limit stopped the run (timeout, tool_call_limit, output_limit, memory_limit)",
-    5: "an upstream server was unreachable, or the engine failed or was busy (upstream_unavailable, engine_error, busy)",
+    5: "an upstream server was unreachable, the engine failed or was busy (upstream_unavailable, engine_error, busy)",
     6: "the run is paused, waiting for an approval (approval_required)",
     130: "interrupted (Ctrl-C)",
 }
