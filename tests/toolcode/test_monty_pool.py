@@ -101,10 +101,13 @@ async def test_a_full_pool_fails_clearly_after_the_queue_timeout(parts: tuple[ob
 async def test_workers_run_at_a_lower_priority_under_the_watchdog(parts: tuple[object, object, object]) -> None:
     index, store, runner = parts
     engine = MontyEngine(worker_nice=7)
+    # Other tests' engines may still have workers alive in this process: look at this engine's only.
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
     try:
         ex = Executor(ExecutorConfig(index=index, store=store, runner=runner, engine=engine))  # type: ignore[arg-type]
         assert (await ex.execute(TRIVIAL)).value == 42
-        workers = [p for p in psutil.Process().children(recursive=True) if p.cmdline()[0].endswith("monty")]
+        started = [p for p in psutil.Process().children(recursive=True) if p.pid not in before]
+        workers = [p for p in started if p.cmdline()[0].endswith("monty")]
         assert workers
         for worker in workers:
             assert worker.nice() == os.getpriority(os.PRIO_PROCESS, 0) + 7

@@ -14,7 +14,7 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from toolcode._types import ToolCallRecord
 from toolcode.exceptions import LimitExceededError
@@ -132,6 +132,24 @@ def approx_size(value: Any, cap: int) -> int:
     Returns:
         The approximate JSON length, or ``cap + 1`` if it is larger than ``cap``.
     """
+    t: object = type(value)
+    if t is str:
+        return len(value) + 2
+    if t is dict:
+        # Flat objects (most arguments and many results) without the general walk.
+        total = 2
+        for k, v in cast(dict[str, Any], value).items():
+            tv: object = type(v)
+            if tv is str:
+                total += len(k) + len(v) + 6
+            elif tv is int or tv is float or tv is bool or v is None:
+                total += len(k) + 12
+            else:
+                break
+            if total > cap:
+                return cap + 1
+        else:
+            return total
     total = 0
     stack: list[Any] = [value]
     while stack:
@@ -171,7 +189,8 @@ class PayloadBudget:
 
     def keep(self, value: Any) -> Any:
         """``value`` if it fits what is left (which shrinks by its size), else :data:`DROPPED_PAYLOAD`."""
-        if value is None or type(value) is int or type(value) is bool:
+        t: object = type(value)
+        if value is None or t is int or t is bool or t is float:
             return value
         if self.left <= 0:
             self.dropped += 1

@@ -471,7 +471,14 @@ class Operations:
             return await self._call(tool_id, args, timeout)
         slot, started = trace.start()
         try:
-            result = await self._call(tool_id, args, timeout)
+            if timeout is None and self.call_timeout is None and self.view.allowed_namespaces is None:
+                # The common case inside a run, inline (one frame less per call): see _call.
+                try:
+                    result = await self.runner.run(tool_id, args)
+                except (ToolRunError, ToolIndexError) as e:
+                    raise as_tool_error(e, tool_id, self.view) from None
+            else:
+                result = await self._call(tool_id, args, timeout)
         except ToolError as e:
             record = trace.finish(
                 slot, started, tool_id, args, error=e.message, error_op=e.error_op, code=e.code.value,

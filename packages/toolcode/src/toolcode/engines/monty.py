@@ -423,8 +423,21 @@ def _cut_path(value: Any, max_depth: int) -> str | None:
     return None
 
 
+_CONTAINERS = (dict, list, tuple)
+
+
 def _check_depth(name: str, args: tuple[Any, ...], kwargs: dict[str, Any], max_depth: int) -> None:
     """Refuse arguments that Monty cut for depth on their way out of the sandbox (never silently)."""
+    # Most calls pass a tool id and flat keywords: nothing to walk (a plain loop: this runs per call).
+    for a in args:
+        if type(a) in _CONTAINERS:
+            break
+    else:
+        for a in kwargs.values():
+            if type(a) in _CONTAINERS:
+                break
+        else:
+            return
     for i, a in enumerate(args):
         if isinstance(a, dict | list | tuple) and (cut := _cut_path(a, max_depth - 1)) is not None:
             raise ToolError(
