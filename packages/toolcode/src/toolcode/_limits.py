@@ -132,14 +132,14 @@ def approx_size(value: Any, cap: int) -> int:
     Returns:
         The approximate JSON length, or ``cap + 1`` if it is larger than ``cap``.
     """
-    t: object = type(value)
+    t = cast(object, type(value))
     if t is str:
         return len(value) + 2
     if t is dict:
         # Flat objects (most arguments and many results) without the general walk.
         total = 2
         for k, v in cast(dict[str, Any], value).items():
-            tv: object = type(v)
+            tv = cast(object, type(v))
             if tv is str:
                 total += len(k) + len(v) + 6
             elif tv is int or tv is float or tv is bool or v is None:
@@ -189,7 +189,7 @@ class PayloadBudget:
 
     def keep(self, value: Any) -> Any:
         """``value`` if it fits what is left (which shrinks by its size), else :data:`DROPPED_PAYLOAD`."""
-        t: object = type(value)
+        t = cast(object, type(value))
         if value is None or t is int or t is bool or t is float:
             return value
         if self.left <= 0:
