@@ -467,13 +467,15 @@ async def main_async() -> dict[str, Any]:
                     raise SystemExit(f"{sc.name}: answers differ\n direct:    {answer}\n code mode: {value}")
                 if calls != direct.ledger.tool_calls:
                     raise SystemExit(f"{sc.name}: {calls} calls in code mode vs {direct.ledger.tool_calls} direct")
+                own_total = direct.ledger.total - direct.ledger.definitions + own_defs
                 results[sc.name] = {
                     "direct_tokens": direct.ledger.total,
                     "codemode_tokens": cm.total,
                     "ratio": round(direct.ledger.total / cm.total, 2),
                     "tool_calls": calls,
+                    "direct_own_servers_tokens": own_total,
+                    "ratio_own_servers": round(own_total / cm.total, 2),
                 }
-                own_total = direct.ledger.total - direct.ledger.definitions + own_defs
                 details[sc.name] = {
                     "direct": direct.ledger.to_dict(),
                     "codemode": cm.to_dict(),
@@ -495,6 +497,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", action="store_true", help="print one JSON document")
     ns = parser.parse_args()
+    import logging
+
+    from toolcode.server import log_to_stderr
+
+    log_to_stderr(logging.WARNING)  # stdout carries the report
     report = anyio.run(main_async)
     details = report.pop("_details")
     if ns.json:

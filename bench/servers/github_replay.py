@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import gzip
 import json
 import random
 import sys
@@ -29,7 +30,7 @@ import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
 
-DEFAULT_CATALOG = Path(__file__).resolve().parents[3] / "shared" / "eval" / "github_mcp_server_tools.json"
+DEFAULT_CATALOG = Path(__file__).resolve().parents[2] / "tests" / "data" / "eval" / "github_mcp_server_tools.json.gz"
 
 _WORDS = (
     "fix build cache refactor parser add retry docs update config crash login timeout flaky test "
@@ -44,7 +45,8 @@ _GET_MARKERS = ("get_", "_get", "_read")
 
 def load_catalog(path: Path) -> list[dict[str, Any]]:
     """Load the tool records of an eval catalog file."""
-    data = json.loads(path.read_text(encoding="utf-8"))
+    raw = path.read_bytes()
+    data = json.loads(gzip.decompress(raw) if path.suffix == ".gz" else raw)
     return list(data["tools"])
 
 
