@@ -17,8 +17,8 @@ The result is one text block holding JSON, the way the real server answers.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import gzip
+import hashlib
 import json
 import random
 import sys
