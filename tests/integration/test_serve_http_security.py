@@ -443,7 +443,7 @@ def test_token_file_rotation_without_restart(proxied: Door, workdir: Path) -> No
         _write_private(path, "carol:xyzzyweak\n")  # broken: the file's tokens are refused until it is fixed
         assert proxied.post(token=CAROL).status_code == 401
         assert proxied.post(token=BOB).status_code == 200  # the environment's token is unaffected
-        assert "at least 16" in proxied.wait_for("token file unusable").string
+        assert "at least 16" in proxied.wait_for("http.token_file_unusable").string
         assert CAROL not in proxied.output and "xyzzyweak" not in proxied.output
     finally:
         _write_private(path, f"alice:{ALICE}\n")

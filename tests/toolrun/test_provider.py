@@ -116,7 +116,7 @@ async def test_attach_registers_tools_and_skips_malformed_ones() -> None:
         "notes:stats",
     ]
     assert set(backend.skipped) == {"bad name with spaces", "bad_schema"}
-    assert sum(1 for e in logs if e["event"] == "skipping malformed provider tool") == 2
+    assert sum(1 for e in logs if e["event"] == "provider.tool_skipped") == 2
     assert index.backends("notes:put") == [BackendRef.of_provider("notes", tool="put")]
 
 

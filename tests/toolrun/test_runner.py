@@ -301,7 +301,7 @@ async def test_a_failing_store_does_not_fail_the_call() -> None:
     async with runner:
         with structlog.testing.capture_logs() as logs:
             assert (await runner.run("local:add", {"a": 1})).structured == 2
-    assert any(e["event"] == "store.record_result failed" for e in logs)
+    assert any(e["event"] == "runner.record_result_failed" for e in logs)
 
 
 @pytest.mark.anyio

@@ -144,7 +144,9 @@ class Toolbox:
         )
         """The code-mode core: every operation, as every door offers it."""
         if not self.executor.engine.info.sandboxed:
-            log.warning("unsandboxed engine", warning=UNSANDBOXED_WARNING.format(engine=self.executor.engine.info.name))
+            log.warning(
+                "toolbox.unsandboxed_engine", warning=UNSANDBOXED_WARNING.format(engine=self.executor.engine.info.name)
+            )
         self._strict = strict
         self._closed = False
         self._stack = AsyncExitStack()
@@ -238,13 +240,13 @@ class Toolbox:
             except (ToolRunError, ToolIndexError) as exc:  # the Backend contract: nothing else escapes attach
                 ms = (time.perf_counter() - started) * 1000
                 self.failed[name] = str(exc) or type(exc).__name__
-                log.warning("backend failed to connect", backend=name, error=self.failed[name])
+                log.warning("toolbox.backend_failed", backend=name, error=self.failed[name])
                 errors.append(exc)
                 await emit(ConnectEvent(name, "failed", error=self.failed[name], duration_ms=ms))
                 return
             ms = (time.perf_counter() - started) * 1000
             shown = [t for t in tools if not self.settings.excluded(t.key)]
-            log.info("backend ready", backend=name, tools=len(shown), duration_ms=round(ms, 1))
+            log.info("toolbox.backend_ready", backend=name, tools=len(shown), duration_ms=round(ms, 1))
             await emit(ConnectEvent(name, "ready", tools=len(shown), duration_ms=ms))
 
         async with anyio.create_task_group() as tg:

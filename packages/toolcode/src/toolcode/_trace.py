@@ -123,7 +123,7 @@ class Trace:
         except Exception as e:  # the listener is the caller's code; its failure is not the run's
             # Nor is a logging sink's (a closed stream): reporting must never change the outcome.
             with contextlib.suppress(ValueError, OSError):
-                _log.warning("on_tool_call listener failed", tool_id=record.tool_id, error=repr(e))
+                _log.warning("trace.listener_failed", tool_id=record.tool_id, error=repr(e))
 
     def cancelled(
         self,

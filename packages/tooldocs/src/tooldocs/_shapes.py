@@ -354,7 +354,7 @@ class ShapeFile:
             f"learned result shapes file {str(self.path)!r} {why}; starting without its shapes. "
             "It will be moved aside, not overwritten, when new shapes are saved."
         )
-        _log.warning("shape_file_unreadable", path=str(self.path), reason=why)
+        _log.warning("shapes.file_unreadable", path=str(self.path), reason=why)
         warnings.warn(msg, ShapeFileWarning, stacklevel=4)
 
     def save(self, shapes: Mapping[str, LearnedShape]) -> bool:
@@ -370,7 +370,7 @@ class ShapeFile:
             if self._corrupt and self.path.exists():
                 backup = self._backup_path()
                 os.replace(self.path, backup)
-                _log.warning("shape_file_moved_aside", path=str(self.path), backup=str(backup))
+                _log.warning("shapes.file_moved_aside", path=str(self.path), backup=str(backup))
                 warnings.warn(
                     f"unreadable learned result shapes file moved to {str(backup)!r}; writing a new {str(self.path)!r}",
                     ShapeFileWarning,
@@ -389,7 +389,7 @@ class ShapeFile:
                     os.unlink(tmp)
                 raise
         except OSError as e:
-            _log.warning("shape_file_write_failed", path=str(self.path), error=str(e))
+            _log.warning("shapes.file_write_failed", path=str(self.path), error=str(e))
             warnings.warn(
                 f"cannot write learned result shapes to {str(self.path)!r}: {e}", ShapeFileWarning, stacklevel=4
             )

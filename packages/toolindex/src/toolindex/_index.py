@@ -557,7 +557,7 @@ class InMemoryIndex:
             try:
                 cb(event)
             except Exception:  # a subscriber's bug must not break the index
-                _log.exception("index subscriber failed", version=event.version, kind=kind)
+                _log.exception("index.subscriber_failed", version=event.version, kind=kind)
 
     @property
     def version(self) -> int:

@@ -124,7 +124,7 @@ class ProviderBackend:
             except InvalidToolError as e:
                 name = str(entry.get("name", "?")) if isinstance(entry, Mapping) else "?"
                 self.skipped[name] = str(e)
-                _log.warning("skipping malformed provider tool", provider=self.provider_id, tool=name, reason=str(e))
+                _log.warning("provider.tool_skipped", provider=self.provider_id, tool=name, reason=str(e))
                 continue
             items.append((tool, BackendRef.of_provider(self.provider_id, tool=tool.name)))
         if items:

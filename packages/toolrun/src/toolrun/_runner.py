@@ -222,7 +222,7 @@ class DefaultRunner:
                 try:
                     await backend.aclose()
                 except Exception as e:  # close the others first, then report
-                    _log.exception("closing a backend failed", backend=backend.kind)
+                    _log.exception("runner.backend_close_failed", backend=backend.kind)
                     errors.append(e)
         if errors:
             raise errors[0]
@@ -395,7 +395,7 @@ class DefaultRunner:
             try:
                 self._store.record_result(entry.tool_id, result.value)
             except Exception:  # the call succeeded; a store bug must not turn it into a failure
-                _log.exception("store.record_result failed", tool_id=entry.tool_id)
+                _log.exception("runner.record_result_failed", tool_id=entry.tool_id)
         return result
 
     async def _call_with_timeout(
@@ -423,7 +423,7 @@ class DefaultRunner:
         if self.validation == "error":
             raise OutputValidationError(entry.tool_id, problems) from entry.output_error
         _log.warning(
-            "result does not match the output schema",
+            "runner.output_invalid",
             tool_id=entry.tool_id,
             problems=[str(p) for p in problems[:10]],
         )

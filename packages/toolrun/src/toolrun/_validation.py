@@ -232,7 +232,7 @@ def _build(raw: Any, summary: SchemaSummary) -> tuple[jsonschema_rs.Validator, t
         for key in path[:-1]:
             parent = cast(Any, parent[int(key)] if isinstance(parent, list) else parent[key])
         del parent[path[-1]]
-    _log.warning("schema patterns left unchecked (look-around or back-references)", pointers=pointers[:10])
+    _log.warning("validation.patterns_unchecked", pointers=pointers[:10])
     try:
         return _validator_for(stripped), tuple(pointers)
     except jsonschema_rs.ValidationError as e:

@@ -203,7 +203,7 @@ class MontyEngine:
                 try:
                     await old.__aexit__(None, None, None)
                 except Exception as e:  # the old loop is gone; nothing more can be done for it
-                    _log.debug("closing a pool from another event loop failed", error=repr(e))
+                    _log.debug("monty.stale_pool_close_failed", error=repr(e))
             if self._pool is None:
                 try:
                     # Through the watchdog launcher: a worker dies with this process, even by SIGKILL.

@@ -376,7 +376,7 @@ class HTTPGuard:
         client = cast(Sequence[Any] | None, scope.get("client"))
         extra = {"value": _clip(seen, 100)} if seen else {}
         log.warning(
-            "http request refused",
+            "http.request_refused",
             status=status,
             reason=text,
             client=str(client[0]) if client else None,

@@ -234,18 +234,22 @@ class BearerTokens:
         except (OSError, ConfigurationError) as exc:
             self._file_entries = []
             log.error(
-                "token file unusable: its tokens are refused until it is fixed", path=str(self._file), error=str(exc)
+                "http.token_file_unusable",
+                detail="its tokens are refused until it is fixed",
+                path=str(self._file),
+                error=str(exc),
             )
             return
         self._file_entries = entries
-        log.info("token file reloaded", path=str(self._file), tokens=len(entries))
+        log.info("http.token_file_reloaded", path=str(self._file), tokens=len(entries))
 
     def _warn_if_readable_by_others(self) -> None:
         assert self._file is not None
         mode = self._file.stat().st_mode
         if os.name == "posix" and mode & (stat.S_IRWXG | stat.S_IRWXO):
             log.warning(
-                "token file is accessible to other users; restrict it with chmod 600",
+                "http.token_file_permissions",
+                detail="the token file is accessible to other users; restrict it with chmod 600",
                 path=str(self._file),
                 mode=oct(stat.S_IMODE(mode)),
             )

@@ -173,8 +173,9 @@ async def serve_http(
     url = f"http://{shown_host}:{bound_port}{path}"
     if not is_loopback(bind_host):
         log.warning(
-            f"serving HTTP on {shown_host}:{bound_port}, a non-loopback address: callers need a bearer token, and "
-            "this server speaks plain HTTP, so terminate TLS at a reverse proxy in front of it "
+            "http.non_loopback_bind",
+            detail=f"serving HTTP on {shown_host}:{bound_port}, a non-loopback address: callers need a bearer token, "
+            "and this server speaks plain HTTP, so terminate TLS at a reverse proxy in front of it "
             "(docs/security.md, 'Running the HTTP door')",
             address=f"{shown_host}:{bound_port}",
             tokens=len(tokens) if tokens is not None else 0,
@@ -187,7 +188,7 @@ async def serve_http(
 
             async def announce() -> None:
                 await web.ready.wait()
-                log.info("listening", url=url, auth="bearer" if tokens is not None else "none")
+                log.info("server.listening", url=url, auth="bearer" if tokens is not None else "none")
                 if on_ready is not None:
                     out = on_ready(url)
                     if out is not None:

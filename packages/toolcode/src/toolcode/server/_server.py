@@ -251,7 +251,7 @@ class CodeModeServer:
         if report:
             self.collisions = collisions
             for c in collisions:
-                log.warning("exposed tool name collision", detail=c)
+                log.warning("server.expose_collision", detail=c)
         return out
 
     def tool_definitions(self) -> list[dict[str, Any]]:
@@ -282,7 +282,7 @@ class CodeModeServer:
         self._exposed = self._compute_exposed()
         touched = set(event.tool_ids) & ({t.id for t in self._exposed.values()} | set(before.values()))
         if touched or before != {k: t.id for k, t in self._exposed.items()}:
-            log.info("exposed tools changed", version=event.version, tools=sorted(touched)[:20])
+            log.info("server.exposed_changed", version=event.version, tools=sorted(touched)[:20])
             self._pending_notify.set()
 
     async def notify_changes(self) -> None:
@@ -295,7 +295,7 @@ class CodeModeServer:
                 try:
                     await connection.send_tool_list_changed()
                 except Exception as exc:  # a gone client must not stop the others
-                    log.debug("dropping a connection after a failed notification", error=repr(exc))
+                    log.debug("server.connection_dropped", error=repr(exc))
                     self._connections.discard(connection)
 
     def close(self) -> None:
