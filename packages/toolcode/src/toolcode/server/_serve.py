@@ -77,15 +77,21 @@ def log_to_stderr(level: int = logging.INFO) -> None:
 async def serve_stdio(toolbox: Toolbox, *, expose: Sequence[str] | None = None) -> None:
     """Serve the code-mode tools over stdin/stdout until the client closes stdin.
 
-    While serving, the SDK points file descriptor 1 at stderr, so nothing but the protocol
-    reaches stdout; what is logged *before* (connecting the toolbox's servers) is not
-    covered: call :func:`log_to_stderr` first if structlog is not configured otherwise.
+    Nothing but the protocol reaches stdout while serving: text a program printed before is
+    flushed first, and when structlog is not configured (its default prints to stdout) logs
+    are sent to stderr with :func:`log_to_stderr`. What is logged *before* this call
+    (connecting the toolbox's servers) is not covered: call :func:`log_to_stderr` first.
 
     Args:
         toolbox: A connected toolbox (not closed here).
         expose: Upstream tools to publish directly as well (``namespace:name`` patterns;
             ``None``: the config's ``toolcode.expose``).
     """
+    if not structlog.is_configured():
+        log_to_stderr()
+    # Lines printed (or logged by an unconfigured structlog) before now may still sit in
+    # sys.stdout's buffer: out with them before the first protocol message, not after.
+    sys.stdout.flush()
     server = CodeModeServer(toolbox, expose=expose)
     options = server.server.create_initialization_options(NotificationOptions(tools_changed=True))
     try:
