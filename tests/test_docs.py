@@ -41,3 +41,18 @@ def test_configuration_page_publishes_the_settings_schema() -> None:
     block = _block("configuration.md", "settings-schema")
     assert block.startswith("```json\n") and block.endswith("\n```")
     assert json.loads(block[len("```json\n") : -len("\n```")]) == SETTINGS_SCHEMA
+
+
+def test_snippet_api_page_shows_what_describe_tool_returns() -> None:
+    # The page's example is the text describe_tool returns, which is what the checker reads.
+    import anyio
+
+    from toolcode import Toolbox
+    from toolcode.demo import helpdesk_backend
+
+    async def describe() -> str:
+        async with Toolbox([helpdesk_backend()], engine="inprocess") as box:
+            return (await box.codemode.describe_tool("helpdesk:list_tickets")).text
+
+    block = _block("snippet-api.md", "describe-example")
+    assert block == f"```text\n{anyio.run(describe)}\n```"

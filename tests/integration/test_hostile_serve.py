@@ -126,15 +126,29 @@ SNIPPET_ATTACKS = {
     "ReDoS argument": ("run_tool('hostile:schema_redos', text='a' * 40 + '!')", "invalid_arguments"),
     # A CPU-bound snippet is stopped by its timeout.
     "CPU loop": ("while True:\n    pass", "timeout"),
+    # Aimed at the check before the run: literals it evaluates, modules it loads, code it wraps.
+    "ReDoS literal": ("run_tool('hostile:schema_redos', text='" + "a" * 40 + "!')", "invalid_arguments"),
+    "megabyte literal": ("len(run_tool('hostile:echo', text='" + "a" * 1_000_000 + "')['text'])", None),
+    "deeply nested literal": ("run_tool('hostile:echo', text=" + "[" * 3000 + "]" * 3000 + ")", None),
+    "hostile module": ("from tools import hostile\nhostile.schema_recursive_allof(x=1)", None),
+    "form feed out of the wrapper": ("from tools import hostile\nx = 1\n\fprint('escaped')\n\fif True:", None),
 }
+CAUGHT_BEFORE_THE_RUN = {"ellipsis argument", "ReDoS literal"}
+"""Attacks the check before the run answers itself (``type_error``) when it is on."""
 
 
+@pytest.mark.parametrize("type_check", ["strict", "off"])
 @pytest.mark.parametrize("name", list(SNIPPET_ATTACKS))
-async def test_a_hostile_snippet_fails_cleanly_while_a_bystander_answers(server_url: str, name: str) -> None:
+async def test_a_hostile_snippet_fails_cleanly_while_a_bystander_answers(
+    server_url: str, name: str, type_check: str
+) -> None:
     code, expected = SNIPPET_ATTACKS[name]
+    if type_check == "strict" and name in CAUGHT_BEFORE_THE_RUN:
+        expected = "type_error"
 
     async def attack(c: Client) -> Any:
-        return await c.call_tool("execute_code", {"code": code, "options": {"timeout": 3}})
+        options = {"timeout": 3, "type_check": type_check}
+        return await c.call_tool("execute_code", {"code": code, "options": options})
 
     res, latency = await _with_bystander(server_url, attack)
     reply = json.dumps(res.model_dump(mode="json"))
@@ -144,6 +158,10 @@ async def test_a_hostile_snippet_fails_cleanly_while_a_bystander_answers(server_
         assert res.structured_content is not None
     else:
         assert _error(res)["code"] == expected, (name, res.content)
+    if "escaped" in code:
+        assert "escaped" not in reply.replace(code, ""), "code outside the checker's wrapper ran"
+    if expected == "type_error":
+        assert res.structured_content["calls"]["count"] == 0, res.structured_content
     assert latency < BYSTANDER_BOUND_S, f"{name}: the bystander waited {latency:.1f} s"
 
 

@@ -141,7 +141,8 @@ async def _mcp_and_snippet() -> dict[str, Any]:
                 assert res.is_error and res.structured_content is not None, (name, res.content)
                 got["mcp_errors"][name] = res.structured_content["error"]["code"]
                 snippet = f"try:\n    {stmt}\n    __out = 'no error'\nexcept ToolError as e:\n    __out = error_info(e)"
-                outcome = await box.codemode.execute(snippet)
+                # The failure at run time: with the check on, a literal mistake never reaches the call.
+                outcome = await box.codemode.execute(snippet, options={"type_check": "off"})
                 assert outcome.ok, (name, outcome.error)
                 got["snippet_errors"][name] = outcome.value["code"]
             # run_tool: the door returns {tool_id, value, duration_ms}; a snippet gets the value.
@@ -167,7 +168,7 @@ def test_same_shapes_and_error_codes_through_cli_mcp_and_snippet(capsys: pytest.
     for name, argv, _, _, _ in FAILURES:
         code, doc = _cli(capsys, argv)
         assert code != 0 and doc["ok"] is False, (name, doc)
-        assert set(doc["error"]) == {"code", "message", "line", "column", "tool_id", "hint"}
+        assert set(doc["error"]) == {"code", "message", "line", "column", "tool_id", "hint", "diagnostics"}
         cli_errors[name] = doc["error"]["code"]
     code, cli_run = _cli(capsys, ["run", "helpdesk:list_offices", "--args", "{}"])
     assert code == 0
@@ -202,5 +203,6 @@ def test_same_shapes_and_error_codes_through_cli_mcp_and_snippet(capsys: pytest.
     assert cli_exec["value"] == "Paris" and cli_exec["stdout"] == "6\n" and cli_exec["calls"]["count"] == 1
     failure = other["execute"]["mcp_failure"]
     assert cli_exec_failure["ok"] is False and failure["ok"] is False
-    assert cli_exec_failure["error"]["code"] == failure["error"]["code"] == "unknown_tool"
+    assert cli_exec_failure["error"]["code"] == failure["error"]["code"] == "type_error"  # caught before the run
+    assert cli_exec_failure["error"]["diagnostics"] == failure["error"]["diagnostics"]
     assert _stable(cli_exec_failure) == _stable(failure)

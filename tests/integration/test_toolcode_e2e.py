@@ -9,7 +9,15 @@ from typing import Any
 import anyio
 import pytest
 
-from toolcode import CodeExecutionError, ExecuteParams, Executor, ExecutorConfig, ToolCallRecord, load_engine
+from toolcode import (
+    CodeExecutionError,
+    ExecuteOptions,
+    ExecuteParams,
+    Executor,
+    ExecutorConfig,
+    ToolCallRecord,
+    load_engine,
+)
 from tooldocs import InMemoryStore
 from toolindex import InMemoryIndex
 from toolrun import DefaultRunner, LocalBackend, backends_from_config, load_config
@@ -137,7 +145,8 @@ chain = run_chain([
 
 async def test_uncaught_mcp_tool_error_names_tool_and_message(executor: Executor) -> None:
     with pytest.raises(CodeExecutionError) as ei:
-        await executor.execute(ExecuteParams(code="x = 1\nrun_tool('time:convert_time', source_timezone='UTC')"))
+        code = "x = 1\nrun_tool('time:convert_time', source_timezone='UTC')"
+        await executor.execute(ExecuteParams(code=code, options=ExecuteOptions(type_check="off")))
     err = ei.value
     assert err.exc_type == "ToolError" and err.tool_id == "time:convert_time" and err.line == 2
     assert "target_timezone" in err.message and "time" in err.message

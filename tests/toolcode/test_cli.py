@@ -108,16 +108,31 @@ def test_exec_failures_map_to_documented_exit_codes(
 
 def test_exec_failure_json_carries_error_and_partial_trace(capsys: pytest.CaptureFixture[str]) -> None:
     snippet = 'run_tool("helpdesk:list_offices", {})\nrun_tool("helpdesk:list_tickts", {"office": "Paris"})'
-    code, out, _ = run(capsys, "exec", "--demo", "--json", "--trace", "full", "-c", snippet)
+    code, out, _ = run(capsys, "exec", "--demo", "--json", "--trace", "full", "--no-type-check", "-c", snippet)
     assert code == 1
     doc = json.loads(out)
     assert doc["ok"] is False and doc["value"] is None
     err = doc["error"]
-    assert set(err) == {"code", "message", "line", "column", "tool_id", "hint"}
+    assert set(err) == {"code", "message", "line", "column", "tool_id", "hint", "diagnostics"}
+    assert err["diagnostics"] is None
     assert err["code"] == "unknown_tool" and err["tool_id"] == "helpdesk:list_tickts" and err["line"] == 2
     assert "helpdesk:list_tickets" in err["hint"]  # nearest name suggested
     assert [c["tool_id"] for c in doc["trace"]][:1] == ["helpdesk:list_offices"]
     assert doc["calls"]["count"] == 2 and doc["calls"]["failed"] == 1
+
+
+def test_exec_type_error_runs_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+    # The same snippet, checked (the default): the misspelt id is found before the first call.
+    snippet = 'run_tool("helpdesk:list_offices", {})\nrun_tool("helpdesk:list_tickts", {"office": "Paris"})'
+    code, out, _ = run(capsys, "exec", "--demo", "--json", "--trace", "full", "-c", snippet)
+    assert code == 1
+    doc = json.loads(out)
+    err = doc["error"]
+    assert err["code"] == "type_error" and (err["line"], err["column"]) == (2, 10)
+    [diag] = err["diagnostics"]
+    assert (diag["line"], diag["column"]) == (2, 10)
+    assert diag["message"].startswith("unknown tool 'helpdesk:list_tickts'; did you mean 'helpdesk:list_tickets'")
+    assert doc["calls"]["count"] == 0 and doc["trace"] == []
 
 
 def test_bad_input_json_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:

@@ -71,7 +71,11 @@ async def test_excluded_tools_are_hidden_from_every_door() -> None:
         with pytest.raises(ToolError) as ei:
             await cm.run_tool("files:delete_file", {"path": "/x"})
         assert ei.value.code.value == "unknown_tool" and "delete_file" not in (ei.value.hint or "")
+        # Caught by the check before the run, and at run time when the check is off.
         out = await cm.execute('run_tool("files:delete_file", path="/x")')
+        assert not out.ok and out.error is not None and out.error.code == "type_error"
+        assert out.error.diagnostics and out.error.diagnostics[0].message.startswith("unknown tool 'files:delete_file'")
+        out = await cm.execute('run_tool("files:delete_file", path="/x")', options={"type_check": "off"})
         assert not out.ok and out.error is not None and out.error.code == "unknown_tool"
         async with Client(CodeModeServer(box).server) as client:
             res = await client.call_tool("describe_tool", {"tool_id": "files:delete_file"})
@@ -79,17 +83,19 @@ async def test_excluded_tools_are_hidden_from_every_door() -> None:
             assert res.structured_content["error"]["code"] == "unknown_tool"
 
 
-async def test_a_view_never_suggests_a_tool_the_caller_may_not_use(box: Toolbox) -> None:
-    opts = {"allowed_namespaces": ["files"]}
+@pytest.mark.parametrize("type_check", ["strict", "off"])
+async def test_a_view_never_suggests_a_tool_the_caller_may_not_use(box: Toolbox, type_check: str) -> None:
+    # Before the run (the check's "did you mean") and during it (the error's hint) alike.
+    opts = {"allowed_namespaces": ["files"], "type_check": type_check}
     out = await box.codemode.execute('run_tool("admin:read_audit_fil", day="x")', options=opts)
-    assert out.error is not None and out.error.code == "unknown_tool"
+    assert out.error is not None and out.error.code == ("type_error" if type_check == "strict" else "unknown_tool")
     assert "admin:read_audit_file" not in json.dumps(out.model_dump()), out
-    assert "files:read_file" in (out.error.hint or "")
+    assert "files:read_file" in out.error.message
     out = await box.codemode.execute('describe_tool("read_audit_file")', options=opts)
     assert out.error is not None and "admin" not in json.dumps(out.model_dump())
     # Without the filter the same typo is answered with the admin tool.
-    out = await box.codemode.execute('run_tool("admin:read_audit_fil", day="x")')
-    assert out.error is not None and "admin:read_audit_file" in (out.error.hint or "")
+    out = await box.codemode.execute('run_tool("admin:read_audit_fil", day="x")', options={"type_check": type_check})
+    assert out.error is not None and "admin:read_audit_file" in out.error.message
     out = await box.codemode.execute("list_namespaces()['namespaces']", options=opts)
     assert out.value == [{"name": "files", "tool_count": 3}]
 

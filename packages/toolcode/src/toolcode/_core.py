@@ -141,6 +141,7 @@ class CodeMode:
             self.runner,
             call_timeout=self.call_timeout,
             unavailable=self.unavailable,
+            modules=self.executor.modules,
         )
 
     # -- operations ---------------------------------------------------------------------

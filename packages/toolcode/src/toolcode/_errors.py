@@ -7,7 +7,7 @@ the same words everywhere.
 
 from __future__ import annotations
 
-from toolcode._models import ErrorInfo
+from toolcode._models import Diagnostic, ErrorInfo
 from toolcode._view import CatalogView
 from toolcode.exceptions import (
     MAX_MESSAGE,
@@ -16,6 +16,7 @@ from toolcode.exceptions import (
     LimitExceededError,
     ToolCodeError,
     ToolError,
+    TypeCheckError,
     clip,
 )
 from tooldocs import ToolDocsError
@@ -36,6 +37,9 @@ from toolrun.exceptions import ConfigError
 
 __all__ = ["MAX_MESSAGE", "as_tool_error", "describe_error", "error_info", "message_of"]
 
+
+_MAX_DIAGNOSTICS = 50
+"""Diagnostics an error carries (a snippet with more problems than this says so in its message)."""
 
 _LIMIT_HINTS = {
     "timeout": "do less per run, or raise options.timeout",
@@ -136,6 +140,8 @@ def _hint(exc: BaseException, view: CatalogView | None) -> str | None:
         return exc.hint
     if isinstance(exc, LimitExceededError):
         return _LIMIT_HINTS.get(exc.limit)
+    if isinstance(exc, TypeCheckError):
+        return "nothing ran: fix these calls (describe_tool shows each tool's signature)"
     if isinstance(exc, CodeExecutionError) and exc.code is ErrorCode.UNKNOWN_TOOL and exc.tool_id and view:
         near = view.suggest(exc.tool_id)
         return f"nearest tools: {', '.join(near)}" if near else "use search_tools to find one"
@@ -155,13 +161,21 @@ def error_info(exc: BaseException, view: CatalogView | None = None) -> ErrorInfo
         The error info; the message is clipped to :data:`MAX_MESSAGE` characters.
     """
     tool_id = getattr(exc, "tool_id", None)
+    located = isinstance(exc, CodeExecutionError | TypeCheckError)
+    diagnostics = None
+    if isinstance(exc, TypeCheckError):
+        diagnostics = [
+            Diagnostic(line=d.line, column=d.column, message=redact(clip(d.message, MAX_MESSAGE)))
+            for d in exc.diagnostics[:_MAX_DIAGNOSTICS]
+        ]
     return ErrorInfo(
         code=_code(exc).value,
         message=message_of(exc),
-        line=getattr(exc, "line", None) if isinstance(exc, CodeExecutionError) else None,
-        column=getattr(exc, "column", None) if isinstance(exc, CodeExecutionError) else None,
+        line=getattr(exc, "line", None) if located else None,
+        column=getattr(exc, "column", None) if located else None,
         tool_id=clip(str(tool_id)) if tool_id else None,
         hint=redact(h) if (h := _hint(exc, view)) else None,
+        diagnostics=diagnostics,
     )
 
 

@@ -20,10 +20,12 @@ from toolcode._limits import (
     check_json,
     fit_output_budget,
 )
+from toolcode._modules import ToolModules
 from toolcode._operations import Operations
 from toolcode._options import ExecuteOptions, ResolvedOptions
 from toolcode._tools import DefaultTools, DocStore
 from toolcode._trace import Trace
+from toolcode._typecheck import TypeChecker
 from toolcode._types import Engine, ExecuteParams, ExecuteResult, LimitsReport, OnToolCall, Tools
 from toolcode._view import CatalogView
 from toolcode.engines import load_engine
@@ -34,6 +36,7 @@ from toolcode.exceptions import (
     InvalidArgumentsError,
     LimitExceededError,
     ToolCodeError,
+    TypeCheckError,
 )
 from toolindex import Index
 from toolrun import Runner
@@ -72,6 +75,8 @@ class ExecutorConfig:
     :data:`toolcode.DEFAULT_OPTIONS`)."""
     tools_factory: ToolsFactory | None = None
     """Builds each run's snippet environment; ``None`` for :class:`~toolcode.DefaultTools`."""
+    modules: ToolModules | None = None
+    """The catalog's namespace modules (names and stubs); ``None`` builds them from ``index``."""
 
 
 class Executor:
@@ -97,6 +102,10 @@ class Executor:
         if not isinstance(config.defaults, ExecuteOptions):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ConfigurationError("defaults", f"must be ExecuteOptions, got {type(config.defaults).__name__}")
         self._config = config
+        self.modules: ToolModules = config.modules if config.modules is not None else ToolModules(config.index)
+        """The catalog's namespaces as sandbox modules (``from tools import github``)."""
+        self.checker: TypeChecker = TypeChecker(self.modules)
+        """Checks a run's tool calls before it starts (``type_check="strict"``)."""
         engine = config.engine
         self._owns_engine = engine is None or isinstance(engine, str)
         if engine is None or isinstance(engine, str):
@@ -139,10 +148,22 @@ class Executor:
             return factory(ctx)
         c = self._config
         ops = Operations(
-            CatalogView(c.index, ctx.options.allowed_namespaces), c.store, c.runner, budget=ctx.budget, trace=ctx.trace
+            CatalogView(c.index, ctx.options.allowed_namespaces),
+            c.store,
+            c.runner,
+            budget=ctx.budget,
+            trace=ctx.trace,
+            modules=self.modules,
         )
         return DefaultTools(
-            c.index, c.store, c.runner, budget=ctx.budget, trace=ctx.trace, output=ctx.output, operations=ops
+            c.index,
+            c.store,
+            c.runner,
+            budget=ctx.budget,
+            trace=ctx.trace,
+            output=ctx.output,
+            operations=ops,
+            modules=self.modules,
         )
 
     async def execute(self, params: ExecuteParams, *, on_tool_call: OnToolCall | None = None) -> ExecuteResult:
@@ -158,6 +179,8 @@ class Executor:
 
         Raises:
             InvalidArgumentsError: If a parameter or option is invalid (names the field).
+            TypeCheckError: If the snippet calls its tools wrongly (found before anything ran;
+                every problem in ``diagnostics``).
             CodeExecutionError: If the snippet has a syntax error or raises (line, column,
                 type, message; an uncaught tool failure names the tool and keeps its code), or
                 its result is not JSON data.
@@ -181,6 +204,11 @@ class Executor:
         value: Any = None
         with anyio.move_on_after(opts.timeout) as scope:
             try:
+                if opts.type_check == "strict":
+                    view = CatalogView(self._config.index, opts.allowed_namespaces)
+                    found = await self.checker.check(p.code, view)
+                    if found:
+                        raise TypeCheckError(found)
                 value = (await self._engine.execute(p, tools)).value
             except ToolCodeError as e:
                 error = e
@@ -234,7 +262,8 @@ class Executor:
         return result
 
     async def aclose(self) -> None:
-        """Close the engine if the executor created it; idempotent. The runner is not closed."""
+        """Close the type checker, and the engine if the executor created it; idempotent. The runner is not closed."""
+        await self.checker.aclose()
         if self._owns_engine:
             await self._engine.aclose()
 

@@ -18,6 +18,7 @@ __all__ = [
     "async_names",
     "call_names",
     "error_info",
+    "globals_stub",
     "snippet_api_table",
     "snippet_api_text",
 ]
@@ -98,6 +99,38 @@ SNIPPET_GLOBALS: Final[tuple[SnippetGlobal, ...]] = (
     ),
 )
 """Every snippet global, in the order the docs show them."""
+
+_STUBS: Final = {
+    "run_tool": "def run_tool(tool_id: str, args: Mapping[str, Any] | None = None, **kwargs: Any) -> Any: ...",
+    "run_tools": "def run_tools(calls: Sequence[Any]) -> list[Any]: ...",
+    "run_chain": "def run_chain(steps: Sequence[Mapping[str, Any]]) -> dict[str, Any]: ...",
+    "search_tools": (
+        "def search_tools(query: str, limit: int = 10, detail: str = 'summary', "
+        "namespaces: Sequence[str] | None = None) -> dict[str, Any]: ..."
+    ),
+    "describe_tool": "def describe_tool(tool_id: str | Sequence[str], level: str = 'schema') -> dict[str, Any]: ...",
+    "list_tools": (
+        "def list_tools(namespace: str | None = None, cursor: str | None = None, limit: int = 100) "
+        "-> dict[str, Any]: ..."
+    ),
+    "list_namespaces": "def list_namespaces() -> dict[str, Any]: ...",
+    "list_tool_examples": "def list_tool_examples(tool_id: str, max: int = 3) -> dict[str, Any]: ...",
+    "println": "def println(*values: object) -> None: ...",
+    "input": "input: Any",
+    "ToolError": "ToolError = RuntimeError",
+    "error_info": "def error_info(e: BaseException | str) -> dict[str, Any]: ...",
+}
+
+
+def globals_stub() -> str:
+    """The snippet globals as a stub module, for the type checker (awaitable variants included)."""
+    lines = ["from collections.abc import Mapping, Sequence", "from typing import Any", ""]
+    for g in SNIPPET_GLOBALS:
+        stub = _STUBS[g.name]
+        lines.append(stub)
+        if g.has_async:
+            lines.append("async " + stub.replace(f"def {g.name}(", f"def {g.name}{ASYNC_SUFFIX}(", 1))
+    return "\n".join(lines) + "\n"
 
 
 def call_names() -> tuple[str, ...]:

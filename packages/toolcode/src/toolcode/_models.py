@@ -16,6 +16,7 @@ __all__ = [
     "CallSummary",
     "ChainOutcome",
     "ChainStepOutcome",
+    "Diagnostic",
     "DocsResult",
     "ErrorInfo",
     "ExamplesResult",
@@ -40,6 +41,14 @@ class _Model(BaseModel):
     model_config = ConfigDict(frozen=True)
 
 
+class Diagnostic(_Model):
+    """One problem the check before the run found."""
+
+    line: int
+    column: int
+    message: str
+
+
 class ErrorInfo(_Model):
     """A failure, in the one JSON shape every door uses."""
 
@@ -51,6 +60,8 @@ class ErrorInfo(_Model):
     tool_id: str | None = None
     hint: str | None = None
     """What to try next (nearest tool names, the limit to raise, ...)."""
+    diagnostics: list[Diagnostic] | None = None
+    """Every problem found before the run (``type_error`` only)."""
 
 
 class SearchHitEntry(_Model):

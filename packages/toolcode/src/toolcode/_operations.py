@@ -13,6 +13,7 @@ argument) before any work is done; failures of a tool or a lookup raise
 
 from __future__ import annotations
 
+import difflib
 import inspect
 import keyword
 import math
@@ -40,9 +41,10 @@ from toolcode._models import (
     ToolEntry,
     ToolListResult,
 )
+from toolcode._modules import ToolModules
 from toolcode._trace import Trace
 from toolcode._view import CatalogView
-from toolcode.exceptions import InvalidArgumentsError, LimitExceededError, ToolCodeError, ToolError, clip
+from toolcode.exceptions import ErrorCode, InvalidArgumentsError, LimitExceededError, ToolCodeError, ToolError, clip
 from tooldocs import Signature, tool_signature
 from toolindex import ToolIndexError
 from toolrun import Runner, RunResult, ToolRunError
@@ -55,8 +57,11 @@ __all__ = [
     "Operations",
 ]
 
-LEVELS: Final = ("summary", "schema", "full")
-"""Detail levels of ``describe_tool``."""
+LEVELS: Final = ("summary", "schema", "full", "module")
+"""Detail levels of ``describe_tool``: ``module`` gives a whole namespace's module."""
+MAX_MODULE_CHARS: Final = 48_000
+"""Most characters of one ``describe_tool(ns, level="module")`` answer (past it, the remaining
+functions are listed by id)."""
 SEARCH_DETAILS: Final = ("name", "summary", "schema")
 """Detail levels of a search hit."""
 MAX_QUERY_CHARS: Final = 1_000
@@ -169,6 +174,9 @@ class Operations:
             when the caller gives none; inside a run the run's own timeout bounds every call.
         unavailable: Servers that could not be reached, with the reason (reported by
             ``list_namespaces``).
+        modules: The catalog's namespace modules: signatures shown by ``describe_tool`` and
+            ``search_tools`` are their stubs, exactly as the type checker reads them
+            (``None``: the store's signatures).
     """
 
     def __init__(
@@ -181,8 +189,10 @@ class Operations:
         trace: Trace | None = None,
         call_timeout: float | None = None,
         unavailable: Mapping[str, str] | None = None,
+        modules: ToolModules | None = None,
     ) -> None:
         self.view = view
+        self.modules = modules
         self.unavailable = unavailable
         self.store = store
         self.runner = runner
@@ -242,6 +252,11 @@ class Operations:
         return SearchResult(hits=out, hint=hint)
 
     def _signature_text(self, tool_id: str) -> str | None:
+        if self.modules is not None:
+            try:
+                return self.modules.signature(self.view.get(tool_id))
+            except ToolIndexError:
+                return None
         if self.store is None:
             return None
         try:
@@ -299,7 +314,9 @@ class Operations:
 
         Args:
             tool_id: One id, or a list of up to :data:`MAX_DESCRIBE_IDS` ids.
-            level: ``"summary"``, ``"schema"`` (default: the Python signature) or ``"full"``.
+            level: ``"summary"``, ``"schema"`` (default: the Python signature, as the stub of
+                its module, with the import line), ``"full"``, or ``"module"``: the whole
+                module of a namespace (``tool_id`` a namespace, or a tool of it).
 
         Returns:
             The docs, their joined text, and the ids that failed.
@@ -333,9 +350,14 @@ class Operations:
         return DocsResult(text="\n\n".join(d.text for d in docs), docs=docs, errors=errors)
 
     def _describe_one(self, tool_id: str, level: str) -> ToolDocEntry:
+        if level == "module":
+            return self._describe_module(tool_id)
         try:
             tool = self.view.get(tool_id)
-            if self.store is None:
+            stub = self.modules.tool_stub(tool) if self.modules is not None and level == "schema" else None
+            if stub is not None:
+                text = f"# {tool.id}\n{stub}"
+            elif self.store is None:
                 text = f"# {tool.id}\n{tool.summary}" if level != "summary" else f"{tool.id} — {tool.summary}"
             else:
                 text = str(self.store.describe(tool.id, level).render())
@@ -346,6 +368,37 @@ class Operations:
         except Exception as e:  # the store is another package's code: keep its words, name the tool
             raise ToolError(tool_id, f"cannot describe it: {type(e).__name__}: {message_of(e)}", "describe") from e
         return ToolDocEntry(id=tool.id, level=level, text=text)
+
+    def _describe_module(self, name: str) -> ToolDocEntry:
+        """A namespace's module: ``name`` is a namespace, a module name, or a tool id of the namespace."""
+        if self.modules is None:
+            raise ToolError(
+                name, "namespace modules are not available here", "describe", code=ErrorCode.INVALID_ARGUMENTS
+            )
+
+        def known(ns: str | None) -> bool:
+            return (
+                ns is not None
+                and self.modules is not None
+                and self.modules.module_name(ns) is not None
+                and (self.view.visible(ns))
+            )
+
+        namespace = name if known(name) else (self.modules.namespace_of(name) or "")
+        if not known(namespace):
+            try:
+                namespace = self.view.get(name).namespace
+            except ToolIndexError:
+                names = [n.name for n in self.view.namespaces()]
+                near = difflib.get_close_matches(name, names, n=3, cutoff=0.5)
+                hint = f"; did you mean {', '.join(repr(n) for n in near)}?" if near else ""
+                raise ToolError(
+                    name, f"no namespace {clip(name)!r}{hint} (list_namespaces() lists them)", "resolve"
+                ) from None
+        text = self.modules.module_text(namespace, MAX_MODULE_CHARS)
+        if text is None:
+            raise ToolError(name, f"namespace {namespace!r} has no tools", "resolve")
+        return ToolDocEntry(id=namespace, level="module", text=text)
 
     async def list_tool_examples(self, tool_id: Any, max: Any = 3) -> ExamplesResult:
         """Usage examples of one tool (empty without a store).

@@ -27,8 +27,12 @@ __all__ = [
     "ExecuteOptions",
     "ResolvedOptions",
     "TraceDetail",
+    "TypeCheck",
     "parse_options",
 ]
+
+TypeCheck = Literal["strict", "off"]
+"""Whether a snippet that uses tools is type-checked against their signatures before it runs."""
 
 TraceDetail = Literal["summary", "full", "none"]
 """How much of the tool-call trace a door returns: a one-line summary (default), every call with
@@ -54,6 +58,9 @@ class ExecuteOptions(BaseModel):
     )
     allowed_namespaces: tuple[str, ...] | None = Field(default=None, description="Only these namespaces are visible.")
     trace: TraceDetail | None = Field(default=None, description="'summary' (default), 'full' or 'none'.")
+    type_check: TypeCheck | None = Field(
+        default=None, description="'strict' (default): check tool calls before running; 'off'."
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -98,6 +105,7 @@ class ExecuteOptions(BaseModel):
             max_output_chars=_NO_COUNT_LIMIT if o.max_output_chars == UNLIMITED else o.max_output_chars,
             allowed_namespaces=o.allowed_namespaces,
             trace=o.trace or "summary",
+            type_check=o.type_check or "strict",
         )
 
     def within(self, ceilings: ExecuteOptions | None) -> Self:
@@ -127,7 +135,7 @@ class ExecuteOptions(BaseModel):
 
 
 DEFAULT_OPTIONS = ExecuteOptions(
-    timeout=30.0, max_tool_calls=200, max_chain_steps=50, max_output_chars=50_000, trace="summary"
+    timeout=30.0, max_tool_calls=200, max_chain_steps=50, max_output_chars=50_000, trace="summary", type_check="strict"
 )
 """The built-in defaults: every limit bounded."""
 
@@ -143,6 +151,7 @@ class ResolvedOptions:
     max_output_chars: int
     allowed_namespaces: tuple[str, ...] | None
     trace: TraceDetail
+    type_check: TypeCheck = "strict"
 
     def applied(self) -> dict[str, float | int]:
         """The limits in force, for reports (``0`` where a limit is off)."""

@@ -13,11 +13,12 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from toolcode._limits import CallBudget, OutputBuffer
+from toolcode._modules import PACKAGE, ModuleFunction, ToolModules
 from toolcode._operations import Operations
 from toolcode._trace import Trace
 from toolcode._types import Stream
 from toolcode._view import CatalogView
-from toolcode.exceptions import InvalidArgumentsError, ToolError
+from toolcode.exceptions import ErrorCode, InvalidArgumentsError, ToolError
 from toolindex import Index
 from toolrun import Runner
 
@@ -62,6 +63,8 @@ class DefaultTools:
         trace: Where the calls are recorded; a fresh trace when ``None``.
         output: Where ``println``/``print`` go; a 1 MiB capture when ``None``.
         operations: Use these operations instead of building them from the arguments above.
+        modules: The catalog's namespace modules (``from tools import github``); built from
+            ``index`` when ``None``. Share one per catalog: it caches names and stubs.
     """
 
     def __init__(
@@ -75,6 +78,7 @@ class DefaultTools:
         trace: Trace | None = None,
         output: OutputBuffer | None = None,
         operations: Operations | None = None,
+        modules: ToolModules | None = None,
     ) -> None:
         self.budget = budget if budget is not None else CallBudget(2**62, 2**62)
         self.trace = trace if trace is not None else Trace()
@@ -82,6 +86,8 @@ class DefaultTools:
         self.ops = operations or Operations(
             CatalogView(index, allowed_namespaces), store, runner, budget=self.budget, trace=self.trace
         )
+        self._modules = modules if modules is not None else ToolModules(self.ops.view.index)
+        self._module_map: dict[str, dict[str, ModuleFunction]] | None = None
 
     async def _plain(self, op: str, call: Callable[[], Awaitable[Any]]) -> Any:
         try:
@@ -134,6 +140,30 @@ class DefaultTools:
         """``{steps: [{index, tool_id, ok, value, error, duration_ms}], aborted, final}``."""
         max_steps = self.budget.max_chain_steps
         return await self._plain("run_chain", lambda: self.ops.run_chain(steps, max_steps=max_steps))
+
+    def modules(self) -> Mapping[str, Mapping[str, ModuleFunction]]:
+        """``{module: {function: ModuleFunction}}`` of the namespaces this run may use."""
+        if self._module_map is None:
+            self._module_map = self._modules.runtime(self.ops.view.allowed_namespaces)
+        return self._module_map
+
+    async def call_function(self, module: str, function: str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
+        """Run the tool behind ``tools.<module>.<function>`` with keyword arguments."""
+        fn = self.modules().get(module, {}).get(function)
+        label = f"{PACKAGE}.{module}.{function}"
+        if fn is None:
+            raise ToolError("", f"{label} is not a tool of this run", "resolve", code=ErrorCode.UNKNOWN_TOOL)
+        if args:
+            raise ToolError(
+                fn.tool_id,
+                f"{label}() takes keyword arguments only (got {len(args)} positional); "
+                "name each argument as in its signature",
+                "validate_input",
+            )
+        try:
+            return await self.ops.call_tool(fn.tool_id, None, dict(kwargs))
+        except InvalidArgumentsError as e:
+            raise _as_tool_error(label, e) from None
 
     # -- output ---------------------------------------------------------------------
 

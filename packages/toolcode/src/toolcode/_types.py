@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from toolcode._options import ExecuteOptions, ResolvedOptions
+
+if TYPE_CHECKING:
+    from toolcode._modules import ModuleFunction
 
 __all__ = [
     "Engine",
@@ -240,6 +243,18 @@ class Tools(Protocol):
         """Append raw text to the run's stdout or stderr (engines route ``print`` here)."""
         ...
 
+    def modules(self) -> Mapping[str, Mapping[str, ModuleFunction]]:
+        """The namespace modules this run may import (``from tools import <module>``).
+
+        ``{module name: {function name: ModuleFunction}}``; the same object for the same run
+        setup until the catalog changes, so an engine may cache what it builds from it.
+        """
+        ...
+
+    async def call_function(self, module: str, function: str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
+        """Run the tool behind ``tools.<module>.<function>`` (keyword arguments only) and return its value."""
+        ...
+
 
 def _no_limits() -> dict[str, float | int]:
     return {}
@@ -271,6 +286,9 @@ class Engine(Protocol):
           to the ``tools`` method of the same name (and ``<name>_async`` awaitable variants
           where declared), ``println`` and ``print`` routed to ``tools.write``, ``input``
           (``params.input``), ``ToolError`` (catches failed calls) and ``error_info``.
+        - Modules: the package ``tools`` is importable, with one module per entry of
+          ``tools.modules()``; calling a function routes to ``tools.call_function`` (awaited
+          in place, or as an awaitable for the ``awaitable`` forms).
         - Result: ``__out`` if the snippet assigned it, else the trailing expression's
           value, else ``None``; returned as ``ExecuteResult.value`` (other fields may be
           left empty: the executor fills stdout, stderr, trace and limits).

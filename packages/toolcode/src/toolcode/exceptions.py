@@ -4,6 +4,7 @@ Every error derives from :class:`ToolCodeError` and carries a stable :class:`Err
 
     ToolCodeError                 .code: ErrorCode; .to_error(): {code, message, line, column, tool_id, hint}
     ├── CodeExecutionError        syntax or runtime error in the snippet (line, column, type, message)
+    ├── TypeCheckError            the snippet failed its check against the tools' signatures (every diagnostic)
     ├── InvalidArgumentsError     an operation's argument or option is invalid (names the field)
     ├── ConfigurationError        invalid configuration: config file, engine, executor setup (names the field)
     ├── LimitExceededError        a limit stopped the run (which limit, its value, what was reached)
@@ -23,6 +24,7 @@ code is derived from them by one table (:data:`toolcode.cli.EXIT_CODES`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +42,7 @@ __all__ = [
     "LimitExceededError",
     "ToolCodeError",
     "ToolError",
+    "TypeCheckError",
 ]
 
 MAX_ECHO = 200
@@ -220,6 +223,36 @@ class CodeExecutionError(ToolCodeError):
         if self.tool_id is not None:
             return self.tool_code or ErrorCode.TOOL_ERROR
         return ErrorCode.RUNTIME_ERROR
+
+
+class TypeCheckError(ToolCodeError):
+    """The snippet calls its tools wrongly: found by the check before anything ran.
+
+    Attributes:
+        diagnostics: Every problem found, each with ``line``, ``column``, ``message`` and
+            ``rule`` (``toolcode._typecheck.Diagnostic``).
+    """
+
+    def __init__(self, diagnostics: Sequence[Any]) -> None:
+        self.diagnostics = list(diagnostics)
+        first = self.diagnostics[0] if self.diagnostics else None
+        self.line: int | None = getattr(first, "line", None)
+        self.column: int | None = getattr(first, "column", None)
+        shown = "\n".join(clip(str(d.render()), 500) for d in self.diagnostics[:20])
+        more = f"\n... and {len(self.diagnostics) - 20} more" if len(self.diagnostics) > 20 else ""
+        count = len(self.diagnostics)
+        super().__init__(f"{count} problem{'s' if count != 1 else ''} found before running:\n{shown}{more}")
+
+    @property
+    def code(self) -> ErrorCode:
+        """Always ``type_error``."""
+        return ErrorCode.TYPE_ERROR
+
+    def to_error(self) -> dict[str, Any]:
+        """The error JSON, with ``diagnostics``: ``[{line, column, message}]``."""
+        out = super().to_error()
+        out["diagnostics"] = [{"line": d.line, "column": d.column, "message": d.message} for d in self.diagnostics]
+        return out
 
 
 class InvalidArgumentsError(ToolCodeError, ValueError):

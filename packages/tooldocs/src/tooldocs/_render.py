@@ -1133,6 +1133,10 @@ def render_module(
     *,
     options: RenderOptions | None = None,
     result_shapes: Mapping[str, Mapping[str, Any]] | None = None,
+    function_names: Mapping[str, str] | None = None,
+    reserved: Iterable[str] = (),
+    tiers: Sequence[RenderOptions] = (),
+    fit: int = 0,
 ) -> RenderedModule:
     """Render the signatures of many tools as one stub module.
 
@@ -1145,6 +1149,13 @@ def render_module(
         tools: The tools.
         options: Detail options.
         result_shapes: Learned result shapes by tool id.
+        function_names: Use these identifiers (tool id → name, unique) for the functions
+            instead of naming them here.
+        reserved: Names no generated class may take (other names the module will define).
+        tiers: Options from the richest to the most compact (``tooldocs.RENDER_TIERS``, say):
+            each tool is rendered with the first whose signature text has at most ``fit``
+            characters, or with the last (``options`` is then not used).
+        fit: The characters a signature may have when ``tiers`` are given.
 
     Returns:
         The module text and each signature.
@@ -1152,19 +1163,29 @@ def render_module(
     opts = options or RenderOptions()
     tool_list = list(tools)
     fn_names = NameMap("function names", reserved=RESERVED_CLASS_NAMES)
-    # Keyed by id so one name in two namespaces is a collision, not a silent merge.
-    fnames = fn_names.add_all([t.id for t in tool_list], bases=[py_identifier(t.name) for t in tool_list])
-    classes: set[str] = set(fnames)
-    sigs = [
-        _render_signature(
-            tool,
-            result_shape=(result_shapes or {}).get(tool.id),
-            options=opts,
-            function_name=fname,
-            classes=classes,
-        )
-        for tool, fname in zip(tool_list, fnames, strict=True)
-    ]
+    if function_names is not None:
+        fnames = [function_names[t.id] for t in tool_list]
+    else:
+        # Keyed by id so one name in two namespaces is a collision, not a silent merge.
+        fnames = fn_names.add_all([t.id for t in tool_list], bases=[py_identifier(t.name) for t in tool_list])
+    classes: set[str] = set(fnames) | set(reserved)
+    choices = list(tiers) or [opts]
+    sigs: list[Signature] = []
+    for tool, fname in zip(tool_list, fnames, strict=True):
+        for i, tier in enumerate(choices):
+            # Each try names its classes in a copy: only the kept one takes names for good.
+            trial = set(classes)
+            sig = _render_signature(
+                tool,
+                result_shape=(result_shapes or {}).get(tool.id),
+                options=tier,
+                function_name=fname,
+                classes=trial,
+            )
+            if len(sig.text) <= fit or i == len(choices) - 1:
+                classes = trial
+                sigs.append(sig)
+                break
     collisions = [*fn_names.collisions, *(c for s in sigs for c in s.collisions)]
     body = "\n\n\n".join(s.text for s in sigs)
     text = f"{STUB_IMPORTS}\n\n\n{body}\n" if sigs else f"{STUB_IMPORTS}\n"

@@ -167,6 +167,7 @@ async def cmd_exec(args: argparse.Namespace) -> int:
         "max_output_chars": args.max_output_chars,
         "allowed_namespaces": args.allow,
         "trace": args.trace,
+        "type_check": args.type_check,
     }
     async with connected(args) as box:
         outcome: ExecuteOutcome = await box.codemode.execute(

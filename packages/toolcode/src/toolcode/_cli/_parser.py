@@ -184,6 +184,13 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("summary", "full", "none"),
         help="how much of the tool-call trace to show (default: summary)",
     )
+    p.add_argument(
+        "--no-type-check",
+        dest="type_check",
+        action="store_const",
+        const="off",
+        help="run without first checking the tool calls against their signatures",
+    )
     p.add_argument("--engine", metavar="NAME", help="sandbox engine (entry point of toolcode.engines)")
     _catalog_options(p)
     _json_option(p)

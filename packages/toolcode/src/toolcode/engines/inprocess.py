@@ -19,7 +19,7 @@ import time
 import traceback
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
-from types import CodeType
+from types import CodeType, ModuleType
 from typing import Any, cast
 
 import anyio
@@ -27,6 +27,7 @@ import anyio.lowlevel
 import greenlet
 
 from toolcode._globals import async_names, call_names, error_info
+from toolcode._modules import PACKAGE
 from toolcode._types import EngineInfo, ExecuteParams, ExecuteResult, Tools
 from toolcode.exceptions import CodeExecutionError, EngineError, LimitExceededError, ToolCodeError, ToolError
 
@@ -322,7 +323,7 @@ class UnsafeInProcessEngine:
             return api
 
         glb: dict[str, Any] = {
-            "__builtins__": builtins,
+            "__builtins__": _builtins_with_tools(tools, call) if PACKAGE in params.code else builtins,
             "__name__": "__snippet__",
             "input": params.input,
             "ToolError": ToolError,
@@ -339,3 +340,47 @@ class UnsafeInProcessEngine:
 
     async def aclose(self) -> None:
         """Nothing to release."""
+
+
+def _tools_package(tools: Tools, call: Callable[..., Any]) -> ModuleType:
+    """The ``tools`` package of one run: a module per namespace, a function per tool."""
+    package = ModuleType(PACKAGE, "The namespaces of the catalog, one module each.")
+    package.__path__ = []  # a package: ``import tools.github`` works
+    for module_name, functions in tools.modules().items():
+        module = ModuleType(f"{PACKAGE}.{module_name}")
+        for fname, fn in functions.items():
+            setattr(module, fname, _module_function(tools, call, module_name, fname, fn.awaitable))
+        setattr(package, module_name, module)
+    return package
+
+
+def _module_function(tools: Tools, call: Callable[..., Any], module: str, function: str, awaitable: bool) -> Any:
+    if awaitable:
+
+        async def call_async(*args: Any, **kwargs: Any) -> Any:
+            return await tools.call_function(module, function, args, kwargs)
+
+        call_async.__name__ = function
+        return call_async
+
+    def call_sync(*args: Any, **kwargs: Any) -> Any:
+        return call(tools.call_function, module, function, args, kwargs)
+
+    call_sync.__name__ = function
+    return call_sync
+
+
+def _builtins_with_tools(tools: Tools, call: Callable[..., Any]) -> dict[str, Any]:
+    """The builtins with an ``__import__`` that answers ``tools`` (and ``tools.<module>``) itself."""
+    package = _tools_package(tools, call)
+    real_import = builtins.__import__
+
+    def snippet_import(name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0) -> Any:
+        head, _, rest = name.partition(".")
+        if level == 0 and head == PACKAGE:
+            if rest and not hasattr(package, rest.split(".")[0]):
+                raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+            return package if not (rest and fromlist) else getattr(package, rest.split(".")[0])
+        return real_import(name, globals, locals, fromlist, level)
+
+    return {**builtins.__dict__, "__import__": snippet_import}

@@ -9,7 +9,7 @@ import re
 import sys
 import threading
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable, Generator
+from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from contextvars import ContextVar
 from typing import Any, cast
@@ -22,6 +22,7 @@ import structlog
 from pydantic_monty._binary import find_monty_binary
 
 from toolcode._globals import ERROR_INFO_SOURCE, async_names, call_names
+from toolcode._modules import PACKAGE, ModuleFunction
 from toolcode._types import EngineInfo, ExecuteParams, ExecuteResult, Tools
 from toolcode.exceptions import (
     CodeExecutionError,
@@ -61,6 +62,10 @@ _SYNC_NAMES = call_names()
 _ASYNC_NAMES = async_names()
 
 Handler = Callable[..., Awaitable[Any]]
+ModuleMap = Mapping[str, Mapping[str, ModuleFunction]]
+_MODULE_PREFIX = PACKAGE + "."
+_IMPORT = "import"
+_MODULE_CACHE = 16
 
 _caller: ContextVar[str | None] = ContextVar("toolcode_monty_caller", default=None)
 _SETTLE_S = 1.0
@@ -157,6 +162,7 @@ class MontyEngine:
         self._pool: pm.AsyncMonty | None = None
         self._pool_token: object = None
         self._lock = anyio.Lock()
+        self._packages: dict[int, tuple[ModuleMap, dict[str, pm.ExternalModule]]] = {}
         self._info = EngineInfo(
             name="monty",
             sandboxed=True,
@@ -252,7 +258,8 @@ class MontyEngine:
             "max_suspensions": 1_000_000,
             "max_total_sleep_secs": timeout if bounded else None,
         }
-        drive = _Drive(tools, timeout, self._max_depth)
+        modules = tools.modules() if PACKAGE in params.code else None
+        drive = _Drive(tools, timeout, self._max_depth, modules)
 
         def on_print(stream: str, text: str) -> None:
             tools.write("stderr" if stream == "stderr" else "stdout", text)
@@ -262,6 +269,7 @@ class MontyEngine:
                 script_name="snippet.py",
                 limits=limits,
                 os_policy={"sleep": "system", "sleep_system_max": timeout},
+                external_modules=self._package(modules) if modules else None,
             ) as session:
                 await session.feed_run(_PRELUDE)
                 snap = await session.feed_start(params.code, inputs={"input": params.input}, print_callback=on_print)
@@ -288,6 +296,21 @@ class MontyEngine:
         except pm.MontyError as e:
             raise EngineError("monty", f"{type(e).__name__}: {e}") from None
         return ExecuteResult(value=value)
+
+    def _package(self, modules: ModuleMap) -> dict[str, pm.ExternalModule]:
+        """The sandbox's ``tools`` package for a module map (built once per map: maps are reused)."""
+        hit = self._packages.get(id(modules))
+        if hit is not None and hit[0] is modules:
+            return hit[1]
+        package = {
+            name: pm.ExternalModule(dict.fromkeys(functions, _never_called), stubs=None)
+            for name, functions in modules.items()
+        }
+        built = {PACKAGE: pm.ExternalModule(package, stubs=None)}
+        if len(self._packages) >= _MODULE_CACHE:
+            self._packages.clear()
+        self._packages[id(modules)] = (modules, built)
+        return built
 
     def _map_runtime(self, e: pm.MontyRuntimeError, timeout: float, raised: dict[str, ToolError]) -> ToolCodeError:
         inner = e.exception()
@@ -450,6 +473,11 @@ def _check_depth(name: str, args: tuple[Any, ...], kwargs: dict[str, Any], max_d
             )
 
 
+def _never_called(*_args: Any, **_kwargs: Any) -> None:
+    """Stands for a module function in the sandbox: every call reaches the host as a snapshot instead."""
+    raise AssertionError("module functions are answered by the drive")
+
+
 class _Drive:
     """Answers a feed's suspensions until it completes.
 
@@ -459,9 +487,11 @@ class _Drive:
     with whatever has finished, so gathered calls overlap.
     """
 
-    def __init__(self, tools: Tools, timeout: float, depth: int) -> None:
+    def __init__(self, tools: Tools, timeout: float, depth: int, modules: ModuleMap | None = None) -> None:
         self._timeout = timeout
         self._depth = depth
+        self._tools = tools
+        self._modules = modules
         self._sync: dict[str, Handler] = {name: getattr(tools, name) for name in _SYNC_NAMES}
         self._async: dict[str, Handler] = {name: getattr(tools, method) for name, method in _ASYNC_NAMES.items()}
         self.raised: dict[str, ToolError] = {}
@@ -470,6 +500,23 @@ class _Drive:
         self._mine: set[int] = set()
         """Ids of the futures this drive answers (tool calls in flight, sleeps)."""
         self._changed = anyio.Event()
+
+    def _module_function(self, name: str) -> bool:
+        """Route ``tools.<module>.<function>`` (added to the sync or async handlers); ``False``: not one."""
+        if self._modules is None or not name.startswith(_MODULE_PREFIX):
+            return False
+        _, module, function = [*name.split(".", 2), "", ""][:3]
+        fn = self._modules.get(module, {}).get(function)
+        if fn is None:
+            return False
+        call_function = self._tools.call_function
+
+        async def handler(*args: Any, **kwargs: Any) -> Any:
+            return await call_function(module, function, args, kwargs)
+
+        handler.__name__ = name
+        (self._async if fn.awaitable else self._sync)[name] = handler
+        return True
 
     def _failure(self, e: Exception) -> pm.ExternalException:
         if isinstance(e, ToolError):
@@ -494,11 +541,18 @@ class _Drive:
         while True:
             if type(snap) is complete:
                 return snap.output
-            if type(snap) is not function or snap.is_os_function:
+            if type(snap) is not function:
                 break
+            if snap.is_os_function:
+                if snap.function_name != _IMPORT:
+                    break
+                snap = await snap.resume_auto()
+                continue
             handler = sync.get(snap.function_name)
             if handler is None:
-                break
+                if not self._module_function(snap.function_name) or snap.function_name not in sync:
+                    break
+                continue  # a module function, now routed: answered on the next turn
             try:
                 if snap.args or snap.kwargs:
                     _check_depth(snap.function_name, snap.args, snap.kwargs, self._depth)
@@ -533,6 +587,8 @@ class _Drive:
     async def _function(self, snap: pm.AsyncFunctionSnapshot, tg: anyio.abc.TaskGroup) -> pm.AsyncSnapshot:
         name = snap.function_name
         if not snap.is_os_function:
+            if name not in self._sync and name not in self._async:
+                self._module_function(name)
             handler = self._sync.get(name)
             if handler is not None:
                 try:

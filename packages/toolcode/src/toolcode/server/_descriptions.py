@@ -24,12 +24,15 @@ DESCRIPTIONS: dict[str, str] = {
     "search_tools": "Find tools by what you want to do. Returns ids, best first.",
     "list_tools": "Browse the catalog, a page at a time.",
     "list_namespaces": "The namespaces (one per server) and their tool counts.",
-    "describe_tool": "Python signatures of tools by id ('namespace:name').",
+    "describe_tool": "Python signatures of tools by id ('namespace:name'), or level='module' for a namespace.",
     "list_tool_examples": "Worked examples of one tool.",
     "run_tool": "Call one tool and get its whole result. For 2+ calls use execute_code.",
     "run_chain": "Run tools in sequence without code; each step's outcome.",
     "execute_code": (
         "Run Python in a sandbox; return a small result (set __out or end with an expression). "
-        "Tool ids look like 'namespace:name'.\n" + snippet_api_text() + "\nFailed calls raise ToolError."
+        "Tool ids look like 'namespace:name'; each namespace is a module (calls checked before running):\n"
+        "  from tools import github; github.list_issues(owner='a', repo='b')  # list_issues_async: awaitable\n"
+        + snippet_api_text()
+        + "\nFailed calls raise ToolError."
     ),
 }

@@ -49,7 +49,9 @@ class Harness:
     Tools: ``conf:add(a, b=1)``, ``conf:echo(value)``, ``conf:fail(message)`` (raises),
     ``conf:nap(seconds)`` (async sleep, returns seconds), ``conf:inc(previous=0, by=1)``,
     ``conf:blob(n)`` (a string of ``n`` characters); and ``other:ping()`` in another namespace.
-    Use as an async context manager.
+    Use as an async context manager. Runs have ``type_check="off"`` unless a check asks for it:
+    the suite checks what the engine does with a snippet, and the check before the run is the
+    executor's, the same for every engine.
 
     Args:
         engine: The engine under test (not closed by the harness).
@@ -70,7 +72,7 @@ class Harness:
                 store=self.store,
                 runner=self.runner,
                 engine=engine,
-                defaults=ExecuteOptions(timeout=timeout),
+                defaults=ExecuteOptions(timeout=timeout, type_check="off"),
             )
         )
 
@@ -323,6 +325,44 @@ async def _allowed_namespaces(h: Harness) -> None:
     assert r.value and all(i.startswith("conf:") for i in r.value), r.value
     e = await h.fail("run_tool('other:ping')", CodeExecutionError, allowed_namespaces=["conf"])
     assert e.exc_type == "ToolError" and e.code.value == "unknown_tool" and "other:ping" in str(e), str(e)
+
+
+@_check("api", "each namespace is a module of the tools package, its tools functions taking keywords")
+async def _namespace_modules(h: Harness) -> None:
+    code = (
+        "from tools import conf\n"
+        "import tools.other as o\n"
+        "import tools.conf\n"
+        "from tools.conf import echo\n"
+        "[conf.add(a=1, b=2), o.ping(), tools.conf.add(a=5), echo(value='x')]"
+    )
+    r = await h.run(code)
+    assert r.value == [3, "pong", 6, "x"], r.value
+    assert [c.tool_id for c in r.tool_calls] == ["conf:add", "other:ping", "conf:add", "conf:echo"], r.tool_calls
+
+
+@_check("api", "a module function's _async form is awaitable, and gathered calls overlap")
+async def _namespace_modules_async(h: Harness) -> None:
+    code = (
+        "import asyncio\nfrom tools import conf\n"
+        "await asyncio.gather(conf.nap_async(seconds=0.3), conf.nap_async(seconds=0.3), conf.nap_async(seconds=0.3))"
+    )
+    t0 = time.perf_counter()
+    r = await h.run(code)
+    elapsed = time.perf_counter() - t0
+    assert r.value == [0.3, 0.3, 0.3], r.value
+    assert elapsed < 0.8, f"three 0.3 s calls took {elapsed:.2f} s: they did not overlap"
+
+
+@_check("api", "a module function refuses positional arguments with a ToolError, and only visible modules import")
+async def _namespace_modules_errors(h: Harness) -> None:
+    e = await h.fail("from tools import conf\nconf.add(1, 2)", CodeExecutionError)
+    assert e.exc_type == "ToolError" and "keyword arguments only" in str(e), str(e)
+    r = await h.run(
+        "try:\n    from tools import other\n    seen = True\nexcept ImportError:\n    seen = False\nseen",
+        allowed_namespaces=["conf"],
+    )
+    assert r.value is False, r.value
 
 
 # -- errors ---------------------------------------------------------------------------

@@ -1,0 +1,366 @@
+"""Typed tools: namespaces as modules of the ``tools`` package, and the check before the run.
+
+On the demo catalog (local help-desk tools and the real ``mcp-server-time``) plus local tools in
+namespaces named like a standard-library module and like no identifier at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from toolcode import ExecuteOptions, Settings, Toolbox, ToolCallRecord
+from toolcode._modules import ToolModules, module_names
+from toolcode._typecheck import TypeChecker
+from toolcode._view import CatalogView
+from toolcode.demo import demo_backends
+from toolindex import InMemoryIndex
+from toolrun import LocalBackend
+
+pytestmark = pytest.mark.anyio
+
+
+def _extra() -> LocalBackend:
+    local = LocalBackend()
+
+    @local.tool(namespace="json", inline=True)
+    def pretty(text: str, indent: int = 2) -> str:
+        """Pretend to pretty-print a JSON text."""
+        return " " * indent + text
+
+    @local.tool(namespace="my-server", inline=True)
+    def greet(name: str) -> str:
+        """Greet someone."""
+        return f"hello {name}"
+
+    @local.tool(namespace="my_server", inline=True)
+    def wave(name: str) -> str:
+        """Wave at someone."""
+        return f"waves at {name}"
+
+    return local
+
+
+@pytest.fixture(params=["monty", "inprocess"], scope="module")
+def engine(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+async def box(engine: str) -> AsyncIterator[Toolbox]:
+    async with Toolbox([*demo_backends(), _extra()], engine=engine) as b:
+        yield b
+
+
+class _Calls:
+    """Every tool call any run makes, through the core's observer (what "nothing ran" is checked on)."""
+
+    def __init__(self, box: Toolbox) -> None:
+        self.records: list[ToolCallRecord] = []
+        self._stop = box.codemode.observe_tool_calls(self._seen)
+
+    async def _seen(self, record: ToolCallRecord) -> None:
+        self.records.append(record)
+
+    def close(self) -> None:
+        self._stop()
+
+
+# (snippet, line, column, words of the message): each snippet first makes a write, then errs.
+# Both call styles, every kind of mistake the check must catch.
+BROKEN: dict[str, tuple[str, int, int, str]] = {
+    "unknown tool (module)": (
+        "from tools import helpdesk\nhelpdesk.assign_ticket(ticket_id='PAR-1', engineer='Ana')\n"
+        "helpdesk.list_ticket(office='Paris')",
+        3,
+        1,
+        "has no member `list_ticket`; did you mean 'list_tickets'",
+    ),
+    "unknown tool (literal id)": (
+        "run_tool('helpdesk:assign_ticket', ticket_id='PAR-1', engineer='Ana')\n"
+        "run_tool('helpdesk:list_tickts', office='Paris')",
+        2,
+        10,
+        "unknown tool 'helpdesk:list_tickts'; did you mean 'helpdesk:list_tickets'",
+    ),
+    "misspelt parameter (module)": (
+        "from tools import helpdesk\nhelpdesk.assign_ticket(ticket_id='PAR-1', engineer='Ana')\n"
+        "x = helpdesk.list_tickets(ofice='Paris')",
+        3,
+        27,
+        "Argument `ofice` does not match any known parameter of function `list_tickets`; did you mean 'office'",
+    ),
+    "misspelt parameter (literal id)": (
+        "run_tool('helpdesk:assign_ticket', {'ticket_id': 'PAR-1', 'engineer': 'Ana'})\n"
+        "run_tool('helpdesk:list_tickets', {'ofice': 'Paris'})",
+        2,
+        36,
+        "helpdesk:list_tickets has no parameter 'ofice'; did you mean 'office'",
+    ),
+    "missing parameter (module)": (
+        "from tools import helpdesk\nhelpdesk.assign_ticket(ticket_id='PAR-1', engineer='Ana')\nhelpdesk.on_call()",
+        3,
+        1,
+        "No argument provided for required parameter `office`",
+    ),
+    "missing parameter (literal id)": (
+        "run_tool('helpdesk:assign_ticket', ticket_id='PAR-1', engineer='Ana')\nrun_tool('helpdesk:on_call')",
+        2,
+        1,
+        "helpdesk:on_call needs 'office'",
+    ),
+    "wrong type (module)": (
+        "from tools import helpdesk\nhelpdesk.assign_ticket(ticket_id='PAR-1', engineer='Ana')\n"
+        "helpdesk.on_call(office=42)",
+        3,
+        18,
+        "Expected `str`, found `Literal[42]`",
+    ),
+    "wrong type (literal id)": (
+        "run_tool('helpdesk:assign_ticket', ticket_id='PAR-1', engineer='Ana')\n"
+        "run_tool('helpdesk:on_call', office=42)",
+        2,
+        37,
+        "argument 'office' of helpdesk:on_call: 42 is not of type \"string\"",
+    ),
+    "wrong enum value (module)": (
+        "from tools import helpdesk\nhelpdesk.assign_ticket(ticket_id='PAR-1', engineer='Ana')\n"
+        "helpdesk.list_tickets(office='Paris', status='merged')",
+        3,
+        39,
+        'Expected `Literal["open", "closed"]`, found `Literal["merged"]`',
+    ),
+    "wrong enum value (literal id)": (
+        "run_tool('helpdesk:assign_ticket', ticket_id='PAR-1', engineer='Ana')\n"
+        "run_tool('helpdesk:list_tickets', office='Paris', status='merged')",
+        2,
+        58,
+        '"merged" is not one of "open" or "closed"',
+    ),
+    "wrong arity (module)": (
+        "from tools import helpdesk\nhelpdesk.assign_ticket(ticket_id='PAR-1', engineer='Ana')\n"
+        "helpdesk.on_call('Paris')",
+        3,
+        18,
+        "Too many positional arguments to function `on_call`",
+    ),
+    "unknown key of a typed result": (
+        "from tools import helpdesk\nhelpdesk.assign_ticket(ticket_id='PAR-1', engineer='Ana')\n"
+        "for t in helpdesk.list_tickets(office='Paris'):\n    println(t['titel'])",
+        4,
+        15,
+        'Unknown key "titel" for TypedDict `Ticket`',
+    ),
+    "method the value does not have": (
+        "from tools import helpdesk\nhelpdesk.assign_ticket(ticket_id='PAR-1', engineer='Ana')\n"
+        "offices = helpdesk.list_offices()\nnames = [o['city'].uper() for o in offices]",
+        4,
+        10,
+        "has no attribute `uper`",
+    ),
+    "unknown module": (
+        "from tools import helpdesk, heldesk\nhelpdesk.assign_ticket(ticket_id='PAR-1', engineer='Ana')",
+        1,
+        1,
+        "no namespace module `tools.heldesk`; did you mean 'helpdesk'",
+    ),
+    "typed result of a real MCP server": (
+        "from tools import helpdesk, time_\nhelpdesk.assign_ticket(ticket_id='PAR-1', engineer='Ana')\n"
+        "now = time_.get_current_time(timezone='Europe/Paris')\nnow['datetme']",
+        4,
+        5,
+        'Unknown key "datetme" for TypedDict',
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(BROKEN))
+async def test_each_kind_of_mistake_is_caught_before_anything_runs(box: Toolbox, name: str) -> None:
+    code, line, column, words = BROKEN[name]
+    calls = _Calls(box)
+    try:
+        out = await box.codemode.execute(code, options={"trace": "full"})
+    finally:
+        calls.close()
+    assert not out.ok and out.error is not None and out.error.code == "type_error", out
+    diagnostics = out.error.diagnostics or []
+    assert any((d.line, d.column) == (line, column) and words in d.message for d in diagnostics), (
+        f"{name}: {[(d.line, d.column, d.message) for d in diagnostics]}"
+    )
+    assert words in out.error.message  # the rendered text, for a model that reads only the message
+    assert calls.records == [] and out.calls.count == 0 and out.trace == [], "a tool ran before the check"
+
+
+@pytest.mark.parametrize("name", list(BROKEN))
+async def test_with_the_check_off_the_same_snippet_runs(box: Toolbox, name: str) -> None:
+    code, *_ = BROKEN[name]
+    out = await box.codemode.execute(code, options={"type_check": "off", "trace": "full"})
+    # It runs (the first call, a write, happens) and fails, or not, on its own.
+    if name != "unknown module":
+        assert out.trace and out.trace[0].tool_id == "helpdesk:assign_ticket", out
+    assert out.error is None or out.error.code != "type_error"
+
+
+# Correct snippets, both call styles: the check must let every one run, unchanged.
+VALID: dict[str, tuple[str, Any]] = {
+    "module call": (
+        "from tools import helpdesk\n[o['city'] for o in helpdesk.list_offices()][:2]",
+        ["Paris", "New York"],
+    ),
+    "import as": ("import tools.helpdesk as hd\nlen(hd.on_call(office='Paris'))", 2),
+    "dotted access": ("import tools.helpdesk\ntools.helpdesk.list_tickets(office='Tokyo')[0]['office']", "Tokyo"),
+    "from module import function": (
+        "from tools.helpdesk import list_tickets\nlen(list_tickets(office='Nairobi', status='open'))",
+        9,
+    ),
+    "gathered awaitable forms": (
+        "import asyncio\nfrom tools import helpdesk\n"
+        "offices = [o['city'] for o in helpdesk.list_offices()]\n"
+        "lists = await asyncio.gather(*[helpdesk.list_tickets_async(office=c) for c in offices])\n"
+        "sum(len(x) for x in lists)",
+        69,
+    ),
+    "literal id with dict": ("len(run_tool('helpdesk:list_tickets', {'office': 'Paris'}))", 13),
+    "literal id with keywords": ("run_tool('helpdesk:on_call', office='Paris')[0]['office']", "Paris"),
+    "computed id": ("ns = 'helpdesk'\nlen(run_tool(ns + ':on_call', office='Tokyo'))", 2),
+    "run_tools with literals": (
+        "[len(r) for r in run_tools([('helpdesk:on_call', {'office': 'Paris'}), "
+        "('helpdesk:list_tickets', {'office': 'Paris', 'status': 'closed'})])]",
+        [2, 2],
+    ),
+    "values from data": (
+        "from tools import helpdesk\ncities = [o['city'] for o in helpdesk.list_offices()]\n"
+        "urgent = {}\nfor c in cities:\n"
+        "    urgent[c] = len([t for t in helpdesk.list_tickets(office=c) if t['priority'] == 'urgent'])\n"
+        "urgent['Paris']",
+        4,
+    ),
+    "optional field of a typed result": (
+        "from tools import helpdesk\nts = helpdesk.list_tickets(office='Paris')\n"
+        "[t['assignee'].upper() for t in ts if t['assignee']][:1]",
+        None,
+    ),
+    "keywords from a dict": (
+        "from tools import helpdesk\nargs = {'office': 'Paris'}\nlen(helpdesk.on_call(**args))",
+        2,
+    ),
+    "module named like the stdlib": ("from tools import json_\njson_.pretty(text='{}', indent=1)", " {}"),
+    "namespace that is no identifier": (
+        "from tools import my_server, my_server_2\n[my_server.greet(name='Ana'), my_server_2.wave(name='Bo')]",
+        ["hello Ana", "waves at Bo"],
+    ),
+    "real MCP server": (
+        "from tools import time_\ntime_.convert_time(source_timezone='UTC', time='12:00', "
+        "target_timezone='Asia/Tokyo')['target']['datetime'][11:16]",
+        "21:00",
+    ),
+    "tool error caught": (
+        "from tools import helpdesk\ntry:\n    helpdesk.list_tickets(office='Atlantis')\n"
+        "except ToolError as e:\n    r = error_info(e)['code']\nr",
+        "tool_error",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(VALID))
+async def test_valid_snippets_run_unchanged(box: Toolbox, name: str) -> None:
+    code, expected = VALID[name]
+    checked = await box.codemode.execute(code)
+    unchecked = await box.codemode.execute(code, options={"type_check": "off"})
+    assert checked.ok, (name, checked.error)
+    assert checked.value == unchecked.value
+    if expected is not None:
+        assert checked.value == expected, checked.value
+
+
+async def test_the_check_is_on_by_default_and_off_in_the_config() -> None:
+    code = "from tools import helpdesk\nhelpdesk.on_call(ofice='Paris')"
+    async with Toolbox(demo_backends()[:1], engine="inprocess") as strict:
+        out = await strict.codemode.execute(code)
+        assert out.error is not None and out.error.code == "type_error"
+    settings = Settings(limits=ExecuteOptions(type_check="off"))
+    async with Toolbox(demo_backends()[:1], engine="inprocess", settings=settings) as loose:
+        out = await loose.codemode.execute(code)
+        assert out.error is not None and out.error.code == "invalid_arguments", out.error
+        out = await loose.codemode.execute(code, options={"type_check": "strict"})
+        assert out.error is not None and out.error.code == "type_error"
+
+
+def test_module_names_follow_the_documented_rule() -> None:
+    names = module_names(["time", "json", "my-server", "my_server", "class", "github", "2fa", "_x", "a.b"])
+    assert names == {
+        "time": "time_",
+        "json": "json_",
+        "my-server": "my_server",
+        "my_server": "my_server_2",
+        "class": "class_",
+        "github": "github",
+        "2fa": "ns_2fa",
+        "_x": "ns_x",
+        "a.b": "a_b",
+    }
+
+
+async def test_describe_tool_shows_exactly_the_stub_the_checker_reads(box: Toolbox) -> None:
+    modules = box.executor.modules
+    for tool_id in ("helpdesk:list_tickets", "time:convert_time"):
+        tool = box.index.get(tool_id)
+        stub = modules.tool_stub(tool)
+        assert stub is not None
+        doc = await box.codemode.describe_tool(tool_id, "schema")
+        assert doc.text == f"# {tool_id}\n{stub}"
+        module = modules.module(tool.namespace)
+        assert module is not None
+        assert stub.startswith(module.import_line + "\n\n")
+        assert stub.removeprefix(module.import_line + "\n\n") in module.stub  # what the checker loads
+    hits = await box.codemode.search_tools("tickets of an office", limit=1, detail="schema")
+    assert hits.hits[0].signature is not None and hits.hits[0].signature in (modules.module("helpdesk") or "").stub  # type: ignore[union-attr]
+
+
+async def test_describe_module_returns_a_whole_namespace_within_a_budget(box: Toolbox) -> None:
+    doc = await box.codemode.describe_tool("time", "module")
+    assert doc.text.startswith("# from tools import time_  (namespace 'time')\n")
+    assert "def convert_time(" in doc.text and "def get_current_time(" in doc.text
+    # By module name, and by a tool of the namespace, too.
+    assert (await box.codemode.describe_tool("time_", "module")).text == doc.text
+    assert (await box.codemode.describe_tool("time:convert_time", "module")).text == doc.text
+    small = box.executor.modules.module_text("helpdesk", 1_200)
+    assert small is not None and len(small) <= 1_200
+    assert "more functions, not shown" in small and "helpdesk:" in small
+
+
+async def test_a_namespace_outside_the_view_is_not_a_module(box: Toolbox) -> None:
+    out = await box.codemode.execute(
+        "from tools import helpdesk\nhelpdesk.list_offices()", options={"allowed_namespaces": ["time"]}
+    )
+    assert out.error is not None and out.error.code == "type_error"
+    assert "no namespace module `tools.helpdesk`" in out.error.message
+    out = await box.codemode.execute(
+        "from tools import helpdesk\nhelpdesk.list_offices()",
+        options={"allowed_namespaces": ["time"], "type_check": "off"},
+    )
+    assert out.error is not None and out.error.code == "runtime_error" and "helpdesk" in out.error.message
+
+
+async def test_a_checker_that_cannot_answer_lets_the_run_go_on() -> None:
+    index = InMemoryIndex()
+    local = LocalBackend()
+
+    @local.tool(namespace="x")
+    def f(a: int) -> int:
+        return a
+
+    await local.attach(index)
+    checker = TypeChecker(ToolModules(index), timeout=1e-6)
+    try:
+        found = await checker.check("from tools import x\nx.f(a='wrong')", CatalogView(index, None))
+    finally:
+        await checker.aclose()
+    assert found == []  # fail open: the run is not refused for the checker's own failure
