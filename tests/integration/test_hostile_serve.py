@@ -147,7 +147,8 @@ async def test_a_hostile_snippet_fails_cleanly_while_a_bystander_answers(
         expected = "type_error"
 
     async def attack(c: Client) -> Any:
-        options = {"timeout": 3, "type_check": type_check}
+        # 3 s stops the CPU loop quickly; building and refusing 40 MB takes longer on a busy machine.
+        options = {"timeout": 10 if name == "huge tool id" else 3, "type_check": type_check}
         return await c.call_tool("execute_code", {"code": code, "options": options})
 
     res, latency = await _with_bystander(server_url, attack)

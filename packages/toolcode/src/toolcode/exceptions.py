@@ -6,6 +6,9 @@ Every error derives from :class:`ToolCodeError` and carries a stable :class:`Err
     ├── CodeExecutionError        syntax or runtime error in the snippet (line, column, type, message)
     ├── TypeCheckError            the snippet failed its check against the tools' signatures (every diagnostic)
     ├── InvalidArgumentsError     an operation's argument or option is invalid (names the field)
+    ├── StateUnavailableError     the state store cannot be reached or written
+    │   └── StateConflictError    a conditional write lost to another writer
+    ├── SessionLimitError         too many sessions, or a session's state too large
     ├── ConfigurationError        invalid configuration: config file, engine, executor setup (names the field)
     ├── LimitExceededError        a limit stopped the run (which limit, its value, what was reached)
     ├── EngineError               the engine itself failed (a sandbox worker crashed, a broken engine)
@@ -40,6 +43,9 @@ __all__ = [
     "ErrorCode",
     "InvalidArgumentsError",
     "LimitExceededError",
+    "SessionLimitError",
+    "StateConflictError",
+    "StateUnavailableError",
     "ToolCodeError",
     "ToolError",
     "TypeCheckError",
@@ -103,6 +109,10 @@ class ErrorCode(StrEnum):
     """A person (or the policy) denied a paused tool call."""
     INVALID_REFERENCE = "invalid_reference"
     """A chain step refers to a result path that does not exist."""
+    STATE_UNAVAILABLE = "state_unavailable"
+    """The state store (the SQLite file, Redis) cannot be reached or written; nothing was half-written."""
+    SESSION_LIMIT = "session_limit"
+    """A session limit was hit: too many sessions, or a session's state over its size limit."""
 
 
 ERROR_CODE_MEANINGS: dict[ErrorCode, str] = {
@@ -127,6 +137,9 @@ ERROR_CODE_MEANINGS: dict[ErrorCode, str] = {
     ErrorCode.APPROVAL_REQUIRED: "the run is paused: a tool call waits for a decision",
     ErrorCode.APPROVAL_DENIED: "a person (or the policy) denied a paused tool call",
     ErrorCode.INVALID_REFERENCE: "a chain step refers to a result path that does not exist",
+    ErrorCode.STATE_UNAVAILABLE: "the state store (the SQLite file, Redis) cannot be reached or written; "
+    "nothing was half-written",
+    ErrorCode.SESSION_LIMIT: "a session limit was hit: too many sessions, or a session's state over its size limit",
 }
 """One line per code, as docs/errors.md shows them."""
 
@@ -406,3 +419,68 @@ class ToolError(ToolCodeError, RuntimeError):
     def code(self) -> ErrorCode:
         """The failure's code (``unknown_tool``, ``invalid_arguments``, ``tool_error``, ``timeout``, ...)."""
         return self._code
+
+
+class StateUnavailableError(ToolCodeError):
+    """The state store cannot be reached, read or written (nothing was half-written).
+
+    Attributes:
+        store: The store's name (credentials redacted).
+        reason: What failed.
+    """
+
+    def __init__(self, store: str, reason: str) -> None:
+        self.store = clip(store)
+        self.reason = clip(reason, MAX_MESSAGE)
+        super().__init__(f"state store {self.store}: {self.reason}")
+
+    @property
+    def code(self) -> ErrorCode:
+        """Always ``state_unavailable``."""
+        return ErrorCode.STATE_UNAVAILABLE
+
+
+class StateConflictError(StateUnavailableError):
+    """A conditional write found another version than it expected (another writer went first).
+
+    Attributes:
+        kind: The record's kind.
+        key: The record's key.
+        expected: The version the write expected (``0``: absent; ``"any"``).
+        current: The version found (``0``: absent).
+    """
+
+    def __init__(self, kind: str, key: str, expected: object, current: int) -> None:
+        self.kind, self.key, self.expected, self.current = kind, clip(key), expected, current
+        ToolCodeError.__init__(
+            self, f"record {kind}/{self.key} is at version {current}, not {expected}: another writer went first"
+        )
+        self.store = ""
+        self.reason = str(self)
+
+    @property
+    def code(self) -> ErrorCode:
+        """Always ``busy``: try again."""
+        return ErrorCode.BUSY
+
+
+class SessionLimitError(ToolCodeError):
+    """A session limit was hit (``toolcode.sessions``): which one, its value, what was reached.
+
+    Attributes:
+        limit: ``"max_sessions"`` or ``"max_bytes"``.
+        configured: The limit's value.
+        reached: What the session would have needed.
+    """
+
+    def __init__(self, session: str, limit: str, configured: int, reached: int, detail: str = "") -> None:
+        self.session, self.limit, self.configured, self.reached = clip(session), limit, configured, reached
+        super().__init__(
+            f"session {self.session!r}: {limit} is {configured:,}, this needs {reached:,}"
+            + (f"; {detail}" if detail else "")
+        )
+
+    @property
+    def code(self) -> ErrorCode:
+        """Always ``session_limit``."""
+        return ErrorCode.SESSION_LIMIT

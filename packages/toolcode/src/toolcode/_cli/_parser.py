@@ -11,8 +11,9 @@ EXIT_CODES: dict[int, str] = {
     1: "the snippet or a tool failed (syntax_error, runtime_error, type_error, tool_error, unknown_tool, ...)",
     2: "usage error: bad arguments or options (invalid_arguments)",
     3: "configuration error: config file, engine name, server entry (config_error)",
-    4: "a limit stopped the run (timeout, tool_call_limit, output_limit, memory_limit)",
-    5: "an upstream server was unreachable, the engine failed or was busy (upstream_unavailable, engine_error, busy)",
+    4: "a limit stopped the run (timeout, tool_call_limit, output_limit, memory_limit, session_limit)",
+    5: "an upstream server or the state store was unreachable, the engine failed or was busy "
+    "(upstream_unavailable, state_unavailable, engine_error, busy)",
     6: "the run is paused, waiting for an approval (approval_required)",
     130: "interrupted (Ctrl-C)",
 }
@@ -35,6 +36,8 @@ EXIT_BY_CODE: dict[str, int] = {
     "busy": 5,
     "upstream_unavailable": 5,
     "engine_error": 5,
+    "state_unavailable": 5,
+    "session_limit": 4,
     "approval_required": 6,
 }
 """The one table from an error code (:class:`toolcode.ErrorCode`) to the exit code."""

@@ -1,0 +1,367 @@
+"""The embedded state stores: :class:`SQLiteStateStore` (the default, a file) and :class:`MemoryStateStore`."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio
+import anyio.to_thread
+
+from toolcode.exceptions import StateConflictError, StateUnavailableError
+from toolcode.state._protocol import ABSENT, ANY, Expect, LogEntry, Record, RecordInfo, check_key
+
+__all__ = ["MemoryStateStore", "SQLiteStateStore"]
+
+T = TypeVar("T")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS records (
+    kind TEXT NOT NULL,
+    key TEXT NOT NULL,
+    value BLOB NOT NULL,
+    version INTEGER NOT NULL,
+    created REAL NOT NULL,
+    updated REAL NOT NULL,
+    expires REAL,
+    PRIMARY KEY (kind, key)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS log (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    kind TEXT NOT NULL,
+    at REAL NOT NULL,
+    value BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS log_kind ON log (kind, seq);
+"""
+_PURGE_EVERY = 256
+"""Writes between two purges of expired records."""
+
+
+def _check_expect(expect: Expect) -> None:
+    if expect != ANY and (not isinstance(expect, int) or isinstance(expect, bool) or expect < 0):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise ValueError(f"expect must be a version (>= 0), ABSENT or ANY, got {expect!r}")
+
+
+def _check_ttl(ttl: float | None) -> float | None:
+    if ttl is None:
+        return None
+    if isinstance(ttl, bool) or not isinstance(ttl, int | float) or not ttl > 0:  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise ValueError(f"ttl must be a number of seconds > 0 or None, got {ttl!r}")
+    return float(ttl)
+
+
+def _check_limit(limit: int) -> int:
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise ValueError(f"limit must be an int >= 1, got {limit!r}")
+    return limit
+
+
+@dataclass(slots=True)
+class _Row:
+    value: bytes
+    version: int
+    created: float
+    updated: float
+    expires: float | None
+
+
+class MemoryStateStore:
+    """State in this process only (``--no-state``): the same contract, gone when the process ends."""
+
+    def __init__(self) -> None:
+        self._rows: dict[tuple[str, str], _Row] = {}
+        self._log: list[tuple[int, str, float, bytes]] = []
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        """``"memory"``."""
+        return "memory"
+
+    def _live(self, kind: str, key: str, now: float) -> _Row | None:
+        row = self._rows.get((kind, key))
+        if row is not None and row.expires is not None and row.expires <= now:
+            del self._rows[(kind, key)]
+            return None
+        return row
+
+    async def get(self, kind: str, key: str) -> Record | None:
+        """See :meth:`StateStore.get`."""
+        check_key("kind", kind)
+        check_key("key", key)
+        with self._lock:
+            row = self._live(kind, key, time.time())
+            if row is None:
+                return None
+            return Record(kind, key, row.version, len(row.value), row.created, row.updated, row.expires, row.value)
+
+    async def put(self, kind: str, key: str, value: bytes, *, ttl: float | None = None, expect: Expect = ANY) -> int:
+        """See :meth:`StateStore.put`."""
+        check_key("kind", kind)
+        check_key("key", key)
+        _check_expect(expect)
+        ttl = _check_ttl(ttl)
+        now = time.time()
+        with self._lock:
+            row = self._live(kind, key, now)
+            current = row.version if row is not None else ABSENT
+            if expect != ANY and expect != current:
+                raise StateConflictError(kind, key, expect, current)
+            version = current + 1
+            created = row.created if row is not None else now
+            self._rows[(kind, key)] = _Row(bytes(value), version, created, now, now + ttl if ttl else None)
+            return version
+
+    async def delete(self, kind: str, key: str, *, expect: Expect = ANY) -> bool:
+        """See :meth:`StateStore.delete`."""
+        check_key("kind", kind)
+        check_key("key", key)
+        _check_expect(expect)
+        with self._lock:
+            row = self._live(kind, key, time.time())
+            if row is None or (expect != ANY and expect != row.version):
+                return False
+            del self._rows[(kind, key)]
+            return True
+
+    async def list(self, kind: str, *, prefix: str = "", limit: int = 1000) -> list[RecordInfo]:
+        """See :meth:`StateStore.list`."""
+        check_key("kind", kind)
+        _check_limit(limit)
+        now = time.time()
+        with self._lock:
+            keys = sorted(k for (kd, k) in self._rows if kd == kind and k.startswith(prefix))
+            out: list[RecordInfo] = []
+            for k in keys:
+                row = self._live(kind, k, now)
+                if row is not None:
+                    out.append(RecordInfo(kind, k, row.version, len(row.value), row.created, row.updated, row.expires))
+                if len(out) >= limit:
+                    break
+            return out
+
+    async def append(self, kind: str, value: bytes) -> int:
+        """See :meth:`StateStore.append`."""
+        check_key("kind", kind)
+        with self._lock:
+            seq = (self._log[-1][0] if self._log else 0) + 1
+            self._log.append((seq, kind, time.time(), bytes(value)))
+            return seq
+
+    async def read_log(self, kind: str, *, after: int = 0, limit: int = 1000) -> list[LogEntry]:
+        """See :meth:`StateStore.read_log`."""
+        check_key("kind", kind)
+        _check_limit(limit)
+        with self._lock:
+            rows = [LogEntry(s, at, v) for s, k, at, v in self._log if k == kind and s > after]
+            return rows[:limit]
+
+    async def aclose(self) -> None:
+        """Nothing to release."""
+
+
+class SQLiteStateStore:
+    """State in one SQLite file: the embedded default.
+
+    Every write is one transaction (``BEGIN IMMEDIATE``) in WAL mode with ``synchronous=NORMAL``
+    on a file opened by this process only through this object: a crash loses at most the
+    transactions not yet checkpointed by the OS, never a committed record's consistency, and
+    several processes may share the file (SQLite's own locking; a writer waits up to
+    ``busy_timeout`` seconds). Calls run in a worker thread, one at a time.
+
+    Args:
+        path: The database file (its folder is created).
+        busy_timeout: Seconds a write waits for another process's write lock.
+
+    Raises:
+        StateUnavailableError: If the file cannot be opened or is not a state database.
+    """
+
+    def __init__(self, path: str | Path, *, busy_timeout: float = 5.0) -> None:
+        self._path = Path(path)
+        self._busy = busy_timeout
+        self._lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = None
+        self._writes = 0
+        self._open()
+
+    @property
+    def name(self) -> str:
+        """``"sqlite:<path>"``."""
+        return f"sqlite:{self._path}"
+
+    @property
+    def path(self) -> Path:
+        """The database file."""
+        return self._path
+
+    def _open(self) -> None:
+        try:
+            self._path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(self._path, timeout=self._busy, isolation_level=None, check_same_thread=False)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.executescript(_SCHEMA)
+        except (sqlite3.Error, OSError) as e:
+            raise StateUnavailableError(self.name, f"cannot open the state database: {e}") from e
+        self._conn = conn
+
+    async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        def call() -> T:
+            with self._lock:
+                if self._conn is None:
+                    raise StateUnavailableError(self.name, "the state store is closed")
+                try:
+                    return fn(self._conn)
+                except sqlite3.Error as e:
+                    raise StateUnavailableError(self.name, f"{type(e).__name__}: {e}") from e
+
+        return await anyio.to_thread.run_sync(call)
+
+    @staticmethod
+    def _write(conn: sqlite3.Connection, body: Callable[[sqlite3.Connection], T]) -> T:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            out = body(conn)
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+        return out
+
+    def _maybe_purge(self, conn: sqlite3.Connection, now: float) -> None:
+        self._writes += 1
+        if self._writes % _PURGE_EVERY == 0:
+            conn.execute("DELETE FROM records WHERE expires IS NOT NULL AND expires <= ?", (now,))
+
+    async def get(self, kind: str, key: str) -> Record | None:
+        """See :meth:`StateStore.get`."""
+        check_key("kind", kind)
+        check_key("key", key)
+
+        def body(conn: sqlite3.Connection) -> Record | None:
+            row = conn.execute(
+                "SELECT value, version, created, updated, expires FROM records WHERE kind = ? AND key = ?"
+                " AND (expires IS NULL OR expires > ?)",
+                (kind, key, time.time()),
+            ).fetchone()
+            if row is None:
+                return None
+            value, version, created, updated, expires = row
+            return Record(kind, key, version, len(value), created, updated, expires, bytes(value))
+
+        return await self._run(body)
+
+    async def put(self, kind: str, key: str, value: bytes, *, ttl: float | None = None, expect: Expect = ANY) -> int:
+        """See :meth:`StateStore.put`."""
+        check_key("kind", kind)
+        check_key("key", key)
+        _check_expect(expect)
+        ttl = _check_ttl(ttl)
+        data = bytes(value)
+
+        def body(conn: sqlite3.Connection) -> int:
+            now = time.time()
+            row = conn.execute(
+                "SELECT version, created, expires FROM records WHERE kind = ? AND key = ?", (kind, key)
+            ).fetchone()
+            live = row is not None and (row[2] is None or row[2] > now)
+            current = row[0] if live and row is not None else ABSENT
+            if expect != ANY and expect != current:
+                raise StateConflictError(kind, key, expect, current)
+            version = current + 1
+            created = row[1] if live and row is not None else now
+            conn.execute(
+                "INSERT OR REPLACE INTO records (kind, key, value, version, created, updated, expires)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (kind, key, data, version, created, now, now + ttl if ttl else None),
+            )
+            self._maybe_purge(conn, now)
+            return version
+
+        return await self._run(lambda conn: self._write(conn, body))
+
+    async def delete(self, kind: str, key: str, *, expect: Expect = ANY) -> bool:
+        """See :meth:`StateStore.delete`."""
+        check_key("kind", kind)
+        check_key("key", key)
+        _check_expect(expect)
+
+        def body(conn: sqlite3.Connection) -> bool:
+            now = time.time()
+            if expect == ANY:
+                cur = conn.execute(
+                    "DELETE FROM records WHERE kind = ? AND key = ? AND (expires IS NULL OR expires > ?)",
+                    (kind, key, now),
+                )
+            else:
+                cur = conn.execute(
+                    "DELETE FROM records WHERE kind = ? AND key = ? AND version = ?"
+                    " AND (expires IS NULL OR expires > ?)",
+                    (kind, key, expect, now),
+                )
+            return cur.rowcount > 0
+
+        return await self._run(lambda conn: self._write(conn, body))
+
+    async def list(self, kind: str, *, prefix: str = "", limit: int = 1000) -> list[RecordInfo]:
+        """See :meth:`StateStore.list`."""
+        check_key("kind", kind)
+        _check_limit(limit)
+        upper = prefix + "\U0010ffff"
+
+        def body(conn: sqlite3.Connection) -> list[RecordInfo]:
+            rows = conn.execute(
+                "SELECT key, version, length(value), created, updated, expires FROM records"
+                " WHERE kind = ? AND key >= ? AND key < ? AND (expires IS NULL OR expires > ?) ORDER BY key LIMIT ?",
+                (kind, prefix, upper, time.time(), limit),
+            ).fetchall()
+            return [RecordInfo(kind, *cast_row(r)) for r in rows]
+
+        return await self._run(body)
+
+    async def append(self, kind: str, value: bytes) -> int:
+        """See :meth:`StateStore.append`."""
+        check_key("kind", kind)
+        data = bytes(value)
+
+        def body(conn: sqlite3.Connection) -> int:
+            cur = conn.execute("INSERT INTO log (kind, at, value) VALUES (?, ?, ?)", (kind, time.time(), data))
+            return int(cur.lastrowid or 0)
+
+        return await self._run(lambda conn: self._write(conn, body))
+
+    async def read_log(self, kind: str, *, after: int = 0, limit: int = 1000) -> list[LogEntry]:
+        """See :meth:`StateStore.read_log`."""
+        check_key("kind", kind)
+        _check_limit(limit)
+
+        def body(conn: sqlite3.Connection) -> list[LogEntry]:
+            rows = conn.execute(
+                "SELECT seq, at, value FROM log WHERE kind = ? AND seq > ? ORDER BY seq LIMIT ?", (kind, after, limit)
+            ).fetchall()
+            return [LogEntry(int(s), float(at), bytes(v)) for s, at, v in rows]
+
+        return await self._run(body)
+
+    async def aclose(self) -> None:
+        """Close the database; idempotent."""
+
+        def close() -> None:
+            with self._lock:
+                conn, self._conn = self._conn, None
+                if conn is not None:
+                    conn.close()
+
+        await anyio.to_thread.run_sync(close)
+
+
+def cast_row(row: Any) -> tuple[str, int, int, float, float, float | None]:
+    key, version, size, created, updated, expires = row
+    return str(key), int(version), int(size), float(created), float(updated), expires

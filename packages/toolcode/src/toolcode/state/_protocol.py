@@ -1,0 +1,135 @@
+"""The :class:`StateStore` protocol: versioned records with TTLs, and append-only logs."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Final, Literal, Protocol, runtime_checkable
+
+__all__ = [
+    "ABSENT",
+    "ANY",
+    "KEY_PATTERN",
+    "Expect",
+    "LogEntry",
+    "Record",
+    "RecordInfo",
+    "StateStore",
+    "check_key",
+]
+
+ANY: Final = "any"
+"""``expect=ANY``: write whatever the record's current version."""
+ABSENT: Final = 0
+"""``expect=ABSENT``: write only if the record does not exist (versions start at 1)."""
+
+Expect = int | Literal["any"]
+"""What a conditional write expects of the record's current version: a version, ``ABSENT`` or ``ANY``."""
+
+KEY_PATTERN: Final = re.compile(r"^[A-Za-z0-9_.:/@+=-]{1,512}$")
+"""Kinds and keys: printable ASCII without spaces, 1 to 512 characters."""
+
+
+def check_key(what: str, value: str) -> str:
+    """Return ``value`` if it is a valid kind or key, else raise ``ValueError`` naming ``what``."""
+    if not isinstance(value, str) or not KEY_PATTERN.match(value):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise ValueError(f"{what} must match {KEY_PATTERN.pattern}, got {value!r:.80}")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class RecordInfo:
+    """A record without its value (what listing returns)."""
+
+    kind: str
+    key: str
+    version: int
+    """1 for a new record, +1 on every write."""
+    size: int
+    """Bytes of the value."""
+    created: float
+    """Unix time of the first write."""
+    updated: float
+    """Unix time of the last write."""
+    expires: float | None
+    """Unix time the record expires at, or ``None``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Record(RecordInfo):
+    """A record with its value."""
+
+    value: bytes = b""
+
+
+@dataclass(frozen=True, slots=True)
+class LogEntry:
+    """One entry of an append-only log."""
+
+    seq: int
+    """Position in the log: increasing, never reused."""
+    at: float
+    """Unix time it was appended."""
+    value: bytes
+
+
+@runtime_checkable
+class StateStore(Protocol):
+    """Where sessions, saved snippets, learned result shapes and logs live.
+
+    Records are addressed by ``kind`` (``"session"``, ``"snippet"``, ...) and ``key``, carry an
+    opaque ``bytes`` value, a version and an optional expiry. Logs are append-only sequences of
+    values per kind (the audit log).
+
+    Contract:
+        - Atomicity: each ``put``/``delete``/``append`` either happens whole or not at all; a
+          crash mid-write loses nothing already committed and never leaves a partial value.
+        - Concurrency: every method may be called from many tasks, processes and (for shared
+          stores) machines at once. Writes to one record are linearisable; ``expect`` makes a
+          write conditional on the version read (compare-and-set), so two writers never both
+          succeed from the same version: the loser gets :class:`StateConflictError`.
+        - TTL: a record written with ``ttl`` seconds is absent once they have passed (``get``
+          returns ``None``, ``list`` skips it); each write sets the TTL anew (``None``: none).
+        - Errors: a store that cannot be reached, read or written raises
+          :class:`StateUnavailableError` (nothing was written); invalid kinds or keys raise
+          ``ValueError``.
+        - Ownership: ``aclose`` releases connections; idempotent.
+    """
+
+    @property
+    def name(self) -> str:
+        """What the store is, for messages and reports (``"sqlite:/path"``, ``"redis://host:port/0"``)."""
+        ...
+
+    async def get(self, kind: str, key: str) -> Record | None:
+        """The record, or ``None`` when absent or expired."""
+        ...
+
+    async def put(self, kind: str, key: str, value: bytes, *, ttl: float | None = None, expect: Expect = ANY) -> int:
+        """Write a record; returns its new version.
+
+        Raises:
+            StateConflictError: If ``expect`` is not the record's current version
+                (``ABSENT``: the record exists).
+        """
+        ...
+
+    async def delete(self, kind: str, key: str, *, expect: Expect = ANY) -> bool:
+        """Delete a record; ``False`` when it was absent (or its version was not ``expect``)."""
+        ...
+
+    async def list(self, kind: str, *, prefix: str = "", limit: int = 1000) -> list[RecordInfo]:
+        """Records of a kind whose key starts with ``prefix``, in key order, without values."""
+        ...
+
+    async def append(self, kind: str, value: bytes) -> int:
+        """Append to the log of ``kind``; returns the entry's sequence number."""
+        ...
+
+    async def read_log(self, kind: str, *, after: int = 0, limit: int = 1000) -> list[LogEntry]:
+        """Entries of the log of ``kind`` with ``seq > after``, oldest first."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections; idempotent."""
+        ...

@@ -1,0 +1,88 @@
+"""Fixtures every test folder may use: a real ``redis-server`` on a free local port."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+
+@dataclass
+class RedisServer:
+    """A ``redis-server`` process started for the tests (no persistence, 127.0.0.1 only)."""
+
+    port: int
+    process: subprocess.Popen[bytes]
+    directory: Path
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    def start(self) -> None:
+        """Start it again on the same port (after :meth:`stop`)."""
+        self.process = _spawn(self.port, self.directory)
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _spawn(port: int, directory: Path) -> subprocess.Popen[bytes]:
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.fail("redis-server is not installed (.ci/run installs Debian's redis-server package)")
+    args = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+    args += ["--dir", str(directory), "--protected-mode", "yes"]
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2) as s:
+                s.sendall(b"PING\r\n")
+                if s.recv(16).startswith(b"+PONG"):
+                    return proc
+        except OSError:
+            time.sleep(0.02)
+    proc.kill()
+    pytest.fail(f"redis-server did not answer on port {port} within 10 s")
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    """One real ``redis-server`` for the test session."""
+    directory = tmp_path_factory.mktemp("redis")
+    port = _free_port()
+    server = RedisServer(port, _spawn(port, directory), directory)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def redis_url(redis_server: RedisServer) -> Iterator[str]:
+    """The URL of the session's Redis, emptied before each test."""
+    if redis_server.process.poll() is not None:
+        redis_server.start()
+    with socket.create_connection(("127.0.0.1", redis_server.port), timeout=2) as s:
+        s.sendall(b"FLUSHALL\r\n")
+        s.recv(16)
+    yield redis_server.url
