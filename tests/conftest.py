@@ -15,7 +15,7 @@ import pytest
 
 @dataclass
 class RedisServer:
-    """A ``redis-server`` process started for the tests (no persistence, 127.0.0.1 only)."""
+    """A ``redis-server`` process started for the tests (append-only file in a temp folder, 127.0.0.1 only)."""
 
     port: int
     process: subprocess.Popen[bytes]
@@ -49,7 +49,9 @@ def _spawn(port: int, directory: Path) -> subprocess.Popen[bytes]:
     binary = shutil.which("redis-server")
     if binary is None:
         pytest.fail("redis-server is not installed (.ci/run installs Debian's redis-server package)")
-    args = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+    # Append-only file, synced on every write: the data outlives a restart, as a state store's must.
+    args = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "yes"]
+    args += ["--appendfsync", "always"]
     args += ["--dir", str(directory), "--protected-mode", "yes"]
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 10
@@ -86,3 +88,32 @@ def redis_url(redis_server: RedisServer) -> Iterator[str]:
         s.sendall(b"FLUSHALL\r\n")
         s.recv(16)
     yield redis_server.url
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _state_dir_per_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Toolboxes that open the default state store use a folder of this test session, not the user's."""
+    import os
+
+    from toolcode.state import STATE_DIR_ENV
+
+    old = os.environ.get(STATE_DIR_ENV)
+    os.environ[STATE_DIR_ENV] = str(tmp_path_factory.mktemp("state"))
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop(STATE_DIR_ENV, None)
+        else:
+            os.environ[STATE_DIR_ENV] = old
+
+
+@pytest.fixture(autouse=True)
+def _state_dir_per_test(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test's own state folder: snippets or sessions one test saves never show in another's catalog.
+
+    (Servers a module-scoped fixture starts share the test session's folder above.)
+    """
+    from toolcode.state import STATE_DIR_ENV
+
+    monkeypatch.setenv(STATE_DIR_ENV, str(tmp_path_factory.mktemp("state")))

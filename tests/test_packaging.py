@@ -136,7 +136,13 @@ def test_package_installs_and_imports_on_its_own(
 # pulls it in by design (pydantic-monty ships its bindings as pydantic-monty-client).
 _DIST_ALIASES = {"pydantic-monty-client": "pydantic-monty"}
 # Modules only the named extra's code paths import (the CLI renderer, token counts, the demo).
-_EXTRA_MODULES = {"rich": "cli", "tiktoken": "tokens", "typing_extensions": "demo", "pytest": "testing"}
+_EXTRA_MODULES = {
+    "rich": "cli",
+    "tiktoken": "tokens",
+    "typing_extensions": "demo",
+    "pytest": "testing",
+    "redis": "redis",
+}
 
 
 def _norm(name: str) -> str:

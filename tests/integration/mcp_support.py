@@ -11,8 +11,10 @@ import re
 import shutil
 import socket
 import subprocess
+import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -130,3 +132,51 @@ def start_http_server(
         tail = "\n".join(server.output[-30:])
         raise RuntimeError(f"{argv[0]} did not become ready (exit code {proc.poll()}):\n{tail}")
     return server
+
+
+# -- `toolcode serve` as a process ---------------------------------------------------------
+
+
+def toolcode_serve_args(config: Path, *extra: str) -> list[str]:
+    """Arguments (after the interpreter) of ``toolcode serve --config CONFIG``.
+
+    A stdio server does not inherit the environment (the SDK passes a safe subset), so the test
+    session's state folder is named on the command line: tests never touch the user's own.
+    """
+    state = ["--state-dir", os.environ["TOOLCODE_STATE_DIR"]] if "TOOLCODE_STATE_DIR" in os.environ else []
+    return ["-m", "toolcode.cli", "serve", "--config", str(config), *state, *extra]
+
+
+@dataclass
+class ServedHttp:
+    """A running ``toolcode serve --http 127.0.0.1:0``."""
+
+    url: str
+    log: str
+    """What the server wrote to stderr up to "listening on"."""
+
+
+@asynccontextmanager
+async def toolcode_serve_http(config: Path, *extra: str) -> AsyncIterator[ServedHttp]:
+    """Start ``toolcode serve --http 127.0.0.1:0``, wait until it listens, stop it afterwards."""
+    import anyio
+
+    proc = await anyio.open_process([sys.executable, *toolcode_serve_args(config, "--http", "127.0.0.1:0", *extra)])
+    try:
+        assert proc.stderr is not None
+        buf = b""
+        with anyio.fail_after(60):
+            async for chunk in proc.stderr:
+                buf += chunk
+                if b"listening on " in buf and b"\n" in buf.split(b"listening on ", 1)[1]:
+                    break
+        url = buf.split(b"listening on ", 1)[1].split(b"\n", 1)[0].decode().strip()
+        assert url.startswith("http://127.0.0.1:"), url
+        yield ServedHttp(url, buf.decode(errors="replace"))
+    finally:
+        proc.terminate()
+        with anyio.move_on_after(10):
+            await proc.wait()
+        if proc.returncode is None:
+            proc.kill()
+        await proc.aclose()

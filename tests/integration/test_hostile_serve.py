@@ -19,6 +19,7 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client
+from mcp_support import toolcode_serve_http
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
@@ -43,26 +44,9 @@ async def server_url(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[
     }
     config = root / "mcp.json"
     config.write_text(json.dumps({"mcpServers": {"hostile": hostile}, "toolcode": {"tools": ["*"]}}))
-    proc = await anyio.open_process(
-        [sys.executable, "-m", "toolcode.cli", "serve", "--config", str(config), "--http", "127.0.0.1:0"]
-    )
-    try:
-        assert proc.stderr is not None
-        buf = b""
-        with anyio.fail_after(60):
-            async for chunk in proc.stderr:
-                buf += chunk
-                if b"listening on " in buf and b"\n" in buf.split(b"listening on ", 1)[1]:
-                    break
-        assert SECRET not in buf.decode(errors="replace"), "the upstream's stderr secret reached the server log"
-        yield buf.split(b"listening on ", 1)[1].split(b"\n", 1)[0].decode().strip()
-    finally:
-        proc.terminate()
-        with anyio.move_on_after(10):
-            await proc.wait()
-        if proc.returncode is None:
-            proc.kill()
-        await proc.aclose()
+    async with toolcode_serve_http(config) as served:
+        assert SECRET not in served.log, "the upstream's stderr secret reached the server log"
+        yield served.url
 
 
 @asynccontextmanager

@@ -44,7 +44,7 @@ SHIM = "import os, sys; open(sys.argv[1], 'w').write(str(os.getpid())); os.execv
 pidfile, config, code = sys.argv[1:4]
 
 async def main():
-    serve = [sys.executable, "-m", "toolcode.cli", "serve", "--config", config]
+    serve = [sys.executable, "-m", "toolcode.cli", "serve", "--config", config, "--no-state"]
     params = StdioServerParameters(command=sys.executable, args=["-c", SHIM, pidfile, *serve])
     spinning = anyio.Event()
 

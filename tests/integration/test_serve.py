@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable
@@ -15,6 +16,7 @@ import mcp_types as types
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
+from mcp_support import toolcode_serve_args, toolcode_serve_http
 
 import toolcode
 
@@ -55,31 +57,14 @@ def config_file(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 
 def _serve_args(config: Path, *extra: str) -> list[str]:
-    return ["-m", "toolcode.cli", "serve", "--config", str(config), *extra]
+    return toolcode_serve_args(config, *extra)
 
 
 @asynccontextmanager
 async def http_server(config: Path, *extra: str) -> AsyncIterator[str]:
-    """Start `toolcode serve --http 127.0.0.1:0` and yield its URL (read from its stderr)."""
-    proc = await anyio.open_process([sys.executable, *_serve_args(config, "--http", "127.0.0.1:0", *extra)])
-    try:
-        assert proc.stderr is not None
-        buf = b""
-        with anyio.fail_after(60):
-            async for chunk in proc.stderr:
-                buf += chunk
-                if b"listening on " in buf and b"\n" in buf.split(b"listening on ", 1)[1]:
-                    break
-        url = buf.split(b"listening on ", 1)[1].split(b"\n", 1)[0].decode().strip()
-        assert url.startswith("http://127.0.0.1:")
-        yield url
-    finally:
-        proc.terminate()
-        with anyio.move_on_after(10):
-            await proc.wait()
-        if proc.returncode is None:
-            proc.kill()
-        await proc.aclose()
+    """Start `toolcode serve --http 127.0.0.1:0` and yield its URL."""
+    async with toolcode_serve_http(config, *extra) as served:
+        yield served.url
 
 
 ClientFactory = Callable[[str], AbstractAsyncContextManager[Client]]
@@ -344,7 +329,8 @@ async def test_serve_stdio_from_library_code_keeps_stdout_for_the_protocol(tmp_p
     script = tmp_path / "serve.py"
     script.write_text(_LIBRARY_SERVE.replace("{setup}", setup))
     raw = tmp_path / "stdout.txt"
-    shell = f'"{sys.executable}" "{script}" "{cfg}" | tee "{raw}"'
+    state = os.environ.get("TOOLCODE_STATE_DIR", str(tmp_path / "state"))
+    shell = f'TOOLCODE_STATE_DIR="{state}" "{sys.executable}" "{script}" "{cfg}" | tee "{raw}"'
     params = StdioServerParameters(command="/bin/sh", args=["-c", shell])
     code = 'try:\n    run_tool("fault:crash")\nexcept Exception:\n    pass\n__out = run_tool("fault:echo", text="hi")'
     with anyio.fail_after(60):

@@ -81,7 +81,7 @@ def test_exec_terminal_output_has_value_stdout_and_trace_table(capsys: pytest.Ca
     assert code == 0
     assert "value" in out and "7" in out
     assert "stdout" in out and "hi" in out
-    assert "helpdesk:on_call" in err and "trace (1 calls)" in err and "1 tool calls" in err
+    assert "helpdesk:on_call" in err and "trace (1 call)" in err and "1 tool call," in err
 
 
 @pytest.mark.parametrize(

@@ -27,10 +27,14 @@ import structlog
 from toolcode._core import CodeMode
 from toolcode._executor import Executor, ExecutorConfig
 from toolcode._options import ExecuteOptions
-from toolcode._settings import Settings, load_settings
+from toolcode._sessions import Sessions
+from toolcode._settings import Settings, StateSettings, load_settings
+from toolcode._shapes import ShapeSync
+from toolcode._snippets import SnippetLibrary
 from toolcode._types import Engine, ExecuteResult, ToolCallRecord
 from toolcode.engines import load_engine
-from toolcode.exceptions import ConfigurationError
+from toolcode.exceptions import ConfigurationError, StateUnavailableError
+from toolcode.state import MemoryStateStore, StateStore, open_state_store
 from tooldocs import InMemoryStore
 from toolindex import BackendRef, InMemoryIndex, Tool, ToolIndexError
 from toolrun import Backend, DefaultRunner, MCPBackend, ToolRunError, load_config
@@ -104,9 +108,14 @@ class Toolbox:
             ``settings.engine``; ``None`` for the default sandbox.
         strict: When ``True`` a backend that fails to connect aborts :meth:`connect`; when
             ``False`` (the default) it is reported, logged and skipped so the rest stay usable.
+        state: Where sessions, saved snippets and learned result shapes live; ``None`` opens
+            the one ``settings.state`` names (default: a SQLite file in the user state
+            directory, see :func:`toolcode.state.default_state_dir`). The toolbox closes a store
+            it opened, not one it was given.
 
     Raises:
         ConfigurationError: If the engine or a setting is invalid.
+        StateUnavailableError: If a configured state directory cannot be opened.
     """
 
     def __init__(
@@ -116,12 +125,21 @@ class Toolbox:
         settings: Settings | None = None,
         engine: Engine | str | None = None,
         strict: bool = False,
+        state: StateStore | None = None,
     ) -> None:
         self.settings: Settings = settings or Settings()
+        self._owns_state = state is None
+        self.state: StateStore = state if state is not None else _open_state(self.settings)
+        """Where sessions, saved snippets and learned shapes live."""
+        self.sessions: Sessions = Sessions(self.state, self.settings.sessions)
         self.index: InMemoryIndex = InMemoryIndex()
         self.store: InMemoryStore = InMemoryStore(self.index)
         self._backends = list(backends)
-        self.runner: DefaultRunner = DefaultRunner(self.index, self._backends, store=self.store)
+        self.snippets: SnippetLibrary = SnippetLibrary(self.state, self.index)
+        """Saved snippets (tools ``snippets:<name>``)."""
+        self.runner: DefaultRunner = DefaultRunner(
+            self.index, [*self._backends, self.snippets.backend], store=self.store
+        )
         self.executor: Executor = Executor(
             ExecutorConfig(
                 index=self.index,
@@ -131,6 +149,9 @@ class Toolbox:
                 defaults=self.settings.limits,
             )
         )
+        self.snippets.executor = self.executor
+        self.executor.snippets = self.snippets
+        self._shapes = ShapeSync(self.store, self.state)
         self.failed: dict[str, str] = {}
         """Backends that failed to connect, with the reason."""
         self.codemode: CodeMode = CodeMode(
@@ -141,6 +162,8 @@ class Toolbox:
             defaults=self.settings.limits,
             call_timeout=self.settings.call_timeout,
             unavailable=self.failed,
+            sessions=self.sessions,
+            snippets=self.snippets,
         )
         """The code-mode core: every operation, as every door offers it."""
         if not self.executor.engine.info.sandboxed:
@@ -170,6 +193,7 @@ class Toolbox:
         engine: Engine | str | None = None,
         strict: bool = False,
         settings: Settings | None = None,
+        state: StateSettings | None = None,
     ) -> Toolbox:
         """Build a toolbox from a config file or mapping (``mcpServers`` and ``toolcode``).
 
@@ -179,6 +203,8 @@ class Toolbox:
             engine: Engine (or name); overrides the config's ``toolcode.engine``.
             strict: Fail :meth:`connect` when a server cannot start.
             settings: Use these settings instead of the config's ``toolcode`` section.
+            state: Where state lives, instead of the settings' ``state`` (``--state-dir``,
+                ``--no-state``).
 
         Returns:
             A toolbox, not yet connected (use ``async with`` or :meth:`connect`).
@@ -198,6 +224,8 @@ class Toolbox:
         if excludes != list(chosen.exclude):
             chosen = chosen.model_copy(update={"exclude": tuple(excludes)})
         backends.extend(extra_backends)
+        if state is not None:
+            chosen = chosen.model_copy(update={"state": state})
         return cls(backends, settings=chosen, engine=engine, strict=strict)
 
     @property
@@ -226,6 +254,15 @@ class Toolbox:
         if not self._runner_entered:
             await self._stack.enter_async_context(self.runner)
             self._runner_entered = True
+            try:
+                await self.snippets.sync()
+                await self._shapes.load()
+            except StateUnavailableError as e:
+                log.warning("toolbox.state_unavailable", store=self.state.name, error=str(e)[:300])
+            tg = await self._stack.enter_async_context(anyio.create_task_group())
+            tg.start_soon(self.snippets.keep_in_sync)
+            tg.start_soon(self._shapes.keep_in_sync)
+            self._stack.callback(tg.cancel_scope.cancel)
         errors: list[BaseException] = []
         target: Any = self.index
         if self.settings.exclude:
@@ -262,6 +299,7 @@ class Toolbox:
         input: Any = None,
         options: ExecuteOptions | Mapping[str, Any] | None = None,
         on_tool_call: Callable[[ToolCallRecord], Awaitable[None]] | None = None,
+        session: str | None = None,
     ) -> ExecuteResult:
         """Run a snippet (the Python form: the full result, or an exception).
 
@@ -273,6 +311,8 @@ class Toolbox:
             input: Any JSON value the snippet reads as ``input``.
             options: This run's options (:class:`~toolcode.ExecuteOptions` or its JSON form).
             on_tool_call: Awaited after each tool call completes, with its record.
+            session: Run in this named session: variables, functions and imports persist from
+                run to run, in the state store.
 
         Returns:
             The result: value, stdout, stderr, trace, limits report.
@@ -281,7 +321,7 @@ class Toolbox:
             toolcode.exceptions.ToolCodeError: ``CodeExecutionError``, ``LimitExceededError``,
                 ``InvalidArgumentsError`` or ``EngineError``; each carries the partial result.
         """
-        return await self.codemode.run(code, input=input, options=options, on_tool_call=on_tool_call)
+        return await self.codemode.run(code, input=input, options=options, on_tool_call=on_tool_call, session=session)
 
     def observe_tool_calls(self, callback: Callable[[ToolCallRecord], Awaitable[None]]) -> Callable[[], None]:
         """Be told of every tool call any snippet makes through this toolbox, whatever the door (auditing).
@@ -309,13 +349,22 @@ class Toolbox:
         self._closed = True
         try:
             with anyio.CancelScope(shield=True):
+                try:
+                    await self._shapes.save()
+                except StateUnavailableError as e:
+                    log.warning("toolbox.shapes_not_saved", store=self.state.name, error=str(e)[:300])
                 await self.executor.aclose()
                 if not self._runner_entered:
                     await self.runner.aclose()
         finally:
             # Outside the shield: the backends' task groups were entered before it, so they must
             # be exited in the scope that entered them (this closes the runner and its backends).
-            await self._stack.aclose()
+            try:
+                await self._stack.aclose()
+            finally:
+                if self._owns_state:
+                    with anyio.CancelScope(shield=True):
+                        await self.state.aclose()
 
     async def __aenter__(self) -> Toolbox:
         await self.connect()
@@ -325,6 +374,22 @@ class Toolbox:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         await self.aclose()
+
+
+def _open_state(settings: Settings) -> StateStore:
+    """The store the settings name; the default folder falling back to memory when it cannot be used."""
+    cfg = settings.state
+    if cfg.memory or cfg.url is not None or cfg.dir is not None:
+        return open_state_store(url=cfg.url, directory=cfg.dir, memory=cfg.memory)
+    try:
+        return open_state_store()
+    except StateUnavailableError as e:
+        log.warning(
+            "toolbox.state_in_memory",
+            reason=str(e),
+            hint="set toolcode.state.dir (or --state-dir) to a writable folder to keep sessions and shapes",
+        )
+        return MemoryStateStore()
 
 
 def _read(config: str | os.PathLike[str] | Mapping[str, Any]) -> Mapping[str, Any]:

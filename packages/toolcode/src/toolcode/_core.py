@@ -28,11 +28,18 @@ from toolcode._models import (
     NamespacesResult,
     RunToolOutcome,
     SearchResult,
+    SessionEntry,
+    SessionReport,
+    SessionsResult,
+    SnippetEntry,
+    SnippetsResult,
     ToolListResult,
     TraceEntry,
 )
 from toolcode._operations import Operations
 from toolcode._options import ExecuteOptions, parse_options
+from toolcode._sessions import SessionRun, Sessions, tools_imports
+from toolcode._snippets import SnippetLibrary
 from toolcode._types import ExecuteParams, ExecuteResult, OnToolCall, ToolCallRecord
 from toolcode._view import CatalogView
 from toolcode.exceptions import InvalidArgumentsError, ToolCodeError, clip
@@ -60,6 +67,8 @@ class CodeMode:
         call_timeout: Seconds a direct ``run_tool`` / ``run_chain`` call may take when the
             caller gives none.
         unavailable: Live mapping of servers that could not be reached (``Toolbox.failed``).
+        sessions: Where sessions live (``None``: runs cannot use sessions).
+        snippets: The saved snippets (``None``: snippets cannot be saved).
     """
 
     def __init__(
@@ -73,8 +82,12 @@ class CodeMode:
         ceilings: ExecuteOptions | None = None,
         call_timeout: float = 60.0,
         unavailable: Mapping[str, str] | None = None,
+        sessions: Sessions | None = None,
+        snippets: SnippetLibrary | None = None,
     ) -> None:
         self.index = index
+        self.sessions = sessions
+        self.snippets = snippets
         self.unavailable = unavailable
         self._observers: list[OnToolCall] = []
         self.store = store
@@ -181,6 +194,66 @@ class CodeMode:
         limit = self.defaults.resolve().max_chain_steps
         return await self.operations().run_chain(steps, max_steps=limit)
 
+    async def list_sessions(self, caller: str | None = None) -> SessionsResult:
+        """The caller's sessions (name, created, last used, size, runs, expiry).
+
+        Raises:
+            InvalidArgumentsError: If this core has no state store.
+            StateUnavailableError: If the store cannot be reached.
+        """
+        if self.sessions is None:
+            raise InvalidArgumentsError("session", "sessions need a state store (this core has none)")
+        infos = await self.sessions.list(caller)
+        return SessionsResult(sessions=[SessionEntry(**i.to_dict()) for i in infos])
+
+    async def reset_session(self, name: Any, caller: str | None = None) -> bool:
+        """Forget a session's state; ``False`` when it had none.
+
+        Raises:
+            InvalidArgumentsError: If the name is invalid or this core has no state store.
+            StateUnavailableError: If the store cannot be reached.
+        """
+        if self.sessions is None:
+            raise InvalidArgumentsError("session", "sessions need a state store (this core has none)")
+        return await self.sessions.reset(caller, name)
+
+    def _library(self) -> SnippetLibrary:
+        if self.snippets is None:
+            raise InvalidArgumentsError("name", "saved snippets need a state store (this core has none)")
+        return self.snippets
+
+    async def save_snippet(self, name: Any, code: Any, description: Any, input_schema: Any = None) -> SnippetEntry:
+        """Save (or replace) a parameterised snippet; it becomes the tool ``snippets:<name>``.
+
+        The snippet reads its arguments as ``input``; ``input_schema`` (a JSON Schema object)
+        describes them (default: any object). It is type-checked before it is saved.
+
+        Raises:
+            InvalidArgumentsError: If a field is invalid (names it).
+            TypeCheckError: If the code calls its tools wrongly.
+            StateUnavailableError: If the state store cannot be written.
+        """
+        saved = await self._library().save(name, code, description, input_schema, view=self.view())
+        return SnippetEntry(**saved.to_dict())
+
+    async def list_snippets(self) -> SnippetsResult:
+        """Every saved snippet (without its code), by name."""
+        lib = self._library()
+        items = [SnippetEntry(**lib.snippets[n].to_dict(with_code=False)) for n in sorted(lib.snippets)]
+        return SnippetsResult(snippets=items)
+
+    async def show_snippet(self, name: Any) -> SnippetEntry:
+        """One saved snippet with its code.
+
+        Raises:
+            InvalidArgumentsError: If there is no snippet of this name.
+        """
+        return SnippetEntry(**self._library().get(name).to_dict())
+
+    async def delete_snippet(self, name: Any) -> bool:
+        """Delete a saved snippet (and its tool); ``False`` when there was none."""
+        return await self._library().delete(name)
+
     def options(self, options: ExecuteOptions | Mapping[str, Any] | None = None, **overrides: Any) -> ExecuteOptions:
         """Parse and check a run's options against the server's ceilings.
 
@@ -200,15 +273,35 @@ class CodeMode:
         input: Any = None,
         options: ExecuteOptions | Mapping[str, Any] | None = None,
         on_tool_call: OnToolCall | None = None,
+        session: str | None = None,
+        caller: str | None = None,
     ) -> ExecuteResult:
         """Run a snippet and return the executor's full result (raises on failure).
+
+        Args:
+            code: Python source.
+            input: Any JSON value, read by the snippet as ``input``.
+            options: This run's options.
+            on_tool_call: Awaited as each tool call completes.
+            session: Run in this named session (see :meth:`execute`).
+            caller: Who the run is for.
 
         Raises:
             toolcode.exceptions.ToolCodeError: With the partial result in ``result``.
         """
         opts = self.options(options)
-        params = ExecuteParams(code=code, input=input, options=opts)
-        return await self.executor.execute(params, on_tool_call=self._listener(on_tool_call))
+        listener = self._listener(on_tool_call)
+        if session is None:
+            params = ExecuteParams(code=code, input=input, options=opts, caller=caller)
+            return await self.executor.execute(params, on_tool_call=listener)
+        if self.sessions is None:
+            raise InvalidArgumentsError("session", "sessions need a state store (this core has none)")
+        hold = opts.resolve(self.defaults).timeout
+        async with self.sessions.use(caller, session, hold=min(hold, 86_400.0)) as run:
+            params = ExecuteParams(code=code, input=input, options=opts, caller=caller, session=run.state)
+            result = await self.executor.execute(params, on_tool_call=listener)
+            run.state.imports = (*run.state.imports, *tools_imports(code))
+        return result
 
     async def execute(
         self,
@@ -218,6 +311,7 @@ class CodeMode:
         options: ExecuteOptions | Mapping[str, Any] | None = None,
         on_tool_call: OnToolCall | None = None,
         caller: str | None = None,
+        session: Any = None,
     ) -> ExecuteOutcome:
         """Run a snippet; the outcome every door returns (a failure is an outcome, not an exception).
 
@@ -226,11 +320,15 @@ class CodeMode:
             input: Any JSON value, read by the snippet as ``input``.
             options: This run's options (limits, ``allowed_namespaces``, ``trace``).
             on_tool_call: Awaited as each tool call completes.
-            caller: Who the run is for (shares of the worker pool are counted per caller).
+            caller: Who the run is for (shares of the worker pool are counted per caller;
+                sessions belong to the authenticated caller, see :func:`toolcode._sessions.owner_of`).
+            session: Run in this named session: variables, functions and imports persist from
+                run to run (``None``: a fresh run).
 
         Returns:
             ``ok`` with the value, stdout, stderr and a call summary (plus every call with
-            ``trace="full"``), or ``ok=False`` with the error in the one JSON shape.
+            ``trace="full"``), or ``ok=False`` with the error in the one JSON shape; ``session``
+            says whether the session was new or reset.
         """
         started = time.perf_counter()
         try:
@@ -239,17 +337,60 @@ class CodeMode:
             if not code.strip():
                 raise InvalidArgumentsError("code", "is empty: write a program that sets __out")
             opts = self.options(options)
+            if session is not None:
+                if self.sessions is None:
+                    raise InvalidArgumentsError("session", "sessions need a state store (this core has none)")
+                Sessions.check_name(session)
         except ToolCodeError as exc:
             return self.outcome(None, exc, "summary", started)
         detail = opts.trace or self.defaults.trace or "summary"
+        view = self.view(opts.allowed_namespaces)
+        listener = self._listener(on_tool_call)
+        if session is None or self.sessions is None:
+            try:
+                result = await self.executor.execute(
+                    ExecuteParams(code=code, input=input, options=opts, caller=caller), on_tool_call=listener
+                )
+            except ToolCodeError as exc:
+                return self.outcome(exc.result, exc, detail, started, view)
+            return self.outcome(result, None, detail, started)
+        return await self._execute_in_session(code, input, opts, listener, caller, session, detail, started, view)
+
+    async def _execute_in_session(
+        self,
+        code: str,
+        input: Any,
+        opts: ExecuteOptions,
+        listener: OnToolCall | None,
+        caller: str | None,
+        name: str,
+        detail: str,
+        started: float,
+        view: CatalogView,
+    ) -> ExecuteOutcome:
+        assert self.sessions is not None
+        result: ExecuteResult | None = None
+        error: ToolCodeError | None = None
+        run: SessionRun | None = None
+        hold = opts.resolve(self.defaults).timeout
         try:
-            result = await self.executor.execute(
-                ExecuteParams(code=code, input=input, options=opts, caller=caller),
-                on_tool_call=self._listener(on_tool_call),
-            )
-        except ToolCodeError as exc:
-            return self.outcome(exc.result, exc, detail, started, self.view(opts.allowed_namespaces))
-        return self.outcome(result, None, detail, started)
+            async with self.sessions.use(caller, name, hold=min(hold, 86_400.0)) as run:
+                try:
+                    result = await self.executor.execute(
+                        ExecuteParams(code=code, input=input, options=opts, caller=caller, session=run.state),
+                        on_tool_call=listener,
+                    )
+                except ToolCodeError as exc:
+                    error, result = exc, exc.result
+                if run.state.kept is not None:
+                    run.state.imports = (*run.state.imports, *tools_imports(code))
+        except ToolCodeError as exc:  # the session itself: busy, a limit, the store
+            error = exc
+        out = self.outcome(result, error, detail, started, view)
+        if run is not None:
+            report = SessionReport(name=name, new=run.new, reset=run.reset, size_bytes=run.size_bytes)
+            out = out.model_copy(update={"session": report})
+        return out
 
     def outcome(
         self,

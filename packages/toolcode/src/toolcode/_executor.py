@@ -5,9 +5,10 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 import anyio
 
@@ -26,6 +27,9 @@ from toolcode._options import ExecuteOptions, ResolvedOptions
 from toolcode._tools import DefaultTools, DocStore
 from toolcode._trace import Trace
 from toolcode._typecheck import TypeChecker
+
+if TYPE_CHECKING:
+    from toolcode._snippets import SnippetLibrary
 from toolcode._types import Engine, ExecuteParams, ExecuteResult, LimitsReport, OnToolCall, Tools
 from toolcode._view import CatalogView
 from toolcode.engines import load_engine
@@ -41,7 +45,7 @@ from toolcode.exceptions import (
 from toolindex import Index
 from toolrun import Runner
 
-__all__ = ["Executor", "ExecutorConfig", "RunContext", "ToolsFactory"]
+__all__ = ["Executor", "ExecutorConfig", "RunContext", "ToolsFactory", "current_run"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +56,15 @@ class RunContext:
     budget: CallBudget
     trace: Trace
     output: OutputBuffer
+    caller: str | None = None
+
+
+_current: ContextVar[RunContext | None] = ContextVar("toolcode_current_run", default=None)
+
+
+def current_run() -> RunContext | None:
+    """The run whose snippet is executing in this task (a tool it calls runs within it), or ``None``."""
+    return _current.get()
 
 
 ToolsFactory = Callable[[RunContext], Tools]
@@ -106,6 +119,8 @@ class Executor:
         """The catalog's namespaces as sandbox modules (``from tools import github``)."""
         self.checker: TypeChecker = TypeChecker(self.modules)
         """Checks a run's tool calls before it starts (``type_check="strict"``)."""
+        self.snippets: SnippetLibrary | None = None
+        """Saved snippets, for the snippet global ``save_snippet`` (set by :class:`~toolcode.Toolbox`)."""
         engine = config.engine
         self._owns_engine = engine is None or isinstance(engine, str)
         if engine is None or isinstance(engine, str):
@@ -139,6 +154,10 @@ class Executor:
         bad = check_json(params.input, "input")
         if bad is not None:
             raise InvalidArgumentsError("input", bad)
+        if params.session is not None and not self._engine.info.sessions:
+            raise InvalidArgumentsError(
+                "session", f"engine {self._engine.info.name!r} does not keep sessions (the default engine, monty, does)"
+            )
         resolved = params.options.resolve(self._config.defaults)
         return dataclasses.replace(params, resolved=resolved)
 
@@ -164,15 +183,21 @@ class Executor:
             output=ctx.output,
             operations=ops,
             modules=self.modules,
+            snippets=self.snippets,
         )
 
-    async def execute(self, params: ExecuteParams, *, on_tool_call: OnToolCall | None = None) -> ExecuteResult:
+    async def execute(
+        self, params: ExecuteParams, *, on_tool_call: OnToolCall | None = None, within: RunContext | None = None
+    ) -> ExecuteResult:
         """Run one snippet.
 
         Args:
             params: The code and this run's options (unset options take the config's defaults).
             on_tool_call: Awaited as each tool call completes (progress reporting); its
                 failures are logged and ignored.
+            within: Run as part of this run (a saved snippet called from it): its options,
+                call budget, trace and output, instead of this run's own (``params.options``
+                and ``on_tool_call`` are then not used).
 
         Returns:
             The result: value, stdout, stderr, the trace, duration and a limits report.
@@ -188,14 +213,23 @@ class Executor:
             EngineError: If the engine failed for a reason that is not the snippet's.
         """
         p = self._resolve(params)
-        opts = p.resolved
-        assert opts is not None
+        if within is not None:
+            p = dataclasses.replace(p, resolved=within.options, caller=within.caller)
+            ctx = within
+        else:
+            opts = p.resolved
+            assert opts is not None
+            allowance = min(MAX_TRACE_PAYLOAD_CHARS, 4 * opts.max_output_chars)
+            ctx = RunContext(
+                opts,
+                CallBudget(opts.max_tool_calls, opts.max_chain_steps),
+                Trace(on_tool_call, PayloadBudget(allowance)),
+                OutputBuffer(min(opts.max_output_chars, MAX_TRACE_PAYLOAD_CHARS)),
+                p.caller,
+            )
+        opts, budget, trace, output = ctx.options, ctx.budget, ctx.trace, ctx.output
         info = self._engine.info
-        budget = CallBudget(opts.max_tool_calls, opts.max_chain_steps)
-        allowance = min(MAX_TRACE_PAYLOAD_CHARS, 4 * opts.max_output_chars)
-        trace = Trace(on_tool_call, PayloadBudget(allowance))
-        output = OutputBuffer(min(opts.max_output_chars, MAX_TRACE_PAYLOAD_CHARS))
-        tools = self._tools(RunContext(opts, budget, trace, output))
+        tools = self._tools(ctx)
         applied: dict[str, float | int] = dict(opts.applied())
         applied.update(info.limits)
 
@@ -206,10 +240,15 @@ class Executor:
             try:
                 if opts.type_check == "strict":
                     view = CatalogView(self._config.index, opts.allowed_namespaces)
-                    found = await self.checker.check(p.code, view)
+                    preamble = p.session.imports if p.session is not None else ()
+                    found = await self.checker.check(p.code, view, preamble=preamble)
                     if found:
                         raise TypeCheckError(found)
-                value = (await self._engine.execute(p, tools)).value
+                token = _current.set(ctx)
+                try:
+                    value = (await self._engine.execute(p, tools)).value
+                finally:
+                    _current.reset(token)
             except ToolCodeError as e:
                 error = e
             except Exception as e:  # an engine is pluggable code; anything it leaks is its failure

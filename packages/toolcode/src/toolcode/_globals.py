@@ -91,6 +91,12 @@ SNIPPET_GLOBALS: Final[tuple[SnippetGlobal, ...]] = (
     SnippetGlobal(
         "list_tool_examples", "list_tool_examples(tool_id, max=3) -> {id, examples}", "worked examples", "call"
     ),
+    SnippetGlobal(
+        "save_snippet",
+        "save_snippet(name, code, description, input_schema=None) -> {name, tool_id, ...}",
+        "keep a program that reads `input` as the tool snippets:<name>",
+        "call",
+    ),
     SnippetGlobal("println", "println(*values)", "print a line (print works too)", "output"),
     SnippetGlobal("input", "input", "the run's input value", "value"),
     SnippetGlobal("ToolError", "ToolError", "raised by failed calls (a RuntimeError): catch it", "helper"),
@@ -115,6 +121,10 @@ _STUBS: Final = {
     ),
     "list_namespaces": "def list_namespaces() -> dict[str, Any]: ...",
     "list_tool_examples": "def list_tool_examples(tool_id: str, max: int = 3) -> dict[str, Any]: ...",
+    "save_snippet": (
+        "def save_snippet(name: str, code: str, description: str, "
+        "input_schema: Mapping[str, Any] | None = None) -> dict[str, Any]: ..."
+    ),
     "println": "def println(*values: object) -> None: ...",
     "input": "input: Any",
     "ToolError": "ToolError = RuntimeError",
@@ -146,9 +156,9 @@ def async_names() -> dict[str, str]:
 def snippet_api_text() -> str:
     """The snippet API in a few lines, for a model (the ``execute_code`` description uses it)."""
     calls = [g for g in SNIPPET_GLOBALS if g.kind == "call"]
-    width = max(len(g.signature) for g in calls[:3])
-    lines = [f"  {g.signature:<{width}}  {g.doc}" for g in calls[:3]]
-    lines.append("  also: " + ", ".join(g.signature.split("(", 1)[0] + "()" for g in calls[3:]))
+    width = max(len(g.signature) for g in calls[:2])
+    lines = [f"  {g.signature:<{width}}  {g.doc}" for g in calls[:2]]
+    lines.append("  also: " + ", ".join(g.signature.split("(", 1)[0] + "()" for g in calls[2:]))
     return "\n".join(lines)
 
 

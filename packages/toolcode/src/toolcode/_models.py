@@ -26,6 +26,11 @@ __all__ = [
     "RunToolOutcome",
     "SearchHitEntry",
     "SearchResult",
+    "SessionEntry",
+    "SessionReport",
+    "SessionsResult",
+    "SnippetEntry",
+    "SnippetsResult",
     "ToolDocEntry",
     "ToolEntry",
     "ToolListResult",
@@ -200,6 +205,53 @@ class TraceEntry(_Model):
     """The result (``trace="full"`` only)."""
 
 
+class SessionReport(_Model):
+    """What a run in a session did to it."""
+
+    name: str
+    new: bool
+    """The session did not exist (or had expired): the run started empty."""
+    reset: str | None = None
+    """Why the session was reset by this run (a limit stopped it), or ``None``."""
+    size_bytes: int = 0
+    """The session's stored state after the run."""
+
+
+class SessionEntry(_Model):
+    """One session, as ``list_sessions`` shows it (times in Unix seconds)."""
+
+    name: str
+    created: float
+    last_used: float
+    size_bytes: int
+    runs: int
+    expires: float | None
+
+
+class SessionsResult(_Model):
+    """``list_sessions``: the caller's sessions."""
+
+    sessions: list[SessionEntry]
+
+
+class SnippetEntry(_Model):
+    """One saved snippet (``code`` is left out of listings)."""
+
+    name: str
+    tool_id: str
+    description: str
+    input_schema: dict[str, Any]
+    created: float
+    updated: float
+    code: str | None = None
+
+
+class SnippetsResult(_Model):
+    """``list_snippets``: every saved snippet, by name."""
+
+    snippets: list[SnippetEntry]
+
+
 class ExecuteOutcome(_Model):
     """The outcome of ``execute_code``: the value and output, or an error, with the calls made."""
 
@@ -215,3 +267,5 @@ class ExecuteOutcome(_Model):
     truncated: list[str] = Field(default_factory=list[str])
     """What the output budget cut: any of ``value``, ``stdout``, ``stderr``, ``trace``, ``error``."""
     duration_ms: float = 0.0
+    session: SessionReport | None = None
+    """The session the run used (``None``: a fresh run)."""

@@ -11,7 +11,9 @@
         "expose": ["github:get_me"],
         "exclude": ["github:delete_*"],
         "engine": "monty",
-        "workers": {"max": 8}
+        "workers": {"max": 8},
+        "state": {"url": "redis://127.0.0.1:6379/0"},
+        "sessions": {"max_sessions": 20, "idle_ttl": 86400}
       }
     }
 
@@ -38,7 +40,9 @@ __all__ = [
     "DEFAULT_TOOLS",
     "META_TOOLS",
     "SETTINGS_SCHEMA",
+    "SessionSettings",
     "Settings",
+    "StateSettings",
     "WorkerSettings",
     "load_settings",
 ]
@@ -52,6 +56,11 @@ META_TOOLS: Final = (
     "list_namespaces",
     "list_tool_examples",
     "run_chain",
+    "list_sessions",
+    "reset_session",
+    "save_snippet",
+    "list_snippets",
+    "delete_snippet",
 )
 """Every code-mode tool the MCP server can offer."""
 
@@ -91,6 +100,35 @@ class WorkerSettings(BaseModel):
         return {names[k]: v for k, v in self.model_dump(exclude_none=True).items()}
 
 
+class StateSettings(BaseModel):
+    """Where sessions, saved snippets and learned result shapes live (see :mod:`toolcode.state`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    dir: str | None = Field(
+        default=None, description="Folder of the SQLite state file (default: the user state directory)."
+    )
+    url: str | None = Field(
+        default=None, description="redis://host:port/db: a store shared by several replicas (wins over dir)."
+    )
+    memory: bool = Field(default=False, description="Keep state in this process only (nothing on disk).")
+
+
+class SessionSettings(BaseModel):
+    """Limits of sessions (``execute_code(session=...)``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    max_sessions: int = Field(default=20, ge=0, description="Sessions per caller (0: no limit).")
+    idle_ttl: float = Field(
+        default=86_400.0, ge=0, allow_inf_nan=False, description="Seconds a session lives unused (0: forever)."
+    )
+    max_bytes: int = Field(default=16 * 1024 * 1024, ge=1024, description="Largest state a session may keep, in bytes.")
+    queue_timeout: float = Field(
+        default=30.0, ge=0, allow_inf_nan=False, description="Seconds a run waits while another run holds its session."
+    )
+
+
 class Settings(BaseModel):
     """Server-wide defaults: the ``toolcode`` section of the config file."""
 
@@ -117,6 +155,8 @@ class Settings(BaseModel):
     )
     engine: str | None = Field(default=None, description="Engine name (an entry point of toolcode.engines).")
     workers: WorkerSettings = Field(default_factory=WorkerSettings)
+    state: StateSettings = Field(default_factory=StateSettings)
+    sessions: SessionSettings = Field(default_factory=SessionSettings)
 
     def meta_tools(self) -> tuple[str, ...]:
         """The code-mode tools to list, in :data:`META_TOOLS` order.

@@ -15,10 +15,11 @@ from typing import Any, Protocol
 from toolcode._limits import CallBudget, OutputBuffer
 from toolcode._modules import PACKAGE, ModuleFunction, ToolModules
 from toolcode._operations import Operations
+from toolcode._snippets import SnippetLibrary
 from toolcode._trace import Trace
 from toolcode._types import Stream
 from toolcode._view import CatalogView
-from toolcode.exceptions import ErrorCode, InvalidArgumentsError, ToolError
+from toolcode.exceptions import ErrorCode, InvalidArgumentsError, ToolError, TypeCheckError
 from toolindex import Index
 from toolrun import Runner
 
@@ -65,6 +66,7 @@ class DefaultTools:
         operations: Use these operations instead of building them from the arguments above.
         modules: The catalog's namespace modules (``from tools import github``); built from
             ``index`` when ``None``. Share one per catalog: it caches names and stubs.
+        snippets: The saved snippets (``None``: ``save_snippet`` fails with ``invalid_arguments``).
     """
 
     def __init__(
@@ -79,7 +81,9 @@ class DefaultTools:
         output: OutputBuffer | None = None,
         operations: Operations | None = None,
         modules: ToolModules | None = None,
+        snippets: SnippetLibrary | None = None,
     ) -> None:
+        self._snippets = snippets
         self.budget = budget if budget is not None else CallBudget(2**62, 2**62)
         self.trace = trace if trace is not None else Trace()
         self.output = output if output is not None else OutputBuffer(1 << 20)
@@ -164,6 +168,18 @@ class DefaultTools:
             return await self.ops.call_tool(fn.tool_id, None, dict(kwargs))
         except InvalidArgumentsError as e:
             raise _as_tool_error(label, e) from None
+
+    async def save_snippet(self, name: Any, code: Any, description: Any, input_schema: Any = None) -> dict[str, Any]:
+        """Save a parameterised snippet as the tool ``snippets:<name>``."""
+        try:
+            if self._snippets is None:
+                raise InvalidArgumentsError("name", "saved snippets need a state store (this run has none)")
+            saved = await self._snippets.save(name, code, description, input_schema, view=self.ops.view)
+        except InvalidArgumentsError as e:
+            raise _as_tool_error("save_snippet", e) from None
+        except TypeCheckError as e:
+            raise ToolError("", f"save_snippet(): {e}", "validate_input", code=ErrorCode.TYPE_ERROR) from None
+        return saved.to_dict(with_code=False)
 
     # -- output ---------------------------------------------------------------------
 

@@ -50,6 +50,9 @@ GLOBALS_STUB: Final = globals_stub()
 _WRAP = "async def __toolcode_check__():\n"
 _LINE = re.compile(r"^[^:\n]*:(\d+):(\d+): error\[([\w-]+)\] (.*)$")
 _CHECKS_PER_SESSION = 400
+_NOT_REPORTED = frozenset({"unresolved-reference"})
+"""ty rules the check does not report: a name it cannot see may come from an earlier run of the
+session, or sit on a line that never runs; the run itself reports a real ``NameError``."""
 _MEMBER = re.compile(r"Module `tools\.(\w+)` has no member `(\w+)`")
 _TOOLS_MEMBER = re.compile(r"Module `tools` has no member `(\w+)`")
 _ARG = re.compile(r"Argument `(\w+)` does not match any known parameter of function `(\w+)`")
@@ -75,6 +78,8 @@ class _Scan:
     modules: dict[str, tuple[int, int]] = field(default_factory=dict[str, tuple[int, int]])
     """Each ``tools`` module named, with where it is first named (line, column)."""
     literal_calls: list[ast.Call] = field(default_factory=list[ast.Call])
+    saves_snippets: bool = False
+    """The snippet calls ``save_snippet``: tools of the ``snippets`` namespace may appear as it runs."""
 
 
 def _scan(tree: ast.AST) -> _Scan:
@@ -105,6 +110,8 @@ def _scan(tree: ast.AST) -> _Scan:
         elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == PACKAGE:
             named(node.attr, node)
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            if node.func.id == "save_snippet":
+                out.saves_snippets = True
             if node.func.id in ("run_tool", "run_tool" + ASYNC_SUFFIX) and node.args:
                 first = node.args[0]
                 if isinstance(first, ast.Constant) and isinstance(first.value, str):
@@ -126,6 +133,16 @@ def _calls_of(elements: Sequence[ast.expr]) -> list[ast.Call]:
                 ast.copy_location(call, e)
                 out.append(call)
     return out
+
+
+def _about_snippets(d: Diagnostic) -> bool:
+    m = d.message
+    return (
+        (d.rule == "unknown-tool" and m.startswith("unknown tool 'snippets:"))
+        or (d.rule == "unknown-module" and "`tools.snippets`" in m)
+        or "tools.snippets" in m
+        or (d.rule.startswith("unresolved") and "snippets" in m)
+    )
 
 
 def _near(name: str, choices: Iterable[str]) -> str:
@@ -280,16 +297,22 @@ class TypeChecker:
         """The namespace modules checked against."""
         return self._modules
 
-    async def check(self, code: str, view: CatalogView) -> list[Diagnostic]:
+    async def check(self, code: str, view: CatalogView, *, preamble: Sequence[str] = ()) -> list[Diagnostic]:
         """The problems of ``code``, in line order (empty: nothing found, or nothing to check).
 
         Args:
             code: The snippet.
             view: The caller's view of the catalog (what it may import and call).
+            preamble: Lines that ran before ``code`` (a session's earlier ``tools`` imports):
+                checked with it, never reported.
 
         Returns:
             The diagnostics; a snippet that does not parse gives none (the engine reports it).
         """
+        if preamble:
+            shift = len(preamble)
+            found = await self.check("\n".join(preamble) + "\n" + code, view)
+            return [Diagnostic(d.line - shift, d.column, d.message, d.rule) for d in found if d.line > shift]
         if PACKAGE not in code and "run_tool" not in code:
             return []  # nothing that names a tool: no parse
         try:
@@ -317,6 +340,10 @@ class TypeChecker:
             checked = await self._typecheck(code, visible) if visible else []
             # The checker reports an unknown module again, as an unresolved import: once is enough.
             found.extend(d for d in checked if not (d.line in unknown_lines and d.rule.startswith("unresolved")))
+        if scan.saves_snippets:
+            # A snippet saved by this very run is a tool once that line has run: nothing about
+            # the snippets namespace can be known before.
+            found = [d for d in found if not _about_snippets(d)]
         return sorted(found, key=lambda d: (d.line, d.column))
 
     def _visible_modules(self, view: CatalogView) -> list[str]:
@@ -394,8 +421,8 @@ class TypeChecker:
             if m is None:
                 continue
             line, col, rule, message = int(m.group(1)) - 1, int(m.group(2)) - 4, m.group(3), m.group(4)
-            if line < 1:
-                continue  # the wrapper's own line
+            if line < 1 or rule in _NOT_REPORTED:
+                continue  # the wrapper's own line, or a rule that is not about tools
             out.append(Diagnostic(line, max(1, col), self._explain(rule, message, visible), rule))
         return out
 

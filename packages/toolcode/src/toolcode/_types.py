@@ -19,6 +19,10 @@ __all__ = [
     "LimitName",
     "LimitsReport",
     "OnToolCall",
+    "PausableEngine",
+    "PauseState",
+    "RunPaused",
+    "SessionState",
     "Stream",
     "ToolCallRecord",
     "Tools",
@@ -29,6 +33,36 @@ LimitName = Literal[
 ]
 """The limits an execution can be stopped (or truncated) by."""
 Stream = Literal["stdout", "stderr"]
+
+
+@dataclass(slots=True)
+class SessionState:
+    """A session's interpreter state, into and out of one run (engines whose ``info.sessions`` is true).
+
+    The engine restores ``state`` before the run (``None``: a new, empty session) and, after
+    it, sets ``kept`` to the state to store, whether the snippet succeeded or raised. When a
+    limit stopped the run the engine sets neither and the session is reset.
+    """
+
+    name: str
+    """The session's name."""
+    key: str = ""
+    """Identifies the session among all sessions (its owner and name)."""
+    token: str | None = None
+    """Identifies the state: ``state`` as the engine left it after its last run (an engine that
+    still holds that exact state may skip restoring it); the engine sets a new one with ``kept``."""
+    state: bytes | None = None
+    """The state to restore (the engine's own opaque format)."""
+    imports: tuple[str, ...] = ()
+    """``tools`` import statements of earlier runs (what the check before the run assumes)."""
+    kept: bytes | None = None
+    """Set by the engine: the state after the run."""
+    ran: bool = False
+    """Set by the engine once the snippet started (a run refused before, say by the check, leaves
+    the session as it was)."""
+    paused: bool = False
+    """Set by the engine when the run paused for a decision: the session is left as it was until
+    the run is resumed (the paused run holds its own copy of the state)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +87,8 @@ class ExecuteParams:
     caller: str | None = None
     """Who the run is for (an authenticated HTTP caller, an MCP session): engines that share
     workers between callers count runs per caller (``MontyEngine``'s ``max_runs_per_caller``)."""
+    session: SessionState | None = None
+    """Run in this session: its variables, functions and imports persist from run to run."""
 
     @property
     def timeout(self) -> float | None:
@@ -235,6 +271,10 @@ class Tools(Protocol):
         """Run steps in order (``{tool_id, args, use_previous, on_error}``): ``{steps, aborted, final}``."""
         ...
 
+    async def save_snippet(self, name: Any, code: Any, description: Any, input_schema: Any = None) -> dict[str, Any]:
+        """Save a parameterised snippet as the tool ``snippets:<name>``: ``{name, tool_id, ...}``."""
+        ...
+
     def println(self, *args: Any) -> None:
         """Print ``args`` to the run's stdout, separated by spaces, ending with a newline."""
         ...
@@ -272,6 +312,11 @@ class EngineInfo:
     """Engine-side limits beyond the executor's own, with their values (e.g. ``{"max_memory": 268435456}``)."""
     unsupported: Mapping[str, str] = field(default_factory=dict[str, str])
     """Conformance categories the engine declares unsupported, with the reason (e.g. ``{"escape": ...}``)."""
+    sessions: bool = False
+    """Whether the engine keeps sessions (``ExecuteParams.session``): restores and dumps state."""
+    pauses: bool = False
+    """Whether the engine can pause a run at a tool call that needs approval and resume it later
+    (it implements :class:`PausableEngine`)."""
 
 
 @runtime_checkable
@@ -302,6 +347,12 @@ class Engine(Protocol):
           errors (line/column in the snippet's code), :class:`~toolcode.exceptions.LimitExceededError`
           for limits the engine enforces, :class:`~toolcode.exceptions.EngineError` for
           anything else; the executor wraps any other exception in ``EngineError``.
+        - Sessions: an engine whose ``info.sessions`` is true restores ``params.session.state``
+          before the snippet and sets ``params.session.kept`` after it (also when the snippet
+          raised); ``__out`` and the trailing expression mean the same as in a fresh run.
+        - Pauses: an engine whose ``info.pauses`` is true implements :class:`PausableEngine`:
+          when a tool method raises :class:`toolcode._policy.ApprovalNeeded`, it raises
+          :class:`RunPaused` holding the suspended run, and holds no worker for it.
         - Ownership: ``aclose`` releases workers; ``execute`` after ``aclose`` may restart them.
     """
 
@@ -316,4 +367,39 @@ class Engine(Protocol):
 
     async def aclose(self) -> None:
         """Release workers and other resources; idempotent."""
+        ...
+
+
+@dataclass(slots=True)
+class PauseState:
+    """A run suspended at a tool call that needs a decision: what the engine needs to continue it."""
+
+    snapshot: bytes
+    """The suspended interpreter (engine-specific bytes)."""
+    drive: dict[str, Any]
+    """JSON data the engine keeps beside the snapshot (calls in flight, their results)."""
+    pending: list[Any]
+    """The calls that wait (:class:`toolcode._policy.PendingCall`)."""
+    line: int | None = None
+    """1-based line of the snippet where it stopped."""
+
+
+class RunPaused(Exception):
+    """Raised by a pausable engine instead of a result: the run waits at a tool call."""
+
+    def __init__(self, state: PauseState) -> None:
+        self.state = state
+        super().__init__(f"paused at line {state.line}")
+
+
+@runtime_checkable
+class PausableEngine(Protocol):
+    """An engine that can continue a paused run (``info.pauses``)."""
+
+    async def resume(self, params: ExecuteParams, tools: Tools, state: PauseState) -> ExecuteResult:
+        """Continue the run ``state`` holds: the waiting call is made again (now decided) and the run goes on.
+
+        ``params`` is the run's (code, input, session); its timeout is what is left of the run's.
+        Raises what :meth:`Engine.execute` raises, or :class:`RunPaused` again.
+        """
         ...

@@ -149,6 +149,7 @@ class InMemoryStore:
         self._file = ShapeFile(Path(shapes_path)) if shapes_path is not None else None
         self._shapes: dict[str, LearnedShape] = self._file.load() if self._file else {}
         self._dirty = False
+        self._shapes_version = 0
         # (tool object, level, store generation) -> doc; Tool objects are immutable, so identity is a safe key.
         self._cache: dict[tuple[str, DetailLevel], tuple[Tool, int, ToolDoc]] = {}
         self._generation = 0
@@ -470,6 +471,7 @@ class InMemoryStore:
             self._streak[tid] = 0 if changed else self._streak.get(tid, 0) + 1
             if changed:
                 self._touch()
+                self._shapes_version += 1
                 self._dirty = True
                 if self._autosave:
                     self._save_locked()
@@ -492,6 +494,51 @@ class InMemoryStore:
         with self._lock:
             learned = self._shapes.get(tool.id)
             return dict(learned.shape) if learned else None
+
+    @property
+    def shapes_version(self) -> int:
+        """A counter that moves each time a learned shape changes (to know when to save them elsewhere)."""
+        return self._shapes_version
+
+    def learned_shapes(self) -> dict[str, dict[str, Any]]:
+        """Every learned result shape as plain data: ``{tool_id: {"shape": schema, "count": n}}``.
+
+        The form :meth:`restore_shapes` takes; what a caller keeps in its own storage (a
+        database shared by several processes, say) instead of the shapes file.
+        """
+        with self._lock:
+            return {k: {"shape": dict(v.shape), "count": v.count} for k, v in self._shapes.items()}
+
+    def restore_shapes(self, shapes: Mapping[str, Mapping[str, Any]]) -> int:
+        """Merge shapes learned elsewhere (:meth:`learned_shapes`' form) into this store's.
+
+        A shape already learned here is widened by the other (shapes only widen), so restoring
+        is order-independent and never loses what either side saw. Malformed entries are skipped.
+
+        Args:
+            shapes: ``{tool_id: {"shape": schema, "count": n}}``.
+
+        Returns:
+            How many tools' shapes changed.
+        """
+        changed = 0
+        with self._lock:
+            for tool_id, entry in shapes.items():
+                shape, count = entry.get("shape"), entry.get("count", 1)
+                if not isinstance(tool_id, str) or not isinstance(shape, dict):  # pyright: ignore[reportUnnecessaryIsInstance]
+                    continue
+                if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+                    count = 1
+                old = self._shapes.get(tool_id)
+                shape_d = cast("dict[str, Any]", shape)
+                merged = shape_d if old is None else merge_shapes(old.shape, shape_d, self._limits)
+                if old is None or merged != old.shape:
+                    changed += 1
+                self._shapes[tool_id] = LearnedShape(merged, max(count, old.count if old else 0))
+            if changed:
+                self._touch()
+                self._shapes_version += 1
+        return changed
 
     def flush(self) -> bool:
         """Write learned shapes to the shapes file if anything changed since the last write.

@@ -244,7 +244,9 @@ class MCPBackend:
         register_secrets(config.secret_values())
         self._name = name
         self._config = config
-        self._log = _log.bind(server=name)
+        # A lazy proxy: logs follow the configuration in force when they are written (a program may
+        # send them to stderr after connecting, as serve_stdio does), not the one at construction.
+        self._log = structlog.get_logger("toolrun.mcp", server=name)
         self._drops = LogLimiter()
         self._tg: anyio.abc.TaskGroup | None = None
         self._lock: anyio.Lock | None = None

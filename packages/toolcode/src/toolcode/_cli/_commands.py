@@ -11,6 +11,7 @@ import argparse
 import json
 import os
 import sys
+import time
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -27,6 +28,7 @@ from toolcode._app import UNSANDBOXED_WARNING, ConnectEvent, Toolbox
 from toolcode._cli._render import print_json, render_outcome, safe
 from toolcode._errors import describe_error, error_info
 from toolcode._models import ExecuteOutcome
+from toolcode._settings import Settings, StateSettings
 from toolcode.exceptions import ConfigurationError, ToolCodeError
 
 __all__ = ["Handled", "UsageError", "connected", "run_command"]
@@ -56,18 +58,29 @@ def _stderr() -> Console:
     return Console(stderr=True, highlight=False)
 
 
+def _state(args: argparse.Namespace) -> StateSettings | None:
+    if getattr(args, "no_state", False):
+        if getattr(args, "state_dir", None):
+            raise UsageError("give --state-dir or --no-state, not both")
+        return StateSettings(memory=True)
+    if getattr(args, "state_dir", None):
+        return StateSettings(dir=args.state_dir)
+    return None
+
+
 def _build_toolbox(args: argparse.Namespace) -> Toolbox:
     engine = getattr(args, "engine", None)
+    state = _state(args)
     if getattr(args, "demo", False):
         from toolcode.demo import demo_toolbox
 
-        return demo_toolbox(engine=engine)
+        return demo_toolbox(engine=engine, settings=Settings(state=state) if state is not None else None)
     config = args.config or os.environ.get("TOOLCODE_CONFIG")
-    if config is None and args.command not in ("exec",):
+    if config is None and args.command not in ("exec", "sessions", "snippets"):
         raise ConfigurationError(
             "config", "no servers configured: pass --config FILE (or --demo), or set TOOLCODE_CONFIG"
         )
-    return Toolbox.from_config(config, engine=engine, strict=args.strict)
+    return Toolbox.from_config(config, engine=engine, strict=args.strict, state=state)
 
 
 @asynccontextmanager
@@ -171,7 +184,7 @@ async def cmd_exec(args: argparse.Namespace) -> int:
     }
     async with connected(args) as box:
         outcome: ExecuteOutcome = await box.codemode.execute(
-            code, input=data, options={k: v for k, v in options.items() if v is not None}
+            code, input=data, options={k: v for k, v in options.items() if v is not None}, session=args.session
         )
         if args.json:
             print_json(outcome.model_dump(mode="json"))
@@ -346,6 +359,72 @@ async def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+async def cmd_sessions(args: argparse.Namespace) -> int:
+    async with connected(args) as box:
+        if args.action == "reset":
+            if not args.name:
+                raise UsageError("sessions reset needs the session's NAME")
+            gone = await box.codemode.reset_session(args.name)
+            if args.json:
+                print_json({"session": args.name, "reset": gone})
+            else:
+                _stdout().print(f"session {args.name!r} " + ("reset" if gone else "had no state"), markup=False)
+            return 0
+        listed = await box.codemode.list_sessions()
+        if args.json:
+            print_json(listed.model_dump(mode="json"))
+            return 0
+        table = _table(f"sessions ({box.state.name})", "name", "runs", "size", "last used", "expires")
+        for e in listed.sessions:
+            table.add_row(
+                escape(safe(e.name)), str(e.runs), f"{e.size_bytes:,} B", _when(e.last_used), _when(e.expires)
+            )
+        _stdout().print(table)
+    return 0
+
+
+def _when(t: float | None) -> str:
+    if t is None:
+        return "-"
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t))
+
+
+async def cmd_snippets(args: argparse.Namespace) -> int:
+    action = args.action
+    if action in ("show", "save", "delete") and not args.name:
+        raise UsageError(f"snippets {action} needs the snippet's NAME")
+    code: str | None = None
+    if action == "save":
+        code = _read_code(args)
+        if not args.description:
+            raise UsageError("snippets save needs --description TEXT (how search finds it)")
+    schema = _json_arg(args.input_schema, "--input-schema")
+    async with connected(args) as box:
+        cm = box.codemode
+        if action == "save":
+            entry = await cm.save_snippet(args.name, code, args.description, schema)
+            doc: Any = entry.model_dump(mode="json")
+            text = f"saved as {entry.tool_id}"
+        elif action == "show":
+            entry = await cm.show_snippet(args.name)
+            doc, text = entry.model_dump(mode="json"), f"# {entry.tool_id}: {entry.description}\n{entry.code}"
+        elif action == "delete":
+            gone = await cm.delete_snippet(args.name)
+            doc, text = (
+                {"name": args.name, "deleted": gone},
+                f"snippets:{args.name} " + ("deleted" if gone else "did not exist"),
+            )
+        else:
+            listed = await cm.list_snippets()
+            doc = listed.model_dump(mode="json")
+            text = "\n".join(f"{e.tool_id} — {e.description}" for e in listed.snippets) or "no saved snippets"
+        if args.json:
+            print_json(doc)
+        else:
+            _stdout().print(safe(text), markup=False)
+    return 0
+
+
 async def cmd_demo(args: argparse.Namespace) -> int:
     from toolcode.demo import run_demo
 
@@ -363,6 +442,8 @@ _COMMANDS = {
     "report": cmd_report,
     "serve": cmd_serve,
     "demo": cmd_demo,
+    "sessions": cmd_sessions,
+    "snippets": cmd_snippets,
 }
 
 

@@ -60,6 +60,11 @@ def _catalog_options(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument("--demo", action="store_true", help="use the embedded demo catalog instead of a config file")
     g.add_argument("--strict", action="store_true", help="fail if any configured server cannot start")
+    st = p.add_argument_group("state (sessions, saved snippets, learned result shapes)")
+    st.add_argument(
+        "--state-dir", metavar="DIR", help="folder of the state file (default: the config's, else the user state dir)"
+    )
+    st.add_argument("--no-state", action="store_true", help="keep state in memory only, for this command")
 
 
 def _http_address(value: str) -> tuple[str, int]:
@@ -194,7 +199,36 @@ def build_parser() -> argparse.ArgumentParser:
         const="off",
         help="run without first checking the tool calls against their signatures",
     )
+    p.add_argument("--session", metavar="NAME", help="run in this session: variables persist from run to run")
     p.add_argument("--engine", metavar="NAME", help="sandbox engine (entry point of toolcode.engines)")
+    _catalog_options(p)
+    _json_option(p)
+
+    p = sub.add_parser(
+        "sessions",
+        help="list or reset sessions",
+        description="The sessions of the state store (`exec --session NAME`, `execute_code(session=...)`).",
+        epilog=_EPILOG,
+        formatter_class=fmt,
+    )
+    p.add_argument("action", nargs="?", choices=("list", "reset"), default="list")
+    p.add_argument("name", nargs="?", metavar="NAME", help="the session to reset")
+    _catalog_options(p)
+    _json_option(p)
+
+    p = sub.add_parser(
+        "snippets",
+        help="list, show, save or delete saved snippets",
+        description="Saved snippets are programs that read `input`, offered as the tools snippets:<NAME>.",
+        epilog=_EPILOG,
+        formatter_class=fmt,
+    )
+    p.add_argument("action", nargs="?", choices=("list", "show", "save", "delete"), default="list")
+    p.add_argument("name", nargs="?", metavar="NAME")
+    p.add_argument("file", nargs="?", metavar="FILE", help="save: the code (UTF-8; '-': stdin)")
+    p.add_argument("-c", dest="code", metavar="CODE", help="save: the code as a string")
+    p.add_argument("--description", metavar="TEXT", help="save: what the snippet does")
+    p.add_argument("--input-schema", metavar="JSON", help="save: JSON Schema of its arguments")
     _catalog_options(p)
     _json_option(p)
 

@@ -51,7 +51,15 @@ def _short(value: Any, limit: int = 60) -> str:
 
 def trace_table(records: Sequence[ToolCallRecord | TraceEntry], title: str = "trace") -> Table:
     """One row per tool call: order, tool id, args, outcome, duration."""
-    table = Table("#", "tool", "args", "result", "ms", title=f"{title} ({len(records)} calls)", title_justify="left")
+    table = Table(
+        "#",
+        "tool",
+        "args",
+        "result",
+        "ms",
+        title=f"{title} ({len(records)} call{'' if len(records) == 1 else 's'})",
+        title_justify="left",
+    )
     for i, r in enumerate(records, 1):
         if isinstance(r, ToolCallRecord):
             error, args, result = r.error, dict(r.args), r.structured
@@ -76,7 +84,11 @@ def render_outcome(out: Console, err: Console, outcome: ExecuteOutcome) -> None:
     if outcome.trace:
         err.print(trace_table(outcome.trace))
     c = outcome.calls
-    summary = f"{c.count} tool calls" + (f", {c.failed} failed" if c.failed else "") + f", {outcome.duration_ms:.0f} ms"
+    summary = (
+        f"{c.count} tool call{'' if c.count == 1 else 's'}"
+        + (f", {c.failed} failed" if c.failed else "")
+        + f", {outcome.duration_ms:.0f} ms"
+    )
     if outcome.truncated:
         summary += f"; truncated: {', '.join(outcome.truncated)}"
     for f in c.failures:

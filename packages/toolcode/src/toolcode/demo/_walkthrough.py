@@ -19,6 +19,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 
 from toolcode._app import ConnectEvent, Toolbox
+from toolcode._settings import Settings
 from toolcode._tokens import ENCODING, TokenLedger
 from toolcode._types import ToolCallRecord
 from toolcode.demo._catalog import demo_backends
@@ -48,16 +49,17 @@ __out = sorted(report, key=lambda r: -r["urgent"])
 """
 
 
-def demo_toolbox(engine: str | None = None) -> Toolbox:
+def demo_toolbox(engine: str | None = None, *, settings: Settings | None = None) -> Toolbox:
     """A toolbox over the demo catalog (not yet connected).
 
     Args:
         engine: Engine name, or ``None`` for the default sandbox.
+        settings: Server-wide settings (where state lives, limits); default: the built-in ones.
 
     Returns:
         The toolbox.
     """
-    return Toolbox(demo_backends(), engine=engine)
+    return Toolbox(demo_backends(), engine=engine, settings=settings)
 
 
 def _print_json(data: Any) -> None:

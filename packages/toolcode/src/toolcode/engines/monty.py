@@ -9,9 +9,12 @@ import re
 import sys
 import threading
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Mapping
+import uuid
+from collections import OrderedDict
+from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any, cast
 
 import anyio
@@ -23,11 +26,13 @@ from pydantic_monty._binary import find_monty_binary
 
 from toolcode._globals import ERROR_INFO_SOURCE, async_names, call_names
 from toolcode._modules import PACKAGE, ModuleFunction
-from toolcode._types import EngineInfo, ExecuteParams, ExecuteResult, Tools
+from toolcode._policy import ApprovalNeeded, PendingCall
+from toolcode._types import EngineInfo, ExecuteParams, ExecuteResult, PauseState, RunPaused, SessionState, Tools
 from toolcode.exceptions import (
     CodeExecutionError,
     EngineBusyError,
     EngineError,
+    ErrorCode,
     LimitExceededError,
     ToolCodeError,
     ToolError,
@@ -53,6 +58,20 @@ try:
     __toolcode_out = (True, __out)
 except NameError:
     __toolcode_out = (False, None)
+__toolcode_out
+"""
+# In a session ``__out`` would survive from the run before, and Monty has no ``del``: each run
+# starts with ``__out`` bound to a marker instead, and a run that did not set it returns its
+# trailing expression, as a fresh run does.
+_SESSION_PRELUDE = """\
+class _ToolcodeNoOut:
+    pass
+__toolcode_no_out = _ToolcodeNoOut()
+__out = __toolcode_no_out
+"""
+_FETCH_SESSION_OUT = """\
+__toolcode_out = (__out is not __toolcode_no_out, __out)
+__out = __toolcode_no_out
 __toolcode_out
 """
 _SLEEPS = frozenset({"time.sleep", "system.sleep"})
@@ -124,6 +143,9 @@ class MontyEngine:
             caller, goes first.
         binary_path: The ``monty`` worker binary (default: pydantic-monty's own resolution,
             ``MONTY_BIN`` or the environment's scripts directory).
+        max_hot_sessions: Sessions whose worker stays checked out between runs (default: a
+            quarter of ``max_processes``): the next run of such a session skips restoring its
+            state. Idle ones are released after a minute; the stored state stays the truth.
 
     Raises:
         ValueError: If a count is below 1, ``queue_timeout`` is negative or ``worker_nice`` is
@@ -142,6 +164,7 @@ class MontyEngine:
         queue_timeout: float = 10.0,
         worker_nice: int = 10,
         binary_path: str | None = None,
+        max_hot_sessions: int | None = None,
     ) -> None:
         self._min = min_processes
         self._max = max_processes if max_processes is not None else default_max_processes()
@@ -163,10 +186,15 @@ class MontyEngine:
         self._pool_token: object = None
         self._lock = anyio.Lock()
         self._packages: dict[int, tuple[ModuleMap, dict[str, pm.ExternalModule]]] = {}
+        self._hot: OrderedDict[str, _Hot] = OrderedDict()
+        self._closing: list[_Hot] = []
+        self._max_hot = max_hot_sessions if max_hot_sessions is not None else max(1, self._max // 4)
         self._info = EngineInfo(
             name="monty",
             sandboxed=True,
             limits={"max_memory": max_memory, "max_recursion_depth": max_recursion_depth},
+            sessions=True,
+            pauses=True,
         )
 
     @property
@@ -247,7 +275,22 @@ class MontyEngine:
         async with self._admission.slot(params.caller or _caller.get()):
             return await self._run(params, tools)
 
-    async def _run(self, params: ExecuteParams, tools: Tools) -> ExecuteResult:
+    async def resume(self, params: ExecuteParams, tools: Tools, state: PauseState) -> ExecuteResult:
+        """Continue a paused run in a fresh worker: its snapshot is restored and driven on.
+
+        The call it waited at is made again through ``tools`` (now decided). A paused run held
+        no worker; this one takes a slot like any run.
+
+        Raises:
+            RunPaused: If it reaches another call that needs a decision.
+            EngineError: If the snapshot cannot be restored (another engine version wrote it).
+        """
+        await self._get_pool()
+        assert self._admission is not None
+        async with self._admission.slot(params.caller or _caller.get()):
+            return await self._run(params, tools, state)
+
+    async def _run(self, params: ExecuteParams, tools: Tools, resume: PauseState | None = None) -> ExecuteResult:
         timeout = float(params.timeout) if params.timeout is not None else 30.0
         pool = await self._get_pool()
         bounded = math.isfinite(timeout)  # a switched-off timeout leaves the sandbox unbounded in time too
@@ -258,26 +301,85 @@ class MontyEngine:
             "max_suspensions": 1_000_000,
             "max_total_sleep_secs": timeout if bounded else None,
         }
-        modules = tools.modules() if PACKAGE in params.code else None
+        keep = params.session
+        # A session may use modules its earlier runs imported: it always gets the package.
+        modules = tools.modules() if PACKAGE in params.code or keep is not None else None
         drive = _Drive(tools, timeout, self._max_depth, modules)
 
         def on_print(stream: str, text: str) -> None:
             tools.write("stderr" if stream == "stderr" else "stdout", text)
 
+        package = self._package(modules) if modules else None
+        shape = (tuple(sorted(limits.items())), timeout, id(package))
+        hot = self._take_hot(keep, shape)
+        if hot is not None and resume is not None:
+            self._closing.append(hot)  # the paused run's snapshot is the state now
+            hot = None
         try:
-            async with pool.checkout(
-                script_name="snippet.py",
-                limits=limits,
-                os_policy={"sleep": "system", "sleep_system_max": timeout},
-                external_modules=self._package(modules) if modules else None,
-            ) as session:
-                await session.feed_run(_PRELUDE)
-                snap = await session.feed_start(params.code, inputs={"input": params.input}, print_callback=on_print)
-                value = await drive.run(snap)
-                if "__out" in params.code:
-                    has_out, out = await session.feed_run(_FETCH_OUT)
-                    if has_out:
-                        value = out
+            if hot is not None:
+                checkout, session = hot.checkout, hot.session
+            else:
+                checkout = pool.checkout(
+                    script_name="snippet.py",
+                    limits=limits,
+                    os_policy={"sleep": "system", "sleep_system_max": timeout},
+                    external_modules=package,
+                )
+                session = await checkout.__aenter__()
+            keep_hot = False
+            try:
+                restored: pm.AsyncSnapshot | None = None
+                if resume is not None:
+                    try:
+                        restored = await session.load_snapshot(resume.snapshot, print_callback=on_print)
+                    except pm.MontyError as e:
+                        raise EngineError("monty", f"the paused run cannot be restored: {e}") from None
+                elif hot is None:
+                    if keep is not None and keep.state is not None:
+                        try:
+                            await session.load_session(keep.state)
+                        except pm.MontyError as e:
+                            raise EngineError("monty", f"session {keep.name!r} cannot be restored: {e}") from None
+                    if keep is None:
+                        await session.feed_run(_PRELUDE)
+                    elif keep.state is None:
+                        await session.feed_run(_PRELUDE + _SESSION_PRELUDE)
+                    # A restored session has the prelude already; __out was reset before its dump.
+                if keep is not None:
+                    keep.ran = True
+                try:
+                    if resume is None:
+                        snap = await session.feed_start(
+                            params.code, inputs={"input": params.input}, print_callback=on_print
+                        )
+                        value = await drive.run(snap)
+                    else:
+                        assert restored is not None
+                        value = await drive.resume(restored, resume.drive)
+                    if keep is not None:
+                        # Only a snippet that names __out can have set it (no exec, no globals()).
+                        if "__out" in params.code:
+                            has_out, out = await session.feed_run(_FETCH_SESSION_OUT)
+                            if has_out:
+                                value = out
+                    elif "__out" in params.code:
+                        has_out, out = await session.feed_run(_FETCH_OUT)
+                        if has_out:
+                            value = out
+                except _Paused as p:
+                    if keep is not None:
+                        keep.paused = True
+                    state = PauseState(p.snap.dump(), p.drive, p.pending, _line_of(params.code, p.snap))
+                    raise RunPaused(state) from None
+                except (pm.MontySyntaxError, pm.MontyRuntimeError) as e:
+                    # The snippet's own error: a session keeps what it did up to there (a REPL
+                    # does the same); a limit (time, memory, depth) resets it.
+                    if keep is not None and not self._is_limit(e):
+                        await self._keep(session, keep, reset_out=True)
+                    raise
+                if keep is not None:
+                    await self._keep(session, keep, reset_out=False)  # the fetch reset __out
+                    keep_hot = keep.kept is not None
                 cut = _cut_path(value, self._max_depth)
                 if cut is not None:
                     raise CodeExecutionError(
@@ -285,6 +387,15 @@ class MontyEngine:
                         f"the result is nested deeper than the sandbox's {self._max_depth} levels at {cut}; "
                         "return flatter data",
                     )
+            except BaseException:
+                keep_hot = False
+                with anyio.CancelScope(shield=True):
+                    await _exit_quietly(checkout)
+                raise
+            if keep_hot and keep is not None:
+                await self._put_hot(keep, checkout, session, shape)
+            else:
+                await checkout.__aexit__(None, None, None)
         except pm.MontySyntaxError as e:
             raise _code_error(e, "SyntaxError", drive.raised) from None
         except pm.MontyRuntimeError as e:
@@ -312,6 +423,55 @@ class MontyEngine:
         self._packages[id(modules)] = (modules, built)
         return built
 
+    # -- hot sessions: a session's worker kept checked out between its runs -------------------
+
+    def _take_hot(self, keep: SessionState | None, shape: tuple[Any, ...]) -> _Hot | None:
+        """The worker still holding exactly this session's state (same token, same run settings)."""
+        if keep is None or not keep.key:
+            return None
+        hot = self._hot.pop(keep.key, None)
+        if hot is None:
+            return None
+        if hot.token == keep.token and hot.shape == shape and hot.pool_token == self._pool_token:
+            return hot
+        self._closing.append(hot)  # another server changed the session, or the settings differ
+        return None
+
+    async def _put_hot(
+        self, keep: SessionState, checkout: Any, session: pm.AsyncMontySession, shape: tuple[Any, ...]
+    ) -> None:
+        self._hot[keep.key] = _Hot(checkout, session, keep.token or "", shape, self._pool_token, time.monotonic())
+        now = time.monotonic()
+        for key in [k for k, h in self._hot.items() if now - h.used > _HOT_IDLE_S]:
+            self._closing.append(self._hot.pop(key))
+        while len(self._hot) > self._max_hot:
+            self._closing.append(self._hot.pop(next(iter(self._hot))))
+        await self._close_pending()
+
+    async def _close_pending(self) -> None:
+        while self._closing:
+            await _exit_quietly(self._closing.pop().checkout)
+
+    @staticmethod
+    def _is_limit(e: pm.MontySyntaxError | pm.MontyRuntimeError) -> bool:
+        if isinstance(e, pm.MontySyntaxError):
+            return False
+        inner = e.exception()
+        return isinstance(inner, MemoryError | RecursionError) or (
+            isinstance(inner, TimeoutError) and "time limit exceeded" in str(inner)
+        )
+
+    @staticmethod
+    async def _keep(session: pm.AsyncMontySession, keep: SessionState, *, reset_out: bool) -> None:
+        try:
+            if reset_out:
+                await session.feed_run("__out = __toolcode_no_out")
+            keep.kept = await session.dump()
+            keep.token = uuid.uuid4().hex
+        except pm.MontyError as e:
+            _log.warning("monty.session_dump_failed", session=keep.name, error=repr(e)[:300])
+            keep.kept = None
+
     def _map_runtime(self, e: pm.MontyRuntimeError, timeout: float, raised: dict[str, ToolError]) -> ToolCodeError:
         inner = e.exception()
         msg = str(inner)
@@ -327,6 +487,9 @@ class MontyEngine:
 
     async def aclose(self) -> None:
         """Shut the worker pool down; idempotent (a later run starts a new pool)."""
+        self._closing.extend(self._hot.values())
+        self._hot.clear()
+        await self._close_pending()
         async with self._lock:
             pool, self._pool = self._pool, None
             if pool is not None:
@@ -361,6 +524,29 @@ def _settle_native_threads_at_exit() -> None:
     deadline = time.monotonic() + _SETTLE_S
     while _native_threads_in_python() and time.monotonic() < deadline:
         time.sleep(0.001)
+
+
+_HOT_IDLE_S = 60.0
+"""Seconds a hot session's worker stays checked out without a run."""
+
+
+@dataclass(slots=True)
+class _Hot:
+    checkout: Any
+    session: pm.AsyncMontySession
+    token: str
+    """Identifies the state it holds (the one the store has when the token matches)."""
+    shape: tuple[Any, ...]
+    """The run settings it was checked out with (limits, modules)."""
+    pool_token: object
+    used: float
+
+
+async def _exit_quietly(checkout: Any) -> None:
+    try:
+        await checkout.__aexit__(None, None, None)
+    except Exception as e:  # a worker that died or was killed: nothing to give back
+        _log.debug("monty.checkout_exit_failed", error=repr(e)[:300])
 
 
 class _Admission:
@@ -500,6 +686,10 @@ class _Drive:
         self._mine: set[int] = set()
         """Ids of the futures this drive answers (tool calls in flight, sleeps)."""
         self._changed = anyio.Event()
+        self._inflight = 0
+        """Awaitable calls running as tasks."""
+        self._waiting: dict[int, tuple[str, tuple[Any, ...], dict[str, Any], list[PendingCall]]] = {}
+        """Awaitable calls that stopped for a decision: name, arguments, what they wait for."""
 
     def _module_function(self, name: str) -> bool:
         """Route ``tools.<module>.<function>`` (added to the sync or async handlers); ``False``: not one."""
@@ -529,8 +719,52 @@ class _Drive:
             self._done[call_id] = {"return_value": await handler(*args, **kwargs)}
         except (ToolCodeError, TypeError, ValueError) as e:
             self._done[call_id] = self._failure(e)
+        except ApprovalNeeded as e:
+            self._waiting[call_id] = (getattr(handler, "__name__", ""), args, kwargs, e.pending)
         finally:
+            self._inflight -= 1
             self._changed.set()
+
+    def _start(
+        self, tg: anyio.abc.TaskGroup, call_id: int, handler: Handler, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> None:
+        self._mine.add(call_id)
+        self._inflight += 1
+        tg.start_soon(self._call, call_id, handler, args, kwargs)
+
+    # -- pauses -------------------------------------------------------------------------------
+
+    async def _pause(self, snap: _Suspended, pending: list[PendingCall]) -> _Paused:
+        """Stop here for a decision: let the calls in flight finish, then describe what is left."""
+        while self._inflight:
+            await self._changed.wait()
+            self._changed = anyio.Event()
+        now = anyio.current_time()
+        waiting = [p for (_n, _a, _k, ps) in self._waiting.values() for p in ps]
+        state = {
+            "done": {str(i): _encode_settled(r) for i, r in self._done.items()},
+            "sleeps": {str(i): max(0.0, t - now) for i, t in self._sleeps.items()},
+            "mine": sorted(self._mine),
+            "waiting": {str(i): [n, list(a), k] for i, (n, a, k, _p) in self._waiting.items()},
+        }
+        return _Paused(snap, state, [*pending, *waiting])
+
+    async def resume(self, snap: pm.AsyncSnapshot, state: Mapping[str, Any]) -> Any:
+        """Drive a restored snapshot on: the call it stopped at is answered again (now decided)."""
+        now = anyio.current_time()
+        done = cast("dict[str, Any]", state.get("done", {}))
+        self._done = {int(i): _decode_settled(r, self.raised) for i, r in done.items()}
+        sleeps = cast("dict[str, float]", state.get("sleeps", {}))
+        self._sleeps = {int(i): now + float(t) for i, t in sleeps.items()}
+        self._mine = {int(i) for i in cast("list[int]", state.get("mine", []))}
+        waiting = cast("dict[str, list[Any]]", state.get("waiting", {}))
+        restart = [
+            (int(i), str(n), tuple(cast("list[Any]", a)), dict(cast("dict[str, Any]", k)))
+            for i, (n, a, k) in waiting.items()
+        ]
+        if not self._mine and not restart:
+            return await self.run(snap)
+        return await self._run_general(snap, restart)
 
     async def run(self, snap: pm.AsyncSnapshot) -> Any:
         # Fast path for plain calls (the common case: ``run_tool(...)`` in a loop): answered in
@@ -559,13 +793,27 @@ class _Drive:
                 value = await handler(*snap.args, **snap.kwargs)
             except (ToolCodeError, TypeError, ValueError) as e:
                 snap = await snap.resume(self._failure(e))
+            except ApprovalNeeded as e:
+                raise await self._pause(snap, e.pending) from None
             else:
                 snap = await snap.resume({"return_value": value})
         return await self._run_general(snap)
 
-    async def _run_general(self, snap: pm.AsyncSnapshot) -> Any:
-        failure: pm.MontyError | None = None
+    async def _run_general(
+        self,
+        snap: pm.AsyncSnapshot,
+        restart: Sequence[tuple[int, str, tuple[Any, ...], dict[str, Any]]] = (),
+    ) -> Any:
+        failure: pm.MontyError | _Paused | None = None
         async with anyio.create_task_group() as tg:
+            for call_id, name, args, kwargs in restart:
+                if name not in self._async:
+                    self._module_function(name)
+                handler = self._async.get(name)
+                if handler is None:
+                    self._done[call_id] = {"exception": RuntimeError(f"{name}: cannot be resumed")}
+                    continue
+                self._start(tg, call_id, handler, args, kwargs)
             try:
                 while not isinstance(snap, pm.MontyComplete):
                     if isinstance(snap, pm.AsyncFunctionSnapshot):
@@ -574,7 +822,7 @@ class _Drive:
                         snap = await self._future(snap)
                     else:
                         snap = await snap.resume_auto()
-            except pm.MontyError as e:
+            except (pm.MontyError, _Paused) as e:
                 # Raised after the group has closed, so it is not wrapped in an ExceptionGroup.
                 failure = e
             # A call the snippet started but never awaited has nobody left to read its result.
@@ -596,11 +844,12 @@ class _Drive:
                     value = await handler(*snap.args, **snap.kwargs)
                 except (ToolCodeError, TypeError, ValueError) as e:
                     return await snap.resume(self._failure(e))
+                except ApprovalNeeded as e:
+                    raise await self._pause(snap, e.pending) from None
                 return await snap.resume({"return_value": value})
             handler = self._async.get(name)
             if handler is not None:
-                self._mine.add(snap.call_id)
-                tg.start_soon(self._call, snap.call_id, handler, snap.args, snap.kwargs)
+                self._start(tg, snap.call_id, handler, snap.args, snap.kwargs)
                 return await snap.resume({"future": ...})
             return await snap.resume_auto()
         if name in _SLEEPS or name in _ASYNC_SLEEPS:
@@ -622,6 +871,8 @@ class _Drive:
         if not self._mine.issuperset(ids):
             return await snap.resume_auto()  # futures Monty itself owns
         while True:
+            if any(i in self._waiting for i in ids):
+                raise await self._pause(snap, [])
             now = anyio.current_time()
             ready: dict[int, pm.ExternalSettledResult] = {}
             for i in ids:
@@ -637,6 +888,48 @@ class _Drive:
             with anyio.move_on_after(wake - now):
                 await self._changed.wait()
             self._changed = anyio.Event()
+
+
+_Suspended = pm.AsyncFunctionSnapshot | pm.AsyncFutureSnapshot
+
+
+class _Paused(Exception):
+    def __init__(self, snap: _Suspended, drive: dict[str, Any], pending: list[PendingCall]) -> None:
+        self.snap = snap
+        self.drive = drive
+        self.pending = pending
+        super().__init__("paused")
+
+
+def _line_of(code: str, snap: pm.AsyncSnapshot) -> int | None:
+    position = getattr(snap, "position", None)
+    start = getattr(position, "start", None)
+    if not isinstance(start, int) or not 0 <= start <= len(code):
+        return None
+    return code.count("\n", 0, start) + 1
+
+
+def _encode_settled(r: pm.ExternalSettledResult) -> dict[str, Any]:
+    if "return_value" in r:
+        return {"value": cast("dict[str, Any]", r)["return_value"]}
+    e = cast("dict[str, Any]", r).get("exception")
+    if isinstance(e, ToolError):
+        return {"tool_error": [e.tool_id, e.message, e.error_op, e.code.value]}
+    name = type(e).__name__ if isinstance(e, TypeError | ValueError) else "RuntimeError"
+    return {"error": [name, str(e)]}
+
+
+def _decode_settled(d: Mapping[str, Any], raised: dict[str, ToolError]) -> pm.ExternalSettledResult:
+    if "value" in d:
+        return {"return_value": d["value"]}
+    if "tool_error" in d:
+        tool_id, message, op, code = d["tool_error"]
+        err = ToolError(str(tool_id), str(message), str(op), code=ErrorCode(code))
+        raised[str(err)] = err
+        return {"exception": err}
+    name, message = d.get("error", ["RuntimeError", "failed"])
+    kind = {"TypeError": TypeError, "ValueError": ValueError}.get(str(name), RuntimeError)
+    return {"exception": kind(str(message))}
 
 
 def _code_error(

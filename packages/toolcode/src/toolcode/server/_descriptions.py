@@ -28,6 +28,11 @@ DESCRIPTIONS: dict[str, str] = {
     "list_tool_examples": "Worked examples of one tool.",
     "run_tool": "Call one tool and get its whole result. For 2+ calls use execute_code.",
     "run_chain": "Run tools in sequence without code; each step's outcome.",
+    "list_sessions": "Your sessions: name, created, last used, size.",
+    "reset_session": "Forget a session's variables.",
+    "save_snippet": "Save a program that reads `input` as the tool snippets:<name>, callable like any tool.",
+    "list_snippets": "The saved snippets, as tool ids with their descriptions.",
+    "delete_snippet": "Delete a saved snippet.",
     "execute_code": (
         "Run Python in a sandbox; return a small result (set __out or end with an expression). "
         "Tool ids look like 'namespace:name'; each namespace is a module (calls checked before running):\n"

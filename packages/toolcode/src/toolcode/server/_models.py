@@ -13,14 +13,19 @@ from pydantic import BaseModel, ConfigDict, Field
 __all__ = [
     "INPUT_MODELS",
     "ChainStepIn",
+    "DeleteOutcome",
     "DescribeToolIn",
     "ExamplesIn",
     "ExecuteCodeIn",
     "ListToolsIn",
     "NamespacesIn",
+    "ResetOutcome",
     "RunChainIn",
     "RunToolIn",
+    "SaveSnippetIn",
     "SearchToolsIn",
+    "SessionIn",
+    "SnippetNameIn",
 ]
 
 
@@ -46,7 +51,7 @@ class NamespacesIn(_In):
 
 class DescribeToolIn(_In):
     tool_id: str | list[str] = Field(description="An id 'namespace:name', or a list of ids.")
-    level: Literal["summary", "schema", "full"] = "schema"
+    level: Literal["summary", "schema", "full", "module"] = "schema"
 
 
 class ExamplesIn(_In):
@@ -81,6 +86,36 @@ class ExecuteCodeIn(_In):
         description="timeout (s), max_tool_calls, max_output_chars (0: no limit), allowed_namespaces, "
         "trace: summary|full|none",
     )
+    session: str | None = Field(default=None, description="Name: variables persist between runs.")
+
+
+class SessionIn(_In):
+    session: str
+
+
+class NoArgsIn(_In):
+    pass
+
+
+class SaveSnippetIn(_In):
+    name: str = Field(description="Lowercase identifier; the tool becomes snippets:<name>.")
+    code: str = Field(description="The program; it reads its arguments as `input`.")
+    description: str
+    input_schema: dict[str, Any] | None = Field(default=None, description="JSON Schema of the arguments.")
+
+
+class SnippetNameIn(_In):
+    name: str
+
+
+class ResetOutcome(BaseModel):
+    session: str
+    reset: bool
+
+
+class DeleteOutcome(BaseModel):
+    name: str
+    deleted: bool
 
 
 INPUT_MODELS: dict[str, type[BaseModel]] = {
@@ -92,5 +127,10 @@ INPUT_MODELS: dict[str, type[BaseModel]] = {
     "run_tool": RunToolIn,
     "run_chain": RunChainIn,
     "execute_code": ExecuteCodeIn,
+    "list_sessions": NoArgsIn,
+    "reset_session": SessionIn,
+    "save_snippet": SaveSnippetIn,
+    "list_snippets": NoArgsIn,
+    "delete_snippet": SnippetNameIn,
 }
 """Each code-mode tool's input model, by tool name."""

@@ -38,7 +38,7 @@ from toolcode._models import (
 from toolcode._types import ToolCallRecord
 from toolcode.exceptions import InvalidArgumentsError, ToolCodeError, clip
 from toolcode.server._descriptions import DESCRIPTIONS, INSTRUCTIONS, UNSANDBOXED_NOTE
-from toolcode.server._models import INPUT_MODELS
+from toolcode.server._models import INPUT_MODELS, DeleteOutcome, ResetOutcome
 from toolindex import ChangeEvent, Tool
 
 __all__ = ["EXPOSED_SEPARATOR", "CodeModeServer", "compact_schema"]
@@ -200,6 +200,11 @@ class CodeModeServer:
             "run_tool": self._run_tool,
             "run_chain": self._run_chain,
             "execute_code": self._execute_code,
+            "list_sessions": self._list_sessions,
+            "reset_session": self._reset_session,
+            "save_snippet": self._save_snippet,
+            "list_snippets": self._list_snippets,
+            "delete_snippet": self._delete_snippet,
         }
         self._handlers = {n: handlers[n] for n in self._tool_names}
         self._meta_tools = [
@@ -396,9 +401,41 @@ class CodeModeServer:
             await ctx.session.report_progress(done, None, f"{record.tool_id} {status} ({record.duration_ms:.0f} ms)")
 
         out: ExecuteOutcome = await self.codemode.execute(
-            a.get("code"), input=a.get("input"), options=options, on_tool_call=on_tool_call, caller=_caller_of(ctx)
+            a.get("code"),
+            input=a.get("input"),
+            options=options,
+            on_tool_call=on_tool_call,
+            caller=_caller_of(ctx),
+            session=a.get("session"),
         )
         return _result(out, outcome_text(out), is_error=not out.ok)
+
+    async def _list_sessions(self, ctx: ServerRequestContext[Any], a: dict[str, Any]) -> types.CallToolResult:
+        out = await self.codemode.list_sessions(_caller_of(ctx))
+        return _result(out, _dumps(out.model_dump(mode="json")["sessions"]))
+
+    async def _reset_session(self, ctx: ServerRequestContext[Any], a: dict[str, Any]) -> types.CallToolResult:
+        name = a.get("session")
+        gone = await self.codemode.reset_session(name, _caller_of(ctx))
+        out = ResetOutcome(session=str(name), reset=gone)
+        return _result(out, f"session {name!r} " + ("reset" if gone else "had no state"))
+
+    async def _save_snippet(self, ctx: ServerRequestContext[Any], a: dict[str, Any]) -> types.CallToolResult:
+        out = await self.codemode.save_snippet(
+            a.get("name"), a.get("code"), a.get("description"), a.get("input_schema")
+        )
+        return _result(out, f"saved as {out.tool_id}")
+
+    async def _list_snippets(self, ctx: ServerRequestContext[Any], a: dict[str, Any]) -> types.CallToolResult:
+        out = await self.codemode.list_snippets()
+        lines = [f"{e.tool_id} — {e.description}" for e in out.snippets] or ["no saved snippets"]
+        return _result(out, "\n".join(lines))
+
+    async def _delete_snippet(self, ctx: ServerRequestContext[Any], a: dict[str, Any]) -> types.CallToolResult:
+        name = a.get("name")
+        gone = await self.codemode.delete_snippet(name)
+        out = DeleteOutcome(name=str(name), deleted=gone)
+        return _result(out, f"snippets:{name} " + ("deleted" if gone else "did not exist"))
 
     async def _run_exposed(self, tool: Tool, args: dict[str, Any]) -> types.CallToolResult:
         ops = self.codemode.operations()

@@ -14,19 +14,31 @@ from __future__ import annotations
 from pathlib import Path
 
 from toolcode.state._local import MemoryStateStore, SQLiteStateStore
-from toolcode.state._protocol import ABSENT, ANY, Expect, LogEntry, Record, RecordInfo, StateStore, check_key
+from toolcode.state._protocol import (
+    ABSENT,
+    ANY,
+    Expect,
+    LogEntry,
+    Record,
+    RecordInfo,
+    Release,
+    StateStore,
+    check_key,
+)
 from toolcode.state._redis import RedisStateStore
 
 __all__ = [
     "ABSENT",
     "ANY",
     "DB_NAME",
+    "STATE_DIR_ENV",
     "Expect",
     "LogEntry",
     "MemoryStateStore",
     "Record",
     "RecordInfo",
     "RedisStateStore",
+    "Release",
     "SQLiteStateStore",
     "StateStore",
     "check_key",
@@ -38,10 +50,19 @@ DB_NAME = "state.sqlite3"
 """The SQLite file's name inside the state directory."""
 
 
+STATE_DIR_ENV = "TOOLCODE_STATE_DIR"
+"""Environment variable that moves the default state directory."""
+
+
 def default_state_dir() -> Path:
-    """The platform's user state directory for toolcode (``~/.local/state/toolcode`` on Linux)."""
+    """``$TOOLCODE_STATE_DIR``, else the platform's user state directory (``~/.local/state/toolcode`` on Linux)."""
+    import os
+
     import platformdirs
 
+    override = os.environ.get(STATE_DIR_ENV)
+    if override:
+        return Path(override)
     return Path(platformdirs.user_state_dir("toolcode", appauthor=False))
 
 

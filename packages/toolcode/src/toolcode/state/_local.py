@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
+import os
 import sqlite3
 import threading
 import time
@@ -14,7 +17,7 @@ import anyio
 import anyio.to_thread
 
 from toolcode.exceptions import StateConflictError, StateUnavailableError
-from toolcode.state._protocol import ABSENT, ANY, Expect, LogEntry, Record, RecordInfo, check_key
+from toolcode.state._protocol import ABSENT, ANY, Expect, LogEntry, Record, RecordInfo, Release, check_key
 
 __all__ = ["MemoryStateStore", "SQLiteStateStore"]
 
@@ -39,6 +42,15 @@ CREATE TABLE IF NOT EXISTS log (
 );
 CREATE INDEX IF NOT EXISTS log_kind ON log (kind, seq);
 """
+_UPSERT = (
+    "INSERT INTO records (kind, key, value, version, created, updated, expires)"
+    " VALUES (:kind, :key, :value, 1, :now, :now, :expires)"
+    " ON CONFLICT (kind, key) DO UPDATE SET value = excluded.value, updated = excluded.updated,"
+    " expires = excluded.expires,"
+    " version = CASE WHEN records.expires IS NOT NULL AND records.expires <= :now THEN 1 ELSE records.version + 1 END,"
+    " created = CASE WHEN records.expires IS NOT NULL AND records.expires <= :now THEN :now ELSE records.created END"
+)
+"""Write a record (new, expired or live): the version moves on, or starts over for a new or expired one."""
 _PURGE_EVERY = 256
 """Writes between two purges of expired records."""
 
@@ -77,6 +89,7 @@ class MemoryStateStore:
     def __init__(self) -> None:
         self._rows: dict[tuple[str, str], _Row] = {}
         self._log: list[tuple[int, str, float, bytes]] = []
+        self._locks: dict[str, tuple[object, float]] = {}
         self._lock = threading.Lock()
 
     @property
@@ -162,6 +175,25 @@ class MemoryStateStore:
             rows = [LogEntry(s, at, v) for s, k, at, v in self._log if k == kind and s > after]
             return rows[:limit]
 
+    async def try_lock(self, name: str, *, ttl: float) -> Release | None:
+        """See :meth:`StateStore.try_lock`."""
+        check_key("name", name)
+        ttl = _check_ttl(ttl) or 0.0
+        now = time.monotonic()
+        token = object()
+        with self._lock:
+            held = self._locks.get(name)
+            if held is not None and held[1] > now:
+                return None
+            self._locks[name] = (token, now + ttl)
+
+        async def release() -> None:
+            with self._lock:
+                if self._locks.get(name, (None, 0.0))[0] is token:
+                    del self._locks[name]
+
+        return release
+
     async def aclose(self) -> None:
         """Nothing to release."""
 
@@ -169,7 +201,7 @@ class MemoryStateStore:
 class SQLiteStateStore:
     """State in one SQLite file: the embedded default.
 
-    Every write is one transaction (``BEGIN IMMEDIATE``) in WAL mode with ``synchronous=NORMAL``
+    Every write is one SQL statement (atomic on its own) in WAL mode with ``synchronous=NORMAL``
     on a file opened by this process only through this object: a crash loses at most the
     transactions not yet checkpointed by the OS, never a committed record's consistency, and
     several processes may share the file (SQLite's own locking; a writer waits up to
@@ -224,17 +256,6 @@ class SQLiteStateStore:
 
         return await anyio.to_thread.run_sync(call)
 
-    @staticmethod
-    def _write(conn: sqlite3.Connection, body: Callable[[sqlite3.Connection], T]) -> T:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            out = body(conn)
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
-        return out
-
     def _maybe_purge(self, conn: sqlite3.Connection, now: float) -> None:
         self._writes += 1
         if self._writes % _PURGE_EVERY == 0:
@@ -267,25 +288,32 @@ class SQLiteStateStore:
         data = bytes(value)
 
         def body(conn: sqlite3.Connection) -> int:
+            # One statement, atomic on its own (no explicit transaction, one round trip).
             now = time.time()
-            row = conn.execute(
-                "SELECT version, created, expires FROM records WHERE kind = ? AND key = ?", (kind, key)
-            ).fetchone()
-            live = row is not None and (row[2] is None or row[2] > now)
-            current = row[0] if live and row is not None else ABSENT
-            if expect != ANY and expect != current:
-                raise StateConflictError(kind, key, expect, current)
-            version = current + 1
-            created = row[1] if live and row is not None else now
-            conn.execute(
-                "INSERT OR REPLACE INTO records (kind, key, value, version, created, updated, expires)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (kind, key, data, version, created, now, now + ttl if ttl else None),
-            )
+            expires = now + ttl if ttl else None
+            if expect == ANY or expect == ABSENT:
+                guard = "" if expect == ANY else " WHERE records.expires IS NOT NULL AND records.expires <= :now"
+                row = conn.execute(
+                    _UPSERT + guard + " RETURNING version",
+                    {"kind": kind, "key": key, "value": data, "now": now, "expires": expires},
+                ).fetchone()
+            else:
+                row = conn.execute(
+                    "UPDATE records SET value = :value, version = version + 1, updated = :now, expires = :expires"
+                    " WHERE kind = :kind AND key = :key AND version = :expect"
+                    " AND (expires IS NULL OR expires > :now) RETURNING version",
+                    {"kind": kind, "key": key, "value": data, "now": now, "expires": expires, "expect": expect},
+                ).fetchone()
+            if row is None:
+                found = conn.execute(
+                    "SELECT version FROM records WHERE kind = ? AND key = ? AND (expires IS NULL OR expires > ?)",
+                    (kind, key, now),
+                ).fetchone()
+                raise StateConflictError(kind, key, expect, int(found[0]) if found else ABSENT)
             self._maybe_purge(conn, now)
-            return version
+            return int(row[0])
 
-        return await self._run(lambda conn: self._write(conn, body))
+        return await self._run(body)
 
     async def delete(self, kind: str, key: str, *, expect: Expect = ANY) -> bool:
         """See :meth:`StateStore.delete`."""
@@ -308,7 +336,7 @@ class SQLiteStateStore:
                 )
             return cur.rowcount > 0
 
-        return await self._run(lambda conn: self._write(conn, body))
+        return await self._run(body)
 
     async def list(self, kind: str, *, prefix: str = "", limit: int = 1000) -> list[RecordInfo]:
         """See :meth:`StateStore.list`."""
@@ -335,7 +363,7 @@ class SQLiteStateStore:
             cur = conn.execute("INSERT INTO log (kind, at, value) VALUES (?, ?, ?)", (kind, time.time(), data))
             return int(cur.lastrowid or 0)
 
-        return await self._run(lambda conn: self._write(conn, body))
+        return await self._run(body)
 
     async def read_log(self, kind: str, *, after: int = 0, limit: int = 1000) -> list[LogEntry]:
         """See :meth:`StateStore.read_log`."""
@@ -349,6 +377,41 @@ class SQLiteStateStore:
             return [LogEntry(int(s), float(at), bytes(v)) for s, at, v in rows]
 
         return await self._run(body)
+
+    async def try_lock(self, name: str, *, ttl: float) -> Release | None:
+        """See :meth:`StateStore.try_lock`: an OS file lock beside the database.
+
+        Held by this call until released; the OS releases it when the process ends, however it
+        ends, so ``ttl`` is not needed (every holder of a SQLite store is on this machine).
+        """
+        check_key("name", name)
+        _check_ttl(ttl)
+        folder = self._path.parent / (self._path.name + ".locks")
+        path = folder / (hashlib.sha256(name.encode()).hexdigest()[:32] + ".lock")
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        except FileNotFoundError:
+            folder.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as e:
+            raise StateUnavailableError(self.name, f"cannot open a lock file: {e}") from e
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return None
+        except OSError as e:
+            os.close(fd)
+            raise StateUnavailableError(self.name, f"cannot lock: {e}") from e
+        done = False
+
+        async def release() -> None:
+            nonlocal done
+            if not done:
+                done = True
+                os.close(fd)  # closing the descriptor drops its lock
+
+        return release
 
     async def aclose(self) -> None:
         """Close the database; idempotent."""

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from typing import Final, Literal, Protocol, runtime_checkable
+from typing import Any, Final, Literal, Protocol, runtime_checkable
 
 __all__ = [
     "ABSENT",
@@ -14,6 +15,7 @@ __all__ = [
     "LogEntry",
     "Record",
     "RecordInfo",
+    "Release",
     "StateStore",
     "check_key",
 ]
@@ -35,6 +37,10 @@ def check_key(what: str, value: str) -> str:
     if not isinstance(value, str) or not KEY_PATTERN.match(value):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise ValueError(f"{what} must match {KEY_PATTERN.pattern}, got {value!r:.80}")
     return value
+
+
+Release = Callable[[], Coroutine[Any, Any, None]]
+"""Gives a lock back (idempotent)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +96,9 @@ class StateStore(Protocol):
           succeed from the same version: the loser gets :class:`StateConflictError`.
         - TTL: a record written with ``ttl`` seconds is absent once they have passed (``get``
           returns ``None``, ``list`` skips it); each write sets the TTL anew (``None``: none).
+        - Locks: ``try_lock`` gives mutual exclusion among everyone sharing the store, cheaply
+          (a file lock for SQLite, ``SET NX`` for Redis); a crashed holder's lock does not
+          outlive ``ttl``.
         - Errors: a store that cannot be reached, read or written raises
           :class:`StateUnavailableError` (nothing was written); invalid kinds or keys raise
           ``ValueError``.
@@ -124,6 +133,18 @@ class StateStore(Protocol):
 
     async def append(self, kind: str, value: bytes) -> int:
         """Append to the log of ``kind``; returns the entry's sequence number."""
+        ...
+
+    async def try_lock(self, name: str, *, ttl: float) -> Release | None:
+        """Take the lock ``name`` if nobody holds it (never waits).
+
+        A lock excludes every other holder sharing the store (tasks, processes, replicas). It
+        is held until released, or at most ``ttl`` seconds (a store whose locks die with their
+        process may release sooner: when the holder's process ends).
+
+        Returns:
+            The function that releases it, or ``None`` when it is held.
+        """
         ...
 
     async def read_log(self, kind: str, *, after: int = 0, limit: int = 1000) -> list[LogEntry]:

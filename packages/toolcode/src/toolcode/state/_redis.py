@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import secrets
 import time
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, cast
 
 from toolcode.exceptions import ConfigurationError, StateConflictError, StateUnavailableError
-from toolcode.state._protocol import ANY, Expect, LogEntry, Record, RecordInfo, check_key
+from toolcode.state._protocol import ANY, Expect, LogEntry, Record, RecordInfo, Release, check_key
 from toolrun import redact
 
 if TYPE_CHECKING:
     import redis.asyncio as aredis
 
 __all__ = ["RedisStateStore"]
+
+_IDLE_CHECK = 1.0
+"""Seconds without a successful command after which a PING checks the connection first."""
 
 # Every write is one Lua script: Redis runs it atomically, so a conditional write cannot
 # interleave with another replica's. Records are hashes (value, version, created, updated);
@@ -42,6 +47,10 @@ if ARGV[1] ~= 'any' and tonumber(ARGV[1]) ~= cur then return 0 end
 redis.call('DEL', KEYS[1])
 redis.call('ZREM', KEYS[2], ARGV[2])
 return 1
+"""
+_UNLOCK = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
 """
 _APPEND = """
 local seq = redis.call('INCR', KEYS[2])
@@ -78,14 +87,18 @@ class RedisStateStore:
         self._prefix = prefix
         self._shown = redact(url)
         try:
+            # Commands are never retried by the client (a write whose reply was lost must not run
+            # twice); see _call for how a connection left over from before a restart is replaced.
             self._client: aredis.Redis = aredis_mod.Redis.from_url(  # pyright: ignore[reportUnknownMemberType]
                 url, socket_timeout=timeout, socket_connect_timeout=timeout, retry_on_timeout=False, retry=None
             )
         except ValueError as e:
             raise ConfigurationError("state.url", f"not a Redis URL: {redact(str(e))}") from e
+        self._last_ok = 0.0
         self._put = self._client.register_script(_PUT)
         self._delete = self._client.register_script(_DELETE)
         self._append = self._client.register_script(_APPEND)
+        self._unlock = self._client.register_script(_UNLOCK)
 
     @property
     def name(self) -> str:
@@ -98,15 +111,27 @@ class RedisStateStore:
     def _index(self, kind: str) -> str:
         return f"{self._prefix}:i:{kind}"
 
-    async def _call(self, what: str, coro: Any) -> Any:
+    async def _call(self, what: str, make: Callable[[], Awaitable[Any]]) -> Any:
+        """Run one command (``make()`` builds it), mapping failures to :class:`StateUnavailableError`.
+
+        A pooled connection may be left over from before a Redis restart; its first use fails
+        without the command having run. So after a second without a successful command, a
+        PING goes first (retried once: a dead connection is dropped and the retry opens a new
+        one); the command itself is never sent twice.
+        """
         import redis.exceptions as rex
 
         try:
-            return await coro
-        except (rex.ConnectionError, rex.TimeoutError, OSError) as e:
+            if time.monotonic() - self._last_ok > _IDLE_CHECK:
+                try:
+                    await self._client.ping()  # pyright: ignore[reportUnknownMemberType]
+                except (rex.ConnectionError, rex.TimeoutError, OSError):
+                    await self._client.ping()  # pyright: ignore[reportUnknownMemberType]
+            out = await make()
+        except (rex.RedisError, OSError) as e:
             raise StateUnavailableError(self.name, f"{what}: {type(e).__name__}: {redact(str(e))}") from None
-        except rex.RedisError as e:
-            raise StateUnavailableError(self.name, f"{what}: {type(e).__name__}: {redact(str(e))}") from None
+        self._last_ok = time.monotonic()
+        return out
 
     async def get(self, kind: str, key: str) -> Record | None:
         """See :meth:`StateStore.get`."""
@@ -116,7 +141,7 @@ class RedisStateStore:
         pipe = self._client.pipeline(transaction=True)
         pipe.hmget(k, "value", "version", "created", "updated")
         pipe.pttl(k)
-        (value, version, created, updated), pttl = await self._call("get", pipe.execute())
+        (value, version, created, updated), pttl = await self._call("get", lambda: pipe.execute())
         if version is None or value is None:
             return None
         expires = time.time() + pttl / 1000 if isinstance(pttl, int) and pttl > 0 else None
@@ -133,7 +158,7 @@ class RedisStateStore:
             raise ValueError(f"ttl must be a number of seconds > 0 or None, got {ttl!r}")
         ttl_ms = max(1, int(ttl * 1000)) if ttl else 0
         args = [str(expect), bytes(value), repr(time.time()), ttl_ms, key]
-        result = await self._call("put", self._put(keys=[self._key(kind, key), self._index(kind)], args=args))
+        result = await self._call("put", lambda: self._put(keys=[self._key(kind, key), self._index(kind)], args=args))
         version, current = (int(x) for x in cast("list[Any]", result))
         if version < 0:
             raise StateConflictError(kind, key, expect, current)
@@ -144,7 +169,7 @@ class RedisStateStore:
         check_key("kind", kind)
         check_key("key", key)
         keys = [self._key(kind, key), self._index(kind)]
-        return bool(await self._call("delete", self._delete(keys=keys, args=[str(expect), key])))
+        return bool(await self._call("delete", lambda: self._delete(keys=keys, args=[str(expect), key])))
 
     async def list(self, kind: str, *, prefix: str = "", limit: int = 1000) -> list[RecordInfo]:
         """See :meth:`StateStore.list`."""
@@ -156,7 +181,9 @@ class RedisStateStore:
         out: list[RecordInfo] = []
         start = 0
         while len(out) < limit:
-            raw = await self._call("list", self._client.zrangebylex(self._index(kind), low, high, start, limit))
+            raw = await self._call(
+                "list", lambda start=start: self._client.zrangebylex(self._index(kind), low, high, start, limit)
+            )
             keys = [k.decode() if isinstance(k, bytes) else str(k) for k in cast("list[Any]", raw)]
             if not keys:
                 break
@@ -166,7 +193,7 @@ class RedisStateStore:
                 pipe.hmget(self._key(kind, key), "version", "created", "updated")
                 pipe.hstrlen(self._key(kind, key), "value")
                 pipe.pttl(self._key(kind, key))
-            replies = await self._call("list", pipe.execute())
+            replies = await self._call("list", pipe.execute)
             gone: list[str] = []
             now = time.time()
             for i, key in enumerate(keys):
@@ -179,7 +206,7 @@ class RedisStateStore:
                 if len(out) >= limit:
                     break
             if gone:
-                await self._call("list", self._client.zrem(self._index(kind), *gone))
+                await self._call("list", lambda gone=gone: self._client.zrem(self._index(kind), *gone))
                 start -= len(gone)
         return out
 
@@ -187,13 +214,13 @@ class RedisStateStore:
         """See :meth:`StateStore.append`."""
         check_key("kind", kind)
         keys = [f"{self._prefix}:log:{kind}", f"{self._prefix}:seq:{kind}"]
-        return int(await self._call("append", self._append(keys=keys, args=[repr(time.time()), bytes(value)])))
+        return int(await self._call("append", lambda: self._append(keys=keys, args=[repr(time.time()), bytes(value)])))
 
     async def read_log(self, kind: str, *, after: int = 0, limit: int = 1000) -> list[LogEntry]:
         """See :meth:`StateStore.read_log`."""
         check_key("kind", kind)
         raw = await self._call(
-            "read_log", self._client.xrange(f"{self._prefix}:log:{kind}", f"0-{after + 1}", "+", count=limit)
+            "read_log", lambda: self._client.xrange(f"{self._prefix}:log:{kind}", f"0-{after + 1}", "+", count=limit)
         )
         out: list[LogEntry] = []
         for entry_id, fields in cast("list[Any]", raw):
@@ -201,6 +228,27 @@ class RedisStateStore:
             f = {(k.decode() if isinstance(k, bytes) else k): v for k, v in cast("dict[Any, Any]", fields).items()}
             out.append(LogEntry(int(eid.split("-", 1)[1]), float(f["at"]), bytes(f["value"])))
         return out
+
+    async def try_lock(self, name: str, *, ttl: float) -> Release | None:
+        """See :meth:`StateStore.try_lock`: ``SET NX PX`` with a token only its holder can delete."""
+        check_key("name", name)
+        if isinstance(ttl, bool) or not ttl > 0:
+            raise ValueError(f"ttl must be a number of seconds > 0, got {ttl!r}")
+        key = f"{self._prefix}:lock:{name}"
+        token = secrets.token_hex(16)
+        ok = await self._call("lock", lambda: self._client.set(key, token, nx=True, px=max(1, int(ttl * 1000))))
+        if not ok:
+            return None
+        done = False
+
+        async def release() -> None:
+            nonlocal done
+            if not done:
+                # Marked done only once it worked: a release that failed (the store was away) can be retried.
+                await self._call("unlock", lambda: self._unlock(keys=[key], args=[token]))
+                done = True
+
+        return release
 
     async def aclose(self) -> None:
         """Close the connection pool; idempotent."""

@@ -1,0 +1,188 @@
+"""Sessions: what continuing a stored session costs, on SQLite and on Redis, against a fresh run.
+
+For each store (a SQLite file in a temporary folder; a ``redis-server`` this script starts on a
+free local port):
+
+* ``fresh_ms_p50``: a run without a session (``x = 1``) — the reference fixed cost;
+* ``session_small_ms_p50``: the same kind of run continuing a session that holds a few variables;
+* ``session_1mb_ms_p50``: a run continuing a session that holds ~1 MB of data;
+* ``dump_store_ms_p50`` / ``load_restore_ms_p50``: the two halves of keeping that 1 MB session:
+  dumping the interpreter state and writing it to the store, reading it back and restoring it in
+  a fresh worker (measured on pydantic-monty and the store directly).
+
+Goal: ``session_small_ms_p50 <= 2 x fresh_ms_p50``.
+
+Usage: ``uv run python bench/sessions.py [--json] [--repeat N]`` (Redis is skipped, and said so,
+when ``redis-server`` is not installed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import shutil
+import socket
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import pydantic_monty as pm
+
+from toolcode import Settings, Toolbox
+from toolcode._settings import SessionSettings, StateSettings
+from toolcode.server import log_to_stderr
+from toolcode.state import RedisStateStore, SQLiteStateStore, StateStore
+
+GOAL_RATIO = 2.0
+MB = "big = ['x' * 1000 + str(i) for i in range(1000)]"
+
+
+def _p50(xs: list[float]) -> float:
+    return round(statistics.median(xs), 3)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _start_redis(folder: Path) -> tuple[subprocess.Popen[bytes], str] | None:
+    binary = shutil.which("redis-server")
+    if binary is None:
+        return None
+    port = _free_port()
+    args = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "yes"]
+    proc = subprocess.Popen([*args, "--dir", str(folder)], stdout=subprocess.DEVNULL)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return proc, f"redis://127.0.0.1:{port}/0"
+        except OSError:
+            time.sleep(0.02)
+    proc.kill()
+    raise SystemExit("redis-server did not start")
+
+
+async def _timed(box: Toolbox, code: str, session: str | None, repeat: int) -> float:
+    times: list[float] = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        out = await box.codemode.execute(code, session=session)
+        times.append((time.perf_counter() - t0) * 1000)
+        assert out.ok, out.error
+    return _p50(times)
+
+
+async def _components(store: StateStore, repeat: int) -> dict[str, float]:
+    """Dump + store, and load + restore, of a ~1 MB session, on pydantic-monty and the store directly."""
+    dump_store: list[float] = []
+    load_restore: list[float] = []
+    size = 0
+    async with pm.AsyncMonty(min_processes=2, max_processes=2) as pool:
+        async with pool.checkout() as session:
+            await session.feed_run(MB)
+            for i in range(repeat):
+                t0 = time.perf_counter()
+                state = await session.dump()
+                await store.put("bench", "big", state)
+                dump_store.append((time.perf_counter() - t0) * 1000)
+                size = len(state)
+                t0 = time.perf_counter()
+                rec = await store.get("bench", "big")
+                assert rec is not None
+                async with pool.checkout() as other:
+                    await other.load_session(rec.value)
+                    load_restore.append((time.perf_counter() - t0) * 1000)
+                    assert await other.feed_run("len(big)") == 1000, i
+    return {"state_bytes": size, "dump_store_ms_p50": _p50(dump_store), "load_restore_ms_p50": _p50(load_restore)}
+
+
+async def measure(name: str, settings: Settings, store: StateStore, repeat: int) -> dict[str, Any]:
+    async with Toolbox([], settings=settings) as box:
+        await box.codemode.execute("x = 0", session="small")
+        await box.codemode.execute(MB, session="big")
+        for _ in range(3):  # warm the worker pool and the checker
+            await box.codemode.execute("x = 1")
+        fresh = await _timed(box, "x = 1", None, repeat)
+        small = await _timed(box, "x = x + 1", "small", repeat)
+        big = await _timed(box, "n = len(big)", "big", repeat)
+    parts = await _components(store, max(5, repeat // 4))
+    return {
+        "store": name,
+        "fresh_ms_p50": fresh,
+        "session_small_ms_p50": small,
+        "session_1mb_ms_p50": big,
+        "ratio_small_to_fresh": round(small / fresh, 2),
+        **parts,
+        "goal_met": small <= GOAL_RATIO * fresh,
+    }
+
+
+async def run(repeat: int) -> dict[str, Any]:
+    results: list[dict[str, Any]] = []
+    skipped: dict[str, str] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        sessions = SessionSettings(max_bytes=64 * 1024 * 1024)
+        sqlite = Settings(state=StateSettings(dir=str(folder / "sqlite")), sessions=sessions)
+        store: StateStore = SQLiteStateStore(folder / "parts.sqlite3")
+        try:
+            results.append(await measure("sqlite", sqlite, store, repeat))
+        finally:
+            await store.aclose()
+        started = _start_redis(folder)
+        if started is None:
+            skipped["redis"] = "redis-server is not installed"
+        else:
+            proc, url = started
+            try:
+                store = RedisStateStore(url, prefix="parts")
+                try:
+                    results.append(
+                        await measure("redis", Settings(state=StateSettings(url=url), sessions=sessions), store, repeat)
+                    )
+                finally:
+                    await store.aclose()
+            finally:
+                proc.terminate()
+                proc.wait()
+    return {"stores": results, "skipped": skipped, "goal": f"session_small <= {GOAL_RATIO:g} x fresh"}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument("--repeat", type=int, default=40, help="timed runs per case (default: %(default)s)")
+    args = parser.parse_args()
+    log_to_stderr(logging.WARNING)
+    report = asyncio.run(run(args.repeat))
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return
+    cols = [
+        "fresh_ms_p50",
+        "session_small_ms_p50",
+        "ratio_small_to_fresh",
+        "session_1mb_ms_p50",
+        "dump_store_ms_p50",
+        "load_restore_ms_p50",
+    ]
+    print(f"{'store':<8}" + "".join(f"{c:>24}" for c in cols) + f"{'goal':>10}")
+    for r in report["stores"]:
+        print(
+            f"{r['store']:<8}" + "".join(f"{r[c]:>24}" for c in cols) + f"{'met' if r['goal_met'] else 'NOT met':>10}"
+        )
+    for name, why in report["skipped"].items():
+        print(f"{name}: skipped ({why})")
+    print(f"1 MB session state: {report['stores'][0]['state_bytes']:,} bytes; goal: {report['goal']}")
+
+
+if __name__ == "__main__":
+    main()

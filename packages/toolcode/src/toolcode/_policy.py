@@ -1,0 +1,603 @@
+"""Policy: every tool call made from code gets a tier and a decision before it is made.
+
+A tool's **tier** is ``read``, ``write`` or ``destructive``: from its MCP annotations
+(``readOnlyHint`` → read, ``destructiveHint`` → destructive, anything else → write), unless a
+``tiers`` glob of the config names it. **Rules** map tiers, namespaces or tool-id globs to a
+**decision**: ``allow``, ``ask`` or ``deny`` (the first rule that matches wins; then the preset).
+The default preset allows ``read`` and ``write`` and asks for ``destructive``.
+
+A saved snippet (``snippets:<name>``) is judged by what it calls: its tier is the highest tier of
+the tools its code names literally (``write`` when it names a tool id it computes), and its
+decision the strictest of its own and theirs, so a snippet never launders a write.
+
+One :class:`Gate` per run applies the policy on every path a call can take (the operations
+funnel ``run_tool``, ``run_tools``, ``run_chain``, namespace modules and saved snippets through
+it, and the doors' direct calls too). ``deny`` raises a catchable
+:class:`~toolcode.exceptions.ToolError` with code ``not_allowed``; ``ask`` raises
+:class:`ApprovalNeeded`, which the engine turns into a pause (see :mod:`toolcode._paused`).
+"""
+
+from __future__ import annotations
+
+import ast
+import fnmatch
+import hashlib
+import json
+import time
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal, cast, get_args
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from toolcode._modules import PACKAGE, ToolModules
+from toolcode._view import CatalogView
+from toolcode.exceptions import ErrorCode, ToolError
+from toolindex import Tool, ToolIndexError
+
+__all__ = [
+    "PRESETS",
+    "ApprovalNeeded",
+    "Approvals",
+    "AuditSettings",
+    "Decision",
+    "Gate",
+    "PendingCall",
+    "Policy",
+    "PolicyRule",
+    "PolicySettings",
+    "Tier",
+    "Verdict",
+    "call_key",
+    "literal_tool_ids",
+    "tool_hash",
+]
+
+Tier = Literal["read", "write", "destructive"]
+Decision = Literal["allow", "ask", "deny"]
+TIERS: Final[tuple[Tier, ...]] = get_args(Tier)
+DECISIONS: Final[tuple[Decision, ...]] = get_args(Decision)
+_TIER_RANK: Final = {t: i for i, t in enumerate(TIERS)}
+_DECISION_RANK: Final = {d: i for i, d in enumerate(DECISIONS)}
+
+PRESETS: Final[dict[str, dict[Tier, Decision]]] = {
+    "default": {"read": "allow", "write": "allow", "destructive": "ask"},
+    "ask-writes": {"read": "allow", "write": "ask", "destructive": "ask"},
+    "read-only": {"read": "allow", "write": "deny", "destructive": "deny"},
+    "allow-all": {"read": "allow", "write": "allow", "destructive": "allow"},
+}
+"""What each tier gets when no rule matches (``policy.preset``)."""
+
+SNIPPETS_NAMESPACE: Final = "snippets"
+
+
+class PolicyRule(BaseModel):
+    """One rule: which calls it matches (every field given must match) and the decision."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    decision: Decision = Field(description="allow, ask or deny.")
+    tier: Tier | None = Field(default=None, description="Match tools of this tier.")
+    namespace: str | None = Field(default=None, description="Match tools of this namespace (a glob).")
+    tools: str | None = Field(default=None, description="Match tool ids by this glob (e.g. 'github:delete_*').")
+
+    @model_validator(mode="after")
+    def _matches_something(self) -> PolicyRule:
+        if self.tier is None and self.namespace is None and self.tools is None:
+            raise ValueError("a rule needs at least one of tier, namespace, tools")
+        return self
+
+    def matches(self, tool_id: str, namespace: str, tier: Tier) -> bool:
+        """Whether this rule applies to a call of ``tool_id``."""
+        return (
+            (self.tier is None or self.tier == tier)
+            and (self.namespace is None or fnmatch.fnmatchcase(namespace, self.namespace))
+            and (self.tools is None or fnmatch.fnmatchcase(tool_id, self.tools))
+        )
+
+    def describe(self) -> str:
+        """The rule as a short phrase, for messages (``"rule tools='fs:*' → ask"``)."""
+        parts = [f"{k}={v!r}" for k, v in (("tier", self.tier), ("namespace", self.namespace), ("tools", self.tools))]
+        return f"rule {' '.join(p for p in parts if not p.endswith('=None'))} → {self.decision}"
+
+
+class AuditSettings(BaseModel):
+    """What the audit log keeps of each call made from code."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    enabled: bool = Field(default=True, description="Append every call and decision to the state store's audit log.")
+    args: bool = Field(default=False, description="Keep each call's arguments (may hold personal data).")
+    results: bool = Field(default=False, description="Keep each call's result (clipped to 2,000 characters).")
+
+
+class PolicySettings(BaseModel):
+    """The ``policy`` section: tiers, rules, approvals and the audit log."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    preset: Literal["default", "ask-writes", "read-only", "allow-all"] = Field(
+        default="default",
+        description="Decision per tier when no rule matches. default: destructive asks; ask-writes: write and "
+        "destructive ask; read-only: write and destructive are denied; allow-all: nothing asks.",
+    )
+    tiers: dict[str, Tier] = Field(
+        default_factory=dict[str, Tier],
+        description="Tool-id glob → tier, over the tools' own annotations (first matching glob wins).",
+    )
+    rules: tuple[PolicyRule, ...] = Field(default=(), description="Checked in order; the first that matches decides.")
+    quarantine: bool = Field(
+        default=False,
+        description="A tool seen for the first time, or whose definition changed, is not callable until approved.",
+    )
+    pause_ttl: float = Field(
+        default=86_400.0, gt=0, allow_inf_nan=False, description="Seconds a paused run waits for its decision."
+    )
+    audit: AuditSettings = Field(default_factory=AuditSettings)
+
+
+# -- tiers and verdicts ----------------------------------------------------------------------
+
+
+def tier_of_annotations(annotations: Mapping[str, Any] | None) -> Tier:
+    """``read`` for ``readOnlyHint: true``, ``destructive`` for ``destructiveHint: true``, else ``write``."""
+    if not annotations:
+        return "write"
+    if annotations.get("readOnlyHint") is True:
+        return "read"
+    if annotations.get("destructiveHint") is True:
+        return "destructive"
+    return "write"
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """What the policy says about calls of one tool."""
+
+    tool_id: str
+    tier: Tier
+    decision: Decision
+    reason: str
+    """Which rule or preset decided, in words."""
+    calls: tuple[str, ...] = ()
+    """For a saved snippet: the tools its code names (approved with it)."""
+
+
+def literal_tool_ids(code: str, modules: ToolModules | None, known: Callable[[str], bool]) -> tuple[list[str], bool]:
+    """The tool ids a snippet names literally, and whether it may call tools it computes.
+
+    Literal ids are string constants that are known tool ids, and namespace-module functions
+    (``from tools import fs`` then ``fs.write_file``; ``tools.fs.write_file``). ``dynamic`` is
+    ``True`` when the code calls ``run_tool``/``run_tools``/``run_chain`` (or their awaitable
+    forms) with anything but literals, or does not parse.
+
+    Returns:
+        ``(ids in first-seen order, dynamic)``.
+    """
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return [], True
+    found: dict[str, None] = {}
+    dynamic = False
+    aliases: dict[str, str] = {}  # local name → namespace
+    runners = {"run_tool", "run_tools", "run_chain", "run_tool_async", "run_chain_async"}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and known(node.value):
+            found[node.value] = None
+        elif isinstance(node, ast.ImportFrom) and node.module == PACKAGE and modules is not None:
+            for a in node.names:
+                ns = modules.namespace_of(a.name)
+                if ns is not None:
+                    aliases[a.asname or a.name] = ns
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in runners:
+            first = node.args[0] if node.args else None
+            if not _all_literal(first):
+                dynamic = True
+    if modules is not None:
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Attribute):
+                continue
+            base = node.value
+            ns: str | None = None
+            if isinstance(base, ast.Name):
+                ns = aliases.get(base.id)
+            elif isinstance(base, ast.Attribute) and isinstance(base.value, ast.Name) and base.value.id == PACKAGE:
+                ns = modules.namespace_of(base.attr)
+            if ns is None:
+                continue
+            fn = modules.functions(ns).get(node.attr)
+            if fn is not None:
+                found[fn.tool_id] = None
+    return list(found), dynamic
+
+
+def _all_literal(node: ast.expr | None) -> bool:
+    if node is None:
+        return True
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, ast.List | ast.Tuple):
+        return all(_all_literal(e) for e in node.elts)
+    if isinstance(node, ast.Dict):
+        # A call or a chain step: its tool id must be a literal; its arguments may be anything.
+        for k, v in zip(node.keys, node.values, strict=True):
+            if isinstance(k, ast.Constant) and k.value == "tool_id" and not isinstance(v, ast.Constant):
+                return False
+        return True
+    return False
+
+
+def _known_in(view: CatalogView | None) -> Callable[[str], bool]:
+    def known(tool_id: str) -> bool:
+        if view is None or ":" not in tool_id or len(tool_id) > 300:
+            return False
+        try:
+            tool = view.index.get(tool_id)
+        except ToolIndexError:
+            return False
+        return view.visible(tool.namespace)
+
+    return known
+
+
+def tool_hash(tool: Tool) -> str:
+    """A digest of what a person approves in a tool: description, schemas and annotations."""
+    body = {
+        "description": tool.description,
+        "input_schema": tool.input_schema,
+        "output_schema": tool.output_schema,
+        "annotations": tool.annotations,
+    }
+    return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()[:32]
+
+
+class Policy:
+    """Tiers and decisions for tool calls (stateless; share one per catalog).
+
+    Args:
+        settings: The ``policy`` section (``None``: the defaults).
+        snippet_code: Returns a saved snippet's code by name (``None`` when there is none),
+            so that a snippet is judged by the tools it calls.
+        modules: The catalog's namespace modules (to read ``fs.write_file`` in snippet code).
+    """
+
+    def __init__(
+        self,
+        settings: PolicySettings | None = None,
+        *,
+        snippet_code: Callable[[str], str | None] | None = None,
+        modules: ToolModules | None = None,
+    ) -> None:
+        self.settings = settings or PolicySettings()
+        self._preset = PRESETS[self.settings.preset]
+        self._snippet_code = snippet_code
+        self._modules = modules
+        self._snippet_cache: dict[str, tuple[str, tuple[list[str], bool]]] = {}
+        self._verdicts: dict[str, tuple[Tool, Verdict]] = {}
+
+    def tier(self, tool: Tool) -> Tier:
+        """The tool's tier: the first ``tiers`` glob that matches its id, else its annotations."""
+        for pattern, tier in self.settings.tiers.items():
+            if fnmatch.fnmatchcase(tool.id, pattern):
+                return tier
+        return tier_of_annotations(tool.annotations)
+
+    def _decide(self, tool_id: str, namespace: str, tier: Tier) -> tuple[Decision, str]:
+        for i, rule in enumerate(self.settings.rules):
+            if rule.matches(tool_id, namespace, tier):
+                return rule.decision, f"{rule.describe()} (policy.rules[{i}])"
+        decision = self._preset[tier]
+        return decision, f"preset {self.settings.preset!r}: {tier} → {decision}"
+
+    def verdict(self, tool: Tool, view: CatalogView | None = None) -> Verdict:
+        """The tier and decision for calls of ``tool`` (a saved snippet: with what it calls)."""
+        if tool.namespace == SNIPPETS_NAMESPACE and self._snippet_code is not None:
+            code = self._snippet_code(tool.name)
+            if code is not None:
+                return self._snippet_verdict(tool, code, view)
+        hit = self._verdicts.get(tool.id)
+        if hit is not None and hit[0] is tool:
+            return hit[1]
+        tier = self.tier(tool)
+        decision, reason = self._decide(tool.id, tool.namespace, tier)
+        v = Verdict(tool.id, tier, decision, reason)
+        if len(self._verdicts) > 65_536:
+            self._verdicts.clear()
+        self._verdicts[tool.id] = (tool, v)
+        return v
+
+    def _snippet_verdict(self, tool: Tool, code: str, view: CatalogView | None) -> Verdict:
+        cached = self._snippet_cache.get(tool.name)
+        if cached is None or cached[0] != code:
+            known = _known_in(view)
+            cached = (code, literal_tool_ids(code, self._modules, known))
+            if len(self._snippet_cache) > 1024:
+                self._snippet_cache.clear()
+            self._snippet_cache[tool.name] = cached
+        ids, dynamic = cached[1]
+        tier: Tier = "write" if dynamic else "read"
+        decision, reason = self._decide(tool.id, tool.namespace, tier)
+        for tid in ids:
+            if tid == tool.id or view is None:
+                continue
+            try:
+                inner = view.get(tid)
+            except ToolIndexError:
+                continue
+            if inner.namespace == SNIPPETS_NAMESPACE:
+                continue  # a snippet calling a snippet: judged when that one is called
+            t = self.tier(inner)
+            if _TIER_RANK[t] > _TIER_RANK[tier]:
+                tier = t
+            d, why = self._decide(inner.id, inner.namespace, t)
+            if _DECISION_RANK[d] > _DECISION_RANK[decision]:
+                decision, reason = d, f"it calls {inner.id}: {why}"
+        if dynamic and _DECISION_RANK["ask"] > _DECISION_RANK[decision] and tier != "read":
+            reason += "; it also computes tool ids, each judged when called"
+        return Verdict(tool.id, tier, decision, reason, calls=tuple(ids))
+
+
+# -- a run's approvals --------------------------------------------------------------------------
+
+
+def call_key(tool_id: str, args: Mapping[str, Any]) -> str:
+    """Identifies one call (tool and arguments) among a run's approvals."""
+    blob = json.dumps(args, sort_keys=True, default=repr, ensure_ascii=False)
+    return tool_id + "#" + hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+
+
+@dataclass(slots=True)
+class Approvals:
+    """What people decided during one run (kept with the run when it pauses)."""
+
+    tools: set[str] = field(default_factory=set[str])
+    """Approved for the rest of the run."""
+    once: list[str] = field(default_factory=list[str])
+    """Calls (:func:`call_key`) approved once."""
+    denied: list[str] = field(default_factory=list[str])
+    """Calls denied once (the snippet gets ``approval_denied``)."""
+    who: str | None = None
+    """Who made the last decision."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data."""
+        return {"tools": sorted(self.tools), "once": self.once, "denied": self.denied, "who": self.who}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Approvals:
+        """Read :meth:`to_dict`'s output back."""
+        return cls(
+            set(cast("list[str]", d.get("tools", []))),
+            list(cast("list[str]", d.get("once", []))),
+            list(cast("list[str]", d.get("denied", []))),
+            cast("str | None", d.get("who")),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class PendingCall:
+    """A call that waits for a decision."""
+
+    tool_id: str
+    args: Mapping[str, Any]
+    tier: Tier
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data."""
+        return {"tool_id": self.tool_id, "args": dict(self.args), "tier": self.tier, "reason": self.reason}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> PendingCall:
+        """Read :meth:`to_dict`'s output back."""
+        return cls(
+            str(d["tool_id"]), dict(cast("Mapping[str, Any]", d["args"])), cast(Tier, d["tier"]), str(d["reason"])
+        )
+
+
+class ApprovalNeeded(Exception):  # a signal, not an error: the run pauses
+    """Raised by :meth:`Gate.check` when calls need a decision; the engine pauses the run there.
+
+    Not a :class:`~toolcode.exceptions.ToolCodeError`: a snippet can never catch it.
+    """
+
+    def __init__(self, pending: Sequence[PendingCall]) -> None:
+        self.pending = list(pending)
+        super().__init__(", ".join(p.tool_id for p in self.pending) + " need approval")
+
+
+@dataclass(frozen=True, slots=True)
+class AuditEntry:
+    """One line of the audit log."""
+
+    at: float
+    tool_id: str
+    tier: str | None
+    decision: str
+    """``allow``, ``deny``, ``ask``, ``approved``, ``denied``, ``aborted`` or ``quarantined``."""
+    decided_by: str
+    """``policy``, or who decided (``person``, ``person:<caller>``, ``flag:--approve``)."""
+    caller: str | None = None
+    execution_id: str | None = None
+    ok: bool | None = None
+    code: str | None = None
+    duration_ms: float | None = None
+    args: Any = None
+    result: Any = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data, without the fields that are not set."""
+        out: dict[str, Any] = {
+            "at": round(self.at, 3),
+            "tool_id": self.tool_id,
+            "tier": self.tier,
+            "decision": self.decision,
+            "decided_by": self.decided_by,
+        }
+        for k in ("caller", "execution_id", "ok", "code", "duration_ms", "args", "result"):
+            v = getattr(self, k)
+            if v is not None:
+                out[k] = v
+        return out
+
+
+# Inside a saved snippet's run, the tools its code names that were approved with it.
+_scope: ContextVar[frozenset[str] | None] = ContextVar("toolcode_policy_scope", default=None)
+
+
+class Gate:
+    """One run's (or one door call's) checkpoint in front of every tool call.
+
+    Args:
+        policy: The policy.
+        view: The caller's view of the catalog.
+        approvals: The run's decisions so far.
+        can_pause: Whether an ``ask`` may pause the run (the engine can dump it); otherwise an
+            ``ask`` that nobody approved fails with ``not_allowed``.
+        quarantined: Returns whether a tool is quarantined (``None``: quarantine is off).
+        caller: Who the run is for (recorded in the audit log).
+        audit: Where audit entries go (``None``: not recorded).
+        audit_settings: What the entries keep.
+    """
+
+    def __init__(
+        self,
+        policy: Policy,
+        view: CatalogView,
+        *,
+        approvals: Approvals | None = None,
+        can_pause: bool = True,
+        quarantined: Callable[[Tool], bool] | None = None,
+        caller: str | None = None,
+        audit: list[AuditEntry] | None = None,
+        audit_settings: AuditSettings | None = None,
+    ) -> None:
+        self.policy = policy
+        self.view = view
+        self.approvals = approvals if approvals is not None else Approvals()
+        self.can_pause = can_pause
+        self._quarantined = quarantined
+        self.caller = caller
+        self.audit = audit
+        self._audit_settings = audit_settings or policy.settings.audit
+        self.execution_id: str | None = None
+        self.paused_at: list[float] = []
+
+    def _log(self, tool_id: str, tier: str | None, decision: str, by: str, **extra: Any) -> None:
+        if self.audit is None or not self._audit_settings.enabled:
+            return
+        self.audit.append(AuditEntry(time.time(), tool_id, tier, decision, by, self.caller, self.execution_id, **extra))
+
+    def check(self, calls: Iterable[tuple[str, Mapping[str, Any]]]) -> list[Verdict]:
+        """Judge calls about to be made together; returns their verdicts if all may go.
+
+        Raises:
+            ToolError: ``not_allowed`` (denied, or quarantined, or an ``ask`` that cannot
+                pause) or ``approval_denied`` (a person denied it).
+            ApprovalNeeded: Some calls need a decision; none of ``calls`` was made.
+        """
+        verdicts: list[Verdict] = []
+        pending: list[PendingCall] = []
+        pending_keys: list[str] = []
+        scope = _scope.get()
+        for tool_id, args in calls:
+            try:
+                tool = self.view.get(tool_id)
+            except ToolIndexError:
+                continue  # the call itself reports the unknown tool, with suggestions
+            if self._quarantined is not None and self._quarantined(tool):
+                self._log(tool.id, None, "quarantined", "policy")
+                raise ToolError(
+                    tool.id,
+                    "quarantined: this tool is new or its definition changed since it was approved; "
+                    "an operator approves it with `toolcode tools approve`",
+                    "not_allowed",
+                    code=ErrorCode.NOT_ALLOWED,
+                )
+            v = self.policy.verdict(tool, self.view)
+            if v.decision == "deny":
+                self._log(tool.id, v.tier, "deny", "policy")
+                raise ToolError(
+                    tool.id, f"the policy denies it ({v.reason})", "not_allowed", code=ErrorCode.NOT_ALLOWED
+                )
+            if v.decision == "allow":
+                verdicts.append(v)
+                continue
+            key = call_key(tool.id, args)
+            by = self.approvals.who or "person"
+            if key in self.approvals.denied:
+                self.approvals.denied.remove(key)
+                self._log(tool.id, v.tier, "denied", by)
+                raise ToolError(tool.id, "a person denied this call", "not_allowed", code=ErrorCode.APPROVAL_DENIED)
+            if tool.id in self.approvals.tools or (scope is not None and tool.id in scope):
+                verdicts.append(v)
+                continue
+            if key in self.approvals.once:
+                pending_keys.append(key)
+                verdicts.append(v)
+                continue
+            pending.append(PendingCall(tool.id, dict(args), v.tier, v.reason))
+        if pending:
+            if not self.can_pause or scope is not None:
+                first = pending[0]
+                raise ToolError(
+                    first.tool_id,
+                    f"needs approval ({first.reason}), and this run cannot pause for it "
+                    "(a saved snippet's own run, or an engine without pauses): approve the calling "
+                    "snippet, or add an allow rule",
+                    "not_allowed",
+                    code=ErrorCode.NOT_ALLOWED,
+                )
+            for p in pending:
+                self._log(p.tool_id, p.tier, "ask", "policy")
+            raise ApprovalNeeded(pending)
+        for key in pending_keys:
+            self.approvals.once.remove(key)
+        return verdicts
+
+    def log_decision(self, pending: Sequence[PendingCall], decision: str, by: str) -> None:
+        """Record a person's decision on paused calls."""
+        for p in pending:
+            self._log(p.tool_id, p.tier, decision, by)
+
+    def log_call(
+        self, tool_id: str, args: Mapping[str, Any], *, ok: bool, code: str | None, duration_ms: float, result: Any
+    ) -> None:
+        """Record a call that was made."""
+        if self.audit is None or not self._audit_settings.enabled:
+            return
+        s = self._audit_settings
+        self._log(
+            tool_id,
+            None,
+            "call",
+            "policy",
+            ok=ok,
+            code=code,
+            duration_ms=round(duration_ms, 3),
+            args=dict(args) if s.args else None,
+            result=_clip_json(result) if s.results and ok else None,
+        )
+
+    @staticmethod
+    @contextmanager
+    def within(verdicts: Sequence[Verdict]) -> Generator[None]:
+        """Around a saved snippet's call: the tools it names were approved with it."""
+        if not any(v.tool_id.startswith(SNIPPETS_NAMESPACE + ":") for v in verdicts):
+            yield
+            return
+        names = frozenset(t for v in verdicts for t in v.calls)
+        outer = _scope.get()
+        token = _scope.set(names | outer if outer is not None else names)
+        try:
+            yield
+        finally:
+            _scope.reset(token)
+
+
+def _clip_json(value: Any, limit: int = 2000) -> Any:
+    text = json.dumps(value, default=repr, ensure_ascii=False)
+    return value if len(text) <= limit else text[:limit] + "…"

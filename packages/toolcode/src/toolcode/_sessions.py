@@ -1,0 +1,335 @@
+"""Sessions: variables, functions and imports that persist from one run to the next.
+
+A session belongs to an *owner*: the authenticated caller of the HTTP door (its bearer token's
+name), or ``local`` where the door knows no identity (stdio, the CLI, Python, loopback HTTP
+without tokens). Its state lives in the :class:`~toolcode.state.StateStore` (record kind
+``session``, key ``<owner>/<name>``), dumped after every run, so it survives a restart and can
+continue on another replica that shares the store.
+
+Runs of one session never overlap: in one process they queue on a lock; across processes and
+replicas the store's lock (:meth:`StateStore.try_lock`) makes a second run wait up to
+``queue_timeout`` seconds, then fail with ``busy``.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import re
+import time
+from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import anyio
+import structlog
+
+from toolcode._modules import PACKAGE
+from toolcode._settings import SessionSettings
+from toolcode._types import SessionState
+from toolcode.exceptions import (
+    EngineBusyError,
+    InvalidArgumentsError,
+    SessionLimitError,
+    StateUnavailableError,
+)
+from toolcode.state import ABSENT, Record, Release, StateStore
+
+__all__ = ["SESSION_NAME", "SessionInfo", "Sessions", "owner_of", "tools_imports"]
+
+_log = structlog.get_logger("toolcode.sessions")
+
+SESSION_NAME: Final = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+"""A session's name: 1 to 64 letters, digits, ``_``, ``.`` or ``-``."""
+_MAGIC = b"TCS1"
+_KIND = "session"
+_LOCAL = "local"
+_MAX_IMPORTS = 64
+
+
+def owner_of(caller: str | None) -> str:
+    """Whose sessions a caller reaches: ``token:<name>`` for an authenticated caller, else ``local``."""
+    if caller is not None and caller.startswith("token:"):
+        name = caller.removeprefix("token:")
+        safe = re.sub(r"[^A-Za-z0-9_.-]", "_", name)[:48]
+        return f"t-{safe}-{hashlib.sha256(name.encode()).hexdigest()[:12]}"
+    return _LOCAL
+
+
+def tools_imports(code: str) -> list[str]:
+    """The ``tools`` import statements of a snippet, as source lines (for the next runs' check)."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return []
+    out: list[str] = []
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] == PACKAGE:
+            out.append(ast.unparse(node))
+        elif isinstance(node, ast.Import) and any(a.name.split(".")[0] == PACKAGE for a in node.names):
+            out.append(ast.unparse(node))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    """What ``list_sessions`` shows of one session."""
+
+    name: str
+    created: float
+    last_used: float
+    size_bytes: int
+    runs: int
+    expires: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data, times as Unix seconds."""
+        return {
+            "name": self.name,
+            "created": round(self.created, 3),
+            "last_used": round(self.last_used, 3),
+            "size_bytes": self.size_bytes,
+            "runs": self.runs,
+            "expires": round(self.expires, 3) if self.expires is not None else None,
+        }
+
+
+@dataclass(slots=True)
+class _Meta:
+    created: float
+    runs: int = 0
+    imports: list[str] = field(default_factory=list[str])
+    token: str | None = None
+
+
+def _encode(meta: _Meta, state: bytes) -> bytes:
+    head = json.dumps(
+        {"created": meta.created, "runs": meta.runs, "imports": meta.imports, "token": meta.token}
+    ).encode()
+    return _MAGIC + len(head).to_bytes(4, "big") + head + state
+
+
+def _decode(blob: bytes) -> tuple[_Meta, bytes] | None:
+    if not blob.startswith(_MAGIC) or len(blob) < 8:
+        return None
+    n = int.from_bytes(blob[4:8], "big")
+    try:
+        head = json.loads(blob[8 : 8 + n])
+        token = head.get("token")
+        meta = _Meta(
+            float(head["created"]),
+            int(head["runs"]),
+            [str(i) for i in head["imports"]][:_MAX_IMPORTS],
+            token if isinstance(token, str) else None,
+        )
+    except (ValueError, KeyError, TypeError):
+        return None
+    return meta, blob[8 + n :]
+
+
+@dataclass(slots=True)
+class SessionRun:
+    """One run's use of a session: what was restored, and what the run reports."""
+
+    state: SessionState
+    new: bool
+    """The session did not exist (or had expired): the run started empty."""
+    reset: str | None = None
+    """Why the session was reset after this run (a limit stopped it), or ``None``."""
+    size_bytes: int = 0
+
+
+class Sessions:
+    """The sessions of one state store (see the module docstring).
+
+    Args:
+        store: Where sessions live.
+        settings: Limits: ``max_sessions`` per owner, ``idle_ttl`` seconds, ``max_bytes`` per
+            session, ``queue_timeout`` for a session another run holds.
+    """
+
+    def __init__(self, store: StateStore, settings: SessionSettings | None = None) -> None:
+        self.store = store
+        self.settings = settings or SessionSettings()
+        self._locks: dict[str, tuple[anyio.Lock, int]] = {}
+        self._unreleased: dict[str, Release] = {}
+        """Locks this server took and could not give back (the store was away): given back first."""
+
+    @staticmethod
+    def check_name(name: Any) -> str:
+        """``name`` if it is a valid session name; else :class:`InvalidArgumentsError` on ``session``."""
+        if not isinstance(name, str) or not SESSION_NAME.match(name):
+            shown = repr(name)[:80]
+            raise InvalidArgumentsError("session", f"must be 1-64 letters, digits, '_', '.' or '-', got {shown}")
+        return name
+
+    async def _release_quietly(self, release: Release, lock: str) -> None:
+        """Give a session's lock back; when the store cannot be reached, try again at the next run."""
+        try:
+            await release()
+        except StateUnavailableError as e:
+            self._unreleased[lock] = release
+            _log.warning("sessions.unlock_failed", lock=lock, error=str(e)[:300])
+
+    @staticmethod
+    def _key(owner: str, name: str) -> str:
+        return f"{owner}/{name}"
+
+    @asynccontextmanager
+    async def use(self, caller: str | None, name: str, *, hold: float) -> AsyncGenerator[SessionRun]:
+        """Hold the session for one run: restore it, and store what the run left.
+
+        The run sets ``run.state.kept`` (the engine does); on leaving, the state is stored with
+        the session's TTL. When nothing was kept (a limit stopped the run) the session is reset.
+
+        Args:
+            caller: The run's caller (its owner is :func:`owner_of`).
+            name: The session.
+            hold: Seconds the run may take (the cross-replica lease outlives it by a margin).
+
+        Raises:
+            InvalidArgumentsError: If the name is invalid.
+            SessionLimitError: If a new session would exceed ``max_sessions``, or the state after
+                the run exceeds ``max_bytes`` (then the session keeps its state from before).
+            EngineBusyError: If another run holds the session past ``queue_timeout``.
+            StateUnavailableError: If the store cannot be reached.
+        """
+        self.check_name(name)
+        owner = owner_of(caller)
+        key = self._key(owner, name)
+        async with self._local_lock(key):
+            rec, release = await self._acquire(key, name, hold)
+            decoded = _decode(rec.value) if rec is not None else None
+            if rec is not None and decoded is None:
+                _log.warning("sessions.unreadable", session=name)
+            if decoded is None:
+                await self._check_room(owner, name, replacing=rec is not None)
+                meta, state = _Meta(time.time()), None
+            else:
+                meta, state = decoded
+            run = SessionRun(
+                SessionState(name, key=key, token=meta.token, state=state, imports=tuple(meta.imports)),
+                new=decoded is None,
+            )
+            failure: BaseException | None = None
+            try:
+                yield run
+            finally:
+                with anyio.CancelScope(shield=True):
+                    # The lease goes while the state is written: a run that takes the session in
+                    # between reads the old state, and its own write then loses the version check.
+                    async with anyio.create_task_group() as tg:
+                        tg.start_soon(self._release_quietly, release, f"session/{key}")
+                        try:
+                            await self._after(key, name, rec.version if rec is not None else ABSENT, meta, run)
+                        except BaseException as e:  # re-raised below, outside the task group
+                            failure = e
+                if failure is not None:
+                    raise failure
+
+    async def _after(self, key: str, name: str, version: int, meta: _Meta, run: SessionRun) -> None:
+        kept = run.state.kept
+        if kept is None and (not run.state.ran or run.state.paused):
+            return  # refused before it started, or paused for a decision: untouched
+        if kept is None:
+            if version != ABSENT:
+                await self.store.delete(_KIND, key)
+            run.reset = run.reset or "the run was stopped by a limit; the session starts empty next time"
+            return
+        size = len(kept)
+        run.size_bytes = size
+        if size > self.settings.max_bytes:
+            run.reset = None
+            raise SessionLimitError(
+                name,
+                "max_bytes",
+                self.settings.max_bytes,
+                size,
+                "not saved: the session keeps its state from before this run; keep less in it",
+            )
+        meta.runs += 1
+        meta.token = run.state.token
+        imports = [*meta.imports, *(i for i in run.state.imports if i not in meta.imports)]
+        meta.imports = imports[-_MAX_IMPORTS:]
+        ttl = self.settings.idle_ttl or None
+        await self.store.put(_KIND, key, _encode(meta, kept), ttl=ttl, expect=version)
+
+    async def _check_room(self, owner: str, name: str, *, replacing: bool) -> None:
+        limit = self.settings.max_sessions
+        if not limit or replacing:
+            return
+        have = await self.store.list(_KIND, prefix=f"{owner}/", limit=limit + 1)
+        if len(have) >= limit:
+            raise SessionLimitError(
+                name, "max_sessions", limit, len(have) + 1, "reset a session you no longer need (reset_session)"
+            )
+
+    @asynccontextmanager
+    async def _local_lock(self, key: str) -> AsyncGenerator[None]:
+        lock, users = self._locks.get(key) or (anyio.Lock(), 0)
+        self._locks[key] = (lock, users + 1)
+        try:
+            with anyio.move_on_after(self.settings.queue_timeout) as scope:
+                await lock.acquire()
+            if scope.cancelled_caught:
+                raise EngineBusyError(
+                    "sessions", f"another run of this session did not finish within {self.settings.queue_timeout:g} s"
+                )
+            try:
+                yield
+            finally:
+                lock.release()
+        finally:
+            lock, users = self._locks[key]
+            if users > 1:
+                self._locks[key] = (lock, users - 1)
+            else:
+                del self._locks[key]
+
+    async def _acquire(self, key: str, name: str, hold: float) -> tuple[Record | None, Release]:
+        """Take the store's lock on the session, then read it.
+
+        The lock excludes runs on other servers sharing the store (this server's queue on
+        ``_local_lock`` first); a holder that dies releases it (file lock) or it expires with
+        the run's time limit plus a margin (Redis).
+        """
+        ttl = min(hold, 86_400.0) + 30.0
+        deadline = anyio.current_time() + self.settings.queue_timeout
+        lock = f"session/{key}"
+        stale = self._unreleased.pop(lock, None)
+        if stale is not None:
+            await self._release_quietly(stale, lock)  # ours, left when the store was away
+        while (release := await self.store.try_lock(lock, ttl=ttl)) is None:
+            if anyio.current_time() >= deadline:
+                raise EngineBusyError(
+                    "sessions",
+                    f"session {name!r} is in use by another run (on this or another server) "
+                    f"that did not finish within {self.settings.queue_timeout:g} s",
+                )
+            await anyio.sleep(0.05)
+        try:
+            return await self.store.get(_KIND, key), release
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await self._release_quietly(release, lock)
+            raise
+
+    async def list(self, caller: str | None) -> list[SessionInfo]:
+        """The caller's sessions, by name."""
+        owner = owner_of(caller)
+        out: list[SessionInfo] = []
+        for info in await self.store.list(_KIND, prefix=f"{owner}/", limit=10_000):
+            rec = await self.store.get(_KIND, info.key)
+            decoded = _decode(rec.value) if rec is not None else None
+            runs = decoded[0].runs if decoded is not None else 0
+            created = decoded[0].created if decoded is not None else info.created
+            name = info.key.split("/", 1)[1]
+            out.append(SessionInfo(name, created, info.updated, info.size, runs, info.expires))
+        return out
+
+    async def reset(self, caller: str | None, name: str) -> bool:
+        """Forget a session's state; ``False`` when there was none."""
+        self.check_name(name)
+        return await self.store.delete(_KIND, self._key(owner_of(caller), name))

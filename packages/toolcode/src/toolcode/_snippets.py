@@ -1,0 +1,329 @@
+"""Saved snippets: parameterised programs kept in the state store and offered as tools ``snippets:<name>``.
+
+A saved snippet reads its arguments as ``input`` and returns its value as any snippet does. It
+is listed, searched and described like any tool (namespace ``snippets``), and called the same
+ways: ``run_tool("snippets:name", ...)``, ``from tools import snippets``, MCP ``run_tool``.
+Its body runs in the sandbox; called from a run, it runs under that run's limits, its tool
+calls count against that run's budget and appear in that run's trace.
+
+Saved snippets are shared by every caller of a toolbox (they are catalog entries, like the
+upstream tools), and by every replica that shares the state store: each replica picks up the
+others' changes within :data:`SYNC_INTERVAL` seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Mapping, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final, cast
+
+import anyio
+import structlog
+
+from toolcode._view import CatalogView
+from toolcode.exceptions import InvalidArgumentsError, ToolCodeError, TypeCheckError
+from toolcode.state import StateStore
+from toolindex import BackendRef, Index, Tool
+from toolrun import CompiledSchema, ProviderBackend, ToolRunError
+
+if TYPE_CHECKING:
+    from toolcode._executor import Executor, RunContext
+
+__all__ = [
+    "NAMESPACE",
+    "SYNC_INTERVAL",
+    "SavedSnippet",
+    "SnippetLibrary",
+]
+
+_log = structlog.get_logger("toolcode.snippets")
+
+NAMESPACE: Final = "snippets"
+"""The namespace saved snippets take in the catalog."""
+PROVIDER_ID: Final = "snippets"
+SYNC_INTERVAL: Final = 2.0
+"""Seconds between two looks at the state store for other replicas' changes."""
+MAX_CODE_CHARS: Final = 100_000
+MAX_DESCRIPTION_CHARS: Final = 2_000
+MAX_NESTING: Final = 4
+"""Saved snippets calling saved snippets: deeper is refused (a snippet calling itself stops here)."""
+_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+_KIND = "snippet"
+_DEFAULT_SCHEMA: Final[dict[str, Any]] = {"type": "object"}
+
+_depth: ContextVar[int] = ContextVar("toolcode_snippet_depth", default=0)
+
+
+@dataclass(frozen=True, slots=True)
+class SavedSnippet:
+    """One saved snippet."""
+
+    name: str
+    code: str
+    description: str
+    input_schema: Mapping[str, Any]
+    created: float
+    updated: float
+
+    @property
+    def tool_id(self) -> str:
+        """``snippets:<name>``."""
+        return f"{NAMESPACE}:{self.name}"
+
+    def to_dict(self, *, with_code: bool = True) -> dict[str, Any]:
+        """Plain data."""
+        out: dict[str, Any] = {
+            "name": self.name,
+            "tool_id": self.tool_id,
+            "description": self.description,
+            "input_schema": dict(self.input_schema),
+            "created": round(self.created, 3),
+            "updated": round(self.updated, 3),
+        }
+        if with_code:
+            out["code"] = self.code
+        return out
+
+    def tool(self) -> Tool:
+        """The snippet as a catalog tool."""
+        return Tool.validated(
+            name=self.name,
+            namespace=NAMESPACE,
+            description=self.description,
+            input_schema=dict(self.input_schema),
+            tags=("saved-snippet",),
+        )
+
+
+def _encode(s: SavedSnippet) -> bytes:
+    return json.dumps(s.to_dict()).encode()
+
+
+def _decode(blob: bytes) -> SavedSnippet | None:
+    try:
+        d = json.loads(blob)
+        return SavedSnippet(
+            str(d["name"]), str(d["code"]), str(d["description"]), dict(d["input_schema"]), d["created"], d["updated"]
+        )
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def _names_itself(message: str, name: str) -> bool:
+    return f"'{NAMESPACE}:{name}'" in message or f"`tools.{NAMESPACE}`" in message or f"`{name}`" in message
+
+
+class _Provider:
+    """Runs saved snippets for the runner (a :class:`toolrun.Provider`)."""
+
+    def __init__(self, library: SnippetLibrary) -> None:
+        self._library = library
+
+    async def list_tools(self) -> Sequence[Tool]:
+        return [s.tool() for s in self._library.snippets.values()]
+
+    async def call_tool(self, name: str, args: Mapping[str, Any]) -> Any:
+        return await self._library.call(name, args)
+
+
+class SnippetLibrary:
+    """The saved snippets of one state store, kept in step with the catalog.
+
+    Args:
+        store: Where snippets live.
+        index: The catalog they appear in.
+        executor: Runs them (and checks them when saved); may be set later (:attr:`executor`),
+            since the executor's runner holds this library's :attr:`backend`.
+    """
+
+    def __init__(self, store: StateStore, index: Index, executor: Executor | None = None) -> None:
+        self.store = store
+        self.index = index
+        self._executor = executor
+        self.snippets: dict[str, SavedSnippet] = {}
+        self._versions: dict[str, int] = {}
+        self.backend = ProviderBackend(PROVIDER_ID, _Provider(self), namespace=NAMESPACE)
+        self._lock = anyio.Lock()
+
+    @property
+    def executor(self) -> Executor:
+        """Runs the snippets."""
+        if self._executor is None:
+            raise RuntimeError("SnippetLibrary.executor is not set")
+        return self._executor
+
+    @executor.setter
+    def executor(self, executor: Executor) -> None:
+        self._executor = executor
+
+    # -- the catalog ---------------------------------------------------------------------
+
+    def _ref(self, name: str) -> BackendRef:
+        return BackendRef.of_provider(PROVIDER_ID, tool=name)
+
+    def _show(self, snippet: SavedSnippet) -> None:
+        self.index.register(snippet.tool(), self._ref(snippet.name))
+
+    def _hide(self, name: str) -> None:
+        try:
+            self.index.unregister(f"{NAMESPACE}:{name}")
+        except ToolCodeError:
+            pass
+        except Exception as e:  # the index's own "not found": nothing to hide
+            _log.debug("snippets.hide_missing", name=name, error=repr(e)[:200])
+
+    async def sync(self) -> None:
+        """Bring the catalog in step with the store (other replicas' saves and deletes)."""
+        async with self._lock:
+            infos = {i.key: i.version for i in await self.store.list(_KIND, limit=100_000)}
+            for name in [n for n in self.snippets if n not in infos]:
+                del self.snippets[name]
+                self._versions.pop(name, None)
+                self._hide(name)
+            for name, version in infos.items():
+                if self._versions.get(name) == version:
+                    continue
+                rec = await self.store.get(_KIND, name)
+                snippet = _decode(rec.value) if rec is not None else None
+                if snippet is None or rec is None:
+                    _log.warning("snippets.unreadable", name=name)
+                    continue
+                self.snippets[name] = snippet
+                self._versions[name] = rec.version
+                self._show(snippet)
+
+    async def keep_in_sync(self) -> None:
+        """Run :meth:`sync` every :data:`SYNC_INTERVAL` seconds until cancelled (store failures are logged)."""
+        while True:
+            await anyio.sleep(SYNC_INTERVAL)
+            try:
+                await self.sync()
+            except ToolCodeError as e:
+                _log.warning("snippets.sync_failed", error=str(e)[:300])
+
+    # -- operations ----------------------------------------------------------------------
+
+    async def save(
+        self, name: Any, code: Any, description: Any, input_schema: Any = None, *, view: CatalogView | None = None
+    ) -> SavedSnippet:
+        """Save (or replace) a snippet, after checking it.
+
+        Raises:
+            InvalidArgumentsError: If a field is invalid (names it).
+            TypeCheckError: If the code calls its tools wrongly.
+            StateUnavailableError: If the store cannot be written.
+        """
+        name = self.check_name(name)
+        if not isinstance(code, str) or not code.strip():
+            raise InvalidArgumentsError(
+                "code", "must be a non-empty string: the snippet, reading its arguments as `input`"
+            )
+        if len(code) > MAX_CODE_CHARS:
+            raise InvalidArgumentsError("code", f"has {len(code):,} characters; at most {MAX_CODE_CHARS:,}")
+        if not isinstance(description, str) or not description.strip():
+            raise InvalidArgumentsError("description", "must say what the snippet does (it is how search finds it)")
+        if len(description) > MAX_DESCRIPTION_CHARS:
+            raise InvalidArgumentsError("description", f"has {len(description):,} characters; at most 2,000")
+        schema = self._check_schema(input_schema)
+        try:
+            compile(code, f"snippets:{name}", "exec", flags=0x2000, dont_inherit=True)  # PyCF_ALLOW_TOP_LEVEL_AWAIT
+        except SyntaxError as e:
+            raise InvalidArgumentsError("code", f"line {e.lineno}: {e.msg}") from None
+        except (ValueError, MemoryError, RecursionError) as e:
+            raise InvalidArgumentsError("code", f"cannot be compiled: {type(e).__name__}") from None
+        found = await self.executor.checker.check(code, view or CatalogView(self.index, None))
+        # A snippet may call itself (stopped at MAX_NESTING), though it is not a tool yet.
+        found = [d for d in found if not _names_itself(d.message, name)]
+        if found:
+            raise TypeCheckError(found)
+        now = time.time()
+        async with self._lock:
+            old = self.snippets.get(name)
+            snippet = SavedSnippet(name, code, description.strip(), schema, old.created if old else now, now)
+            version = await self.store.put(_KIND, name, _encode(snippet))
+            self.snippets[name] = snippet
+            self._versions[name] = version
+            self._show(snippet)
+        return snippet
+
+    async def delete(self, name: Any) -> bool:
+        """Delete a snippet; ``False`` when there was none."""
+        name = self.check_name(name)
+        async with self._lock:
+            gone = await self.store.delete(_KIND, name)
+            self.snippets.pop(name, None)
+            self._versions.pop(name, None)
+            self._hide(name)
+        return gone
+
+    def get(self, name: Any) -> SavedSnippet:
+        """One snippet.
+
+        Raises:
+            InvalidArgumentsError: If there is no snippet of this name.
+        """
+        name = self.check_name(name)
+        snippet = self.snippets.get(name)
+        if snippet is None:
+            known = ", ".join(sorted(self.snippets)[:10]) or "none saved"
+            raise InvalidArgumentsError("name", f"no saved snippet {name!r} (saved: {known})")
+        return snippet
+
+    @staticmethod
+    def check_name(name: Any) -> str:
+        """``name`` if it is a valid snippet name, else :class:`InvalidArgumentsError` on ``name``."""
+        if not isinstance(name, str) or not _NAME.match(name):
+            shown = repr(name)[:80]
+            raise InvalidArgumentsError(
+                "name", f"must be 1-64 lowercase letters, digits or '_', starting with a letter; got {shown}"
+            )
+        return name
+
+    @staticmethod
+    def _check_schema(schema: Any) -> dict[str, Any]:
+        if schema is None:
+            return dict(_DEFAULT_SCHEMA)
+        if not isinstance(schema, Mapping):
+            raise InvalidArgumentsError("input_schema", f"must be a JSON Schema object, got {type(schema).__name__}")
+        raw = dict(cast("Mapping[str, Any]", schema))
+        if raw.get("type", "object") != "object":
+            raise InvalidArgumentsError("input_schema", "must describe an object (the snippet's arguments)")
+        try:
+            CompiledSchema(raw)
+        except ToolRunError as e:
+            raise InvalidArgumentsError("input_schema", str(e)) from None
+        raw.setdefault("type", "object")
+        return raw
+
+    # -- running -------------------------------------------------------------------------
+
+    async def call(self, name: str, args: Mapping[str, Any]) -> Any:
+        """Run a saved snippet with ``args`` as its ``input`` and return its value.
+
+        Inside a run, it runs within that run (its budget, trace, output and deadline);
+        otherwise as a run of its own with the executor's defaults.
+
+        Raises:
+            ToolCodeError: Whatever the run raises (a tool failure, a limit, ...).
+        """
+        snippet = self.get(name)
+        depth = _depth.get()
+        if depth >= MAX_NESTING:
+            raise InvalidArgumentsError(
+                "name", f"saved snippets nested {MAX_NESTING} deep (a snippet calling itself?): refused"
+            )
+        token = _depth.set(depth + 1)
+        try:
+            from toolcode._executor import current_run
+            from toolcode._types import ExecuteParams
+
+            parent: RunContext | None = current_run()
+            params = ExecuteParams(code=snippet.code, input=dict(args))
+            result = await self.executor.execute(params, within=parent)
+            return result.value
+        finally:
+            _depth.reset(token)

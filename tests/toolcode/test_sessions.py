@@ -1,0 +1,345 @@
+"""Sessions, saved snippets and learned shapes in the state store (real SQLite files, a real redis-server)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from toolcode import Settings, Toolbox
+from toolcode._settings import SessionSettings, StateSettings
+from toolcode.demo import helpdesk_backend
+from toolcode.state import RedisStateStore, SQLiteStateStore, StateStore
+from toolrun import LocalBackend
+
+pytestmark = pytest.mark.anyio
+
+
+def _settings(state_dir: Path, **sessions: Any) -> Settings:
+    return Settings(state=StateSettings(dir=str(state_dir)), sessions=SessionSettings(**sessions))
+
+
+def _local() -> LocalBackend:
+    local = LocalBackend()
+
+    @local.tool(namespace="data", inline=True)
+    def record(n: int):  # type: ignore[no-untyped-def]  # no declared result: its shape is learned
+        """A record without a declared result type (its shape is learned)."""
+        return {"id": n, "name": f"item {n}", "tags": ["a", "b"]}
+
+    return local
+
+
+@pytest.fixture
+async def box(tmp_path: Path) -> AsyncIterator[Toolbox]:
+    async with Toolbox([helpdesk_backend(), _local()], settings=_settings(tmp_path / "state")) as b:
+        yield b
+
+
+async def test_a_session_keeps_variables_functions_and_imports(box: Toolbox) -> None:
+    cm = box.codemode
+    first = await cm.execute(
+        "from tools import helpdesk\nimport json\nx = 41\ndef double(v):\n    return 2 * v\n"
+        "offices = helpdesk.list_offices()\nlen(offices)",
+        session="work",
+    )
+    assert first.ok and first.value == 6 and first.session is not None and first.session.new
+    second = await cm.execute(
+        "__out = [x + 1, double(21), json.dumps({'n': len(offices)}), helpdesk.on_call(office='Paris')[0]['office']]",
+        session="work",
+    )
+    assert second.ok, second.error
+    assert second.value == [42, 42, '{"n": 6}', "Paris"]
+    assert second.session is not None and not second.session.new and second.session.size_bytes > 0
+    # Without a session a run is fresh, as always.
+    fresh = await cm.execute("x")
+    assert fresh.error is not None and "NameError" in fresh.error.message
+
+
+async def test_out_and_the_trailing_expression_mean_the_same_as_in_a_fresh_run(box: Toolbox) -> None:
+    cm = box.codemode
+    assert (await cm.execute("__out = 5", session="o")).value == 5
+    assert (await cm.execute("y = 1\ny + 1", session="o")).value == 2  # __out of the last run is gone
+    assert (await cm.execute("z = 3", session="o")).value is None
+
+
+async def test_the_check_before_the_run_knows_the_sessions_imports(box: Toolbox) -> None:
+    cm = box.codemode
+    await cm.execute("from tools import helpdesk\nn = 1", session="typed")
+    bad = await cm.execute("helpdesk.list_tickets(ofice='Paris')", session="typed")
+    assert bad.error is not None and bad.error.code == "type_error", bad.error
+    assert bad.error.diagnostics and bad.error.diagnostics[0].line == 1
+    # A refused run leaves the session as it was.
+    assert (await cm.execute("n + 1", session="typed")).value == 2
+
+
+async def test_a_snippet_error_keeps_the_state_a_limit_resets_it(box: Toolbox) -> None:
+    cm = box.codemode
+    await cm.execute("kept = 'yes'", session="r")
+    err = await cm.execute("partial = 1\nraise ValueError('boom')", session="r")
+    assert err.error is not None and err.error.code == "runtime_error"
+    assert err.session is not None and err.session.reset is None
+    assert (await cm.execute("[kept, partial]", session="r")).value == ["yes", 1]
+    stopped = await cm.execute("while True:\n    pass", session="r", options={"timeout": 1})
+    assert stopped.error is not None and stopped.error.code == "timeout"
+    assert stopped.session is not None and stopped.session.reset is not None and "limit" in stopped.session.reset
+    after = await cm.execute("kept", session="r")
+    assert after.error is not None and "NameError" in after.error.message
+    assert after.session is not None and after.session.new
+
+
+async def test_a_session_survives_a_restart(tmp_path: Path) -> None:
+    settings = _settings(tmp_path / "state")
+    async with Toolbox([helpdesk_backend()], settings=settings) as first:
+        assert (await first.codemode.execute("x = 41", session="s")).ok
+    async with Toolbox([helpdesk_backend()], settings=settings) as second:
+        out = await second.codemode.execute("__out = x + 1", session="s")
+        assert out.value == 42, out.error
+        assert [s.name for s in (await second.codemode.list_sessions()).sessions] == ["s"]
+
+
+async def test_list_and_reset(box: Toolbox) -> None:
+    cm = box.codemode
+    await cm.execute("a = 1", session="one")
+    await cm.execute("b = 2", session="two")
+    await cm.execute("b = 3", session="two")
+    listed = {s.name: s for s in (await cm.list_sessions()).sessions}
+    assert set(listed) == {"one", "two"} and listed["two"].runs == 2 and listed["one"].size_bytes > 0
+    assert listed["one"].expires is not None and listed["one"].expires > listed["one"].last_used
+    assert await cm.reset_session("two")
+    assert not await cm.reset_session("two")
+    assert [s.name for s in (await cm.list_sessions()).sessions] == ["one"]
+
+
+@pytest.mark.parametrize("name", ["", "a b", "x" * 65, "../etc", 7])
+async def test_a_bad_session_name_is_refused(box: Toolbox, name: Any) -> None:
+    out = await box.codemode.execute("1", session=name)
+    assert out.error is not None and out.error.code == "invalid_arguments" and "session" in out.error.message
+
+
+async def test_limits_max_sessions_max_bytes_and_idle_ttl(tmp_path: Path) -> None:
+    settings = _settings(tmp_path / "state", max_sessions=2, max_bytes=64 * 1024, idle_ttl=1.0)
+    async with Toolbox([], settings=settings) as box:
+        cm = box.codemode
+        assert (await cm.execute("a = 1", session="s1")).ok
+        assert (await cm.execute("a = 1", session="s2")).ok
+        third = await cm.execute("a = 1", session="s3")
+        assert third.error is not None and third.error.code == "session_limit" and "max_sessions" in third.error.message
+        assert (await cm.execute("a = 2", session="s1")).ok  # an existing one still runs
+        big = await cm.execute("blob = 'x' * 200_000\nlen(blob)", session="s1")
+        assert big.error is not None and big.error.code == "session_limit" and "max_bytes" in big.error.message
+        assert big.value is None
+        assert (await cm.execute("a", session="s1")).value == 2  # kept its state from before
+        await anyio.sleep(1.5)
+        assert (await cm.list_sessions()).sessions == []
+        expired = await cm.execute("a", session="s1")
+        assert expired.session is not None and expired.session.new and expired.error is not None
+
+
+async def test_runs_of_one_session_never_overlap(box: Toolbox) -> None:
+    cm = box.codemode
+    await cm.execute("log = []", session="q")
+    results: list[Any] = []
+
+    async def run(tag: str) -> None:
+        out = await cm.execute(
+            f"log.append('{tag}-start')\nimport time\ntime.sleep(0.3)\nlog.append('{tag}-end')\nlen(log)", session="q"
+        )
+        results.append(out.value)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run, "a")
+        tg.start_soon(run, "b")
+    log = (await cm.execute("log", session="q")).value
+    assert sorted(results) == [2, 4]
+    assert log in (["a-start", "a-end", "b-start", "b-end"], ["b-start", "b-end", "a-start", "a-end"])
+
+
+async def test_a_session_held_by_another_server_is_busy_after_the_queue_timeout(tmp_path: Path) -> None:
+    # Two toolboxes on one state file stand for two servers.
+    settings = _settings(tmp_path / "state", queue_timeout=0.5)
+    async with Toolbox([], settings=settings) as a, Toolbox([], settings=settings) as b:
+        await a.codemode.execute("n = 0", session="shared")
+        async with anyio.create_task_group() as tg:
+            slow: list[Any] = []
+
+            async def hold() -> None:
+                slow.append(await a.codemode.execute("import time\ntime.sleep(1.5)\nn = 1", session="shared"))
+
+            tg.start_soon(hold)
+            await anyio.sleep(0.3)
+            busy = await b.codemode.execute("n", session="shared")
+        assert busy.error is not None and busy.error.code == "busy" and "in use" in busy.error.message
+        assert slow[0].ok
+        assert (await b.codemode.execute("n", session="shared")).value == 1
+
+
+async def test_sessions_belong_to_their_caller(box: Toolbox) -> None:
+    cm = box.codemode
+    await cm.execute("who = 'alice'", session="s", caller="token:alice")
+    await cm.execute("who = 'bob'", session="s", caller="token:bob")
+    assert (await cm.execute("who", session="s", caller="token:alice")).value == "alice"
+    assert (await cm.execute("who", session="s", caller="token:bob")).value == "bob"
+    local = await cm.execute("who", session="s")
+    assert local.error is not None and local.session is not None and local.session.new
+    assert [s.name for s in (await cm.list_sessions("token:alice")).sessions] == ["s"]
+
+
+async def test_the_in_process_engine_says_it_keeps_no_sessions(tmp_path: Path) -> None:
+    async with Toolbox([], settings=_settings(tmp_path), engine="inprocess") as box:
+        out = await box.codemode.execute("x = 1", session="s")
+        assert out.error is not None and out.error.code == "invalid_arguments"
+        assert "does not keep sessions" in out.error.message
+
+
+async def test_redis_sessions_continue_on_another_toolbox_and_survive_redis_going_away(
+    redis_url: str, redis_server: Any
+) -> None:
+    def toolbox() -> Toolbox:
+        return Toolbox([], settings=Settings(state=StateSettings(url=redis_url)))
+
+    async with toolbox() as a, toolbox() as b:
+        assert (await a.codemode.execute("x = 41", session="r")).ok
+        assert (await b.codemode.execute("x + 1", session="r")).value == 42
+        redis_server.stop()
+        down = await b.codemode.execute("x = 100", session="r")
+        assert down.error is not None and down.error.code == "state_unavailable", down.error
+        redis_server.start()
+        # Connections idle for a second are checked before use and replaced (a's were idle).
+        await anyio.sleep(1.2)
+        # Nothing was half-written: the session is as it was before Redis went away.
+        back = await a.codemode.execute("x", session="r")
+        assert back.value == 41, back.error
+
+
+async def test_redis_going_away_mid_run_loses_nothing_committed(redis_url: str, redis_server: Any) -> None:
+    settings = Settings(state=StateSettings(url=redis_url), sessions=SessionSettings(queue_timeout=5))
+    async with Toolbox([], settings=settings) as box:
+        cm = box.codemode
+        assert (await cm.execute("x = 1", session="m")).ok
+        outcome: list[Any] = []
+
+        async def run() -> None:
+            outcome.append(await cm.execute("import time\ntime.sleep(1)\nx = 2", session="m"))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run)
+            await anyio.sleep(0.3)
+            redis_server.stop()
+        assert outcome[0].error is not None and outcome[0].error.code == "state_unavailable", outcome[0]
+        redis_server.start()
+        await anyio.sleep(1.2)
+        # The run's state was never written; the session is as it was, and usable at once.
+        after = await cm.execute("x", session="m")
+        assert after.value == 1, after.error
+
+
+async def test_saved_snippets_are_tools(box: Toolbox) -> None:
+    cm = box.codemode
+    entry = await cm.save_snippet(
+        "urgent_count",
+        "from tools import helpdesk\n"
+        "len([t for t in helpdesk.list_tickets(office=input['office']) if t['priority'] == 'urgent'])",
+        "Count the urgent help-desk tickets of one office.",
+        {"type": "object", "properties": {"office": {"type": "string"}}, "required": ["office"]},
+    )
+    assert entry.tool_id == "snippets:urgent_count"
+    hits = await cm.search_tools("how many urgent tickets does an office have", limit=3)
+    assert "snippets:urgent_count" in [h.id for h in hits.hits]
+    doc = await cm.describe_tool("snippets:urgent_count")
+    assert "def urgent_count(" in doc.text and "office: str" in doc.text and "from tools import snippets" in doc.text
+    out = await cm.execute(
+        "from tools import snippets\n"
+        "[snippets.urgent_count(office='Paris'), run_tool('snippets:urgent_count', office='Tokyo')]",
+        options={"trace": "full"},
+    )
+    assert out.ok, out.error
+    direct = [(await cm.run_tool("helpdesk:list_tickets", {"office": c})).value for c in ("Paris", "Tokyo")]
+    assert out.value == [sum(t["priority"] == "urgent" for t in ts) for ts in direct]
+    assert out.trace is not None
+    ids = [t.tool_id for t in out.trace]
+    # Each call of the snippet, and the snippet's own call inside it.
+    assert ids.count("snippets:urgent_count") == 2 and ids.count("helpdesk:list_tickets") == 2
+    assert (await cm.run_tool("snippets:urgent_count", {"office": "Paris"})).value == out.value[0]
+    # Its arguments are checked like any tool's.
+    bad = await cm.execute("run_tool('snippets:urgent_count', ofice='Paris')")
+    assert bad.error is not None and bad.error.code == "type_error"
+    listed = await cm.list_snippets()
+    assert [s.name for s in listed.snippets] == ["urgent_count"] and listed.snippets[0].code is None
+    assert (await cm.show_snippet("urgent_count")).code is not None
+    assert await cm.delete_snippet("urgent_count")
+    with pytest.raises(Exception) as ei:
+        await cm.run_tool("snippets:urgent_count", {"office": "Paris"})
+    assert "unknown" in str(ei.value)
+
+
+async def test_a_snippet_is_checked_when_saved_and_bad_fields_are_named(box: Toolbox) -> None:
+    cm = box.codemode
+    from toolcode import InvalidArgumentsError
+    from toolcode.exceptions import TypeCheckError
+
+    with pytest.raises(TypeCheckError) as te:
+        await cm.save_snippet("bad", "from tools import helpdesk\nhelpdesk.on_call(ofice='Paris')", "Broken.")
+    assert te.value.diagnostics and te.value.diagnostics[0].line == 2
+    cases = [
+        (("Bad Name", "1", "d"), "name"),
+        (("ok", "", "d"), "code"),
+        (("ok", "1", ""), "description"),
+        (("ok", "1", "d", {"type": "string"}), "input_schema"),
+        (("ok", "1", "d", {"type": "object", "properties": {"a": {"type": "nope"}}}), "input_schema"),
+        (("ok", "x = (", "d"), "code"),
+    ]
+    for args, field in cases:
+        with pytest.raises(InvalidArgumentsError) as ei:
+            await cm.save_snippet(*args)
+        assert ei.value.field == field, (args, ei.value)
+    assert (await cm.list_snippets()).snippets == []
+
+
+async def test_a_snippet_saved_and_called_in_one_run(box: Toolbox) -> None:
+    out = await box.codemode.execute(
+        "save_snippet('twice', \"input['n'] * 2\", 'Double a number.')\nrun_tool('snippets:twice', n=21)"
+    )
+    assert out.ok and out.value == 42, out.error
+
+
+async def test_a_snippet_calling_itself_stops(box: Toolbox) -> None:
+    cm = box.codemode
+    await cm.save_snippet("loop", "run_tool('snippets:loop')", "Calls itself.")
+    out = await cm.execute("run_tool('snippets:loop')")
+    assert out.error is not None and "nested" in out.error.message
+
+
+async def test_snippets_saved_by_one_server_reach_another(tmp_path: Path) -> None:
+    settings = _settings(tmp_path / "state")
+    async with Toolbox([], settings=settings) as a, Toolbox([], settings=settings) as b:
+        await a.codemode.save_snippet("hello", "'hello ' + input['who']", "Greet someone.")
+        await b.snippets.sync()  # what b's background task does every 2 s
+        assert (await b.codemode.run_tool("snippets:hello", {"who": "b"})).value == "hello b"
+        await a.codemode.delete_snippet("hello")
+        await b.snippets.sync()
+        assert "snippets:hello" not in [t.id for t in (await b.codemode.list_tools()).tools]
+
+
+async def test_learned_shapes_persist_across_restarts(tmp_path: Path) -> None:
+    settings = _settings(tmp_path / "state")
+    async with Toolbox([_local()], settings=settings) as first:
+        await first.codemode.run_tool("data:record", {"n": 1})
+        assert first.store.result_shape("data:record") is not None
+    async with Toolbox([_local()], settings=settings) as second:
+        shape = second.store.result_shape("data:record")
+        assert shape is not None and set(shape["properties"]) == {"id", "name", "tags"}
+        doc = await second.codemode.describe_tool("data:record", "full")
+        assert "tags" in doc.text
+
+
+async def test_state_stores_given_to_a_toolbox_are_not_closed_by_it(tmp_path: Path, redis_url: str) -> None:
+    stores: list[StateStore] = [SQLiteStateStore(tmp_path / "s.sqlite3"), RedisStateStore(redis_url)]
+    for store in stores:
+        async with Toolbox([], state=store) as box:
+            await box.codemode.execute("a = 1", session="s")
+        assert await store.get("session", "local/s") is not None
+        await store.aclose()
