@@ -13,7 +13,10 @@ import pytest
 from toolcode import DEFAULT_TOOLS
 from toolcode.cli import EXIT_CODES, main
 
-SUBCOMMANDS = ["demo", "serve", "exec", "search", "describe", "tools", "namespaces", "run", "chain", "report"]
+SUBCOMMANDS = [
+    "demo", "serve", "exec", "resume", "paused", "audit", "search", "describe", "tools", "namespaces", "run", "chain",
+    "report",
+]  # fmt: skip
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

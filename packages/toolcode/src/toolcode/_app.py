@@ -24,9 +24,13 @@ from typing import Any, Literal, cast
 import anyio
 import structlog
 
+from toolcode._audit import AuditLog, Quarantine
 from toolcode._core import CodeMode
 from toolcode._executor import Executor, ExecutorConfig
+from toolcode._models import ExecuteOutcome
 from toolcode._options import ExecuteOptions
+from toolcode._paused import PausedRuns
+from toolcode._policy import Policy
 from toolcode._sessions import Sessions
 from toolcode._settings import Settings, StateSettings, load_settings
 from toolcode._shapes import ShapeSync
@@ -151,6 +155,17 @@ class Toolbox:
         )
         self.snippets.executor = self.executor
         self.executor.snippets = self.snippets
+        policy = self.settings.policy
+        self.executor.policy = Policy(policy, snippet_code=self._snippet_code, modules=self.executor.modules)
+        self.paused: PausedRuns = PausedRuns(self.state, policy.pause_ttl)
+        """Runs that wait for a decision (``execute`` answered ``approval_required``)."""
+        self.audit_log: AuditLog = AuditLog(self.state)
+        """Every call made from code and every decision (``toolcode audit``)."""
+        self.executor.audit = self.audit_log.write if policy.audit.enabled else None
+        self.quarantine: Quarantine | None = Quarantine(self.state, self.index) if policy.quarantine else None
+        """Approved tool definitions (``policy.quarantine``; ``None`` when off)."""
+        if self.quarantine is not None:
+            self.executor.quarantined = self.quarantine.quarantined
         self._shapes = ShapeSync(self.store, self.state)
         self.failed: dict[str, str] = {}
         """Backends that failed to connect, with the reason."""
@@ -164,6 +179,9 @@ class Toolbox:
             unavailable=self.failed,
             sessions=self.sessions,
             snippets=self.snippets,
+            paused=self.paused,
+            audit_log=self.audit_log if policy.audit.enabled else None,
+            quarantine=self.quarantine,
         )
         """The code-mode core: every operation, as every door offers it."""
         if not self.executor.engine.info.sandboxed:
@@ -257,11 +275,15 @@ class Toolbox:
             try:
                 await self.snippets.sync()
                 await self._shapes.load()
+                if self.quarantine is not None:
+                    await self.quarantine.sync()
             except StateUnavailableError as e:
                 log.warning("toolbox.state_unavailable", store=self.state.name, error=str(e)[:300])
             tg = await self._stack.enter_async_context(anyio.create_task_group())
             tg.start_soon(self.snippets.keep_in_sync)
             tg.start_soon(self._shapes.keep_in_sync)
+            if self.quarantine is not None:
+                tg.start_soon(self.quarantine.keep_in_sync)
             self._stack.callback(tg.cancel_scope.cancel)
         errors: list[BaseException] = []
         target: Any = self.index
@@ -318,10 +340,36 @@ class Toolbox:
             The result: value, stdout, stderr, trace, limits report.
 
         Raises:
+            toolcode.exceptions.ApprovalRequiredError: The run paused at a call the policy asks
+                about (not a failure): decide with :meth:`resume` and its ``execution_id``.
             toolcode.exceptions.ToolCodeError: ``CodeExecutionError``, ``LimitExceededError``,
                 ``InvalidArgumentsError`` or ``EngineError``; each carries the partial result.
         """
         return await self.codemode.run(code, input=input, options=options, on_tool_call=on_tool_call, session=session)
+
+    async def resume(
+        self,
+        execution_id: str,
+        decision: str,
+        *,
+        on_tool_call: Callable[[ToolCallRecord], Awaitable[None]] | None = None,
+    ) -> ExecuteOutcome:
+        """Decide about a paused run and continue it from the call it stopped at.
+
+        Args:
+            execution_id: From :class:`~toolcode.exceptions.ApprovalRequiredError` (or the
+                outcome's ``approval``).
+            decision: ``approve``, ``approve_run``, ``deny`` or ``abort``.
+            on_tool_call: Awaited after each tool call completes.
+
+        Returns:
+            The run's outcome (``status == "approval_required"`` again if it stops at another call).
+        """
+        return await self.codemode.resume(execution_id, decision, on_tool_call=on_tool_call)
+
+    def _snippet_code(self, name: str) -> str | None:
+        saved = self.snippets.snippets.get(name)
+        return saved.code if saved is not None else None
 
     def observe_tool_calls(self, callback: Callable[[ToolCallRecord], Awaitable[None]]) -> Callable[[], None]:
         """Be told of every tool call any snippet makes through this toolbox, whatever the door (auditing).

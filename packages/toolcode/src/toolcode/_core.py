@@ -9,15 +9,18 @@ same names, same fields, same errors.
 from __future__ import annotations
 
 import copy
+import fnmatch
 import json
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
+from toolcode._audit import AuditLog, Quarantine
 from toolcode._errors import error_info
 from toolcode._executor import Executor
 from toolcode._models import (
+    ApprovalRequest,
     CallFailure,
     CallSummary,
     ChainOutcome,
@@ -26,6 +29,9 @@ from toolcode._models import (
     ExamplesResult,
     ExecuteOutcome,
     NamespacesResult,
+    PausedEntry,
+    PausedResult,
+    PendingCallInfo,
     RunToolOutcome,
     SearchResult,
     SessionEntry,
@@ -33,17 +39,21 @@ from toolcode._models import (
     SessionsResult,
     SnippetEntry,
     SnippetsResult,
+    ToolApprovalEntry,
+    ToolApprovalsResult,
     ToolListResult,
     TraceEntry,
 )
 from toolcode._operations import Operations
 from toolcode._options import ExecuteOptions, parse_options
+from toolcode._paused import PausedRun, PausedRuns, check_decision
+from toolcode._policy import Asker, AuditEntry, Gate
 from toolcode._sessions import SessionRun, Sessions, tools_imports
 from toolcode._snippets import SnippetLibrary
-from toolcode._types import ExecuteParams, ExecuteResult, OnToolCall, ToolCallRecord
+from toolcode._types import ExecuteParams, ExecuteResult, LimitsReport, OnToolCall, ToolCallRecord
 from toolcode._view import CatalogView
-from toolcode.exceptions import InvalidArgumentsError, ToolCodeError, clip
-from toolindex import Index
+from toolcode.exceptions import ApprovalRequiredError, ErrorCode, InvalidArgumentsError, ToolCodeError, ToolError, clip
+from toolindex import Index, Tool, ToolIndexError
 from toolrun import Runner
 
 __all__ = ["CodeMode", "outcome_text"]
@@ -69,6 +79,10 @@ class CodeMode:
         unavailable: Live mapping of servers that could not be reached (``Toolbox.failed``).
         sessions: Where sessions live (``None``: runs cannot use sessions).
         snippets: The saved snippets (``None``: snippets cannot be saved).
+        paused: Where runs waiting for a decision are kept (``None``: a run that reaches a call
+            the policy asks about fails with ``not_allowed`` instead of pausing).
+        audit_log: Where every call and decision is recorded (``None``: nowhere).
+        quarantine: The approved tool definitions (``None``: quarantine is off).
     """
 
     def __init__(
@@ -84,9 +98,15 @@ class CodeMode:
         unavailable: Mapping[str, str] | None = None,
         sessions: Sessions | None = None,
         snippets: SnippetLibrary | None = None,
+        paused: PausedRuns | None = None,
+        audit_log: AuditLog | None = None,
+        quarantine: Quarantine | None = None,
     ) -> None:
         self.index = index
         self.sessions = sessions
+        self.paused = paused
+        self.audit_log = audit_log
+        self.quarantine = quarantine
         self.snippets = snippets
         self.unavailable = unavailable
         self._observers: list[OnToolCall] = []
@@ -146,16 +166,46 @@ class CodeMode:
             allowed = tuple(n for n in allowed_namespaces if n in base)
         return CatalogView(self.index, allowed)
 
-    def operations(self, allowed_namespaces: Sequence[str] | None = None) -> Operations:
-        """The operations for one door call (not counted, not traced)."""
+    def operations(
+        self,
+        allowed_namespaces: Sequence[str] | None = None,
+        *,
+        ask: Asker | None = None,
+        caller: str | None = None,
+    ) -> Operations:
+        """The operations for one door call (not counted, not traced; the policy applies to direct calls).
+
+        Args:
+            allowed_namespaces: Narrow the catalog further.
+            ask: Asks a person about direct calls the policy asks for (``None``: they fail
+                with ``approval_required``).
+            caller: Who the calls are for (recorded in the audit log).
+        """
+        view = self.view(allowed_namespaces)
+        gate = Gate(
+            self.executor.policy,
+            view,
+            can_pause=True,  # a direct call's ask reaches the door, which asks a person or refuses
+            quarantined=self.executor.quarantined,
+            caller=caller,
+            audit=[] if self.audit_log is not None else None,
+        )
         return Operations(
-            self.view(allowed_namespaces),
+            view,
             self.store,
             self.runner,
             call_timeout=self.call_timeout,
             unavailable=self.unavailable,
             modules=self.executor.modules,
+            gate=gate,
+            ask=ask,
         )
+
+    async def _flush_audit(self, ops: Operations) -> None:
+        gate = ops.gate
+        if gate is not None and gate.audit and self.audit_log is not None:
+            entries, gate.audit[:] = list(gate.audit), []
+            await self.audit_log.write(entries)
 
     # -- operations ---------------------------------------------------------------------
 
@@ -185,14 +235,49 @@ class CodeMode:
         """Usage examples of one tool."""
         return await self.operations().list_tool_examples(tool_id, max)
 
-    async def run_tool(self, tool_id: Any, args: Any = None, *, timeout: Any = None) -> RunToolOutcome:
-        """Run one tool directly (see :meth:`Operations.run_tool`)."""
-        return await self.operations().run_tool(tool_id, args, timeout=timeout)
+    async def run_tool(
+        self,
+        tool_id: Any,
+        args: Any = None,
+        *,
+        timeout: Any = None,
+        ask: Asker | None = None,
+        caller: str | None = None,
+    ) -> RunToolOutcome:
+        """Run one tool directly (see :meth:`Operations.run_tool`); the policy applies.
 
-    async def run_chain(self, steps: Any) -> ChainOutcome:
-        """Run tools in sequence without code (see :meth:`Operations.run_chain`)."""
+        Args:
+            tool_id: The tool.
+            args: Its arguments.
+            timeout: Seconds before the call is abandoned.
+            ask: Asks a person when the policy says ``ask`` (``None``: the call fails with
+                ``approval_required``; run it from code to pause instead).
+            caller: Who the call is for (the audit log).
+        """
+        ops = self.operations(ask=ask, caller=caller)
+        try:
+            return await ops.run_tool(tool_id, args, timeout=timeout)
+        finally:
+            await self._flush_audit(ops)
+
+    async def run_result(
+        self, tool_id: Any, args: Any = None, *, ask: Asker | None = None, caller: str | None = None
+    ) -> Any:
+        """:meth:`run_tool` with the runner's whole result (content blocks): exposed direct tools use it."""
+        ops = self.operations(ask=ask, caller=caller)
+        try:
+            return await ops.run_result(tool_id, args)
+        finally:
+            await self._flush_audit(ops)
+
+    async def run_chain(self, steps: Any, *, ask: Asker | None = None, caller: str | None = None) -> ChainOutcome:
+        """Run tools in sequence without code (see :meth:`Operations.run_chain`); every step is judged first."""
         limit = self.defaults.resolve().max_chain_steps
-        return await self.operations().run_chain(steps, max_steps=limit)
+        ops = self.operations(ask=ask, caller=caller)
+        try:
+            return await ops.run_chain(steps, max_steps=limit)
+        finally:
+            await self._flush_audit(ops)
 
     async def list_sessions(self, caller: str | None = None) -> SessionsResult:
         """The caller's sessions (name, created, last used, size, runs, expiry).
@@ -291,17 +376,20 @@ class CodeMode:
         """
         opts = self.options(options)
         listener = self._listener(on_tool_call)
-        if session is None:
-            params = ExecuteParams(code=code, input=input, options=opts, caller=caller)
-            return await self.executor.execute(params, on_tool_call=listener)
-        if self.sessions is None:
-            raise InvalidArgumentsError("session", "sessions need a state store (this core has none)")
-        hold = opts.resolve(self.defaults).timeout
-        async with self.sessions.use(caller, session, hold=min(hold, 86_400.0)) as run:
-            params = ExecuteParams(code=code, input=input, options=opts, caller=caller, session=run.state)
-            result = await self.executor.execute(params, on_tool_call=listener)
-            run.state.imports = (*run.state.imports, *tools_imports(code))
-        return result
+        try:
+            if session is None:
+                params = ExecuteParams(code=code, input=input, options=opts, caller=caller)
+                return await self.executor.execute(params, on_tool_call=listener)
+            if self.sessions is None:
+                raise InvalidArgumentsError("session", "sessions need a state store (this core has none)")
+            hold = opts.resolve(self.defaults).timeout
+            async with self.sessions.use(caller, session, hold=min(hold, 86_400.0)) as run:
+                params = ExecuteParams(code=code, input=input, options=opts, caller=caller, session=run.state)
+                result = await self.executor.execute(params, on_tool_call=listener)
+                run.state.imports = (*run.state.imports, *tools_imports(code))
+            return result
+        except ApprovalRequiredError as exc:
+            raise await self._keep_paused(exc) from None
 
     async def execute(
         self,
@@ -352,7 +440,7 @@ class CodeMode:
                     ExecuteParams(code=code, input=input, options=opts, caller=caller), on_tool_call=listener
                 )
             except ToolCodeError as exc:
-                return self.outcome(exc.result, exc, detail, started, view)
+                return self.outcome(exc.result, await self._keep_paused(exc), detail, started, view)
             return self.outcome(result, None, detail, started)
         return await self._execute_in_session(code, input, opts, listener, caller, session, detail, started, view)
 
@@ -386,11 +474,215 @@ class CodeMode:
                     run.state.imports = (*run.state.imports, *tools_imports(code))
         except ToolCodeError as exc:  # the session itself: busy, a limit, the store
             error = exc
+        if error is not None:
+            error = await self._keep_paused(error)
         out = self.outcome(result, error, detail, started, view)
         if run is not None:
             report = SessionReport(name=name, new=run.new, reset=run.reset, size_bytes=run.size_bytes)
             out = out.model_copy(update={"session": report})
         return out
+
+    # -- paused runs ----------------------------------------------------------------------
+
+    async def _keep_paused(self, exc: ToolCodeError) -> ToolCodeError:
+        """Store a paused run; what to report instead when it cannot be kept."""
+        if not isinstance(exc, ApprovalRequiredError):
+            return exc
+        if self.paused is None:
+            err = ToolError(
+                exc.tool_id or "",
+                "needs approval, and this core keeps no paused runs (no state store): add an allow rule, "
+                "or give the toolbox a state store",
+                "not_allowed",
+                code=ErrorCode.NOT_ALLOWED,
+            )
+            err.result = exc.result
+            return err
+        try:
+            await self.paused.save(exc.paused)
+        except ToolCodeError as e:  # the store is away: the run cannot wait
+            e.result = exc.result
+            return e
+        return exc
+
+    async def resume(
+        self,
+        execution_id: Any,
+        decision: Any,
+        *,
+        caller: str | None = None,
+        on_tool_call: OnToolCall | None = None,
+        by: str | None = None,
+    ) -> ExecuteOutcome:
+        """Decide about a paused run and continue it from the call it stopped at.
+
+        Args:
+            execution_id: From the ``approval_required`` outcome.
+            decision: ``approve`` (this call, once), ``approve_run`` (these tools for the rest
+                of the run), ``deny`` (the snippet gets a catchable ``approval_denied`` error) or
+                ``abort`` (the run ends here, with ``approval_denied``).
+            caller: Who decides: only the run's own caller can resume it.
+            on_tool_call: Awaited as each tool call completes.
+            by: Who decided, for the audit log and the trace (default: the caller).
+
+        Returns:
+            The run's outcome, with the calls from before the pause in its trace, and an
+            ``approval`` entry where it paused; or ``approval_required`` again when it reaches
+            another call that needs a decision.
+        """
+        started = time.perf_counter()
+        try:
+            if self.paused is None:
+                raise InvalidArgumentsError("execution_id", "this core keeps no paused runs (no state store)")
+            chosen = check_decision(decision)
+            run = await self.paused.take(execution_id, caller)
+        except ToolCodeError as exc:
+            return self.outcome(None, exc, "summary", started)
+        who = by or (f"person:{caller}" if caller and caller != "local" else "person")
+        pending = run.pending
+        detail = run.options.trace or self.defaults.trace or "summary"
+        view = self.view(run.options.allowed_namespaces)
+        waited = max(0.0, time.time() - run.paused_at)
+        run.trace.append(
+            ToolCallRecord(
+                tool_id=pending[0].tool_id if pending else "",
+                args=dict(pending[0].args) if len(pending) == 1 else {"calls": [p.tool_id for p in pending]},
+                structured={"decision": chosen, "by": who, "waited_s": round(waited, 1), "line": run.state.line},
+                backend_kind=None,
+                error=None,
+                error_op=APPROVAL_OP,
+                duration_ms=0.0,
+                started_ms=run.elapsed * 1000.0,
+            )
+        )
+        if self.audit_log is not None:
+            outcome_word = {"approve": "approved", "approve_run": "approved", "deny": "denied", "abort": "aborted"}
+            await self.audit_log.write(
+                [
+                    AuditEntry(time.time(), p.tool_id, p.tier, outcome_word[chosen], who, caller, run.execution_id)
+                    for p in pending
+                ]
+            )
+        if chosen == "abort":
+            err = ToolError(
+                pending[0].tool_id if pending else "",
+                f"the run was aborted by {who} before this call"
+                + (f" (line {run.state.line})" if run.state.line is not None else ""),
+                "not_allowed",
+                code=ErrorCode.APPROVAL_DENIED,
+            )
+            result = ExecuteResult(
+                value=None,
+                stdout=run.stdout,
+                stderr=run.stderr,
+                tool_calls=tuple(run.trace),
+                duration_ms=run.elapsed * 1000.0,
+                limits=LimitsReport(applied=run.options.applied(), tool_calls=run.calls, output_chars=0),
+            )
+            return self.outcome(result, err, detail, None, view)
+        run.apply(chosen, who)
+        listener = self._listener(on_tool_call)
+        if run.session is None or self.sessions is None:
+            try:
+                result = await self.executor.resume(run, on_tool_call=listener)
+            except ToolCodeError as exc:
+                return self.outcome(exc.result, await self._keep_paused(exc), detail, None, view)
+            return self.outcome(result, None, detail)
+        return await self._resume_in_session(run, listener, detail, view)
+
+    async def _resume_in_session(
+        self, run: PausedRun, listener: OnToolCall | None, detail: str, view: CatalogView
+    ) -> ExecuteOutcome:
+        assert self.sessions is not None and run.session is not None
+        result: ExecuteResult | None = None
+        error: ToolCodeError | None = None
+        srun: SessionRun | None = None
+        try:
+            hold = min(max(run.options.timeout - run.elapsed, 1.0), 86_400.0)
+            async with self.sessions.use(run.caller, run.session, hold=hold) as srun:
+                try:
+                    result = await self.executor.resume(run, on_tool_call=listener, session=srun.state)
+                except ToolCodeError as exc:
+                    error, result = exc, exc.result
+                if srun.state.kept is not None:
+                    srun.state.imports = (*srun.state.imports, *tools_imports(run.code))
+        except ToolCodeError as exc:
+            error = exc
+        if error is not None:
+            error = await self._keep_paused(error)
+        out = self.outcome(result, error, detail, None, view)
+        if srun is not None:
+            report = SessionReport(name=run.session, new=srun.new, reset=srun.reset, size_bytes=srun.size_bytes)
+            out = out.model_copy(update={"session": report})
+        return out
+
+    async def list_paused(self, caller: str | None = None) -> PausedResult:
+        """The caller's runs that wait for a decision, oldest first."""
+        if self.paused is None:
+            return PausedResult(paused=[])
+        runs = await self.paused.list(caller)
+        return PausedResult(
+            paused=[
+                PausedEntry(
+                    execution_id=r.execution_id,
+                    pending=[PendingCallInfo(**p.to_dict()) for p in r.pending],
+                    line=r.state.line,
+                    session=r.session,
+                    paused_at=round(r.paused_at, 3),
+                    expires=round(r.expires, 3) if r.expires is not None else None,
+                )
+                for r in runs
+            ]
+        )
+
+    # -- quarantine -----------------------------------------------------------------------
+
+    def _all_tools(self) -> list[Tool]:
+        out: list[Tool] = []
+        cursor: str | None = None
+        while True:
+            page = self.index.list_tools(cursor=cursor, limit=1000)
+            for entry in page.tools:
+                try:
+                    out.append(self.index.get(entry.id))
+                except ToolIndexError:
+                    continue
+            cursor = page.next_cursor
+            if cursor is None:
+                return out
+
+    def _quarantine(self) -> Quarantine:
+        if self.quarantine is None:
+            raise InvalidArgumentsError("tools", "quarantine is off (set toolcode.policy.quarantine to true)")
+        return self.quarantine
+
+    async def approve_tools(self, patterns: Any, *, by: str = "operator") -> ToolApprovalsResult:
+        """Approve the current definitions of the tools matching ``patterns`` (ids or globs).
+
+        Raises:
+            InvalidArgumentsError: If quarantine is off, or ``patterns`` is not a list of strings.
+        """
+        quarantine = self._quarantine()
+        if isinstance(patterns, str):
+            patterns = [patterns]
+        if not isinstance(patterns, list) or not all(isinstance(p, str) for p in cast("list[Any]", patterns)):
+            raise InvalidArgumentsError("tools", "must be a list of tool ids or globs")
+        wanted = cast("list[str]", patterns)
+        chosen = [t for t in self._all_tools() if any(fnmatch.fnmatchcase(t.id, p) for p in wanted)]
+        approved = await quarantine.approve(chosen, by)
+        return ToolApprovalsResult(approved=approved)
+
+    def quarantined_tools(self, *, only_blocked: bool = True) -> ToolApprovalsResult:
+        """Each tool's standing in the quarantine (by default only the blocked ones: new or changed).
+
+        Raises:
+            InvalidArgumentsError: If quarantine is off.
+        """
+        quarantine = self._quarantine()
+        entries = [ToolApprovalEntry(**quarantine.status(t).to_dict()) for t in self._all_tools()]
+        if only_blocked:
+            entries = [e for e in entries if e.state != "approved" and not e.tool_id.startswith("snippets:")]
+        return ToolApprovalsResult(tools=sorted(entries, key=lambda e: e.tool_id))
 
     def outcome(
         self,
@@ -406,8 +698,9 @@ class CodeMode:
         """
         records: tuple[ToolCallRecord, ...] = result.tool_calls if result is not None else ()
         failures = [r for r in records if r.error is not None]
+        calls = sum(1 for r in records if r.error_op != APPROVAL_OP)
         summary = CallSummary(
-            count=len(records),
+            count=calls,
             failed=len(failures),
             failures=[
                 CallFailure(
@@ -419,7 +712,17 @@ class CodeMode:
         budget = int(result.limits.applied.get("max_output_chars", 0)) if result is not None else 0
         trace = _trace_entries(records, budget or sys.maxsize) if detail == "full" else None
         info: ErrorInfo | None = None
-        if error is not None:
+        approval: ApprovalRequest | None = None
+        if isinstance(error, ApprovalRequiredError):
+            paused: PausedRun = error.paused
+            approval = ApprovalRequest(
+                execution_id=paused.execution_id,
+                pending=[PendingCallInfo(**p.to_dict()) for p in paused.pending],
+                line=paused.state.line,
+                may_call=paused.may_call,
+                expires=round(paused.expires, 3) if paused.expires is not None else None,
+            )
+        elif error is not None:
             info = error_info(error, view or self.view())
         duration = result.duration_ms if result is not None else 0.0
         if started is not None and result is None:
@@ -437,7 +740,13 @@ class CodeMode:
             trace=trace,
             truncated=truncated,
             duration_ms=round(duration, 1),
+            status="approval_required" if approval is not None else ("ok" if error is None else "error"),
+            approval=approval,
         )
+
+
+APPROVAL_OP = "approval"
+"""``error_op`` of the trace entry that records a decision on a paused run (not a tool call)."""
 
 
 def _trace_entries(records: Sequence[ToolCallRecord], budget: int) -> list[TraceEntry]:
@@ -470,7 +779,17 @@ def outcome_text(outcome: ExecuteOutcome) -> str:
     (tool id and code) when there are some; the full trace stays in the structured result.
     """
     parts: list[str] = []
-    if outcome.ok:
+    if outcome.approval is not None:
+        a = outcome.approval
+        where = f"line {a.line} calls" if a.line is not None else "the run calls"
+        for p in a.pending[:5]:
+            shown = clip(json.dumps(p.args, ensure_ascii=False, default=str), 300)
+            parts.append(f"approval required: {where} {p.tool_id} {shown} ({p.tier}; {p.reason})")
+        parts.append(
+            f"paused, execution_id {a.execution_id}: decide with resume_execution(execution_id, decision) — "
+            "approve, approve_run, deny or abort"
+        )
+    elif outcome.ok:
         parts.append(json.dumps(outcome.value, ensure_ascii=False, default=str))
     elif outcome.error is not None:
         e = outcome.error

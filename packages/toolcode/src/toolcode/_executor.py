@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -24,16 +24,30 @@ from toolcode._limits import (
 from toolcode._modules import ToolModules
 from toolcode._operations import Operations
 from toolcode._options import ExecuteOptions, ResolvedOptions
+from toolcode._paused import PausedRun, new_execution_id
+from toolcode._policy import AuditEntry, Gate, Policy, literal_tool_ids
+from toolcode._sessions import owner_of
 from toolcode._tools import DefaultTools, DocStore
 from toolcode._trace import Trace
 from toolcode._typecheck import TypeChecker
 
 if TYPE_CHECKING:
     from toolcode._snippets import SnippetLibrary
-from toolcode._types import Engine, ExecuteParams, ExecuteResult, LimitsReport, OnToolCall, Tools
+from toolcode._types import (
+    Engine,
+    ExecuteParams,
+    ExecuteResult,
+    LimitsReport,
+    OnToolCall,
+    PausableEngine,
+    RunPaused,
+    SessionState,
+    Tools,
+)
 from toolcode._view import CatalogView
 from toolcode.engines import load_engine
 from toolcode.exceptions import (
+    ApprovalRequiredError,
     CodeExecutionError,
     ConfigurationError,
     EngineError,
@@ -42,7 +56,7 @@ from toolcode.exceptions import (
     ToolCodeError,
     TypeCheckError,
 )
-from toolindex import Index
+from toolindex import Index, Tool, ToolIndexError
 from toolrun import Runner
 
 __all__ = ["Executor", "ExecutorConfig", "RunContext", "ToolsFactory", "current_run"]
@@ -57,6 +71,8 @@ class RunContext:
     trace: Trace
     output: OutputBuffer
     caller: str | None = None
+    gate: Gate | None = None
+    """The run's policy checkpoint (``None``: no policy, every call goes)."""
 
 
 _current: ContextVar[RunContext | None] = ContextVar("toolcode_current_run", default=None)
@@ -121,6 +137,12 @@ class Executor:
         """Checks a run's tool calls before it starts (``type_check="strict"``)."""
         self.snippets: SnippetLibrary | None = None
         """Saved snippets, for the snippet global ``save_snippet`` (set by :class:`~toolcode.Toolbox`)."""
+        self.policy: Policy = Policy(modules=self.modules)
+        """Tiers and decisions for every tool call from code (the default: destructive tools ask)."""
+        self.quarantined: Callable[[Tool], bool] | None = None
+        """Whether a tool is quarantined (``None``: quarantine is off)."""
+        self.audit: Callable[[list[AuditEntry]], Awaitable[None]] | None = None
+        """Receives each run's audit entries when it ends or pauses (``None``: not recorded)."""
         engine = config.engine
         self._owns_engine = engine is None or isinstance(engine, str)
         if engine is None or isinstance(engine, str):
@@ -173,6 +195,7 @@ class Executor:
             budget=ctx.budget,
             trace=ctx.trace,
             modules=self.modules,
+            gate=ctx.gate,
         )
         return DefaultTools(
             c.index,
@@ -219,26 +242,84 @@ class Executor:
         else:
             opts = p.resolved
             assert opts is not None
-            allowance = min(MAX_TRACE_PAYLOAD_CHARS, 4 * opts.max_output_chars)
-            ctx = RunContext(
-                opts,
-                CallBudget(opts.max_tool_calls, opts.max_chain_steps),
-                Trace(on_tool_call, PayloadBudget(allowance)),
-                OutputBuffer(min(opts.max_output_chars, MAX_TRACE_PAYLOAD_CHARS)),
-                p.caller,
-            )
+            ctx = self._context(opts, on_tool_call, p.caller, None)
+        return await self._run(p, ctx, None, owns_audit=within is None)
+
+    def _context(
+        self, opts: ResolvedOptions, on_tool_call: OnToolCall | None, caller: str | None, paused: PausedRun | None
+    ) -> RunContext:
+        allowance = min(MAX_TRACE_PAYLOAD_CHARS, 4 * opts.max_output_chars)
+        trace = Trace(on_tool_call, PayloadBudget(allowance))
+        output = OutputBuffer(min(opts.max_output_chars, MAX_TRACE_PAYLOAD_CHARS))
+        budget = CallBudget(opts.max_tool_calls, opts.max_chain_steps)
+        gate = Gate(
+            self.policy,
+            CatalogView(self._config.index, opts.allowed_namespaces),
+            can_pause=self._engine.info.pauses and isinstance(self._engine, PausableEngine),
+            quarantined=self.quarantined,
+            caller=caller,
+            audit=[] if self.audit is not None else None,
+            approvals=paused.approvals if paused is not None else None,
+            execution_id=paused.execution_id if paused is not None else new_execution_id(),
+        )
+        if paused is not None:
+            trace.restore(paused.trace)
+            output.write("stdout", paused.stdout)
+            output.write("stderr", paused.stderr)
+            budget.calls = paused.calls
+        return RunContext(opts, budget, trace, output, caller, gate)
+
+    async def resume(
+        self, paused: PausedRun, *, on_tool_call: OnToolCall | None = None, session: SessionState | None = None
+    ) -> ExecuteResult:
+        """Continue a paused run from the call it stopped at (its decision already applied).
+
+        Args:
+            paused: The run, as :class:`~toolcode.exceptions.ApprovalRequiredError` gave it, with
+                the decision recorded (:meth:`toolcode._paused.PausedRun.apply`).
+            on_tool_call: Awaited as each tool call completes.
+            session: The run's session, when it runs in one (its state is stored afterwards).
+
+        Returns:
+            The result of the whole run: the trace holds the calls before the pause too.
+
+        Raises:
+            ApprovalRequiredError: If it stops again at another call that needs a decision.
+            EngineError: If the engine cannot continue paused runs.
+            ToolCodeError: Whatever :meth:`execute` raises.
+        """
+        if not isinstance(self._engine, PausableEngine):
+            raise EngineError(self._engine.info.name, "this engine cannot continue paused runs")
+        p = ExecuteParams(
+            code=paused.code,
+            input=paused.input,
+            caller=paused.caller,
+            session=session,
+            resolved=paused.options,
+        )
+        ctx = self._context(paused.options, on_tool_call, paused.caller, paused)
+        return await self._run(p, ctx, paused, owns_audit=True)
+
+    async def _run(
+        self, p: ExecuteParams, ctx: RunContext, paused: PausedRun | None, *, owns_audit: bool
+    ) -> ExecuteResult:
         opts, budget, trace, output = ctx.options, ctx.budget, ctx.trace, ctx.output
         info = self._engine.info
         tools = self._tools(ctx)
         applied: dict[str, float | int] = dict(opts.applied())
         applied.update(info.limits)
+        before = paused.elapsed if paused is not None else 0.0
+        # The time limit counts running time: what ran before a pause is taken off.
+        remaining = max(0.0, opts.timeout - before)
+        if paused is not None and remaining != opts.timeout:
+            p = dataclasses.replace(p, resolved=dataclasses.replace(opts, timeout=max(remaining, 0.001)))
 
         t0 = time.perf_counter()
         error: ToolCodeError | None = None
         value: Any = None
-        with anyio.move_on_after(opts.timeout) as scope:
+        with anyio.move_on_after(remaining) as scope:
             try:
-                if opts.type_check == "strict":
+                if paused is None and opts.type_check == "strict":
                     view = CatalogView(self._config.index, opts.allowed_namespaces)
                     preamble = p.session.imports if p.session is not None else ()
                     found = await self.checker.check(p.code, view, preamble=preamble)
@@ -246,15 +327,21 @@ class Executor:
                         raise TypeCheckError(found)
                 token = _current.set(ctx)
                 try:
-                    value = (await self._engine.execute(p, tools)).value
+                    if paused is None:
+                        value = (await self._engine.execute(p, tools)).value
+                    else:
+                        assert isinstance(self._engine, PausableEngine)
+                        value = (await self._engine.resume(p, tools, paused.state)).value
                 finally:
                     _current.reset(token)
+            except RunPaused as e:
+                error = self._paused(p, ctx, e, paused, before + time.perf_counter() - t0)
             except ToolCodeError as e:
                 error = e
             except Exception as e:  # an engine is pluggable code; anything it leaks is its failure
                 error = EngineError(info.name, f"{type(e).__name__}: {e}")
                 error.__cause__ = e
-        elapsed = time.perf_counter() - t0
+        elapsed = before + time.perf_counter() - t0
         if scope.cancelled_caught:
             error = LimitExceededError("timeout", opts.timeout, round(elapsed, 3), "stopped by the host")
         elif budget.tripped is not None and (error is None or isinstance(error, CodeExecutionError)):
@@ -267,6 +354,10 @@ class Executor:
                 value = None
             else:
                 value = as_json_data(value)
+        if owns_audit and ctx.gate is not None and ctx.gate.audit and self.audit is not None:
+            entries, ctx.gate.audit[:] = list(ctx.gate.audit), []
+            with anyio.CancelScope(shield=True):
+                await self.audit(entries)
 
         stopped_by = error.limit if isinstance(error, LimitExceededError) else None
         fitted = fit_output_budget(
@@ -299,6 +390,44 @@ class Executor:
             error.result = result
             raise error
         return result
+
+    def _paused(
+        self, p: ExecuteParams, ctx: RunContext, e: RunPaused, before: PausedRun | None, elapsed: float
+    ) -> ApprovalRequiredError:
+        """The run stopped at a call that needs a decision: everything needed to continue it."""
+        gate = ctx.gate
+        assert gate is not None
+        if before is not None:
+            may_call = before.may_call
+        else:
+            view = gate.view
+
+            def known(tool_id: str) -> bool:
+                try:
+                    return view.visible(view.index.get(tool_id).namespace)
+                except ToolIndexError:  # a malformed or unknown id is simply not a tool
+                    return False
+
+            may_call = literal_tool_ids(p.code, self.modules, known)[0]
+        run = PausedRun(
+            execution_id=gate.execution_id or new_execution_id(),
+            owner=owner_of(p.caller),
+            caller=p.caller,
+            code=p.code,
+            input=p.input,
+            options=ctx.options,
+            session=p.session.name if p.session is not None else None,
+            state=e.state,
+            approvals=gate.approvals,
+            trace=list(ctx.trace.records()),
+            stdout=ctx.output.text("stdout"),
+            stderr=ctx.output.text("stderr"),
+            calls=ctx.budget.calls,
+            elapsed=elapsed,
+            may_call=may_call[:50],
+            created=before.created if before is not None else time.time(),
+        )
+        return ApprovalRequiredError(run)
 
     async def aclose(self) -> None:
         """Close the type checker, and the engine if the executor created it; idempotent. The runner is not closed."""

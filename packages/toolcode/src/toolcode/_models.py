@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
+    "ApprovalRequest",
     "CallFailure",
     "CallSummary",
     "ChainOutcome",
@@ -23,6 +24,9 @@ __all__ = [
     "ExecuteOutcome",
     "NamespaceEntry",
     "NamespacesResult",
+    "PausedEntry",
+    "PausedResult",
+    "PendingCallInfo",
     "RunToolOutcome",
     "SearchHitEntry",
     "SearchResult",
@@ -31,6 +35,8 @@ __all__ = [
     "SessionsResult",
     "SnippetEntry",
     "SnippetsResult",
+    "ToolApprovalEntry",
+    "ToolApprovalsResult",
     "ToolDocEntry",
     "ToolEntry",
     "ToolListResult",
@@ -252,6 +258,68 @@ class SnippetsResult(_Model):
     snippets: list[SnippetEntry]
 
 
+class PendingCallInfo(_Model):
+    """A call that waits for a decision."""
+
+    tool_id: str
+    args: dict[str, Any]
+    tier: str
+    """``read``, ``write`` or ``destructive``."""
+    reason: str
+    """Which rule (or preset) asks for a decision."""
+
+
+class ApprovalRequest(_Model):
+    """A paused run: what waits for a decision, and how to give it."""
+
+    execution_id: str
+    pending: list[PendingCallInfo]
+    line: int | None = None
+    """The snippet line it stopped at."""
+    may_call: list[str] = Field(default_factory=list[str])
+    """The tools the snippet names literally: what it may still call."""
+    decisions: list[str] = Field(default_factory=lambda: ["approve", "approve_run", "deny", "abort"])
+    """``approve`` this call once; ``approve_run``: these tools for the rest of the run; ``deny``:
+    the snippet gets a catchable ``approval_denied`` error; ``abort``: the run ends here."""
+    expires: float | None = None
+    """Unix time after which the paused run is gone."""
+
+
+class PausedEntry(_Model):
+    """One paused run, as ``list_paused`` shows it."""
+
+    execution_id: str
+    pending: list[PendingCallInfo]
+    line: int | None
+    session: str | None
+    paused_at: float
+    expires: float | None
+
+
+class PausedResult(_Model):
+    """``list_paused``: the caller's paused runs, oldest first."""
+
+    paused: list[PausedEntry]
+
+
+class ToolApprovalEntry(_Model):
+    """A tool's standing in the quarantine."""
+
+    tool_id: str
+    state: Literal["approved", "new", "changed"]
+    approved_by: str | None = None
+    approved_at: float | None = None
+
+
+class ToolApprovalsResult(_Model):
+    """``approve_tools`` / ``quarantined_tools``: tools approved now, or the quarantine's state."""
+
+    approved: list[str] = Field(default_factory=list[str])
+    """Ids approved by this call."""
+    tools: list[ToolApprovalEntry] = Field(default_factory=list[ToolApprovalEntry])
+    """Each visible tool's standing (``quarantined_tools``)."""
+
+
 class ExecuteOutcome(_Model):
     """The outcome of ``execute_code``: the value and output, or an error, with the calls made."""
 
@@ -269,3 +337,7 @@ class ExecuteOutcome(_Model):
     duration_ms: float = 0.0
     session: SessionReport | None = None
     """The session the run used (``None``: a fresh run)."""
+    status: Literal["ok", "error", "approval_required"] = "ok"
+    """``approval_required``: the run paused at a call that waits for a decision (see ``approval``)."""
+    approval: ApprovalRequest | None = None
+    """What the paused run waits for, and its ``execution_id`` (``status == "approval_required"``)."""

@@ -19,6 +19,7 @@ import keyword
 import math
 import time
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Final, cast
 
 import anyio
@@ -42,6 +43,7 @@ from toolcode._models import (
     ToolListResult,
 )
 from toolcode._modules import ToolModules
+from toolcode._policy import SNIPPETS_NAMESPACE, ApprovalNeeded, Asker, Gate, call_key
 from toolcode._trace import Trace
 from toolcode._view import CatalogView
 from toolcode.exceptions import ErrorCode, InvalidArgumentsError, LimitExceededError, ToolCodeError, ToolError, clip
@@ -74,6 +76,7 @@ MAX_EXAMPLES: Final = 20
 _MAX_ID_CHARS = 400  # namespace (128) + name (128) + version (64) + separators, with room
 _STEP_KEYS = frozenset({"tool_id", "args", "use_previous", "on_error"})
 _UNSEEN: Any = object()
+_SNIPPETS_PREFIX: Final = SNIPPETS_NAMESPACE + ":"
 """A tool whose signature ``call_tool`` has not looked up yet in this run."""
 
 
@@ -177,6 +180,9 @@ class Operations:
         modules: The catalog's namespace modules: signatures shown by ``describe_tool`` and
             ``search_tools`` are their stubs, exactly as the type checker reads them
             (``None``: the store's signatures).
+        gate: The policy checkpoint every call passes (``None``: no policy).
+        ask: At a door, asks a person about calls the policy asks for (``None``: such a direct
+            call fails with ``approval_required``; a run pauses instead).
     """
 
     def __init__(
@@ -190,7 +196,11 @@ class Operations:
         call_timeout: float | None = None,
         unavailable: Mapping[str, str] | None = None,
         modules: ToolModules | None = None,
+        gate: Gate | None = None,
+        ask: Asker | None = None,
     ) -> None:
+        self.gate = gate
+        self.ask = ask
         self.view = view
         self.modules = modules
         self.unavailable = unavailable
@@ -244,7 +254,7 @@ class Operations:
                     namespace=h.namespace,
                     name=h.name,
                     score=round(h.score, 3),
-                    summary=h.summary if d != "name" else None,
+                    summary=self._marked(h.id, h.summary) if d != "name" else None,
                     signature=signature,
                 )
             )
@@ -290,8 +300,20 @@ class Operations:
         except ValueError as e:
             raise _bad("cursor", "is not a cursor from an earlier list_tools page") from e
         return ToolListResult(
-            tools=[ToolEntry(id=t.id, summary=t.summary) for t in page.tools], next_cursor=page.next_cursor
+            tools=[ToolEntry(id=t.id, summary=self._marked(t.id, t.summary)) for t in page.tools],
+            next_cursor=page.next_cursor,
         )
+
+    def _marked(self, tool_id: str, summary: str) -> str:
+        """A summary, marked when the tool is quarantined (not callable until an operator approves it)."""
+        quarantined = self.gate.quarantined if self.gate is not None else None
+        if quarantined is None:
+            return summary
+        try:
+            tool = self.view.index.get(tool_id)
+        except ToolIndexError:
+            return summary
+        return f"[quarantined] {summary}" if quarantined(tool) else summary
 
     async def list_namespaces(self) -> NamespacesResult:
         """Every visible namespace with its tool count.
@@ -439,7 +461,9 @@ class Operations:
         """
         tid = check_tool_id("tool_id", tool_id)
         call_args = check_args(args, tid)
-        result = await self._call(tid, call_args, None if timeout is None else _check_timeout(timeout))
+        await self._door_check(((tid, call_args),))
+        with self._scope(tid):
+            result = await self._call(tid, call_args, None if timeout is None else _check_timeout(timeout))
         return RunToolOutcome(tool_id=result.tool_id, value=result.value, duration_ms=round(result.duration_ms, 3))
 
     async def run_result(self, tool_id: Any, args: Any = None, *, timeout: Any = None) -> RunResult:
@@ -450,7 +474,44 @@ class Operations:
             ToolError: If the tool is unknown, its arguments are invalid, or it fails.
         """
         tid = check_tool_id("tool_id", tool_id)
-        return await self._call(tid, check_args(args, tid), None if timeout is None else _check_timeout(timeout))
+        call_args = check_args(args, tid)
+        await self._door_check(((tid, call_args),))
+        with self._scope(tid):
+            return await self._call(tid, call_args, None if timeout is None else _check_timeout(timeout))
+
+    def _scope(self, tool_id: str) -> AbstractContextManager[None]:
+        if self.gate is None or not tool_id.startswith(_SNIPPETS_PREFIX):
+            return nullcontext()
+        return self.gate.scope(tool_id)
+
+    async def _door_check(self, calls: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+        """The policy for direct calls at a door: ask a person now, or refuse with ``approval_required``."""
+        gate = self.gate
+        if gate is None:
+            return
+        try:
+            gate.check(calls)
+        except ApprovalNeeded as e:
+            if self.ask is None:
+                first = e.pending[0]
+                raise ToolError(
+                    first.tool_id,
+                    f"needs approval ({first.reason}); call it from execute_code, where the run pauses "
+                    "for the decision and resume_execution continues it",
+                    "not_allowed",
+                    code=ErrorCode.APPROVAL_REQUIRED,
+                ) from None
+            decision, who = await self.ask(e.pending, None)
+            gate.approvals.who = who
+            if decision == "deny" or decision == "abort":
+                gate.log_decision(e.pending, "denied", who)
+                raise ToolError(
+                    e.pending[0].tool_id, f"{who} denied this call", "not_allowed", code=ErrorCode.APPROVAL_DENIED
+                ) from None
+            gate.log_decision(e.pending, "approved", who)
+            for p in e.pending:
+                gate.approvals.once.append(call_key(p.tool_id, p.args))
+            gate.check(calls)
 
     async def call_tool(self, tool_id: Any, args: Any = None, kwargs: dict[str, Any] | None = None) -> Any:
         """Run one tool from a snippet: counted against the budget, recorded in the trace.
@@ -479,8 +540,14 @@ class Operations:
             call_args = cast("dict[str, Any]", args)
         else:
             call_args = check_args(args, tool_id)
+        gate = self.gate
+        if gate is not None:
+            gate.check(((tool_id, call_args),))
         if self.budget is not None:
             self.budget.take()
+        if gate is not None and tool_id.startswith(_SNIPPETS_PREFIX):
+            with gate.scope(tool_id):
+                return (await self._traced(tool_id, call_args)).value
         return (await self._traced(tool_id, call_args)).value
 
     def _wire_kwargs(self, tool_id: str, kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -507,16 +574,36 @@ class Operations:
         ``timeout`` is the caller's own; without one, the backend's (an MCP server's configured
         timeout) applies, and at a door the door's ``call_timeout`` bounds the call as well.
         """
+        started = time.perf_counter()
         try:
             run_id = tool_id if self.view.allowed_namespaces is None else self.view.get(tool_id).id
             if self.call_timeout is None or timeout is not None:
-                return await self.runner.run(run_id, args, timeout=timeout)
-            with anyio.fail_after(self.call_timeout):
-                return await self.runner.run(run_id, args)
+                result = await self.runner.run(run_id, args, timeout=timeout)
+            else:
+                with anyio.fail_after(self.call_timeout):
+                    result = await self.runner.run(run_id, args)
         except (ToolRunError, ToolIndexError) as e:  # a tool's own timeout included (ToolTimeoutError)
-            raise as_tool_error(e, tool_id, self.view) from None
+            err = as_tool_error(e, tool_id, self.view)
+            self._log_door_call(tool_id, args, started, err, None)
+            raise err from None
         except TimeoutError:  # the door's bound
-            raise ToolError(tool_id, f"the call did not finish within {self.call_timeout:g} s", "timeout") from None
+            err = ToolError(tool_id, f"the call did not finish within {self.call_timeout:g} s", "timeout")
+            self._log_door_call(tool_id, args, started, err, None)
+            raise err from None
+        self._log_door_call(result.tool_id, args, started, None, result.value)
+        return result
+
+    def _log_door_call(
+        self, tool_id: str, args: Mapping[str, Any], started: float, err: ToolError | None, value: Any
+    ) -> None:
+        """A direct call at a door, for the audit log (inside a run, :meth:`_traced` records calls)."""
+        gate = self.gate
+        if gate is None or gate.audit is None or self.trace is not None:
+            return
+        duration = (time.perf_counter() - started) * 1000.0
+        gate.log_call(
+            tool_id, args, ok=err is None, code=err.code.value if err else None, duration_ms=duration, result=value
+        )
 
     async def _traced(self, tool_id: str, args: dict[str, Any], timeout: float | None = None) -> RunResult:
         trace = self.trace
@@ -537,6 +624,10 @@ class Operations:
                 slot, started, tool_id, args, error=e.message, error_op=e.error_op, code=e.code.value,
                 backend_kind=self._backend_kind(tool_id) if e.error_op not in ("resolve", "validate_input") else None,
             )  # fmt: skip
+            if self.gate is not None and self.gate.audit is not None:
+                self.gate.log_call(
+                    tool_id, args, ok=False, code=e.code.value, duration_ms=record.duration_ms, result=None
+                )
             if trace.has_listener:
                 await trace.notify(record)
             raise
@@ -544,6 +635,10 @@ class Operations:
             trace.cancelled(slot, started, tool_id, args)
             raise
         record = trace.succeeded(slot, started, result.tool_id, args, result.value, result.backend.kind)
+        if self.gate is not None and self.gate.audit is not None:
+            self.gate.log_call(
+                result.tool_id, args, ok=True, code=None, duration_ms=result.duration_ms, result=result.value
+            )
         if record is not None:
             await trace.notify(record)
         return result
@@ -570,6 +665,8 @@ class Operations:
         if isinstance(calls, str | bytes | Mapping) or not isinstance(calls, Sequence):
             raise _bad("calls", f"must be a list of calls, got {_kind(cast(object, calls))}")
         parsed = [_parse_call(i, c) for i, c in enumerate(cast("Sequence[Any]", calls))]
+        if self.gate is not None:
+            self.gate.check(parsed)  # all judged before any is made
         if self.budget is not None:
             self.budget.take(len(parsed))
         results: list[Any] = [None] * len(parsed)
@@ -577,7 +674,8 @@ class Operations:
 
         async def one(i: int, tool_id: str, call_args: dict[str, Any]) -> None:
             try:
-                results[i] = (await self._traced(tool_id, call_args)).value
+                with self._scope(tool_id):
+                    results[i] = (await self._traced(tool_id, call_args)).value
             except ToolError as e:
                 errors[i] = e
 
@@ -621,6 +719,11 @@ class Operations:
                 self.view.get(tid)
             except ToolIndexError as e:
                 raise _bad(f"steps[{i}].tool_id", message_of(as_tool_error(e, tid, self.view)), tid) from None
+        steps_calls = [(tid, args) for tid, args, _p, _o in chain]
+        if self.trace is None:
+            await self._door_check(steps_calls)  # a door's chain: every step judged before the first runs
+        elif self.gate is not None:
+            self.gate.check(steps_calls)
         out: list[ChainStepOutcome] = []
         aborted = False
         previous: Any = None
@@ -635,7 +738,8 @@ class Operations:
                 try:
                     if self.budget is not None:
                         self.budget.take()
-                    result = await self._traced(tid, call_args)
+                    with self._scope(tid):
+                        result = await self._traced(tid, call_args)
                 except ToolError as e:
                     outcome = _step_failed(i, tid, e, started, self.view)
                 else:

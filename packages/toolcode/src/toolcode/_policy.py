@@ -24,8 +24,8 @@ import fnmatch
 import hashlib
 import json
 import time
-from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, cast, get_args
@@ -41,6 +41,7 @@ __all__ = [
     "PRESETS",
     "ApprovalNeeded",
     "Approvals",
+    "Asker",
     "AuditSettings",
     "Decision",
     "Gate",
@@ -444,6 +445,10 @@ class AuditEntry:
         return out
 
 
+Asker = Callable[[Sequence[PendingCall], "int | None"], Awaitable[tuple[str, str]]]
+"""Asks a person about pending calls (and the snippet line, when there is one); returns the
+decision (``approve``, ``approve_run``, ``deny`` or ``abort``) and who made it."""
+
 # Inside a saved snippet's run, the tools its code names that were approved with it.
 _scope: ContextVar[frozenset[str] | None] = ContextVar("toolcode_policy_scope", default=None)
 
@@ -455,12 +460,14 @@ class Gate:
         policy: The policy.
         view: The caller's view of the catalog.
         approvals: The run's decisions so far.
-        can_pause: Whether an ``ask`` may pause the run (the engine can dump it); otherwise an
-            ``ask`` that nobody approved fails with ``not_allowed``.
+        can_pause: Whether an ``ask`` may be raised as :class:`ApprovalNeeded` (the engine pauses
+            the run; a door asks a person or refuses); otherwise an ``ask`` that nobody approved
+            fails with ``not_allowed``.
         quarantined: Returns whether a tool is quarantined (``None``: quarantine is off).
         caller: Who the run is for (recorded in the audit log).
         audit: Where audit entries go (``None``: not recorded).
         audit_settings: What the entries keep.
+        execution_id: The run's id, for the audit log.
     """
 
     def __init__(
@@ -474,17 +481,19 @@ class Gate:
         caller: str | None = None,
         audit: list[AuditEntry] | None = None,
         audit_settings: AuditSettings | None = None,
+        execution_id: str | None = None,
     ) -> None:
         self.policy = policy
         self.view = view
         self.approvals = approvals if approvals is not None else Approvals()
         self.can_pause = can_pause
-        self._quarantined = quarantined
+        self.quarantined = quarantined
+        """Whether a tool is quarantined (``None``: quarantine is off)."""
         self.caller = caller
         self.audit = audit
         self._audit_settings = audit_settings or policy.settings.audit
-        self.execution_id: str | None = None
-        self.paused_at: list[float] = []
+        self.execution_id: str | None = execution_id
+        """The run's id (the same across its pauses): groups its audit entries."""
 
     def _log(self, tool_id: str, tier: str | None, decision: str, by: str, **extra: Any) -> None:
         if self.audit is None or not self._audit_settings.enabled:
@@ -508,7 +517,7 @@ class Gate:
                 tool = self.view.get(tool_id)
             except ToolIndexError:
                 continue  # the call itself reports the unknown tool, with suggestions
-            if self._quarantined is not None and self._quarantined(tool):
+            if self.quarantined is not None and self.quarantined(tool):
                 self._log(tool.id, None, "quarantined", "policy")
                 raise ToolError(
                     tool.id,
@@ -581,6 +590,14 @@ class Gate:
             args=dict(args) if s.args else None,
             result=_clip_json(result) if s.results and ok else None,
         )
+
+    def scope(self, tool_id: str) -> AbstractContextManager[None]:
+        """Around a call that passed :meth:`check`: a saved snippet runs with what it names approved."""
+        try:
+            tool = self.view.get(tool_id)
+        except ToolIndexError:
+            return nullcontext()
+        return Gate.within([self.policy.verdict(tool, self.view)])
 
     @staticmethod
     @contextmanager

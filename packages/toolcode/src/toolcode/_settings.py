@@ -13,7 +13,8 @@
         "engine": "monty",
         "workers": {"max": 8},
         "state": {"url": "redis://127.0.0.1:6379/0"},
-        "sessions": {"max_sessions": 20, "idle_ttl": 86400}
+        "sessions": {"max_sessions": 20, "idle_ttl": 86400},
+        "policy": {"preset": "ask-writes", "rules": [{"tools": "github:get_*", "decision": "allow"}]}
       }
     }
 
@@ -34,6 +35,7 @@ from typing import Any, Final, cast
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from toolcode._options import ExecuteOptions
+from toolcode._policy import PolicySettings
 from toolcode.exceptions import ConfigurationError, clip
 
 __all__ = [
@@ -61,10 +63,13 @@ META_TOOLS: Final = (
     "save_snippet",
     "list_snippets",
     "delete_snippet",
+    "resume_execution",
+    "list_paused",
+    "approve_tools",
 )
 """Every code-mode tool the MCP server can offer."""
 
-DEFAULT_TOOLS: Final = ("search_tools", "describe_tool", "execute_code", "run_tool", "list_tools")
+DEFAULT_TOOLS: Final = ("search_tools", "describe_tool", "execute_code", "run_tool", "list_tools", "resume_execution")
 """The tools ``toolcode serve`` lists unless ``toolcode.tools`` says otherwise (kept few: each
 definition is paid for in a model's context on every turn)."""
 
@@ -157,6 +162,10 @@ class Settings(BaseModel):
     workers: WorkerSettings = Field(default_factory=WorkerSettings)
     state: StateSettings = Field(default_factory=StateSettings)
     sessions: SessionSettings = Field(default_factory=SessionSettings)
+    policy: PolicySettings = Field(
+        default_factory=PolicySettings,
+        description="Tiers, allow/ask/deny rules, quarantine and the audit log of tool calls made from code.",
+    )
 
     def meta_tools(self) -> tuple[str, ...]:
         """The code-mode tools to list, in :data:`META_TOOLS` order.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 import structlog
@@ -146,6 +146,13 @@ class Trace:
         for s in slots:
             if self._slots[s] is None:
                 self._slots[s] = _UNUSED
+
+    def restore(self, records: Sequence[ToolCallRecord]) -> None:
+        """Start from records of an earlier part of the run (a run continued after a pause)."""
+        self._slots.extend(records)
+        if records:
+            last = max(r.started_ms + r.duration_ms for r in records)
+            self._t0 -= last / 1000.0  # later calls start after the earlier ones
 
     def records(self) -> tuple[ToolCallRecord, ...]:
         """Finished records in start order (calls still running when the run ended are left out)."""

@@ -11,6 +11,7 @@ Every error derives from :class:`ToolCodeError` and carries a stable :class:`Err
     ├── SessionLimitError         too many sessions, or a session's state too large
     ├── ConfigurationError        invalid configuration: config file, engine, executor setup (names the field)
     ├── LimitExceededError        a limit stopped the run (which limit, its value, what was reached)
+    ├── ApprovalRequiredError     not a failure: the run paused at a call that waits for a decision
     ├── EngineError               the engine itself failed (a sandbox worker crashed, a broken engine)
     │   └── EngineBusyError       every worker (or the caller's share) stayed busy: try again shortly
     └── ToolError                 a tool call or lookup failed; raised *inside* the snippet, where code
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ERROR_CODE_MEANINGS",
+    "ApprovalRequiredError",
     "CodeExecutionError",
     "ConfigurationError",
     "EngineBusyError",
@@ -419,6 +421,34 @@ class ToolError(ToolCodeError, RuntimeError):
     def code(self) -> ErrorCode:
         """The failure's code (``unknown_tool``, ``invalid_arguments``, ``tool_error``, ``timeout``, ...)."""
         return self._code
+
+
+class ApprovalRequiredError(ToolCodeError):
+    """The run paused at a tool call that needs a person's decision (not a failure).
+
+    The core keeps :attr:`paused` in the state store and answers with
+    ``status: "approval_required"``; ``resume(execution_id, decision)`` continues the run from
+    that call.
+
+    Attributes:
+        paused: The paused run (``toolcode._paused.PausedRun``): its id, the pending calls, the
+            snippet line, and everything needed to continue it.
+    """
+
+    def __init__(self, paused: Any) -> None:
+        self.paused = paused
+        self.execution_id: str = paused.execution_id
+        pending = paused.pending
+        self.tool_id: str | None = pending[0].tool_id if pending else None
+        self.line: int | None = paused.state.line
+        shown = ", ".join(f"{p.tool_id} ({p.tier})" for p in pending[:5])
+        where = f" at line {self.line}" if self.line is not None else ""
+        super().__init__(f"paused{where}: {shown} needs a decision (execution_id {self.execution_id})")
+
+    @property
+    def code(self) -> ErrorCode:
+        """Always ``approval_required``."""
+        return ErrorCode.APPROVAL_REQUIRED
 
 
 class StateUnavailableError(ToolCodeError):

@@ -8,12 +8,14 @@ prints the operation's result model (the same shape the MCP server returns as
 from __future__ import annotations
 
 import argparse
+import getpass
 import json
 import os
 import sys
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +29,7 @@ from rich.text import Text
 from toolcode._app import UNSANDBOXED_WARNING, ConnectEvent, Toolbox
 from toolcode._cli._render import print_json, render_outcome, safe
 from toolcode._errors import describe_error, error_info
-from toolcode._models import ExecuteOutcome
+from toolcode._models import ApprovalRequest, ExecuteOutcome
 from toolcode._settings import Settings, StateSettings
 from toolcode.exceptions import ConfigurationError, ToolCodeError
 
@@ -186,12 +188,130 @@ async def cmd_exec(args: argparse.Namespace) -> int:
         outcome: ExecuteOutcome = await box.codemode.execute(
             code, input=data, options={k: v for k, v in options.items() if v is not None}, session=args.session
         )
-        if args.json:
-            print_json(outcome.model_dump(mode="json"))
-        else:
-            render_outcome(_stdout(), _stderr(), outcome)
+        outcome = await _decide(box, outcome, code, args.approve)
+        _print_outcome(args, outcome)
+    return _exit_for(outcome)
+
+
+def _print_outcome(args: argparse.Namespace, outcome: ExecuteOutcome) -> None:
+    if args.json:
+        print_json(outcome.model_dump(mode="json"))
+    else:
+        render_outcome(_stdout(), _stderr(), outcome)
+
+
+def _exit_for(outcome: ExecuteOutcome) -> int:
+    if outcome.approval is not None:
+        raise Handled("approval_required")
     if not outcome.ok and outcome.error is not None:
         raise Handled(outcome.error.code)
+    return 0
+
+
+def _interactive() -> bool:
+    return sys.stdin.isatty() and sys.stderr.isatty()
+
+
+async def _decide(box: Toolbox, outcome: ExecuteOutcome, code: str, approve: str | None) -> ExecuteOutcome:
+    """Answer a paused run's questions: from --approve, or by asking at the terminal; else leave it paused."""
+    for _ in range(1000):
+        approval = outcome.approval
+        if approval is None:
+            return outcome
+        if approve == "all":
+            decision, who = "approve_run", "flag:--approve=all"
+        elif approve == "none":
+            decision, who = "deny", "flag:--approve=none"
+        elif _interactive():
+            decision, who = _prompt(approval, code), f"person:{getpass.getuser()}"
+            if decision is None:
+                return outcome  # left paused
+        else:
+            return outcome
+        outcome = await box.codemode.resume(approval.execution_id, decision, by=who)
+    return outcome
+
+
+_ANSWERS = {"y": "approve", "r": "approve_run", "n": "deny", "a": "abort", "l": None}
+
+
+def _prompt(approval: ApprovalRequest, code: str) -> str | None:
+    err = _stderr()
+    lines = code.splitlines()
+    for p in approval.pending:
+        err.print(
+            Text.assemble(
+                ("approval needed: ", "yellow"),
+                safe(f"{p.tool_id} ({p.tier}) {json.dumps(p.args, ensure_ascii=False, default=str)[:500]}"),
+            )
+        )
+        err.print(Text(safe(f"  why: {p.reason}")))
+    if approval.line is not None and 0 < approval.line <= len(lines):
+        err.print(Text(safe(f"  line {approval.line}: {lines[approval.line - 1].strip()[:300]}")))
+    while True:
+        err.print("[y] approve once  [r] approve for this run  [n] deny  [a] abort  [l] leave paused: ", end="")
+        try:
+            answer = input().strip().lower()[:1]
+        except EOFError:
+            return None
+        if answer in _ANSWERS:
+            return _ANSWERS[answer]
+
+
+async def cmd_resume(args: argparse.Namespace) -> int:
+    async with connected(args) as box:
+        outcome = await box.codemode.resume(args.execution_id, args.decision, by=f"person:{getpass.getuser()}")
+        _print_outcome(args, outcome)
+    return _exit_for(outcome)
+
+
+async def cmd_paused(args: argparse.Namespace) -> int:
+    async with connected(args) as box:
+        listed = await box.codemode.list_paused()
+        if args.json:
+            print_json(listed.model_dump(mode="json"))
+            return 0
+        table = _table(f"paused runs ({box.state.name})", "execution_id", "waits for", "line", "paused", "expires")
+        for r in listed.paused:
+            waits = ", ".join(f"{p.tool_id} ({p.tier})" for p in r.pending)
+            table.add_row(r.execution_id, escape(safe(waits)), str(r.line or "-"), _when(r.paused_at), _when(r.expires))
+        _stdout().print(table)
+    return 0
+
+
+def _since(value: str | None) -> float | None:
+    if value is None:
+        return None
+    units = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+    if value[-1:] in units and value[:-1].replace(".", "", 1).isdigit():
+        return time.time() - float(value[:-1]) * units[value[-1]]
+    try:
+        return datetime.fromisoformat(value).timestamp()
+    except ValueError:
+        raise UsageError(f"--since: expected an ISO date/time or an age such as 30m, 2h, 7d; got {value!r}") from None
+
+
+async def cmd_audit(args: argparse.Namespace) -> int:
+    since = _since(args.since)
+    async with connected(args) as box:
+        entries = await box.audit_log.read(since=since, limit=max(1, args.limit))
+        if args.json:
+            print_json({"entries": entries})
+            return 0
+        table = _table(f"audit ({box.state.name})", "when", "tool", "tier", "decision", "by", "ok", "ms")
+        for e in entries:
+            ok = "" if "ok" not in e else ("ok" if e["ok"] else f"failed ({e.get('code')})")
+            ms = f"{e['duration_ms']:.1f}" if isinstance(e.get("duration_ms"), int | float) else ""
+            table.add_row(
+                _when(e.get("at")),
+                escape(safe(str(e.get("tool_id", "")))),
+                str(e.get("tier") or ""),
+                str(e.get("decision", "")),
+                escape(safe(str(e.get("decided_by", "")))),
+                ok,
+                ms,
+            )
+        _stdout().print(table)
     return 0
 
 
@@ -238,6 +358,31 @@ def _show_tools(out: Console, r: Any) -> None:
 
 
 async def cmd_tools(args: argparse.Namespace) -> int:
+    if args.action == "approve":
+        if not args.patterns:
+            raise UsageError("tools approve needs tool ids or globs (PATTERN ...)")
+        by = f"operator:{getpass.getuser()}"
+        return await _operation(
+            args,
+            lambda box: box.codemode.approve_tools(list(args.patterns), by=by),
+            lambda out, r: out.print(
+                "approved: " + (", ".join(r.approved) or "nothing (no tool matched)"), markup=False
+            ),
+        )
+    if args.action == "quarantined":
+
+        async def quarantined(box: Toolbox) -> Any:
+            return box.codemode.quarantined_tools()
+
+        def show(out: Console, r: Any) -> None:
+            table = _table(f"{len(r.tools)} quarantined tools", "id", "state", "approved by", "approved")
+            for t in r.tools:
+                table.add_row(
+                    escape(safe(t.tool_id)), t.state, escape(safe(t.approved_by or "-")), _when(t.approved_at)
+                )
+            out.print(table)
+
+        return await _operation(args, quarantined, show)
     return await _operation(
         args, lambda box: box.codemode.list_tools(args.namespace, args.cursor, args.limit), _show_tools
     )
@@ -443,6 +588,9 @@ _COMMANDS = {
     "serve": cmd_serve,
     "demo": cmd_demo,
     "sessions": cmd_sessions,
+    "resume": cmd_resume,
+    "paused": cmd_paused,
+    "audit": cmd_audit,
     "snippets": cmd_snippets,
 }
 

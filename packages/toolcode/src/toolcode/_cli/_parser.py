@@ -200,7 +200,42 @@ def build_parser() -> argparse.ArgumentParser:
         help="run without first checking the tool calls against their signatures",
     )
     p.add_argument("--session", metavar="NAME", help="run in this session: variables persist from run to run")
+    p.add_argument(
+        "--approve",
+        choices=("all", "none"),
+        help="decide calls the policy asks about without a prompt: all (approve) or none (deny; the snippet "
+        "gets approval_denied). Without it, a terminal prompts; otherwise the run stays paused (exit 6)",
+    )
     p.add_argument("--engine", metavar="NAME", help="sandbox engine (entry point of toolcode.engines)")
+    _catalog_options(p)
+    _json_option(p)
+
+    p = sub.add_parser(
+        "resume",
+        help="decide about a paused run and continue it",
+        description="Continue a run that paused at a call the policy asks about (`exec` exited with 6).",
+        epilog=_EPILOG,
+        formatter_class=fmt,
+    )
+    p.add_argument("execution_id", metavar="EXECUTION_ID")
+    p.add_argument("decision", choices=("approve", "approve_run", "deny", "abort"))
+    _catalog_options(p)
+    _json_option(p)
+
+    p = sub.add_parser("paused", help="list the runs that wait for a decision", epilog=_EPILOG, formatter_class=fmt)
+    _catalog_options(p)
+    _json_option(p)
+
+    p = sub.add_parser(
+        "audit",
+        help="print the audit log: every tool call made from code and every decision",
+        epilog=_EPILOG,
+        formatter_class=fmt,
+    )
+    p.add_argument(
+        "--since", metavar="WHEN", help="only entries since: an ISO date/time, or an age such as 30m, 2h, 7d"
+    )
+    p.add_argument("--limit", type=int, default=1000, help="most entries, the newest (default: %(default)s)")
     _catalog_options(p)
     _json_option(p)
 
@@ -247,8 +282,15 @@ def build_parser() -> argparse.ArgumentParser:
     _json_option(p)
 
     p = sub.add_parser(
-        "tools", help="list the tools of the catalog, a page at a time", epilog=_EPILOG, formatter_class=fmt
+        "tools",
+        help="list the tools of the catalog, a page at a time; approve quarantined ones",
+        description="list: the catalog, a page at a time. quarantined: the tools that are new or changed since "
+        "approved (policy.quarantine). approve PATTERN...: approve the current definitions of these tools.",
+        epilog=_EPILOG,
+        formatter_class=fmt,
     )
+    p.add_argument("action", nargs="?", choices=("list", "quarantined", "approve"), default="list")
+    p.add_argument("patterns", nargs="*", metavar="PATTERN", help="approve: tool ids or globs ('github:*')")
     p.add_argument("--namespace", metavar="NS", help="only this namespace")
     p.add_argument("--cursor", metavar="CURSOR", help="continue after an earlier page")
     p.add_argument("--limit", type=int, default=1000, help="page size, 1-1000 (default: %(default)s)")

@@ -93,6 +93,20 @@ def render_outcome(out: Console, err: Console, outcome: ExecuteOutcome) -> None:
         summary += f"; truncated: {', '.join(outcome.truncated)}"
     for f in c.failures:
         err.print(Text.assemble(("failed: ", "red"), safe(f"{f.tool_id} [{f.code}] {f.message}")))
+    if outcome.approval is not None:
+        a = outcome.approval
+        where = f" at line {a.line}" if a.line is not None else ""
+        for p in a.pending:
+            shown = _short(p.args, 200)
+            err.print(Text.assemble((f"paused{where}: ", "yellow"), safe(f"{p.tool_id} ({p.tier}) {shown}")))
+        err.print(
+            Text(
+                safe(
+                    f"continue with: toolcode resume {a.execution_id} approve|approve_run|deny|abort "
+                    "(or run exec with --approve=all|none)"
+                )
+            )
+        )
     if outcome.error is not None:
         e = outcome.error
         where = f" at line {e.line}" if e.line is not None else ""

@@ -713,24 +713,32 @@ class _Drive:
             self.raised[str(e)] = e
         return {"exception": e}
 
-    async def _call(self, call_id: int, handler: Handler, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    async def _call(
+        self, call_id: int, name: str, handler: Handler, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> None:
         try:
-            _check_depth(getattr(handler, "__name__", "call"), args, kwargs, self._depth)
+            _check_depth(name, args, kwargs, self._depth)
             self._done[call_id] = {"return_value": await handler(*args, **kwargs)}
         except (ToolCodeError, TypeError, ValueError) as e:
             self._done[call_id] = self._failure(e)
         except ApprovalNeeded as e:
-            self._waiting[call_id] = (getattr(handler, "__name__", ""), args, kwargs, e.pending)
+            self._waiting[call_id] = (name, args, kwargs, e.pending)
         finally:
             self._inflight -= 1
             self._changed.set()
 
     def _start(
-        self, tg: anyio.abc.TaskGroup, call_id: int, handler: Handler, args: tuple[Any, ...], kwargs: dict[str, Any]
+        self,
+        tg: anyio.abc.TaskGroup,
+        call_id: int,
+        name: str,
+        handler: Handler,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
     ) -> None:
         self._mine.add(call_id)
         self._inflight += 1
-        tg.start_soon(self._call, call_id, handler, args, kwargs)
+        tg.start_soon(self._call, call_id, name, handler, args, kwargs)
 
     # -- pauses -------------------------------------------------------------------------------
 
@@ -813,7 +821,7 @@ class _Drive:
                 if handler is None:
                     self._done[call_id] = {"exception": RuntimeError(f"{name}: cannot be resumed")}
                     continue
-                self._start(tg, call_id, handler, args, kwargs)
+                self._start(tg, call_id, name, handler, args, kwargs)
             try:
                 while not isinstance(snap, pm.MontyComplete):
                     if isinstance(snap, pm.AsyncFunctionSnapshot):
@@ -849,7 +857,7 @@ class _Drive:
                 return await snap.resume({"return_value": value})
             handler = self._async.get(name)
             if handler is not None:
-                self._start(tg, snap.call_id, handler, snap.args, snap.kwargs)
+                self._start(tg, snap.call_id, name, handler, snap.args, snap.kwargs)
                 return await snap.resume({"future": ...})
             return await snap.resume_auto()
         if name in _SLEEPS or name in _ASYNC_SLEEPS:

@@ -33,6 +33,9 @@ DESCRIPTIONS: dict[str, str] = {
     "save_snippet": "Save a program that reads `input` as the tool snippets:<name>, callable like any tool.",
     "list_snippets": "The saved snippets, as tool ids with their descriptions.",
     "delete_snippet": "Delete a saved snippet.",
+    "resume_execution": "Continue a run paused for approval, with a person's decision.",
+    "list_paused": "Your runs paused for approval.",
+    "approve_tools": "Operator: approve quarantined tools' current definitions.",
     "execute_code": (
         "Run Python in a sandbox; return a small result (set __out or end with an expression). "
         "Tool ids look like 'namespace:name'; each namespace is a module (calls checked before running):\n"

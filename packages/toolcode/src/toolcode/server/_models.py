@@ -108,6 +108,15 @@ class SnippetNameIn(_In):
     name: str
 
 
+class ResumeIn(_In):
+    execution_id: str
+    decision: Literal["approve", "approve_run", "deny", "abort"]
+
+
+class ApproveToolsIn(_In):
+    tools: list[str] = Field(description="Tool ids or globs ('github:*') whose current definitions to approve.")
+
+
 class ResetOutcome(BaseModel):
     session: str
     reset: bool
@@ -132,5 +141,8 @@ INPUT_MODELS: dict[str, type[BaseModel]] = {
     "save_snippet": SaveSnippetIn,
     "list_snippets": NoArgsIn,
     "delete_snippet": SnippetNameIn,
+    "resume_execution": ResumeIn,
+    "list_paused": NoArgsIn,
+    "approve_tools": ApproveToolsIn,
 }
 """Each code-mode tool's input model, by tool name."""

@@ -35,6 +35,8 @@ from toolcode._models import (
     SearchResult,
     ToolListResult,
 )
+from toolcode._paused import DECISIONS
+from toolcode._policy import Asker, PendingCall
 from toolcode._types import ToolCallRecord
 from toolcode.exceptions import InvalidArgumentsError, ToolCodeError, clip
 from toolcode.server._descriptions import DESCRIPTIONS, INSTRUCTIONS, UNSANDBOXED_NOTE
@@ -49,9 +51,16 @@ EXPOSED_SEPARATOR = "__"
 """Joins namespace and name of a directly exposed upstream tool (``github__list_issues``);
 ``:`` is not allowed in MCP tool names and some clients reject ``.``."""
 
-_Handler = Callable[[ServerRequestContext[Any], dict[str, Any]], Awaitable[types.CallToolResult]]
+_Handler = Callable[
+    [ServerRequestContext[Any], dict[str, Any]], Awaitable[types.CallToolResult | types.InputRequiredResult]
+]
 _CONTENT_BLOCK: TypeAdapter[types.ContentBlock] = TypeAdapter(types.ContentBlock)
 _MCP_NAME_MAX = 128
+_PERSON_TOOLS = frozenset({"resume_execution", "approve_tools"})
+_ASKED_INLINE = frozenset({"resume_execution"})
+"""Not listed to clients that declare elicitation: their user decides within the request."""
+_MAX_ASKS_PER_REQUEST = 100
+"""Decisions asked for within one execute_code request, at most (then the run stays paused)."""
 
 
 def _caller_of(ctx: ServerRequestContext[Any]) -> str:
@@ -205,10 +214,20 @@ class CodeModeServer:
             "save_snippet": self._save_snippet,
             "list_snippets": self._list_snippets,
             "delete_snippet": self._delete_snippet,
+            "resume_execution": self._resume_execution,
+            "list_paused": self._list_paused,
+            "approve_tools": self._approve_tools,
         }
         self._handlers = {n: handlers[n] for n in self._tool_names}
         self._meta_tools = [
-            types.Tool(name=n, description=DESCRIPTIONS[n], input_schema=_input_schema(INPUT_MODELS[n]))
+            types.Tool(
+                name=n,
+                description=DESCRIPTIONS[n],
+                input_schema=_input_schema(INPUT_MODELS[n]),
+                # Clients that ask their user before a tool call should ask before these: a
+                # decision on a paused run, or an approval of tool definitions, is the person's.
+                annotations=types.ToolAnnotations(destructive_hint=True) if n in _PERSON_TOOLS else None,
+            )
             for n in self._tool_names
         ]
         self.collisions: list[str] = []
@@ -321,21 +340,29 @@ class CodeModeServer:
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         self._remember(ctx)
-        return types.ListToolsResult(tools=[*self._meta_tools, *self._exposed_defs()])
+        meta = self._meta_tools
+        caps = ctx.session.client_capabilities
+        if caps is not None and caps.elicitation is not None:
+            # This client's user is asked within execute_code: it does not need the tool (it is
+            # still callable, for a run left paused when the user dismissed the question).
+            meta = [t for t in meta if t.name not in _ASKED_INLINE]
+        return types.ListToolsResult(tools=[*meta, *self._exposed_defs()])
 
     async def _on_call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
+    ) -> types.CallToolResult | types.InputRequiredResult:
         self._remember(ctx)
         args = dict(params.arguments or {})
         handler = self._handlers.get(params.name)
         try:
+            if params.request_state is not None and params.name == "execute_code" and handler is not None:
+                return await self._continue_by_retry(ctx, params)
             if handler is None:
                 exposed = self._exposed.get(params.name)
                 if exposed is None:
                     names = ", ".join(self.tool_names()[:30])
                     raise InvalidArgumentsError("name", f"unknown tool {clip(params.name)!r}; this server has: {names}")
-                return await self._run_exposed(exposed, args)
+                return await self._run_exposed(ctx, exposed, args)
             unknown = sorted(set(args) - set(INPUT_MODELS[params.name].model_fields))
             if unknown:
                 raise InvalidArgumentsError(clip(unknown[0], 60), f"{params.name} has no such argument")
@@ -377,11 +404,13 @@ class CodeModeServer:
         return _result(out, _dumps(out.model_dump(mode="json")))
 
     async def _run_tool(self, ctx: ServerRequestContext[Any], a: dict[str, Any]) -> types.CallToolResult:
-        out: RunToolOutcome = await self.codemode.run_tool(a.get("tool_id"), a.get("args"), timeout=a.get("timeout"))
+        out: RunToolOutcome = await self.codemode.run_tool(
+            a.get("tool_id"), a.get("args"), timeout=a.get("timeout"), ask=self._asker(ctx), caller=_caller_of(ctx)
+        )
         return _result(out, _dumps(out.value))
 
     async def _run_chain(self, ctx: ServerRequestContext[Any], a: dict[str, Any]) -> types.CallToolResult:
-        out: ChainOutcome = await self.codemode.run_chain(a.get("steps"))
+        out: ChainOutcome = await self.codemode.run_chain(a.get("steps"), ask=self._asker(ctx), caller=_caller_of(ctx))
         text = _dumps(out.model_dump(mode="json"))
         if out.aborted:
             failed = next(s for s in reversed(out.steps) if not s.ok)
@@ -390,7 +419,9 @@ class CodeModeServer:
             text = f"chain aborted at step {failed.index} ({failed.tool_id}): {why}\n{text}"
         return _result(out, text, is_error=out.aborted)
 
-    async def _execute_code(self, ctx: ServerRequestContext[Any], a: dict[str, Any]) -> types.CallToolResult:
+    async def _execute_code(
+        self, ctx: ServerRequestContext[Any], a: dict[str, Any]
+    ) -> types.CallToolResult | types.InputRequiredResult:
         done = 0
         options: Any = a.get("options")
 
@@ -400,15 +431,156 @@ class CodeModeServer:
             status = "ok" if record.error is None else f"failed ({record.code or 'tool_error'})"
             await ctx.session.report_progress(done, None, f"{record.tool_id} {status} ({record.duration_ms:.0f} ms)")
 
+        caller = _caller_of(ctx)
+        code = a.get("code")
         out: ExecuteOutcome = await self.codemode.execute(
-            a.get("code"),
+            code,
             input=a.get("input"),
             options=options,
             on_tool_call=on_tool_call,
-            caller=_caller_of(ctx),
+            caller=caller,
             session=a.get("session"),
         )
-        return _result(out, outcome_text(out), is_error=not out.ok)
+        if out.approval is not None and self._can_ask_by_retry(ctx):
+            return self._input_required(out, code if isinstance(code, str) else "")
+        out = await self._decide_now(ctx, out, code if isinstance(code, str) else "", on_tool_call)
+        return _result(out, outcome_text(out), is_error=out.status == "error")
+
+    # ----------------------------------------------------------------- approvals
+
+    def _asker(self, ctx: ServerRequestContext[Any]) -> Asker | None:
+        """Asks the client's user (MCP elicitation) when the client declared it can; else ``None``."""
+        caps = ctx.session.client_capabilities
+        if caps is None or caps.elicitation is None or not ctx.session.can_send_request:
+            return None
+
+        async def ask(pending: Sequence[PendingCall], line: int | None, code: str = "") -> tuple[str, str]:
+            return await self._elicit(ctx, pending, line, code)
+
+        return ask
+
+    @staticmethod
+    def _form(pending: Sequence[PendingCall], line: int | None, code: str) -> tuple[str, dict[str, Any]]:
+        """The question a person answers about paused calls: message and form schema."""
+        shown = "\n".join(
+            f"- {p.tool_id} ({p.tier}): {clip(_dumps(p.args), 600)}\n  why asked: {clip(p.reason, 200)}"
+            for p in pending[:10]
+        )
+        where = ""
+        lines = code.splitlines()
+        if line is not None and 0 < line <= len(lines):
+            where = f"\nat line {line}: {clip(lines[line - 1].strip(), 300)}"
+        message = (
+            f"A program run by the assistant wants to make {len(pending)} call(s) that need your decision:\n"
+            f"{shown}{where}"
+        )
+        schema: dict[str, Any] = {
+            "type": "object",
+            "properties": {
+                "decision": {
+                    "type": "string",
+                    "title": "Decision",
+                    "enum": list(DECISIONS),
+                    "enumNames": [
+                        "Approve this call",
+                        "Approve these tools for this run",
+                        "Deny this call",
+                        "Stop the run",
+                    ],
+                }
+            },
+            "required": ["decision"],
+        }
+        return message, schema
+
+    @staticmethod
+    def _decision_of(result: types.ElicitResult) -> str:
+        """A person's answer as a decision; ``cancel`` leaves the run paused."""
+        if result.action == "decline":
+            return "deny"
+        if result.action != "accept" or not result.content:
+            return "cancel"
+        decision = result.content.get("decision")
+        return decision if isinstance(decision, str) and decision in DECISIONS else "cancel"
+
+    async def _elicit(
+        self, ctx: ServerRequestContext[Any], pending: Sequence[PendingCall], line: int | None, code: str
+    ) -> tuple[str, str]:
+        message, schema = self._form(pending, line, code)
+        try:
+            result = await ctx.session.elicit_form(message, schema, related_request_id=ctx.request_id)
+        except Exception as e:  # the client failed to ask: the run stays paused, to resume later
+            log.warning("server.elicitation_failed", error=repr(e)[:300])
+            return "cancel", "nobody"
+        return self._decision_of(result), "person (elicitation)"
+
+    @staticmethod
+    def _can_ask_by_retry(ctx: ServerRequestContext[Any]) -> bool:
+        """2026-07-28: the client asks its user when the result says input is required, then retries."""
+        caps = ctx.session.client_capabilities
+        return caps is not None and caps.elicitation is not None and not ctx.session.can_send_request
+
+    def _input_required(self, out: ExecuteOutcome, code: str) -> types.InputRequiredResult:
+        approval = out.approval
+        assert approval is not None
+        pending = [PendingCall.from_dict(p.model_dump()) for p in approval.pending]
+        message, schema = self._form(pending, approval.line, code)
+        request = types.ElicitRequest(params=types.ElicitRequestFormParams(message=message, requested_schema=schema))
+        return types.InputRequiredResult(input_requests={"decision": request}, request_state=approval.execution_id)
+
+    async def _continue_by_retry(
+        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        """The retry of an execute_code that asked for a decision: continue the paused run with it."""
+        code = str((params.arguments or {}).get("code") or "")
+        execution_id = params.request_state
+        answer = (params.input_responses or {}).get("decision")
+        decision = self._decision_of(answer) if isinstance(answer, types.ElicitResult) else "cancel"
+        caller = _caller_of(ctx)
+        if decision == "cancel":
+            paused = await self.codemode.list_paused(caller)
+            text = f"the run stays paused: resume_execution(execution_id={execution_id!r}, decision=...) continues it"
+            return _result(paused, text)
+        out = await self.codemode.resume(execution_id, decision, caller=caller, by="person (elicitation)")
+        if out.approval is not None:
+            return self._input_required(out, code)
+        return _result(out, outcome_text(out), is_error=out.status == "error")
+
+    async def _decide_now(
+        self, ctx: ServerRequestContext[Any], out: ExecuteOutcome, code: str, on_tool_call: Any
+    ) -> ExecuteOutcome:
+        """While the run waits and the client can ask its user, ask within this request and continue."""
+        if out.approval is None or self._asker(ctx) is None:
+            return out
+        caller = _caller_of(ctx)
+        for _ in range(_MAX_ASKS_PER_REQUEST):
+            approval = out.approval
+            if approval is None:
+                break
+            pending = [PendingCall.from_dict(p.model_dump()) for p in approval.pending]
+            decision, who = await self._elicit(ctx, pending, approval.line, code)
+            if decision == "cancel":
+                break  # left paused: resume_execution continues it later
+            out = await self.codemode.resume(
+                approval.execution_id, decision, caller=caller, on_tool_call=on_tool_call, by=who
+            )
+        return out
+
+    async def _resume_execution(self, ctx: ServerRequestContext[Any], a: dict[str, Any]) -> types.CallToolResult:
+        out = await self.codemode.resume(a.get("execution_id"), a.get("decision"), caller=_caller_of(ctx))
+        return _result(out, outcome_text(out), is_error=out.status == "error")
+
+    async def _list_paused(self, ctx: ServerRequestContext[Any], a: dict[str, Any]) -> types.CallToolResult:
+        out = await self.codemode.list_paused(_caller_of(ctx))
+        lines = [
+            f"{r.execution_id}: " + ", ".join(p.tool_id for p in r.pending) + (f" at line {r.line}" if r.line else "")
+            for r in out.paused
+        ] or ["no paused runs"]
+        return _result(out, "\n".join(lines))
+
+    async def _approve_tools(self, ctx: ServerRequestContext[Any], a: dict[str, Any]) -> types.CallToolResult:
+        out = await self.codemode.approve_tools(a.get("tools"), by=f"operator:{_caller_of(ctx)}")
+        return _result(out, "approved: " + (", ".join(out.approved) or "nothing (no tool matched)"))
 
     async def _list_sessions(self, ctx: ServerRequestContext[Any], a: dict[str, Any]) -> types.CallToolResult:
         out = await self.codemode.list_sessions(_caller_of(ctx))
@@ -437,10 +609,11 @@ class CodeModeServer:
         out = DeleteOutcome(name=str(name), deleted=gone)
         return _result(out, f"snippets:{name} " + ("deleted" if gone else "did not exist"))
 
-    async def _run_exposed(self, tool: Tool, args: dict[str, Any]) -> types.CallToolResult:
-        ops = self.codemode.operations()
+    async def _run_exposed(
+        self, ctx: ServerRequestContext[Any], tool: Tool, args: dict[str, Any]
+    ) -> types.CallToolResult:
         try:
-            result = await ops.run_result(tool.id, args)
+            result = await self.codemode.run_result(tool.id, args, ask=self._asker(ctx), caller=_caller_of(ctx))
         except ToolCodeError as exc:
             return _failure(exc, self.codemode)
         blocks = [types.TextContent(text=_dumps(result.structured))] if not result.content else []

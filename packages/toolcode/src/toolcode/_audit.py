@@ -1,0 +1,179 @@
+"""The audit log and the quarantine of tool definitions, both kept in the state store.
+
+* :class:`AuditLog`: every tool call made from code (tool, tier, decision, who decided,
+  duration, ok or error code; arguments and results only when configured) and every decision
+  on a paused run, appended to the store's ``audit`` log (one append per run: a run's entries
+  land together or not at all).
+* :class:`Quarantine`: with ``policy.quarantine`` on, a tool whose definition (description,
+  schemas, annotations) has no approved digest is not callable. Digests of approved
+  definitions live in the store (kind ``approved-tool``), so every replica agrees.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Literal, cast
+
+import anyio
+import structlog
+
+from toolcode._policy import SNIPPETS_NAMESPACE, AuditEntry, tool_hash
+from toolcode.exceptions import StateUnavailableError
+from toolcode.state import StateStore
+from toolindex import Index, Tool
+
+__all__ = ["AuditLog", "Quarantine", "ToolApproval"]
+
+_log = structlog.get_logger("toolcode.audit")
+
+AUDIT_KIND: Final = "audit"
+APPROVED_KIND: Final = "approved-tool"
+_SYNC_EVERY_S: Final = 2.0
+
+
+class AuditLog:
+    """The audit log of one state store."""
+
+    def __init__(self, store: StateStore) -> None:
+        self.store = store
+
+    async def write(self, entries: Sequence[AuditEntry]) -> None:
+        """Append a run's entries (one append: they land together). A store failure is logged, not raised."""
+        if not entries:
+            return
+        blob = json.dumps([e.to_dict() for e in entries], default=repr, ensure_ascii=False)
+        try:
+            await self.store.append(AUDIT_KIND, blob.encode("utf-8", "surrogatepass"))
+        except StateUnavailableError as e:
+            _log.warning("audit.write_failed", entries=len(entries), error=str(e)[:300])
+
+    async def read(self, *, since: float | None = None, limit: int = 1000) -> list[dict[str, Any]]:
+        """Entries at or after ``since`` (Unix time), oldest first, at most ``limit`` (the newest ones)."""
+        out: list[dict[str, Any]] = []
+        after = 0
+        while True:
+            page = await self.store.read_log(AUDIT_KIND, after=after, limit=1000)
+            if not page:
+                break
+            for entry in page:
+                after = entry.seq
+                try:
+                    items = json.loads(entry.value)
+                except ValueError:
+                    continue
+                if not isinstance(items, list):
+                    continue
+                out.extend(
+                    cast("dict[str, Any]", item)
+                    for item in cast("list[Any]", items)
+                    if isinstance(item, dict) and (since is None or _at(cast("dict[str, Any]", item)) >= since)
+                )
+            if len(page) < 1000:
+                break
+        return out[-limit:] if limit else out
+
+
+def _at(item: dict[str, Any]) -> float:
+    try:
+        return float(item.get("at", 0))
+    except (TypeError, ValueError):
+        return 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class ToolApproval:
+    """A tool's standing in the quarantine."""
+
+    tool_id: str
+    state: Literal["approved", "new", "changed"]
+    approved_by: str | None = None
+    approved_at: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data."""
+        return {
+            "tool_id": self.tool_id,
+            "state": self.state,
+            "approved_by": self.approved_by,
+            "approved_at": self.approved_at,
+        }
+
+
+def _key(tool_id: str) -> str:
+    return hashlib.sha256(tool_id.encode("utf-8", "surrogatepass")).hexdigest()[:40]
+
+
+class Quarantine:
+    """Which tool definitions a person approved (``policy.quarantine``).
+
+    Checks are answered from memory (kept in step with the store every 2 s, and at once for
+    approvals made here), so they cost a dictionary lookup per call.
+    """
+
+    def __init__(self, store: StateStore, index: Index) -> None:
+        self.store = store
+        self.index = index
+        self._approved: dict[str, tuple[str, str | None, float | None]] = {}
+        self._hashes: dict[str, tuple[Tool, str]] = {}
+
+    def _hash(self, tool: Tool) -> str:
+        hit = self._hashes.get(tool.id)
+        if hit is not None and hit[0] is tool:
+            return hit[1]
+        h = tool_hash(tool)
+        self._hashes[tool.id] = (tool, h)
+        return h
+
+    def quarantined(self, tool: Tool) -> bool:
+        """Whether calls of this tool are blocked (new, or changed since approved). Saved snippets never are."""
+        if tool.namespace == SNIPPETS_NAMESPACE:
+            return False
+        approved = self._approved.get(tool.id)
+        return approved is None or approved[0] != self._hash(tool)
+
+    def status(self, tool: Tool) -> ToolApproval:
+        """The tool's standing."""
+        approved = self._approved.get(tool.id)
+        if approved is None:
+            return ToolApproval(tool.id, "new")
+        state: Literal["approved", "changed"] = "approved" if approved[0] == self._hash(tool) else "changed"
+        return ToolApproval(tool.id, state, approved[1], approved[2])
+
+    async def sync(self) -> None:
+        """Read the approvals from the store."""
+        seen: dict[str, tuple[str, str | None, float | None]] = {}
+        for info in await self.store.list(APPROVED_KIND, limit=100_000):
+            rec = await self.store.get(APPROVED_KIND, info.key)
+            if rec is None:
+                continue
+            try:
+                d = json.loads(rec.value)
+                seen[str(d["tool_id"])] = (str(d["hash"]), d.get("by"), d.get("at"))
+            except (ValueError, KeyError, TypeError):
+                continue
+        self._approved = seen
+
+    async def keep_in_sync(self) -> None:
+        """Re-read the approvals every two seconds (run as a background task)."""
+        while True:
+            await anyio.sleep(_SYNC_EVERY_S)
+            try:
+                await self.sync()
+            except StateUnavailableError as e:
+                _log.warning("quarantine.sync_failed", error=str(e)[:300])
+
+    async def approve(self, tools: Iterable[Tool], by: str) -> list[str]:
+        """Approve the tools' current definitions; returns the ids approved."""
+        out: list[str] = []
+        now = time.time()
+        for tool in tools:
+            h = self._hash(tool)
+            body = json.dumps({"tool_id": tool.id, "hash": h, "by": by, "at": now}).encode()
+            await self.store.put(APPROVED_KIND, _key(tool.id), body)
+            self._approved[tool.id] = (h, by, now)
+            out.append(tool.id)
+        return out

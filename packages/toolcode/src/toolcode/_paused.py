@@ -1,0 +1,284 @@
+"""Paused runs: a run stopped at a call that needs a decision, kept in the state store until decided.
+
+A paused run holds no worker: the engine dumped the suspended interpreter (a few kilobytes for a
+small run), and this module keeps it, with the run's trace, output, counters and approvals, as
+one record of kind ``paused`` with a TTL. Resuming *takes* the record (a compare-and-set delete),
+so two replicas never continue the same run twice; the run continues from the exact call it
+stopped at, nothing before it is replayed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Final, Literal, cast, get_args
+
+from toolcode._options import ResolvedOptions
+from toolcode._policy import Approvals, PendingCall, call_key
+from toolcode._sessions import owner_of
+from toolcode._types import PauseState, ToolCallRecord
+from toolcode.exceptions import InvalidArgumentsError, StateConflictError
+from toolcode.state import StateStore
+
+__all__ = ["DECISIONS", "Decision", "PausedRun", "PausedRuns", "new_execution_id"]
+
+KIND: Final = "paused"
+ID_PATTERN: Final = re.compile(r"^[0-9a-f]{32}$")
+Decision = Literal["approve", "approve_run", "deny", "abort"]
+"""``approve``: this call, once; ``approve_run``: these tools for the rest of the run; ``deny``: the
+snippet gets ``approval_denied``; ``abort``: the run ends here."""
+DECISIONS: Final[tuple[Decision, ...]] = get_args(Decision)
+
+
+def new_execution_id() -> str:
+    """A fresh, unguessable execution id."""
+    return uuid.uuid4().hex
+
+
+def check_decision(value: Any) -> Decision:
+    """``value`` if it is a decision; else :class:`InvalidArgumentsError` on ``decision``."""
+    for d in DECISIONS:
+        if value == d:
+            return d
+    raise InvalidArgumentsError("decision", f"must be one of {', '.join(DECISIONS)}; got {str(value)[:40]!r}")
+
+
+@dataclass(slots=True)
+class PausedRun:
+    """Everything needed to continue a run that waits for a decision."""
+
+    execution_id: str
+    owner: str
+    caller: str | None
+    code: str
+    input: Any
+    options: ResolvedOptions
+    session: str | None
+    state: PauseState
+    approvals: Approvals
+    trace: list[ToolCallRecord]
+    stdout: str
+    stderr: str
+    calls: int
+    """Tool calls counted against ``max_tool_calls`` so far."""
+    elapsed: float
+    """Seconds the run has been running (waiting for a person does not count)."""
+    may_call: list[str] = field(default_factory=list[str])
+    """The tools the snippet names literally (what it may still call)."""
+    created: float = field(default_factory=time.time)
+    paused_at: float = field(default_factory=time.time)
+    expires: float | None = None
+
+    @property
+    def pending(self) -> list[PendingCall]:
+        """The calls that wait."""
+        return [p if isinstance(p, PendingCall) else PendingCall.from_dict(p) for p in self.state.pending]
+
+    def apply(self, decision: Decision, who: str) -> None:
+        """Record a decision on the pending calls (``abort`` is handled by the caller)."""
+        a = self.approvals
+        a.who = who
+        for p in self.pending:
+            if decision == "approve":
+                a.once.append(call_key(p.tool_id, p.args))
+            elif decision == "approve_run":
+                a.tools.add(p.tool_id)
+            elif decision == "deny":
+                a.denied.append(call_key(p.tool_id, p.args))
+
+    def encode(self) -> bytes:
+        """One JSON header line, then the engine's snapshot bytes."""
+        header = {
+            "v": 1,
+            "execution_id": self.execution_id,
+            "owner": self.owner,
+            "caller": self.caller,
+            "code": self.code,
+            "input": self.input,
+            "options": _options_data(self.options),
+            "session": self.session,
+            "drive": self.state.drive,
+            "pending": [p.to_dict() for p in self.pending],
+            "line": self.state.line,
+            "approvals": self.approvals.to_dict(),
+            "trace": [r.to_dict() for r in self.trace],
+            "stdout": self.stdout,
+            "stderr": self.stderr,
+            "calls": self.calls,
+            "elapsed": self.elapsed,
+            "may_call": self.may_call,
+            "created": self.created,
+            "paused_at": self.paused_at,
+            "expires": self.expires,
+        }
+        return (
+            json.dumps(header, default=repr, ensure_ascii=False).encode("utf-8", "surrogatepass")
+            + b"\n"
+            + (self.state.snapshot)
+        )
+
+    @classmethod
+    def decode(cls, blob: bytes) -> PausedRun:
+        """Read :meth:`encode`'s output back.
+
+        Raises:
+            ValueError: If the record is not a paused run this version can read.
+        """
+        head, _, snapshot = blob.partition(b"\n")
+        try:
+            d = json.loads(head)
+            if d.get("v") != 1:
+                raise ValueError(f"unknown paused-run format {d.get('v')!r}")
+            return cls(
+                execution_id=str(d["execution_id"]),
+                owner=str(d["owner"]),
+                caller=d["caller"],
+                code=str(d["code"]),
+                input=d["input"],
+                options=_options_of(d["options"]),
+                session=d["session"],
+                state=PauseState(
+                    snapshot,
+                    dict(d["drive"]),
+                    [PendingCall.from_dict(p) for p in d["pending"]],
+                    d["line"],
+                ),
+                approvals=Approvals.from_dict(d["approvals"]),
+                trace=[_record_of(r) for r in d["trace"]],
+                stdout=str(d["stdout"]),
+                stderr=str(d["stderr"]),
+                calls=int(d["calls"]),
+                elapsed=float(d["elapsed"]),
+                may_call=[str(x) for x in d["may_call"]],
+                created=float(d["created"]),
+                paused_at=float(d["paused_at"]),
+                expires=d["expires"],
+            )
+        except (KeyError, TypeError, AttributeError) as e:
+            raise ValueError(f"unreadable paused run: {type(e).__name__}: {e}") from None
+
+
+def _options_data(o: ResolvedOptions) -> dict[str, Any]:
+    d = asdict(o)
+    if math.isinf(o.timeout):
+        d["timeout"] = None
+    return d
+
+
+def _options_of(d: Mapping[str, Any]) -> ResolvedOptions:
+    values = dict(d)
+    if values.get("timeout") is None:
+        values["timeout"] = math.inf
+    ns = values.get("allowed_namespaces")
+    values["allowed_namespaces"] = tuple(cast("Sequence[str]", ns)) if ns is not None else None
+    return ResolvedOptions(**values)
+
+
+def _record_of(d: Mapping[str, Any]) -> ToolCallRecord:
+    return ToolCallRecord(
+        tool_id=str(d["tool_id"]),
+        args=dict(cast("Mapping[str, Any]", d.get("args") or {})),
+        structured=d.get("structured"),
+        backend_kind=d.get("backend_kind"),
+        error=d.get("error"),
+        error_op=d.get("error_op"),
+        duration_ms=float(d.get("duration_ms") or 0.0),
+        started_ms=float(d.get("started_ms") or 0.0),
+        code=d.get("code"),
+    )
+
+
+class PausedRuns:
+    """The paused runs of one state store.
+
+    Args:
+        store: Where they live.
+        ttl: Seconds a paused run waits for its decision before it is dropped.
+    """
+
+    def __init__(self, store: StateStore, ttl: float = 86_400.0) -> None:
+        self.store = store
+        self.ttl = ttl
+
+    async def save(self, run: PausedRun) -> None:
+        """Keep a paused run until it is decided or expires."""
+        run.expires = time.time() + self.ttl
+        await self.store.put(KIND, run.execution_id, run.encode(), ttl=self.ttl)
+
+    @staticmethod
+    def _unknown(execution_id: str) -> InvalidArgumentsError:
+        return InvalidArgumentsError(
+            "execution_id",
+            f"no paused run {execution_id[:40]!r}: unknown, already resumed, or expired (paused runs wait "
+            "policy.pause_ttl seconds)",
+        )
+
+    async def _read(self, execution_id: Any, caller: str | None) -> tuple[PausedRun, int]:
+        eid = self.check_id(execution_id)
+        rec = await self.store.get(KIND, eid)
+        if rec is None:
+            raise self._unknown(eid)
+        try:
+            run = PausedRun.decode(rec.value)
+        except ValueError:
+            raise self._unknown(eid) from None
+        if run.owner != owner_of(caller):
+            raise self._unknown(eid)  # another caller's run: not even its existence is shown
+        return run, rec.version
+
+    async def get(self, execution_id: Any, caller: str | None) -> PausedRun:
+        """Read a paused run of this caller without taking it.
+
+        Raises:
+            InvalidArgumentsError: If the id is malformed, unknown, expired, or another caller's.
+        """
+        return (await self._read(execution_id, caller))[0]
+
+    async def take(self, execution_id: Any, caller: str | None) -> PausedRun:
+        """Take a paused run to continue it: afterwards nobody else can.
+
+        Raises:
+            InvalidArgumentsError: If the id is malformed, unknown, expired, already taken, or
+                another caller's.
+            StateUnavailableError: If the store cannot be reached.
+        """
+        run, version = await self._read(execution_id, caller)
+        try:
+            taken = await self.store.delete(KIND, run.execution_id, expect=version)
+        except StateConflictError:
+            taken = False
+        if not taken:
+            raise InvalidArgumentsError(
+                "execution_id", f"paused run {run.execution_id!r} is being resumed by another request"
+            )
+        return run
+
+    async def list(self, caller: str | None, *, limit: int = 100) -> list[PausedRun]:
+        """This caller's paused runs, oldest first."""
+        owner = owner_of(caller)
+        out: list[PausedRun] = []
+        for info in await self.store.list(KIND, limit=1000):
+            rec = await self.store.get(KIND, info.key)
+            if rec is None:
+                continue
+            try:
+                run = PausedRun.decode(rec.value)
+            except ValueError:
+                continue
+            if run.owner == owner:
+                out.append(run)
+            if len(out) >= limit:
+                break
+        return sorted(out, key=lambda r: r.paused_at)
+
+    @staticmethod
+    def check_id(value: Any) -> str:
+        """``value`` if it looks like an execution id; else :class:`InvalidArgumentsError`."""
+        if not isinstance(value, str) or not ID_PATTERN.match(value):
+            raise InvalidArgumentsError("execution_id", f"must be a 32-character hex id, got {str(value)[:40]!r}")
+        return value

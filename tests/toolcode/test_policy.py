@@ -1,0 +1,190 @@
+"""The policy model: tiers from annotations and globs, rules in order, presets, saved snippets judged by their calls."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from toolcode._paused import PausedRun
+from toolcode._policy import (
+    ApprovalNeeded,
+    Approvals,
+    Gate,
+    PendingCall,
+    Policy,
+    PolicySettings,
+    call_key,
+    literal_tool_ids,
+    tier_of_annotations,
+)
+from toolcode._types import PauseState
+from toolcode._view import CatalogView
+from toolcode.exceptions import ErrorCode, ToolError
+from toolindex import BackendRef, InMemoryIndex, Tool
+
+
+def _tool(name: str, ns: str = "fs", **annotations: Any) -> Tool:
+    return Tool.validated(
+        name=name,
+        namespace=ns,
+        description=f"{name} tool",
+        input_schema={"type": "object"},
+        annotations=annotations or None,
+    )
+
+
+@pytest.fixture
+def view() -> CatalogView:
+    index = InMemoryIndex()
+    for t in (
+        _tool("read_file", readOnlyHint=True),
+        _tool("write_file", readOnlyHint=False, destructiveHint=False),
+        _tool("delete_file", destructiveHint=True),
+        _tool("touch"),
+        _tool("charge", ns="payments"),
+    ):
+        index.register(t, BackendRef.of_provider("p", tool=t.name))
+    return CatalogView(index)
+
+
+@pytest.mark.parametrize(
+    ("annotations", "tier"),
+    [
+        (None, "write"),
+        ({}, "write"),
+        ({"readOnlyHint": True}, "read"),
+        ({"readOnlyHint": True, "destructiveHint": True}, "read"),
+        ({"destructiveHint": True}, "destructive"),
+        ({"destructiveHint": False}, "write"),
+        ({"readOnlyHint": "yes"}, "write"),  # only a real true counts
+    ],
+)
+def test_tier_of_annotations(annotations: dict[str, Any] | None, tier: str) -> None:
+    assert tier_of_annotations(annotations) == tier
+
+
+def test_presets_and_rules_first_match_wins(view: CatalogView) -> None:
+    def decisions(settings: dict[str, Any]) -> dict[str, str]:
+        policy = Policy(PolicySettings.model_validate(settings))
+        return {
+            t: policy.verdict(view.get(t), view).decision
+            for t in ("fs:read_file", "fs:write_file", "fs:delete_file", "payments:charge")
+        }
+
+    assert decisions({}) == {
+        "fs:read_file": "allow",
+        "fs:write_file": "allow",
+        "fs:delete_file": "ask",
+        "payments:charge": "allow",
+    }
+    assert decisions({"preset": "ask-writes"})["fs:write_file"] == "ask"
+    assert decisions({"preset": "read-only"}) == {
+        "fs:read_file": "allow",
+        "fs:write_file": "deny",
+        "fs:delete_file": "deny",
+        "payments:charge": "deny",
+    }
+    rules = {
+        "rules": [
+            {"tools": "fs:delete_*", "decision": "allow"},
+            {"namespace": "payments", "decision": "deny"},
+            {"tier": "destructive", "decision": "deny"},
+        ]
+    }
+    got = decisions(rules)
+    assert got["fs:delete_file"] == "allow" and got["payments:charge"] == "deny"
+    # tiers globs override annotations
+    policy = Policy(PolicySettings.model_validate({"tiers": {"fs:read_*": "destructive"}}))
+    v = policy.verdict(view.get("fs:read_file"), view)
+    assert v.tier == "destructive" and v.decision == "ask" and "preset 'default'" in v.reason
+
+
+def test_a_rule_must_match_something() -> None:
+    with pytest.raises(ValueError, match="at least one of tier, namespace, tools"):
+        PolicySettings.model_validate({"rules": [{"decision": "deny"}]})
+
+
+def test_saved_snippets_are_judged_by_what_they_call(view: CatalogView) -> None:
+    codes = {
+        "reader": "run_tool('fs:read_file', path='a')",
+        "deleter": "x = 1\nrun_tool('fs:delete_file', path=input['p'])",
+        "dynamic": "run_tool(input['tool'], {})",
+        "module": "from tools import fs\nfs.delete_file(path='a')",
+    }
+    index = view.index
+    for name in codes:
+        index.register(_tool(name, ns="snippets"), BackendRef.of_provider("snippets", tool=name))
+    from toolcode._modules import ToolModules
+
+    policy = Policy(snippet_code=codes.get, modules=ToolModules(index))
+    verdict = {n: policy.verdict(view.get(f"snippets:{n}"), view) for n in codes}
+    assert (verdict["reader"].tier, verdict["reader"].decision) == ("read", "allow")
+    assert (verdict["deleter"].tier, verdict["deleter"].decision) == ("destructive", "ask")
+    assert verdict["deleter"].calls == ("fs:delete_file",)
+    assert verdict["dynamic"].tier == "write"
+    assert (verdict["module"].tier, verdict["module"].decision) == ("destructive", "ask")
+
+
+def test_literal_tool_ids() -> None:
+    known = {"a:x", "a:y", "b:z"}.__contains__
+    assert literal_tool_ids("run_tool('a:x')\nrun_tools([('a:y', {}), ('b:z', {})])", None, known) == (
+        ["a:x", "a:y", "b:z"],
+        False,
+    )
+    assert literal_tool_ids("t = 'a:x'\nrun_tool(t)", None, known) == (["a:x"], True)
+    assert literal_tool_ids("run_chain([{'tool_id': 'a:x', 'args': {}}])", None, known) == (["a:x"], False)
+    assert literal_tool_ids("def (", None, known) == ([], True)
+
+
+def test_the_gate_asks_denies_and_remembers_decisions(view: CatalogView) -> None:
+    gate = Gate(Policy(), view)
+    assert [v.decision for v in gate.check([("fs:read_file", {}), ("fs:touch", {})])] == ["allow", "allow"]
+    with pytest.raises(ApprovalNeeded) as asked:
+        gate.check([("fs:read_file", {}), ("fs:delete_file", {"path": "a"})])
+    assert [p.tool_id for p in asked.value.pending] == ["fs:delete_file"]
+    gate.approvals.once.append(call_key("fs:delete_file", {"path": "a"}))
+    gate.check([("fs:delete_file", {"path": "a"})])  # approved once ...
+    with pytest.raises(ApprovalNeeded):
+        gate.check([("fs:delete_file", {"path": "a"})])  # ... and only once
+    gate.approvals.denied.append(call_key("fs:delete_file", {"path": "b"}))
+    with pytest.raises(ToolError) as denied:
+        gate.check([("fs:delete_file", {"path": "b"})])
+    assert denied.value.code == ErrorCode.APPROVAL_DENIED
+    gate.approvals.tools.add("fs:delete_file")
+    gate.check([("fs:delete_file", {"path": "c"})])
+    # A gate that cannot pause refuses instead of asking.
+    with pytest.raises(ToolError) as refused:
+        Gate(Policy(), view, can_pause=False).check([("fs:delete_file", {})])
+    assert refused.value.code == ErrorCode.NOT_ALLOWED
+    # Unknown tools are left to the call itself (which reports them with suggestions).
+    assert gate.check([("fs:nope", {})]) == []
+
+
+def test_a_paused_run_round_trips_through_its_encoding() -> None:
+    from toolcode._options import ExecuteOptions
+
+    run = PausedRun(
+        execution_id="0" * 32,
+        owner="local",
+        caller=None,
+        code="x = 1",
+        input={"a": [1, 2]},
+        options=ExecuteOptions(timeout=0).resolve(),
+        session="s",
+        state=PauseState(b"\x00\x01snapshot\n\xff", {"done": {}}, [PendingCall("fs:w", {"p": 1}, "write", "why")], 3),
+        approvals=Approvals({"fs:w"}, ["k"], [], "person"),
+        trace=[],
+        stdout="out",
+        stderr="",
+        calls=2,
+        elapsed=0.5,
+        may_call=["fs:w"],
+    )
+    back = PausedRun.decode(run.encode())
+    assert back.state.snapshot == run.state.snapshot
+    assert back.options == run.options and back.options.timeout == float("inf")
+    assert back.pending == run.pending and back.approvals == run.approvals
+    assert (back.input, back.session, back.calls, back.state.line) == (run.input, "s", 2, 3)
+    with pytest.raises(ValueError, match=r"unreadable|unknown"):
+        PausedRun.decode(b'{"v": 1}\n')
