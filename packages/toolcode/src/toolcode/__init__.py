@@ -12,6 +12,7 @@ pluggable :class:`Engine`.
 """
 
 from toolcode._app import UNSANDBOXED_WARNING, ConnectEvent, Toolbox
+from toolcode._chain import CHAIN_SCHEMA
 from toolcode._core import CodeMode, outcome_text
 from toolcode._executor import Executor, ExecutorConfig, RunContext, ToolsFactory
 from toolcode._globals import SNIPPET_GLOBALS, SnippetGlobal, error_info
@@ -65,6 +66,7 @@ from toolcode.exceptions import (
 )
 
 __all__ = [
+    "CHAIN_SCHEMA",
     "DEFAULT_OPTIONS",
     "DEFAULT_TOOLS",
     "META_TOOLS",

@@ -168,6 +168,8 @@ class ChainStepOutcome(_Model):
     value: Any = None
     error: ErrorInfo | None = None
     duration_ms: float
+    id: str | None = None
+    """The step's own ``id``, when it has one."""
 
 
 class ChainOutcome(_Model):

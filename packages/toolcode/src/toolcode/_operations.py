@@ -18,12 +18,14 @@ import inspect
 import keyword
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Final, cast
 
 import anyio
+import structlog
 
+from toolcode._chain import ChainStep, parse_steps, resolve_args
 from toolcode._errors import as_tool_error, error_info, message_of
 from toolcode._limits import CallBudget
 from toolcode._models import (
@@ -74,8 +76,8 @@ MAX_DESCRIBE_IDS: Final = 20
 """Most tool ids one ``describe_tool`` call accepts."""
 MAX_EXAMPLES: Final = 20
 _MAX_ID_CHARS = 400  # namespace (128) + name (128) + version (64) + separators, with room
-_STEP_KEYS = frozenset({"tool_id", "args", "use_previous", "on_error"})
 _UNSEEN: Any = object()
+_log = structlog.get_logger("toolcode.operations")
 _SNIPPETS_PREFIX: Final = SNIPPETS_NAMESPACE + ":"
 """A tool whose signature ``call_tool`` has not looked up yet in this run."""
 
@@ -201,6 +203,8 @@ class Operations:
     ) -> None:
         self.gate = gate
         self.ask = ask
+        self.on_step: Callable[[dict[str, Any]], Awaitable[None]] | None = None
+        """Awaited when each chain step starts and ends (a door's progress reporting)."""
         self.view = view
         self.modules = modules
         self.unavailable = unavailable
@@ -687,6 +691,23 @@ class Operations:
                 raise e
         return results
 
+    async def _step_progress(self, step: ChainStep, status: str, outcome: ChainStepOutcome | None) -> None:
+        """Tell the door's progress listener about a step (never its arguments or result)."""
+        listener = self.on_step
+        if listener is None:
+            return
+        event: dict[str, Any] = {"step": step.index, "tool_id": step.tool_id, "status": status}
+        if step.id is not None:
+            event["id"] = step.id
+        if outcome is not None:
+            event["duration_ms"] = outcome.duration_ms
+            if outcome.error is not None:
+                event["code"] = outcome.error.code
+        try:
+            await listener(event)
+        except Exception as e:  # reporting progress must never change the outcome
+            _log.debug("operations.progress_failed", error=repr(e)[:200])
+
     async def run_chain(self, steps: Any, *, max_steps: int | None = None) -> ChainOutcome:
         """Run tools in sequence; every step's outcome.
 
@@ -708,48 +729,54 @@ class Operations:
                 exceed ``max_tool_calls``.
         """
         self._check_budget()
-        chain = _parse_steps(steps)
+        chain = parse_steps(steps, check_tool_id=check_tool_id, check_args=check_args, check_choice=check_choice)
         if max_steps is not None and len(chain) > max_steps:
             err = LimitExceededError("max_chain_steps", max_steps, len(chain))
             if self.budget is not None:
                 self.budget.trip(err)
             raise err
-        for i, (tid, _args, _prev, _on) in enumerate(chain):
+        for step in chain:
             try:
-                self.view.get(tid)
+                self.view.get(step.tool_id)
             except ToolIndexError as e:
-                raise _bad(f"steps[{i}].tool_id", message_of(as_tool_error(e, tid, self.view)), tid) from None
-        steps_calls = [(tid, args) for tid, args, _p, _o in chain]
+                message = message_of(as_tool_error(e, step.tool_id, self.view))
+                raise _bad(f"steps[{step.index}].tool_id", message, step.tool_id) from None
+        steps_calls = [(step.tool_id, step.args) for step in chain]
         if self.trace is None:
             await self._door_check(steps_calls)  # a door's chain: every step judged before the first runs
         elif self.gate is not None:
             self.gate.check(steps_calls)
+        ids = {step.id: step.index for step in chain if step.id is not None}
         out: list[ChainStepOutcome] = []
+        done: list[tuple[bool, Any]] = []
         aborted = False
-        previous: Any = None
-        previous_ok = True
-        for i, (tid, args, use_previous, on_error) in enumerate(chain):
+        for step in chain:
+            i, tid = step.index, step.tool_id
             started = time.perf_counter()
-            if use_previous and not previous_ok:
-                err = ToolError(tid, f"step {i} uses the previous result, but step {i - 1} failed", "validate_input")
-                outcome = _step_failed(i, tid, err, started, self.view)
-            else:
-                call_args = {**args, "previous": previous} if use_previous else args
-                try:
-                    if self.budget is not None:
-                        self.budget.take()
-                    with self._scope(tid):
-                        result = await self._traced(tid, call_args)
-                except ToolError as e:
-                    outcome = _step_failed(i, tid, e, started, self.view)
-                else:
-                    previous = result.value
-                    outcome = ChainStepOutcome(
-                        index=i, tool_id=result.tool_id, ok=True, value=result.value, duration_ms=_ms(started)
+            await self._step_progress(step, "started", None)
+            try:
+                if step.use_previous is not False and not done[i - 1][0]:
+                    raise ToolError(
+                        tid, f"step {i} uses the previous result, but step {i - 1} failed", "validate_input"
                     )
+                call_args = resolve_args(step, done, ids)
+                if self.budget is not None:
+                    self.budget.take()
+                with self._scope(tid):
+                    result = await self._traced(tid, call_args)
+            except ToolError as e:
+                outcome = _step_failed(i, tid, e, started, self.view)
+                done.append((False, None))
+            else:
+                outcome = ChainStepOutcome(
+                    index=i, tool_id=result.tool_id, ok=True, value=result.value, duration_ms=_ms(started)
+                )
+                done.append((True, result.value))
+            if step.id is not None:
+                outcome = outcome.model_copy(update={"id": step.id})
             out.append(outcome)
-            previous_ok = outcome.ok
-            if not outcome.ok and on_error == "abort":
+            await self._step_progress(step, "ok" if outcome.ok else "error", outcome)
+            if not outcome.ok and step.on_error == "abort":
                 aborted = True
                 break
         final = next((s.value for s in reversed(out) if s.ok), None)
@@ -785,34 +812,6 @@ def _parse_call(i: int, call: Any) -> tuple[str, dict[str, Any]]:
         raise _bad(f"calls[{i}]", f"must be (tool_id, args), a dict or a tool id; got {_shown(call)}")
     tid = check_tool_id(f"calls[{i}].tool_id", tool_id)
     return tid, check_args(args, tid)
-
-
-def _parse_steps(steps: Any) -> list[tuple[str, dict[str, Any], bool, str]]:
-    if isinstance(steps, str | bytes | Mapping) or not isinstance(steps, Sequence):
-        raise _bad("steps", f"must be a list of steps, got {_kind(cast(object, steps))}")
-    items = cast("Sequence[Any]", steps)
-    if not items:
-        raise _bad("steps", "must have at least one step")
-    out: list[tuple[str, dict[str, Any], bool, str]] = []
-    for i, raw in enumerate(items):
-        if not isinstance(raw, Mapping):
-            raise _bad(f"steps[{i}]", f"must be a dict with tool_id and args, got {type(raw).__name__}")
-        step = cast("Mapping[str, Any]", raw)
-        unknown = sorted(str(k) for k in step if k not in _STEP_KEYS)
-        if unknown:
-            raise _bad(f"steps[{i}]", f"unknown keys {', '.join(clip(k, 40) for k in unknown[:5])}")
-        tid = check_tool_id(f"steps[{i}].tool_id", step.get("tool_id"))
-        args = check_args(step.get("args"), tid)
-        use_previous = step.get("use_previous", False)
-        if not isinstance(use_previous, bool):
-            raise _bad(f"steps[{i}].use_previous", f"must be true or false, got {_shown(use_previous)}", tid)
-        if use_previous and i == 0:
-            raise _bad(f"steps[{i}].use_previous", "the first step has no previous result", tid)
-        if use_previous and "previous" in args:
-            raise _bad(f"steps[{i}].args", "has its own 'previous' while use_previous is set; remove one", tid)
-        on_error = check_choice(f"steps[{i}].on_error", step.get("on_error", "abort"), ("abort", "continue"))
-        out.append((tid, args, use_previous, on_error))
-    return out
 
 
 def _plain(obj: Any) -> dict[str, Any]:

@@ -67,8 +67,11 @@ class RunToolIn(_In):
 
 class ChainStepIn(_In):
     tool_id: str
-    args: dict[str, Any] = Field(default_factory=dict[str, Any])
-    use_previous: bool = Field(default=False, description="Put the previous step's value in args['previous'].")
+    args: dict[str, Any] = Field(
+        default_factory=dict[str, Any], description="'{{steps.N.path}}' / '{{ID.path}}': an earlier result."
+    )
+    id: str | None = None
+    use_previous: bool | str = Field(default=False, description="true, an argument name, or 'merge'.")
     on_error: Literal["abort", "continue"] = "abort"
 
 
