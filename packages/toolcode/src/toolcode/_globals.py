@@ -63,7 +63,8 @@ SNIPPET_GLOBALS: Final[tuple[SnippetGlobal, ...]] = (
     SnippetGlobal(
         "run_chain",
         "run_chain(steps) -> {steps, aborted, final}",
-        'steps: [{"tool_id", "args", "id", "use_previous", "on_error"}]; "{{steps.N.path}}" or "{{ID.path}}" in args: an earlier result',
+        'steps: [{"tool_id", "args", "id", "use_previous", "on_error"}]; '
+        '"{{steps.N.path}}" or "{{ID.path}}" in args: an earlier result',
         "call",
         has_async=True,
     ),
