@@ -125,10 +125,56 @@ async def test_execute_code_two_servers_progress_and_trace(
         assert [t["tool_id"] for t in out["trace"]] == ["time:get_current_time", "git:git_log"]
         assert all(t["ok"] for t in out["trace"])
         assert out["calls"] == {"count": 2, "failed": 0, "failures": []}
-        # One progress notification per completed tool call, naming the tool.
-        assert [p for p, _ in progress] == [1, 2]
-        assert "time:get_current_time" in (progress[0][1] or "")
-        assert "git:git_log" in (progress[1][1] or "")
+        # A notification when each tool call starts and ends (ids and status, never arguments or
+        # results), and the snippet's printed lines; all before the result, in order.
+        assert [p for p, _ in progress] == list(range(1, len(progress) + 1))
+        messages = [m or "" for _, m in progress]
+        calls = [m for m in messages if not m.startswith("stdout:")]
+        assert calls[0] == "time:get_current_time started" and calls[1].startswith("time:get_current_time ok (")
+        assert calls[2] == "git:git_log started" and calls[3].startswith("git:git_log ok (")
+        assert "stdout: checked Europe/Paris" in messages
+        assert not any(str(repo) in m for m in messages)
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_progress_of_a_ten_call_snippet_and_a_three_step_chain(connect: ClientFactory, mode: str) -> None:
+    progress: list[str] = []
+
+    async def on_progress(p: float, total: float | None, message: str | None) -> None:
+        progress.append(message or "")
+
+    code = (
+        "for z in ['UTC', 'Europe/Paris', 'Asia/Tokyo', 'America/New_York', 'Europe/London',"
+        " 'Asia/Kolkata', 'Australia/Sydney', 'Africa/Cairo', 'America/Sao_Paulo', 'Europe/Berlin']:\n"
+        "    run_tool('time:get_current_time', timezone=z)\n"
+        "    println('at', z)\n"
+        "'done'"
+    )
+    async with connect(mode) as client:
+        res = await client.call_tool("execute_code", {"code": code}, progress_callback=on_progress)
+        assert not res.is_error, res.content
+        calls = [m for m in progress if m.startswith("time:")]
+        assert len(calls) == 20
+        assert all(calls[i] == "time:get_current_time started" for i in range(0, 20, 2))
+        assert all(calls[i].startswith("time:get_current_time ok (") for i in range(1, 20, 2))
+        assert [m for m in progress if m.startswith("stdout:")][-1] == "stdout: at Europe/Berlin"
+
+        progress.clear()
+        steps = [
+            {"id": "now", "tool_id": "time:get_current_time", "args": {"timezone": "UTC"}},
+            {
+                "tool_id": "time:convert_time",
+                "args": {"source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Tokyo"},
+            },
+            {"tool_id": "time:get_current_time", "args": {"timezone": "{{now.timezone}}"}},
+        ]
+        res = await client.call_tool("run_chain", {"steps": steps}, progress_callback=on_progress)
+        assert not res.is_error, res.content
+        assert progress[0] == "step 0 (now) time:get_current_time started"
+        assert progress[1].startswith("step 0 (now) time:get_current_time ok (")
+        assert progress[2] == "step 1 time:convert_time started"
+        assert progress[4] == "step 2 time:get_current_time started"
+        assert progress[5].startswith("step 2 time:get_current_time ok (") and len(progress) == 6
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])

@@ -13,7 +13,7 @@ import fnmatch
 import json
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, cast
 
 from toolcode._audit import AuditLog, Quarantine
@@ -56,7 +56,12 @@ from toolcode.exceptions import ApprovalRequiredError, ErrorCode, InvalidArgumen
 from toolindex import Index, Tool, ToolIndexError
 from toolrun import Runner
 
-__all__ = ["CodeMode", "outcome_text"]
+__all__ = ["CodeMode", "PrintListener", "ToolStart", "outcome_text"]
+
+ToolStart = Callable[[str], Awaitable[None]]
+"""Awaited with the tool id as each tool call of a run starts."""
+PrintListener = Callable[[str, str], None]
+"""Told of each write of a run to ``stdout`` or ``stderr`` (``(stream, text)``) as it happens; must not block."""
 
 _SUMMARY_FAILURES = 3
 _SUMMARY_MESSAGE = 160
@@ -270,10 +275,18 @@ class CodeMode:
         finally:
             await self._flush_audit(ops)
 
-    async def run_chain(self, steps: Any, *, ask: Asker | None = None, caller: str | None = None) -> ChainOutcome:
+    async def run_chain(
+        self,
+        steps: Any,
+        *,
+        ask: Asker | None = None,
+        caller: str | None = None,
+        on_step: Callable[[dict[str, Any]], Awaitable[None]] | None = None,
+    ) -> ChainOutcome:
         """Run tools in sequence without code (see :meth:`Operations.run_chain`); every step is judged first."""
         limit = self.defaults.resolve().max_chain_steps
         ops = self.operations(ask=ask, caller=caller)
+        ops.on_step = on_step  # {"step", "tool_id", "status": started|ok|error, "duration_ms", "code"}
         try:
             return await ops.run_chain(steps, max_steps=limit)
         finally:
@@ -400,6 +413,8 @@ class CodeMode:
         on_tool_call: OnToolCall | None = None,
         caller: str | None = None,
         session: Any = None,
+        on_tool_start: ToolStart | None = None,
+        on_print: PrintListener | None = None,
     ) -> ExecuteOutcome:
         """Run a snippet; the outcome every door returns (a failure is an outcome, not an exception).
 
@@ -412,6 +427,8 @@ class CodeMode:
                 sessions belong to the authenticated caller, see :func:`toolcode._sessions.owner_of`).
             session: Run in this named session: variables, functions and imports persist from
                 run to run (``None``: a fresh run).
+            on_tool_start: Awaited with the tool id as each tool call starts.
+            on_print: Told of each write to stdout or stderr as it happens (must not block).
 
         Returns:
             ``ok`` with the value, stdout, stderr and a call summary (plus every call with
@@ -437,12 +454,17 @@ class CodeMode:
         if session is None or self.sessions is None:
             try:
                 result = await self.executor.execute(
-                    ExecuteParams(code=code, input=input, options=opts, caller=caller), on_tool_call=listener
+                    ExecuteParams(code=code, input=input, options=opts, caller=caller),
+                    on_tool_call=listener,
+                    on_tool_start=on_tool_start,
+                    on_print=on_print,
                 )
             except ToolCodeError as exc:
                 return self.outcome(exc.result, await self._keep_paused(exc), detail, started, view)
             return self.outcome(result, None, detail, started)
-        return await self._execute_in_session(code, input, opts, listener, caller, session, detail, started, view)
+        return await self._execute_in_session(
+            code, input, opts, listener, caller, session, detail, started, view, on_tool_start, on_print
+        )
 
     async def _execute_in_session(
         self,
@@ -455,6 +477,8 @@ class CodeMode:
         detail: str,
         started: float,
         view: CatalogView,
+        on_tool_start: ToolStart | None = None,
+        on_print: PrintListener | None = None,
     ) -> ExecuteOutcome:
         assert self.sessions is not None
         result: ExecuteResult | None = None
@@ -467,6 +491,8 @@ class CodeMode:
                     result = await self.executor.execute(
                         ExecuteParams(code=code, input=input, options=opts, caller=caller, session=run.state),
                         on_tool_call=listener,
+                        on_tool_start=on_tool_start,
+                        on_print=on_print,
                     )
                 except ToolCodeError as exc:
                     error, result = exc, exc.result
@@ -513,6 +539,8 @@ class CodeMode:
         caller: str | None = None,
         on_tool_call: OnToolCall | None = None,
         by: str | None = None,
+        on_tool_start: ToolStart | None = None,
+        on_print: PrintListener | None = None,
     ) -> ExecuteOutcome:
         """Decide about a paused run and continue it from the call it stopped at.
 
@@ -524,6 +552,8 @@ class CodeMode:
             caller: Who decides: only the run's own caller can resume it.
             on_tool_call: Awaited as each tool call completes.
             by: Who decided, for the audit log and the trace (default: the caller).
+            on_tool_start: Awaited with the tool id as each tool call starts.
+            on_print: Told of each write to stdout or stderr as it happens.
 
         Returns:
             The run's outcome, with the calls from before the pause in its trace, and an
@@ -584,14 +614,22 @@ class CodeMode:
         listener = self._listener(on_tool_call)
         if run.session is None or self.sessions is None:
             try:
-                result = await self.executor.resume(run, on_tool_call=listener)
+                result = await self.executor.resume(
+                    run, on_tool_call=listener, on_tool_start=on_tool_start, on_print=on_print
+                )
             except ToolCodeError as exc:
                 return self.outcome(exc.result, await self._keep_paused(exc), detail, None, view)
             return self.outcome(result, None, detail)
-        return await self._resume_in_session(run, listener, detail, view)
+        return await self._resume_in_session(run, listener, detail, view, on_tool_start, on_print)
 
     async def _resume_in_session(
-        self, run: PausedRun, listener: OnToolCall | None, detail: str, view: CatalogView
+        self,
+        run: PausedRun,
+        listener: OnToolCall | None,
+        detail: str,
+        view: CatalogView,
+        on_tool_start: ToolStart | None,
+        on_print: PrintListener | None,
     ) -> ExecuteOutcome:
         assert self.sessions is not None and run.session is not None
         result: ExecuteResult | None = None
@@ -601,7 +639,9 @@ class CodeMode:
             hold = min(max(run.options.timeout - run.elapsed, 1.0), 86_400.0)
             async with self.sessions.use(run.caller, run.session, hold=hold) as srun:
                 try:
-                    result = await self.executor.resume(run, on_tool_call=listener, session=srun.state)
+                    result = await self.executor.resume(
+                        run, on_tool_call=listener, session=srun.state, on_tool_start=on_tool_start, on_print=on_print
+                    )
                 except ToolCodeError as exc:
                     error, result = exc, exc.result
                 if srun.state.kept is not None:

@@ -210,7 +210,13 @@ class Executor:
         )
 
     async def execute(
-        self, params: ExecuteParams, *, on_tool_call: OnToolCall | None = None, within: RunContext | None = None
+        self,
+        params: ExecuteParams,
+        *,
+        on_tool_call: OnToolCall | None = None,
+        within: RunContext | None = None,
+        on_tool_start: Callable[[str], Awaitable[None]] | None = None,
+        on_print: Callable[[str, str], None] | None = None,
     ) -> ExecuteResult:
         """Run one snippet.
 
@@ -220,7 +226,10 @@ class Executor:
                 failures are logged and ignored.
             within: Run as part of this run (a saved snippet called from it): its options,
                 call budget, trace and output, instead of this run's own (``params.options``
-                and ``on_tool_call`` are then not used).
+                and the listeners are then not used).
+            on_tool_start: Awaited with the tool id as each tool call starts.
+            on_print: Told of each write to stdout or stderr as it happens (``(stream, text)``);
+                it must not block.
 
         Returns:
             The result: value, stdout, stderr, the trace, duration and a limits report.
@@ -243,6 +252,8 @@ class Executor:
             opts = p.resolved
             assert opts is not None
             ctx = self._context(opts, on_tool_call, p.caller, None)
+            ctx.trace.on_start = on_tool_start
+            ctx.output.on_write = on_print
         return await self._run(p, ctx, None, owns_audit=within is None)
 
     def _context(
@@ -270,7 +281,13 @@ class Executor:
         return RunContext(opts, budget, trace, output, caller, gate)
 
     async def resume(
-        self, paused: PausedRun, *, on_tool_call: OnToolCall | None = None, session: SessionState | None = None
+        self,
+        paused: PausedRun,
+        *,
+        on_tool_call: OnToolCall | None = None,
+        session: SessionState | None = None,
+        on_tool_start: Callable[[str], Awaitable[None]] | None = None,
+        on_print: Callable[[str, str], None] | None = None,
     ) -> ExecuteResult:
         """Continue a paused run from the call it stopped at (its decision already applied).
 
@@ -279,6 +296,8 @@ class Executor:
                 the decision recorded (:meth:`toolcode._paused.PausedRun.apply`).
             on_tool_call: Awaited as each tool call completes.
             session: The run's session, when it runs in one (its state is stored afterwards).
+            on_tool_start: Awaited with the tool id as each tool call starts.
+            on_print: Told of each write to stdout or stderr as it happens.
 
         Returns:
             The result of the whole run: the trace holds the calls before the pause too.
@@ -298,6 +317,8 @@ class Executor:
             resolved=paused.options,
         )
         ctx = self._context(paused.options, on_tool_call, paused.caller, paused)
+        ctx.trace.on_start = on_tool_start
+        ctx.output.on_write = on_print
         return await self._run(p, ctx, paused, owns_audit=True)
 
     async def _run(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Final, cast
 
@@ -88,9 +88,11 @@ class CallBudget:
 class OutputBuffer:
     """Captures stdout and stderr, keeping at most ``cap`` characters of each (and counting the rest)."""
 
-    __slots__ = ("_cap", "_parts", "_sizes", "dropped")
+    __slots__ = ("_cap", "_parts", "_sizes", "dropped", "on_write")
 
     def __init__(self, cap: int) -> None:
+        self.on_write: Callable[[str, str], None] | None = None
+        """Told of every write as it happens, kept or not (a door's progress reporting)."""
         self._cap = cap
         self._parts: dict[str, list[str]] = {"stdout": [], "stderr": []}
         self._sizes: dict[str, int] = {"stdout": 0, "stderr": 0}
@@ -100,6 +102,8 @@ class OutputBuffer:
         """Append text to a stream; text beyond the cap is counted, not kept (a flood cannot exhaust memory)."""
         if stream not in self._parts:
             stream = "stderr"
+        if self.on_write is not None:
+            self.on_write(stream, text)
         room = self._cap - self._sizes[stream]
         if room <= 0:
             self.dropped[stream] += len(text)

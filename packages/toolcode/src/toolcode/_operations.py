@@ -614,6 +614,8 @@ class Operations:
         if trace is None:
             return await self._call(tool_id, args, timeout)
         slot, started = trace.start()
+        if trace.on_start is not None:
+            await trace.on_start(tool_id)
         try:
             if timeout is None and self.call_timeout is None and self.view.allowed_namespaces is None:
                 # The common case inside a run, inline (one frame less per call): see _call.

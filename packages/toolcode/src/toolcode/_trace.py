@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, cast
 
 import structlog
@@ -30,9 +30,16 @@ class Trace:
     awaits between reading and writing the slot list.
     """
 
-    __slots__ = ("_on_call", "_slots", "_t0", "payloads")
+    __slots__ = ("_on_call", "_slots", "_t0", "on_start", "payloads")
 
-    def __init__(self, on_tool_call: OnToolCall | None = None, payloads: PayloadBudget | None = None) -> None:
+    def __init__(
+        self,
+        on_tool_call: OnToolCall | None = None,
+        payloads: PayloadBudget | None = None,
+        on_start: Callable[[str], Awaitable[None]] | None = None,
+    ) -> None:
+        self.on_start = on_start
+        """Awaited with the tool id as each call starts (a door's progress reporting)."""
         self._t0 = time.perf_counter()
         self._slots: list[_Slot] = []
         self._on_call = on_tool_call

@@ -12,7 +12,8 @@ from __future__ import annotations
 import fnmatch
 import json
 import weakref
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from typing import Any, cast
 
 import anyio
@@ -410,7 +411,13 @@ class CodeModeServer:
         return _result(out, _dumps(out.value))
 
     async def _run_chain(self, ctx: ServerRequestContext[Any], a: dict[str, Any]) -> types.CallToolResult:
-        out: ChainOutcome = await self.codemode.run_chain(a.get("steps"), ask=self._asker(ctx), caller=_caller_of(ctx))
+        async with _Progress.of(ctx) as progress:
+            out: ChainOutcome = await self.codemode.run_chain(
+                a.get("steps"),
+                ask=self._asker(ctx),
+                caller=_caller_of(ctx),
+                on_step=progress.step if progress.enabled else None,
+            )
         text = _dumps(out.model_dump(mode="json"))
         if out.aborted:
             failed = next(s for s in reversed(out.steps) if not s.ok)
@@ -422,15 +429,14 @@ class CodeModeServer:
     async def _execute_code(
         self, ctx: ServerRequestContext[Any], a: dict[str, Any]
     ) -> types.CallToolResult | types.InputRequiredResult:
-        done = 0
         options: Any = a.get("options")
+        async with _Progress.of(ctx) as progress:
+            return await self._execute_with(ctx, a, options, progress)
 
-        async def on_tool_call(record: ToolCallRecord) -> None:
-            nonlocal done
-            done += 1
-            status = "ok" if record.error is None else f"failed ({record.code or 'tool_error'})"
-            await ctx.session.report_progress(done, None, f"{record.tool_id} {status} ({record.duration_ms:.0f} ms)")
-
+    async def _execute_with(
+        self, ctx: ServerRequestContext[Any], a: dict[str, Any], options: Any, progress: _Progress
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        on_tool_call = progress.tool_finished if progress.enabled else None
         caller = _caller_of(ctx)
         code = a.get("code")
         out: ExecuteOutcome = await self.codemode.execute(
@@ -440,6 +446,8 @@ class CodeModeServer:
             on_tool_call=on_tool_call,
             caller=caller,
             session=a.get("session"),
+            on_tool_start=progress.tool_started if progress.enabled else None,
+            on_print=progress.printed if progress.enabled else None,
         )
         if out.approval is not None and self._can_ask_by_retry(ctx):
             return self._input_required(out, code if isinstance(code, str) else "")
@@ -624,3 +632,102 @@ class CodeModeServer:
         raw: Any = result.structured
         structured = cast(dict[str, Any], raw) if isinstance(raw, dict) else None
         return types.CallToolResult(content=content, structured_content=structured)
+
+
+_PRINT_EVERY_S = 0.25
+_PRINT_LINES_PER_FLUSH = 5
+_PRINT_PENDING_MAX = 50
+_PRINT_LINE_CHARS = 200
+
+
+class _Progress:
+    """Progress notifications of one request, when it carries a progress token.
+
+    Each tool call (or chain step) is reported when it starts and when it ends (tool id, ok or
+    the error code, duration; never arguments or results), and what the snippet prints, a few
+    lines every quarter second, each line capped. Nothing is sent once the request has ended.
+    """
+
+    def __init__(self, ctx: ServerRequestContext[Any]) -> None:
+        meta: Any = ctx.meta or {}
+        self.enabled = isinstance(meta, Mapping) and cast("Mapping[str, Any]", meta).get("progress_token") is not None
+        self._session = ctx.session
+        self._n = 0
+        self._closed = False
+        self._lines: list[str] = []
+        self._partial: str = ""
+        self._dropped = 0
+        self._lock = anyio.Lock()
+
+    @classmethod
+    @asynccontextmanager
+    async def of(cls, ctx: ServerRequestContext[Any]) -> AsyncGenerator[_Progress]:
+        progress = cls(ctx)
+        if not progress.enabled:
+            yield progress
+            return
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(progress._flush_every)
+            try:
+                yield progress
+                await progress._flush(everything=True)
+            finally:
+                progress._closed = True
+                tg.cancel_scope.cancel()
+
+    async def _send(self, message: str) -> None:
+        async with self._lock:
+            if self._closed:
+                return
+            self._n += 1
+            try:
+                await self._session.report_progress(self._n, None, clip(message, 300))
+            except Exception as e:  # a client that went away: progress is best effort
+                log.debug("server.progress_failed", error=repr(e)[:200])
+
+    async def tool_started(self, tool_id: str) -> None:
+        await self._send(f"{tool_id} started")
+
+    async def tool_finished(self, record: ToolCallRecord) -> None:
+        status = "ok" if record.error is None else f"failed ({record.code or 'tool_error'})"
+        await self._send(f"{record.tool_id} {status} ({record.duration_ms:.0f} ms)")
+
+    async def step(self, event: dict[str, Any]) -> None:
+        name = f"step {event['step']}" + (f" ({event['id']})" if event.get("id") else "")
+        status = event["status"]
+        if status == "started":
+            await self._send(f"{name} {event['tool_id']} started")
+        else:
+            shown = "ok" if status == "ok" else f"failed ({event.get('code', 'tool_error')})"
+            await self._send(f"{name} {event['tool_id']} {shown} ({event.get('duration_ms', 0):.0f} ms)")
+
+    def printed(self, stream: str, text: str) -> None:
+        """Keep whole lines of output to send (bounded: beyond the cap, lines are only counted)."""
+        parts: list[str] = (self._partial + text).split("\n")
+        whole, rest = parts[:-1], parts[-1]
+        self._partial = rest[-_PRINT_LINE_CHARS:]
+        for line in whole:
+            if len(self._lines) < _PRINT_PENDING_MAX:
+                self._lines.append(f"{stream}: {line[:_PRINT_LINE_CHARS]}")
+            else:
+                self._dropped += 1
+
+    async def _flush(self, *, everything: bool = False) -> None:
+        if self._partial and everything:
+            self._lines.append(f"stdout: {self._partial}")
+            self._partial = ""
+        take = len(self._lines) if everything else _PRINT_LINES_PER_FLUSH
+        lines, self._lines = self._lines[:take], self._lines[take:]
+        if everything and self._lines:
+            self._dropped += len(self._lines)
+            self._lines = []
+        for line in lines:
+            await self._send(line)
+        if self._dropped and (everything or not self._lines):
+            dropped, self._dropped = self._dropped, 0
+            await self._send(f"... {dropped} more lines of output")
+
+    async def _flush_every(self) -> None:
+        while True:
+            await anyio.sleep(_PRINT_EVERY_S)
+            await self._flush()
