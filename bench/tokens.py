@@ -407,6 +407,8 @@ async def surface() -> dict[str, Any]:
     ``tools_list_tokens``: every listed definition plus the server's instructions;
     ``tools_list_tokens_elicitation``: the same for a client that declares elicitation (its user
     decides about paused runs within the request: ``resume_execution`` is not listed to it).
+    ``stored_result_overhead_tokens``: the same for a value over the output budget (its preview
+    counts as the value; the stored-result line and the resource link are the overhead).
     ``execute_result_overhead_tokens``: what an ``execute_code`` result adds to the snippet's own
     value and stdout, for 1, 10 and 100 tool calls (the text content a client feeds back).
     """
@@ -444,6 +446,14 @@ async def surface() -> dict[str, Any]:
                 own = count_tokens(json.dumps(sc["value"], ensure_ascii=False)) + count_tokens(sc["stdout"])
                 overhead[str(n)] = count_tokens(result_text(wire)) - own
             out["execute_result_overhead_tokens"] = overhead
+            # A value over the budget: its preview, plus the stored-result line and resource link.
+            code = "__out = [run_tool('helpdesk:list_tickets', {'office': 'Paris'}) for _ in range(200)]"
+            res = await client.call_tool("execute_code", {"code": code, "options": {"max_output_chars": 2000}})
+            sc = res.structured_content
+            if res.is_error or sc is None or not sc.get("stored"):
+                raise SystemExit(f"surface: the stored-result case did not store: {_wire(res)}")
+            own = count_tokens(json.dumps(sc["value"], ensure_ascii=False))
+            out["stored_result_overhead_tokens"] = count_tokens(result_text(_wire(res))) - own
     return out
 
 
@@ -554,7 +564,7 @@ def main() -> int:
         f"{sf['tools_list_tokens_elicitation']} for a client that declares elicitation); "
         "execute_code result overhead "
         + ", ".join(f"{k} calls: {v}" for k, v in sf["execute_result_overhead_tokens"].items())
-        + " tokens"
+        + f" tokens; a stored result adds {sf['stored_result_overhead_tokens']} tokens"
     )
     return 0
 

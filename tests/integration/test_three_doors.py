@@ -194,7 +194,7 @@ def test_same_shapes_and_error_codes_through_cli_mcp_and_snippet(capsys: pytest.
     assert cli_errors == other["mcp_errors"] == other["snippet_errors"] == expected
 
     mcp_run = other["mcp"]["run_tool"]
-    assert _shape(cli_run) == _shape(mcp_run) and set(cli_run) == {"tool_id", "value", "duration_ms"}
+    assert _shape(cli_run) == _shape(mcp_run) and set(cli_run) == {"tool_id", "value", "duration_ms", "stored"}
     assert cli_run["value"] == mcp_run["value"] == other["snippet"]["run_tool"]
 
     executions = [cli_exec, other["execute"]["mcp"], other["execute"]["python"]]

@@ -213,7 +213,7 @@ def test_demo_json_runs_the_loop_and_compares_tokens(capsys: pytest.CaptureFixtu
     assert len(doc["value"]) == 6
     assert {r["office"] for r in doc["value"]} == {"Paris", "New York", "Tokyo", "Sydney", "Sao Paulo", "Nairobi"}
     assert doc["tool_calls"] == 13  # 1 list_offices + 6 x (get_current_time + list_tickets)
-    assert doc["progress_notifications"] == 13
+    assert doc["progress_notifications"] == 27  # each call as it starts and as it ends, and the printed line
     tokens = doc["tokens"]
     assert tokens["codemode"]["total"] < tokens["direct"]["total"]
     assert tokens["direct"]["tool_calls"] == 13 and tokens["codemode"]["tool_calls"] == 3

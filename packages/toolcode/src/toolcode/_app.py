@@ -31,6 +31,7 @@ from toolcode._models import ExecuteOutcome
 from toolcode._options import ExecuteOptions
 from toolcode._paused import PausedRuns
 from toolcode._policy import Policy
+from toolcode._results import StoredResults
 from toolcode._sessions import Sessions
 from toolcode._settings import Settings, StateSettings, load_settings
 from toolcode._shapes import ShapeSync
@@ -166,6 +167,10 @@ class Toolbox:
         """Approved tool definitions (``policy.quarantine``; ``None`` when off)."""
         if self.quarantine is not None:
             self.executor.quarantined = self.quarantine.quarantined
+        self.results: StoredResults = StoredResults(self.state, self.settings.results)
+        """What the output budget cut, kept whole for its caller (``read_result``, ``load_result``)."""
+        self.executor.results = self.results
+        self.executor.keep_chars = self.settings.results.max_chars if self.settings.results.enabled else 0
         self._shapes = ShapeSync(self.store, self.state)
         self.failed: dict[str, str] = {}
         """Backends that failed to connect, with the reason."""
@@ -182,6 +187,7 @@ class Toolbox:
             paused=self.paused,
             audit_log=self.audit_log if policy.audit.enabled else None,
             quarantine=self.quarantine,
+            results=self.results,
         )
         """The code-mode core: every operation, as every door offers it."""
         if not self.executor.engine.info.sandboxed:

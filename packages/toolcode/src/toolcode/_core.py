@@ -16,9 +16,12 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, cast
 
+import structlog
+
 from toolcode._audit import AuditLog, Quarantine
 from toolcode._errors import error_info
 from toolcode._executor import Executor
+from toolcode._limits import NARROW_HINT
 from toolcode._models import (
     ApprovalRequest,
     CallFailure,
@@ -32,6 +35,7 @@ from toolcode._models import (
     PausedEntry,
     PausedResult,
     PendingCallInfo,
+    ResultPage,
     RunToolOutcome,
     SearchResult,
     SessionEntry,
@@ -39,6 +43,7 @@ from toolcode._models import (
     SessionsResult,
     SnippetEntry,
     SnippetsResult,
+    StoredResultInfo,
     ToolApprovalEntry,
     ToolApprovalsResult,
     ToolListResult,
@@ -48,6 +53,7 @@ from toolcode._operations import Operations
 from toolcode._options import ExecuteOptions, parse_options
 from toolcode._paused import PausedRun, PausedRuns, check_decision
 from toolcode._policy import Asker, AuditEntry, Gate
+from toolcode._results import StoredResults
 from toolcode._sessions import SessionRun, Sessions, tools_imports
 from toolcode._snippets import SnippetLibrary
 from toolcode._types import ExecuteParams, ExecuteResult, LimitsReport, OnToolCall, ToolCallRecord
@@ -62,6 +68,8 @@ ToolStart = Callable[[str], Awaitable[None]]
 """Awaited with the tool id as each tool call of a run starts."""
 PrintListener = Callable[[str, str], None]
 """Told of each write of a run to ``stdout`` or ``stderr`` (``(stream, text)``) as it happens; must not block."""
+
+log = structlog.get_logger("toolcode.core")
 
 _SUMMARY_FAILURES = 3
 _SUMMARY_MESSAGE = 160
@@ -88,6 +96,7 @@ class CodeMode:
             the policy asks about fails with ``not_allowed`` instead of pausing).
         audit_log: Where every call and decision is recorded (``None``: nowhere).
         quarantine: The approved tool definitions (``None``: quarantine is off).
+        results: Where content cut by the output budget is kept (``None``: it is only cut).
     """
 
     def __init__(
@@ -106,7 +115,9 @@ class CodeMode:
         paused: PausedRuns | None = None,
         audit_log: AuditLog | None = None,
         quarantine: Quarantine | None = None,
+        results: StoredResults | None = None,
     ) -> None:
+        self.results = results
         self.index = index
         self.sessions = sessions
         self.paused = paused
@@ -261,9 +272,18 @@ class CodeMode:
         """
         ops = self.operations(ask=ask, caller=caller)
         try:
-            return await ops.run_tool(tool_id, args, timeout=timeout)
+            out = await ops.run_tool(tool_id, args, timeout=timeout)
         finally:
             await self._flush_audit(ops)
+        budget = self.defaults.resolve().max_output_chars
+        text = json.dumps(out.value, ensure_ascii=False, default=str)
+        if len(text) <= budget:
+            return out
+        stored = await self._store(caller, "result", text, "application/json")
+        preview = text[: max(0, budget - 200)]
+        how = f"read_result({stored.ref!r}, offset={len(preview)}) for the rest" if stored is not None else "not kept"
+        marker = f"…[truncated result: {len(text):,} chars, {len(preview):,} shown; {how}]"
+        return out.model_copy(update={"value": preview + marker, "stored": stored})
 
     async def run_result(
         self, tool_id: Any, args: Any = None, *, ask: Asker | None = None, caller: str | None = None
@@ -461,7 +481,7 @@ class CodeMode:
                 )
             except ToolCodeError as exc:
                 return self.outcome(exc.result, await self._keep_paused(exc), detail, started, view)
-            return self.outcome(result, None, detail, started)
+            return await self._with_stored(self.outcome(result, None, detail, started), result, caller)
         return await self._execute_in_session(
             code, input, opts, listener, caller, session, detail, started, view, on_tool_start, on_print
         )
@@ -503,10 +523,60 @@ class CodeMode:
         if error is not None:
             error = await self._keep_paused(error)
         out = self.outcome(result, error, detail, started, view)
+        if error is None and result is not None:
+            out = await self._with_stored(out, result, caller)
         if run is not None:
             report = SessionReport(name=name, new=run.new, reset=run.reset, size_bytes=run.size_bytes)
             out = out.model_copy(update={"session": report})
         return out
+
+    # -- stored results -------------------------------------------------------------------
+
+    async def _store(self, caller: str | None, what: str, text: str, media: str) -> StoredResultInfo | None:
+        if self.results is None or not self.results.settings.enabled:
+            return None
+        try:
+            kept = await self.results.keep(caller, what, text, media)
+        except ToolCodeError as e:  # the store is away: the cut stays a cut, said so in the text
+            log.warning("core.result_not_stored", error=str(e)[:300])
+            return None
+        if kept is None:
+            return None
+        return StoredResultInfo(
+            ref=kept.ref, uri=kept.uri, what=kept.what, total_chars=kept.total_chars, media=kept.media,
+            expires=round(kept.expires, 3),
+        )  # fmt: skip
+
+    async def _with_stored(self, out: ExecuteOutcome, result: ExecuteResult, caller: str | None) -> ExecuteOutcome:
+        """Keep what the output budget cut from a run's value or stdout, and say where it is."""
+        if not result.full:
+            return out
+        stored: list[StoredResultInfo] = []
+        update: dict[str, Any] = {}
+        for what, text in result.full.items():
+            info = await self._store(caller, what, text, "application/json" if what == "value" else "text/plain")
+            if info is None:
+                continue
+            stored.append(info)
+            # The cut's marker says where the whole content is, instead of advising to ask for less.
+            current = out.value if what == "value" else out.stdout
+            if isinstance(current, str) and NARROW_HINT in current:
+                head, _, tail = current.rpartition(NARROW_HINT)
+                update[what] = f"{head}whole {what}: read_result({info.ref!r}){tail}"
+        return out.model_copy(update={"stored": stored, **update}) if stored else out
+
+    async def read_result(
+        self, ref: Any, offset: Any = 0, limit: Any = None, *, caller: str | None = None
+    ) -> ResultPage:
+        """A page of a stored result: ``text`` from ``offset``, ``next_offset`` until the end.
+
+        Raises:
+            InvalidArgumentsError: For a malformed, unknown, expired or another caller's ``ref``,
+                or ``offset`` / ``limit`` out of range.
+        """
+        if self.results is None:
+            raise InvalidArgumentsError("ref", "this core keeps no results (no state store)")
+        return ResultPage(**await self.results.read(ref, caller, offset, limit))
 
     # -- paused runs ----------------------------------------------------------------------
 
@@ -619,7 +689,7 @@ class CodeMode:
                 )
             except ToolCodeError as exc:
                 return self.outcome(exc.result, await self._keep_paused(exc), detail, None, view)
-            return self.outcome(result, None, detail)
+            return await self._with_stored(self.outcome(result, None, detail), result, run.caller)
         return await self._resume_in_session(run, listener, detail, view, on_tool_start, on_print)
 
     async def _resume_in_session(
@@ -651,6 +721,8 @@ class CodeMode:
         if error is not None:
             error = await self._keep_paused(error)
         out = self.outcome(result, error, detail, None, view)
+        if error is None and result is not None:
+            out = await self._with_stored(out, result, run.caller)
         if srun is not None:
             report = SessionReport(name=run.session, new=srun.new, reset=srun.reset, size_bytes=srun.size_bytes)
             out = out.model_copy(update={"session": report})
@@ -848,7 +920,10 @@ def outcome_text(outcome: ExecuteOutcome) -> str:
         more = f" +{c.failed - len(c.failures)}" if c.failed > len(c.failures) else ""
         line += f", {c.failed} failed: {shown}{more}"
     line += f", {outcome.duration_ms:.0f} ms"
-    if outcome.truncated:
-        line += f"; truncated: {', '.join(outcome.truncated)}"
+    # A cut value, stdout or stderr carries its own marker (how much, and where the rest is); a
+    # trace that is not shown (trace="summary") is not reported as cut either.
+    cut = [t for t in outcome.truncated if t == "error" or (t == "trace" and outcome.trace is not None)]
+    if cut:
+        line += f"; truncated: {', '.join(cut)}"
     parts.append(line + "]")
     return "\n".join(parts)

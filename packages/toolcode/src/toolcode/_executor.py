@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
@@ -32,6 +33,7 @@ from toolcode._trace import Trace
 from toolcode._typecheck import TypeChecker
 
 if TYPE_CHECKING:
+    from toolcode._results import StoredResults
     from toolcode._snippets import SnippetLibrary
 from toolcode._types import (
     Engine,
@@ -141,6 +143,12 @@ class Executor:
         """Tiers and decisions for every tool call from code (the default: destructive tools ask)."""
         self.quarantined: Callable[[Tool], bool] | None = None
         """Whether a tool is quarantined (``None``: quarantine is off)."""
+        self.results: StoredResults | None = None
+        """Stored results, for the snippet global ``load_result`` (set by :class:`~toolcode.Toolbox`)."""
+        self.keep_chars: int = 0
+        """Keep up to this many characters of a value or stdout that the output budget cuts, in
+        ``ExecuteResult.full`` (0: keep nothing; set by :class:`~toolcode.Toolbox` from
+        ``toolcode.results``)."""
         self.audit: Callable[[list[AuditEntry]], Awaitable[None]] | None = None
         """Receives each run's audit entries when it ends or pauses (``None``: not recorded)."""
         engine = config.engine
@@ -207,6 +215,8 @@ class Executor:
             operations=ops,
             modules=self.modules,
             snippets=self.snippets,
+            results=self.results,
+            caller=ctx.caller,
         )
 
     async def execute(
@@ -261,7 +271,7 @@ class Executor:
     ) -> RunContext:
         allowance = min(MAX_TRACE_PAYLOAD_CHARS, 4 * opts.max_output_chars)
         trace = Trace(on_tool_call, PayloadBudget(allowance))
-        output = OutputBuffer(min(opts.max_output_chars, MAX_TRACE_PAYLOAD_CHARS))
+        output = OutputBuffer(min(max(opts.max_output_chars, self.keep_chars), MAX_TRACE_PAYLOAD_CHARS))
         budget = CallBudget(opts.max_tool_calls, opts.max_chain_steps)
         gate = Gate(
             self.policy,
@@ -393,6 +403,14 @@ class Executor:
         truncated = fitted.truncated
         if trace.payloads is not None and trace.payloads.dropped and "trace" not in truncated:
             truncated = (*truncated, "trace")
+        full: dict[str, str] = {}
+        if self.keep_chars and error is None:
+            if "value" in truncated:
+                text = json.dumps(value, ensure_ascii=False, default=str)
+                if len(text) <= self.keep_chars:
+                    full["value"] = text
+            if "stdout" in truncated:
+                full["stdout"] = output.text("stdout")
         result = ExecuteResult(
             value=fitted.value if error is None else None,
             stdout=fitted.stdout,
@@ -406,6 +424,7 @@ class Executor:
                 stopped_by=stopped_by,
                 truncated=truncated,
             ),
+            full=full,
         )
         if error is not None:
             error.result = result

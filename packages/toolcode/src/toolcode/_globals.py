@@ -98,6 +98,12 @@ SNIPPET_GLOBALS: Final[tuple[SnippetGlobal, ...]] = (
         "keep a program that reads `input` as the tool snippets:<name>",
         "call",
     ),
+    SnippetGlobal(
+        "load_result",
+        "load_result(ref) -> value",
+        "a result an earlier run stored because it did not fit (its `ref`), whole",
+        "call",
+    ),
     SnippetGlobal("println", "println(*values)", "print a line (print works too)", "output"),
     SnippetGlobal("input", "input", "the run's input value", "value"),
     SnippetGlobal("ToolError", "ToolError", "raised by failed calls (a RuntimeError): catch it", "helper"),
@@ -126,6 +132,7 @@ _STUBS: Final = {
         "def save_snippet(name: str, code: str, description: str, "
         "input_schema: Mapping[str, Any] | None = None) -> dict[str, Any]: ..."
     ),
+    "load_result": "def load_result(ref: str) -> Any: ...",
     "println": "def println(*values: object) -> None: ...",
     "input": "input: Any",
     "ToolError": "ToolError = RuntimeError",

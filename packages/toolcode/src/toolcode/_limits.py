@@ -33,7 +33,9 @@ __all__ = [
     "fit_output_budget",
 ]
 
-TRUNCATION_MARKER = "…[truncated {what}: {total} chars, {kept} shown; narrow the query or return fewer fields]"
+NARROW_HINT: Final = "narrow the query or return fewer fields"
+"""The marker's advice when the whole content is not kept (replaced by a reference when it is)."""
+TRUNCATION_MARKER = "…[truncated {what}: {total} chars, {kept} shown; " + NARROW_HINT + "]"
 """Appended where the output budget cut something, so the reader (a model) knows to ask for less."""
 
 MAX_TRACE_PAYLOAD_CHARS: Final = 16 * 1024 * 1024

@@ -27,6 +27,7 @@ __all__ = [
     "PausedEntry",
     "PausedResult",
     "PendingCallInfo",
+    "ResultPage",
     "RunToolOutcome",
     "SearchHitEntry",
     "SearchResult",
@@ -35,6 +36,7 @@ __all__ = [
     "SessionsResult",
     "SnippetEntry",
     "SnippetsResult",
+    "StoredResultInfo",
     "ToolApprovalEntry",
     "ToolApprovalsResult",
     "ToolDocEntry",
@@ -151,12 +153,40 @@ class ExamplesResult(_Model):
     examples: list[dict[str, Any]]
 
 
+class StoredResultInfo(_Model):
+    """Content the output budget cut, kept whole: read it back by ``ref``."""
+
+    ref: str
+    uri: str
+    """The MCP resource that returns it (``toolcode://results/<ref>``)."""
+    what: str
+    """``value``, ``stdout`` or ``result`` (a direct call's)."""
+    total_chars: int
+    media: str
+    """``application/json`` (a value) or ``text/plain``."""
+    expires: float
+
+
+class ResultPage(_Model):
+    """A page of a stored result (``read_result``)."""
+
+    ref: str
+    offset: int
+    text: str
+    total_chars: int
+    next_offset: int | None
+    """Where the next page starts; ``None`` at the end."""
+    media: str
+
+
 class RunToolOutcome(_Model):
     """The result of one tool call made directly (not from a snippet)."""
 
     tool_id: str
     value: Any
     duration_ms: float
+    stored: StoredResultInfo | None = None
+    """Set when the result was over the output budget: ``value`` is then a preview."""
 
 
 class ChainStepOutcome(_Model):
@@ -343,3 +373,5 @@ class ExecuteOutcome(_Model):
     """``approval_required``: the run paused at a call that waits for a decision (see ``approval``)."""
     approval: ApprovalRequest | None = None
     """What the paused run waits for, and its ``execution_id`` (``status == "approval_required"``)."""
+    stored: list[StoredResultInfo] = Field(default_factory=list[StoredResultInfo])
+    """What the output budget cut from the value or stdout, kept whole (read it back by ``ref``)."""

@@ -42,6 +42,7 @@ __all__ = [
     "DEFAULT_TOOLS",
     "META_TOOLS",
     "SETTINGS_SCHEMA",
+    "ResultSettings",
     "SessionSettings",
     "Settings",
     "StateSettings",
@@ -66,12 +67,15 @@ META_TOOLS: Final = (
     "resume_execution",
     "list_paused",
     "approve_tools",
+    "read_result",
 )
 """Every code-mode tool the MCP server can offer."""
 
-DEFAULT_TOOLS: Final = ("search_tools", "describe_tool", "execute_code", "run_tool", "list_tools", "resume_execution")
+DEFAULT_TOOLS: Final = ("search_tools", "describe_tool", "execute_code", "run_tool", "resume_execution")
 """The tools ``toolcode serve`` lists unless ``toolcode.tools`` says otherwise (kept few: each
-definition is paid for in a model's context on every turn)."""
+definition is paid for in a model's context on every turn). ``list_tools`` is one call away in
+code (``list_tools()``), and ``resume_execution`` is not listed to clients that can be asked
+within ``execute_code`` (MCP elicitation)."""
 
 
 class WorkerSettings(BaseModel):
@@ -134,6 +138,18 @@ class SessionSettings(BaseModel):
     )
 
 
+class ResultSettings(BaseModel):
+    """Stored results (``toolcode.results``): what did not fit the output budget."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    enabled: bool = Field(default=True, description="Keep what the output budget cut, to be read back by reference.")
+    ttl: float = Field(default=3_600.0, gt=0, allow_inf_nan=False, description="Seconds a stored result is kept.")
+    max_chars: int = Field(
+        default=4 * 1024 * 1024, ge=1024, le=64 * 1024 * 1024, description="Largest content kept, in characters."
+    )
+
+
 class Settings(BaseModel):
     """Server-wide defaults: the ``toolcode`` section of the config file."""
 
@@ -162,6 +178,10 @@ class Settings(BaseModel):
     workers: WorkerSettings = Field(default_factory=WorkerSettings)
     state: StateSettings = Field(default_factory=StateSettings)
     sessions: SessionSettings = Field(default_factory=SessionSettings)
+    results: ResultSettings = Field(
+        default_factory=ResultSettings,
+        description="What the output budget cuts from a value, stdout or a direct call's result is kept, by reference.",
+    )
     policy: PolicySettings = Field(
         default_factory=PolicySettings,
         description="Tiers, allow/ask/deny rules, quarantine and the audit log of tool calls made from code.",

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 from toolcode._limits import CallBudget, OutputBuffer
 from toolcode._modules import PACKAGE, ModuleFunction, ToolModules
 from toolcode._operations import Operations
+from toolcode._results import StoredResults
 from toolcode._snippets import SnippetLibrary
 from toolcode._trace import Trace
 from toolcode._types import Stream
@@ -67,6 +68,8 @@ class DefaultTools:
         modules: The catalog's namespace modules (``from tools import github``); built from
             ``index`` when ``None``. Share one per catalog: it caches names and stubs.
         snippets: The saved snippets (``None``: ``save_snippet`` fails with ``invalid_arguments``).
+        results: Stored results (``None``: ``load_result`` fails with ``invalid_arguments``).
+        caller: Whose stored results ``load_result`` reads.
     """
 
     def __init__(
@@ -82,8 +85,12 @@ class DefaultTools:
         operations: Operations | None = None,
         modules: ToolModules | None = None,
         snippets: SnippetLibrary | None = None,
+        results: StoredResults | None = None,
+        caller: str | None = None,
     ) -> None:
         self._snippets = snippets
+        self._results = results
+        self._caller = caller
         self.budget = budget if budget is not None else CallBudget(2**62, 2**62)
         self.trace = trace if trace is not None else Trace()
         self.output = output if output is not None else OutputBuffer(1 << 20)
@@ -180,6 +187,15 @@ class DefaultTools:
         except TypeCheckError as e:
             raise ToolError("", f"save_snippet(): {e}", "validate_input", code=ErrorCode.TYPE_ERROR) from None
         return saved.to_dict(with_code=False)
+
+    async def load_result(self, ref: Any) -> Any:
+        """A stored result of this run's caller, whole: the value itself, or the text of stdout."""
+        try:
+            if self._results is None:
+                raise InvalidArgumentsError("ref", "stored results need a state store (this run has none)")
+            return await self._results.load(ref, self._caller)
+        except InvalidArgumentsError as e:
+            raise _as_tool_error("load_result", e) from None
 
     # -- output ---------------------------------------------------------------------
 

@@ -197,6 +197,9 @@ class ExecuteResult:
     """Every tool call, in the order the calls started."""
     duration_ms: float = 0.0
     limits: LimitsReport = field(default_factory=lambda: LimitsReport(applied={}))
+    full: Mapping[str, str] = field(default_factory=dict[str, str])
+    """What the output budget cut, whole, when the executor keeps it (``value`` as JSON text,
+    ``stdout``): the core stores it and hands the caller a reference."""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-data form (for JSON)."""
@@ -273,6 +276,10 @@ class Tools(Protocol):
 
     async def save_snippet(self, name: Any, code: Any, description: Any, input_schema: Any = None) -> dict[str, Any]:
         """Save a parameterised snippet as the tool ``snippets:<name>``: ``{name, tool_id, ...}``."""
+        ...
+
+    async def load_result(self, ref: Any) -> Any:
+        """A stored result of this caller, whole (the value itself when it was a value)."""
         ...
 
     def println(self, *args: Any) -> None:

@@ -265,6 +265,33 @@ async def cmd_resume(args: argparse.Namespace) -> int:
     return _exit_for(outcome)
 
 
+async def cmd_result(args: argparse.Namespace) -> int:
+    async with connected(args) as box:
+        try:
+            if args.output:
+                offset, chunks = 0, list[str]()
+                while True:
+                    page = await box.codemode.read_result(args.ref, offset, 1_000_000)
+                    chunks.append(page.text)
+                    if page.next_offset is None:
+                        break
+                    offset = page.next_offset
+                await anyio.Path(args.output).write_text("".join(chunks), encoding="utf-8", errors="surrogatepass")
+                total = sum(len(c) for c in chunks)
+                _stderr().print(f"wrote {total:,} characters to {args.output}", markup=False)
+                return 0
+            page = await box.codemode.read_result(args.ref, args.offset, args.limit)
+        except ToolCodeError as exc:
+            raise _fail(args, exc, box) from exc
+        if args.json:
+            print_json(page.model_dump(mode="json"))
+        else:
+            sys.stdout.write(page.text)
+            if page.next_offset is not None:
+                _stderr().print(f"\n[{page.total_chars:,} chars; more: --offset {page.next_offset}]", markup=False)
+    return 0
+
+
 async def cmd_paused(args: argparse.Namespace) -> int:
     async with connected(args) as box:
         listed = await box.codemode.list_paused()
@@ -590,6 +617,7 @@ _COMMANDS = {
     "sessions": cmd_sessions,
     "resume": cmd_resume,
     "paused": cmd_paused,
+    "result": cmd_result,
     "audit": cmd_audit,
     "snippets": cmd_snippets,
 }

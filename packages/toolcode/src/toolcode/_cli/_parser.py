@@ -222,6 +222,19 @@ def build_parser() -> argparse.ArgumentParser:
     _catalog_options(p)
     _json_option(p)
 
+    p = sub.add_parser(
+        "result",
+        help="read a stored result (what did not fit a reply), or write it whole to a file",
+        epilog=_EPILOG,
+        formatter_class=fmt,
+    )
+    p.add_argument("ref", metavar="REF", help="the reference a truncated reply gave (r-...)")
+    p.add_argument("--offset", type=int, default=0, help="first character (default: %(default)s)")
+    p.add_argument("--limit", type=int, help="characters to read (default: 100,000)")
+    p.add_argument("--output", "-o", metavar="FILE", help="write the whole content to FILE instead")
+    _catalog_options(p)
+    _json_option(p)
+
     p = sub.add_parser("paused", help="list the runs that wait for a decision", epilog=_EPILOG, formatter_class=fmt)
     _catalog_options(p)
     _json_option(p)

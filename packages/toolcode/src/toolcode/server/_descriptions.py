@@ -13,7 +13,7 @@ from toolcode._globals import snippet_api_text
 __all__ = ["DESCRIPTIONS", "INSTRUCTIONS", "UNSANDBOXED_NOTE"]
 
 INSTRUCTIONS = (
-    "Tools of several servers behind one catalog. Find them with search_tools, read signatures with "
+    "Tools of several servers in one catalog: find them with search_tools, read signatures with "
     "describe_tool, then do the whole task in ONE execute_code call."
 )
 
@@ -33,12 +33,13 @@ DESCRIPTIONS: dict[str, str] = {
     "save_snippet": "Save a program that reads `input` as the tool snippets:<name>, callable like any tool.",
     "list_snippets": "The saved snippets, as tool ids with their descriptions.",
     "delete_snippet": "Delete a saved snippet.",
-    "resume_execution": "Continue a run paused for approval, with a person's decision.",
+    "resume_execution": "Continue a paused run with a person's decision.",
     "list_paused": "Your runs paused for approval.",
     "approve_tools": "Operator: approve quarantined tools' current definitions.",
+    "read_result": "Read a stored result (what did not fit a reply) a page at a time.",
     "execute_code": (
         "Run Python in a sandbox; return a small result (set __out or end with an expression). "
-        "Tool ids look like 'namespace:name'; each namespace is a module (calls checked before running):\n"
+        "Tool ids are 'namespace:name'; each namespace is a module (calls are checked first):\n"
         "  from tools import github; github.list_issues(owner='a', repo='b')  # list_issues_async: awaitable\n"
         + snippet_api_text()
         + "\nFailed calls raise ToolError."

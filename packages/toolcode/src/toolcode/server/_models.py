@@ -34,7 +34,7 @@ class _In(BaseModel):
 
 
 class SearchToolsIn(_In):
-    query: str = Field(description="What you want to do.")
+    query: str  # the tool's description says what it is: what you want to do
     limit: int = 10
     detail: Literal["name", "summary", "schema"] = Field(default="summary", description="'schema' adds signatures.")
 
@@ -81,7 +81,7 @@ class RunChainIn(_In):
 
 class ExecuteCodeIn(_In):
     code: str
-    input: Any = Field(default=None, description="Any JSON value; the code reads it as `input`.")
+    input: Any = Field(default=None, description="JSON the code reads as `input`.")
     # A free-form object on the wire (its keys in one line cost far fewer tokens than a nested
     # schema); the core checks it against ExecuteOptions and names any bad key.
     options: dict[str, Any] | None = Field(
@@ -116,6 +116,12 @@ class ResumeIn(_In):
     decision: Literal["approve", "approve_run", "deny", "abort"]
 
 
+class ReadResultIn(_In):
+    ref: str
+    offset: int = 0
+    limit: int | None = Field(default=None, description="Characters (default 100,000).")
+
+
 class ApproveToolsIn(_In):
     tools: list[str] = Field(description="Tool ids or globs ('github:*') whose current definitions to approve.")
 
@@ -147,5 +153,6 @@ INPUT_MODELS: dict[str, type[BaseModel]] = {
     "resume_execution": ResumeIn,
     "list_paused": NoArgsIn,
     "approve_tools": ApproveToolsIn,
+    "read_result": ReadResultIn,
 }
 """Each code-mode tool's input model, by tool name."""

@@ -22,6 +22,7 @@ import structlog
 from mcp.server import Server, ServerRequestContext
 from mcp.server.connection import Connection
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel, TypeAdapter
 
 from toolcode._app import Toolbox
@@ -34,10 +35,12 @@ from toolcode._models import (
     NamespacesResult,
     RunToolOutcome,
     SearchResult,
+    StoredResultInfo,
     ToolListResult,
 )
 from toolcode._paused import DECISIONS
 from toolcode._policy import Asker, PendingCall
+from toolcode._results import RESULT_URI_PREFIX, result_ref_of_uri
 from toolcode._types import ToolCallRecord
 from toolcode.exceptions import InvalidArgumentsError, ToolCodeError, clip
 from toolcode.server._descriptions import DESCRIPTIONS, INSTRUCTIONS, UNSANDBOXED_NOTE
@@ -90,7 +93,13 @@ def _failure(exc: BaseException, codemode: CodeMode, extra: Mapping[str, Any] | 
 
 def _result(model: BaseModel, text: str, *, is_error: bool = False) -> types.CallToolResult:
     data = model.model_dump(mode="json")
-    return types.CallToolResult(content=[types.TextContent(text=text)], structured_content=data, is_error=is_error)
+    content: list[types.ContentBlock] = [types.TextContent(text=text)]
+    stored: Any = getattr(model, "stored", None)
+    items: list[Any] = cast("list[Any]", stored) if isinstance(stored, list) else [stored]
+    kept = [st for st in items if isinstance(st, StoredResultInfo)]
+    # What did not fit is a resource: resources/read returns it (a page at a time).
+    content.extend(types.ResourceLink(uri=st.uri, name=st.what) for st in kept)  # the cut's marker gives its size
+    return types.CallToolResult(content=content, structured_content=data, is_error=is_error)
 
 
 def compact_schema(schema: Any) -> Any:
@@ -218,6 +227,7 @@ class CodeModeServer:
             "resume_execution": self._resume_execution,
             "list_paused": self._list_paused,
             "approve_tools": self._approve_tools,
+            "read_result": self._read_result,
         }
         self._handlers = {n: handlers[n] for n in self._tool_names}
         self._meta_tools = [
@@ -243,6 +253,7 @@ class CodeModeServer:
             instructions=instructions,
             on_list_tools=self._on_list_tools,
             on_call_tool=self._on_call_tool,
+            on_read_resource=self._on_read_resource,
             on_subscriptions_listen=ListenHandler(self._bus),
         )
         self._unsubscribe = toolbox.index.subscribe(self._on_index_change)
@@ -574,6 +585,29 @@ class CodeModeServer:
             )
         return out
 
+    async def _read_result(self, ctx: ServerRequestContext[Any], a: dict[str, Any]) -> types.CallToolResult:
+        out = await self.codemode.read_result(a.get("ref"), a.get("offset", 0), a.get("limit"), caller=_caller_of(ctx))
+        more = f"\n[next_offset: {out.next_offset}]" if out.next_offset is not None else ""
+        return _result(out, out.text + more)
+
+    async def _on_read_resource(
+        self, ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        """``toolcode://results/<ref>[?offset=N&limit=M]``: a page of a stored result (next page's URI in ``_meta``)."""
+        parsed = result_ref_of_uri(str(params.uri))
+        if parsed is None:
+            raise MCPError(code=types.INVALID_PARAMS, message=f"unknown resource {clip(str(params.uri))!r}")
+        ref, offset, limit = parsed
+        try:
+            page = await self.codemode.read_result(ref, offset, limit, caller=_caller_of(ctx))
+        except ToolCodeError as exc:
+            raise MCPError(code=types.INVALID_PARAMS, message=str(exc)) from None
+        meta: dict[str, Any] = {"total_chars": page.total_chars, "offset": page.offset}
+        if page.next_offset is not None:
+            meta["next"] = f"{RESULT_URI_PREFIX}{ref}?offset={page.next_offset}"
+        contents = types.TextResourceContents(uri=str(params.uri), mime_type=page.media, text=page.text, _meta=meta)
+        return types.ReadResourceResult(contents=[contents])
+
     async def _resume_execution(self, ctx: ServerRequestContext[Any], a: dict[str, Any]) -> types.CallToolResult:
         out = await self.codemode.resume(a.get("execution_id"), a.get("decision"), caller=_caller_of(ctx))
         return _result(out, outcome_text(out), is_error=out.status == "error")
@@ -641,7 +675,7 @@ _PRINT_LINE_CHARS = 200
 
 
 class _Progress:
-    """Progress notifications of one request, when it carries a progress token.
+    """Progress notifications of one request (sent only when the client asked for progress).
 
     Each tool call (or chain step) is reported when it starts and when it ends (tool id, ok or
     the error code, duration; never arguments or results), and what the snippet prints, a few
@@ -649,8 +683,9 @@ class _Progress:
     """
 
     def __init__(self, ctx: ServerRequestContext[Any]) -> None:
-        meta: Any = ctx.meta or {}
-        self.enabled = isinstance(meta, Mapping) and cast("Mapping[str, Any]", meta).get("progress_token") is not None
+        # Reporting is a no-op for a request that asked for no progress (the session knows: over
+        # JSON-RPC by its progress token, in process by its callback).
+        self.enabled = True
         self._session = ctx.session
         self._n = 0
         self._closed = False
