@@ -142,6 +142,7 @@ _EXTRA_MODULES = {
     "typing_extensions": "demo",
     "pytest": "testing",
     "redis": "redis",
+    "opentelemetry": "otel",
 }
 
 

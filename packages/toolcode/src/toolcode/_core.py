@@ -51,6 +51,7 @@ from toolcode._models import (
 )
 from toolcode._operations import Operations
 from toolcode._options import ExecuteOptions, parse_options
+from toolcode._otel import run_span
 from toolcode._paused import PausedRun, PausedRuns, check_decision
 from toolcode._policy import Asker, AuditEntry, Gate
 from toolcode._results import StoredResults
@@ -271,10 +272,15 @@ class CodeMode:
             caller: Who the call is for (the audit log).
         """
         ops = self.operations(ask=ask, caller=caller)
-        try:
-            out = await ops.run_tool(tool_id, args, timeout=timeout)
-        finally:
-            await self._flush_audit(ops)
+        with run_span("toolcode.run_tool") as span:
+            try:
+                out = await ops.run_tool(tool_id, args, timeout=timeout)
+            except ToolCodeError as e:
+                span.outcome(e.code.value)
+                raise
+            finally:
+                await self._flush_audit(ops)
+            span.outcome(None)
         budget = self.defaults.resolve().max_output_chars
         text = json.dumps(out.value, ensure_ascii=False, default=str)
         if len(text) <= budget:
@@ -290,10 +296,16 @@ class CodeMode:
     ) -> Any:
         """:meth:`run_tool` with the runner's whole result (content blocks): exposed direct tools use it."""
         ops = self.operations(ask=ask, caller=caller)
-        try:
-            return await ops.run_result(tool_id, args)
-        finally:
-            await self._flush_audit(ops)
+        with run_span("toolcode.run_tool") as span:
+            try:
+                result = await ops.run_result(tool_id, args)
+            except ToolCodeError as e:
+                span.outcome(e.code.value)
+                raise
+            finally:
+                await self._flush_audit(ops)
+            span.outcome(None)
+            return result
 
     async def run_chain(
         self,
@@ -307,10 +319,16 @@ class CodeMode:
         limit = self.defaults.resolve().max_chain_steps
         ops = self.operations(ask=ask, caller=caller)
         ops.on_step = on_step  # {"step", "tool_id", "status": started|ok|error, "duration_ms", "code"}
-        try:
-            return await ops.run_chain(steps, max_steps=limit)
-        finally:
-            await self._flush_audit(ops)
+        with run_span("toolcode.run_chain") as span:
+            try:
+                out = await ops.run_chain(steps, max_steps=limit)
+            except ToolCodeError as e:
+                span.outcome(e.code.value)
+                raise
+            finally:
+                await self._flush_audit(ops)
+            span.outcome("chain_aborted" if out.aborted else None)
+            return out
 
     async def list_sessions(self, caller: str | None = None) -> SessionsResult:
         """The caller's sessions (name, created, last used, size, runs, expiry).

@@ -25,6 +25,7 @@ from toolcode._limits import (
 from toolcode._modules import ToolModules
 from toolcode._operations import Operations
 from toolcode._options import ExecuteOptions, ResolvedOptions
+from toolcode._otel import run_span
 from toolcode._paused import PausedRun, new_execution_id
 from toolcode._policy import AuditEntry, Gate, Policy, literal_tool_ids
 from toolcode._sessions import owner_of
@@ -332,6 +333,28 @@ class Executor:
         return await self._run(p, ctx, paused, owns_audit=True)
 
     async def _run(
+        self, p: ExecuteParams, ctx: RunContext, paused: PausedRun | None, *, owns_audit: bool
+    ) -> ExecuteResult:
+        if not owns_audit:  # a saved snippet's run: its calls are children of the call that started it
+            return await self._run_inner(p, ctx, paused, owns_audit=owns_audit)
+        attributes = {"toolcode.engine": self._engine.info.name, "toolcode.session": p.session is not None}
+        with run_span("toolcode.resume" if paused is not None else "toolcode.execute", attributes) as span:
+            try:
+                result = await self._run_inner(p, ctx, paused, owns_audit=owns_audit)
+            except ToolCodeError as e:
+                if isinstance(e, LimitExceededError):
+                    span.event("limit", {"toolcode.limit": e.limit})
+                if isinstance(e, ApprovalRequiredError):
+                    tool_ids = [c.tool_id for c in e.paused.pending]
+                    span.event("approval_required", {"toolcode.tool_ids": tool_ids})
+                    span.outcome(None)
+                else:
+                    span.outcome(e.code.value)
+                raise
+            span.outcome(None)
+            return result
+
+    async def _run_inner(
         self, p: ExecuteParams, ctx: RunContext, paused: PausedRun | None, *, owns_audit: bool
     ) -> ExecuteResult:
         opts, budget, trace, output = ctx.options, ctx.budget, ctx.trace, ctx.output

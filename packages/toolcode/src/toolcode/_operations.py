@@ -45,6 +45,7 @@ from toolcode._models import (
     ToolListResult,
 )
 from toolcode._modules import ToolModules
+from toolcode._otel import call_span
 from toolcode._policy import SNIPPETS_NAMESPACE, ApprovalNeeded, Asker, Gate, call_key
 from toolcode._trace import Trace
 from toolcode._view import CatalogView
@@ -579,6 +580,7 @@ class Operations:
         timeout) applies, and at a door the door's ``call_timeout`` bounds the call as well.
         """
         started = time.perf_counter()
+        span = call_span(tool_id) if self.trace is None else None  # inside a run, _traced has one
         try:
             run_id = tool_id if self.view.allowed_namespaces is None else self.view.get(tool_id).id
             if self.call_timeout is None or timeout is not None:
@@ -589,12 +591,18 @@ class Operations:
         except (ToolRunError, ToolIndexError) as e:  # a tool's own timeout included (ToolTimeoutError)
             err = as_tool_error(e, tool_id, self.view)
             self._log_door_call(tool_id, args, started, err, None)
+            if span is not None:
+                span.end(tool_id=tool_id, ok=False, code=err.code.value, backend_kind=None)
             raise err from None
         except TimeoutError:  # the door's bound
             err = ToolError(tool_id, f"the call did not finish within {self.call_timeout:g} s", "timeout")
             self._log_door_call(tool_id, args, started, err, None)
+            if span is not None:
+                span.end(tool_id=tool_id, ok=False, code=err.code.value, backend_kind=None)
             raise err from None
         self._log_door_call(result.tool_id, args, started, None, result.value)
+        if span is not None:
+            span.end(tool_id=result.tool_id, ok=True, code=None, backend_kind=result.backend.kind)
         return result
 
     def _log_door_call(
@@ -616,6 +624,7 @@ class Operations:
         slot, started = trace.start()
         if trace.on_start is not None:
             await trace.on_start(tool_id)
+        span = call_span(tool_id)
         try:
             if timeout is None and self.call_timeout is None and self.view.allowed_namespaces is None:
                 # The common case inside a run, inline (one frame less per call): see _call.
@@ -634,13 +643,19 @@ class Operations:
                 self.gate.log_call(
                     tool_id, args, ok=False, code=e.code.value, duration_ms=record.duration_ms, result=None
                 )
+            if span is not None:
+                span.end(tool_id=tool_id, ok=False, code=e.code.value, backend_kind=record.backend_kind)
             if trace.has_listener:
                 await trace.notify(record)
             raise
         except anyio.get_cancelled_exc_class():
             trace.cancelled(slot, started, tool_id, args)
+            if span is not None:
+                span.end(tool_id=tool_id, ok=False, code="cancelled", backend_kind=None)
             raise
         record = trace.succeeded(slot, started, result.tool_id, args, result.value, result.backend.kind)
+        if span is not None:
+            span.end(tool_id=result.tool_id, ok=True, code=None, backend_kind=result.backend.kind)
         if self.gate is not None and self.gate.audit is not None:
             self.gate.log_call(
                 result.tool_id, args, ok=True, code=None, duration_ms=result.duration_ms, result=result.value

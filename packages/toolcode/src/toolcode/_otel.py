@@ -1,0 +1,123 @@
+"""OpenTelemetry spans: one per run (or direct call at a door), one child per tool call.
+
+Active only when ``opentelemetry-api`` is installed (``toolcode[otel]``) *and* the application
+set a tracer provider (``trace.set_tracer_provider(...)``); otherwise every hook is a check of a
+module global and returns at once. Spans carry the tool id, namespace, backend kind, outcome and
+error code, and durations — never arguments or results.
+
+Span names: ``toolcode.execute`` (a snippet run; ``toolcode.resume`` when a paused one
+continues), ``toolcode.run_tool`` and ``toolcode.run_chain`` (direct calls at a door), and
+``toolcode.tool_call`` for each call, a child of the run that made it. Events on the run span:
+``limit`` (which limit stopped it) and ``approval_required`` (the calls it paused at).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+__all__ = ["call_span", "run_span"]
+
+try:  # the extra is optional: without it every hook is a no-op
+    from opentelemetry import trace as _trace
+except ImportError:  # pragma: no cover - exercised where the extra is absent
+    _trace = None
+
+
+def _ok() -> Any:
+    from opentelemetry.trace import Status, StatusCode
+
+    return Status(StatusCode.OK)
+
+
+def _error(code: str) -> Any:
+    from opentelemetry.trace import Status, StatusCode
+
+    return Status(StatusCode.ERROR, code)
+
+
+_TRACER_NAME = "toolcode"
+
+
+def _tracer() -> Any:
+    """The tracer, or ``None`` when tracing is off (no extra, or no provider configured)."""
+    if _trace is None:
+        return None
+    provider = _trace.get_tracer_provider()
+    if type(provider).__name__ in ("ProxyTracerProvider", "NoOpTracerProvider"):
+        return None  # nobody configured a provider: tracing is off
+    return provider.get_tracer(_TRACER_NAME)
+
+
+class RunSpan:
+    """What the executor and the doors record on a run's span."""
+
+    __slots__ = ("span",)
+
+    def __init__(self, span: Any) -> None:
+        self.span = span
+
+    def event(self, name: str, attributes: Mapping[str, Any]) -> None:
+        """Add an event (a limit that stopped the run, the calls it paused at)."""
+        if self.span is not None:
+            self.span.add_event(name, dict(attributes))
+
+    def outcome(self, code: str | None) -> None:
+        """Mark the run ok, or failed with an error code."""
+        if self.span is None:
+            return
+        if code is None:
+            self.span.set_status(_ok())
+        else:
+            self.span.set_attribute("toolcode.error_code", code)
+            self.span.set_status(_error(code))
+
+
+_OFF = RunSpan(None)
+
+
+@contextmanager
+def run_span(name: str, attributes: Mapping[str, Any] | None = None) -> Generator[RunSpan]:
+    """A span around one run or direct call (the current span while it lasts)."""
+    tracer = _tracer()
+    if tracer is None:
+        yield _OFF
+        return
+    # The run's outcome is set by the caller (a paused run is not an error; a snippet's error is
+    # recorded by its code), not from the exception that leaves the block.
+    with tracer.start_as_current_span(
+        name, attributes=dict(attributes or {}), record_exception=False, set_status_on_exception=False
+    ) as span:
+        yield RunSpan(span)
+
+
+class CallSpan:
+    """One tool call's span (ended by :meth:`end`)."""
+
+    __slots__ = ("span",)
+
+    def __init__(self, span: Any) -> None:
+        self.span = span
+
+    def end(self, *, tool_id: str, ok: bool, code: str | None, backend_kind: str | None) -> None:
+        """Record the outcome and end the span."""
+        span = self.span
+        span.set_attribute("toolcode.tool_id", tool_id)
+        span.set_attribute("toolcode.namespace", tool_id.split(":", 1)[0])
+        if backend_kind is not None:
+            span.set_attribute("toolcode.backend_kind", backend_kind)
+        if ok:
+            span.set_status(_ok())
+        else:
+            span.set_attribute("toolcode.error_code", code or "tool_error")
+            span.set_status(_error(code or "tool_error"))
+        span.end()
+
+
+def call_span(tool_id: str) -> CallSpan | None:
+    """Start a tool call's span, a child of the current run's; ``None`` when tracing is off."""
+    tracer = _tracer()
+    if tracer is None:
+        return None
+    return CallSpan(tracer.start_span("toolcode.tool_call", attributes={"toolcode.tool_id": tool_id}))

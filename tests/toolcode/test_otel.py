@@ -1,0 +1,82 @@
+"""OpenTelemetry: a span per run and a child span per tool call, off unless a provider is configured."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import StatusCode
+
+import toolcode._otel as otel
+from toolcode import Toolbox
+from toolcode.demo import helpdesk_backend
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def exporter(monkeypatch: pytest.MonkeyPatch) -> InMemorySpanExporter:
+    provider = TracerProvider()
+    exported = InMemorySpanExporter()
+    provider.add_span_processor(SimpleSpanProcessor(exported))
+    # As if the application had called trace.set_tracer_provider(provider) (global, once per process).
+    monkeypatch.setattr(otel, "_tracer", lambda: provider.get_tracer("toolcode"))
+    return exported
+
+
+def test_tracing_is_off_without_a_configured_provider() -> None:
+    assert otel._tracer() is None  # pyright: ignore[reportPrivateUsage]
+    assert otel.call_span("a:b") is None
+
+
+async def test_a_ten_call_snippet_is_one_parent_with_ten_children(exporter: InMemorySpanExporter) -> None:
+    code = (
+        "for office in ['Paris', 'Tokyo', 'Sydney', 'Nairobi', 'Paris', 'Tokyo', 'Sydney', 'Nairobi', 'Paris']:\n"
+        "    run_tool('helpdesk:list_tickets', office=office)\n"
+        "try:\n"
+        "    run_tool('helpdesk:no_such_tool')\n"
+        "except ToolError:\n"
+        "    pass\n"
+        "'done'"
+    )
+    async with Toolbox([helpdesk_backend()]) as box:
+        out = await box.codemode.execute(code, options={"type_check": "off"})
+    assert out.ok, out.error
+    spans = exporter.get_finished_spans()
+    runs = [s for s in spans if s.name == "toolcode.execute"]
+    calls = [s for s in spans if s.name == "toolcode.tool_call"]
+    assert len(runs) == 1 and len(calls) == 10
+    run = runs[0]
+    assert all(c.parent is not None and c.parent.span_id == run.context.span_id for c in calls)
+    assert all(c.context.trace_id == run.context.trace_id for c in calls)
+    ok = [c for c in calls if c.status.status_code == StatusCode.OK]
+    failed = [c for c in calls if c.status.status_code == StatusCode.ERROR]
+    assert len(ok) == 9 and len(failed) == 1
+    attrs: Any = failed[0].attributes
+    assert attrs["toolcode.tool_id"] == "helpdesk:no_such_tool" and attrs["toolcode.error_code"] == "unknown_tool"
+    good: Any = ok[0].attributes
+    assert good["toolcode.namespace"] == "helpdesk" and good["toolcode.backend_kind"] == "local"
+    # No arguments or results on any span.
+    assert not any("Paris" in str(dict(s.attributes or {})) for s in spans)
+    assert run.status.status_code == StatusCode.OK
+
+
+async def test_limits_and_direct_calls(exporter: InMemorySpanExporter) -> None:
+    async with Toolbox([helpdesk_backend()]) as box:
+        out = await box.codemode.execute(
+            "for _ in range(5):\n    run_tool('helpdesk:list_tickets', office='Paris')", options={"max_tool_calls": 2}
+        )
+        assert out.error is not None and out.error.code == "tool_call_limit"
+        await box.codemode.run_tool("helpdesk:list_tickets", {"office": "Paris"})
+    spans = exporter.get_finished_spans()
+    run = next(s for s in spans if s.name == "toolcode.execute")
+    assert run.status.status_code == StatusCode.ERROR
+    assert [e.name for e in run.events] == ["limit"]
+    direct = next(s for s in spans if s.name == "toolcode.run_tool")
+    child = [
+        s for s in spans if s.name == "toolcode.tool_call" and s.parent and s.parent.span_id == direct.context.span_id
+    ]
+    assert len(child) == 1 and direct.status.status_code == StatusCode.OK
