@@ -34,6 +34,7 @@ STATIC_TOOLS = {
     "crash",
     "hang",
     "stats",
+    "echo_meta",
     "fail",
     "big",
     "add_tool",

@@ -80,3 +80,22 @@ async def test_limits_and_direct_calls(exporter: InMemorySpanExporter) -> None:
         s for s in spans if s.name == "toolcode.tool_call" and s.parent and s.parent.span_id == direct.context.span_id
     ]
     assert len(child) == 1 and direct.status.status_code == StatusCode.OK
+
+
+async def test_the_trace_context_reaches_the_upstream_server(exporter: InMemorySpanExporter) -> None:
+    import json
+    import sys
+    from pathlib import Path
+
+    fault = Path(__file__).parents[1] / "integration" / "servers" / "fault_server.py"
+    cfg = {"mcpServers": {"faults": {"command": sys.executable, "args": [str(fault)]}}}
+    async with Toolbox.from_config(cfg) as box:
+        out = await box.codemode.execute("run_tool('faults:echo_meta')")
+    assert out.ok, out.error
+    meta = out.value if isinstance(out.value, dict) else json.loads(out.value)
+    spans = exporter.get_finished_spans()
+    call = next(s for s in spans if s.name == "toolcode.tool_call")
+    trace_id, parent = meta["traceparent"].split("-")[1:3]
+    # The upstream request carries the call's own span as its parent (the MCP client's span would
+    # come in between were the SDK's global tracer provider set; here only toolcode traces).
+    assert (trace_id, parent) == (f"{call.context.trace_id:032x}", f"{call.context.span_id:016x}")

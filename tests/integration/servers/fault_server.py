@@ -75,6 +75,7 @@ STATIC_TOOLS: list[types.Tool] = [
     types.Tool(name="crash", description="Exit the server process in the middle of the call.", input_schema=_schema()),
     types.Tool(name="hang", description="Never return.", input_schema=_schema()),
     types.Tool(name="stats", description="Counters since the process started.", input_schema=_schema()),
+    types.Tool(name="echo_meta", description="Return the request's _meta (trace context).", input_schema=_schema()),
     types.Tool(
         name="fail",
         description="Return an error result with the given message.",
@@ -192,6 +193,11 @@ class FaultServer:
             return types.CallToolResult(
                 content=[types.TextContent(type="text", text=json.dumps({"text": args.get("text")}))],
                 structured_content={"text": args.get("text")},
+            )
+        if name == "echo_meta":
+            meta = params.meta or {}
+            return text(
+                json.dumps({k: v for k, v in dict(meta).items() if not k.startswith("io.modelcontextprotocol")})
             )
         if name == "add":
             return text(json.dumps(int(args["a"]) + int(args["b"])))

@@ -583,11 +583,12 @@ class Operations:
         span = call_span(tool_id) if self.trace is None else None  # inside a run, _traced has one
         try:
             run_id = tool_id if self.view.allowed_namespaces is None else self.view.get(tool_id).id
-            if self.call_timeout is None or timeout is not None:
-                result = await self.runner.run(run_id, args, timeout=timeout)
-            else:
-                with anyio.fail_after(self.call_timeout):
-                    result = await self.runner.run(run_id, args)
+            with span.current() if span is not None else nullcontext():
+                if self.call_timeout is None or timeout is not None:
+                    result = await self.runner.run(run_id, args, timeout=timeout)
+                else:
+                    with anyio.fail_after(self.call_timeout):
+                        result = await self.runner.run(run_id, args)
         except (ToolRunError, ToolIndexError) as e:  # a tool's own timeout included (ToolTimeoutError)
             err = as_tool_error(e, tool_id, self.view)
             self._log_door_call(tool_id, args, started, err, None)
@@ -629,11 +630,18 @@ class Operations:
             if timeout is None and self.call_timeout is None and self.view.allowed_namespaces is None:
                 # The common case inside a run, inline (one frame less per call): see _call.
                 try:
-                    result = await self.runner.run(tool_id, args)
+                    if span is None:
+                        result = await self.runner.run(tool_id, args)
+                    else:
+                        with span.current():
+                            result = await self.runner.run(tool_id, args)
                 except (ToolRunError, ToolIndexError) as e:
                     raise as_tool_error(e, tool_id, self.view) from None
-            else:
+            elif span is None:
                 result = await self._call(tool_id, args, timeout)
+            else:
+                with span.current():
+                    result = await self._call(tool_id, args, timeout)
         except ToolError as e:
             record = trace.finish(
                 slot, started, tool_id, args, error=e.message, error_op=e.error_op, code=e.code.value,

@@ -8,13 +8,15 @@ error code, and durations — never arguments or results.
 Span names: ``toolcode.execute`` (a snippet run; ``toolcode.resume`` when a paused one
 continues), ``toolcode.run_tool`` and ``toolcode.run_chain`` (direct calls at a door), and
 ``toolcode.tool_call`` for each call, a child of the run that made it. Events on the run span:
-``limit`` (which limit stopped it) and ``approval_required`` (the calls it paused at).
+``limit`` (which limit stopped it) and ``approval_required`` (the calls it paused at). Each
+call's W3C trace context goes to the upstream server in the MCP request's ``_meta``
+(``traceparent``), so its spans can join the trace.
 """
 
 from __future__ import annotations
 
 from collections.abc import Generator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 __all__ = ["call_span", "run_span"]
@@ -40,14 +42,21 @@ def _error(code: str) -> Any:
 _TRACER_NAME = "toolcode"
 
 
+_cache: list[Any] = [None, None]
+"""The provider the tracer below was made for, and that tracer (``None``: tracing is off)."""
+
+
 def _tracer() -> Any:
     """The tracer, or ``None`` when tracing is off (no extra, or no provider configured)."""
     if _trace is None:
         return None
     provider = _trace.get_tracer_provider()
-    if type(provider).__name__ in ("ProxyTracerProvider", "NoOpTracerProvider"):
-        return None  # nobody configured a provider: tracing is off
-    return provider.get_tracer(_TRACER_NAME)
+    if _cache[0] is provider:
+        return _cache[1]  # the common case, on every tool call: one lookup
+    off = type(provider).__name__ in ("ProxyTracerProvider", "NoOpTracerProvider")
+    tracer = None if off else provider.get_tracer(_TRACER_NAME)  # off: nobody configured a provider
+    _cache[:] = [provider, tracer]
+    return tracer
 
 
 class RunSpan:
@@ -99,6 +108,16 @@ class CallSpan:
 
     def __init__(self, span: Any) -> None:
         self.span = span
+
+    def current(self) -> AbstractContextManager[Any]:
+        """Make this call's span the current one while the upstream request is sent.
+
+        The MCP client's own span nests under it, and the request's ``_meta`` carries its W3C
+        trace context (``traceparent``), so the upstream server's spans join the trace.
+        """
+        from opentelemetry.trace import use_span
+
+        return use_span(self.span, end_on_exit=False)
 
     def end(self, *, tool_id: str, ok: bool, code: str | None, backend_kind: str | None) -> None:
         """Record the outcome and end the span."""

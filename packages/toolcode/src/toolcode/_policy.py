@@ -492,6 +492,7 @@ class Gate:
         self.caller = caller
         self.audit = audit
         self._audit_settings = audit_settings or policy.settings.audit
+        self._allowed: dict[str, tuple[Any, Verdict]] = {}
         self.execution_id: str | None = execution_id
         """The run's id (the same across its pauses): groups its audit entries."""
 
@@ -508,6 +509,14 @@ class Gate:
                 pause) or ``approval_denied`` (a person denied it).
             ApprovalNeeded: Some calls need a decision; none of ``calls`` was made.
         """
+        version = getattr(self.view.index, "version", None)
+        calls = list(calls) if not isinstance(calls, list) else calls
+        if len(calls) == 1 and version is not None:
+            # The common case, on every call of a loop: one tool already judged "allow" (and not
+            # quarantined) at this catalog version. A changed definition changes the version.
+            hit = self._allowed.get(calls[0][0])
+            if hit is not None and hit[0] == version:
+                return [hit[1]]
         verdicts: list[Verdict] = []
         pending: list[PendingCall] = []
         pending_keys: list[str] = []
@@ -534,6 +543,10 @@ class Gate:
                 )
             if v.decision == "allow":
                 verdicts.append(v)
+                if version is not None and tool_id == tool.id and tool.namespace != SNIPPETS_NAMESPACE:
+                    if len(self._allowed) > 4096:
+                        self._allowed.clear()
+                    self._allowed[tool_id] = (version, v)
                 continue
             key = call_key(tool.id, args)
             by = self.approvals.who or "person"
