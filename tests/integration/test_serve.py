@@ -281,6 +281,15 @@ async def test_metatools_search_describe_run_chain(connect: ClientFactory, confi
         )
         assert aborted.is_error
         assert "aborted at step 1 (time:get_current_time)" in aborted.content[0].text  # type: ignore[union-attr]
+        # A chain refused before it runs (a reference to a later step) is an error result with its
+        # code, like every other failure (not a protocol error).
+        refused = await client.call_tool(
+            "run_chain",
+            {"steps": [{"tool_id": "time:get_current_time", "args": {"timezone": "{{steps.1.timezone}}"}}]},
+        )
+        assert refused.is_error and refused.structured_content is not None
+        assert refused.structured_content["error"]["code"] == "invalid_arguments"
+        assert "not before step 0" in refused.structured_content["error"]["message"]
         examples = await client.call_tool("list_tool_examples", {"tool_id": "time:convert_time"})
         assert not examples.is_error
         assert examples.structured_content is not None and examples.structured_content["id"] == "time:convert_time"

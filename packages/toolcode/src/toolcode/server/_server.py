@@ -698,17 +698,19 @@ class _Progress:
     @asynccontextmanager
     async def of(cls, ctx: ServerRequestContext[Any]) -> AsyncGenerator[_Progress]:
         progress = cls(ctx)
-        if not progress.enabled:
-            yield progress
-            return
+        failure: BaseException | None = None
         async with anyio.create_task_group() as tg:
             tg.start_soon(progress._flush_every)
             try:
                 yield progress
                 await progress._flush(everything=True)
+            except BaseException as e:  # re-raised below, outside the task group: not wrapped in a group
+                failure = e
             finally:
                 progress._closed = True
                 tg.cancel_scope.cancel()
+        if failure is not None:
+            raise failure
 
     async def _send(self, message: str) -> None:
         async with self._lock:
