@@ -116,6 +116,7 @@ async def test_mcp_resource_link_resources_read_and_read_result_page_through_it(
         ref = str(link.uri).rsplit("/", 1)[1]
         # The cut says how much is left out and where the whole value is.
         assert f"whole value: read_result({ref!r})" in res.content[0].text  # type: ignore[union-attr]
+        assert (await client.list_resources()).resources == []  # reached by links, never listed
         # resources/read, a page at a time (the next page's URI in _meta)
         via_resources, uri = "", str(link.uri)
         while True:

@@ -254,6 +254,7 @@ class CodeModeServer:
             on_list_tools=self._on_list_tools,
             on_call_tool=self._on_call_tool,
             on_read_resource=self._on_read_resource,
+            on_list_resources=self._on_list_resources,
             on_subscriptions_listen=ListenHandler(self._bus),
         )
         self._unsubscribe = toolbox.index.subscribe(self._on_index_change)
@@ -589,6 +590,12 @@ class CodeModeServer:
         out = await self.codemode.read_result(a.get("ref"), a.get("offset", 0), a.get("limit"), caller=_caller_of(ctx))
         more = f"\n[next_offset: {out.next_offset}]" if out.next_offset is not None else ""
         return _result(out, out.text + more)
+
+    async def _on_list_resources(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        """Stored results are reached by the links in the results that made them; none is listed."""
+        return types.ListResourcesResult(resources=[])
 
     async def _on_read_resource(
         self, ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
