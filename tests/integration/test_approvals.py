@@ -530,3 +530,28 @@ async def test_a_run_paused_on_one_replica_continues_on_another(
         again = await a.codemode.resume(out.approval.execution_id, "approve")
         assert again.error is not None and again.error.code == "invalid_arguments"
     assert (files_dir / "r.txt").read_text() == "r"
+
+
+def test_cli_asks_at_a_terminal_for_exec_run_and_chain(
+    files_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import toolcode._cli._commands as commands
+    from toolcode.cli import main
+
+    answers = iter(["r", "y", "n"])
+    monkeypatch.setattr(commands, "_interactive", lambda: True)
+    monkeypatch.setattr("builtins.input", lambda *a: next(answers))
+    cfg = tmp_path / "cli.json"
+    cfg.write_text(json.dumps({"mcpServers": _servers(files_dir, tmp_path)}))
+    base = ["--config", str(cfg), "--state-dir", str(tmp_path / "cli-state"), "--json"]
+    d = str(files_dir)
+    code = f"for n in ['t1', 't2']:\n    run_tool('fs:write_file', path={d!r} + '/' + n, content=n)\n'ok'"
+    assert main(["exec", *base, "-c", code]) == 0  # [r]: approved for the run, asked once
+    assert json.loads(capsys.readouterr().out)["value"] == "ok"
+    assert _made(files_dir, "t*") == ["t1", "t2"]
+    args = json.dumps({"path": d + "/direct.txt", "content": "d"})
+    assert main(["run", "fs:write_file", "--args", args, *base]) == 0  # [y]
+    assert (files_dir / "direct.txt").read_text() == "d"
+    steps = json.dumps([{"tool_id": "fs:write_file", "args": {"path": d + "/chain.txt", "content": "c"}}])
+    assert main(["chain", "--steps", steps, *base]) == 1  # [n]: denied
+    assert not (files_dir / "chain.txt").exists()

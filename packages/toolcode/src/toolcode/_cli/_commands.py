@@ -13,7 +13,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
 from pathlib import Path
@@ -30,6 +30,7 @@ from toolcode._app import UNSANDBOXED_WARNING, ConnectEvent, Toolbox
 from toolcode._cli._render import print_json, render_outcome, safe
 from toolcode._errors import describe_error, error_info
 from toolcode._models import ApprovalRequest, ExecuteOutcome
+from toolcode._policy import Asker, PendingCall
 from toolcode._settings import Settings, StateSettings
 from toolcode.exceptions import ConfigurationError, ToolCodeError
 
@@ -236,9 +237,14 @@ _ANSWERS = {"y": "approve", "r": "approve_run", "n": "deny", "a": "abort", "l": 
 
 
 def _prompt(approval: ApprovalRequest, code: str) -> str | None:
+    return _ask_terminal(approval.pending, approval.line, code)
+
+
+def _ask_terminal(pending: Sequence[Any], line: int | None, code: str) -> str | None:
+    """Ask the person at the terminal about pending calls; ``None``: leave the run paused."""
     err = _stderr()
     lines = code.splitlines()
-    for p in approval.pending:
+    for p in pending:
         err.print(
             Text.assemble(
                 ("approval needed: ", "yellow"),
@@ -246,8 +252,8 @@ def _prompt(approval: ApprovalRequest, code: str) -> str | None:
             )
         )
         err.print(Text(safe(f"  why: {p.reason}")))
-    if approval.line is not None and 0 < approval.line <= len(lines):
-        err.print(Text(safe(f"  line {approval.line}: {lines[approval.line - 1].strip()[:300]}")))
+    if line is not None and 0 < line <= len(lines):
+        err.print(Text(safe(f"  line {line}: {lines[line - 1].strip()[:300]}")))
     while True:
         err.print("[y] approve once  [r] approve for this run  [n] deny  [a] abort  [l] leave paused: ", end="")
         try:
@@ -256,6 +262,17 @@ def _prompt(approval: ApprovalRequest, code: str) -> str | None:
             return None
         if answer in _ANSWERS:
             return _ANSWERS[answer]
+
+
+def _terminal_asker() -> Asker | None:
+    """For a direct call (``run``, ``chain``): ask at the terminal, when there is one."""
+    if not _interactive():
+        return None
+
+    async def ask(pending: Sequence[PendingCall], line: int | None) -> tuple[str, str]:
+        return _ask_terminal(pending, line, "") or "abort", f"person:{getpass.getuser()}"
+
+    return ask
 
 
 async def cmd_resume(args: argparse.Namespace) -> int:
@@ -433,7 +450,9 @@ def _show_value(out: Console, r: Any) -> None:
 async def cmd_run(args: argparse.Namespace) -> int:
     tool_args = _json_arg(args.args, "--args")
     return await _operation(
-        args, lambda box: box.codemode.run_tool(args.tool_id, tool_args, timeout=args.timeout), _show_value
+        args,
+        lambda box: box.codemode.run_tool(args.tool_id, tool_args, timeout=args.timeout, ask=_terminal_asker()),
+        _show_value,
     )
 
 
@@ -447,7 +466,7 @@ async def cmd_chain(args: argparse.Namespace) -> int:
     steps = _json_arg(text, "--steps")
 
     async def call(box: Toolbox) -> BaseModel:
-        out = await box.codemode.run_chain(steps)
+        out = await box.codemode.run_chain(steps, ask=_terminal_asker())
         if out.aborted:
             failed = next(s for s in reversed(out.steps) if not s.ok)
             if args.json:
