@@ -13,7 +13,8 @@ import fnmatch
 import json
 import sys
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from typing import Any, cast
 
 import structlog
@@ -51,7 +52,7 @@ from toolcode._models import (
 )
 from toolcode._operations import Operations
 from toolcode._options import ExecuteOptions, parse_options
-from toolcode._otel import run_span
+from toolcode._otel import RunSpan, run_span
 from toolcode._paused import PausedRun, PausedRuns, check_decision
 from toolcode._policy import Asker, AuditEntry, Gate
 from toolcode._results import StoredResults
@@ -218,6 +219,21 @@ class CodeMode:
             ask=ask,
         )
 
+    @asynccontextmanager
+    async def _door(
+        self, name: str, ask: Asker | None, caller: str | None
+    ) -> AsyncGenerator[tuple[Operations, RunSpan]]:
+        """One direct call at a door: its operations (policy and audit), its span, the audit flushed after."""
+        ops = self.operations(ask=ask, caller=caller)
+        with run_span(name) as span:
+            try:
+                yield ops, span
+            except ToolCodeError as e:
+                span.outcome(e.code.value)
+                raise
+            finally:
+                await self._flush_audit(ops)
+
     async def _flush_audit(self, ops: Operations) -> None:
         gate = ops.gate
         if gate is not None and gate.audit and self.audit_log is not None:
@@ -271,15 +287,8 @@ class CodeMode:
                 ``approval_required``; run it from code to pause instead).
             caller: Who the call is for (the audit log).
         """
-        ops = self.operations(ask=ask, caller=caller)
-        with run_span("toolcode.run_tool") as span:
-            try:
-                out = await ops.run_tool(tool_id, args, timeout=timeout)
-            except ToolCodeError as e:
-                span.outcome(e.code.value)
-                raise
-            finally:
-                await self._flush_audit(ops)
+        async with self._door("toolcode.run_tool", ask, caller) as (ops, span):
+            out = await ops.run_tool(tool_id, args, timeout=timeout)
             span.outcome(None)
         budget = self.defaults.resolve().max_output_chars
         text = json.dumps(out.value, ensure_ascii=False, default=str)
@@ -295,15 +304,8 @@ class CodeMode:
         self, tool_id: Any, args: Any = None, *, ask: Asker | None = None, caller: str | None = None
     ) -> Any:
         """:meth:`run_tool` with the runner's whole result (content blocks): exposed direct tools use it."""
-        ops = self.operations(ask=ask, caller=caller)
-        with run_span("toolcode.run_tool") as span:
-            try:
-                result = await ops.run_result(tool_id, args)
-            except ToolCodeError as e:
-                span.outcome(e.code.value)
-                raise
-            finally:
-                await self._flush_audit(ops)
+        async with self._door("toolcode.run_tool", ask, caller) as (ops, span):
+            result = await ops.run_result(tool_id, args)
             span.outcome(None)
             return result
 
@@ -317,16 +319,9 @@ class CodeMode:
     ) -> ChainOutcome:
         """Run tools in sequence without code (see :meth:`Operations.run_chain`); every step is judged first."""
         limit = self.defaults.resolve().max_chain_steps
-        ops = self.operations(ask=ask, caller=caller)
-        ops.on_step = on_step  # {"step", "tool_id", "status": started|ok|error, "duration_ms", "code"}
-        with run_span("toolcode.run_chain") as span:
-            try:
-                out = await ops.run_chain(steps, max_steps=limit)
-            except ToolCodeError as e:
-                span.outcome(e.code.value)
-                raise
-            finally:
-                await self._flush_audit(ops)
+        async with self._door("toolcode.run_chain", ask, caller) as (ops, span):
+            ops.on_step = on_step  # {"step", "tool_id", "status": started|ok|error, "duration_ms", "code"}
+            out = await ops.run_chain(steps, max_steps=limit)
             span.outcome("chain_aborted" if out.aborted else None)
             return out
 

@@ -19,7 +19,7 @@ from collections.abc import Generator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
-__all__ = ["call_span", "run_span"]
+__all__ = ["CallSpan", "RunSpan", "call_span", "run_span"]
 
 try:  # the extra is optional: without it every hook is a no-op
     from opentelemetry import trace as _trace
