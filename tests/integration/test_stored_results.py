@@ -155,3 +155,10 @@ async def test_the_cli_writes_a_stored_result_to_a_file(tmp_path: Path) -> None:
     argv = ["result", out.stored.ref, "--config", str(cfg), "--state-dir", str(tmp_path / "state"), "-o", str(target)]
     assert await anyio.to_thread.run_sync(main, argv) == 0
     assert target.read_text(encoding="utf-8") == whole
+
+
+async def test_a_result_that_is_not_kept_says_so_and_what_to_do(tmp_path: Path) -> None:
+    async with _box(tmp_path, enabled=False) as box:
+        out = await box.codemode.run_tool("everything:echo", {"message": MESSAGE})
+    assert out.stored is None and isinstance(out.value, str) and len(out.value) <= BUDGET
+    assert "narrow the query or return fewer fields" in out.value and "read_result" not in out.value

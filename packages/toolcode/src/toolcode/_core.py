@@ -296,7 +296,8 @@ class CodeMode:
             return out
         stored = await self._store(caller, "result", text, "application/json")
         preview = text[: max(0, budget - 200)]
-        how = f"read_result({stored.ref!r}, offset={len(preview)}) for the rest" if stored is not None else "not kept"
+        # Never silent: where the rest is, or (not kept: over the size cap, or no store) what to do.
+        how = f"read_result({stored.ref!r}, offset={len(preview)}) for the rest" if stored is not None else NARROW_HINT
         marker = f"…[truncated result: {len(text):,} chars, {len(preview):,} shown; {how}]"
         return out.model_copy(update={"value": preview + marker, "stored": stored})
 
