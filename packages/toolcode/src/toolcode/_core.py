@@ -39,7 +39,6 @@ from toolcode._models import (
     ResultPage,
     RunToolOutcome,
     SearchResult,
-    SessionEntry,
     SessionReport,
     SessionsResult,
     SnippetEntry,
@@ -336,7 +335,7 @@ class CodeMode:
         if self.sessions is None:
             raise InvalidArgumentsError("session", "sessions need a state store (this core has none)")
         infos = await self.sessions.list(caller)
-        return SessionsResult(sessions=[SessionEntry(**i.to_dict()) for i in infos])
+        return SessionsResult(sessions=infos)
 
     async def reset_session(self, name: Any, caller: str | None = None) -> bool:
         """Forget a session's state; ``False`` when it had none.

@@ -26,6 +26,7 @@ from typing import Any, Final
 import anyio
 import structlog
 
+from toolcode._models import SessionEntry
 from toolcode._modules import PACKAGE
 from toolcode._settings import SessionSettings
 from toolcode._types import SessionState
@@ -37,7 +38,7 @@ from toolcode.exceptions import (
 )
 from toolcode.state import ABSENT, Record, Release, StateStore
 
-__all__ = ["SESSION_NAME", "SessionInfo", "Sessions", "owner_of", "tools_imports"]
+__all__ = ["SESSION_NAME", "Sessions", "owner_of", "tools_imports"]
 
 _log = structlog.get_logger("toolcode.sessions")
 
@@ -71,29 +72,6 @@ def tools_imports(code: str) -> list[str]:
         elif isinstance(node, ast.Import) and any(a.name.split(".")[0] == PACKAGE for a in node.names):
             out.append(ast.unparse(node))
     return out
-
-
-@dataclass(frozen=True, slots=True)
-class SessionInfo:
-    """What ``list_sessions`` shows of one session."""
-
-    name: str
-    created: float
-    last_used: float
-    size_bytes: int
-    runs: int
-    expires: float | None
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain data, times as Unix seconds."""
-        return {
-            "name": self.name,
-            "created": round(self.created, 3),
-            "last_used": round(self.last_used, 3),
-            "size_bytes": self.size_bytes,
-            "runs": self.runs,
-            "expires": round(self.expires, 3) if self.expires is not None else None,
-        }
 
 
 @dataclass(slots=True)
@@ -316,17 +294,27 @@ class Sessions:
                 await self._release_quietly(release, lock)
             raise
 
-    async def list(self, caller: str | None) -> list[SessionInfo]:
-        """The caller's sessions, by name."""
+    async def list(self, caller: str | None) -> list[SessionEntry]:
+        """The caller's sessions, by name (times in Unix seconds)."""
         owner = owner_of(caller)
-        out: list[SessionInfo] = []
+        out: list[SessionEntry] = []
         for info in await self.store.list(_KIND, prefix=f"{owner}/", limit=10_000):
             rec = await self.store.get(_KIND, info.key)
             decoded = _decode(rec.value) if rec is not None else None
             runs = decoded[0].runs if decoded is not None else 0
             created = decoded[0].created if decoded is not None else info.created
             name = info.key.split("/", 1)[1]
-            out.append(SessionInfo(name, created, info.updated, info.size, runs, info.expires))
+            expires = round(info.expires, 3) if info.expires is not None else None
+            out.append(
+                SessionEntry(
+                    name=name,
+                    created=round(created, 3),
+                    last_used=round(info.updated, 3),
+                    size_bytes=info.size,
+                    runs=runs,
+                    expires=expires,
+                )
+            )
         return out
 
     async def reset(self, caller: str | None, name: str) -> bool:
