@@ -1,10 +1,10 @@
 """Paused runs: a run stopped at a call that needs a decision, kept in the state store until decided.
 
-A paused run holds no worker: the engine dumped the suspended interpreter (a few kilobytes for a
-small run), and this module keeps it, with the run's trace, output, counters and approvals, as
-one record of kind ``paused`` with a TTL. Resuming *takes* the record (a compare-and-set delete),
-so two replicas never continue the same run twice; the run continues from the exact call it
-stopped at, nothing before it is replayed.
+A paused run holds no worker: the engine dumped the suspended interpreter, and this module keeps
+it, with the run's trace, output, counters and approvals, as one record of kind ``paused`` with
+a TTL. Resuming *takes* the record (a compare-and-set delete), so two replicas never continue the
+same run twice; the run continues from the exact call it stopped at, nothing before it is
+replayed.
 """
 
 from __future__ import annotations
