@@ -143,6 +143,8 @@ _EXTRA_MODULES = {
     "pytest": "testing",
     "redis": "redis",
     "opentelemetry": "otel",
+    "yaml": "openapi",
+    "referencing": "openapi",
 }
 
 

@@ -89,9 +89,9 @@ def test_missing_variable_names_server_and_field() -> None:
 @pytest.mark.parametrize(
     ("entry", "field", "words"),
     [
-        ({"command": "x", "url": "http://h/mcp"}, "command", "not both"),
+        ({"command": "x", "url": "http://h/mcp"}, "command", "not 'command' and 'url'"),
         ({"type": "sse", "url": "http://h/sse"}, "type", "SSE is not supported"),
-        ({"type": "websocket", "url": "ws://h"}, "type", "unknown server type; expected 'stdio' or 'http'"),
+        ({"type": "websocket", "url": "ws://h"}, "type", "unknown server type; expected 'stdio', 'http' or 'openapi'"),
         ({"args": ["x"]}, None, "needs 'command'"),
         ({"command": 42}, "command", "string"),
         ({"command": "x", "args": "--flag"}, "args", "list of strings"),

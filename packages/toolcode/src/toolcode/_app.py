@@ -42,7 +42,7 @@ from toolcode.exceptions import ConfigurationError, StateUnavailableError
 from toolcode.state import MemoryStateStore, StateStore, open_state_store
 from tooldocs import InMemoryStore
 from toolindex import BackendRef, InMemoryIndex, Tool, ToolIndexError
-from toolrun import Backend, DefaultRunner, MCPBackend, ToolRunError, load_config
+from toolrun import Backend, DefaultRunner, ToolRunError, backends_from_config, load_config
 
 __all__ = ["UNSANDBOXED_WARNING", "ConnectEvent", "ConnectProgress", "Toolbox"]
 
@@ -221,6 +221,9 @@ class Toolbox:
     ) -> Toolbox:
         """Build a toolbox from a config file or mapping (``mcpServers`` and ``toolcode``).
 
+        Each ``mcpServers`` entry becomes a backend: an MCP server, or an HTTP API described
+        by an OpenAPI document (an entry with ``"openapi"``, see :class:`toolrun.OpenAPIProvider`).
+
         Args:
             config: Path to the JSON file, the parsed mapping, or ``None`` for no servers.
             extra_backends: More backends (local functions, providers) to attach as well.
@@ -241,8 +244,9 @@ class Toolbox:
         data: Mapping[str, Any] | None = None
         if config is not None:
             data = _read(config)
-            servers = load_config(data).enabled()
-            backends.extend(MCPBackend(name, server) for name, server in servers.items())
+            # Relative OpenAPI document paths start from the config file's folder.
+            base_dir = None if isinstance(config, Mapping) else Path(config).absolute().parent
+            backends.extend(backends_from_config(load_config(data, base_dir=base_dir)))
         chosen = settings if settings is not None else load_settings(data)
         excludes = [*chosen.exclude, *_server_excludes(data)]
         if excludes != list(chosen.exclude):

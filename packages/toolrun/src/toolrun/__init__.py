@@ -1,16 +1,19 @@
-"""toolrun: run tools on local functions, MCP servers and providers."""
+"""toolrun: run tools on local functions, MCP servers, OpenAPI documents and providers."""
 
 from toolrun._arguments import DEFAULT_ARGUMENT_LIMITS, ArgumentLimits
 from toolrun._config import (
     DEFAULT_MCP_TIMEOUT,
     HttpServerConfig,
+    OpenAPIServerConfig,
     ServerConfig,
     ServersConfig,
     StdioServerConfig,
     load_config,
 )
+from toolrun._from_config import backends_from_config, open_backends
 from toolrun._local import LocalBackend, Progress
-from toolrun._mcp import MCPBackend, backends_from_config, open_backends
+from toolrun._mcp import MCPBackend
+from toolrun._openapi import DEFAULT_MAX_RESPONSE_BYTES, OpenAPIProvider
 from toolrun._provider import Provider, ProviderBackend
 from toolrun._redact import RedactingFilter, redact, redact_processor, redact_url, register_secrets
 from toolrun._runner import DEFAULT_MAX_CHAIN_STEPS, BackendChooser, DefaultRunner, ResultRecorder
@@ -34,6 +37,7 @@ from toolrun.exceptions import (
     BackendUnavailableError,
     ChainError,
     ConfigError,
+    HTTPStatusError,
     InputValidationError,
     InvalidSchemaError,
     NoBackendError,
@@ -51,6 +55,7 @@ from toolrun.exceptions import (
 __all__ = [
     "DEFAULT_ARGUMENT_LIMITS",
     "DEFAULT_MAX_CHAIN_STEPS",
+    "DEFAULT_MAX_RESPONSE_BYTES",
     "DEFAULT_MCP_TIMEOUT",
     "DEFAULT_SCHEMA_LIMITS",
     "DEFAULT_VALIDATION_POLICY",
@@ -66,6 +71,7 @@ __all__ = [
     "CompiledSchema",
     "ConfigError",
     "DefaultRunner",
+    "HTTPStatusError",
     "HttpServerConfig",
     "InputValidationError",
     "InvalidSchemaError",
@@ -73,6 +79,8 @@ __all__ = [
     "MCPBackend",
     "NoBackendError",
     "OnError",
+    "OpenAPIProvider",
+    "OpenAPIServerConfig",
     "OutputValidationError",
     "Progress",
     "ProgressCallback",

@@ -31,7 +31,7 @@ from mcp_types import CONNECTION_CLOSED, HEADER_MISMATCH, PARSE_ERROR
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolindex import BackendKind, BackendRef, Index, Tool, ToolNotFoundError
-from toolrun._config import HttpServerConfig, ServerConfig, ServersConfig, StdioServerConfig, check_server_name
+from toolrun._config import HttpServerConfig, ServerConfig, StdioServerConfig, check_server_name
 from toolrun._mcp_reader import (
     MALFORMED,
     UNREADABLE,
@@ -54,7 +54,7 @@ from toolrun.exceptions import (
     ValidationProblem,
 )
 
-__all__ = ["MCPBackend", "backends_from_config", "open_backends"]
+__all__ = ["MCPBackend"]
 
 _log = structlog.get_logger("toolrun.mcp")
 
@@ -818,37 +818,3 @@ def _plan_listing(
     changed = [(t, BackendRef.mcp(server, tool=n)) for n, t in tools.items() if old.get(n) != t]
     removed = [t for n, t in old.items() if n not in tools]
     return _Plan(tools, skipped, changed, removed, fresh)
-
-
-def backends_from_config(config: ServersConfig) -> list[MCPBackend]:
-    """One :class:`MCPBackend` per enabled server, in configuration order.
-
-    Args:
-        config: Loaded with :func:`~toolrun.load_config`.
-
-    Returns:
-        The backends (not yet entered or connected).
-    """
-    return [MCPBackend(name, cfg) for name, cfg in config.enabled().items()]
-
-
-@asynccontextmanager
-async def open_backends(config: ServersConfig) -> AsyncGenerator[list[MCPBackend]]:
-    """Enter one :class:`MCPBackend` per enabled server; close them all on exit.
-
-    Entering connects nothing: each server starts on its first ``attach`` or call.
-
-    >>> async with open_backends(load_config("mcp.json")) as backends, DefaultRunner(index, backends) as runner:
-    ...     await runner.attach()
-
-    Args:
-        config: Loaded with :func:`~toolrun.load_config`.
-
-    Yields:
-        The entered backends, in configuration order.
-    """
-    backends = backends_from_config(config)
-    async with AsyncExitStack() as stack:
-        for b in backends:
-            await stack.enter_async_context(b)
-        yield backends

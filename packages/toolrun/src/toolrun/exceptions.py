@@ -12,6 +12,7 @@ re-exported here (it is a ``toolindex.ToolIndexError`` and a ``LookupError``)::
     │   └── SchemaLimitError      the schema is over one of its bounds (depth, size, $ref expansion, …)
     ├── ToolExecutionError        the tool ran and failed (MCP isError, an exception in a local function)
     │   └── UpstreamProtocolError the server's reply broke the protocol (invalid JSON, too deep, wrong shape)
+    ├── HTTPStatusError           an HTTP API answered non-2xx (the cause of an OpenAPI tool's ToolExecutionError)
     ├── ToolTimeoutError          the call exceeded its timeout (also a TimeoutError)
     ├── BackendUnavailableError   the backend cannot be reached (server crashed, failed to start)
     ├── StreamNotSupportedError   the backend cannot stream progress
@@ -36,6 +37,7 @@ __all__ = [
     "BackendUnavailableError",
     "ChainError",
     "ConfigError",
+    "HTTPStatusError",
     "InputValidationError",
     "InvalidSchemaError",
     "NoBackendError",
@@ -171,6 +173,29 @@ class UpstreamProtocolError(ToolExecutionError):
         tool_id: The tool.
         message: What was wrong with the reply.
     """
+
+
+class HTTPStatusError(ToolRunError):
+    """An HTTP API answered a call with a status other than 2xx.
+
+    An OpenAPI tool's call does not raise it to the caller: the runner raises
+    ``ToolExecutionError`` (whose message says the same) chained to it, so
+    ``err.__cause__.status`` tells a 404 from a 503.
+
+    Attributes:
+        status: The HTTP status code.
+        method: The request's method.
+        url: The request's URL, redacted, without its query.
+        body: The start of the response body as text (redacted, at most 1,000 characters).
+    """
+
+    def __init__(self, status: int, method: str, url: str, body: str, reason: str = "") -> None:
+        self.status = status
+        self.method = method
+        self.url = url = redact(url)
+        self.body = body = redact(body)
+        head = f"HTTP {status}{f' {reason}' if reason else ''} from {method} {url}"
+        super().__init__(f"{head}: {body}" if body else head)
 
 
 class ToolTimeoutError(ToolRunError, TimeoutError):

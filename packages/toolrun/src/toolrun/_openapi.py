@@ -1,0 +1,527 @@
+"""OpenAPIProvider: an HTTP API described by an OpenAPI 3.0/3.1 document, one tool per operation.
+
+>>> provider = OpenAPIProvider("petstore", "petstore.yaml", base_url="http://127.0.0.1:8080")
+>>> async with DefaultRunner(index, [ProviderBackend("petstore", provider)]) as runner:
+...     await runner.attach()
+...     pet = await runner.run("petstore:getPetById", {"petId": 1})
+
+The tools are built by :func:`~toolrun._openapi_tools.build_tools` (names, schemas, ``$ref``
+resolution); this module reads the document and makes the calls: real HTTP with ``httpx2``,
+a timeout on the whole call (connecting, sending and reading), no redirects followed, and a
+cap on the bytes of a response that are read.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import os
+import re
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final, cast
+from urllib.parse import quote, urljoin, urlsplit
+
+import anyio
+import anyio.to_thread
+import httpx2
+import structlog
+
+from toolrun._config import (
+    DEFAULT_MCP_TIMEOUT,
+    OpenAPIServerConfig,
+    check_server_name,
+    header_secrets,
+    url_secrets,
+)
+from toolrun._openapi_document import (
+    MAX_DOCUMENT_BYTES,
+    fetch_document,
+    is_url,
+    parse_document,
+    plain_document,
+    read_file,
+)
+from toolrun._openapi_tools import BuiltTools, Operation, ParamSpec, build_tools
+from toolrun._redact import redact, redact_url, register_secrets
+from toolrun._types import BackendResult
+from toolrun.exceptions import BackendUnavailableError, ConfigError, HTTPStatusError, ToolTimeoutError
+
+__all__ = ["DEFAULT_MAX_RESPONSE_BYTES", "OpenAPIProvider"]
+
+DEFAULT_MAX_RESPONSE_BYTES: Final = 4 * 1024 * 1024
+"""Bytes of a response that are read at most; a larger response fails the call."""
+_EXCERPT_CHARS: Final = 1_000
+_HEADER_UNSAFE = re.compile(r"[\r\n\x00]")
+
+_log = structlog.get_logger("toolrun.openapi")
+
+
+class OpenAPIProvider:
+    """A :class:`~toolrun.Provider` whose tools are the operations of an OpenAPI 3.0/3.1 document.
+
+    Wrap it in a :class:`~toolrun.ProviderBackend` (``backends_from_config`` does that for an
+    ``openapi`` entry of the config). ``list_tools`` reads the document (a file, an
+    ``http(s)`` URL or an already-parsed mapping) and builds one tool per operation:
+
+    - arguments: one per parameter (path, query, header, cookie), plus the JSON or form
+      body's properties as arguments of their own when its schema is a plain object and no
+      name collides, else the whole body as the argument ``body``;
+    - the result: a JSON response's value (``structured``); any other text as a text block;
+      no body as ``None``.
+
+    A call that gets a status other than 2xx fails (``ToolExecutionError`` with the status and
+    the start of the body, chained to :class:`~toolrun.HTTPStatusError`); a call that takes
+    longer than ``timeout`` raises ``ToolTimeoutError``; a server that cannot be reached
+    raises ``BackendUnavailableError``; a response over ``max_response_bytes`` fails.
+
+    Concurrency: calls may run from many tasks at once (one pooled HTTP client).
+    Ownership: :meth:`aclose` closes the HTTP client (``ProviderBackend`` calls it).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        document: str | os.PathLike[str] | Mapping[str, Any],
+        *,
+        base_url: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        timeout: float | None = DEFAULT_MCP_TIMEOUT,
+        load_timeout: float = 30.0,
+        include: Sequence[str] = (),
+        tags: Sequence[str] = (),
+        output_schemas: bool = True,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        max_document_bytes: int = MAX_DOCUMENT_BYTES,
+    ) -> None:
+        """Describe the API; nothing is read or connected until :meth:`list_tools`.
+
+        Args:
+            name: The API's name (its tools' namespace in a ``ProviderBackend``; used in errors).
+            document: Path or ``http(s)`` URL of the document (JSON or YAML), or its parsed content.
+            base_url: Where calls go (default: the first server URL the document declares for
+                the operation, a relative one resolved against the document's URL).
+            headers: Sent with every call (authorization); the values are registered as secrets.
+            timeout: Seconds a call may take in all (connecting, sending, reading); ``None``
+                for no limit.
+            load_timeout: Seconds allowed for fetching the document from a URL.
+            include: Globs over tool names or ``operationId`` s; only matching operations
+                become tools (default: all).
+            tags: Only operations with one of these tags become tools (default: all).
+            output_schemas: Whether tools declare their success response's schema.
+            max_response_bytes: Most bytes of a response read; a larger one fails the call.
+            max_document_bytes: Most bytes of the document read.
+
+        Raises:
+            ConfigError: If ``name`` cannot be a namespace or a URL is not ``http(s)``.
+        """
+        check_server_name(name)
+        if base_url is not None and not re.match(r"^https?://[^\s/]+", base_url):
+            raise ConfigError(name, "baseUrl", "must be an http:// or https:// URL")
+        if timeout is not None and not timeout > 0:
+            raise ConfigError(name, "timeout", "must be positive (None for no limit)")
+        self.name = name
+        self._document = document
+        self._base_url = base_url
+        self._headers = dict(headers or {})
+        self._timeout = timeout
+        self._load_timeout = load_timeout
+        self._include = tuple(include)
+        self._tags = tuple(tags)
+        self._output_schemas = output_schemas
+        self._max_response = max_response_bytes
+        self._max_document = max_document_bytes
+        self._document_url: str | None = None
+        self._client: httpx2.AsyncClient | None = None
+        self._closed = False
+        self.operations: dict[str, Operation] = {}
+        """The operation behind each tool, by tool name (filled by :meth:`list_tools`)."""
+        self.skipped: dict[str, str] = {}
+        """Operations that did not become tools at the last :meth:`list_tools` (``METHOD /path``) → reason."""
+        # Values given in code are secrets as much as those load_config registers.
+        register_secrets(header_secrets(self._headers))
+        register_secrets([s for u in (base_url, document) if isinstance(u, str) for s in url_secrets(u)])
+
+    @classmethod
+    def from_config(cls, name: str, config: OpenAPIServerConfig) -> OpenAPIProvider:
+        """The provider for an ``openapi`` entry of the configuration.
+
+        Args:
+            name: The entry's name in ``mcpServers``.
+            config: The entry, as :func:`~toolrun.load_config` loaded it.
+
+        Returns:
+            The provider (not yet loaded).
+
+        Raises:
+            ConfigError: If ``name`` cannot be a namespace.
+        """
+        return cls(
+            name,
+            config.openapi,
+            base_url=config.base_url,
+            headers=config.headers,
+            timeout=config.timeout,
+            load_timeout=config.connect_timeout,
+            include=config.include,
+            tags=config.tags,
+            output_schemas=config.output_schema,
+            max_response_bytes=config.max_response_bytes,
+        )
+
+    def _http(self) -> httpx2.AsyncClient:
+        # Created on first use (no await in between, so concurrent callers share one).
+        if self._client is None:
+            timeout = httpx2.Timeout(self._timeout)
+            self._client = httpx2.AsyncClient(timeout=timeout, follow_redirects=False)
+        return self._client
+
+    async def list_tools(self) -> list[dict[str, Any]]:
+        """Read the document and build one tool per operation.
+
+        The document is parsed and the tools built in a worker thread, so a large document
+        does not stall the event loop.
+
+        Returns:
+            MCP-style tool mappings (``name``, ``description``, ``inputSchema``, ``outputSchema``…).
+
+        Raises:
+            ConfigError: If the document cannot be read or is not OpenAPI 3.0/3.1, no base URL
+                can be found for an operation, or the ``openapi`` extra is missing.
+            BackendUnavailableError: If the document's URL cannot be fetched.
+        """
+        if self._closed:
+            raise BackendUnavailableError(f"openapi:{self.name}", "the provider is closed")
+        started = time.perf_counter()
+        source = self._document
+        if isinstance(source, Mapping):
+            data = source
+            doc = await anyio.to_thread.run_sync(lambda: plain_document(data, server=self.name))
+        elif is_url(str(source)):
+            url = str(source)
+            same = self._base_url is not None and _origin(url) == _origin(self._base_url)
+            async with httpx2.AsyncClient(timeout=httpx2.Timeout(self._load_timeout), follow_redirects=False) as c:
+                # Credentials go only to the API's own origin, never to a host that serves its document.
+                raw = await fetch_document(
+                    c, url, server=self.name, max_bytes=self._max_document, headers=self._headers if same else {}
+                )
+            self._document_url = url
+            doc = await anyio.to_thread.run_sync(lambda: parse_document(raw, server=self.name))
+        else:
+            path = str(source)
+            doc = await anyio.to_thread.run_sync(lambda: self._read_path(path))
+        built: BuiltTools = await anyio.to_thread.run_sync(
+            lambda: build_tools(
+                doc, server=self.name, include=self._include, tags=self._tags, output_schemas=self._output_schemas
+            )
+        )
+        for where, reason in built.skipped.items():
+            _log.warning("openapi.operation_skipped", server=self.name, operation=where, reason=reason)
+        for tool, note in built.notes.items():
+            _log.warning("openapi.tool_trimmed", server=self.name, tool=tool, note=note)
+        for op in built.operations.values():
+            self._base_for(op, config_error=True)
+        self.operations = built.operations
+        self.skipped = built.skipped
+        _log.info(
+            "openapi.loaded",
+            server=self.name,
+            operations=built.total,
+            tools=len(built.tools),
+            skipped=len(built.skipped),
+            duration_ms=round((time.perf_counter() - started) * 1000, 1),
+        )
+        return built.tools
+
+    def _read_path(self, path: str) -> dict[str, Any]:
+        data = read_file(Path(path).expanduser(), server=self.name, max_bytes=self._max_document)
+        return parse_document(data, server=self.name)
+
+    def _base_for(self, op: Operation, *, config_error: bool = False) -> str:
+        if self._base_url is not None:
+            return self._base_url
+        server = op.server
+        if server is not None and is_url(server):
+            return server
+        if server is not None and self._document_url is not None:
+            joined = urljoin(self._document_url, server)
+            if is_url(joined):
+                return joined
+        reason = (
+            "the document declares no server URL: set baseUrl"
+            if server is None
+            else f"the document's server URL {server!r} is not an http(s) URL: set baseUrl"
+        )
+        if config_error:
+            raise ConfigError(self.name, "baseUrl", reason)
+        raise ValueError(reason)  # pragma: no cover - list_tools checked every operation
+
+    async def call_tool(self, name: str, args: Mapping[str, Any]) -> BackendResult:
+        """Call one operation over HTTP.
+
+        Args:
+            name: The tool's name.
+            args: Its arguments (validated by the runner against the input schema).
+
+        Returns:
+            The result; ``is_error`` for a non-2xx status or an unreadable response.
+
+        Raises:
+            ToolTimeoutError: If the call takes longer than ``timeout``.
+            BackendUnavailableError: If the server cannot be reached, or the provider is closed.
+            LookupError: If no operation has this name.
+            ValueError: If an argument cannot be sent (a header value with a line break).
+        """
+        if self._closed:
+            raise BackendUnavailableError(f"openapi:{self.name}", "the provider is closed")
+        op = self.operations.get(name)
+        if op is None:
+            raise LookupError(f"{self.name!r} has no operation {name!r}")
+        request = _Request.build(op, args, self._base_for(op), self._headers)
+        tool_id = f"{self.name}:{name}"
+        started = time.perf_counter()
+        with anyio.move_on_after(math.inf if self._timeout is None else self._timeout) as scope:
+            try:
+                result = await self._send(op, request)
+            except httpx2.TimeoutException as e:
+                raise ToolTimeoutError(tool_id, self._timeout or 0.0) from e
+            except httpx2.ConnectError as e:
+                raise BackendUnavailableError(
+                    f"openapi:{self.name}", f"cannot connect to {redact_url(_origin(request.url))}: {e}"
+                ) from e
+            except httpx2.HTTPError as e:  # the connection broke mid-call, a malformed answer
+                text = f"{op.method} {redact_url(request.shown)} failed: {type(e).__name__}: {e}"
+                return BackendResult(None, ({"type": "text", "text": redact(text)},), is_error=True, error=e)
+            _log.debug(
+                "openapi.call",
+                server=self.name,
+                tool=name,
+                method=op.method,
+                duration_ms=round((time.perf_counter() - started) * 1000, 1),
+                is_error=result.is_error,
+            )
+            return result
+        assert scope.cancelled_caught
+        raise ToolTimeoutError(tool_id, self._timeout or 0.0)
+
+    async def _send(self, op: Operation, request: _Request) -> BackendResult:
+        client = self._http()
+        async with client.stream(
+            op.method,
+            request.url,
+            params=request.params,
+            headers=request.headers,
+            content=request.content,
+            data=request.data,
+            files=request.files,
+        ) as response:
+            chunks: list[bytes] = []
+            size = 0
+            too_big = False
+            async for chunk in response.aiter_bytes():
+                size += len(chunk)
+                if size > self._max_response:
+                    too_big = True
+                    chunks.append(chunk[: max(0, len(chunk) - (size - self._max_response))])
+                    break
+                chunks.append(chunk)
+            body = b"".join(chunks)
+            status, reason = response.status_code, response.reason_phrase
+            content_type = response.headers.get("content-type", "")
+            encoding = response.charset_encoding or "utf-8"
+        shown = redact_url(request.shown)
+        if not 200 <= status < 300:
+            excerpt = _excerpt(body, encoding)
+            err = HTTPStatusError(status, op.method, request.shown, excerpt, reason)
+            return BackendResult(None, ({"type": "text", "text": str(err)},), is_error=True, error=err)
+        if too_big:
+            text = (
+                f"{op.method} {shown}: the response is larger than {self._max_response:,} bytes "
+                "(maxResponseBytes); ask for less (filters, a smaller page)"
+            )
+            return BackendResult(None, ({"type": "text", "text": text},), is_error=True)
+        return _result(body, content_type, encoding, op, shown)
+
+    async def aclose(self) -> None:
+        """Close the HTTP client; idempotent."""
+        self._closed = True
+        client, self._client = self._client, None
+        if client is not None:
+            await client.aclose()
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.hostname or ''}{f':{parts.port}' if parts.port else ''}"
+
+
+def _excerpt(body: bytes, encoding: str) -> str:
+    text = body[: _EXCERPT_CHARS * 4].decode(encoding, errors="replace")
+    text = " ".join(text.split())
+    return text if len(text) <= _EXCERPT_CHARS else text[: _EXCERPT_CHARS - 1] + "…"
+
+
+def _result(body: bytes, content_type: str, encoding: str, op: Operation, shown: str) -> BackendResult:
+    if not body:
+        return BackendResult(None)
+    media = content_type.split(";", 1)[0].strip().lower()
+    if media == "application/json" or media.endswith("+json") or (not media and body[:1] in (b"{", b"[")):
+        try:
+            return BackendResult(json.loads(body.decode(encoding, errors="strict")))
+        except RecursionError as e:
+            text = f"{op.method} {shown}: the JSON response nests too deeply to read"
+            return BackendResult(None, ({"type": "text", "text": text},), is_error=True, error=e)
+        except ValueError as e:
+            text = f"{op.method} {shown}: the response says JSON but is not: {str(e)[:200]}"
+            return BackendResult(None, ({"type": "text", "text": text},), is_error=True, error=e)
+    if media.startswith("image/"):
+        data = base64.b64encode(body).decode("ascii")
+        return BackendResult(None, ({"type": "image", "data": data, "mimeType": media},))
+    if media.startswith("text/") or "charset=" in content_type.lower() or media.endswith(("+xml", "/xml")) or not media:
+        return BackendResult(None, ({"type": "text", "text": body.decode(encoding, errors="replace")},))
+    try:
+        return BackendResult(None, ({"type": "text", "text": body.decode("utf-8")},))
+    except UnicodeDecodeError:
+        text = f"({len(body):,} bytes of {media}, not text)"
+        return BackendResult(None, ({"type": "text", "text": text},))
+
+
+def _scalar(value: Any) -> str:
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _joined(value: Any, explode: bool, sep: str = ",") -> str:
+    # The "simple" serialisation of arrays and objects (paths, headers, non-exploded query values).
+    if isinstance(value, list):
+        return sep.join(_scalar(v) for v in cast(list[Any], value))
+    if isinstance(value, dict):
+        items = cast(dict[str, Any], value).items()
+        if explode:
+            return sep.join(f"{k}={_scalar(v)}" for k, v in items)
+        return sep.join(f"{k}{sep}{_scalar(v)}" for k, v in items)
+    return _scalar(value)
+
+
+class _Request:
+    """An operation's arguments as an HTTP request."""
+
+    __slots__ = ("content", "data", "files", "headers", "params", "shown", "url")
+
+    def __init__(self) -> None:
+        self.url = ""
+        self.shown = ""
+        self.params: list[tuple[str, str | int | float | bool | None]] = []
+        self.headers: dict[str, str] = {}
+        self.content: bytes | None = None
+        self.data: dict[str, Any] | None = None
+        self.files: list[tuple[str, tuple[None, str]]] | None = None
+
+    @classmethod
+    def build(cls, op: Operation, args: Mapping[str, Any], base: str, headers: Mapping[str, str]) -> _Request:
+        req = cls()
+        path_values: dict[str, str] = {}
+        cookies: list[str] = []
+        for spec in op.params:
+            if spec.arg not in args or args[spec.arg] is None:
+                continue
+            value = args[spec.arg]
+            if spec.location == "path":
+                path_values[spec.name] = _path_value(spec, value)
+            elif spec.location == "query":
+                req.params.extend(_query_pairs(spec, value))
+            elif spec.location == "header":
+                text = json.dumps(value) if spec.as_json else _joined(value, spec.explode)
+                req.headers[spec.name] = _header_safe(spec.name, text)
+            else:
+                text = json.dumps(value) if spec.as_json else _joined(value, spec.explode)
+                cookies.append(f"{spec.name}={quote(text, safe='')}")
+        if cookies:
+            req.headers["Cookie"] = "; ".join(cookies)
+
+        def substitute(m: re.Match[str]) -> str:
+            key = m.group(1)
+            if key not in path_values:
+                raise ValueError(f"path parameter {key!r} is missing")
+            return path_values[key]
+
+        path = re.sub(r"\{([^{}/]+)\}", substitute, op.path)
+        req.url = base.rstrip("/") + path
+        req.shown = req.url
+        if op.accept is not None:
+            req.headers["Accept"] = op.accept
+        if op.body is not None:
+            body = op.body
+            if body.arg is not None:
+                present, value = body.arg in args, args.get(body.arg)
+            else:
+                value = {f: args[f] for f in body.fields if f in args}
+                present = bool(value) or body.required
+            if present:
+                req.encode_body(body.media_type, value)
+        # The configuration's headers (authorization) win over same-named parameters.
+        req.headers.update(headers)
+        return req
+
+    def encode_body(self, media_type: str, value: Any) -> None:
+        media = media_type.split(";", 1)[0].strip().lower()
+        if media == "application/x-www-form-urlencoded" and isinstance(value, dict):
+            fields = cast(dict[str, Any], value)
+            self.data = {k: v if isinstance(v, str) else _scalar(v) for k, v in fields.items() if v is not None}
+            return
+        if media == "multipart/form-data" and isinstance(value, dict):
+            fields = cast(dict[str, Any], value)
+            self.files = [(k, (None, _scalar(v))) for k, v in fields.items() if v is not None]
+            return
+        self.headers["Content-Type"] = media_type
+        if media == "application/json" or media.endswith("+json") or not isinstance(value, str):
+            self.content = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        else:
+            self.content = value.encode("utf-8")
+
+
+def _header_safe(name: str, text: str) -> str:
+    if _HEADER_UNSAFE.search(text):
+        raise ValueError(f"header parameter {name!r} holds a line break or NUL, which HTTP headers cannot carry")
+    return text
+
+
+def _path_value(spec: ParamSpec, value: Any) -> str:
+    if spec.as_json:
+        return quote(json.dumps(value, ensure_ascii=False), safe="")
+    if spec.style == "label":
+        sep = "." if spec.explode else ","
+        return "." + quote(_joined(value, spec.explode, sep), safe=".,=")
+    if spec.style == "matrix":
+        if isinstance(value, list) and spec.explode:
+            return "".join(f";{spec.name}={quote(_scalar(v), safe='')}" for v in cast(list[Any], value))
+        return f";{spec.name}=" + quote(_joined(value, spec.explode), safe=",=")
+    return quote(_joined(value, spec.explode), safe=",=" if isinstance(value, list | dict) else "")
+
+
+def _query_pairs(spec: ParamSpec, value: Any) -> list[tuple[str, str]]:
+    if spec.as_json:
+        return [(spec.name, json.dumps(value, ensure_ascii=False))]
+    if isinstance(value, list):
+        items = [_scalar(v) for v in cast(list[Any], value)]
+        if spec.style == "form" and spec.explode:
+            return [(spec.name, v) for v in items]
+        sep = {"spaceDelimited": " ", "pipeDelimited": "|"}.get(spec.style, ",")
+        return [(spec.name, sep.join(items))]
+    if isinstance(value, dict):
+        members = cast(dict[str, Any], value)
+        if spec.style == "deepObject":
+            return [(f"{spec.name}[{k}]", _scalar(v)) for k, v in members.items()]
+        if spec.explode:
+            return [(k, _scalar(v)) for k, v in members.items()]
+        return [(spec.name, _joined(members, False))]
+    return [(spec.name, _scalar(value))]

@@ -1,0 +1,297 @@
+"""OpenAPI schemas as JSON Schema 2020-12, with every ``$ref`` pointing into ``$defs``.
+
+Each schema a ``$ref`` reaches becomes one definition, keyed by the identity of the object
+the reference resolves to (so two spellings of one reference share it), converted once per
+document whichever tool reaches it first, and named after the reference's last segment
+(``#/components/schemas/simple-user`` → ``simple-user``; a name taken by another schema gets
+``_2``…). A tool's schema carries in its ``$defs`` the definitions it needs, transitively, so
+recursive schemas stay finite. References are resolved with ``referencing`` only inside the
+document (anything else is refused: nothing is ever fetched). Definitions are converted from
+a work list, not recursively, so a long chain of references cannot exhaust the stack; one
+schema may nest at most 64 levels.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Container, Iterable
+from typing import TYPE_CHECKING, Any, Final, cast
+
+if TYPE_CHECKING:
+    from referencing._core import Resolver  # the type of Registry.resolver(), not exported by name
+
+__all__ = ["MAX_DEFS", "MAX_SCHEMA_DEPTH", "SchemaConverter", "Skip", "unique_name"]
+
+MAX_SCHEMA_DEPTH: Final = 64
+"""Most nested levels of one schema (the runner's own bound on a tool schema's depth)."""
+MAX_DEFS: Final = 1_000
+"""Most definitions one tool schema may carry (the runner's bound on ``$ref`` s)."""
+_NAME_CHARS = re.compile(r"[^A-Za-z0-9_.-]+")
+_SIZE_CAP = 10**9
+
+# Keywords whose value is a schema, a list of schemas, or a map of names to schemas.
+_SCHEMA_KEYS: Final = frozenset(
+    {
+        "items",
+        "additionalProperties",
+        "not",
+        "if",
+        "then",
+        "else",
+        "contains",
+        "propertyNames",
+        "unevaluatedProperties",
+        "unevaluatedItems",
+        "additionalItems",
+        "contentSchema",
+    }
+)
+_SCHEMA_LIST_KEYS: Final = frozenset({"allOf", "anyOf", "oneOf", "prefixItems"})
+_SCHEMA_MAP_KEYS: Final = frozenset({"properties", "patternProperties", "dependentSchemas"})
+# Dropped: documentation only, or meaningless once references are rewritten.
+_DROPPED_KEYS: Final = frozenset(
+    {
+        "example",
+        "examples",
+        "xml",
+        "externalDocs",
+        "discriminator",
+        "$id",
+        "$anchor",
+        "$dynamicAnchor",
+        "$dynamicRef",
+        "$recursiveRef",
+        "$recursiveAnchor",
+        "$schema",
+        "$defs",
+        "definitions",
+        "$comment",
+    }
+)
+_JSON_TYPES: Final = frozenset({"object", "array", "string", "number", "integer", "boolean", "null"})
+
+
+class Skip(Exception):
+    """An operation cannot become a tool; the message says why."""
+
+
+def unique_name(name: str, taken: Container[str]) -> str:
+    if name not in taken:
+        return name
+    n = 2
+    while True:
+        suffix = f"_{n}"
+        candidate = name[: 128 - len(suffix)] + suffix
+        if candidate not in taken:
+            return candidate
+        n += 1
+
+
+class SchemaConverter:
+    """Converts the document's schemas to JSON Schema 2020-12 with ``$ref`` s into ``$defs``.
+
+    A schema reached through a ``$ref`` becomes one definition, keyed by the identity of the
+    object the reference resolves to, and is converted once per document, whichever tool
+    reaches it first. Definitions are converted from a work list, not recursively, so a long
+    chain of references cannot exhaust the stack.
+    """
+
+    def __init__(self, openapi30: bool) -> None:
+        self._openapi30 = openapi30
+        self.defs: dict[str, dict[str, Any] | bool] = {}
+        self.deps: dict[str, frozenset[str]] = {}
+        self.errors: dict[str, str] = {}
+        self._names: dict[int, str] = {}
+        self._pending: list[tuple[str, Any, Resolver[Any]]] = []
+        self._sizes: dict[str, tuple[int, dict[str, int]]] = {}
+        self._expanded: dict[str, int] = {}
+
+    def lookup(self, ref: Any, resolver: Resolver[Any]) -> tuple[Any, Resolver[Any]]:
+        from referencing.exceptions import Unresolvable
+
+        if not isinstance(ref, str):
+            raise Skip(f"a $ref is not a string ({type(ref).__name__})")
+        try:
+            resolved = resolver.lookup(ref)
+        # Unresolvable's text quotes the whole document: only the reference is repeated.
+        except (Unresolvable, ValueError, TypeError, LookupError):
+            shown = ref if len(ref) <= 120 else ref[:119] + "…"
+            if not ref.startswith("#"):
+                raise Skip(f"$ref {shown!r} leaves the document (nothing is fetched)") from None
+            raise Skip(f"$ref {shown!r} points at nothing in the document") from None
+        return resolved.contents, resolved.resolver
+
+    def convert(self, schema: Any, resolver: Resolver[Any]) -> tuple[dict[str, Any] | bool, set[str]]:
+        """A converted schema and the definitions it refers to directly."""
+        used: set[str] = set()
+        out = self._convert(schema, resolver, used, 1)
+        self._drain()
+        return out, used
+
+    def closure(self, roots: Iterable[str]) -> dict[str, dict[str, Any] | bool]:
+        """The definitions ``roots`` need, transitively, in a stable order.
+
+        Raises:
+            Skip: If one of them could not be converted, or there are too many.
+        """
+        seen: dict[str, None] = {}
+        todo = sorted(roots, reverse=True)
+        while todo:
+            name = todo.pop()
+            if name in seen:
+                continue
+            if name in self.errors:
+                raise Skip(self.errors[name])
+            seen[name] = None
+            if len(seen) > MAX_DEFS:
+                raise Skip(f"its schemas use more than {MAX_DEFS:,} definitions")
+            todo.extend(sorted(self.deps.get(name, ()), reverse=True))
+        return {name: self.defs[name] for name in sorted(seen)}
+
+    def expanded_size(self, schema: Any) -> int:
+        """About how many JSON values ``schema`` has with every reference replaced by its target.
+
+        The runner refuses a schema over ``SchemaLimits.max_expanded_nodes``; this estimate
+        (a recursive reference counts once) lets a tool be told about it when it is built,
+        computed once per definition rather than once per tool.
+        """
+        nodes, refs = _measure(schema)
+        total = nodes + sum(count * self._expanded_of(name) for name, count in refs.items())
+        # The runner's count walks the $defs too, each definition expanded in turn.
+        defs = cast(dict[str, Any], schema).get("$defs") if isinstance(schema, dict) else None
+        if isinstance(defs, dict):
+            total += 1 + sum(1 + self._expanded_of(name) for name in cast(dict[str, Any], defs))
+        return total
+
+    def _expanded_of(self, name: str) -> int:
+        # Post-order over the definitions, iteratively; a reference back into the path counts 1.
+        if (known := self._expanded.get(name)) is not None:
+            return known
+        on_path: set[str] = set()
+        stack: list[tuple[str, bool]] = [(name, False)]
+        while stack:
+            current, children_done = stack.pop()
+            refs = self._sizes.get(current, (1, {}))[1]
+            if children_done:
+                nodes = self._sizes.get(current, (1, {}))[0]
+                total = nodes + sum(c * self._expanded.get(r, 1) for r, c in refs.items())
+                self._expanded[current] = min(total, _SIZE_CAP)
+                on_path.discard(current)
+                continue
+            if current in self._expanded or current in on_path:
+                continue
+            on_path.add(current)
+            stack.append((current, True))
+            stack.extend((r, False) for r in refs if r not in self._expanded and r not in on_path)
+        return self._expanded[name]
+
+    def _drain(self) -> None:
+        while self._pending:
+            name, target, resolver = self._pending.pop()
+            used: set[str] = set()
+            try:
+                self.defs[name] = self._convert(target, resolver, used, 1)
+            except Skip as e:
+                self.errors[name] = f"schema {name!r}: {e}"
+                self.defs[name] = True
+            self.deps[name] = frozenset(used)
+            self._sizes[name] = _measure(self.defs[name])
+
+    def _def_name(self, ref: str) -> str:
+        tail = ref.rsplit("/", 1)[-1].replace("~1", "/").replace("~0", "~")
+        base = _NAME_CHARS.sub("_", tail).strip("_")[:100] or "schema"
+        return unique_name(base, self.defs.keys())
+
+    def _ref(self, ref: Any, resolver: Resolver[Any], used: set[str]) -> dict[str, Any]:
+        target, inner = self.lookup(ref, resolver)
+        name = self._names.get(id(target))
+        if name is None:
+            name = self._def_name(cast(str, ref))
+            self._names[id(target)] = name
+            self.defs[name] = True  # placeholder until the work list converts it
+            self._pending.append((name, target, inner))
+        used.add(name)
+        return {"$ref": f"#/$defs/{name}"}
+
+    def _convert(self, schema: Any, resolver: Resolver[Any], used: set[str], depth: int) -> dict[str, Any] | bool:
+        if isinstance(schema, bool):
+            return schema
+        if not isinstance(schema, dict):
+            raise Skip(f"a schema is a {type(schema).__name__}, not an object")
+        if depth > MAX_SCHEMA_DEPTH:
+            raise Skip(f"a schema nests deeper than {MAX_SCHEMA_DEPTH} levels")
+        src = cast(dict[str, Any], schema)
+        if "$ref" in src:
+            ref = self._ref(src["$ref"], resolver, used)
+            if self._openapi30:  # 3.0: siblings of $ref are ignored
+                return ref
+            rest = self._convert({k: v for k, v in src.items() if k != "$ref"}, resolver, used, depth)
+            if isinstance(rest, bool) or not rest:
+                return ref
+            return (
+                {**ref, **rest}
+                if set(rest) <= {"description", "title", "default", "deprecated"}
+                else {"allOf": [ref, rest]}
+            )
+        out: dict[str, Any] = {}
+        for key, value in src.items():
+            if key in _DROPPED_KEYS or key.startswith("x-"):
+                continue
+            if key in _SCHEMA_KEYS:
+                if self._openapi30 and key == "items" and isinstance(value, list):
+                    value = {"anyOf": cast(list[Any], value)}
+                out[key] = self._convert(value, resolver, used, depth + 1)
+            elif key in _SCHEMA_LIST_KEYS:
+                if not isinstance(value, list):
+                    raise Skip(f"{key} is not a list")
+                out[key] = [self._convert(v, resolver, used, depth + 1) for v in cast(list[Any], value)]
+            elif key in _SCHEMA_MAP_KEYS:
+                if not isinstance(value, dict):
+                    raise Skip(f"{key} is not an object")
+                members = cast(dict[str, Any], value)
+                out[key] = {k: self._convert(v, resolver, used, depth + 1) for k, v in members.items()}
+            elif key == "type" and isinstance(value, str) and value not in _JSON_TYPES:
+                continue  # e.g. "file" (Swagger 2): no JSON type to check
+            else:
+                out[key] = value
+        if self._openapi30:
+            _from_openapi30(out)
+        return out
+
+
+def _from_openapi30(out: dict[str, Any]) -> None:
+    # OpenAPI 3.0's schema dialect differs from JSON Schema 2020-12 in these keywords.
+    if out.pop("nullable", False) is True:
+        t = out.get("type")
+        if isinstance(t, str):
+            out["type"] = [t, "null"]
+        enum = out.get("enum")
+        if isinstance(enum, list) and None not in enum:
+            out["enum"] = [*cast(list[Any], enum), None]
+    for bound, flag in (("minimum", "exclusiveMinimum"), ("maximum", "exclusiveMaximum")):
+        exclusive = out.get(flag)
+        if isinstance(exclusive, bool):
+            if exclusive and bound in out:
+                out[flag] = out.pop(bound)
+            else:
+                del out[flag]
+
+
+def _measure(schema: Any) -> tuple[int, dict[str, int]]:
+    # JSON values of a converted schema (its $defs left out) and how often it uses each definition.
+    nodes = 0
+    refs: dict[str, int] = {}
+    stack: list[Any] = [schema]
+    while stack:
+        value = stack.pop()
+        nodes += 1
+        if isinstance(value, dict):
+            members = cast(dict[str, Any], value)
+            ref = members.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/"):
+                name = ref[len("#/$defs/") :]
+                refs[name] = refs.get(name, 0) + 1
+            stack.extend(v for k, v in members.items() if k != "$defs")
+        elif isinstance(value, list):
+            stack.extend(cast(list[Any], value))
+    return nodes, refs

@@ -1,0 +1,435 @@
+"""OpenAPI documents as tools: names, schemas, references, configuration, and hostile documents.
+
+Calls over real HTTP are in tests/integration/test_openapi_service.py.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import structlog
+
+from tooldocs import STUB_IMPORTS, render_module, tool_signature
+from toolindex import InMemoryIndex, Tool
+from toolrun import (
+    BackendUnavailableError,
+    ConfigError,
+    OpenAPIProvider,
+    OpenAPIServerConfig,
+    ProviderBackend,
+    backends_from_config,
+    compile_schema,
+    load_config,
+    open_backends,
+    redact,
+)
+
+pytestmark = pytest.mark.anyio
+
+
+def doc(paths: dict[str, Any], *, version: str = "3.0.3", **components: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {"openapi": version, "info": {"title": "t", "version": "1"}, "paths": paths}
+    out["servers"] = [{"url": "https://api.example.org/v1"}]
+    if components:
+        out["components"] = components
+    return out
+
+
+def ok(schema: dict[str, Any] | None = None) -> dict[str, Any]:
+    if schema is None:
+        return {"200": {"description": "ok"}}
+    return {"200": {"description": "ok", "content": {"application/json": {"schema": schema}}}}
+
+
+async def tools_of(document: dict[str, Any], **kw: Any) -> tuple[dict[str, Tool], OpenAPIProvider]:
+    provider = OpenAPIProvider("api", document, **kw)
+    backend = ProviderBackend("api", provider)
+    with structlog.testing.capture_logs():
+        tools = await backend.attach(InMemoryIndex())
+    assert not backend.skipped, backend.skipped  # every tool the provider made is a valid Tool
+    return {t.name: t for t in tools}, provider
+
+
+PETSTORE = doc(
+    {
+        "/pets/{petId}": {
+            "parameters": [{"name": "petId", "in": "path", "required": True, "schema": {"type": "integer"}}],
+            "get": {
+                "operationId": "pets/get",
+                "summary": "Get a pet",
+                "tags": ["Pets"],
+                "parameters": [
+                    {"$ref": "#/components/parameters/Fields"},
+                    {"name": "X-Trace", "in": "header", "schema": {"type": "string"}},
+                    {"name": "Accept", "in": "header", "schema": {"type": "string"}},
+                    {"name": "petId", "in": "query", "schema": {"type": "string"}},
+                ],
+                "responses": {
+                    "200": {"$ref": "#/components/responses/Pet"},
+                    "404": {"description": "no"},
+                },
+            },
+            "put": {
+                "requestBody": {
+                    "required": True,
+                    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/NewPet"}}},
+                },
+                "responses": {"204": {"description": "done"}},
+            },
+        },
+        "/trees": {
+            "post": {
+                "operationId": "pets/get",  # a duplicate: gets a suffix
+                "requestBody": {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/Tree"}}}},
+                "responses": ok({"$ref": "#/components/schemas/Tree"}),
+            }
+        },
+    },
+    parameters={"Fields": {"name": "fields", "in": "query", "schema": {"type": "array", "items": {"type": "string"}}}},
+    responses={
+        "Pet": {
+            "description": "a pet",
+            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Pet"}}},
+        }
+    },
+    schemas={
+        "NewPet": {
+            "type": "object",
+            "required": ["name"],
+            "properties": {
+                "name": {"type": "string"},
+                "tag": {"type": "string", "nullable": True},
+                "age": {"type": "integer", "minimum": 0, "exclusiveMinimum": True, "example": 3},
+            },
+        },
+        "Pet": {"allOf": [{"$ref": "#/components/schemas/NewPet"}, {"properties": {"id": {"type": "integer"}}}]},
+        "Tree": {
+            "type": "object",
+            "properties": {"children": {"type": "array", "items": {"$ref": "#/components/schemas/Tree"}}},
+        },
+    },
+)
+
+
+async def test_every_operation_becomes_a_tool_with_mcp_names() -> None:
+    tools, provider = await tools_of(PETSTORE)
+    assert sorted(tools) == ["pets_get", "pets_get_2", "put_pets_petId"]
+    get = tools["pets_get"]
+    assert get.title == "Get a pet" and get.tags == ("pets",)
+    assert get.description.endswith("HTTP: GET /pets/{petId}")
+    assert get.annotations is not None and get.annotations["readOnlyHint"] is True
+    op = provider.operations["pets_get"]
+    assert (op.method, op.path, op.operation_id) == ("GET", "/pets/{petId}", "pets/get")
+    assert op.server == "https://api.example.org/v1"
+
+
+async def test_parameters_are_arguments_and_a_name_used_twice_gets_its_location() -> None:
+    tools, _ = await tools_of(PETSTORE)
+    schema = tools["pets_get"].input_schema
+    # Path parameter from the path item, the query one renamed; Accept is the client's (ignored).
+    assert list(schema["properties"]) == ["path_petId", "fields", "X-Trace", "query_petId"]
+    assert schema["required"] == ["path_petId"]
+    assert schema["additionalProperties"] is False
+
+
+async def test_a_plain_object_body_is_flattened_and_openapi_30_becomes_json_schema() -> None:
+    tools, provider = await tools_of(PETSTORE)
+    schema = tools["put_pets_petId"].input_schema
+    assert list(schema["properties"]) == ["petId", "name", "tag", "age"]
+    assert schema["required"] == ["petId", "name"]
+    assert schema["properties"]["tag"] == {"type": ["string", "null"]}
+    assert schema["properties"]["age"] == {"type": "integer", "exclusiveMinimum": 0}
+    body = provider.operations["put_pets_petId"].body
+    assert body is not None and body.arg is None and body.fields == ("name", "tag", "age")
+    validator = compile_schema(schema)
+    assert validator.is_valid({"petId": 1, "name": "Rex", "tag": None})
+    assert not validator.is_valid({"petId": 1, "name": "Rex", "age": 0})
+
+
+async def test_references_become_defs_and_recursive_schemas_stay_finite() -> None:
+    tools, _ = await tools_of(PETSTORE)
+    out = tools["pets_get"].output_schema
+    assert out is not None
+    assert out["$ref"] == "#/$defs/Pet" and set(out["$defs"]) == {"Pet", "NewPet"}
+    tree = tools["pets_get_2"]
+    # The body is a reference to a recursive object: flattened, its recursion kept in $defs.
+    assert tree.input_schema["properties"]["children"]["items"] == {"$ref": "#/$defs/Tree"}
+    assert set(tree.input_schema["$defs"]) == {"Tree"}
+    validator = compile_schema(tree.input_schema)
+    assert validator.is_valid({"children": [{"children": [{"children": []}]}]})
+    assert not validator.is_valid({"children": [{"children": [1]}]})
+
+
+async def test_signatures_render_as_python() -> None:
+    tools, _ = await tools_of(PETSTORE)
+    module = render_module(list(tools.values()))
+    ast.parse(module.text)
+    sig = tool_signature(tools["put_pets_petId"])
+    ast.parse(f"{STUB_IMPORTS}\n{sig.text}")
+    assert "name: str" in sig.text and "tag: str | None" in sig.text
+
+
+async def test_openapi_31_keeps_siblings_of_ref_and_type_lists() -> None:
+    document = doc(
+        {
+            "/a": {
+                "get": {
+                    "operationId": "a",
+                    "parameters": [
+                        {
+                            "name": "when",
+                            "in": "query",
+                            "schema": {"$ref": "#/components/schemas/When", "description": "Pick a day."},
+                        }
+                    ],
+                    "responses": ok({"type": ["object", "null"]}),
+                }
+            }
+        },
+        version="3.1.0",
+        schemas={"When": {"type": ["string", "null"], "format": "date"}},
+    )
+    tools, _ = await tools_of(document)
+    when = tools["a"].input_schema["properties"]["when"]
+    assert when == {"$ref": "#/$defs/When", "description": "Pick a day."}
+    assert tools["a"].output_schema == {"type": ["object", "null"]}
+
+
+async def test_a_body_that_is_not_a_plain_object_is_the_body_argument() -> None:
+    document = doc(
+        {
+            "/x/{body}": {
+                "post": {
+                    "operationId": "x",
+                    "parameters": [{"name": "body", "in": "path", "required": True, "schema": {"type": "string"}}],
+                    "requestBody": {"content": {"application/json": {"schema": {"type": "object", "properties": {}}}}},
+                    "responses": ok(),
+                }
+            },
+            "/y": {
+                "post": {
+                    "operationId": "y",
+                    "requestBody": {
+                        "required": True,
+                        "content": {"text/plain": {"schema": {"type": "string"}}},
+                    },
+                    "responses": ok(),
+                }
+            },
+        }
+    )
+    tools, provider = await tools_of(document)
+    assert list(tools["x"].input_schema["properties"]) == ["body", "request_body"]
+    y = provider.operations["y"].body
+    assert y is not None and (y.arg, y.media_type, y.required) == ("body", "text/plain", True)
+    assert tools["y"].input_schema["required"] == ["body"]
+
+
+async def test_include_and_tags_choose_operations() -> None:
+    tools, _ = await tools_of(PETSTORE, include=["put_*"])
+    assert list(tools) == ["put_pets_petId"]
+    tools, _ = await tools_of(PETSTORE, tags=["PETS"])
+    assert list(tools) == ["pets_get"]
+    tools, _ = await tools_of(PETSTORE, output_schemas=False)
+    assert all(t.output_schema is None for t in tools.values())
+
+
+# -- hostile documents ------------------------------------------------------------------------
+
+
+def op_with_schema(schema: Any) -> dict[str, Any]:
+    return {"get": {"parameters": [{"name": "p", "in": "query", "schema": schema}], "responses": ok()}}
+
+
+@pytest.mark.parametrize(
+    ("ref", "reason"),
+    [
+        ("https://evil.example/schema.json", "leaves the document (nothing is fetched)"),
+        ("file:///etc/passwd", "leaves the document"),
+        ("other.yaml#/components/schemas/X", "leaves the document"),
+        ("#/components/schemas/Missing", "points at nothing in the document"),
+    ],
+)
+async def test_references_outside_the_document_skip_only_their_operation(ref: str, reason: str) -> None:
+    document = doc({"/bad": op_with_schema({"$ref": ref}), "/good": op_with_schema({"type": "string"})})
+    provider = OpenAPIProvider("api", document)
+    with structlog.testing.capture_logs() as logs:
+        tools = await provider.list_tools()
+    assert [t["name"] for t in tools] == ["get_good"]
+    assert reason in provider.skipped["GET /bad"]
+    assert any(e["event"] == "openapi.operation_skipped" for e in logs)
+
+
+async def test_reference_loops_and_deep_nesting_are_refused() -> None:
+    deep: dict[str, Any] = {"type": "string"}
+    for _ in range(200):
+        deep = {"type": "array", "items": deep}
+    document = doc(
+        {
+            "/loop": {"get": {"parameters": [{"$ref": "#/components/parameters/A"}], "responses": ok()}},
+            "/deep": op_with_schema(deep),
+            "/self": op_with_schema({"$ref": "#/components/schemas/Self"}),
+        },
+        parameters={"A": {"$ref": "#/components/parameters/B"}, "B": {"$ref": "#/components/parameters/A"}},
+        schemas={"Self": {"$ref": "#/components/schemas/Self"}},
+    )
+    provider = OpenAPIProvider("api", document)
+    with structlog.testing.capture_logs():
+        tools = await provider.list_tools()
+    assert "more than 32 references in a row" in provider.skipped["GET /loop"]
+    assert "nests deeper than 64 levels" in provider.skipped["GET /deep"]
+    # A schema that is only a reference to itself is a definition that refers to itself: finite.
+    assert [t["name"] for t in tools] == ["get_self"]
+
+
+async def test_a_chain_of_thousands_of_references_does_not_exhaust_the_stack() -> None:
+    n = 5000
+    schemas = {
+        f"S{i}": {"type": "object", "properties": {"next": {"$ref": f"#/components/schemas/S{i + 1}"}}}
+        for i in range(n)
+    }
+    schemas[f"S{n}"] = {"type": "string"}
+    document = doc({"/chain": op_with_schema({"$ref": "#/components/schemas/S0"})}, schemas=schemas)
+    provider = OpenAPIProvider("api", document)
+    with structlog.testing.capture_logs():
+        assert await provider.list_tools() == []
+    assert "more than 1,000 definitions" in provider.skipped["GET /chain"]
+
+
+async def test_yaml_alias_bombs_and_recursive_aliases_are_refused(tmp_path: Path) -> None:
+    lines = ['openapi: "3.0.3"', 'a0: &a0 ["x", "x", "x", "x", "x", "x", "x", "x", "x", "x"]']
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 9)]
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text("\n".join(lines) + "\npaths: {}\n")
+    with pytest.raises(ConfigError, match=r"server 'api' field 'openapi'.*more than 5,000,000 values"):
+        await OpenAPIProvider("api", bomb).list_tools()
+    loop = tmp_path / "loop.yaml"
+    loop.write_text('openapi: "3.0.3"\npaths: &p {x: *p}\n')
+    with pytest.raises(ConfigError, match="nests deeper than 256 levels"):
+        await OpenAPIProvider("api", loop).list_tools()
+
+
+async def test_documents_that_are_not_openapi_3_or_too_large_are_config_errors(tmp_path: Path) -> None:
+    cases = {
+        "swagger.json": (json.dumps({"swagger": "2.0", "paths": {}}), "Swagger 2.0 documents are not supported"),
+        "none.json": (json.dumps({"paths": {}}), "not an OpenAPI 3.0 or 3.1 document"),
+        "list.yaml": ("- 1\n- 2\n", "must be an object"),
+        "broken.yaml": ("openapi: [\n", "not valid YAML"),
+        "broken.json": ('{"openapi": ', "not valid JSON"),
+        "nan.json": ('{"openapi": "3.0.0", "x": NaN}', "not valid JSON"),
+        "deep.json": ("{" + '"a":[' * 100_000, "nests too deeply|not valid JSON"),
+        "latin1.yaml": (b"openapi: \xe9".decode("latin-1"), "not UTF-8"),
+    }
+    for name, (text, message) in cases.items():
+        path = tmp_path / name
+        path.write_bytes(text.encode("latin-1") if name == "latin1.yaml" else text.encode())
+        with pytest.raises(ConfigError, match=message):
+            await OpenAPIProvider("api", path).list_tools()
+    big = tmp_path / "big.json"
+    big.write_text(json.dumps({"openapi": "3.0.3", "paths": {}, "pad": "x" * 5000}))
+    with pytest.raises(ConfigError, match="larger than 1,000 bytes"):
+        await OpenAPIProvider("api", big, max_document_bytes=1000).list_tools()
+    with pytest.raises(ConfigError, match="cannot read"):
+        await OpenAPIProvider("api", tmp_path / "missing.yaml").list_tools()
+
+
+async def test_yaml_documents_read_status_codes_and_dates_as_json(tmp_path: Path) -> None:
+    path = tmp_path / "api.yaml"
+    path.write_text(
+        "openapi: 3.0.3\nservers: [{url: 'https://x.example'}]\npaths:\n  /d:\n    get:\n      operationId: d\n"
+        "      parameters: [{name: since, in: query, schema: {type: string, default: 2024-01-31}}]\n"
+        "      responses:\n        200:\n          description: ok\n"
+        "          content: {application/json: {schema: {type: integer}}}\n"
+    )
+    provider = OpenAPIProvider("api", path)
+    with structlog.testing.capture_logs():
+        [tool] = await provider.list_tools()
+    assert tool["inputSchema"]["properties"]["since"]["default"] == "2024-01-31"
+    assert tool["outputSchema"] == {"type": "integer"}
+
+
+async def test_a_document_without_a_server_needs_a_base_url() -> None:
+    document = doc({"/a": {"get": {"operationId": "a", "responses": ok()}}})
+    del document["servers"]
+    with pytest.raises(ConfigError, match=r"server 'api' field 'baseUrl': the document declares no server URL"):
+        await OpenAPIProvider("api", document).list_tools()
+    with structlog.testing.capture_logs():
+        assert len(await OpenAPIProvider("api", document, base_url="http://127.0.0.1:1").list_tools()) == 1
+
+
+async def test_without_the_extra_the_error_names_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setitem(sys.modules, "referencing", None)
+    with pytest.raises(ConfigError, match=r"pip install 'toolrun\[openapi\]'"):
+        await OpenAPIProvider("api", PETSTORE).list_tools()
+    monkeypatch.setitem(sys.modules, "yaml", None)
+    path = tmp_path / "api.yaml"
+    path.write_text("openapi: 3.0.3\n")
+    with pytest.raises(ConfigError, match=r"pip install 'toolrun\[openapi\]'"):
+        await OpenAPIProvider("api", path).list_tools()
+
+
+# -- configuration ----------------------------------------------------------------------------
+
+
+def test_config_entries_with_openapi_are_apis(tmp_path: Path) -> None:
+    config_file = tmp_path / "mcp.json"
+    servers = {
+        "time": {"command": "mcp-server-time"},
+        "pets": {
+            "openapi": "specs/pets.yaml",
+            "baseUrl": "https://pets.example/v1",
+            "headers": {"Authorization": "Bearer ${PETS_TOKEN}"},
+            "include": ["pets_*"],
+            "timeout": 5,
+            "maxResponseBytes": 1000,
+            "outputSchema": False,
+        },
+        "off": {"openapi": "off.yaml", "disabled": True},
+    }
+    config_file.write_text(json.dumps({"mcpServers": servers}))
+    cfg = load_config(config_file, env={"PETS_TOKEN": "tok-5f2e8a1b9c"})
+    assert list(cfg.servers) == ["time"] and list(cfg.openapi) == ["pets", "off"]
+    pets = cfg.openapi["pets"]
+    assert isinstance(pets, OpenAPIServerConfig)
+    assert pets.openapi == str(tmp_path / "specs" / "pets.yaml")  # from the config file's folder
+    assert (pets.timeout, pets.max_response_bytes, pets.output_schema, pets.include) == (5, 1000, False, ("pets_*",))
+    assert "tok-5f2e8a1b9c" not in repr(pets) and redact("sent tok-5f2e8a1b9c") == "sent ***"
+    assert list(cfg.enabled_openapi()) == ["pets"]
+    backends = backends_from_config(cfg)
+    assert [type(b).__name__ for b in backends] == ["MCPBackend", "ProviderBackend"]
+    assert isinstance(backends[1], ProviderBackend) and backends[1].namespace == "pets"
+
+
+@pytest.mark.parametrize(
+    ("entry", "field", "message"),
+    [
+        ({"openapi": "a.yaml", "baseUrl": "ftp://x"}, "baseUrl", "must be an http:// or https:// URL"),
+        ({"openapi": "file:///etc/x.yaml"}, "openapi", "file path or an http:// or https:// URL"),
+        ({"openapi": "a.yaml", "command": "x"}, "command", "give one of"),
+        ({"openapi": "a.yaml", "include": "x*"}, "include", "must be a list of strings"),
+        ({"openapi": "a.yaml", "maxResponseBytes": 0}, "maxResponseBytes", "greater than 0"),
+        ({"openapi": "a.yaml", "headers": {"X-Key": "${NOPE}"}}, "headers.X-Key", "'NOPE' is not set"),
+        ({"type": "openapi"}, "openapi", "Field required"),
+    ],
+)
+def test_config_errors_name_the_server_and_the_field(entry: dict[str, Any], field: str, message: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_config({"mcpServers": {"pets": entry}}, env={})
+    assert caught.value.server == "pets" and caught.value.field == field
+    assert message in caught.value.reason
+
+
+async def test_open_backends_opens_and_closes_openapi_backends() -> None:
+    cfg = load_config({"mcpServers": {"pets": {"openapi": "x.yaml", "baseUrl": "http://127.0.0.1:1"}}})
+    async with open_backends(cfg) as backends:
+        [backend] = backends
+        assert isinstance(backend, ProviderBackend)
+    provider = backend.provider
+    assert isinstance(provider, OpenAPIProvider)
+    with pytest.raises(BackendUnavailableError, match="closed"):
+        await provider.list_tools()
