@@ -1,9 +1,11 @@
-"""What the model reads: the server's instructions and each tool's description.
+"""What the model reads: the instructions and each code-mode tool's description, in every door.
 
-Written for a model, not a person, and kept short: every word here is paid for in context
-tokens on every turn (``bench/tokens.py`` reports the total under ``"surface"``). The snippet
-API is documented once, in ``execute_code``'s description, where the model needs it; it is
-generated from the one list of snippet globals (:data:`toolcode.SNIPPET_GLOBALS`).
+The MCP server and the agent-framework integrations (:mod:`toolcode.integrations`) publish
+these same words. Written for a model, not a person, and kept short: every word here is paid
+for in context tokens on every turn (``bench/tokens.py`` reports the total under
+``"surface"``). The snippet API is documented once, in ``execute_code``'s description, where the
+model needs it; it is generated from the one list of snippet globals
+(:data:`toolcode.SNIPPET_GLOBALS`).
 """
 
 from __future__ import annotations

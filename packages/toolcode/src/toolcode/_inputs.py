@@ -1,7 +1,9 @@
-"""Input models of the code-mode server's tools: their JSON Schemas go on the wire.
+"""Input models of the code-mode tools: their JSON Schemas go on the wire, in every door.
 
-They declare names, types and defaults for the client; the values are checked by the core's
-operations (one place for every door), so constraints are not repeated here.
+The MCP server and the agent-framework integrations (:mod:`toolcode.integrations`) publish the
+same schemas (compacted by :func:`toolcode._metatools.input_schema`). They declare names, types
+and defaults for the client; the values are checked by the core's operations (one place for
+every door), so constraints are not repeated here.
 """
 
 from __future__ import annotations

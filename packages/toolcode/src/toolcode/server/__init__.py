@@ -12,7 +12,7 @@ Over HTTP off loopback, callers need a bearer token (see :class:`BearerTokens`):
     await serve_http(box, "0.0.0.0", 8808, tokens=BearerTokens.load(file="/etc/toolcode/tokens"))
 """
 
-from toolcode.server._descriptions import DESCRIPTIONS, INSTRUCTIONS
+from toolcode._descriptions import DESCRIPTIONS, INSTRUCTIONS
 from toolcode.server._http_guard import CALLER_SCOPE_KEY, HTTPGuard, http_caller, is_loopback, parse_http_address
 from toolcode.server._http_tokens import MIN_TOKEN_LENGTH, TOKENS_ENV, BearerTokens
 from toolcode.server._serve import log_to_stderr, serve_http, serve_stdio

@@ -27,24 +27,14 @@ from pydantic import BaseModel, TypeAdapter
 
 from toolcode._app import Toolbox
 from toolcode._core import CodeMode, outcome_text
-from toolcode._errors import error_info
-from toolcode._models import (
-    ChainOutcome,
-    DocsResult,
-    ExecuteOutcome,
-    NamespacesResult,
-    RunToolOutcome,
-    SearchResult,
-    StoredResultInfo,
-    ToolListResult,
-)
+from toolcode._descriptions import DESCRIPTIONS
+from toolcode._metatools import MetaToolReply, call_metatool, compact_schema, failure_reply, input_schema, instructions
+from toolcode._models import ExecuteOutcome, StoredResultInfo
 from toolcode._paused import DECISIONS
 from toolcode._policy import Asker, PendingCall
 from toolcode._results import RESULT_URI_PREFIX, result_ref_of_uri
 from toolcode._types import ToolCallRecord
 from toolcode.exceptions import InvalidArgumentsError, ToolCodeError, clip
-from toolcode.server._descriptions import DESCRIPTIONS, INSTRUCTIONS, UNSANDBOXED_NOTE
-from toolcode.server._models import INPUT_MODELS, DeleteOutcome, ResetOutcome
 from toolindex import ChangeEvent, Tool
 
 __all__ = ["EXPOSED_SEPARATOR", "CodeModeServer", "compact_schema"]
@@ -85,10 +75,9 @@ def _dumps(value: Any) -> str:
 
 
 def _failure(exc: BaseException, codemode: CodeMode, extra: Mapping[str, Any] | None = None) -> types.CallToolResult:
-    info = error_info(exc, codemode.view())
-    text = f"error [{info.code}]: {info.message}" + (f"\nhint: {info.hint}" if info.hint else "")
-    data: dict[str, Any] = {"ok": False, "error": info.model_dump(mode="json"), **(extra or {})}
-    return types.CallToolResult(content=[types.TextContent(text=text)], structured_content=data, is_error=True)
+    reply = failure_reply(exc, codemode)
+    data: dict[str, Any] = {**reply.structured(), **(extra or {})}
+    return types.CallToolResult(content=[types.TextContent(text=reply.text)], structured_content=data, is_error=True)
 
 
 def _result(model: BaseModel, text: str, *, is_error: bool = False) -> types.CallToolResult:
@@ -102,69 +91,11 @@ def _result(model: BaseModel, text: str, *, is_error: bool = False) -> types.Cal
     return types.CallToolResult(content=content, structured_content=data, is_error=is_error)
 
 
-def compact_schema(schema: Any) -> Any:
-    """A JSON Schema without the noise pydantic adds (titles, ``anyOf`` with null), same meaning.
-
-    Every definition token is paid on every turn by every client, so the wire schemas are kept lean.
-    """
-    if isinstance(schema, list):
-        return [compact_schema(s) for s in cast(list[Any], schema)]
-    if not isinstance(schema, dict):
-        return schema
-    src = cast(dict[str, Any], schema)
-    out: dict[str, Any] = {}
-    for key, value in src.items():
-        if key == "title":
-            continue
-        if key in ("properties", "$defs") and isinstance(value, dict):
-            props = cast(dict[str, Any], value)
-            out[key] = {k: compact_schema(v) for k, v in props.items()}
-        elif key == "additionalProperties" and value is True:
-            continue
-        else:
-            out[key] = compact_schema(value)
-    any_of = out.get("anyOf")
-    null: dict[str, Any] = {"type": "null"}
-    if isinstance(any_of, list):
-        options = cast(list[Any], any_of)
-        others = [o for o in options if o != null]
-        simple = all(isinstance(o, dict) and set(cast(dict[str, Any], o)) <= {"type", "items"} for o in others)
-        if len(others) < len(options) and simple:
-            # "X or null" with a default of null: optional already says it.
-            del out["anyOf"]
-            types_ = [cast(dict[str, Any], o)["type"] for o in others if "type" in o]
-            if len(others) == 1:
-                out.update(cast(dict[str, Any], others[0]))
-            elif types_:
-                out["type"] = types_
-    if out.get("default", ...) is None:
-        del out["default"]
-    return out
-
-
-def _inline(schema: dict[str, Any]) -> dict[str, Any]:
-    """Replace ``$ref``s to ``$defs`` by the definitions themselves (smaller and clearer on the wire)."""
-    defs = cast(dict[str, Any], schema.pop("$defs", {}))
-
-    def walk(node: Any) -> Any:
-        if isinstance(node, list):
-            return [walk(n) for n in cast(list[Any], node)]
-        if not isinstance(node, dict):
-            return node
-        d = cast(dict[str, Any], node)
-        ref = d.get("$ref")
-        if isinstance(ref, str) and ref.startswith("#/$defs/") and ref[8:] in defs:
-            return walk(defs[ref[8:]])
-        return {k: walk(v) for k, v in d.items()}
-
-    return cast(dict[str, Any], walk(schema))
-
-
-def _input_schema(model: type[BaseModel]) -> dict[str, Any]:
-    schema = cast(dict[str, Any], compact_schema(_inline(model.model_json_schema())))
-    # Unknown arguments are refused by the door itself (naming the argument): not worth tokens here.
-    schema.pop("additionalProperties", None)
-    return schema
+def _reply(reply: MetaToolReply) -> types.CallToolResult:
+    if reply.result is None:  # failed before the operation had a result: the error shape
+        content: list[types.ContentBlock] = [types.TextContent(text=reply.text)]
+        return types.CallToolResult(content=content, structured_content=reply.structured(), is_error=True)
+    return _result(reply.result, reply.text, is_error=reply.is_error)
 
 
 class CodeModeServer:
@@ -210,31 +141,15 @@ class CodeModeServer:
         self._bus = InMemorySubscriptionBus()
         # Weak: a handshake-era connection that ends must not be kept alive by us.
         self._connections: weakref.WeakSet[Connection] = weakref.WeakSet()
-        handlers: dict[str, _Handler] = {
-            "search_tools": self._search_tools,
-            "list_tools": self._list_tools,
-            "list_namespaces": self._list_namespaces,
-            "describe_tool": self._describe_tool,
-            "list_tool_examples": self._list_tool_examples,
-            "run_tool": self._run_tool,
-            "run_chain": self._run_chain,
-            "execute_code": self._execute_code,
-            "list_sessions": self._list_sessions,
-            "reset_session": self._reset_session,
-            "save_snippet": self._save_snippet,
-            "list_snippets": self._list_snippets,
-            "delete_snippet": self._delete_snippet,
-            "resume_execution": self._resume_execution,
-            "list_paused": self._list_paused,
-            "approve_tools": self._approve_tools,
-            "read_result": self._read_result,
-        }
-        self._handlers = {n: handlers[n] for n in self._tool_names}
+        # Every tool is the call every door shares (toolcode._metatools); these two also report
+        # progress, and execute_code asks a person within the request when the client can.
+        special: dict[str, _Handler] = {"run_chain": self._run_chain, "execute_code": self._execute_code}
+        self._handlers = {n: special.get(n) or self._shared(n) for n in self._tool_names}
         self._meta_tools = [
             types.Tool(
                 name=n,
                 description=DESCRIPTIONS[n],
-                input_schema=_input_schema(INPUT_MODELS[n]),
+                input_schema=input_schema(n),
                 # Clients that ask their user before a tool call should ask before these: a
                 # decision on a paused run, or an approval of tool definitions, is the person's.
                 annotations=types.ToolAnnotations(destructive_hint=True) if n in _PERSON_TOOLS else None,
@@ -244,13 +159,10 @@ class CodeModeServer:
         self.collisions: list[str] = []
         """Exposed names that two upstream tools map to (the first by id is kept), found at start."""
         self._exposed: dict[str, Tool] = self._compute_exposed(report=True)
-        instructions = INSTRUCTIONS
-        if not toolbox.executor.engine.info.sandboxed:
-            instructions += UNSANDBOXED_NOTE
         self.server: Server[Any] = Server(
             name,
             version=version("toolcode"),
-            instructions=instructions,
+            instructions=instructions(toolbox.codemode),
             on_list_tools=self._on_list_tools,
             on_call_tool=self._on_call_tool,
             on_read_resource=self._on_read_resource,
@@ -376,97 +288,52 @@ class CodeModeServer:
                     names = ", ".join(self.tool_names()[:30])
                     raise InvalidArgumentsError("name", f"unknown tool {clip(params.name)!r}; this server has: {names}")
                 return await self._run_exposed(ctx, exposed, args)
-            unknown = sorted(set(args) - set(INPUT_MODELS[params.name].model_fields))
-            if unknown:
-                raise InvalidArgumentsError(clip(unknown[0], 60), f"{params.name} has no such argument")
             return await handler(ctx, args)
         except ToolCodeError as exc:
             return _failure(exc, self.codemode)
 
     # ----------------------------------------------------------------- the core's operations
 
-    async def _search_tools(self, ctx: ServerRequestContext[Any], a: dict[str, Any]) -> types.CallToolResult:
-        out: SearchResult = await self.codemode.search_tools(
-            a.get("query"), a.get("limit", 10), a.get("detail", "summary")
-        )
-        lines = [f"{h.id} — {h.summary}" if h.summary else h.id for h in out.hits]
-        if any(h.signature for h in out.hits):
-            lines = [h.signature or h.id for h in out.hits]
-        return _result(out, "\n\n".join(lines) if lines else (out.hint or ""))
+    async def _call(self, ctx: ServerRequestContext[Any], name: str, a: dict[str, Any], **hooks: Any) -> MetaToolReply:
+        return await call_metatool(self.codemode, name, a, caller=_caller_of(ctx), ask=self._asker(ctx), **hooks)
 
-    async def _list_tools(self, ctx: ServerRequestContext[Any], a: dict[str, Any]) -> types.CallToolResult:
-        out: ToolListResult = await self.codemode.list_tools(a.get("namespace"), a.get("cursor"), a.get("limit", 100))
-        text = "\n".join(f"{t.id} — {t.summary}" for t in out.tools)
-        if out.next_cursor:
-            text += f"\nnext_cursor: {out.next_cursor}"
-        return _result(out, text)
+    def _shared(self, name: str) -> _Handler:
+        async def handle(ctx: ServerRequestContext[Any], a: dict[str, Any]) -> types.CallToolResult:
+            return _reply(await self._call(ctx, name, a))
 
-    async def _list_namespaces(self, ctx: ServerRequestContext[Any], a: dict[str, Any]) -> types.CallToolResult:
-        out: NamespacesResult = await self.codemode.list_namespaces()
-        return _result(out, "\n".join(f"{n.name} ({n.tool_count} tools)" for n in out.namespaces))
-
-    async def _describe_tool(self, ctx: ServerRequestContext[Any], a: dict[str, Any]) -> types.CallToolResult:
-        out: DocsResult = await self.codemode.describe_tool(a.get("tool_id"), a.get("level", "schema"))
-        text = out.text
-        for e in out.errors:
-            text += f"\nerror [{e.code}] {e.tool_id}: {e.message}" + (f" ({e.hint})" if e.hint else "")
-        return _result(out, text.strip())
-
-    async def _list_tool_examples(self, ctx: ServerRequestContext[Any], a: dict[str, Any]) -> types.CallToolResult:
-        out = await self.codemode.list_tool_examples(a.get("tool_id"), a.get("max", 3))
-        return _result(out, _dumps(out.model_dump(mode="json")))
-
-    async def _run_tool(self, ctx: ServerRequestContext[Any], a: dict[str, Any]) -> types.CallToolResult:
-        out: RunToolOutcome = await self.codemode.run_tool(
-            a.get("tool_id"), a.get("args"), timeout=a.get("timeout"), ask=self._asker(ctx), caller=_caller_of(ctx)
-        )
-        return _result(out, _dumps(out.value))
+        return handle
 
     async def _run_chain(self, ctx: ServerRequestContext[Any], a: dict[str, Any]) -> types.CallToolResult:
         async with _Progress.of(ctx) as progress:
-            out: ChainOutcome = await self.codemode.run_chain(
-                a.get("steps"),
-                ask=self._asker(ctx),
-                caller=_caller_of(ctx),
-                on_step=progress.step if progress.enabled else None,
-            )
-        text = _dumps(out.model_dump(mode="json"))
-        if out.aborted:
-            failed = next(s for s in reversed(out.steps) if not s.ok)
-            err = failed.error
-            why = f"[{err.code}] {err.message}" if err is not None else "failed"
-            text = f"chain aborted at step {failed.index} ({failed.tool_id}): {why}\n{text}"
-        return _result(out, text, is_error=out.aborted)
+            reply = await self._call(ctx, "run_chain", a, on_step=progress.step if progress.enabled else None)
+        return _reply(reply)
 
     async def _execute_code(
         self, ctx: ServerRequestContext[Any], a: dict[str, Any]
     ) -> types.CallToolResult | types.InputRequiredResult:
-        options: Any = a.get("options")
         async with _Progress.of(ctx) as progress:
-            return await self._execute_with(ctx, a, options, progress)
+            return await self._execute_with(ctx, a, progress)
 
     async def _execute_with(
-        self, ctx: ServerRequestContext[Any], a: dict[str, Any], options: Any, progress: _Progress
+        self, ctx: ServerRequestContext[Any], a: dict[str, Any], progress: _Progress
     ) -> types.CallToolResult | types.InputRequiredResult:
         on_tool_call = progress.tool_finished if progress.enabled else None
-        caller = _caller_of(ctx)
-        code = a.get("code")
-        out: ExecuteOutcome = await self.codemode.execute(
-            code,
-            input=a.get("input"),
-            options=options,
+        reply = await self._call(
+            ctx,
+            "execute_code",
+            a,
             on_tool_call=on_tool_call,
-            caller=caller,
-            session=a.get("session"),
             on_tool_start=progress.tool_started if progress.enabled else None,
             on_print=progress.printed if progress.enabled else None,
         )
+        out = reply.result
+        if not isinstance(out, ExecuteOutcome):  # refused before it ran (an unknown argument)
+            return _reply(reply)
+        code: Any = a.get("code")
         if out.approval is not None and self._can_ask_by_retry(ctx):
             return self._input_required(out, code if isinstance(code, str) else "")
         out = await self._decide_now(ctx, out, code if isinstance(code, str) else "", on_tool_call)
         return _result(out, outcome_text(out), is_error=out.status == "error")
-
-    # ----------------------------------------------------------------- approvals
 
     def _asker(self, ctx: ServerRequestContext[Any]) -> Asker | None:
         """Asks the client's user (MCP elicitation) when the client declared it can; else ``None``."""
@@ -586,11 +453,6 @@ class CodeModeServer:
             )
         return out
 
-    async def _read_result(self, ctx: ServerRequestContext[Any], a: dict[str, Any]) -> types.CallToolResult:
-        out = await self.codemode.read_result(a.get("ref"), a.get("offset", 0), a.get("limit"), caller=_caller_of(ctx))
-        more = f"\n[next_offset: {out.next_offset}]" if out.next_offset is not None else ""
-        return _result(out, out.text + more)
-
     async def _on_list_resources(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
@@ -614,49 +476,6 @@ class CodeModeServer:
             meta["next"] = f"{RESULT_URI_PREFIX}{ref}?offset={page.next_offset}"
         contents = types.TextResourceContents(uri=str(params.uri), mime_type=page.media, text=page.text, _meta=meta)
         return types.ReadResourceResult(contents=[contents])
-
-    async def _resume_execution(self, ctx: ServerRequestContext[Any], a: dict[str, Any]) -> types.CallToolResult:
-        out = await self.codemode.resume(a.get("execution_id"), a.get("decision"), caller=_caller_of(ctx))
-        return _result(out, outcome_text(out), is_error=out.status == "error")
-
-    async def _list_paused(self, ctx: ServerRequestContext[Any], a: dict[str, Any]) -> types.CallToolResult:
-        out = await self.codemode.list_paused(_caller_of(ctx))
-        lines = [
-            f"{r.execution_id}: " + ", ".join(p.tool_id for p in r.pending) + (f" at line {r.line}" if r.line else "")
-            for r in out.paused
-        ] or ["no paused runs"]
-        return _result(out, "\n".join(lines))
-
-    async def _approve_tools(self, ctx: ServerRequestContext[Any], a: dict[str, Any]) -> types.CallToolResult:
-        out = await self.codemode.approve_tools(a.get("tools"), by=f"operator:{_caller_of(ctx)}")
-        return _result(out, "approved: " + (", ".join(out.approved) or "nothing (no tool matched)"))
-
-    async def _list_sessions(self, ctx: ServerRequestContext[Any], a: dict[str, Any]) -> types.CallToolResult:
-        out = await self.codemode.list_sessions(_caller_of(ctx))
-        return _result(out, _dumps(out.model_dump(mode="json")["sessions"]))
-
-    async def _reset_session(self, ctx: ServerRequestContext[Any], a: dict[str, Any]) -> types.CallToolResult:
-        name = a.get("session")
-        gone = await self.codemode.reset_session(name, _caller_of(ctx))
-        out = ResetOutcome(session=str(name), reset=gone)
-        return _result(out, f"session {name!r} " + ("reset" if gone else "had no state"))
-
-    async def _save_snippet(self, ctx: ServerRequestContext[Any], a: dict[str, Any]) -> types.CallToolResult:
-        out = await self.codemode.save_snippet(
-            a.get("name"), a.get("code"), a.get("description"), a.get("input_schema")
-        )
-        return _result(out, f"saved as {out.tool_id}")
-
-    async def _list_snippets(self, ctx: ServerRequestContext[Any], a: dict[str, Any]) -> types.CallToolResult:
-        out = await self.codemode.list_snippets()
-        lines = [f"{e.tool_id} — {e.description}" for e in out.snippets] or ["no saved snippets"]
-        return _result(out, "\n".join(lines))
-
-    async def _delete_snippet(self, ctx: ServerRequestContext[Any], a: dict[str, Any]) -> types.CallToolResult:
-        name = a.get("name")
-        gone = await self.codemode.delete_snippet(name)
-        out = DeleteOutcome(name=str(name), deleted=gone)
-        return _result(out, f"snippets:{name} " + ("deleted" if gone else "did not exist"))
 
     async def _run_exposed(
         self, ctx: ServerRequestContext[Any], tool: Tool, args: dict[str, Any]

@@ -1,0 +1,383 @@
+"""The code-mode tools as every door offers them to a model: definitions, one call, one reply text.
+
+The MCP server (:mod:`toolcode.server`) and the agent-framework integrations
+(:mod:`toolcode.integrations`) are thin doors over the same pieces: each tool's description
+(:data:`~toolcode._descriptions.DESCRIPTIONS`), its input schema (:func:`input_schema`, from the
+models in :mod:`toolcode._inputs`) and :func:`call_metatool`, which checks the argument names,
+calls the core operation of the same name (:class:`~toolcode.CodeMode`) and renders the text the
+model reads. A failure is a reply too, in the one error shape (:func:`toolcode.error_info`), so
+the same mistake reads the same through every door.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final, cast
+
+from pydantic import BaseModel
+
+from toolcode._core import CodeMode, PrintListener, ToolStart, outcome_text
+from toolcode._descriptions import INSTRUCTIONS, UNSANDBOXED_NOTE
+from toolcode._errors import error_info
+from toolcode._inputs import INPUT_MODELS, DeleteOutcome, ResetOutcome
+from toolcode._models import ErrorInfo
+from toolcode._policy import Asker
+from toolcode._settings import META_TOOLS
+from toolcode._types import OnToolCall
+from toolcode.exceptions import ErrorCode, InvalidArgumentsError, ToolCodeError, clip
+
+__all__ = [
+    "FIXABLE_CODES",
+    "MetaToolReply",
+    "StepListener",
+    "call_metatool",
+    "compact_schema",
+    "failure_reply",
+    "input_schema",
+    "instructions",
+]
+
+StepListener = Callable[[dict[str, Any]], Awaitable[None]]
+"""Awaited as each chain step starts and ends (``{"step", "tool_id", "status", "duration_ms", "code"}``)."""
+
+FIXABLE_CODES: Final = frozenset(
+    c.value for c in (ErrorCode.INVALID_ARGUMENTS, ErrorCode.UNKNOWN_TOOL, ErrorCode.TYPE_ERROR, ErrorCode.SYNTAX_ERROR)
+)
+"""Failures a model fixes by calling again differently: a bad argument, an unknown tool id, a
+snippet that does not parse or calls its tools wrongly (the last two before anything ran).
+Frameworks with a retry channel (Pydantic AI's ``ModelRetry``) use it for these."""
+
+
+@dataclass(frozen=True, slots=True)
+class MetaToolReply:
+    """What one call of a code-mode tool answers, in every door's terms."""
+
+    text: str
+    """What the model reads (the MCP server's text content)."""
+    result: BaseModel | None = None
+    """The operation's result model (``None`` when the call failed before it had one)."""
+    error: ErrorInfo | None = None
+    """The failure this reply reports, if any: the call's own, a run's, or an aborted chain step's."""
+    is_error: bool = False
+    """Whether the call failed (MCP ``isError``)."""
+
+    @property
+    def fixable(self) -> bool:
+        """Whether the reply reports a failure the model fixes by calling again (:data:`FIXABLE_CODES`)."""
+        return self.error is not None and self.error.code in FIXABLE_CODES
+
+    def structured(self) -> dict[str, Any]:
+        """The result as JSON: the result model's fields, or ``{"ok": false, "error": {...}}``."""
+        if self.result is not None:
+            return self.result.model_dump(mode="json")
+        error = self.error.model_dump(mode="json") if self.error is not None else None
+        return {"ok": False, "error": error}
+
+
+def failure_text(info: ErrorInfo) -> str:
+    """What the model reads of a failed call: ``error [code]: message`` and the hint (unless the message has it)."""
+    hint = f"\nhint: {info.hint}" if info.hint and info.hint not in info.message else ""
+    return f"error [{info.code}]: {info.message}{hint}"
+
+
+def failure_reply(exc: BaseException, codemode: CodeMode) -> MetaToolReply:
+    """The reply for a call that failed with ``exc`` (hints name only tools the caller can see)."""
+    info = error_info(exc, codemode.view())
+    return MetaToolReply(text=failure_text(info), error=info, is_error=True)
+
+
+def instructions(codemode: CodeMode) -> str:
+    """The instructions that go with the code-mode tools (with a warning when the engine is no sandbox)."""
+    return INSTRUCTIONS + ("" if codemode.executor.engine.info.sandboxed else UNSANDBOXED_NOTE)
+
+
+def compact_schema(schema: Any) -> Any:
+    """A JSON Schema without the noise pydantic adds (titles, ``anyOf`` with null), same meaning.
+
+    Every definition token is paid on every turn by every client, so the wire schemas are kept lean.
+    """
+    if isinstance(schema, list):
+        return [compact_schema(s) for s in cast(list[Any], schema)]
+    if not isinstance(schema, dict):
+        return schema
+    src = cast(dict[str, Any], schema)
+    out: dict[str, Any] = {}
+    for key, value in src.items():
+        if key == "title":
+            continue
+        if key in ("properties", "$defs") and isinstance(value, dict):
+            props = cast(dict[str, Any], value)
+            out[key] = {k: compact_schema(v) for k, v in props.items()}
+        elif key == "additionalProperties" and value is True:
+            continue
+        else:
+            out[key] = compact_schema(value)
+    any_of = out.get("anyOf")
+    null: dict[str, Any] = {"type": "null"}
+    if isinstance(any_of, list):
+        options = cast(list[Any], any_of)
+        others = [o for o in options if o != null]
+        simple = all(isinstance(o, dict) and set(cast(dict[str, Any], o)) <= {"type", "items"} for o in others)
+        if len(others) < len(options) and simple:
+            # "X or null" with a default of null: optional already says it.
+            del out["anyOf"]
+            types_ = [cast(dict[str, Any], o)["type"] for o in others if "type" in o]
+            if len(others) == 1:
+                out.update(cast(dict[str, Any], others[0]))
+            elif types_:
+                out["type"] = types_
+    if out.get("default", ...) is None:
+        del out["default"]
+    return out
+
+
+def _inline(schema: dict[str, Any]) -> dict[str, Any]:
+    """Replace ``$ref``s to ``$defs`` by the definitions themselves (smaller and clearer on the wire)."""
+    defs = cast(dict[str, Any], schema.pop("$defs", {}))
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, list):
+            return [walk(n) for n in cast(list[Any], node)]
+        if not isinstance(node, dict):
+            return node
+        d = cast(dict[str, Any], node)
+        ref = d.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/") and ref[8:] in defs:
+            return walk(defs[ref[8:]])
+        return {k: walk(v) for k, v in d.items()}
+
+    return cast(dict[str, Any], walk(schema))
+
+
+@functools.cache
+def _schema_text(name: str) -> str:
+    schema = cast(dict[str, Any], compact_schema(_inline(INPUT_MODELS[name].model_json_schema())))
+    # Unknown arguments are refused by the door itself (naming the argument): not worth tokens here.
+    schema.pop("additionalProperties", None)
+    return json.dumps(schema)
+
+
+def input_schema(name: str) -> dict[str, Any]:
+    """The JSON Schema of a code-mode tool's arguments, as every door publishes it (a fresh copy).
+
+    Raises:
+        KeyError: If ``name`` is not a code-mode tool.
+    """
+    return cast(dict[str, Any], json.loads(_schema_text(name)))
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+async def call_metatool(
+    codemode: CodeMode,
+    name: str,
+    args: Mapping[str, Any],
+    *,
+    caller: str | None = None,
+    ask: Asker | None = None,
+    on_step: StepListener | None = None,
+    on_tool_call: OnToolCall | None = None,
+    on_tool_start: ToolStart | None = None,
+    on_print: PrintListener | None = None,
+) -> MetaToolReply:
+    """Call the code-mode tool ``name`` with a model's arguments: the core operation and its reply text.
+
+    Argument values are checked by the core's operations (the same checks for every door); this
+    refuses unknown argument names, naming the first one.
+
+    Args:
+        codemode: The core (with the caller's ceilings applied).
+        name: A code-mode tool (:data:`toolcode.META_TOOLS`).
+        args: The arguments as the model sent them.
+        caller: Who the call is for (sessions, paused runs and stored results are the caller's).
+        ask: Asks a person about direct calls the policy asks for (``None``: they fail with
+            ``approval_required``; a run from code pauses instead).
+        on_step: Awaited as each chain step starts and ends (``run_chain``).
+        on_tool_call: Awaited as each tool call of a run completes (``execute_code``).
+        on_tool_start: Awaited with the tool id as each tool call of a run starts.
+        on_print: Told of each write of a run to stdout or stderr.
+
+    Returns:
+        The reply; a failure (an invalid argument, an unknown tool, a run's error) is a reply with
+        ``error`` set, never an exception.
+    """
+    hooks = _Hooks(caller, ask, on_step, on_tool_call, on_tool_start, on_print)
+    try:
+        model = INPUT_MODELS.get(name)
+        if model is None:
+            known = ", ".join(META_TOOLS)
+            raise InvalidArgumentsError("name", f"unknown tool {clip(name)!r}; code-mode tools: {known}")
+        unknown = sorted(set(args) - set(model.model_fields))
+        if unknown:
+            raise InvalidArgumentsError(clip(unknown[0], 60), f"{name} has no such argument")
+        return await _OPERATIONS[name](codemode, dict(args), hooks)
+    except ToolCodeError as exc:
+        return failure_reply(exc, codemode)
+
+
+@dataclass(frozen=True, slots=True)
+class _Hooks:
+    caller: str | None
+    ask: Asker | None
+    on_step: StepListener | None
+    on_tool_call: OnToolCall | None
+    on_tool_start: ToolStart | None
+    on_print: PrintListener | None
+
+
+_Operation = Callable[[CodeMode, dict[str, Any], _Hooks], Awaitable[MetaToolReply]]
+
+
+async def _search_tools(cm: CodeMode, a: dict[str, Any], h: _Hooks) -> MetaToolReply:
+    out = await cm.search_tools(a.get("query"), a.get("limit", 10), a.get("detail", "summary"))
+    lines = [f"{hit.id} — {hit.summary}" if hit.summary else hit.id for hit in out.hits]
+    if any(hit.signature for hit in out.hits):
+        lines = [hit.signature or hit.id for hit in out.hits]
+    return MetaToolReply("\n\n".join(lines) if lines else (out.hint or ""), out)
+
+
+async def _list_tools(cm: CodeMode, a: dict[str, Any], h: _Hooks) -> MetaToolReply:
+    out = await cm.list_tools(a.get("namespace"), a.get("cursor"), a.get("limit", 100))
+    text = "\n".join(f"{t.id} — {t.summary}" for t in out.tools)
+    if out.next_cursor:
+        text += f"\nnext_cursor: {out.next_cursor}"
+    return MetaToolReply(text, out)
+
+
+async def _list_namespaces(cm: CodeMode, a: dict[str, Any], h: _Hooks) -> MetaToolReply:
+    out = await cm.list_namespaces()
+    return MetaToolReply("\n".join(f"{n.name} ({n.tool_count} tools)" for n in out.namespaces), out)
+
+
+async def _describe_tool(cm: CodeMode, a: dict[str, Any], h: _Hooks) -> MetaToolReply:
+    out = await cm.describe_tool(a.get("tool_id"), a.get("level", "schema"))
+    text = out.text
+    for e in out.errors:
+        text += f"\nerror [{e.code}] {e.tool_id}: {e.message}" + (f" ({e.hint})" if e.hint else "")
+    # Some ids described is a result; none described is the caller's mistake (not an MCP error, though).
+    error = out.errors[0] if out.errors and not out.docs else None
+    return MetaToolReply(text.strip(), out, error=error)
+
+
+async def _list_tool_examples(cm: CodeMode, a: dict[str, Any], h: _Hooks) -> MetaToolReply:
+    out = await cm.list_tool_examples(a.get("tool_id"), a.get("max", 3))
+    return MetaToolReply(_dumps(out.model_dump(mode="json")), out)
+
+
+async def _run_tool(cm: CodeMode, a: dict[str, Any], h: _Hooks) -> MetaToolReply:
+    out = await cm.run_tool(a.get("tool_id"), a.get("args"), timeout=a.get("timeout"), ask=h.ask, caller=h.caller)
+    return MetaToolReply(_dumps(out.value), out)
+
+
+async def _run_chain(cm: CodeMode, a: dict[str, Any], h: _Hooks) -> MetaToolReply:
+    out = await cm.run_chain(a.get("steps"), ask=h.ask, caller=h.caller, on_step=h.on_step)
+    text = _dumps(out.model_dump(mode="json"))
+    if not out.aborted:
+        return MetaToolReply(text, out)
+    failed = next(s for s in reversed(out.steps) if not s.ok)
+    err = failed.error
+    why = f"[{err.code}] {err.message}" if err is not None else "failed"
+    text = f"chain aborted at step {failed.index} ({failed.tool_id}): {why}\n{text}"
+    return MetaToolReply(text, out, error=err, is_error=True)
+
+
+async def _execute_code(cm: CodeMode, a: dict[str, Any], h: _Hooks) -> MetaToolReply:
+    out = await cm.execute(
+        a.get("code"),
+        input=a.get("input"),
+        options=a.get("options"),
+        on_tool_call=h.on_tool_call,
+        caller=h.caller,
+        session=a.get("session"),
+        on_tool_start=h.on_tool_start,
+        on_print=h.on_print,
+    )
+    return MetaToolReply(outcome_text(out), out, error=out.error, is_error=out.status == "error")
+
+
+async def _resume_execution(cm: CodeMode, a: dict[str, Any], h: _Hooks) -> MetaToolReply:
+    out = await cm.resume(
+        a.get("execution_id"),
+        a.get("decision"),
+        caller=h.caller,
+        on_tool_call=h.on_tool_call,
+        on_tool_start=h.on_tool_start,
+        on_print=h.on_print,
+    )
+    return MetaToolReply(outcome_text(out), out, error=out.error, is_error=out.status == "error")
+
+
+async def _list_paused(cm: CodeMode, a: dict[str, Any], h: _Hooks) -> MetaToolReply:
+    out = await cm.list_paused(h.caller)
+    lines = [
+        f"{r.execution_id}: " + ", ".join(p.tool_id for p in r.pending) + (f" at line {r.line}" if r.line else "")
+        for r in out.paused
+    ] or ["no paused runs"]
+    return MetaToolReply("\n".join(lines), out)
+
+
+async def _approve_tools(cm: CodeMode, a: dict[str, Any], h: _Hooks) -> MetaToolReply:
+    out = await cm.approve_tools(a.get("tools"), by=f"operator:{h.caller or 'local'}")
+    return MetaToolReply("approved: " + (", ".join(out.approved) or "nothing (no tool matched)"), out)
+
+
+async def _list_sessions(cm: CodeMode, a: dict[str, Any], h: _Hooks) -> MetaToolReply:
+    out = await cm.list_sessions(h.caller)
+    return MetaToolReply(_dumps(out.model_dump(mode="json")["sessions"]), out)
+
+
+async def _reset_session(cm: CodeMode, a: dict[str, Any], h: _Hooks) -> MetaToolReply:
+    name = a.get("session")
+    gone = await cm.reset_session(name, h.caller)
+    out = ResetOutcome(session=str(name), reset=gone)
+    return MetaToolReply(f"session {name!r} " + ("reset" if gone else "had no state"), out)
+
+
+async def _save_snippet(cm: CodeMode, a: dict[str, Any], h: _Hooks) -> MetaToolReply:
+    out = await cm.save_snippet(a.get("name"), a.get("code"), a.get("description"), a.get("input_schema"))
+    return MetaToolReply(f"saved as {out.tool_id}", out)
+
+
+async def _list_snippets(cm: CodeMode, a: dict[str, Any], h: _Hooks) -> MetaToolReply:
+    out = await cm.list_snippets()
+    lines = [f"{e.tool_id} — {e.description}" for e in out.snippets] or ["no saved snippets"]
+    return MetaToolReply("\n".join(lines), out)
+
+
+async def _delete_snippet(cm: CodeMode, a: dict[str, Any], h: _Hooks) -> MetaToolReply:
+    name = a.get("name")
+    gone = await cm.delete_snippet(name)
+    out = DeleteOutcome(name=str(name), deleted=gone)
+    return MetaToolReply(f"snippets:{name} " + ("deleted" if gone else "did not exist"), out)
+
+
+async def _read_result(cm: CodeMode, a: dict[str, Any], h: _Hooks) -> MetaToolReply:
+    out = await cm.read_result(a.get("ref"), a.get("offset", 0), a.get("limit"), caller=h.caller)
+    more = f"\n[next_offset: {out.next_offset}]" if out.next_offset is not None else ""
+    return MetaToolReply(out.text + more, out)
+
+
+_OPERATIONS: dict[str, _Operation] = {
+    "search_tools": _search_tools,
+    "list_tools": _list_tools,
+    "list_namespaces": _list_namespaces,
+    "describe_tool": _describe_tool,
+    "list_tool_examples": _list_tool_examples,
+    "run_tool": _run_tool,
+    "run_chain": _run_chain,
+    "execute_code": _execute_code,
+    "list_sessions": _list_sessions,
+    "reset_session": _reset_session,
+    "save_snippet": _save_snippet,
+    "list_snippets": _list_snippets,
+    "delete_snippet": _delete_snippet,
+    "resume_execution": _resume_execution,
+    "list_paused": _list_paused,
+    "approve_tools": _approve_tools,
+    "read_result": _read_result,
+}
