@@ -1,0 +1,321 @@
+"""Pydantic AI: an ``Agent`` with a scripted ``FunctionModel`` uses code mode through ``CodeModeToolset``.
+
+The toolbox runs the real ``mcp-server-time`` and ``mcp-server-git``; the model searches,
+describes, sends a snippet that fails its type check (a retry, with the text the MCP door
+gives), then a correct one, and answers from its value. The reverse direction: a Pydantic AI
+``FunctionToolset`` called from snippets through ``ToolsetProvider``.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults, ModelRetry, RunContext, UserError
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+)
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.toolsets import FunctionToolset
+
+from toolcode import DEFAULT_TOOLS, Settings, Toolbox
+from toolcode.integrations.pydantic_ai import CodeModeToolset, ToolsetProvider, toolset_backend
+from toolcode.server import CodeModeServer
+
+pytestmark = [pytest.mark.anyio, pytest.mark.integration]
+
+BAD = "from tools import time_\n__out = time_.get_current_time(timezone=42)"
+GOOD = """\
+from tools import git, time_
+paris = time_.get_current_time(timezone="Europe/Paris")
+status = git.git_status(repo_path=input["repo"])
+__out = {"zone": paris["timezone"], "untracked": "notes.txt" in status}
+"""
+
+
+@pytest.fixture
+def config(git_repo: Path) -> dict[str, Any]:
+    py = sys.executable
+    return {
+        "mcpServers": {
+            "time": {"command": py, "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"]},
+            "git": {"command": py, "args": ["-m", "mcp_server_git", "--repository", str(git_repo)]},
+        },
+        "toolcode": {"state": {"memory": True}},
+    }
+
+
+Step = Callable[[list[ModelMessage], AgentInfo], ModelResponse]
+
+
+def scripted(steps: Sequence[Step]) -> FunctionModel:
+    """A model that answers turn N with ``steps[N]`` (each sees the messages so far)."""
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        turn = sum(isinstance(m, ModelResponse) for m in messages)
+        return steps[turn](messages, info)
+
+    return FunctionModel(model)
+
+
+def call(name: str, args: dict[str, Any]) -> Step:
+    return lambda messages, info: ModelResponse(parts=[ToolCallPart(name, args)])
+
+
+def last_return(messages: list[ModelMessage]) -> ToolReturnPart:
+    return next(p for p in messages[-1].parts if isinstance(p, ToolReturnPart))
+
+
+def returns(messages: Sequence[ModelMessage]) -> list[ToolReturnPart]:
+    return [p for m in messages if isinstance(m, ModelRequest) for p in m.parts if isinstance(p, ToolReturnPart)]
+
+
+def without_timing(text: str) -> str:
+    """A reply text without its last line (the call summary, which carries a duration)."""
+    return text.rsplit("\n", 1)[0]
+
+
+async def test_agent_searches_describes_and_runs_a_snippet_retrying_after_a_type_error(
+    config: dict[str, Any], git_repo: Path
+) -> None:
+    offered: list[AgentInfo] = []
+
+    def search(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        offered.append(info)
+        return ModelResponse(parts=[ToolCallPart("search_tools", {"query": "current time in a timezone", "limit": 3})])
+
+    def describe(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        best = str(last_return(messages).content).split(" — ")[0]
+        return ModelResponse(parts=[ToolCallPart("describe_tool", {"tool_id": best})])
+
+    def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        value = json.loads(str(last_return(messages).content).splitlines()[0])
+        return ModelResponse(parts=[TextPart(f"Paris is in {value['zone']}; untracked files: {value['untracked']}")])
+
+    steps = [
+        search,
+        describe,
+        call("execute_code", {"code": BAD}),
+        call("execute_code", {"code": GOOD, "input": {"repo": str(git_repo)}}),
+        answer,
+    ]
+    async with Toolbox.from_config(config) as box:
+        agent = Agent(scripted(steps), toolsets=[CodeModeToolset(box)])
+        result = await agent.run("What is the time zone of Paris, and does my repo have untracked files?")
+        server = CodeModeServer(box)
+        async with Client(server.server) as client:
+            over_mcp = await client.call_tool("execute_code", {"code": BAD})
+        definitions = {d["name"]: d for d in server.tool_definitions()}
+        server.close()
+
+    assert result.output == "Paris is in Europe/Paris; untracked files: True"
+    search_reply, describe_reply, retried, done = returns(result.all_messages())
+    assert search_reply.content.startswith("time:get_current_time — ")  # type: ignore[union-attr]
+    assert "def get_current_time(" in str(describe_reply.content)
+    # The type error comes back as a retry (no tool ran), worded as over MCP.
+    assert retried.outcome == "retried"
+    assert str(retried.content).startswith("error [type_error] at line 2:")
+    assert "Expected `str`" in str(retried.content)
+    mcp_text = over_mcp.content[0].text  # type: ignore[union-attr]
+    assert over_mcp.is_error and without_timing(str(retried.content)) == without_timing(mcp_text)
+    # The correct snippet's reply: the value, and the whole outcome as metadata for the host.
+    assert done.outcome == "success"
+    assert done.metadata["ok"] is True and done.metadata["calls"]["count"] == 2
+    assert done.metadata["value"] == {"zone": "Europe/Paris", "untracked": True}
+    # The tools, their descriptions and schemas are the MCP server's, and so are the instructions.
+    info = offered[0]
+    assert [t.name for t in info.function_tools] == list(DEFAULT_TOOLS)
+    for tool in info.function_tools:
+        assert tool.description == definitions[tool.name]["description"]
+        assert tool.parameters_json_schema == definitions[tool.name]["inputSchema"]
+    assert info.instructions is not None and "execute_code" in info.instructions
+
+
+async def test_failures_the_model_cannot_fix_by_retrying_are_reported_without_spending_retries(
+    config: dict[str, Any],
+) -> None:
+    uncaught = 'from tools import time_\n__out = time_.get_current_time(timezone="Not/AZone")'
+    steps = [
+        call("run_tool", {"tool_id": "time:get_time", "args": {"timezone": "UTC"}}),  # unknown: a retry
+        call("execute_code", {"code": uncaught}),  # the tool fails at run time: reported, not retried
+        call("execute_code", {"code": uncaught, "bogus": 1}),  # an unknown argument: a retry again
+        lambda messages, info: ModelResponse(parts=[TextPart("gave up")]),
+    ]
+    async with Toolbox.from_config(config) as box:
+        # One retry per tool: a run-time failure spent one, the unknown argument would exceed it.
+        agent = Agent(scripted(steps), toolsets=[CodeModeToolset(box, max_retries=1)])
+        result = await agent.run("What time is it in Atlantis?")
+
+    assert result.output == "gave up"
+    unknown, failed, bad_argument = returns(result.all_messages())
+    assert unknown.outcome == "retried"
+    assert str(unknown.content).startswith("error [unknown_tool]: unknown tool 'time:get_time'")
+    assert "; nearest tools: " in str(unknown.content) and "time:get_current_time" in str(unknown.content)
+    assert "\nhint:" not in str(unknown.content)  # the message already says it
+    assert failed.outcome == "failed"
+    assert str(failed.content).startswith("error [tool_error] at line 2: ToolError:")
+    assert "[1 tool call, 1 failed: time:get_current_time (tool_error)" in str(failed.content)
+    assert bad_argument.outcome == "retried"
+    assert str(bad_argument.content) == "error [invalid_arguments]: invalid 'bogus': execute_code has no such argument"
+
+
+async def test_a_toolset_that_owns_its_toolbox_connects_when_entered_and_closes_after(
+    config: dict[str, Any],
+) -> None:
+    code = 'from tools import time_\n__out = time_.get_current_time(timezone="Asia/Tokyo")["timezone"]'
+
+    def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return ModelResponse(parts=[TextPart(str(last_return(messages).content).splitlines()[0])])
+
+    model = scripted([call("execute_code", {"code": code}), answer])
+    toolset = CodeModeToolset.from_config(config, tools=["execute_code", "list_namespaces"])
+    agent = Agent(model, toolsets=[toolset])
+    with pytest.raises(UserError, match="builds its toolbox when entered"):
+        _ = toolset.toolbox
+    async with agent:
+        box = toolset.toolbox
+        assert {n.name for n in box.index.namespaces()} == {"time", "git"}
+        first = await agent.run("Tokyo's zone?")
+        second = await agent.run("Tokyo's zone, again?")
+        assert toolset.toolbox is box  # both runs used the one connection
+    assert first.output == second.output == '"Asia/Tokyo"'
+    with pytest.raises(UserError):
+        _ = toolset.toolbox
+    # A run outside `async with agent:` enters the toolset itself: a new toolbox, closed after.
+    third = await agent.run("Tokyo's zone, once more?")
+    assert third.output == '"Asia/Tokyo"'
+    with pytest.raises(UserError):
+        _ = toolset.toolbox
+
+
+async def test_resuming_a_paused_run_is_the_hosts_decision(config: dict[str, Any]) -> None:
+    config["toolcode"]["policy"] = {"rules": [{"tools": "time:*", "decision": "ask"}]}
+    code = 'from tools import time_\n__out = time_.get_current_time(timezone="Asia/Tokyo")["timezone"]'
+
+    def resume(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        paused = last_return(messages)
+        execution_id = paused.metadata["approval"]["execution_id"]
+        return ModelResponse(
+            parts=[ToolCallPart("resume_execution", {"execution_id": execution_id, "decision": "approve"})]
+        )
+
+    def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return ModelResponse(parts=[TextPart("zone: " + str(last_return(messages).content).splitlines()[0])])
+
+    agent = Agent(
+        scripted([call("execute_code", {"code": code}), resume, answer]),
+        toolsets=[CodeModeToolset.from_config(config)],
+        output_type=[str, DeferredToolRequests],
+    )
+    async with agent:
+        asked = await agent.run("Tokyo's zone?")
+        assert isinstance(asked.output, DeferredToolRequests)
+        [decision] = asked.output.approvals
+        assert decision.tool_name == "resume_execution" and decision.args_as_dict()["decision"] == "approve"
+        paused = returns(asked.all_messages())[0]
+        assert str(paused.content).startswith("approval required: line 2 calls time:get_current_time")
+        approved = DeferredToolResults(approvals={decision.tool_call_id: True})
+        done = await agent.run(message_history=asked.all_messages(), deferred_tool_results=approved)
+    assert done.output == 'zone: "Asia/Tokyo"'
+
+
+@dataclass
+class Desk:
+    holidays: dict[str, list[str]]
+
+
+async def test_a_pydantic_ai_toolset_is_a_namespace_that_snippets_call(config: dict[str, Any]) -> None:
+    tools = FunctionToolset[Desk]()
+
+    @tools.tool
+    def holidays(ctx: RunContext[Desk], city: str) -> list[str]:
+        """Public holidays of the office in a city, as ISO dates."""
+        if city not in ctx.deps.holidays:
+            raise ModelRetry(f"no office in {city}; offices: {', '.join(ctx.deps.holidays)}")
+        return ctx.deps.holidays[city]
+
+    @tools.tool_plain(requires_approval=True)
+    def close_office(city: str) -> str:
+        """Close an office for the day."""
+        return f"{city} closed"
+
+    desk = Desk(holidays={"Paris": ["2026-07-14", "2026-08-15"], "Tokyo": ["2026-11-03"]})
+    backend = toolset_backend(tools, "desk", deps=desk)
+    snippet = """\
+from tools import desk, time_
+paris = desk.holidays(city="Paris")
+try:
+    desk.holidays(city="Atlantis")
+    missing = None
+except ToolError as e:
+    missing = error_info(e)["message"]
+zone = time_.get_current_time(timezone="Europe/Paris")["timezone"]
+__out = {"paris": paris, "missing": missing, "zone": zone}
+"""
+    async with Toolbox.from_config(config, extra_backends=[backend]) as box:
+        found = await box.codemode.search_tools("public holidays of an office")
+        doc = await box.codemode.describe_tool("desk:holidays")
+        out = await box.codemode.execute(snippet)
+        gated = await box.codemode.execute('__out = run_tool("desk:close_office", city="Paris")')
+
+    assert found.hits[0].id == "desk:holidays"
+    assert "def holidays(" in doc.text and "city: str" in doc.text
+    assert out.ok, out.error
+    assert out.value == {
+        "paris": ["2026-07-14", "2026-08-15"],
+        "missing": "no office in Atlantis; offices: Paris, Tokyo",
+        "zone": "Europe/Paris",
+    }
+    # A tool that needs Pydantic AI's approval is not offered to code mode.
+    assert isinstance(backend.provider, ToolsetProvider)
+    assert "close_office" in backend.provider.skipped
+    assert gated.error is not None and "unknown tool 'desk:close_office'" in gated.error.message
+
+
+async def test_a_provider_tool_gets_a_minimal_run_context() -> None:
+    seen: list[RunContext[str]] = []
+    tools = FunctionToolset[str]()
+
+    @tools.tool
+    async def whoami(ctx: RunContext[str]) -> str:
+        """The deps and tool name the call sees."""
+        seen.append(ctx)
+        return f"{ctx.deps}:{ctx.tool_name}"
+
+    @tools.tool
+    async def ask_model(ctx: RunContext[str], question: str) -> str:
+        """Asks the run's model (there is none in code mode)."""
+        agent = Agent(ctx.model)
+        return (await agent.run(question)).output
+
+    settings = Settings.model_validate({"state": {"memory": True}})
+    async with Toolbox([toolset_backend(tools, "app", deps="alice")], settings=settings) as box:
+        out = await box.codemode.execute("from tools import app\n__out = app.whoami()")
+        refused = await box.codemode.execute('from tools import app\n__out = app.ask_model(question="hi")')
+
+    assert out.value == "alice:whoami"
+    assert seen[0].retry == 0 and seen[0].tool_call_id is not None and seen[0].messages == []
+    assert refused.error is not None and refused.error.code == "tool_error"
+    assert "has no model: pass model= to ToolsetProvider" in refused.error.message
+
+
+def test_the_documented_example_runs_with_its_scripted_model() -> None:
+    example = Path(__file__).resolve().parents[2] / "examples" / "pydantic_ai_agent.py"
+    proc = subprocess.run([sys.executable, str(example)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = proc.stdout.splitlines()
+    assert lines[-1] == "tool calls: search_tools, describe_tool, execute_code"
+    # One line per demo office, most urgent tickets first.
+    assert len(lines) == 7 and lines[0].startswith("Paris: 4 urgent, ")
