@@ -145,6 +145,8 @@ _EXTRA_MODULES = {
     "opentelemetry": "otel",
     "yaml": "openapi",
     "referencing": "openapi",
+    "pydantic_ai": "pydantic-ai",
+    "agents": "openai-agents",
 }
 
 

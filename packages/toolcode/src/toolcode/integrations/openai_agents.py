@@ -1,0 +1,137 @@
+"""Code mode for the OpenAI Agents SDK: the code-mode tools as its function tools.
+
+::
+
+    from agents import Agent, Runner
+    from toolcode import Toolbox
+    from toolcode.integrations.openai_agents import codemode_instructions, codemode_tools
+
+    async with Toolbox.from_config("mcp.json") as box:
+        agent = Agent(
+            name="assistant",
+            instructions="You help with the user's repositories. " + codemode_instructions(box),
+            tools=codemode_tools(box),
+        )
+        result = await Runner.run(agent, "Which of my repositories have open issues labelled 'bug'?")
+
+It is the MCP server's door in the SDK's terms: the same tool names, descriptions, input schemas
+and reply texts (:mod:`toolcode._metatools`). Following the SDK's convention for tool errors, a
+failure is returned to the model as text (``error [code]: message`` and a hint, as over MCP),
+never raised: the run goes on and the model reacts. ``resume_execution`` and ``approve_tools``
+are a person's decisions, so they are marked ``needs_approval`` (the run is interrupted for the
+host to approve or reject the call).
+
+The toolbox's lifetime is the host's (``async with Toolbox...``): function tools have none.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import Any, cast
+
+import structlog
+
+try:
+    from agents import FunctionTool
+    from agents.tool_context import ToolContext
+except ImportError as _missing:  # the extra is not installed (or is too old)
+    raise ImportError(
+        f"toolcode.integrations.openai_agents needs the OpenAI Agents SDK: pip install 'toolcode[openai-agents]' "
+        f"({_missing})"
+    ) from _missing
+
+from toolcode._app import Toolbox
+from toolcode._core import CodeMode
+from toolcode._descriptions import DESCRIPTIONS
+from toolcode._metatools import call_metatool, failure_reply, input_schema, instructions
+from toolcode.exceptions import InvalidArgumentsError
+
+__all__ = ["CallerOf", "codemode_instructions", "codemode_tools"]
+
+log = structlog.get_logger("toolcode.integrations.openai_agents")
+
+_PERSON_TOOLS = frozenset({"resume_execution", "approve_tools"})
+"""A decision on a paused run, or an approval of tool definitions, is a person's (the MCP server
+marks these ``destructiveHint``)."""
+
+CallerOf = str | Callable[[ToolContext[Any]], str | None] | None
+"""Who the calls are for: a fixed name, or a function of the tool context (e.g. of ``ctx.context``)."""
+
+
+def codemode_instructions(toolbox: Toolbox) -> str:
+    """The instructions that go with the code-mode tools (the MCP server's), to add to the agent's own.
+
+    Args:
+        toolbox: The toolbox the tools run on.
+
+    Returns:
+        A short paragraph: search, describe, then one ``execute_code`` (and a warning when the
+        engine is not a sandbox).
+    """
+    return instructions(toolbox.codemode)
+
+
+def codemode_tools(
+    toolbox: Toolbox,
+    *,
+    tools: Sequence[str] | None = None,
+    caller: CallerOf = None,
+) -> list[FunctionTool]:
+    """The code-mode tools as Agents SDK function tools over a toolbox.
+
+    Args:
+        toolbox: The toolbox (connected by the host before the agent runs, closed after).
+        tools: Code-mode tools to offer (default: the config's ``toolcode.tools``, else
+            :data:`toolcode.DEFAULT_TOOLS`).
+        caller: Who the calls are for: sessions, paused runs and stored results are the
+            caller's (default: ``None``, the local caller, as in the CLI).
+
+    Returns:
+        One ``FunctionTool`` per tool, with the descriptions and input schemas of every door
+        (not in strict mode: ``args`` and ``input`` take any JSON).
+
+    Raises:
+        ConfigurationError: If ``tools`` names a tool that is not a code-mode tool.
+    """
+    settings = toolbox.settings
+    if tools is not None:
+        settings = settings.model_copy(update={"tools": tuple(tools)})
+    names = settings.meta_tools()
+    # The model picks its own limits: the operator's ceilings apply, as at the MCP door.
+    codemode = toolbox.codemode.with_ceilings(settings.max_limits)
+    return [
+        FunctionTool(
+            name=name,
+            description=DESCRIPTIONS[name],
+            params_json_schema=input_schema(name),
+            on_invoke_tool=partial(_invoke, codemode, name, caller),
+            strict_json_schema=False,
+            needs_approval=name in _PERSON_TOOLS,
+        )
+        for name in names
+    ]
+
+
+async def _invoke(codemode: CodeMode, name: str, caller: CallerOf, ctx: ToolContext[Any], input_json: str) -> str:
+    try:
+        args = _arguments(input_json)
+    except InvalidArgumentsError as e:
+        reply = failure_reply(e, codemode)
+    else:
+        reply = await call_metatool(codemode, name, args, caller=caller(ctx) if callable(caller) else caller)
+    if reply.error is not None:
+        log.info("openai_agents.tool_failed", tool=name, code=reply.error.code)
+    return reply.text
+
+
+def _arguments(input_json: str) -> dict[str, Any]:
+    """The model's arguments (a JSON object; empty text is no arguments)."""
+    try:
+        args: Any = json.loads(input_json) if input_json.strip() else {}
+    except json.JSONDecodeError as e:
+        raise InvalidArgumentsError("arguments", f"not valid JSON ({e.msg})") from None
+    if not isinstance(args, dict):
+        raise InvalidArgumentsError("arguments", "must be a JSON object")
+    return cast("dict[str, Any]", args)

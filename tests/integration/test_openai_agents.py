@@ -1,0 +1,229 @@
+"""OpenAI Agents SDK: an agent with a scripted model (no network, no key) uses the code-mode function tools.
+
+The toolbox runs the real ``mcp-server-time`` and ``mcp-server-git``; the model searches,
+describes, sends a snippet that fails its type check (the error comes back as the tool's
+output, worded as over MCP), then a correct one, and answers from its value.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agents import Agent, Model, ModelResponse, Runner, Usage, set_tracing_disabled
+from mcp import Client
+from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
+
+from toolcode import DEFAULT_TOOLS, Toolbox
+from toolcode.integrations.openai_agents import codemode_instructions, codemode_tools
+from toolcode.server import CodeModeServer
+
+pytestmark = [pytest.mark.anyio, pytest.mark.integration]
+
+BAD = "from tools import time_\n__out = time_.get_current_time(timezone=42)"
+GOOD = """\
+from tools import git, time_
+paris = time_.get_current_time(timezone="Europe/Paris")
+status = git.git_status(repo_path=input["repo"])
+__out = {"zone": paris["timezone"], "untracked": "notes.txt" in status}
+"""
+
+
+@pytest.fixture(autouse=True)
+def no_tracing() -> Iterator[None]:
+    set_tracing_disabled(True)  # nothing to export: no key, no network
+    yield
+
+
+@pytest.fixture
+def config(git_repo: Path) -> dict[str, Any]:
+    py = sys.executable
+    return {
+        "mcpServers": {
+            "time": {"command": py, "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"]},
+            "git": {"command": py, "args": ["-m", "mcp_server_git", "--repository", str(git_repo)]},
+        },
+        "toolcode": {"state": {"memory": True}},
+    }
+
+
+Turn = Callable[[list[Any]], "tuple[str, dict[str, Any]] | str | None"]
+"""One turn of the script: from the input items so far, a tool call (name, arguments) or the final text."""
+
+
+class ScriptedModel(Model):
+    """A model that plays a script: turn N calls ``turns[N](input)``; records what it was offered."""
+
+    def __init__(self, turns: Sequence[Turn]) -> None:
+        self.turns = list(turns)
+        self.requests: list[dict[str, Any]] = []
+
+    async def get_response(
+        self,
+        system_instructions: str | None,
+        input: Any,
+        model_settings: Any,
+        tools: list[Any],
+        output_schema: Any,
+        handoffs: list[Any],
+        tracing: Any,
+        **kwargs: Any,
+    ) -> ModelResponse:
+        turn = len(self.requests)
+        items = input if isinstance(input, list) else [{"role": "user", "content": input}]
+        self.requests.append({"instructions": system_instructions, "tools": tools, "input": list(items)})
+        step = self.turns[turn](items)
+        if isinstance(step, tuple):
+            name, arguments = step
+            call = ResponseFunctionToolCall(
+                type="function_call", call_id=f"call_{turn}", name=name, arguments=json.dumps(arguments)
+            )
+            return ModelResponse(output=[call], usage=Usage(), response_id=None)
+        message = ResponseOutputMessage(
+            id=f"msg_{turn}",
+            type="message",
+            role="assistant",
+            status="completed",
+            content=[ResponseOutputText(type="output_text", text=str(step), annotations=[])],
+        )
+        return ModelResponse(output=[message], usage=Usage(), response_id=None)
+
+    def stream_response(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        raise NotImplementedError
+
+
+def last_output(items: list[Any]) -> str:
+    return str(next(i for i in reversed(items) if i.get("type") == "function_call_output")["output"])
+
+
+def tool_outputs(result: Any) -> list[str]:
+    return [str(item.output) for item in result.new_items if item.type == "tool_call_output_item"]
+
+
+def without_timing(text: str) -> str:
+    """A reply text without its last line (the call summary, which carries a duration)."""
+    return text.rsplit("\n", 1)[0]
+
+
+async def test_agent_searches_describes_and_runs_a_snippet_after_a_type_error(
+    config: dict[str, Any], git_repo: Path
+) -> None:
+    def answer(items: list[Any]) -> str:
+        value = json.loads(last_output(items).splitlines()[0])
+        return f"Paris is in {value['zone']}; untracked files: {value['untracked']}"
+
+    model = ScriptedModel(
+        [
+            lambda items: ("search_tools", {"query": "current time in a timezone", "limit": 3}),
+            lambda items: ("describe_tool", {"tool_id": last_output(items).split(" — ")[0]}),
+            lambda items: ("execute_code", {"code": BAD}),
+            lambda items: ("execute_code", {"code": GOOD, "input": {"repo": str(git_repo)}}),
+            answer,
+        ]
+    )
+    async with Toolbox.from_config(config) as box:
+        agent = Agent(
+            name="assistant",
+            instructions="You help with time zones and repositories. " + codemode_instructions(box),
+            tools=codemode_tools(box),
+            model=model,
+        )
+        result = await Runner.run(agent, "What is the time zone of Paris, and does my repo have untracked files?")
+        server = CodeModeServer(box)
+        async with Client(server.server) as client:
+            over_mcp = await client.call_tool("execute_code", {"code": BAD})
+        definitions = {d["name"]: d for d in server.tool_definitions()}
+        server.close()
+
+    assert result.final_output == "Paris is in Europe/Paris; untracked files: True"
+    searched, described, type_error, done = tool_outputs(result)
+    assert searched.startswith("time:get_current_time — ")
+    assert "def get_current_time(" in described
+    # The type error is the tool's output (the SDK's convention), worded as over MCP; the run goes on.
+    assert type_error.startswith("error [type_error] at line 2:") and "Expected `str`" in type_error
+    assert without_timing(type_error) == without_timing(over_mcp.content[0].text)  # type: ignore[union-attr]
+    assert done.startswith('{"zone": "Europe/Paris", "untracked": true}\n[2 tool calls, ')
+    # The tools, descriptions and schemas are the MCP server's, and so are the instructions.
+    offered = model.requests[0]
+    assert [t.name for t in offered["tools"]] == list(DEFAULT_TOOLS)
+    for tool in offered["tools"]:
+        assert tool.description == definitions[tool.name]["description"]
+        assert tool.params_json_schema == definitions[tool.name]["inputSchema"]
+    assert offered["instructions"].endswith(server.server.instructions)
+
+
+async def test_bad_arguments_come_back_as_errors_the_model_reads(config: dict[str, Any]) -> None:
+    class Garbled(ScriptedModel):
+        """Sends arguments that are not JSON on its first turn."""
+
+        async def get_response(self, *args: Any, **kwargs: Any) -> ModelResponse:
+            response = await super().get_response(*args, **kwargs)
+            if len(self.requests) == 1:
+                response.output[0].arguments = '{"query": '  # type: ignore[union-attr]
+            return response
+
+    model = Garbled(
+        [
+            lambda items: ("search_tools", {}),
+            lambda items: ("search_tools", {"query": "time", "limit": "many"}),
+            lambda items: ("execute_code", {"code": "__out = 1", "bogus": True}),
+            lambda items: ("run_tool", {"tool_id": "time:get_time", "args": {}}),
+            lambda items: "sorry",
+        ]
+    )
+    async with Toolbox.from_config(config) as box:
+        agent = Agent(name="assistant", tools=codemode_tools(box, tools=["search_tools", "execute_code", "run_tool"]))
+        agent.model = model
+        result = await Runner.run(agent, "What time is it?")
+
+    assert result.final_output == "sorry"
+    garbled, wrong_type, unknown_argument, unknown_tool = tool_outputs(result)
+    assert garbled.startswith("error [invalid_arguments]: invalid 'arguments': not valid JSON")
+    assert wrong_type.startswith("error [invalid_arguments]: invalid 'limit'")
+    assert unknown_argument == "error [invalid_arguments]: invalid 'bogus': execute_code has no such argument"
+    assert unknown_tool.startswith("error [unknown_tool]: unknown tool 'time:get_time'; nearest tools: ")
+
+
+async def test_resuming_a_paused_run_waits_for_the_hosts_approval(config: dict[str, Any]) -> None:
+    config["toolcode"]["policy"] = {"rules": [{"tools": "time:*", "decision": "ask"}]}
+    code = 'from tools import time_\n__out = time_.get_current_time(timezone="Asia/Tokyo")["timezone"]'
+
+    def resume(items: list[Any]) -> tuple[str, dict[str, Any]]:
+        paused = last_output(items)
+        execution_id = paused.split("execution_id ")[1].split(":")[0]
+        return "resume_execution", {"execution_id": execution_id, "decision": "approve"}
+
+    model = ScriptedModel(
+        [
+            lambda items: ("execute_code", {"code": code}),
+            resume,
+            lambda items: "zone: " + last_output(items).splitlines()[0],
+        ]
+    )
+    async with Toolbox.from_config(config) as box:
+        agent = Agent(name="assistant", tools=codemode_tools(box), model=model)
+        asked = await Runner.run(agent, "Tokyo's zone?")
+        assert asked.final_output is None
+        [approval] = asked.interruptions
+        assert approval.tool_name == "resume_execution"
+        assert tool_outputs(asked)[0].startswith("approval required: line 2 calls time:get_current_time")
+        state = asked.to_state()
+        state.approve(approval)
+        done = await Runner.run(agent, state)
+
+    assert done.final_output == 'zone: "Asia/Tokyo"'
+
+
+def test_the_documented_example_runs_with_its_scripted_model() -> None:
+    example = Path(__file__).resolve().parents[2] / "examples" / "openai_agents_agent.py"
+    proc = subprocess.run([sys.executable, str(example)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = proc.stdout.splitlines()
+    assert lines[-1] == "tool calls: search_tools, describe_tool, execute_code"
+    # One line per demo office, most urgent tickets first.
+    assert len(lines) == 7 and lines[0].startswith("Paris: 4 urgent, ")
