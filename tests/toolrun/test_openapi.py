@@ -433,3 +433,25 @@ async def test_open_backends_opens_and_closes_openapi_backends() -> None:
     assert isinstance(provider, OpenAPIProvider)
     with pytest.raises(BackendUnavailableError, match="closed"):
         await provider.list_tools()
+
+
+async def test_requests_encode_values_and_refuse_header_injection() -> None:
+    from toolrun._openapi import _Request  # pyright: ignore[reportPrivateUsage]
+
+    _, provider = await tools_of(PETSTORE)
+    get = provider.operations["pets_get"]
+    req = _Request.build(
+        get,
+        {"path_petId": "../admin?x=1", "fields": ["a", "b"], "query_petId": None, "X-Trace": "t1"},
+        "https://api.example.org/v1/",
+        {"X-Trace": "from-config"},
+    )
+    # The value stays one path segment; None leaves a parameter out; the config's headers win.
+    assert req.url == "https://api.example.org/v1/pets/..%2Fadmin%3Fx%3D1"
+    assert req.params == [("fields", "a"), ("fields", "b")]
+    assert req.headers["X-Trace"] == "from-config" and req.headers["Accept"] == "application/json"
+    with pytest.raises(ValueError, match="line break"):
+        _Request.build(get, {"path_petId": 1, "X-Trace": "a\r\nX-Evil: 1"}, "https://h", {})
+    put = provider.operations["put_pets_petId"]
+    req = _Request.build(put, {"petId": 7, "name": "Rex", "tag": None}, "https://h", {})
+    assert req.content == b'{"name":"Rex","tag":null}' and req.headers["Content-Type"] == "application/json"
