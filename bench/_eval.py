@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from toolindex import BackendRef, InMemoryIndex, Tool
+from toolindex import BackendRef, InMemoryIndex, SearchParams, Tool
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "tests" / "data" / "eval"
 """The evaluation data that ships with the repository (``tests/data/eval``, gzip-compressed)."""
@@ -58,6 +58,8 @@ class SetSpec:
     file: str
     select: Callable[[dict[str, Any]], bool]
     limit: int | None = None
+    catalog: str | None = None
+    """The file whose ``tools`` the queries search (default: ``file`` itself)."""
 
 
 # The sets of the README's reference figures. The README labels its MetaTool single figure
@@ -70,7 +72,23 @@ DEFAULT_SETS: tuple[SetSpec, ...] = (
     SetSpec("MetaTool single", "metatool.json", lambda q: str(q["qid"]).startswith("s")),
     SetSpec("MetaTool single first 3000", "metatool.json", lambda q: str(q["qid"]).startswith("s"), limit=3000),
     SetSpec("MetaTool multi", "metatool.json", lambda q: str(q["qid"]).startswith("m")),
+    SetSpec(
+        "GitHub written",
+        "github_written_queries.json",
+        lambda q: str(q["qid"]).startswith("in"),
+        catalog="github_mcp_server_tools.json",
+    ),
 )
+OUT_OF_CATALOG_SETS: tuple[SetSpec, ...] = (
+    SetSpec(
+        "GitHub written, out of catalog",
+        "github_written_queries.json",
+        lambda q: str(q["qid"]).startswith("out"),
+        catalog="github_mcp_server_tools.json",
+    ),
+    SetSpec("MSC L5 (out of scope)", "msc_bench_mcp.json", lambda q: q.get("level") == 5),
+)
+"""Queries no tool of their catalog serves: a search that can say "nothing fits" returns no hits."""
 TYPO_SET = "MSC L1"
 """The set the no-argument ``--typos`` run perturbs."""
 
@@ -164,11 +182,28 @@ def tool_id(rec: dict[str, Any]) -> str:
     return str(rec.get("id") or f"{rec['namespace']}:{rec['name']}")
 
 
-def build_toolindex(catalog: Sequence[dict[str, Any]], namespace_suffix: str = "") -> InMemoryIndex:
+def build_toolindex(
+    catalog: Sequence[dict[str, Any]],
+    namespace_suffix: str = "",
+    *,
+    semantic: bool = False,
+    params: SearchParams | None = None,
+) -> InMemoryIndex:
     """An index of the catalog; every namespace with a ``server_description`` gets it as its description."""
-    index = InMemoryIndex()
+    index = InMemoryIndex(semantic=semantic, search_params=params)
     add_to_toolindex(index, catalog, namespace_suffix)
     return index
+
+
+def semantic_available() -> bool:
+    """Whether ``toolindex[semantic]`` is installed (its model loads)."""
+    from toolindex import SemanticUnavailableError, default_embedder
+
+    try:
+        default_embedder()
+    except SemanticUnavailableError:
+        return False
+    return True
 
 
 def catalog_items(

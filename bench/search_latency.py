@@ -1,6 +1,6 @@
 """Search latency and memory at 1k, 10k and 100k tools, against a reference BM25 (bm25s).
 
-    uv run python bench/search_latency.py [--sizes 1000,10000,100000] [--data DIR] [--json]
+    uv run python bench/search_latency.py [--sizes 1000,10000,100000] [--search lexical,semantic] [--data DIR] [--json]
 
 The catalog is every tool of the evaluation data (``tests/data/eval``, or ``--data DIR``
 with the same files as ``.json`` or ``.json.gz``; about 3,500 real tools), replicated under
@@ -13,6 +13,10 @@ Per size:
 - ``p50_ms``/``p95_ms``: one ``search(limit=10)`` each for up to 2,000 distinct real queries
   (MSC levels 1-4, LiveMCPBench, MetaTool multi), after 100 warm-up queries;
 - ``rss_mb``: resident memory of the process after the queries (index, tools and Python);
+  ``kb_per_tool``: what the build and the queries added to it, per tool; ``dense_mb``: the
+  semantic signal's vectors (capacity included);
+- ``semantic`` rows: ``InMemoryIndex(semantic=True)``, where build includes embedding every
+  tool and each query includes embedding it; ``model_load_s`` is the model's one-time load;
 - ``register_one_ms``: median time to register one new tool into the built index (50 tools);
 - ``query_after_register_ms``: median time of the first query after such a registration
   (it refreshes length normalisers and the cached postings of the query's terms).
@@ -96,9 +100,14 @@ def percentile(values: list[float], p: float) -> float:
     return values[min(len(values) - 1, round(p / 100 * (len(values) - 1)))]
 
 
-def measure(size: int, data_dir: Path) -> dict[str, Any]:
-    from toolindex import InMemoryIndex
+def measure(size: int, data_dir: Path, semantic: bool = False) -> dict[str, Any]:
+    from toolindex import InMemoryIndex, default_embedder
 
+    model_load_s = 0.0
+    if semantic:
+        t0 = time.perf_counter()
+        default_embedder()  # loaded once per process; not part of an index's build
+        model_load_s = time.perf_counter() - t0
     catalog = replicated_catalog(data_dir, size)
     extra = replicated_catalog(data_dir, size + N_REGISTER)[size:]
     queries = real_queries(data_dir)
@@ -108,11 +117,13 @@ def measure(size: int, data_dir: Path) -> dict[str, Any]:
 
     # The machine is shared: build a few times and keep the fastest (as timeit does); CPU time too.
     builds: list[tuple[float, float]] = []
-    index = InMemoryIndex()
+    gc.collect()
+    rss_before = rss_mb()
+    index = InMemoryIndex(semantic=semantic)
     for _ in range(3 if size <= 10_000 else 1):
         del index
         gc.collect()
-        index = InMemoryIndex()
+        index = InMemoryIndex(semantic=semantic)
         t0, c0 = time.perf_counter(), time.thread_time()
         for ns, desc in descriptions.items():
             index.describe_namespace(ns, desc)
@@ -146,7 +157,11 @@ def measure(size: int, data_dir: Path) -> dict[str, Any]:
 
     ref_result = measure_reference(catalog, warm, timed)
     return {
+        "semantic": semantic,
+        "model_load_s": round(model_load_s, 3),
         "build_s": round(min(b[0] for b in builds), 3),
+        "kb_per_tool": round((rss - rss_before) * 1024 / max(n_tools, 1), 2),
+        "dense_mb": round(index._engine.stats()["dense_bytes"] / 2**20, 1),  # pyright: ignore[reportPrivateUsage]
         "p50_ms": round(statistics.median(times), 3),
         "p95_ms": round(percentile(times, 95), 3),
         "rss_mb": rss,
@@ -190,20 +205,28 @@ def measure_reference(catalog: list[dict[str, Any]], warm: list[str], timed: lis
 
 def print_table(sizes: dict[str, dict[str, Any]]) -> None:
     head = (
-        f"{'tools':>7} | {'build s':>7} {'p50 ms':>7} {'p95 ms':>7} {'RSS MB':>7} {'reg1 ms':>7} {'q-after':>7} |"
-        f" {'cpu build':>9} {'cpu p50':>7} {'cpu p95':>7} | {'ref build':>9} {'ref p50':>7} {'ref p95':>7} | load"
+        f"{'tools':>7} {'search':>8} | {'build s':>7} {'p50 ms':>7} {'p95 ms':>7} {'RSS MB':>7} {'KB/tool':>7}"
+        f" {'reg1 ms':>7} {'q-after':>7} | {'cpu build':>9} {'cpu p50':>7} {'cpu p95':>7} |"
+        f" {'ref build':>9} {'ref p50':>7} {'ref p95':>7} | load"
     )
-    print("toolindex (left) vs reference bm25s BM25 + stemming (right)")
+    print(
+        "toolindex (left; lexical, and semantic = toolindex[semantic] fused) vs reference bm25s BM25 + stemming (right)"
+    )
     print(head)
     print("-" * len(head))
-    for n, s in sizes.items():
+    for s in sizes.values():
         r, c = s["reference"], s["cpu"]
+        kind = "semantic" if s.get("semantic") else "lexical"
         print(
-            f"{int(n):>7} | {s['build_s']:>7.2f} {s['p50_ms']:>7.3f} {s['p95_ms']:>7.3f} {s['rss_mb']:>7.0f}"
+            f"{s['n_tools']:>7} {kind:>8} | {s['build_s']:>7.2f} {s['p50_ms']:>7.3f} {s['p95_ms']:>7.3f}"
+            f" {s['rss_mb']:>7.0f} {s['kb_per_tool']:>7.2f}"
             f" {s['register_one_ms']:>7.3f} {s['query_after_register_ms']:>7.3f} |"
             f" {c['build_s']:>9.2f} {c['p50_ms']:>7.3f} {c['p95_ms']:>7.3f} |"
             f" {r['build_s']:>9.2f} {r['p50_ms']:>7.3f} {r['p95_ms']:>7.3f} | {s['loadavg_1m']:.1f}"
         )
+    loads = {s["model_load_s"] for s in sizes.values() if s.get("semantic")}
+    if loads:
+        print(f"semantic: the model loads once per process in {min(loads):.2f}-{max(loads):.2f} s (not in build s)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -211,22 +234,31 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sizes", default="1000,10000,100000", help="comma-separated catalog sizes")
     ap.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     E.add_data_argument(ap)
+    ap.add_argument(
+        "--search",
+        default="lexical,semantic",
+        help="comma-separated: lexical, semantic (needs toolindex[semantic]; skipped with a note without it)",
+    )
     ap.add_argument("--one-size", type=int, help=argparse.SUPPRESS)  # internal: measure in this process
+    ap.add_argument("--semantic", action="store_true", help=argparse.SUPPRESS)  # internal, with --one-size
     args = ap.parse_args(argv)
 
     E.require_data(args.data, dict.fromkeys([*CATALOGS, *QUERY_SETS]))
     if args.one_size:
-        print(json.dumps(measure(args.one_size, args.data)))
+        print(json.dumps(measure(args.one_size, args.data, args.semantic)))
         return 0
+    kinds = [k.strip() for k in args.search.split(",") if k.strip()]
+    if "semantic" in kinds and not E.semantic_available():
+        print("note: toolindex[semantic] is not installed: semantic rows left out", file=sys.stderr)
+        kinds.remove("semantic")
     sizes: dict[str, dict[str, Any]] = {}
     for n in (int(s) for s in args.sizes.split(",") if s.strip()):
-        out = subprocess.run(
-            [sys.executable, __file__, "--one-size", str(n), "--data", str(args.data)],
-            check=True,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        sizes[str(n)] = json.loads(out.stdout)
+        for kind in kinds:
+            cmd = [sys.executable, __file__, "--one-size", str(n), "--data", str(args.data)]
+            out = subprocess.run(
+                [*cmd, "--semantic"] if kind == "semantic" else cmd, check=True, stdout=subprocess.PIPE, text=True
+            )
+            sizes[f"{n} {kind}"] = json.loads(out.stdout)
     if args.json:
         print(json.dumps({"sizes": sizes}, indent=2))
     else:

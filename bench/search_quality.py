@@ -15,6 +15,18 @@ gold id satisfies) with a member in the top 5. Queries without gold are skipped.
 is the median time of one query. With ``--catalog`` given several times the catalogs are
 merged into one index; a queries file may be a catalog file that holds ``queries``.
 Queries carrying ``level`` are grouped into one set per level.
+
+Engines, side by side in one run: ``lexical`` (toolindex's default BM25F), ``dense`` (the
+semantic signal alone: ``SearchParams(dense_weight=1.0)``), ``fused`` (``semantic=True``, the
+default fusion) and the ``reference``. ``dense`` and ``fused`` need ``toolindex[semantic]``;
+without it they are left out and said so.
+
+"Nothing fits" (``--abstain``, on by default with the extra): the fused engine is asked with
+``min_relevance=t`` for each threshold ``t`` of a grid; for the out-of-catalog sets
+(:data:`_eval.OUT_OF_CATALOG_SETS`: written queries no GitHub tool serves, and MSC level 5)
+it reports the share answered with no hits, and for every labelled set the hit@5 lost against
+the same engine without a threshold. The default threshold (``toolindex.DEFAULT_MIN_RELEVANCE``,
+which toolcode uses) is marked.
 """
 
 from __future__ import annotations
@@ -32,20 +44,26 @@ import _eval as E
 METRIC_KEYS = ("mrr@10", "hit@1", "hit@5", "recall@5", "n_queries", "p50_ms")
 
 
-def default_sets(data_dir: Path, max_queries: int | None) -> list[E.QuerySet]:
-    E.require_data(data_dir, dict.fromkeys(spec.file for spec in E.DEFAULT_SETS))
+def _spec_set(data_dir: Path, spec: E.SetSpec, cache: dict[str, dict[str, Any]], limit: int | None) -> E.QuerySet:
+    for file in (spec.file, spec.catalog or spec.file):
+        if file not in cache:
+            cache[file] = E.load_data(data_dir, file)
+    queries = [E.parse_query(q) for q in cache[spec.file].get("queries", []) if spec.select(q)]
+    if limit:
+        queries = queries[:limit]
+    catalog_file = spec.catalog or spec.file
+    return E.QuerySet(spec.name, queries, cache[catalog_file]["tools"], [catalog_file])
+
+
+def default_sets(data_dir: Path, max_queries: int | None) -> tuple[list[E.QuerySet], list[E.QuerySet]]:
+    specs = (*E.DEFAULT_SETS, *E.OUT_OF_CATALOG_SETS)
+    E.require_data(data_dir, dict.fromkeys(f for spec in specs for f in (spec.file, spec.catalog or spec.file)))
     cache: dict[str, dict[str, Any]] = {}
-    out: list[E.QuerySet] = []
-    for spec in E.DEFAULT_SETS:
-        if spec.file not in cache:
-            cache[spec.file] = E.load_data(data_dir, spec.file)
-        doc = cache[spec.file]
-        queries = [E.parse_query(q) for q in doc.get("queries", []) if spec.select(q)]
-        limit = spec.limit if max_queries is None else max_queries
-        if limit:
-            queries = queries[:limit]
-        out.append(E.QuerySet(spec.name, queries, doc["tools"], [spec.file]))
-    return out
+    labelled = [
+        _spec_set(data_dir, spec, cache, spec.limit if max_queries is None else max_queries) for spec in E.DEFAULT_SETS
+    ]
+    outside = [_spec_set(data_dir, spec, cache, max_queries) for spec in E.OUT_OF_CATALOG_SETS]
+    return labelled, outside
 
 
 def explicit_sets(catalogs: list[Path], query_files: list[Path], max_queries: int | None) -> list[E.QuerySet]:
@@ -77,25 +95,112 @@ def explicit_sets(catalogs: list[Path], query_files: list[Path], max_queries: in
     return out
 
 
-def evaluate(sets: list[E.QuerySet], typo_sets: set[str]) -> dict[str, dict[str, dict[str, float | int]]]:
+ENGINES = ("lexical", "dense", "fused", "reference")
+THRESHOLDS = (0.15, 0.18, 0.2, 0.22, 0.25, 0.28, 0.3, 0.35)
+
+
+class Engines:
+    """The engines of one catalog, built once and shared by the sets that search it."""
+
+    def __init__(self, catalog: list[dict[str, Any]], semantic: bool, dense_exact_max: int | None = None) -> None:
+        from toolindex import SearchParams
+
+        exact = {} if dense_exact_max is None else {"dense_exact_max": dense_exact_max}
+        self.to_gold = dict(E.catalog_id(r) for r in catalog)
+        self.indexes: dict[str, Any] = {"lexical": E.build_toolindex(catalog)}
+        if semantic:
+            dense = SearchParams(dense_weight=1.0, **exact)
+            self.indexes["dense"] = E.build_toolindex(catalog, semantic=True, params=dense)
+            self.indexes["fused"] = E.build_toolindex(catalog, semantic=True, params=SearchParams(**exact))
+        self.reference = E.ReferenceBM25(catalog)
+        self.relevance: dict[str, list[float]] = {}
+        """Fused engine: query -> relevance of each of its hits (for the threshold grid)."""
+
+    def run(self, engine: str) -> Any:
+        if engine == "reference":
+            return self.reference.search
+        index = self.indexes[engine]
+
+        def search(text: str) -> list[str]:
+            hits = index.search(text, limit=E.K)
+            if engine == "fused":
+                self.relevance[text] = [h.relevance if h.relevance is not None else 0.0 for h in hits]
+            return [self.to_gold.get(h.id, h.id) for h in hits]
+
+        return search
+
+
+def evaluate(
+    sets: list[E.QuerySet],
+    typo_sets: set[str],
+    semantic: bool,
+    outside: list[E.QuerySet] | None = None,
+    dense_exact_max: int | None = None,
+) -> tuple[dict[str, dict[str, dict[str, float | int]]], dict[str, Any] | None]:
     results: dict[str, dict[str, dict[str, float | int]]] = {}
-    engines: dict[int, tuple[Any, E.ReferenceBM25]] = {}
+    engines: dict[int, Engines] = {}
+    ranked: dict[str, dict[str, list[str]]] = {}  # set -> query -> fused ids (for the threshold grid)
+    names = [e for e in ENGINES if semantic or e not in ("dense", "fused")]
     for qs in sets:
         key = id(qs.catalog)
         if key not in engines:
-            engines[key] = (E.build_toolindex(qs.catalog), E.ReferenceBM25(qs.catalog))
-        index, ref = engines[key]
-        to_gold = dict(E.catalog_id(r) for r in qs.catalog)
-
-        def ours(text: str, index: Any = index, to_gold: dict[str, str] = to_gold) -> list[str]:
-            return [to_gold.get(h.id, h.id) for h in index.search(text, limit=E.K)]
-
+            engines[key] = Engines(qs.catalog, semantic, dense_exact_max)
+        eng = engines[key]
         variants = [(qs.name, qs.queries)]
         if qs.name in typo_sets:
             variants.append((f"{qs.name} (typos)", E.typo_queries(qs.queries)))
         for name, queries in variants:
-            results[name] = {"toolindex": E.metrics(queries, ours), "reference": E.metrics(queries, ref.search)}
-    return results
+            row: dict[str, dict[str, float | int]] = {}
+            for engine in names:
+                run = eng.run(engine)
+                if engine == "fused":
+                    seen: dict[str, list[str]] = ranked.setdefault(name, {})
+
+                    def keep(text: str, run: Any = run, seen: dict[str, list[str]] = seen) -> list[str]:
+                        seen[text] = out = run(text)
+                        return out
+
+                    row[engine] = E.metrics(queries, keep)
+                else:
+                    row[engine] = E.metrics(queries, run)
+            results[name] = row
+    abstain = None
+    if semantic and outside is not None:
+        abstain = abstention(sets, outside, engines, ranked)
+    return results, abstain
+
+
+def abstention(
+    sets: list[E.QuerySet],
+    outside: list[E.QuerySet],
+    engines: dict[int, Engines],
+    ranked: dict[str, dict[str, list[str]]],
+) -> dict[str, Any]:
+    """For each threshold: out-of-catalog share answered with no hits, hit@5 lost on each labelled set."""
+    from toolindex import DEFAULT_MIN_RELEVANCE
+
+    grid: dict[str, dict[str, float]] = {}
+    for qs in outside:
+        key = id(qs.catalog)
+        if key not in engines:
+            engines[key] = Engines(qs.catalog, True)
+        index = engines[key].indexes["fused"]
+        best = [max((h.relevance or 0.0 for h in index.search(q.text, limit=E.K)), default=0.0) for q in qs.queries]
+        grid[qs.name] = {str(t): round(100 * sum(b < t for b in best) / max(len(best), 1), 1) for t in THRESHOLDS}
+    lost: dict[str, dict[str, float]] = {}
+    for qs in sets:
+        eng = engines[id(qs.catalog)]
+        labelled = [q for q in qs.queries if q.gold_sets]
+        row: dict[str, float] = {}
+        for t in THRESHOLDS:
+            drop = 0
+            for q in labelled:
+                # min_relevance=t answers nothing when no hit reaches t.
+                ids = ranked[qs.name][q.text][:5]
+                drop += bool(set(ids) & q.gold) and max(eng.relevance[q.text], default=0.0) < t
+            row[str(t)] = round(100 * drop / max(len(labelled), 1), 2)
+        lost[qs.name] = row
+    return {"thresholds": list(THRESHOLDS), "default": DEFAULT_MIN_RELEVANCE, "no_hits": grid, "hit5_lost": lost}
 
 
 def typo_summary(results: dict[str, dict[str, dict[str, float | int]]]) -> dict[str, dict[str, float]]:
@@ -104,31 +209,42 @@ def typo_summary(results: dict[str, dict[str, dict[str, float | int]]]) -> dict[
         if name.endswith(" (typos)"):
             clean = results[name.removesuffix(" (typos)")]
             row: dict[str, float] = {}
-            for engine in ("toolindex", "reference"):
+            for engine in r:
                 c, t = float(clean[engine]["hit@5"]), float(r[engine]["hit@5"])
                 row[f"{engine}_kept"] = round(100 * t / c, 2) if c else 0.0
             out[name.removesuffix(" (typos)")] = row
     return out
 
 
-def print_table(results: dict[str, dict[str, dict[str, float | int]]], typos: dict[str, dict[str, float]]) -> None:
-    head = f"{'set':<28} {'n':>6} | {'MRR@10':>6} {'hit@1':>6} {'hit@5':>6} {'R@5':>6} {'p50ms':>6} |"
-    head += f" {'refMRR':>6} {'hit@1':>6} {'hit@5':>6} {'R@5':>6} {'p50ms':>6} | {'ΔMRR':>6}"
-    print("toolindex (left) vs reference bm25s BM25 + stemming (right); metrics in percent")
+def print_table(
+    results: dict[str, dict[str, dict[str, float | int]]],
+    typos: dict[str, dict[str, float]],
+    abstain: dict[str, Any] | None,
+) -> None:
+    engines = [e for e in ENGINES if any(e in r for r in results.values())]
+    print("MRR@10 / hit@5 in percent; lexical = toolindex default, dense = semantic signal alone,")
+    print("fused = toolindex semantic=True, reference = bm25s BM25 + stemming; p50 = ms per query")
+    head = f"{'set':<28} {'n':>6} |" + "".join(f" {e[:9]:>9} {'hit@5':>5} {'p50':>5} |" for e in engines)
     print(head)
     print("-" * len(head))
     for name, r in results.items():
-        a, b = r["toolindex"], r["reference"]
-        line = f"{name:<28} {a['n_queries']:>6} |"
-        line += "".join(f" {a[k]:>6.1f}" for k in ("mrr@10", "hit@1", "hit@5", "recall@5")) + f" {a['p50_ms']:>6.2f} |"
-        line += "".join(f" {b[k]:>6.1f}" for k in ("mrr@10", "hit@1", "hit@5", "recall@5")) + f" {b['p50_ms']:>6.2f} |"
-        line += f" {float(a['mrr@10']) - float(b['mrr@10']):>+6.1f}"
+        line = f"{name:<28} {r[engines[0]]['n_queries']:>6} |"
+        for e in engines:
+            m = r[e]
+            line += f" {float(m['mrr@10']):>9.1f} {float(m['hit@5']):>5.1f} {float(m['p50_ms']):>5.2f} |"
         print(line)
     for name, row in typos.items():
-        print(
-            f"typos on {name}: toolindex keeps {row['toolindex_kept']:.1f}% of its clean hit@5, "
-            f"reference keeps {row['reference_kept']:.1f}%"
-        )
+        kept = ", ".join(f"{e} {row[f'{e}_kept']:.1f}%" for e in engines)
+        print(f"typos on {name}: share of the clean hit@5 kept: {kept}")
+    if abstain is not None:
+        print()
+        print(f"nothing fits: fused engine with min_relevance=t (default: {abstain['default']})")
+        ts = abstain["thresholds"]
+        print(f"{'t':<44}" + "".join(f" {t:>6}" for t in ts))
+        for name, row in abstain["no_hits"].items():
+            print(f"{'no hits, ' + name:<44}" + "".join(f" {row[str(t)]:>6.1f}" for t in ts))
+        for name, row in abstain["hit5_lost"].items():
+            print(f"{'hit@5 lost, ' + name:<44}" + "".join(f" {row[str(t)]:>6.2f}" for t in ts))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -138,24 +254,37 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     ap.add_argument("--typos", action="store_true", help="also run queries with one edit in each word of 5+ letters")
     ap.add_argument("--max-queries", type=int, default=None, help="evaluate at most N queries per set (0: all)")
+    ap.add_argument("--lexical-only", action="store_true", help="leave out the dense and fused engines")
+    ap.add_argument(
+        "--dense-exact-max",
+        type=int,
+        default=None,
+        help="SearchParams.dense_exact_max (0: the two-pass dense search of large catalogs on every set)",
+    )
     E.add_data_argument(ap)
     args = ap.parse_args(argv)
 
+    semantic = not args.lexical_only and E.semantic_available()
+    if not semantic and not args.lexical_only:
+        print("note: toolindex[semantic] is not installed: dense and fused engines left out", file=sys.stderr)
+    outside: list[E.QuerySet] | None = None
     if args.catalog or args.queries:
         sets = explicit_sets(args.catalog, args.queries, args.max_queries)
         typo_sets = {s.name for s in sets} if args.typos else set()
     else:
-        sets = default_sets(args.data, args.max_queries)
+        sets, outside = default_sets(args.data, args.max_queries)
         typo_sets = {E.TYPO_SET} if args.typos else set()
-    results = evaluate(sets, typo_sets)
+    results, abstain = evaluate(sets, typo_sets, semantic, outside, args.dense_exact_max)
     typos = typo_summary(results)
     if args.json:
         doc: dict[str, Any] = {"sets": results}
         if typos:
             doc["typos"] = typos
+        if abstain is not None:
+            doc["nothing_fits"] = abstain
         print(json.dumps(doc, indent=2))
     else:
-        print_table(results, typos)
+        print_table(results, typos, abstain)
     return 0
 
 

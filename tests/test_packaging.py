@@ -146,6 +146,8 @@ _EXTRA_MODULES = {
     "yaml": "openapi",
     "referencing": "openapi",
     "pydantic_ai": "pydantic-ai",
+    "safetensors": "semantic",
+    "tokenizers": "semantic",
     "agents": "openai-agents",
 }
 

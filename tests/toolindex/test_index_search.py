@@ -175,9 +175,9 @@ def test_many_removals_compact_without_changing_results() -> None:
         engine.remove(t.id)
     assert len(engine) == 500
     after = engine.search("alpha item2999", 5)
-    assert after[0][0] == before[0][0] == "n:tool_2999"
+    assert after[0].tid == before[0].tid == "n:tool_2999"
     assert len(engine.search("alpha", 1000)) == 500
-    assert all(int(tid.rsplit("_", 1)[1]) >= 2500 for tid, _ in engine.search("alpha item17", 1000))
+    assert all(int(r.tid.rsplit("_", 1)[1]) >= 2500 for r in engine.search("alpha item17", 1000))
     assert engine.stats()["slots"] < 3000  # compacted once dead slots outnumbered live ones
 
 
@@ -188,8 +188,9 @@ def test_search_params_change_ranking() -> None:
             {"namespace": "b", "name": "other", "description": "Alpha alpha alpha helper for alpha jobs."},
         ]
     }
-    assert build(catalog).search("alpha")[0].id == "a:alpha"  # the name field weighs most by default
+    # "alphas", not "alpha": a query that is a tool's exact name ranks that tool first whatever the weights.
+    assert build(catalog).search("alphas")[0].id == "a:alpha"  # the name field weighs most by default
     weights = (0.1, 2.0, 3.0, 0.6, 0.45, 1.0, 0.8, 0.25, 0.0)
-    assert build(catalog, search_params=SearchParams(weights=weights)).search("alpha")[0].id == "b:other"
+    assert build(catalog, search_params=SearchParams(weights=weights)).search("alphas")[0].id == "b:other"
     with pytest.raises(ValueError, match="weights"):
         SearchEngine(SearchParams(weights=(1.0,)))

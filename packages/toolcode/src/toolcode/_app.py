@@ -137,7 +137,7 @@ class Toolbox:
         self.state: StateStore = state if state is not None else _open_state(self.settings)
         """Where sessions, saved snippets and learned shapes live."""
         self.sessions: Sessions = Sessions(self.state, self.settings.sessions)
-        self.index: InMemoryIndex = InMemoryIndex()
+        self.index: InMemoryIndex = self.settings.search.build_index()
         self.store: InMemoryStore = InMemoryStore(self.index)
         self._backends = list(backends)
         self.snippets: SnippetLibrary = SnippetLibrary(self.state, self.index)

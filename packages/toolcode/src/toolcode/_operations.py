@@ -263,7 +263,14 @@ class Operations:
                     signature=signature,
                 )
             )
-        hint = None if out else "no tool matched: rephrase with other words, or call list_tools() to browse"
+        hint = None
+        if not out:
+            hint = (
+                "no tool fits this request well: rephrase it with the task's own words, or call "
+                "list_namespaces() to see what the catalog covers"
+                if getattr(self.view.index, "min_relevance", None)
+                else "no tool matched: rephrase with other words, or call list_tools() to browse"
+            )
         return SearchResult(hits=out, hint=hint)
 
     def _signature_text(self, tool_id: str) -> str | None:

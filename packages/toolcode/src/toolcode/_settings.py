@@ -14,6 +14,7 @@
         "workers": {"max": 8},
         "state": {"url": "redis://127.0.0.1:6379/0"},
         "sessions": {"max_sessions": 20, "idle_ttl": 86400},
+        "search": {"semantic": true, "min_relevance": 0.2},
         "policy": {"preset": "ask-writes", "rules": [{"tools": "github:get_*", "decision": "allow"}]}
       }
     }
@@ -37,12 +38,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from toolcode._options import ExecuteOptions
 from toolcode._policy import PolicySettings
 from toolcode.exceptions import ConfigurationError, clip
+from toolindex import DEFAULT_MIN_RELEVANCE, InMemoryIndex, SemanticUnavailableError
 
 __all__ = [
     "DEFAULT_TOOLS",
     "META_TOOLS",
     "SETTINGS_SCHEMA",
     "ResultSettings",
+    "SearchSettings",
     "SessionSettings",
     "Settings",
     "StateSettings",
@@ -150,6 +153,41 @@ class ResultSettings(BaseModel):
     )
 
 
+class SearchSettings(BaseModel):
+    """Tool search (``toolcode.search``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    semantic: bool | None = Field(
+        default=None,
+        description=(
+            "Fuse dense embeddings with lexical search: true (needs toolindex[semantic]), false, "
+            "or unset: on when toolindex[semantic] is installed."
+        ),
+    )
+    min_relevance: float = Field(
+        default=DEFAULT_MIN_RELEVANCE,
+        ge=0,
+        le=1,
+        description="With semantic search: search_tools answers that nothing fits when no tool reaches it (0: never).",
+    )
+
+    def build_index(self) -> InMemoryIndex:
+        """The index these settings ask for.
+
+        Raises:
+            ConfigurationError: If ``semantic`` is true and ``toolindex[semantic]`` is not installed.
+        """
+        if self.semantic is False:
+            return InMemoryIndex()
+        try:
+            return InMemoryIndex(semantic=True, min_relevance=self.min_relevance or None)
+        except SemanticUnavailableError as e:
+            if self.semantic:
+                raise ConfigurationError("toolcode.search.semantic", str(e)) from e
+            return InMemoryIndex()
+
+
 class Settings(BaseModel):
     """Server-wide defaults: the ``toolcode`` section of the config file."""
 
@@ -178,6 +216,7 @@ class Settings(BaseModel):
     workers: WorkerSettings = Field(default_factory=WorkerSettings)
     state: StateSettings = Field(default_factory=StateSettings)
     sessions: SessionSettings = Field(default_factory=SessionSettings)
+    search: SearchSettings = Field(default_factory=SearchSettings)
     results: ResultSettings = Field(
         default_factory=ResultSettings,
         description="What the output budget cuts from a value, stdout or a direct call's result is kept, by reference.",

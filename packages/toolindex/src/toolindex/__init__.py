@@ -24,16 +24,19 @@ from toolindex._model import (
 )
 from toolindex._protocol import ChangeCallback, Index, Unsubscribe
 from toolindex._search import FIELDS, SearchParams
+from toolindex._semantic import DEFAULT_MIN_RELEVANCE, Embedder, StaticEmbedder, default_embedder
 from toolindex.exceptions import (
     AmbiguousToolIDError,
     DuplicateToolError,
     InvalidToolError,
     InvalidToolIDError,
+    SemanticUnavailableError,
     ToolIndexError,
     ToolNotFoundError,
 )
 
 __all__ = [
+    "DEFAULT_MIN_RELEVANCE",
     "DEFAULT_NAMESPACE",
     "FIELDS",
     "AmbiguousToolIDError",
@@ -43,6 +46,7 @@ __all__ = [
     "ChangeEvent",
     "ChangeKind",
     "DuplicateToolError",
+    "Embedder",
     "InMemoryIndex",
     "Index",
     "InvalidToolError",
@@ -50,11 +54,14 @@ __all__ = [
     "NamespaceInfo",
     "SearchHit",
     "SearchParams",
+    "SemanticUnavailableError",
+    "StaticEmbedder",
     "Tool",
     "ToolID",
     "ToolIndexError",
     "ToolNotFoundError",
     "ToolPage",
     "Unsubscribe",
+    "default_embedder",
     "summarize",
 ]

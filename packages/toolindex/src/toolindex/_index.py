@@ -13,11 +13,13 @@ from typing import cast
 import structlog
 from rapidfuzz import process as fuzz_process
 
+from toolindex._dense import FloatArray
 from toolindex._ids import ToolID, validate_namespace
 from toolindex._limits import MAX_ID_CHARS, MAX_QUERY_CHARS, clip
 from toolindex._model import BackendRef, ChangeEvent, ChangeKind, NamespaceInfo, SearchHit, Tool, ToolPage
 from toolindex._protocol import ChangeCallback, Unsubscribe
 from toolindex._search import SearchEngine, SearchParams, document_fields
+from toolindex._semantic import Embedder, default_embedder
 from toolindex.exceptions import AmbiguousToolIDError, DuplicateToolError, InvalidToolError, ToolNotFoundError
 
 __all__ = ["InMemoryIndex"]
@@ -72,6 +74,16 @@ _GC_PAUSE_BATCH = 1000
 _CHUNK = 1024
 
 
+def _check_relevance(value: float | None, semantic: bool) -> float | None:
+    if value is None:
+        return None
+    if not semantic:
+        raise ValueError("min_relevance needs semantic search (InMemoryIndex(semantic=True))")
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"min_relevance must be between 0 and 1, got {value}")
+    return value
+
+
 def _normalise_tag(tag: str) -> str:
     return re.sub(r"\s+", "-", tag.strip().lower())
 
@@ -103,13 +115,37 @@ class InMemoryIndex:
     See ``docs/toolindex.md`` for the search model and its measured quality.
     """
 
-    def __init__(self, *, search_params: SearchParams | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        search_params: SearchParams | None = None,
+        semantic: bool | Embedder = False,
+        min_relevance: float | None = None,
+    ) -> None:
         """Create an empty index.
 
         Args:
             search_params: Ranking parameters; the defaults are tuned on real catalogs and
                 suit most uses.
+            semantic: ``True`` adds the semantic signal with the default model (the
+                ``toolindex[semantic]`` extra): each tool is embedded at registration and every
+                query is ranked on lexical and dense evidence fused, and hits carry a
+                ``relevance``. An :class:`~toolindex.Embedder` uses that model instead.
+                ``False`` (the default) keeps lexical search only.
+            min_relevance: The ``min_relevance`` of every :meth:`search` that gives none
+                (semantic search only; e.g. :data:`~toolindex.DEFAULT_MIN_RELEVANCE`).
+
+        Raises:
+            SemanticUnavailableError: If ``semantic=True`` and the extra is not installed.
+            ValueError: If ``min_relevance`` is given without the semantic signal, or is not in [0, 1].
         """
+        embedder: Embedder | None
+        if semantic is True:
+            embedder = default_embedder()
+        elif semantic is False:
+            embedder = None
+        else:
+            embedder = semantic
         self._lock = threading.RLock()
         # id (ns:name or ns:name:version) -> tool
         self._tools: dict[str, Tool] = {}
@@ -125,7 +161,8 @@ class InMemoryIndex:
         self._version = 0
         self._subscribers: dict[int, ChangeCallback] = {}
         self._next_sub = 0
-        self._engine = SearchEngine(search_params)
+        self._engine = SearchEngine(search_params, embedder)
+        self.min_relevance = _check_relevance(min_relevance, embedder is not None)
         # namespace -> description (search metadata, e.g. an MCP server's instructions)
         self._ns_text: dict[str, str] = {}
 
@@ -172,6 +209,9 @@ class InMemoryIndex:
             ids.append(tid)
         if not batch:
             return
+        # Embedding is the slow part of a semantic registration and needs no index state: it
+        # runs before the lock, so searches go on meanwhile.
+        vectors = self._engine.embed_tools([tool for tool, _ in batch])
         with self._lock, _collector_paused(len(batch)):
             new_ids: list[str] = []
             replaced: dict[str, tuple[Tool, list[BackendRef], str]] = {}
@@ -179,7 +219,8 @@ class InMemoryIndex:
                 # In chunks, so the temporary token tables of a huge batch never all exist at once.
                 for start in range(0, len(batch), _CHUNK):
                     end = start + _CHUNK
-                    self._register_chunk(batch[start:end], ids[start:end], new_ids, replaced)
+                    chunk_vectors = vectors[start:end] if vectors is not None else None
+                    self._register_chunk(batch[start:end], ids[start:end], new_ids, replaced, chunk_vectors)
             except BaseException:
                 self._roll_back(new_ids, replaced)
                 raise
@@ -194,6 +235,7 @@ class InMemoryIndex:
         ids: list[str],
         new_ids: list[str],
         replaced: dict[str, tuple[Tool, list[BackendRef], str]],
+        vectors: FloatArray | None = None,
     ) -> None:
         # The work that could fail (tokenising) comes before any change.
         texts = [self._ns_text.get(tool.namespace) for tool, _ in chunk]
@@ -214,7 +256,8 @@ class InMemoryIndex:
             self._tools[tid] = tool
             self._summaries[tid] = summary
         self._engine.add_many(
-            [(tid, tool, text, doc) for (tool, _), tid, text, doc in zip(chunk, ids, texts, prepared, strict=True)]
+            [(tid, tool, text, doc) for (tool, _), tid, text, doc in zip(chunk, ids, texts, prepared, strict=True)],
+            vectors,
         )
 
     def _roll_back(self, new_ids: list[str], replaced: dict[str, tuple[Tool, list[BackendRef], str]]) -> None:
@@ -424,6 +467,11 @@ class InMemoryIndex:
 
     # -- search -------------------------------------------------------------------
 
+    @property
+    def semantic(self) -> bool:
+        """Whether search fuses a semantic signal (and hits carry a ``relevance``)."""
+        return self._engine.embedder is not None
+
     def search(
         self,
         query: str,
@@ -431,12 +479,15 @@ class InMemoryIndex:
         limit: int = 10,
         namespaces: Sequence[str] | None = None,
         tags: Sequence[str] | None = None,
+        min_relevance: float | None = None,
     ) -> list[SearchHit]:
         """Rank tools for a free-text query.
 
         A query costs bounded work whatever its size: only its first 8,192 characters are
         read, and of those its first 256 searchable words (stopwords do not count). Real
         queries are far shorter (the longest of the evaluation sets has 209 searchable words).
+        A tool the query names exactly (its whole text is the tool's name or ``namespace:name``,
+        or it contains such an identifier, e.g. ``list_issues``) always ranks first.
 
         Args:
             query: Free text or identifiers. A query with no searchable word (empty,
@@ -444,15 +495,23 @@ class InMemoryIndex:
             limit: Maximum number of hits (must be >= 1).
             namespaces: Only tools in these namespaces.
             tags: Only tools carrying all of these tags (normalised like ``Tool.tags``).
+            min_relevance: Semantic search only: when no hit's ``relevance`` (the tool's cosine
+                with the query) reaches this, return ``[]``: no tool fits the query, and weak
+                matches that share a word with it are not worth reading. ``None`` takes the
+                index's default (the constructor's ``min_relevance``); ``0`` turns it off.
+                :data:`~toolindex.DEFAULT_MIN_RELEVANCE` is calibrated for the default model;
+                ``docs/toolindex.md`` gives the measured trade-off.
 
         Returns:
             Hits, best first.
 
         Raises:
-            ValueError: If ``limit`` is below 1.
+            ValueError: If ``limit`` is below 1, or ``min_relevance`` is given to an index
+                without the semantic signal (lexical scores cannot tell "nothing fits").
         """
         if limit < 1:
             raise ValueError(f"limit must be at least 1, got {limit}")
+        threshold = self.min_relevance if min_relevance is None else _check_relevance(min_relevance, self.semantic)
         query = query[:MAX_QUERY_CHARS]
         if not query or not query.strip():
             return []
@@ -460,13 +519,21 @@ class InMemoryIndex:
         tg = frozenset(_normalise_tag(t) for t in tags) if tags else None
         with self._lock:
             ranked = self._engine.search(query, limit, ns, tg)
-            return [
+            hits = [
                 SearchHit(
-                    id=tid, namespace=t.namespace, name=t.name, summary=self._summaries[tid], score=round(score, 6)
+                    id=r.tid,
+                    namespace=t.namespace,
+                    name=t.name,
+                    summary=self._summaries[r.tid],
+                    score=round(r.score, 6),
+                    relevance=None if r.relevance is None else round(r.relevance, 4),
                 )
-                for tid, score in ranked
-                for t in (self._tools[tid],)
+                for r in ranked
+                for t in (self._tools[r.tid],)
             ]
+        if threshold and not any((h.relevance or 0.0) >= threshold for h in hits):
+            return []
+        return hits
 
     # -- listing ------------------------------------------------------------------
 

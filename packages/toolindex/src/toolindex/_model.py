@@ -303,7 +303,11 @@ class SearchHit(BaseModel):
     summary: str
     """One-line summary of the description."""
     score: float
-    """Relevance; higher is better. Comparable within one query only."""
+    """Rank score; higher is better. Comparable within one query only (BM25F for lexical
+    search, the fused score in [0, 1] for semantic search)."""
+    relevance: float | None = None
+    """Semantic search: how close the tool is to the query in meaning (cosine, in [0, 1]; 1 for
+    a tool the query names exactly), comparable across queries; ``None`` for lexical search."""
 
 
 class NamespaceInfo(BaseModel):

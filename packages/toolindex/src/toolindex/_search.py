@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from array import array
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -35,11 +36,13 @@ import numpy as np
 import numpy.typing as npt
 from rapidfuzz.distance import OSA
 
+from toolindex._dense import DenseVectors
 from toolindex._limits import MAX_FIELD_CHARS, MAX_PARAM_CHARS, MAX_PARAMS, MAX_QUERY_CHARS, MAX_QUERY_WORDS
 from toolindex._model import Tool
+from toolindex._semantic import Embedder, query_texts, tool_text
 from toolindex._tokenize import STOPWORDS, split_words, stem, terms_of
 
-__all__ = ["FIELDS", "Prepared", "SearchEngine", "SearchParams", "document_fields"]
+__all__ = ["FIELDS", "Prepared", "Ranked", "SearchEngine", "SearchParams", "document_fields"]
 
 FloatArray = npt.NDArray[np.float32]
 IntArray = npt.NDArray[np.int32]
@@ -67,6 +70,19 @@ class SearchParams:
     """Weight of an abbreviation (prefix) expansion relative to an exact term."""
     max_expansions: int = 3
     """Vocabulary words an unknown query word may expand to."""
+    dense_weight: float = 0.55
+    """Semantic search: share of the dense signal in the fused score (the lexical one has the rest)."""
+    lexical_floor: float = 0.3
+    """Semantic search: lexical scores are divided by the larger of the best lexical score and
+    this share of the query's idf mass, so a query whose best lexical match covers little of it
+    (weak lexical evidence) leans on the dense side."""
+    clause_weight: float = 0.5
+    """Semantic search: share of the best clause in the dense score of a query of several clauses."""
+    fusion_depth: int = 50
+    """Semantic search: lexical hits considered in the fusion (the dense side scores every tool)."""
+    dense_exact_max: int = 4096
+    """Semantic search: up to this many tools every tool is scored exactly; above it, a cheap
+    first pass on a prefix of each vector picks the tools scored in full (see ``_dense.py``)."""
 
 
 _SLOT_SHIFT = 12
@@ -114,6 +130,28 @@ class _Doc:
     tool: Tool
     ns_text: str | None
     """The namespace description the tool was indexed with."""
+
+
+@dataclass(frozen=True, slots=True)
+class Ranked:
+    """One hit of :meth:`SearchEngine.search`."""
+
+    tid: str
+    score: float
+    relevance: float | None
+    """Semantic search: cosine of the tool with the query (or the query's clause it is closest
+    to), clipped to [0, 1] (1 for an exact name); ``None`` for lexical search."""
+
+
+# Identifier-looking tokens of a query: ``list_issues``, ``github:get_me``, ``getApiOverview``.
+_IDENTIFIER = re.compile(r"[A-Za-z0-9_.:\-]{2,300}")
+_IDENTIFIER_SHAPE = re.compile(r"[_.:\-]|[a-z][A-Z]")
+_MAX_EXACT_TOKENS = 64
+"""Tokens of a query looked up as exact tool names (bounds the work of a huge query)."""
+
+
+def _name_keys(tool: Tool) -> tuple[str, str]:
+    return tool.name.lower(), f"{tool.namespace}:{tool.name}".lower()
 
 
 _DENSE_COVERAGE_MAX = 50_000
@@ -231,7 +269,7 @@ def _count(terms: list[str]) -> dict[str, int]:
 class SearchEngine:
     """Incremental BM25F index over tools. Not thread-safe: the owning index serialises calls."""
 
-    def __init__(self, params: SearchParams | None = None) -> None:
+    def __init__(self, params: SearchParams | None = None, embedder: Embedder | None = None) -> None:
         self.params = params or SearchParams()
         nf = len(FIELDS)
         if len(self.params.weights) != nf or len(self.params.b) != nf:
@@ -258,6 +296,23 @@ class SearchEngine:
         self._expansions: dict[str, list[tuple[str, float]]] = {}
         self._ns_slots: dict[str, set[int]] = {}
         self._tag_slots: dict[str, set[int]] = {}
+        # Lower-case names and ``ns:name`` keys -> slots: an exact name in a query ranks first.
+        self._names: dict[str, set[int]] = {}
+        self._dense = DenseVectors(embedder, self._cap) if embedder is not None else None
+
+    @property
+    def embedder(self) -> Embedder | None:
+        """The model of the semantic signal, or ``None`` for lexical search only."""
+        return self._dense.embedder if self._dense is not None else None
+
+    def embed_tools(self, tools: Sequence[Tool]) -> FloatArray | None:
+        """The dense vectors of ``tools`` (``None`` without a semantic signal); no state changes."""
+        if self._dense is None or not tools:
+            return None
+        vectors = self._dense.embedder.embed([tool_text(t) for t in tools])
+        if vectors.shape != (len(tools), self._dense.dim):
+            raise ValueError(f"the embedder returned shape {vectors.shape} for {len(tools)} texts")
+        return vectors.astype(np.float32, copy=False)
 
     def __len__(self) -> int:
         return self._n_alive
@@ -270,6 +325,7 @@ class SearchEngine:
             "terms": len(self._postings),
             "postings": sum(len(p.codes) for p in self._postings.values()),
             "words": len(self._words),
+            "dense_bytes": self._dense.nbytes() if self._dense is not None else 0,
         }
 
     # -- mutation -------------------------------------------------------------------------
@@ -283,14 +339,24 @@ class SearchEngine:
             prepared = document_fields(tool, namespace_text)
         self.add_many([(tid, tool, namespace_text, prepared)])
 
-    def add_many(self, entries: Sequence[tuple[str, Tool, str | None, Prepared]]) -> None:
-        """Index (or re-index) several tools: ``(id, tool, namespace text, prepared fields)``."""
+    def add_many(
+        self, entries: Sequence[tuple[str, Tool, str | None, Prepared]], vectors: FloatArray | None = None
+    ) -> None:
+        """Index (or re-index) several tools: ``(id, tool, namespace text, prepared fields)``.
+
+        ``vectors`` (from :meth:`embed_tools`, one row per entry) lets a caller embed before it
+        takes its lock; without them a semantic engine embeds the tools here.
+        """
+        if self._dense is not None and vectors is None:
+            vectors = self.embed_tools([tool for _, tool, _, _ in entries])
         for tid, *_ in entries:
             if tid in self._slot_of:
                 self.remove(tid)
         first = len(self._docs)
         while first + len(entries) > self._cap:
             self._grow()
+        if self._dense is not None and vectors is not None:
+            self._dense.put(first, vectors)
         # Gather the batch's postings per term, then extend each term's buffer once.
         batch: defaultdict[str, list[int]] = defaultdict(list)
         len_fields: list[int] = []
@@ -318,6 +384,8 @@ class SearchEngine:
             self._ns_slots.setdefault(tool.namespace, set()).add(slot)
             for tag in tool.tags:
                 self._tag_slots.setdefault(tag, set()).add(slot)
+            for key in _name_keys(tool):
+                self._names.setdefault(key, set()).add(slot)
         lens = self._lens
         lens[len_fields, len_slots] = len_values
         postings = self._postings
@@ -363,6 +431,12 @@ class SearchEngine:
             self._tag_slots[tag].discard(slot)
             if not self._tag_slots[tag]:
                 del self._tag_slots[tag]
+        for key in _name_keys(doc.tool):
+            self._names[key].discard(slot)
+            if not self._names[key]:
+                del self._names[key]
+        if self._dense is not None:
+            self._dense.clear(slot)
         self._norm = None
         dead = len(self._docs) - self._n_alive
         if dead > 1024 and dead > self._n_alive:
@@ -375,6 +449,8 @@ class SearchEngine:
         alive = np.zeros(cap, dtype=bool)
         alive[: self._cap] = self._alive
         self._lens, self._alive, self._cap = lens, alive, cap
+        if self._dense is not None:
+            self._dense.grow(cap)
 
     def _compact(self) -> None:
         # Renumber live slots densely and drop dead postings; O(index size), amortised by the
@@ -403,11 +479,16 @@ class SearchEngine:
         self._alive[: len(live)] = True
         self._ns_slots = {}
         self._tag_slots = {}
+        self._names = {}
         for i, d in enumerate(docs):
             assert d is not None
             self._ns_slots.setdefault(d.tool.namespace, set()).add(i)
             for tag in d.tool.tags:
                 self._tag_slots.setdefault(tag, set()).add(i)
+            for key in _name_keys(d.tool):
+                self._names.setdefault(key, set()).add(i)
+        if self._dense is not None:
+            self._dense.compact(live)
         self._norm = None
 
     def _vocab_keys(self, word: str) -> Iterator[tuple[dict[str, set[str]], str]]:
@@ -536,15 +617,72 @@ class SearchEngine:
         limit: int,
         namespaces: frozenset[str] | None = None,
         tags: frozenset[str] | None = None,
-    ) -> list[tuple[str, float]]:
-        """``(id, score)`` pairs, best first, ties by id."""
+    ) -> list[Ranked]:
+        """Hits, best first, ties by id.
+
+        Lexical only: BM25F scores. With a semantic signal: the fused score in [0, 1] (see
+        :meth:`_fused`), and each hit's ``relevance``, the cosine of the tool with the query.
+        A tool whose name (or ``namespace:name``) the query gives exactly ranks first either way.
+        """
         if self._n_alive == 0:
             return []
         terms = self.query_terms(query)
-        if not terms:
+        if not terms and (self._dense is None or not self._has_words(query)):
             return []
-        norm = self._normalisers()
         n = len(self._docs)
+        mask = self._filter(namespaces, tags, n)
+        exact = self._exact(query, mask)
+        depth = limit + len(exact)
+        if self._dense is None:
+            slots, scores, _ = self._lexical(terms, depth, mask, n)
+            ranked = [Ranked(self._tid(c), float(sc), None) for c, sc in zip(slots, scores, strict=True)]
+        else:
+            ranked = self._fused(query, terms, depth, mask, n)
+        if exact:
+            first = {self._tid(c) for c in exact}
+            top = ranked[0].score if ranked else 1.0
+            promoted = [r for r in ranked if r.tid in first]
+            missing = first - {r.tid for r in promoted}
+            promoted += [Ranked(tid, 0.0, None) for tid in sorted(missing)]
+            ranked = [Ranked(r.tid, top + 1.0, 1.0 if self._dense is not None else None) for r in promoted] + [
+                r for r in ranked if r.tid not in first
+            ]
+        return ranked[:limit]
+
+    def _tid(self, slot: int) -> str:
+        doc = self._docs[slot]
+        assert doc is not None
+        return doc.tid
+
+    def _has_words(self, query: str) -> bool:
+        return any(w not in STOPWORDS for w in split_words(query[:MAX_QUERY_CHARS]))
+
+    def _exact(self, query: str, mask: FloatArray | None) -> list[int]:
+        """Slots of tools the query names exactly: the whole query, or an identifier in it."""
+        if not self._names:
+            return []
+        head = query[:MAX_QUERY_CHARS]
+        keys = [head.strip().strip("`'\"").lower()]
+        for token in itertools.islice(_IDENTIFIER.finditer(head), _MAX_EXACT_TOKENS):
+            word = token.group(0).strip(".:-")
+            if _IDENTIFIER_SHAPE.search(word):
+                keys.append(word.lower())
+        found: set[int] = set()
+        for key in keys:
+            slots = self._names.get(key)
+            if slots:
+                found.update(slots)
+        if mask is not None:
+            found = {c for c in found if mask[c] > 0}
+        return sorted(found, key=self._tid)
+
+    def _lexical(
+        self, terms: Mapping[str, float], limit: int, mask: FloatArray | None, n: int
+    ) -> tuple[list[int], list[float], float]:
+        """The lexical top ``limit``: (slots, BM25F scores), best first, ties by id; and the query's idf mass."""
+        if not terms:
+            return [], [], 0.0
+        norm = self._normalisers()
         k1 = self.params.k1
         slot_parts: list[IntArray] = []
         sat_parts: list[FloatArray] = []
@@ -561,12 +699,11 @@ class SearchEngine:
         idf_each = np.repeat(np.array(idfs, dtype=np.float32), sizes)
         # One accumulation for all terms: numpy call overhead stays flat in the query length.
         raw = np.bincount(slots, weights=idf_each * np.concatenate(sat_parts), minlength=n)
-        mask = self._filter(namespaces, tags, n)
         if mask is not None:
             raw *= mask
         cand = np.flatnonzero(raw)
         if len(cand) == 0:
-            return []
+            return [], [], total
         coverage = self.params.coverage
         raw_c = raw[cand]
         if len(cand) > limit:
@@ -587,11 +724,62 @@ class SearchEngine:
                 hit[hit] = uniq[pos[hit]] == cand[hit]
                 covered += hit * idf
         final = raw_c * (1.0 + coverage * covered / total)
+        if len(cand) > limit:
+            # Only the best `limit` (and any tied with the last of them) are sorted in Python.
+            kth = np.partition(final, len(final) - limit)[len(final) - limit]
+            keep = final >= kth
+            cand, final = cand[keep], final[keep]
         ranked = sorted(
-            ((float(s), self._docs[int(c)].tid) for c, s in zip(cand, final, strict=True)),  # type: ignore[union-attr]
+            ((float(sc), self._tid(int(c)), int(c)) for c, sc in zip(cand, final, strict=True)),
             key=lambda x: (-x[0], x[1]),
+        )[:limit]
+        return [c for _, _, c in ranked], [sc for sc, _, _ in ranked], total
+
+    def _fused(
+        self, query: str, terms: Mapping[str, float], limit: int, mask: FloatArray | None, n: int
+    ) -> list[Ranked]:
+        """Lexical and dense evidence in one score in [0, 1].
+
+        - lexical: the BM25F scores of the lexical top :attr:`SearchParams.fusion_depth`,
+          divided by the larger of the best one and ``lexical_floor`` x the query's idf mass,
+          so weak lexical evidence (the best match covers little of the query) counts for less;
+        - dense: each tool's cosine with the query, rescaled so the catalog's mean cosine is 0
+          and the best eligible tool's is 1 (below the mean counts 0);
+        - fused: ``(1 - dense_weight) x lexical + dense_weight x dense``.
+        """
+        assert self._dense is not None
+        p = self.params
+        lex_slots, lex_scores, total = self._lexical(terms, max(limit, p.fusion_depth), mask, n)
+        eligible = None if mask is None else self._alive[:n] & (mask > 0)
+        if eligible is not None and not eligible.any():
+            return []
+        queries = self._dense.embedder.embed(query_texts(query)).astype(np.float32, copy=False)
+        keep = np.asarray(lex_slots, dtype=np.intp)
+        pool, cos, mean = self._dense.candidates(
+            queries, n, self._n_alive, p.clause_weight, exact_max=p.dense_exact_max, keep=keep, eligible=eligible
         )
-        return [(tid, s) for s, tid in ranked[:limit]]
+        if len(pool) == 0:
+            return []
+        # Only the candidates are scored: a tool outside them has no lexical score and a lower
+        # cosine than every candidate, so it cannot rank above them.
+        span = max(float(cos.max()) - mean, 1e-6)
+        fused = np.clip((cos - mean) / span, 0.0, None) * p.dense_weight
+        if lex_slots:
+            scale = max(lex_scores[0], p.lexical_floor * total)
+            where = np.searchsorted(pool, keep)
+            fused[where] += (1.0 - p.dense_weight) * np.asarray(lex_scores, dtype=np.float32) / scale
+        if len(pool) > limit:
+            kth = max(float(np.partition(fused, len(fused) - limit)[len(fused) - limit]), np.finfo(np.float32).tiny)
+            chosen = np.flatnonzero(fused >= kth)  # ties at the cut stay, and are broken by id below
+        else:
+            chosen = np.flatnonzero(fused > 0)
+        cand = pool[chosen]
+        fused_of = dict(zip(cand.tolist(), fused[chosen].tolist(), strict=True))
+        ranked = sorted(((fused_of[c], self._tid(c), c) for c in fused_of), key=lambda x: (-x[0], x[1]))[:limit]
+        # Relevance is absolute, not relative to the catalog: a tool is as relevant as its
+        # cosine with the whole query or with the clause of it that it serves best.
+        best = self._dense.best_cosines(queries, [c for _, _, c in ranked])
+        return [Ranked(tid, sc, min(max(float(rel), 0.0), 1.0)) for (sc, tid, _), rel in zip(ranked, best, strict=True)]
 
     def _filter(self, namespaces: frozenset[str] | None, tags: frozenset[str] | None, n: int) -> FloatArray | None:
         if namespaces is None and not tags:

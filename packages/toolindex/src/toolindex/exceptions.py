@@ -8,7 +8,8 @@ of them::
     ├── InvalidToolError          a tool definition is unusable (names the tool and the field)
     ├── ToolNotFoundError         no tool has this id (carries close matches)
     ├── AmbiguousToolIDError      a bare name matches tools in several namespaces (lists them)
-    └── DuplicateToolError        a batch registers the same id twice
+    ├── DuplicateToolError        a batch registers the same id twice
+    └── SemanticUnavailableError  semantic search was asked for but its extra is not installed
 
 Messages repeat ids, names and reasons clipped to 200 characters (an id can come from a
 caller or an upstream server, and may be megabytes long); the attributes keep what was given.
@@ -25,6 +26,7 @@ __all__ = [
     "DuplicateToolError",
     "InvalidToolError",
     "InvalidToolIDError",
+    "SemanticUnavailableError",
     "ToolIndexError",
     "ToolNotFoundError",
 ]
@@ -122,3 +124,11 @@ class DuplicateToolError(ToolIndexError, ValueError):
     def __init__(self, tool_id: str) -> None:
         self.tool_id = tool_id
         super().__init__(f"tool {clip(tool_id)!r} appears more than once in one batch")
+
+
+class SemanticUnavailableError(ToolIndexError, RuntimeError):
+    """Semantic search was asked for, but the embedding model cannot be loaded.
+
+    The message says what to install (``pip install 'toolindex[semantic]'``); lexical search
+    works without it.
+    """

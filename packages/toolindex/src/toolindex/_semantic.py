@@ -1,0 +1,262 @@
+"""The optional semantic signal: dense vectors of tools and queries from a static embedding model.
+
+A static embedding model maps each token of its vocabulary to one vector; a text's vector
+is the mean of its tokens' vectors. Nothing runs but a table lookup, so a query is embedded
+in well under a millisecond on a CPU, and nothing is downloaded: the default model is the
+256-dimension ``l2_supercat`` table that ships inside the ``wordllama`` wheel (MIT), installed
+by the ``toolindex[semantic]`` extra.
+
+The table and its tokenizer are read straight from the installed package's files with
+``safetensors`` and ``tokenizers`` (its own dependencies): importing ``wordllama`` itself would
+configure the root logger of the host application (its inference module calls
+``logging.basicConfig``) and import ``requests`` for downloads that never happen here.
+
+:class:`Embedder` is the seam: any object with ``dim`` and ``embed`` can replace the default
+(a sentence-transformer, a remote service behind a cache...), see ``docs/toolindex.md``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from toolindex._limits import MAX_PARAMS
+from toolindex._model import Tool
+from toolindex.exceptions import SemanticUnavailableError
+
+__all__ = ["DEFAULT_MIN_RELEVANCE", "Embedder", "StaticEmbedder", "default_embedder", "query_texts", "tool_text"]
+
+FloatArray = npt.NDArray[np.float32]
+
+EXTRA_HINT = "install the extra: pip install 'toolindex[semantic]'"
+
+_MODEL_PACKAGE = "wordllama"
+_WEIGHTS = "weights/l2_supercat_256.safetensors"
+_TOKENIZER = "tokenizers/l2_supercat_tokenizer_config.json"
+_TENSOR = "embedding.weight"
+
+DEFAULT_MIN_RELEVANCE = 0.2
+"""The ``min_relevance`` below which a hit of the default model is weak enough to leave out:
+calibrated with ``bench/search_quality.py`` (out-of-catalog queries answered with no hits
+against hit@5 lost on the labelled sets; ``docs/toolindex.md`` has the table)."""
+
+MAX_TOOL_TOKENS = 512
+"""Tokens of a tool's text that are embedded (its name and the head of its description)."""
+MAX_QUERY_TOKENS = 256
+"""Tokens of a query (or of one of its clauses) that are embedded."""
+MAX_TEXT_CHARS = 2_000
+"""Characters of a text handed to the tokenizer: bounds its work whatever a tool or query holds."""
+MAX_CLAUSES = 4
+"""Clauses of a long query embedded on their own (see :func:`query_texts`)."""
+_SMALL_BATCH = 8
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into vectors whose dot product says how close two texts are in meaning.
+
+    Contract:
+        - ``embed`` returns a ``float32`` array of shape ``(len(texts), dim)`` whose rows have
+          unit length, or are all zero for a text with nothing to embed.
+        - It is deterministic: the same text always gives the same vector (the index embeds a
+          tool once, at registration, and compares it with queries embedded later).
+        - Concurrency: ``embed`` may be called from several threads at once.
+        - Cost: it is called once per registration batch (with every tool's text) and once per
+          query (with one to five short texts); a query's call should take well under a
+          millisecond for search to stay fast.
+        - Errors: whatever it raises propagates to the caller of ``register_many`` (nothing is
+          registered) or ``search``.
+        - Ownership: the caller owns the returned array.
+    """
+
+    @property
+    def dim(self) -> int:
+        """Length of each vector."""
+        ...
+
+    def embed(self, texts: Sequence[str]) -> FloatArray:
+        """Unit-length vectors of ``texts``, one row each."""
+        ...
+
+
+class StaticEmbedder:
+    """Mean-pooled static token embeddings: a lookup table and a tokenizer.
+
+    Thread-safe: the table is read-only and the tokenizer is used under a lock (its padding
+    and truncation settings are shared state).
+    """
+
+    def __init__(self, table: FloatArray, tokenizer: Any, *, max_tokens: int = MAX_TOOL_TOKENS) -> None:
+        """Wrap a token table and a ``tokenizers.Tokenizer``.
+
+        Args:
+            table: ``(vocabulary size, dim)`` vectors, one per token id.
+            tokenizer: A ``tokenizers.Tokenizer`` whose ids index ``table``.
+            max_tokens: Tokens of one text that are pooled; the rest are ignored.
+
+        Raises:
+            ValueError: If ``table`` is not a two-dimensional array.
+        """
+        if table.ndim != 2 or table.shape[0] == 0 or table.shape[1] == 0:
+            raise ValueError(f"the token table must be a non-empty 2-d array, got shape {table.shape}")
+        self._table = np.ascontiguousarray(table, dtype=np.float32)
+        self._tokenizer = tokenizer
+        self._max_tokens = max_tokens
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_package(cls) -> StaticEmbedder:
+        """Load the model that ships in the ``wordllama`` wheel (``toolindex[semantic]``).
+
+        Returns:
+            The embedder (about 33 MB of memory, 0.1-0.3 s to load).
+
+        Raises:
+            SemanticUnavailableError: If the extra is not installed or its files are missing.
+        """
+        try:
+            from safetensors.numpy import load_file  # pyright: ignore[reportMissingTypeStubs, reportUnknownVariableType]
+            from tokenizers import Tokenizer
+        except ImportError as e:
+            raise SemanticUnavailableError(f"semantic search needs safetensors and tokenizers ({EXTRA_HINT})") from e
+        spec = importlib.util.find_spec(_MODEL_PACKAGE)
+        if spec is None or not spec.submodule_search_locations:
+            raise SemanticUnavailableError(f"the embedding model package {_MODEL_PACKAGE!r} is missing ({EXTRA_HINT})")
+        root = Path(next(iter(spec.submodule_search_locations)))
+        weights, tok_file = root / _WEIGHTS, root / _TOKENIZER
+        for path in (weights, tok_file):
+            if not path.is_file():
+                raise SemanticUnavailableError(
+                    f"{path.name} is not in the installed {_MODEL_PACKAGE} package ({EXTRA_HINT}, version <0.5)"
+                )
+        tensors: Mapping[str, Any] = load_file(str(weights))
+        if _TENSOR not in tensors:
+            raise SemanticUnavailableError(f"{weights.name} holds no {_TENSOR!r} tensor")
+        tokenizer: Any = Tokenizer.from_file(str(tok_file))
+        tokenizer.no_padding()
+        tokenizer.no_truncation()
+        return cls(np.asarray(tensors[_TENSOR], dtype=np.float32), tokenizer)
+
+    @property
+    def dim(self) -> int:
+        """Length of each vector (256 for the default model)."""
+        return int(self._table.shape[1])
+
+    def embed(self, texts: Sequence[str]) -> FloatArray:
+        """Unit-length mean-pooled vectors of ``texts``.
+
+        Args:
+            texts: Texts to embed; each is cut at :data:`MAX_TEXT_CHARS` characters and its
+                tokens at ``max_tokens``.
+
+        Returns:
+            ``(len(texts), dim)`` float32 array; a text with no token gives a zero row.
+        """
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        if not texts:
+            return out
+        cut = [t[:MAX_TEXT_CHARS] for t in texts]
+        with self._lock:
+            # A query's few texts: one by one on this thread (the batch call hands them to a
+            # thread pool, which costs more than it saves for a handful of short texts).
+            encodings: list[Any] = (
+                [self._tokenizer.encode(t, add_special_tokens=False) for t in cut]
+                if len(cut) <= _SMALL_BATCH
+                else self._tokenizer.encode_batch(cut, add_special_tokens=False)
+            )
+        lengths = np.array([min(len(e.ids), self._max_tokens) for e in encodings], dtype=np.int64)
+        if not lengths.any():
+            return out
+        ids = np.concatenate([np.asarray(e.ids[: self._max_tokens], dtype=np.int64) for e in encodings])
+        np.clip(ids, 0, self._table.shape[0] - 1, out=ids)
+        rows = np.flatnonzero(lengths)
+        starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))[rows]
+        # One gather and one segmented sum for the whole batch.
+        sums = np.add.reduceat(self._table[ids], starts, axis=0)
+        out[rows] = sums / lengths[rows, None]
+        return normalised(out)
+
+
+def normalised(vectors: FloatArray) -> FloatArray:
+    """Rows scaled to unit length (zero rows stay zero)."""
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return (vectors / norms).astype(np.float32, copy=False)
+
+
+_loaded: list[StaticEmbedder] = []
+_load_lock = threading.Lock()
+
+
+def default_embedder() -> StaticEmbedder:
+    """The process-wide default model, loaded on first use (indexes share its read-only table).
+
+    Raises:
+        SemanticUnavailableError: If ``toolindex[semantic]`` is not installed.
+    """
+    with _load_lock:
+        if not _loaded:
+            _loaded.append(StaticEmbedder.from_package())
+        return _loaded[0]
+
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+_SEPARATORS = re.compile(r"[_\-.:/]+")
+
+
+def _words(identifier: str) -> str:
+    # "get_file_contents" / "getFileContents" -> "get file contents": the words a person reads.
+    return " ".join(w for part in _SEPARATORS.split(identifier) for w in _CAMEL.split(part) if w)
+
+
+def _param_names(schema: Mapping[str, Any]) -> Iterable[str]:
+    props = schema.get("properties")
+    if isinstance(props, dict):
+        for i, name in enumerate(props):  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+            if i >= MAX_PARAMS:
+                break
+            yield _words(str(name)[:128])  # pyright: ignore[reportUnknownArgumentType]
+
+
+def tool_text(tool: Tool) -> str:
+    """What a tool's vector is made of: its name in words, its title, its description's head, its parameters' names.
+
+    Parameter descriptions and the namespace's description are left out: measured on the
+    shared evaluation sets, both dilute the vector more than they add.
+    """
+    head = tool.title or ""
+    description = tool.description[:1000] if tool.description else ""
+    params = " ".join(_param_names(tool.input_schema)) if tool.input_schema.get("properties") else ""
+    return f"{_words(tool.name)}. {head} {description} {params}"[:MAX_TEXT_CHARS]
+
+
+# Where a request of several steps splits into its steps: after a sentence, or at "then",
+# "after that", "finally", "next", "also" joining clauses.
+_CLAUSE = re.compile(
+    r"(?<=[.!?;])\s+|,\s*(?:and\s+)?(?:then|after that|finally|next|also)\b|\b(?:and then|then)\b",
+    re.IGNORECASE,
+)
+
+
+def query_texts(query: str) -> list[str]:
+    """The texts a query is embedded as: the whole query, then each of its clauses of 3+ words.
+
+    A request of several steps ("find X, then do Y and save it to Z") averages into a vector
+    close to none of the tools it needs; each clause alone is close to one of them.
+
+    Returns:
+        ``[query]``, or ``[query, clause, ...]`` with at most :data:`MAX_CLAUSES` clauses.
+    """
+    query = query[:MAX_TEXT_CHARS]
+    clauses = [c.strip() for c in _CLAUSE.split(query) if c and c.strip()]
+    clauses = [c for c in clauses if len(c.split()) >= 3]
+    if len(clauses) < 2:
+        return [query]
+    return [query, *clauses[:MAX_CLAUSES]]

@@ -1,0 +1,245 @@
+"""The semantic signal (``toolindex[semantic]``): dense vectors fused with lexical search.
+
+These tests load the real model that ships in the wordllama wheel (the workspace installs the
+extra); a small deterministic embedder stands in only where a test is about the seam itself.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from toolindex import (
+    DEFAULT_MIN_RELEVANCE,
+    BackendRef,
+    Embedder,
+    InMemoryIndex,
+    SearchParams,
+    SemanticUnavailableError,
+    StaticEmbedder,
+    Tool,
+    default_embedder,
+)
+from toolindex import _semantic as semantic_module
+from toolindex._semantic import query_texts, tool_text
+
+TOOLS = [
+    Tool(name="get_forecast", namespace="weather", description="Forecast of rain, wind and temperature for a city."),
+    Tool(name="search_papers", namespace="scholar", description="Find academic research articles and preprints."),
+    Tool(name="send_email", namespace="mail", description="Send an email message to a recipient."),
+    Tool(name="create_issue", namespace="github", description="Open a new issue in a GitHub repository."),
+    Tool(name="list_issues", namespace="github", description="List issues of a GitHub repository."),
+    Tool(name="play_track", namespace="music", description="Start playing a song on the speaker."),
+    Tool(name="convert_currency", namespace="finance", description="Convert an amount between currencies."),
+]
+
+
+def build(tools: Sequence[Tool] = TOOLS, **kw: object) -> InMemoryIndex:
+    index = InMemoryIndex(semantic=True, **kw)  # type: ignore[arg-type]
+    index.register_many([(t, BackendRef.mcp(t.namespace)) for t in tools])
+    return index
+
+
+def ids(index: InMemoryIndex, query: str, **kw: object) -> list[str]:
+    return [h.id for h in index.search(query, **kw)]  # type: ignore[arg-type]
+
+
+def test_a_paraphrase_with_no_shared_word_finds_its_tool_where_lexical_search_finds_nothing() -> None:
+    query = "will it be sunny tomorrow in Lisbon"
+    lexical = InMemoryIndex()
+    lexical.register_many([(t, BackendRef.mcp(t.namespace)) for t in TOOLS])
+    assert lexical.search(query) == []
+    assert ids(build(), query)[0] == "weather:get_forecast"
+
+
+def test_hits_carry_a_relevance_and_scores_in_zero_to_one() -> None:
+    hits = build().search("find scientific publications about proteins")
+    assert hits[0].id == "scholar:search_papers"
+    assert all(h.relevance is not None and 0.0 <= h.relevance <= 1.0 for h in hits)
+    assert all(0.0 <= h.score <= 1.0 for h in hits)
+    assert hits[0].relevance == max(h.relevance or 0.0 for h in hits)
+
+
+def test_lexical_hits_carry_no_relevance() -> None:
+    index = InMemoryIndex()
+    index.register_many([(t, BackendRef.mcp(t.namespace)) for t in TOOLS])
+    hits = index.search("list issues")
+    assert hits and all(h.relevance is None for h in hits)
+    assert not index.semantic
+
+
+@pytest.mark.parametrize("semantic", [True, False])
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("create_issue", "github:create_issue"),
+        ("github:list_issues", "github:list_issues"),
+        ("please run `list_issues` for the repo that plays music", "github:list_issues"),
+        ("send_email", "mail:send_email"),
+    ],
+)
+def test_an_exact_tool_name_always_ranks_first(semantic: bool, query: str, expected: str) -> None:
+    index = InMemoryIndex(semantic=semantic)
+    index.register_many([(t, BackendRef.mcp(t.namespace)) for t in TOOLS])
+    hits = index.search(query)
+    assert hits[0].id == expected
+    if semantic:
+        assert hits[0].relevance == 1.0
+
+
+def test_an_exact_name_outside_the_namespaces_asked_for_is_not_promoted() -> None:
+    hits = build().search("create_issue", namespaces=["mail"])
+    assert "github:create_issue" not in [h.id for h in hits]
+
+
+def test_min_relevance_answers_nothing_for_a_request_no_tool_serves() -> None:
+    index = build(min_relevance=DEFAULT_MIN_RELEVANCE)
+    assert index.search("fold the laundry and water the plants in the garden") == []
+    # ... and still answers a request a tool serves, worded its own way.
+    assert ids(index, "email my landlord about the broken heater")[0] == "mail:send_email"
+    # 0 turns the index's default off for one call.
+    assert index.search("fold the laundry and water the plants in the garden", min_relevance=0.0)
+
+
+def test_min_relevance_needs_the_semantic_signal_and_a_value_in_range() -> None:
+    with pytest.raises(ValueError, match="semantic"):
+        InMemoryIndex(min_relevance=0.2)
+    with pytest.raises(ValueError, match="semantic"):
+        InMemoryIndex().search("anything", min_relevance=0.2)
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        build().search("anything", min_relevance=1.5)
+
+
+def test_registration_is_incremental_and_unregistering_removes_the_vector() -> None:
+    index = build()
+    query = "translate a sentence into French"
+    assert "lang:translate_text" not in ids(index, query)
+    index.register(
+        Tool(name="translate_text", namespace="lang", description="Translate text between languages."),
+        BackendRef.mcp("lang"),
+    )
+    assert ids(index, query)[0] == "lang:translate_text"
+    index.unregister("lang:translate_text")
+    assert "lang:translate_text" not in ids(index, query)
+
+
+def test_vectors_follow_their_tools_through_compaction() -> None:
+    # Enough removals to compact the slots: every remaining tool must still be found by its meaning.
+    fillers = [Tool(name=f"filler_{i}", namespace="junk", description=f"Placeholder number {i}.") for i in range(1500)]
+    index = build([*fillers, *TOOLS])
+    for t in fillers:
+        index.unregister(t.id)
+    assert index._engine.stats()["slots"] < len(fillers)  # compacted  # pyright: ignore[reportPrivateUsage]
+    assert ids(index, "will it rain in Oslo")[0] == "weather:get_forecast"
+    assert ids(index, "exchange dollars for yen")[0] == "finance:convert_currency"
+
+
+def test_namespace_filter_applies_to_the_dense_side() -> None:
+    hits = build().search("will it rain in Oslo", namespaces=["music", "mail"])
+    assert hits and {h.namespace for h in hits} <= {"music", "mail"}
+
+
+def test_a_multi_step_request_is_also_embedded_clause_by_clause() -> None:
+    texts = query_texts("Find the weather in Paris, then send an email to Ana with it. Finally play a song.")
+    assert texts[0].startswith("Find the weather")
+    assert len(texts) >= 3
+    assert query_texts("weather in Paris") == ["weather in Paris"]
+    # A query's clauses are bounded, whatever its length.
+    assert len(query_texts("do the thing now. " * 1000)) <= 1 + semantic_module.MAX_CLAUSES
+
+
+def test_a_huge_query_costs_bounded_work() -> None:
+    index = build()
+    query = "weather " * 500_000  # 4 MB
+    start = time.perf_counter()
+    hits = index.search(query)
+    assert time.perf_counter() - start < 2.0  # "did not stall", not speed
+    assert hits[0].id == "weather:get_forecast"
+
+
+def test_a_hostile_tool_description_is_embedded_with_bounded_work() -> None:
+    huge = Tool(name="huge", namespace="hostile", description="word " * 1_000_000)
+    assert len(tool_text(huge)) <= semantic_module.MAX_TEXT_CHARS
+    index = build([*TOOLS, huge])
+    assert ids(index, "will it rain in Oslo")[0] == "weather:get_forecast"
+
+
+def test_the_default_model_is_loaded_once_and_shared() -> None:
+    assert default_embedder() is default_embedder()
+    vectors = default_embedder().embed(["send an email", "", "send an email"])
+    assert vectors.shape == (3, default_embedder().dim) and vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors[0]), 1.0)
+    assert not vectors[1].any()  # nothing to embed: a zero row
+    assert np.array_equal(vectors[0], vectors[2])
+
+
+def test_a_missing_model_is_a_clear_error_naming_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(semantic_module, "_MODEL_PACKAGE", "no_such_model_package_here")
+    with pytest.raises(SemanticUnavailableError, match=r"toolindex\[semantic\]"):
+        StaticEmbedder.from_package()
+
+
+class HashEmbedder:
+    """A deterministic bag-of-words embedder: the Embedder seam with a model of one's own."""
+
+    dim = 64
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, text in enumerate(texts):
+            for word in text.lower().split():
+                out[i, sum(map(ord, word)) % self.dim] += 1.0
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0
+        return out / norms
+
+
+def test_any_embedder_can_replace_the_default() -> None:
+    embedder = HashEmbedder()
+    assert isinstance(embedder, Embedder)
+    index = InMemoryIndex(semantic=embedder, search_params=SearchParams(dense_weight=1.0))
+    index.register_many([(t, BackendRef.mcp(t.namespace)) for t in TOOLS])
+    assert index.semantic
+    assert index.search("song speaker")[0].id == "music:play_track"
+
+
+class WrongShapeEmbedder(HashEmbedder):
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        return np.zeros((len(texts) + 1, self.dim), dtype=np.float32)
+
+
+def test_an_embedder_returning_the_wrong_shape_registers_nothing() -> None:
+    index = InMemoryIndex(semantic=WrongShapeEmbedder())
+    with pytest.raises(ValueError, match="shape"):
+        index.register_many([(t, BackendRef.mcp(t.namespace)) for t in TOOLS])
+    assert len(index) == 0
+
+
+def test_search_and_registration_from_many_threads() -> None:
+    index = build()
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def searcher() -> None:
+        try:
+            while not stop.is_set():
+                hits = index.search("will it rain in Oslo")
+                assert hits[0].id == "weather:get_forecast"
+        except BaseException as e:  # collected and re-raised in the test thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=searcher) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for i in range(200):
+        index.register(Tool(name=f"t{i}", namespace="bulk", description=f"Bulk tool {i}."), BackendRef.mcp("bulk"))
+    stop.set()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert len(index) == len(TOOLS) + 200
