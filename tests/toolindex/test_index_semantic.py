@@ -243,3 +243,13 @@ def test_search_and_registration_from_many_threads() -> None:
         t.join()
     assert not errors
     assert len(index) == len(TOOLS) + 200
+
+
+def test_a_misspelt_query_is_corrected_for_the_dense_side_too() -> None:
+    index = build()
+    engine = index._engine  # pyright: ignore[reportPrivateUsage]
+    assert ids(index, "convert curency amounts")[0] == "finance:convert_currency"
+    # The lexical engine's correction is handed to the model next to the word as typed.
+    assert engine._with_fixes("convert curency amounts") == "convert curency (currency) amounts"  # pyright: ignore[reportPrivateUsage]
+    # A word the vocabulary lacks and that is no typo of one stays as it is.
+    assert engine._with_fixes("email my landlord") == "email my landlord"  # pyright: ignore[reportPrivateUsage]

@@ -146,6 +146,9 @@ class Ranked:
 # Identifier-looking tokens of a query: ``list_issues``, ``github:get_me``, ``getApiOverview``.
 _IDENTIFIER = re.compile(r"[A-Za-z0-9_.:\-]{2,300}")
 _IDENTIFIER_SHAPE = re.compile(r"[_.:\-]|[a-z][A-Z]")
+_ALPHA_WORD = re.compile(r"[A-Za-z]{5,64}")
+_MAX_FIXED_CHARS = 2_000
+"""Characters of a query searched for misspelt words to correct for the dense side."""
 _MAX_EXACT_TOKENS = 64
 """Tokens of a query looked up as exact tool names (bounds the work of a huge query)."""
 
@@ -294,6 +297,8 @@ class SearchEngine:
         self._prefixes: dict[str, set[str]] = {}
         self._typo_ready = False
         self._expansions: dict[str, list[tuple[str, float]]] = {}
+        # Unknown query word -> the vocabulary word one typo away that stands in for it.
+        self._fixes: dict[str, str] = {}
         self._ns_slots: dict[str, set[int]] = {}
         self._tag_slots: dict[str, set[int]] = {}
         # Lower-case names and ``ns:name`` keys -> slots: an exact name in a query ranks first.
@@ -503,6 +508,7 @@ class SearchEngine:
 
     def _add_vocab(self, words: Iterable[str]) -> None:
         self._expansions.clear()
+        self._fixes.clear()
         if not self._typo_ready:
             return
         for w in words:
@@ -517,6 +523,7 @@ class SearchEngine:
 
     def _drop_vocab(self, words: list[str]) -> None:
         self._expansions.clear()
+        self._fixes.clear()
         if not self._typo_ready:
             return
         for w in words:
@@ -566,6 +573,8 @@ class SearchEngine:
             scored = [(w, OSA.distance(word, w)) for w in cands]
             scored = [(w, d) for w, d in scored if 0 < d <= 1 + (len(word) >= 8)]
             scored.sort(key=lambda m: (m[1], -self._words[m[0]], m[0]))
+            if scored:
+                self._fixes[word] = scored[0][0]
             for w, dist in scored[: p.max_expansions]:
                 s = stem(w)
                 weight = p.fuzzy_discount * (1.0 - dist / (len(word) + 1))
@@ -578,6 +587,7 @@ class SearchEngine:
         result = sorted(out.items())
         if len(self._expansions) > 10_000:
             self._expansions.clear()
+            self._fixes.clear()
         self._expansions[word] = result
         return result
 
@@ -648,6 +658,23 @@ class SearchEngine:
                 r for r in ranked if r.tid not in first
             ]
         return ranked[:limit]
+
+    def _with_fixes(self, query: str) -> str:
+        """The query with the correction of each misspelt word after it ("wether (weather)").
+
+        A static embedding model reads a typo as unrelated word pieces; the lexical engine's
+        correction (found while the query's terms were looked up) gives the dense side the
+        word that was meant, and the original stays for the words the vocabulary lacks.
+        """
+        if not self._fixes:
+            return query
+
+        def fix(m: re.Match[str]) -> str:
+            word = m.group(0)
+            right = self._fixes.get(word.lower())
+            return f"{word} ({right})" if right else word
+
+        return _ALPHA_WORD.sub(fix, query[:_MAX_FIXED_CHARS])
 
     def _tid(self, slot: int) -> str:
         doc = self._docs[slot]
@@ -753,7 +780,7 @@ class SearchEngine:
         eligible = None if mask is None else self._alive[:n] & (mask > 0)
         if eligible is not None and not eligible.any():
             return []
-        queries = self._dense.embedder.embed(query_texts(query)).astype(np.float32, copy=False)
+        queries = self._dense.embedder.embed(query_texts(self._with_fixes(query))).astype(np.float32, copy=False)
         keep = np.asarray(lex_slots, dtype=np.intp)
         pool, cos, mean = self._dense.candidates(
             queries, n, self._n_alive, p.clause_weight, exact_max=p.dense_exact_max, keep=keep, eligible=eligible
