@@ -11,6 +11,12 @@ Runs a snippet making 0, 10 and 100 calls to one async local tool (``bench:f(x) 
 ``per_call_us_p50`` is ``(p50(100 calls) - p50(0 calls)) / 100``. Targets: monty per call <= 1.25 x
 raw_monty per call; inprocess per call <= 40 us.
 
+OpenTelemetry: ``monty`` and ``inprocess`` run as an application without a tracer provider
+does (the hooks look the provider up and return). ``monty_no_otel`` and ``inprocess_no_otel``
+run the same executors as if ``opentelemetry-api`` were not installed at all (the extra absent:
+``toolcode._otel`` without its module, every hook returns at its first check); it cannot be
+uninstalled here, since the mcp SDK depends on it. The two pairs are interleaved in one run.
+
 Usage: ``uv run python bench/engine_overhead.py [--json] [--repeat N]``
 """
 
@@ -27,6 +33,7 @@ from typing import Any
 
 import pydantic_monty as pm
 
+import toolcode._otel as otel
 from toolcode import ExecuteOptions, ExecuteParams, Executor, ExecutorConfig, MontyEngine, UnsafeInProcessEngine
 from toolindex import InMemoryIndex
 from toolrun import DefaultRunner, LocalBackend
@@ -108,7 +115,25 @@ async def bench(repeat: int) -> dict[str, dict[str, float]]:
         async def run_exec(n: int) -> None:
             exec(codes[n], {"g": lambda x: drive(f(x))})
 
-        runs = {"monty": run_monty, "raw_monty": run_raw_monty, "inprocess": run_inprocess, "raw_exec": run_exec}
+        def without_otel(run: Callable[[int], Awaitable[None]]) -> Callable[[int], Awaitable[None]]:
+            async def run_without(n: int) -> None:
+                module = otel._trace  # pyright: ignore[reportPrivateUsage]
+                otel._trace = None  # as if opentelemetry-api were not installed
+                try:
+                    await run(n)
+                finally:
+                    otel._trace = module
+
+            return run_without
+
+        runs = {
+            "monty": run_monty,
+            "monty_no_otel": without_otel(run_monty),
+            "raw_monty": run_raw_monty,
+            "inprocess": run_inprocess,
+            "inprocess_no_otel": without_otel(run_inprocess),
+            "raw_exec": run_exec,
+        }
         results = await measure(runs, repeat)
     await runner.aclose()
     return results
@@ -118,11 +143,17 @@ def verdicts(r: dict[str, dict[str, float]]) -> list[str]:
     ratio = r["monty"]["per_call_us_p50"] / max(r["raw_monty"]["per_call_us_p50"], 1e-9)
     ok1 = ratio <= MONTY_RATIO_TARGET
     ok2 = r["inprocess"]["per_call_us_p50"] <= INPROCESS_US_TARGET
+    otel_lines = [
+        f"{engine}: per call {r[engine]['per_call_us_p50']:.1f} us with the OpenTelemetry hooks (no provider), "
+        f"{r[engine + '_no_otel']['per_call_us_p50']:.1f} us as if opentelemetry-api were absent"
+        for engine in ("monty", "inprocess")
+    ]
     return [
         f"monty per call / raw_monty per call = {ratio:.2f} (target <= {MONTY_RATIO_TARGET}) "
         f"{'OK' if ok1 else 'MISSED'}",
         f"inprocess per call = {r['inprocess']['per_call_us_p50']:.1f} us (target <= {INPROCESS_US_TARGET:g}) "
         f"{'OK' if ok2 else 'MISSED'}",
+        *otel_lines,
     ]
 
 
@@ -137,9 +168,9 @@ def main() -> None:
         print()
         return
     cols = ["calls_0_p50_ms", "calls_10_p50_ms", "calls_100_p50_ms", "per_call_us_p50"]
-    print(f"{'engine':<11}" + "".join(f"{c:>18}" for c in cols))
+    print(f"{'engine':<18}" + "".join(f"{c:>18}" for c in cols))
     for name, row in results.items():
-        print(f"{name:<11}" + "".join(f"{row[c]:>18.3f}" for c in cols))
+        print(f"{name:<18}" + "".join(f"{row[c]:>18.3f}" for c in cols))
     print()
     for line in verdicts(results):
         print(line)
