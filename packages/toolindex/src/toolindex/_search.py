@@ -704,9 +704,13 @@ class SearchEngine:
         return sorted(found, key=self._tid)
 
     def _lexical(
-        self, terms: Mapping[str, float], limit: int, mask: FloatArray | None, n: int
+        self, terms: Mapping[str, float], limit: int, mask: FloatArray | None, n: int, *, ordered: bool = True
     ) -> tuple[list[int], list[float], float]:
-        """The lexical top ``limit``: (slots, BM25F scores), best first, ties by id; and the query's idf mass."""
+        """The lexical top ``limit``: (slots, BM25F scores), best first, ties by id; and the query's idf mass.
+
+        ``ordered=False`` (for the fusion, which ranks again) leaves the top unsorted, ties at
+        the cut included.
+        """
         if not terms:
             return [], [], 0.0
         norm = self._normalisers()
@@ -756,6 +760,8 @@ class SearchEngine:
             kth = np.partition(final, len(final) - limit)[len(final) - limit]
             keep = final >= kth
             cand, final = cand[keep], final[keep]
+        if not ordered:
+            return cand.tolist(), final.tolist(), total
         ranked = sorted(
             ((float(sc), self._tid(int(c)), int(c)) for c, sc in zip(cand, final, strict=True)),
             key=lambda x: (-x[0], x[1]),
@@ -776,7 +782,7 @@ class SearchEngine:
         """
         assert self._dense is not None
         p = self.params
-        lex_slots, lex_scores, total = self._lexical(terms, max(limit, p.fusion_depth), mask, n)
+        lex_slots, lex_scores, total = self._lexical(terms, max(limit, p.fusion_depth), mask, n, ordered=False)
         eligible = None if mask is None else self._alive[:n] & (mask > 0)
         if eligible is not None and not eligible.any():
             return []
@@ -792,7 +798,7 @@ class SearchEngine:
         span = max(float(cos.max()) - mean, 1e-6)
         fused = np.clip((cos - mean) / span, 0.0, None) * p.dense_weight
         if lex_slots:
-            scale = max(lex_scores[0], p.lexical_floor * total)
+            scale = max(max(lex_scores), p.lexical_floor * total)
             where = np.searchsorted(pool, keep)
             fused[where] += (1.0 - p.dense_weight) * np.asarray(lex_scores, dtype=np.float32) / scale
         if len(pool) > limit:
