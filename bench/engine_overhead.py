@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import random
 import statistics
 import sys
 import time
@@ -68,7 +69,7 @@ def drive(coro: Coroutine[Any, Any, Any]) -> Any:
 
 
 async def measure(runs: dict[str, Callable[[int], Awaitable[Any]]], repeat: int) -> dict[str, dict[str, float]]:
-    """Time every engine on every snippet size, interleaved so that machine noise hits all alike."""
+    """Time every engine on every snippet size, interleaved in a shuffled order so that noise hits all alike."""
     out: dict[str, dict[str, float]] = {name: {} for name in runs}
     for n in CALLS:
         times: dict[str, list[float]] = {name: [] for name in runs}
@@ -76,8 +77,14 @@ async def measure(runs: dict[str, Callable[[int], Awaitable[Any]]], repeat: int)
             for _ in range(3):
                 await run(n)
         reps = repeat
+        names = list(runs)
+        order = random.Random(n)
         for _ in range(reps):
-            for name, run in runs.items():
+            # A fresh order each repetition: a run after another engine's pays for cold caches,
+            # and a fixed order would charge that to the same engines every time.
+            order.shuffle(names)
+            for name in names:
+                run = runs[name]
                 t0 = time.perf_counter()
                 await run(n)
                 times[name].append(time.perf_counter() - t0)

@@ -32,6 +32,20 @@ def test_tracing_is_off_without_a_configured_provider() -> None:
     assert otel.call_span("a:b") is None
 
 
+def test_the_fast_check_sees_a_provider_set_by_the_application(monkeypatch: pytest.MonkeyPatch) -> None:
+    from opentelemetry import trace
+
+    provider = TracerProvider()
+    # What trace.set_tracer_provider(provider) leaves behind (it may run once per process only).
+    monkeypatch.setattr(trace, "_TRACER_PROVIDER", provider)
+    monkeypatch.setattr(otel, "_cache", [None, None])
+    tracer = otel._tracer()  # pyright: ignore[reportPrivateUsage]
+    assert tracer is not None
+    span = otel.call_span("a:b")
+    assert span is not None and span.span.is_recording()
+    span.end(tool_id="a:b", ok=True, code=None, backend_kind="local")
+
+
 async def test_a_ten_call_snippet_is_one_parent_with_ten_children(exporter: InMemorySpanExporter) -> None:
     code = (
         "for office in ['Paris', 'Tokyo', 'Sydney', 'Nairobi', 'Paris', 'Tokyo', 'Sydney', 'Nairobi', 'Paris']:\n"
