@@ -140,3 +140,16 @@ def mcp_runner() -> Callable[..., Any]:
             yield runner, by_name
 
     return open_runner
+
+
+@pytest.fixture
+def time_git_config(git_repo: Path) -> dict[str, Any]:
+    """A config with the real ``mcp-server-time`` and ``mcp-server-git`` (on ``git_repo``), state in memory."""
+    py = sys.executable
+    return {
+        "mcpServers": {
+            "time": {"command": py, "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"]},
+            "git": {"command": py, "args": ["-m", "mcp_server_git", "--repository", str(git_repo)]},
+        },
+        "toolcode": {"state": {"memory": True}},
+    }

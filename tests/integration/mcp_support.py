@@ -180,3 +180,14 @@ async def toolcode_serve_http(config: Path, *extra: str) -> AsyncIterator[Served
         if proc.returncode is None:
             proc.kill()
         await proc.aclose()
+
+
+TYPE_ERROR_SNIPPET = "from tools import time_\n__out = time_.get_current_time(timezone=42)"
+"""A snippet over ``time_git_config`` that fails the check before the run (``type_error``)."""
+TIME_GIT_SNIPPET = """\
+from tools import git, time_
+paris = time_.get_current_time(timezone="Europe/Paris")
+status = git.git_status(repo_path=input["repo"])
+__out = {"zone": paris["timezone"], "untracked": "notes.txt" in status}
+"""
+"""A correct snippet over ``time_git_config`` (``input["repo"]``: the repository's path)."""

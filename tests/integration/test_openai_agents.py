@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from agents import Agent, Model, ModelResponse, Runner, Usage, set_tracing_disabled
 from mcp import Client
+from mcp_support import TIME_GIT_SNIPPET, TYPE_ERROR_SNIPPET
 from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
 
 from toolcode import DEFAULT_TOOLS, Toolbox
@@ -25,13 +26,8 @@ from toolcode.server import CodeModeServer
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 
-BAD = "from tools import time_\n__out = time_.get_current_time(timezone=42)"
-GOOD = """\
-from tools import git, time_
-paris = time_.get_current_time(timezone="Europe/Paris")
-status = git.git_status(repo_path=input["repo"])
-__out = {"zone": paris["timezone"], "untracked": "notes.txt" in status}
-"""
+BAD = TYPE_ERROR_SNIPPET
+GOOD = TIME_GIT_SNIPPET
 
 
 @pytest.fixture(autouse=True)
@@ -41,15 +37,8 @@ def no_tracing() -> Iterator[None]:
 
 
 @pytest.fixture
-def config(git_repo: Path) -> dict[str, Any]:
-    py = sys.executable
-    return {
-        "mcpServers": {
-            "time": {"command": py, "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"]},
-            "git": {"command": py, "args": ["-m", "mcp_server_git", "--repository", str(git_repo)]},
-        },
-        "toolcode": {"state": {"memory": True}},
-    }
+def config(time_git_config: dict[str, Any]) -> dict[str, Any]:
+    return time_git_config
 
 
 Turn = Callable[[list[Any]], "tuple[str, dict[str, Any]] | str | None"]

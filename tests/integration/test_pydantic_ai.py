@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from mcp import Client
+from mcp_support import TIME_GIT_SNIPPET, TYPE_ERROR_SNIPPET
 from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults, ModelRetry, RunContext, UserError
 from pydantic_ai.messages import (
     ModelMessage,
@@ -36,25 +37,13 @@ from toolcode.server import CodeModeServer
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 
-BAD = "from tools import time_\n__out = time_.get_current_time(timezone=42)"
-GOOD = """\
-from tools import git, time_
-paris = time_.get_current_time(timezone="Europe/Paris")
-status = git.git_status(repo_path=input["repo"])
-__out = {"zone": paris["timezone"], "untracked": "notes.txt" in status}
-"""
+BAD = TYPE_ERROR_SNIPPET
+GOOD = TIME_GIT_SNIPPET
 
 
 @pytest.fixture
-def config(git_repo: Path) -> dict[str, Any]:
-    py = sys.executable
-    return {
-        "mcpServers": {
-            "time": {"command": py, "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"]},
-            "git": {"command": py, "args": ["-m", "mcp_server_git", "--repository", str(git_repo)]},
-        },
-        "toolcode": {"state": {"memory": True}},
-    }
+def config(time_git_config: dict[str, Any]) -> dict[str, Any]:
+    return time_git_config
 
 
 Step = Callable[[list[ModelMessage], AgentInfo], ModelResponse]
