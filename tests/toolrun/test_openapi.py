@@ -301,6 +301,85 @@ async def test_a_chain_of_thousands_of_references_does_not_exhaust_the_stack() -
     assert "more than 1,000 definitions" in provider.skipped["GET /chain"]
 
 
+async def test_sizes_through_reference_cycles_are_measured_as_the_runner_measures_them() -> None:
+    # A uses B once and B uses A a hundred times. Expanded from A, B's references back to A are
+    # recursive and count once; expanded from B (as its $defs entry is), each A expands in full:
+    # over the runner's bound of 50,000 values. The provider must not keep a schema the runner
+    # then refuses on every call (it kept them when it reused B's size measured from inside A).
+    # Only a schema that is a reference to A stays within it: the runner walks its $defs while
+    # A is being inlined, so there B's references to A count once.
+    a_ref = {"$ref": "#/components/schemas/A"}
+    schemas = {
+        "A": {
+            "type": "object",
+            "properties": {
+                "b": {"$ref": "#/components/schemas/B"},
+                "kind": {"type": "string", "enum": [f"v{i}" for i in range(500)]},
+            },
+        },
+        "B": {"type": "object", "properties": {f"a{i}": a_ref for i in range(100)}},
+        "Pair": {"type": "object", "properties": {"left": {"$ref": "#/components/schemas/Pair"}}},
+    }
+    document = doc(
+        {
+            "/a": {
+                "post": {
+                    "operationId": "write_a",
+                    "requestBody": {"content": {"application/json": {"schema": a_ref}}},
+                    "responses": ok(),
+                },
+                "get": {"operationId": "list_a", "responses": ok({"type": "array", "items": a_ref})},
+            },
+            "/a/{id}": {"get": {"operationId": "read_a", "responses": ok(a_ref)}},
+            "/pair": {"get": {"operationId": "read_pair", "responses": ok({"$ref": "#/components/schemas/Pair"})}},
+        },
+        schemas=schemas,
+    )
+    provider = OpenAPIProvider("api", document)
+    with structlog.testing.capture_logs() as logs:
+        tools = {t["name"]: t for t in await provider.list_tools()}
+    assert "values with references expanded (bound: 50,000)" in provider.skipped["POST /a"]
+    assert "outputSchema" not in tools["list_a"]
+    assert [e["tool"] for e in logs if e["event"] == "openapi.tool_trimmed"] == ["list_a"]
+    assert "outputSchema" in tools["read_a"] and "outputSchema" in tools["read_pair"]
+    for tool in tools.values():
+        compile_schema(tool["inputSchema"])
+        if "outputSchema" in tool:
+            compile_schema(tool["outputSchema"])
+
+
+async def test_reference_cycles_too_intricate_to_measure_skip_only_what_goes_through_them() -> None:
+    # 400 definitions, each using the next three: one cycle with more paths through it than
+    # measuring may follow (its steps are bounded per document); a tool that does not go
+    # through it is unaffected.
+    n = 400
+    schemas = {
+        f"S{i}": {
+            "type": "object",
+            "properties": {f"p{k}": {"$ref": f"#/components/schemas/S{(i + k) % n}"} for k in (1, 2, 3)},
+        }
+        for i in range(n)
+    }
+    s0 = {"$ref": "#/components/schemas/S0"}
+    document = doc(
+        {
+            "/s": {
+                "get": {"responses": ok({"type": "array", "items": s0})},
+                "post": {"requestBody": {"content": {"application/json": {"schema": s0}}}, "responses": ok()},
+            },
+            "/plain": {"get": {"responses": ok({"type": "string"})}},
+        },
+        schemas=schemas,
+    )
+    provider = OpenAPIProvider("api", document)
+    with structlog.testing.capture_logs() as logs:
+        tools = {t["name"]: t for t in await provider.list_tools()}
+    assert "reference cycles take more than 1,000,000 steps to measure" in provider.skipped["POST /s"]
+    assert set(tools) == {"get_s", "get_plain"}
+    assert "outputSchema" not in tools["get_s"] and "outputSchema" in tools["get_plain"]
+    assert [e["tool"] for e in logs if e["event"] == "openapi.tool_trimmed"] == ["get_s"]
+
+
 async def test_yaml_alias_bombs_and_recursive_aliases_are_refused(tmp_path: Path) -> None:
     lines = ['openapi: "3.0.3"', 'a0: &a0 ["x", "x", "x", "x", "x", "x", "x", "x", "x", "x"]']
     lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 9)]

@@ -14,18 +14,24 @@ schema may nest at most 64 levels.
 from __future__ import annotations
 
 import re
-from collections.abc import Container, Iterable
+from collections.abc import Container, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Final, cast
+
+from toolrun._schema_limits import DEFAULT_SCHEMA_LIMITS
 
 if TYPE_CHECKING:
     from referencing._core import Resolver  # the type of Registry.resolver(), not exported by name
 
-__all__ = ["MAX_DEFS", "MAX_SCHEMA_DEPTH", "SchemaConverter", "Skip", "unique_name"]
+__all__ = ["CYCLE_STEPS", "MAX_DEFS", "MAX_SCHEMA_DEPTH", "SchemaConverter", "Skip", "unique_name"]
 
 MAX_SCHEMA_DEPTH: Final = 64
 """Most nested levels of one schema (the runner's own bound on a tool schema's depth)."""
 MAX_DEFS: Final = 1_000
 """Most definitions one tool schema may carry (the runner's bound on ``$ref`` s)."""
+CYCLE_STEPS: Final = 1_000_000
+"""Most steps one document may take to measure expanded sizes through its reference cycles
+(Microsoft Graph's v1.0 description, 18 definitions in its largest cycle, takes 3,245);
+past it, a tool whose schemas go through a cycle not measured yet is skipped."""
 _NAME_CHARS = re.compile(r"[^A-Za-z0-9_.-]+")
 _SIZE_CAP = 10**9
 
@@ -96,7 +102,7 @@ class SchemaConverter:
     chain of references cannot exhaust the stack.
     """
 
-    def __init__(self, openapi30: bool) -> None:
+    def __init__(self, openapi30: bool, *, max_expanded: int = DEFAULT_SCHEMA_LIMITS.max_expanded_nodes) -> None:
         self._openapi30 = openapi30
         self.defs: dict[str, dict[str, Any] | bool] = {}
         self.deps: dict[str, frozenset[str]] = {}
@@ -104,7 +110,14 @@ class SchemaConverter:
         self._names: dict[int, str] = {}
         self._pending: list[tuple[str, Any, Resolver[Any]]] = []
         self._sizes: dict[str, tuple[int, dict[str, int]]] = {}
+        self._max_expanded = max_expanded
+        # A definition's size when a reference inlines it and nothing else is being inlined.
         self._expanded: dict[str, int] = {}
+        # The definitions of each reference cycle (a definition in none is absent).
+        self._cycles: dict[str, frozenset[str]] = {}
+        # A definition's size walked as a member of "$defs" (with what is being inlined then).
+        self._walked: dict[tuple[str, str | None], int] = {}
+        self._cycle_steps = CYCLE_STEPS
 
     def lookup(self, ref: Any, resolver: Resolver[Any]) -> tuple[Any, Resolver[Any]]:
         from referencing.exceptions import Unresolvable
@@ -149,41 +162,142 @@ class SchemaConverter:
         return {name: self.defs[name] for name in sorted(seen)}
 
     def expanded_size(self, schema: Any) -> int:
-        """About how many JSON values ``schema`` has with every reference replaced by its target.
+        """How many JSON values the runner counts in ``schema`` with every reference inlined.
 
-        The runner refuses a schema over ``SchemaLimits.max_expanded_nodes``; this estimate
-        (a recursive reference counts once) lets a tool be told about it when it is built,
-        computed once per definition rather than once per tool.
+        The runner refuses a schema over ``SchemaLimits.max_expanded_nodes``. It walks the
+        schema, ``$defs`` included, and inlines each reference it meets unless the target is
+        already being inlined on the way there (a recursive reference counts once). This gives
+        the same count from sizes computed once per document: a definition in no reference
+        cycle has one size wherever it is reached; one in a cycle inlines more or less of the
+        cycle depending on the way in, so it is measured path by path, and only up to the bound
+        (a size over it is the count so far: a lower bound).
+
+        Raises:
+            Skip: If measuring the document's reference cycles takes more than
+                ``CYCLE_STEPS`` steps.
         """
         nodes, refs = _measure(schema)
         total = nodes + sum(count * self._expanded_of(name) for name, count in refs.items())
-        # The runner's count walks the $defs too, each definition expanded in turn.
         defs = cast(dict[str, Any], schema).get("$defs") if isinstance(schema, dict) else None
         if isinstance(defs, dict):
-            total += 1 + sum(1 + self._expanded_of(name) for name in cast(dict[str, Any], defs))
-        return total
+            # The runner walks every definition as well. It marks the target of a top-level
+            # "$ref" as being inlined before it walks that reference's sibling "$defs", so there
+            # a reference to that target counts once.
+            ref = cast(dict[str, Any], schema).get("$ref")
+            active = ref.removeprefix("#/$defs/") if isinstance(ref, str) and ref.startswith("#/$defs/") else None
+            total += 1 + sum(self._walked_size(name, active) for name in cast(dict[str, Any], defs))
+        return min(total, _SIZE_CAP)
+
+    def _walked_size(self, name: str, active: str | None) -> int:
+        # A definition walked as a member of "$defs": its values, each reference in it inlined.
+        self._expanded_of(name)  # measures its cycle, if any, and all it refers to
+        cycle = self._cycles.get(name)
+        # Of the definitions the active one needs, only those in its cycle lead back to it; the
+        # others have the same size either way. (A "$defs" holding other definitions, which the
+        # provider never builds, would be counted as if nothing were active: more, never less.)
+        blocked: frozenset[str] = frozenset()
+        if active is not None and cycle is not None and active in cycle:
+            blocked = frozenset({active})
+        key = (name, active if blocked else None)
+        known = self._walked.get(key)
+        if known is None:
+            nodes, refs = self._sizes.get(name, (1, {}))
+            total = nodes
+            for ref, count in refs.items():
+                if ref in blocked:
+                    continue
+                if blocked and cycle is not None and ref in cycle:
+                    total += count * self._path_size(ref, cycle, blocked)
+                else:
+                    total += count * self._expanded[ref]
+            known = self._walked[key] = min(total, _SIZE_CAP)
+        return known
 
     def _expanded_of(self, name: str) -> int:
-        # Post-order over the definitions, iteratively; a reference back into the path counts 1.
+        # Tarjan's algorithm, iteratively, over the definitions not measured yet: it completes
+        # the strongly connected components (reference cycles) sinks first, so every reference
+        # that leaves a component points at a definition already measured.
         if (known := self._expanded.get(name)) is not None:
             return known
-        on_path: set[str] = set()
-        stack: list[tuple[str, bool]] = [(name, False)]
-        while stack:
-            current, children_done = stack.pop()
-            refs = self._sizes.get(current, (1, {}))[1]
-            if children_done:
-                nodes = self._sizes.get(current, (1, {}))[0]
-                total = nodes + sum(c * self._expanded.get(r, 1) for r, c in refs.items())
-                self._expanded[current] = min(total, _SIZE_CAP)
-                on_path.discard(current)
-                continue
-            if current in self._expanded or current in on_path:
-                continue
-            on_path.add(current)
-            stack.append((current, True))
-            stack.extend((r, False) for r in refs if r not in self._expanded and r not in on_path)
+        index: dict[str, int] = {name: 0}
+        low: dict[str, int] = {name: 0}
+        stack: list[str] = [name]
+        on_stack: set[str] = {name}
+        work: list[tuple[str, Iterator[str]]] = [(name, iter(self._refs_of(name)))]
+        while work:
+            current, refs = work[-1]
+            for ref in refs:
+                if ref in self._expanded:
+                    continue
+                if ref not in index:
+                    index[ref] = low[ref] = len(index)
+                    stack.append(ref)
+                    on_stack.add(ref)
+                    work.append((ref, iter(self._refs_of(ref))))
+                    break
+                if ref in on_stack:
+                    low[current] = min(low[current], index[ref])
+            else:
+                work.pop()
+                if work:
+                    parent = work[-1][0]
+                    low[parent] = min(low[parent], low[current])
+                if low[current] == index[current]:
+                    members: list[str] = []
+                    while not members or members[-1] != current:
+                        members.append(stack.pop())
+                        on_stack.discard(members[-1])
+                    self._measure_component(members)
         return self._expanded[name]
+
+    def _refs_of(self, name: str) -> dict[str, int]:
+        return self._sizes.get(name, (1, {}))[1]
+
+    def _measure_component(self, members: list[str]) -> None:
+        if len(members) == 1 and members[0] not in self._refs_of(members[0]):
+            name = members[0]
+            nodes, refs = self._sizes.get(name, (1, {}))
+            total = nodes + sum(count * self._expanded[ref] for ref, count in refs.items())
+            self._expanded[name] = min(total, _SIZE_CAP)
+            return
+        cycle = frozenset(members)
+        # Measured in full before any is recorded: a Skip leaves none half-known.
+        sizes = {name: self._path_size(name, cycle, frozenset()) for name in members}
+        for name in members:
+            self._cycles[name] = cycle
+        self._expanded.update(sizes)
+
+    def _path_size(self, start: str, cycle: frozenset[str], blocked: frozenset[str]) -> int:
+        # ``start`` inlined while the ``blocked`` definitions are being inlined: every path of
+        # references inside the cycle is followed until it meets a definition already on it
+        # (counted once, as the runner does); references leaving the cycle add their sizes.
+        # Stops as soon as the count is over the bound.
+        bound = self._max_expanded
+        total = 0
+        on_path = set(blocked)
+        stack: list[tuple[str, int]] = [(start, 1)]  # (definition, times it is inlined); 0: leave it
+        while stack:
+            name, times = stack.pop()
+            if not times:
+                on_path.discard(name)
+                continue
+            self._cycle_steps -= 1
+            if self._cycle_steps < 0:
+                raise Skip(f"its schemas' reference cycles take more than {CYCLE_STEPS:,} steps to measure")
+            nodes, refs = self._sizes.get(name, (1, {}))
+            total += times * nodes
+            on_path.add(name)
+            stack.append((name, 0))
+            for ref, count in refs.items():
+                if ref in on_path:
+                    continue
+                if ref in cycle:
+                    stack.append((ref, times * count))
+                else:
+                    total += times * count * self._expanded[ref]
+            if total > bound:
+                return min(total, _SIZE_CAP)
+        return total
 
     def _drain(self) -> None:
         while self._pending:

@@ -184,9 +184,9 @@ class _Builder:
         resource: Resource[Any] = Resource(contents=doc, specification=spec)
         registry = Registry[Any]().with_resource(_BASE_URI, resource)
         self.resolver: Resolver[Any] = registry.resolver(base_uri=_BASE_URI)
-        self.schemas = SchemaConverter(self.openapi30)
-        self.doc = doc
         self.max_expanded = DEFAULT_SCHEMA_LIMITS.max_expanded_nodes
+        self.schemas = SchemaConverter(self.openapi30, max_expanded=self.max_expanded)
+        self.doc = doc
         self.notes: dict[str, str] = {}
 
     def deref(self, obj: Any, resolver: Resolver[Any]) -> tuple[Any, Resolver[Any]]:
@@ -241,17 +241,22 @@ class _Builder:
             input_schema["$defs"] = defs
         if (size := self.schemas.expanded_size(input_schema)) > self.max_expanded:
             bound = self.max_expanded
-            raise Skip(f"its input schema has about {size:,} values with references expanded (bound: {bound:,})")
+            raise Skip(f"its input schema has at least {size:,} values with references expanded (bound: {bound:,})")
         tool: dict[str, Any] = {"name": name, "inputSchema": input_schema}
         if output is not None:
             out_defs = self.schemas.closure(out_used)
             if out_defs:
                 output = _merged(output, {"$defs": out_defs})
-            if (size := self.schemas.expanded_size(output)) > self.max_expanded:
-                # Validation would refuse it on every call: the tool is kept, without an output schema.
-                self.notes[name] = f"no output schema: about {size:,} values with references expanded"
+            # Validation would refuse a larger one on every call: the tool is kept, without it.
+            try:
+                size = self.schemas.expanded_size(output)
+            except Skip as e:
+                self.notes[name] = f"no output schema: {e}"
             else:
-                tool["outputSchema"] = output
+                if size > self.max_expanded:
+                    self.notes[name] = f"no output schema: at least {size:,} values with references expanded"
+                else:
+                    tool["outputSchema"] = output
         summary = op.get("summary")
         text = op.get("description")
         parts = [s.strip() for s in (summary, text) if isinstance(s, str) and s.strip()]
