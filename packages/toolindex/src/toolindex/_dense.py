@@ -166,14 +166,16 @@ class DenseVectors:
 def _products(matrix: FloatArray, queries: FloatArray, n: int) -> FloatArray:
     """``matrix[:n] @ queries.T``, one block of rows at a time.
 
-    Blocks of at most ``_BLOCK_VALUES`` matrix values keep OpenBLAS on the calling thread: one
-    product over all rows is split across threads, and on a busy machine waiting for them turned
-    a 0.2 ms product into 10-40 ms at the 95th percentile. All of a query's vectors go through
-    one block at once, so the matrix is read once per query, not once per vector.
+    Blocks of at most ``_BLOCK_VALUES`` multiply-adds keep OpenBLAS on the calling thread: a
+    larger product is split across threads, and on a busy machine waiting for them turned a
+    0.2 ms product into 10-40 ms at the 95th percentile (and a 4,096-row block of 64 dimensions
+    against a query of five vectors took 190 ms instead of 1.4 ms for the same rows in smaller
+    blocks). All of a query's vectors go through a block at once, so the matrix is read once per
+    query, not once per vector.
     """
     out = np.empty((n, len(queries)), dtype=np.float32)
     across = np.ascontiguousarray(queries.T)
-    rows = max(1, _BLOCK_VALUES // matrix.shape[1])
+    rows = max(1, _BLOCK_VALUES // (matrix.shape[1] * len(queries)))
     for start in range(0, n, rows):
         end = min(start + rows, n)
         np.matmul(matrix[start:end], across, out=out[start:end])
