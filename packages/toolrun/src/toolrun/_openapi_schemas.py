@@ -75,6 +75,7 @@ _DROPPED_KEYS: Final = frozenset(
     }
 )
 _JSON_TYPES: Final = frozenset({"object", "array", "string", "number", "integer", "boolean", "null"})
+_CONTAINERS: Final = (dict, list)  # a tuple: isinstance is slower with the union dict | list
 
 
 class Skip(Exception):
@@ -118,12 +119,30 @@ class SchemaConverter:
         # A definition's size walked as a member of "$defs" (with what is being inlined then).
         self._walked: dict[tuple[str, str | None], int] = {}
         self._cycle_steps = CYCLE_STEPS
+        # Resolved references by (base URI, reference): a document reuses a few thousand
+        # references tens of thousands of times (Microsoft Graph: 2,141 for 29,233 lookups).
+        self._resolved: dict[tuple[str, str], tuple[Any, Resolver[Any]]] = {}
+        self._closures: dict[frozenset[str], dict[str, dict[str, Any] | bool] | str] = {}
+        # The size a schema's "$defs" adds, by its definitions' names and the active one.
+        self._defs_sizes: dict[tuple[tuple[str, ...], str | None], int] = {}
 
     def lookup(self, ref: Any, resolver: Resolver[Any]) -> tuple[Any, Resolver[Any]]:
+        """The object ``ref`` points at and the resolver for the references inside it.
+
+        A reference resolves to the same object wherever it is met from the same base URI
+        (the registry only ever holds this one document), so each is resolved once; the
+        dynamic scope a resolver also carries serves only ``$dynamicRef``, which is dropped.
+
+        Raises:
+            Skip: If ``ref`` is not a string or does not resolve inside the document.
+        """
         from referencing.exceptions import Unresolvable
 
         if not isinstance(ref, str):
             raise Skip(f"a $ref is not a string ({type(ref).__name__})")
+        key = (resolver._base_uri, ref)  # pyright: ignore[reportPrivateUsage]
+        if (known := self._resolved.get(key)) is not None:
+            return known
         try:
             resolved = resolver.lookup(ref)
         # Unresolvable's text quotes the whole document: only the reference is repeated.
@@ -132,7 +151,8 @@ class SchemaConverter:
             if not ref.startswith("#"):
                 raise Skip(f"$ref {shown!r} leaves the document (nothing is fetched)") from None
             raise Skip(f"$ref {shown!r} points at nothing in the document") from None
-        return resolved.contents, resolved.resolver
+        found = self._resolved[key] = (resolved.contents, resolved.resolver)
+        return found
 
     def convert(self, schema: Any, resolver: Resolver[Any]) -> tuple[dict[str, Any] | bool, set[str]]:
         """A converted schema and the definitions it refers to directly."""
@@ -147,6 +167,21 @@ class SchemaConverter:
         Raises:
             Skip: If one of them could not be converted, or there are too many.
         """
+        # Every definition has its final dependencies by now, so the answer for a set of roots
+        # never changes: it is worked out once (Microsoft Graph: 1,016 sets for 18,715 calls).
+        key = frozenset(roots)
+        known = self._closures.get(key)
+        if known is None:
+            try:
+                known = self._closure(key)
+            except Skip as e:
+                known = str(e)
+            self._closures[key] = known
+        if isinstance(known, str):
+            raise Skip(known)
+        return dict(known)
+
+    def _closure(self, roots: Iterable[str]) -> dict[str, dict[str, Any] | bool]:
         seen: dict[str, None] = {}
         todo = sorted(roots, reverse=True)
         while todo:
@@ -185,7 +220,11 @@ class SchemaConverter:
             # a reference to that target counts once.
             ref = cast(dict[str, Any], schema).get("$ref")
             active = ref.removeprefix("#/$defs/") if isinstance(ref, str) and ref.startswith("#/$defs/") else None
-            total += 1 + sum(self._walked_size(name, active) for name in cast(dict[str, Any], defs))
+            key = (tuple(cast(dict[str, Any], defs)), active)
+            size = self._defs_sizes.get(key)
+            if size is None:
+                size = self._defs_sizes[key] = 1 + sum(self._walked_size(name, active) for name in key[0])
+            total += size
         return min(total, _SIZE_CAP)
 
     def _walked_size(self, name: str, active: str | None) -> int:
@@ -393,19 +432,27 @@ def _from_openapi30(out: dict[str, Any]) -> None:
 
 def _measure(schema: Any) -> tuple[int, dict[str, int]]:
     # JSON values of a converted schema (its $defs left out) and how often it uses each definition.
-    nodes = 0
+    # Counts a container's members when it meets the container and walks down only into nested
+    # containers (most members are strings): the count of visiting every value, in less time.
+    if not isinstance(schema, _CONTAINERS):
+        return 1, {}
+    nodes = 1
     refs: dict[str, int] = {}
-    stack: list[Any] = [schema]
+    stack: list[dict[str, Any] | list[Any]] = [cast(dict[str, Any] | list[Any], schema)]
+    pop, push = stack.pop, stack.append
     while stack:
-        value = stack.pop()
-        nodes += 1
+        value = pop()
+        children: Iterable[Any]
         if isinstance(value, dict):
-            members = cast(dict[str, Any], value)
-            ref = members.get("$ref")
-            if isinstance(ref, str) and ref.startswith("#/$defs/"):
-                name = ref[len("#/$defs/") :]
+            ref = value.get("$ref")
+            if ref is not None and isinstance(ref, str) and ref.startswith("#/$defs/"):
+                name = ref[8:]  # len("#/$defs/")
                 refs[name] = refs.get(name, 0) + 1
-            stack.extend(v for k, v in members.items() if k != "$defs")
-        elif isinstance(value, list):
-            stack.extend(cast(list[Any], value))
+            children = value.values() if "$defs" not in value else [v for k, v in value.items() if k != "$defs"]
+        else:
+            children = value
+        nodes += len(children)
+        for v in children:
+            if v.__class__ is not str and isinstance(v, _CONTAINERS):
+                push(v)  # pyright: ignore[reportUnknownArgumentType]
     return nodes, refs
