@@ -19,7 +19,8 @@ import math
 import os
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any, Final, cast
 from urllib.parse import quote, urljoin, urlsplit
@@ -36,6 +37,7 @@ from toolrun._config import (
     header_secrets,
     url_secrets,
 )
+from toolrun._gc import LARGE_DOCUMENT_BYTES, LARGE_DOCUMENT_PATHS, collector_paused
 from toolrun._openapi_document import (
     MAX_DOCUMENT_BYTES,
     fetch_document,
@@ -196,9 +198,11 @@ class OpenAPIProvider:
             raise BackendUnavailableError(f"openapi:{self.name}", "the provider is closed")
         started = time.perf_counter()
         source = self._document
+        load: Callable[[], dict[str, Any]]
         if isinstance(source, Mapping):
-            data = source
-            doc = await anyio.to_thread.run_sync(lambda: plain_document(data, server=self.name))
+            paths = source.get("paths")
+            large = isinstance(paths, Mapping) and len(cast(Mapping[Any, Any], paths)) >= LARGE_DOCUMENT_PATHS
+            load = partial(plain_document, source, server=self.name)
         elif is_url(str(source)):
             url = str(source)
             same = self._base_url is not None and _origin(url) == _origin(self._base_url)
@@ -208,15 +212,13 @@ class OpenAPIProvider:
                     c, url, server=self.name, max_bytes=self._max_document, headers=self._headers if same else {}
                 )
             self._document_url = url
-            doc = await anyio.to_thread.run_sync(lambda: parse_document(raw, server=self.name))
+            large = len(raw) >= LARGE_DOCUMENT_BYTES
+            load = partial(parse_document, raw, server=self.name)
         else:
             path = str(source)
-            doc = await anyio.to_thread.run_sync(lambda: self._read_path(path))
-        built: BuiltTools = await anyio.to_thread.run_sync(
-            lambda: build_tools(
-                doc, server=self.name, include=self._include, tags=self._tags, output_schemas=self._output_schemas
-            )
-        )
+            large = _file_size(path) >= LARGE_DOCUMENT_BYTES
+            load = partial(self._read_path, path)
+        built: BuiltTools = await anyio.to_thread.run_sync(lambda: self._build(load, large))
         for where, reason in built.skipped.items():
             _log.warning("openapi.operation_skipped", server=self.name, operation=where, reason=reason)
         for tool, note in built.notes.items():
@@ -234,6 +236,17 @@ class OpenAPIProvider:
             duration_ms=round((time.perf_counter() - started) * 1000, 1),
         )
         return built.tools
+
+    def _build(self, load: Callable[[], dict[str, Any]], large: bool) -> BuiltTools:
+        # One pause of the collector for parsing and building, over once the document is freed:
+        # the collection that follows sees only what survives (the tools), not the document too.
+        with collector_paused(large):
+            doc = load()
+            built = build_tools(
+                doc, server=self.name, include=self._include, tags=self._tags, output_schemas=self._output_schemas
+            )
+            del doc
+        return built
 
     def _read_path(self, path: str) -> dict[str, Any]:
         data = read_file(Path(path).expanduser(), server=self.name, max_bytes=self._max_document)
@@ -350,6 +363,13 @@ class OpenAPIProvider:
         client, self._client = self._client, None
         if client is not None:
             await client.aclose()
+
+
+def _file_size(path: str) -> int:
+    try:
+        return Path(path).expanduser().stat().st_size
+    except (OSError, ValueError):  # reading it will say what is wrong
+        return 0
 
 
 def _origin(url: str) -> str:

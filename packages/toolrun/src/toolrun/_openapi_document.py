@@ -21,6 +21,7 @@ from typing import Any, Final, cast
 
 import httpx2
 
+from toolrun._gc import LARGE_DOCUMENT_BYTES, collector_paused
 from toolrun._redact import redact_url
 from toolrun.exceptions import BackendUnavailableError, ConfigError
 
@@ -120,15 +121,19 @@ def parse_document(data: bytes, *, server: str, max_nodes: int = MAX_DOCUMENT_NO
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
         raise ConfigError(server, "openapi", f"the document is not UTF-8 text (byte {e.start})") from None
+    large = len(data) >= LARGE_DOCUMENT_BYTES
     if text.lstrip()[:1] == "{":
         try:
-            doc: Any = json.loads(text, parse_constant=_reject_constant)
+            with collector_paused(large):
+                doc: Any = json.loads(text, parse_constant=_reject_constant)
         except RecursionError:
             raise ConfigError(server, "openapi", "the document nests too deeply") from None
         except ValueError as e:  # JSONDecodeError included; its message quotes no input
             raise ConfigError(server, "openapi", f"the document is not valid JSON: {str(e)[:200]}") from None
     else:
-        doc = plain_document(_load_yaml(text, server), server=server, max_nodes=max_nodes)
+        loaded = _load_yaml(text, server)  # the YAML loader's own objects are left to the collector
+        with collector_paused(large):
+            doc = plain_document(loaded, server=server, max_nodes=max_nodes)
     if not isinstance(doc, dict):
         raise ConfigError(server, "openapi", f"the document must be an object, got {type(doc).__name__}")
     return cast(dict[str, Any], doc)

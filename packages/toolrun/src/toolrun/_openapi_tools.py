@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal, cast
 
+from toolrun._gc import LARGE_DOCUMENT_PATHS, collector_paused
 from toolrun._openapi_document import EXTRA_HINT
 from toolrun._openapi_schemas import SchemaConverter, Skip, unique_name
 from toolrun._schema_limits import DEFAULT_SCHEMA_LIMITS
@@ -477,10 +478,22 @@ def build_tools(
     paths = doc.get("paths", {})
     if not isinstance(paths, dict):
         raise ConfigError(server, "openapi", "the document's 'paths' is not an object")
+    with collector_paused(len(cast(dict[str, Any], paths)) >= LARGE_DOCUMENT_PATHS):
+        return _build(builder, cast(dict[str, Any], paths), include, tags, output_schemas, on_skip)
+
+
+def _build(
+    builder: _Builder,
+    paths: dict[str, Any],
+    include: Sequence[str],
+    tags: Sequence[str],
+    output_schemas: bool,
+    on_skip: Callable[[str, str], None] | None,
+) -> BuiltTools:
     built = BuiltTools()
     taken: set[str] = set()
     wanted_tags = {t.strip().lower() for t in tags}
-    for path, raw_item in cast(dict[str, Any], paths).items():
+    for path, raw_item in paths.items():
         try:
             item, resolver = builder.deref(raw_item, builder.resolver)
         except Skip as e:

@@ -11,12 +11,15 @@ import structlog
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from toolindex import BackendKind, BackendRef, Index, InvalidToolError, Tool
+from toolrun._gc import collector_paused
 from toolrun._types import BackendResult, ProgressCallback
 from toolrun.exceptions import BackendUnavailableError, NoBackendError, ToolRunError, ToolTimeoutError
 
 __all__ = ["Provider", "ProviderBackend"]
 
 _log = structlog.get_logger("toolrun.provider")
+_GC_PAUSE_TOOLS = 1_000
+"""Tools listed from which turning them into ``Tool`` s and registering them pauses the collector."""
 
 
 @runtime_checkable
@@ -109,26 +112,27 @@ class ProviderBackend:
             raise
         except Exception as e:  # any failure of foreign code while listing means the provider is unusable
             raise BackendUnavailableError(f"provider:{self.provider_id}", f"list_tools failed: {e}") from e
-        items: list[tuple[Tool, BackendRef]] = []
-        self.skipped = {}
-        for entry in listed:
-            try:
-                if isinstance(entry, Tool):
-                    tool = (
-                        entry
-                        if entry.namespace == self.namespace
-                        else entry.model_copy(update={"namespace": self.namespace})
-                    )
-                else:
-                    tool = Tool.from_mcp(entry, namespace=self.namespace)
-            except InvalidToolError as e:
-                name = str(entry.get("name", "?")) if isinstance(entry, Mapping) else "?"
-                self.skipped[name] = str(e)
-                _log.warning("provider.tool_skipped", provider=self.provider_id, tool=name, reason=str(e))
-                continue
-            items.append((tool, BackendRef.of_provider(self.provider_id, tool=tool.name)))
-        if items:
-            index.register_many(items)
+        with collector_paused(len(listed) >= _GC_PAUSE_TOOLS):
+            items: list[tuple[Tool, BackendRef]] = []
+            self.skipped = {}
+            for entry in listed:
+                try:
+                    if isinstance(entry, Tool):
+                        tool = (
+                            entry
+                            if entry.namespace == self.namespace
+                            else entry.model_copy(update={"namespace": self.namespace})
+                        )
+                    else:
+                        tool = Tool.from_mcp(entry, namespace=self.namespace)
+                except InvalidToolError as e:
+                    name = str(entry.get("name", "?")) if isinstance(entry, Mapping) else "?"
+                    self.skipped[name] = str(e)
+                    _log.warning("provider.tool_skipped", provider=self.provider_id, tool=name, reason=str(e))
+                    continue
+                items.append((tool, BackendRef.of_provider(self.provider_id, tool=tool.name)))
+            if items:
+                index.register_many(items)
         return [t for t, _ in items]
 
     async def call(
