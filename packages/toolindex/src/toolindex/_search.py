@@ -211,7 +211,7 @@ def _joined(parts: Iterable[str], limit: int = MAX_FIELD_CHARS) -> str:
     return " ; ".join(out)
 
 
-def _pairs(terms: list[str]) -> list[str]:
+def _pairs(terms: Sequence[str]) -> list[str]:
     # Adjacent term pairs; a space cannot occur inside a term, so pairs never collide with words.
     return [f"{a} {b}" for a, b in itertools.pairwise(terms) if a != b]
 
@@ -231,6 +231,26 @@ def _namespace_terms(namespace: str, text: str | None) -> tuple[list[str], list[
     return terms_of(namespace, words), terms_of(text, words) if text else [], frozenset(words)
 
 
+_SHARED_CHARS = 2_000
+"""Longest text whose terms are kept for the next tool that has the same (bounds the cache)."""
+
+
+@lru_cache(maxsize=1024)
+def _terms_and_words(text: str) -> tuple[tuple[str, ...], frozenset[str]]:
+    words: set[str] = set()
+    return tuple(terms_of(text, words)), frozenset(words)
+
+
+def _shared_terms(text: str, words: set[str]) -> Sequence[str]:
+    # Texts that many tools of a catalog repeat (titles, parameter lists, tags; Microsoft Graph:
+    # 13,000 distinct of 43,000) are tokenised once while they keep coming.
+    if len(text) > _SHARED_CHARS:
+        return terms_of(text, words)
+    terms, found = _terms_and_words(text)
+    words |= found
+    return terms
+
+
 def document_fields(tool: Tool, namespace_text: str | None) -> Prepared:
     """The field → term counts of a tool, and its unstemmed words.
 
@@ -242,17 +262,17 @@ def document_fields(tool: Tool, namespace_text: str | None) -> Prepared:
     ns_terms, ns_text_terms, ns_words = _namespace_terms(tool.namespace, ns_text)
     words: set[str] = set(ns_words)
     name = terms_of(tool.name, words)
-    title = terms_of(tool.title[:MAX_FIELD_CHARS], words) if tool.title else []
+    title: Sequence[str] = _shared_terms(tool.title[:MAX_FIELD_CHARS], words) if tool.title else ()
     schema = tool.input_schema
     params = list(itertools.islice(_schema_params(schema), MAX_PARAMS)) if schema.get("properties") else []
     # Parameter texts are joined with a separator no identifier contains, so names never run together.
-    texts = (
+    texts: tuple[tuple[int, Sequence[str]], ...] = (
         (_F["name"], name),
         (_F["title"], title),
         (_F["description"], terms_of(tool.description[:MAX_FIELD_CHARS], words) if tool.description else []),
-        (_F["param_names"], terms_of(_joined(p for p, _ in params), words) if params else []),
-        (_F["param_text"], terms_of(_joined(d for _, d in params if d), words) if params else []),
-        (_F["tags"], terms_of(_joined(tool.tags), words) if tool.tags else []),
+        (_F["param_names"], _shared_terms(_joined(p for p, _ in params), words) if params else ()),
+        (_F["param_text"], _shared_terms(_joined(d for _, d in params if d), words) if params else ()),
+        (_F["tags"], _shared_terms(_joined(tool.tags), words) if tool.tags else ()),
         (_F["namespace"], ns_terms),
         (_F["ns_text"], ns_text_terms),
         (_F["phrase"], _pairs(name) + _pairs(title)),
@@ -260,7 +280,7 @@ def document_fields(tool: Tool, namespace_text: str | None) -> Prepared:
     return Prepared({f: _count(terms) for f, terms in texts if terms}, frozenset(words))
 
 
-def _count(terms: list[str]) -> dict[str, int]:
+def _count(terms: Iterable[str]) -> dict[str, int]:
     # A plain dict: Counter's constructor costs more than the counting for short lists.
     counts: dict[str, int] = {}
     get = counts.get
@@ -380,10 +400,16 @@ class SearchEngine:
                 for term, tf in counts.items():
                     batch[term].append(base | (tf if tf <= max_tf else max_tf))
             df.update(set[str]().union(*fields.values()))
-            new_words = [w for w in prepared.words if w not in vocab]
-            vocab.update(prepared.words)
-            if new_words:
-                self._add_vocab(new_words)
+            if self._typo_ready:
+                new_words = [w for w in prepared.words if w not in vocab]
+                vocab.update(prepared.words)
+                if new_words:
+                    self._add_vocab(new_words)
+            else:  # no typo tables to extend: whether a word is new only matters to the caches
+                known = len(vocab)
+                vocab.update(prepared.words)
+                if len(vocab) != known:
+                    self._add_vocab(())
             self._docs.append(_Doc(tid, tool, ns_text))
             self._slot_of[tid] = slot
             self._ns_slots.setdefault(tool.namespace, set()).add(slot)
