@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from toolindex._semantic import Embedder
+from toolindex._semantic import Embedder, normalised
 
 __all__ = ["DenseVectors"]
 
@@ -69,7 +69,7 @@ class DenseVectors:
             raise ValueError(f"expected vectors of dimension {self.dim}, got shape {vectors.shape}")
         self._sum -= self._matrix[first : first + len(vectors)].sum(axis=0)
         self._matrix[first : first + len(vectors)] = vectors
-        self._prefix[first : first + len(vectors)] = _unit(vectors[:, : self._prefix.shape[1]])
+        self._prefix[first : first + len(vectors)] = normalised(vectors[:, : self._prefix.shape[1]])
         self._sum += vectors.sum(axis=0)
 
     def clear(self, slot: int) -> None:
@@ -122,7 +122,7 @@ class DenseVectors:
             scores = self._mixed(self._matrix, queries, n, clause_weight)
             mean = float(scores.sum()) / max(n_alive, 1)
         else:
-            scores = self._mixed(self._prefix, _unit(queries[:, : self._prefix.shape[1]]), n, clause_weight)
+            scores = self._mixed(self._prefix, normalised(queries[:, : self._prefix.shape[1]]), n, clause_weight)
             # The prefix's cosines have a scale of their own: the mean of the full cosines comes
             # from the running sum of the live vectors (exact for a query without clauses).
             centre = (self._sum / max(n_alive, 1)).astype(np.float32)
@@ -180,12 +180,6 @@ def _products(matrix: FloatArray, queries: FloatArray, n: int) -> FloatArray:
         end = min(start + rows, n)
         np.matmul(matrix[start:end], across, out=out[start:end])
     return out
-
-
-def _unit(vectors: FloatArray) -> FloatArray:
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    norms[norms == 0] = 1.0
-    return (vectors / norms).astype(np.float32, copy=False)
 
 
 _BLOCK_VALUES = 262_144
