@@ -62,6 +62,31 @@ def test_cjk_text_is_indexed_as_bigrams() -> None:
     assert split_words("搜索关键词") == ["搜索", "索关", "关键", "键词"]
 
 
+def test_words_of_a_repeated_run_are_the_same_the_second_time() -> None:
+    # Runs of identifier characters are split once and remembered; the answer must not change.
+    text = "list_issues s3 HTTPServer; list_issues again, s3 again"
+    first = split_words(text)
+    assert first == split_words(text)
+    assert first == [
+        *["list", "issues", "s", "3", "http", "server", "list", "issues", "again", "s", "3", "again"],
+        *["s3", "s3"],  # short letter-digit words, kept whole, follow the rest
+    ]
+    assert tokenize(text) == tokenize(text)
+
+
+def test_the_memory_of_runs_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    from toolindex import _tokenize
+
+    monkeypatch.setattr(_tokenize, "_RUNS", {})
+    monkeypatch.setattr(_tokenize, "_MAX_RUNS", 10)
+    for i in range(100):
+        split_words(f"word{i}x other{i}y")
+        assert len(_tokenize._RUNS) <= 10  # pyright: ignore[reportPrivateUsage]
+    long_run = "a" * 65
+    split_words(long_run)
+    assert long_run not in _tokenize._RUNS  # pyright: ignore[reportPrivateUsage]
+
+
 # -- ranking ---------------------------------------------------------------------------------
 
 

@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import base64
-import gc
 import re
 import threading
-from collections.abc import Generator, Iterable, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Sequence
 from typing import cast
 
 import structlog
 from rapidfuzz import process as fuzz_process
 
 from toolindex._dense import FloatArray
+from toolindex._gc import collector_paused
 from toolindex._ids import ToolID, validate_namespace
 from toolindex._limits import MAX_ID_CHARS, MAX_QUERY_CHARS, clip
 from toolindex._model import BackendRef, ChangeEvent, ChangeKind, NamespaceInfo, SearchHit, Tool, ToolPage
@@ -53,21 +52,6 @@ def _check_item(pos: int, item: object) -> tuple[Tool, list[BackendRef]]:
 _CURSOR_PREFIX = "after:"
 # base64 of the prefix and the longest valid id, with room to spare.
 _MAX_CURSOR_CHARS = 4 * (len(_CURSOR_PREFIX) + MAX_ID_CHARS) // 3 + 8
-
-
-@contextmanager
-def _collector_paused(batch_size: int) -> Generator[None]:
-    # A large batch allocates many objects that all survive; the cyclic collector would rescan
-    # the whole heap several times while finding nothing to free (a quarter of the time of a
-    # 10k-tool batch). Pause it for big batches only, and restore exactly what was there.
-    if batch_size < _GC_PAUSE_BATCH or not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 _GC_PAUSE_BATCH = 1000
@@ -212,7 +196,7 @@ class InMemoryIndex:
         # Embedding is the slow part of a semantic registration and needs no index state: it
         # runs before the lock, so searches go on meanwhile.
         vectors = self._engine.embed_tools([tool for tool, _ in batch])
-        with self._lock, _collector_paused(len(batch)):
+        with self._lock, collector_paused(len(batch) >= _GC_PAUSE_BATCH):
             new_ids: list[str] = []
             replaced: dict[str, tuple[Tool, list[BackendRef], str]] = {}
             try:

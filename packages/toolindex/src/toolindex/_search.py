@@ -225,30 +225,44 @@ class Prepared:
 
 
 @lru_cache(maxsize=4096)
-def _namespace_terms(namespace: str, text: str | None) -> tuple[list[str], list[str], frozenset[str]]:
-    # Shared by every tool of the namespace: tokenise once, not once per tool.
+def _namespace_terms(namespace: str, text: str | None) -> tuple[dict[str, int], dict[str, int], frozenset[str]]:
+    # Shared by every tool of the namespace (the counts are never changed): tokenised once.
     words: set[str] = set()
-    return terms_of(namespace, words), terms_of(text, words) if text else [], frozenset(words)
+    return _count(terms_of(namespace, words)), _count(terms_of(text, words)) if text else {}, frozenset(words)
 
 
 _SHARED_CHARS = 2_000
 """Longest text whose terms are kept for the next tool that has the same (bounds the cache)."""
 
 
+@dataclass(frozen=True, slots=True)
+class _Shared:
+    """A text's terms, their counts and its words; shared by every tool repeating the text."""
+
+    terms: Sequence[str]
+    counts: dict[str, int]  # never changed once made: tools holding it share it
+    words: frozenset[str]
+
+
 @lru_cache(maxsize=1024)
-def _terms_and_words(text: str) -> tuple[tuple[str, ...], frozenset[str]]:
+def _shared_text(text: str) -> _Shared:
     words: set[str] = set()
-    return tuple(terms_of(text, words)), frozenset(words)
+    terms = tuple(terms_of(text, words))
+    return _Shared(terms, _count(terms), frozenset(words))
 
 
-def _shared_terms(text: str, words: set[str]) -> Sequence[str]:
+def _text_terms(text: str, words: set[str]) -> _Shared:
     # Texts that many tools of a catalog repeat (titles, parameter lists, tags; Microsoft Graph:
-    # 13,000 distinct of 43,000) are tokenised once while they keep coming.
+    # 13,000 distinct of 43,000) are tokenised and counted once while they keep coming.
     if len(text) > _SHARED_CHARS:
-        return terms_of(text, words)
-    terms, found = _terms_and_words(text)
-    words |= found
-    return terms
+        terms = terms_of(text, words)
+        return _Shared(terms, _count(terms), frozenset())
+    shared = _shared_text(text)
+    words |= shared.words
+    return shared
+
+
+_NO_TEXT = _Shared((), {}, frozenset())
 
 
 def document_fields(tool: Tool, namespace_text: str | None) -> Prepared:
@@ -262,22 +276,22 @@ def document_fields(tool: Tool, namespace_text: str | None) -> Prepared:
     ns_terms, ns_text_terms, ns_words = _namespace_terms(tool.namespace, ns_text)
     words: set[str] = set(ns_words)
     name = terms_of(tool.name, words)
-    title: Sequence[str] = _shared_terms(tool.title[:MAX_FIELD_CHARS], words) if tool.title else ()
+    title = _text_terms(tool.title[:MAX_FIELD_CHARS], words) if tool.title else _NO_TEXT
     schema = tool.input_schema
     params = list(itertools.islice(_schema_params(schema), MAX_PARAMS)) if schema.get("properties") else []
     # Parameter texts are joined with a separator no identifier contains, so names never run together.
-    texts: tuple[tuple[int, Sequence[str]], ...] = (
-        (_F["name"], name),
-        (_F["title"], title),
-        (_F["description"], terms_of(tool.description[:MAX_FIELD_CHARS], words) if tool.description else []),
-        (_F["param_names"], _shared_terms(_joined(p for p, _ in params), words) if params else ()),
-        (_F["param_text"], _shared_terms(_joined(d for _, d in params if d), words) if params else ()),
-        (_F["tags"], _shared_terms(_joined(tool.tags), words) if tool.tags else ()),
+    counted: tuple[tuple[int, dict[str, int]], ...] = (
+        (_F["name"], _count(name)),
+        (_F["title"], title.counts),
+        (_F["description"], _count(terms_of(tool.description[:MAX_FIELD_CHARS], words)) if tool.description else {}),
+        (_F["param_names"], _text_terms(_joined(p for p, _ in params), words).counts if params else {}),
+        (_F["param_text"], _text_terms(_joined(d for _, d in params if d), words).counts if params else {}),
+        (_F["tags"], _text_terms(_joined(tool.tags), words).counts if tool.tags else {}),
         (_F["namespace"], ns_terms),
         (_F["ns_text"], ns_text_terms),
-        (_F["phrase"], _pairs(name) + _pairs(title)),
+        (_F["phrase"], _count(_pairs(name) + _pairs(title.terms))),
     )
-    return Prepared({f: _count(terms) for f, terms in texts if terms}, frozenset(words))
+    return Prepared({f: counts for f, counts in counted if counts}, frozenset(words))
 
 
 def _count(terms: Iterable[str]) -> dict[str, int]:

@@ -75,7 +75,12 @@ def terms_of(text: str, words: set[str] | None = None) -> list[str]:
     Returns:
         The terms, in order.
     """
-    split = split_words(text)
+    if text.isascii():
+        split, terms = _scan_ascii(text)
+        if words is not None:
+            words.update(split)
+        return terms
+    split = _split_unicode(_DATA.sub(_drop_data, text) if len(text) >= 40 else text)
     if words is not None:
         words.update(split)
     get = _STEMS.get
@@ -99,15 +104,56 @@ def split_words(text: str) -> list[str]:
     Returns:
         The words, in order (short letter-digit words such as ``s3`` follow their parts).
     """
-    if len(text) >= 40:
-        text = _DATA.sub(_drop_data, text)
-    if not text.isascii():
-        return _split_unicode(text)
-    # One C-level pass does the camelCase/acronym/digit splitting for ASCII text.
-    out: list[str] = [*" ".join(_ASCII_WORD.findall(text)).lower().split()]
-    if _DIGIT.search(text):
-        out.extend(m.lower() for m in _MIXED.findall(text) if len(m) <= 6)
-    return out
+    if text.isascii():
+        return _scan_ascii(text)[0]
+    return _split_unicode(_DATA.sub(_drop_data, text) if len(text) >= 40 else text)
+
+
+# ASCII text is read run by run: a run of the characters data is made of (letters, digits and
+# ``+/=_-``) is either data, dropped whole, or one or more identifier-like pieces. Runs repeat
+# across a catalog ("the", "user", "list_issues"), so each one's words and terms are worked out
+# once: most of a text's tokenising is then one dictionary lookup per run.
+_RUN = re.compile(r"[A-Za-z0-9+/=_\-]+")
+_RunParts = tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]
+_RUNS: dict[str, _RunParts] = {}
+_MAX_RUNS = 200_000
+_MAX_RUN_CACHED = 64
+_NO_PARTS: _RunParts = ((), (), ())
+
+
+def _run_parts(run: str) -> _RunParts:
+    # (words, short letter-digit words, terms of the words) of one run.
+    if len(run) >= 40 and _is_data(run):
+        return _NO_PARTS
+    words = tuple(" ".join(_ASCII_WORD.findall(run)).lower().split())
+    mixed = tuple(m.lower() for m in _MIXED.findall(run) if len(m) <= 6) if _DIGIT.search(run) else ()
+    get = _STEMS.get
+    return words, mixed, tuple(get(w) or stem(w) for w in words if w not in STOPWORDS)
+
+
+def _scan_ascii(text: str) -> tuple[list[str], list[str]]:
+    # The words and the terms of an ASCII text; letter-digit words (never stopwords, never
+    # stemmed) follow all the others, as their own terms.
+    words: list[str] = []
+    terms: list[str] = []
+    mixed: list[str] = []
+    known = _RUNS.get
+    for run in _RUN.findall(text):
+        parts = known(run)
+        if parts is None:
+            parts = _run_parts(run)
+            if len(run) <= _MAX_RUN_CACHED:
+                if len(_RUNS) >= _MAX_RUNS:  # a bound, not an LRU, as for the stems
+                    _RUNS.clear()
+                _RUNS[run] = parts
+        words += parts[0]
+        terms += parts[2]
+        if parts[1]:
+            mixed += parts[1]
+    if mixed:
+        words += mixed
+        terms += mixed
+    return words, terms
 
 
 def _split_unicode(text: str) -> list[str]:

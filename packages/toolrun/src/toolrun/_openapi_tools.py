@@ -49,6 +49,8 @@ _LOCATIONS: Final = ("path", "query", "header", "cookie")
 _IGNORED_HEADERS: Final = frozenset({"accept", "content-type", "authorization"})
 _BASE_URI: Final = "urn:toolrun:openapi"
 _MAX_REF_HOPS: Final = 32
+_SUCCESS: Final = re.compile(r"2(\d\d|XX)", re.IGNORECASE)
+"""A success status code (or range) among an operation's responses."""
 _MAX_FLAT_FIELDS: Final = 256
 _NOT_NAME = re.compile(r"[^A-Za-z0-9_.-]+")
 
@@ -410,7 +412,7 @@ class _Builder:
         responses = op.get("responses")
         if not isinstance(responses, dict):
             return None, set(), None
-        codes = [c for c in cast(dict[str, Any], responses) if re.fullmatch(r"2(\d\d|XX)", c, re.IGNORECASE)]
+        codes = [c for c in cast(dict[str, Any], responses) if _SUCCESS.fullmatch(c)]
         codes.sort(key=lambda c: (c.upper() == "2XX", c))
         for code in codes:
             response, r_resolver = self.deref(cast(dict[str, Any], responses)[code], resolver)
