@@ -417,6 +417,24 @@ async def test_documents_that_are_not_openapi_3_or_too_large_are_config_errors(t
         await OpenAPIProvider("api", tmp_path / "missing.yaml").list_tools()
 
 
+def test_json_the_fast_parser_refuses_is_read_as_the_standard_library_reads_it() -> None:
+    # Integers over 64 bits, lone surrogates, a byte-order mark: the same values either way.
+    from toolrun._openapi_document import parse_document
+
+    text = '{"openapi": "3.0.3", "big": 123456789012345678901234567890, "s": "\\ud800", "f": 1e400, "d": [1, 2]}'
+    expected = json.loads(text)
+    assert parse_document(text.encode(), server="api") == expected
+    assert parse_document(b"\xef\xbb\xbf" + text.encode(), server="api") == expected
+    assert parse_document(b" \n" + json.dumps({"openapi": "3.1.0", "x": "\u00e9"}).encode(), server="api") == {
+        "openapi": "3.1.0",
+        "x": "\u00e9",
+    }
+    with pytest.raises(ConfigError, match=r"not valid JSON: Expecting"):
+        parse_document(b'{"openapi": "3.0.3",}', server="api")
+    with pytest.raises(ConfigError, match=r"not UTF-8 text \(byte 15\)"):
+        parse_document(b'{"openapi": "3.\xff"}', server="api")
+
+
 async def test_yaml_documents_read_status_codes_and_dates_as_json(tmp_path: Path) -> None:
     path = tmp_path / "api.yaml"
     path.write_text(

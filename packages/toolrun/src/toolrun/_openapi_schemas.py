@@ -136,13 +136,13 @@ class SchemaConverter:
         Raises:
             Skip: If ``ref`` is not a string or does not resolve inside the document.
         """
-        from referencing.exceptions import Unresolvable
-
         if not isinstance(ref, str):
             raise Skip(f"a $ref is not a string ({type(ref).__name__})")
         key = (resolver._base_uri, ref)  # pyright: ignore[reportPrivateUsage]
         if (known := self._resolved.get(key)) is not None:
             return known
+        from referencing.exceptions import Unresolvable
+
         try:
             resolved = resolver.lookup(ref)
         # Unresolvable's text quotes the whole document: only the reference is repeated.
