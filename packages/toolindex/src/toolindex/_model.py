@@ -39,6 +39,10 @@ _WIRE_ALIASES = {
 }
 
 
+_SPACES = re.compile(r"\s+")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z(\[`\"'])")
+
+
 def summarize(text: str | None, limit: int = 160) -> str:
     """First sentence (or line) of a description, whitespace-collapsed and capped.
 
@@ -53,8 +57,8 @@ def summarize(text: str | None, limit: int = 160) -> str:
         return ""
     # The summary comes from the head of the text: a megabyte-long description costs no more.
     first = text[: max(64 * limit, 4096)].strip().split("\n\n", 1)[0]
-    first = re.sub(r"\s+", " ", first).strip()
-    m = re.search(r"(?<=[.!?])\s+(?=[A-Z(\[`\"'])", first)
+    first = _SPACES.sub(" ", first).strip()
+    m = _SENTENCE_END.search(first)
     if m and m.start() >= 20:
         first = first[: m.start()]
     if len(first) > limit:
@@ -119,7 +123,7 @@ class Tool(BaseModel):
         for t in v:
             if not isinstance(t, str):
                 raise ValueError(f"tags must be strings, got {type(t).__name__}")
-            norm = re.sub(r"\s+", "-", t.strip().lower())
+            norm = _SPACES.sub("-", t.strip().lower())
             if norm:
                 out.add(norm)
         return tuple(sorted(out))

@@ -76,6 +76,16 @@ _DROPPED_KEYS: Final = frozenset(
 )
 _JSON_TYPES: Final = frozenset({"object", "array", "string", "number", "integer", "boolean", "null"})
 _CONTAINERS: Final = (dict, list)  # a tuple: isinstance is slower with the union dict | list
+# What a converter does with each keyword, found with one lookup; a keyword in none of the sets
+# is a value kept as it is (dropped if it is an extension, ``x-``).
+_VALUE, _SCHEMA, _SCHEMA_LIST, _SCHEMA_MAP, _TYPE, _DROP = "value", "schema", "list", "map", "type", "drop"
+_KEY_KINDS: Final[dict[str, str]] = {
+    **dict.fromkeys(_SCHEMA_KEYS, _SCHEMA),
+    **dict.fromkeys(_SCHEMA_LIST_KEYS, _SCHEMA_LIST),
+    **dict.fromkeys(_SCHEMA_MAP_KEYS, _SCHEMA_MAP),
+    "type": _TYPE,
+    **dict.fromkeys(_DROPPED_KEYS, _DROP),
+}
 
 
 class Skip(Exception):
@@ -387,26 +397,28 @@ class SchemaConverter:
                 else {"allOf": [ref, rest]}
             )
         out: dict[str, Any] = {}
+        kind_of = _KEY_KINDS.get
         for key, value in src.items():
-            if key in _DROPPED_KEYS or key.startswith("x-"):
-                continue
-            if key in _SCHEMA_KEYS:
+            kind = kind_of(key, _VALUE)
+            if kind is _VALUE:  # the common case: a keyword whose value is kept as it is
+                if not key.startswith("x-"):
+                    out[key] = value
+            elif kind is _SCHEMA:
                 if self._openapi30 and key == "items" and isinstance(value, list):
                     value = {"anyOf": cast(list[Any], value)}
                 out[key] = self._convert(value, resolver, used, depth + 1)
-            elif key in _SCHEMA_LIST_KEYS:
+            elif kind is _SCHEMA_LIST:
                 if not isinstance(value, list):
                     raise Skip(f"{key} is not a list")
                 out[key] = [self._convert(v, resolver, used, depth + 1) for v in cast(list[Any], value)]
-            elif key in _SCHEMA_MAP_KEYS:
+            elif kind is _SCHEMA_MAP:
                 if not isinstance(value, dict):
                     raise Skip(f"{key} is not an object")
                 members = cast(dict[str, Any], value)
                 out[key] = {k: self._convert(v, resolver, used, depth + 1) for k, v in members.items()}
-            elif key == "type" and isinstance(value, str) and value not in _JSON_TYPES:
-                continue  # e.g. "file" (Swagger 2): no JSON type to check
-            else:
-                out[key] = value
+            elif kind is _TYPE:
+                if not isinstance(value, str) or value in _JSON_TYPES:
+                    out[key] = value  # else e.g. "file" (Swagger 2): no JSON type to check
         if self._openapi30:
             _from_openapi30(out)
         return out

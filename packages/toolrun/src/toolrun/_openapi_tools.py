@@ -27,7 +27,7 @@ import fnmatch
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final, Literal, cast
+from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, cast
 
 from toolrun._gc import LARGE_DOCUMENT_PATHS, collector_paused
 from toolrun._openapi_document import EXTRA_HINT
@@ -55,9 +55,8 @@ _MAX_FLAT_FIELDS: Final = 256
 _NOT_NAME = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
-@dataclass(frozen=True, slots=True)
-class ParamSpec:
-    """One parameter of an operation, as a call sends it."""
+class ParamSpec(NamedTuple):
+    """One parameter of an operation, as a call sends it (a named tuple: a document can have tens of thousands)."""
 
     name: str
     """Name on the wire."""
