@@ -145,6 +145,7 @@ _EXTRA_MODULES = {
     "opentelemetry": "otel",
     "yaml": "openapi",
     "referencing": "openapi",
+    "orjson": "openapi",
     "pydantic_ai": "pydantic-ai",
     "safetensors": "semantic",
     "tokenizers": "semantic",
