@@ -23,6 +23,7 @@ from toolrun import (
     DefaultRunner,
     HTTPStatusError,
     InputValidationError,
+    OpenAPIProvider,
     ProviderBackend,
     ToolExecutionError,
     ToolTimeoutError,
@@ -151,6 +152,19 @@ async def test_a_slow_service_times_out(service: RunningServer, env: dict[str, s
             await runner.run("pets:slow")
         # The provider is still usable afterwards.
         assert (await runner.run("pets:getPet", {"petId": 1})).value["name"] == "Rex"
+
+
+async def test_a_timeout_names_the_tool_by_its_id_under_another_namespace(service: RunningServer) -> None:
+    # The provider times the call out itself; the error names the tool as the index knows it.
+    provider = OpenAPIProvider("pets", SPEC, base_url=service.url, timeout=0.5)
+    backend = ProviderBackend("pets", provider, namespace="animals")
+    async with DefaultRunner(InMemoryIndex(), [backend]) as runner:
+        with structlog.testing.capture_logs():
+            await runner.attach()
+        with anyio.fail_after(10), pytest.raises(ToolTimeoutError) as caught:
+            await runner.run("animals:slow")
+        assert caught.value.tool_id == "animals:slow"
+        assert "'animals:slow' timed out after 0.5 s" in str(caught.value)
 
 
 async def test_an_oversized_response_fails_without_being_read_whole(

@@ -167,10 +167,17 @@ class ProviderBackend:
         if self._closed:
             raise BackendUnavailableError(f"provider:{self.provider_id}", "the backend is closed")
         name = ref.tool or tool.name
-        if timeout is None:
-            return await self._call(name, args)
-        with anyio.move_on_after(timeout) as scope:
-            return await self._call(name, args)
+        try:
+            if timeout is None:
+                return await self._call(name, args)
+            with anyio.move_on_after(timeout) as scope:
+                return await self._call(name, args)
+        except ToolTimeoutError as e:
+            # The provider's own timeout knows its tool by the provider's name, not by the id the
+            # index gives it (a namespace other than the provider's).
+            if e.tool_id == tool.id:
+                raise
+            raise ToolTimeoutError(tool.id, e.timeout) from e
         if scope.cancelled_caught:
             raise ToolTimeoutError(tool.id, timeout)
         raise AssertionError("unreachable")  # pragma: no cover
