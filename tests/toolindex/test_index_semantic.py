@@ -26,7 +26,7 @@ from toolindex import (
     default_embedder,
 )
 from toolindex import _semantic as semantic_module
-from toolindex._semantic import query_texts, tool_text
+from toolindex._semantic import query_texts, tool_gist, tool_text
 
 TOOLS = [
     Tool(name="get_forecast", namespace="weather", description="Forecast of rain, wind and temperature for a city."),
@@ -206,6 +206,43 @@ def test_any_embedder_can_replace_the_default() -> None:
     index.register_many([(t, BackendRef.mcp(t.namespace)) for t in TOOLS])
     assert index.semantic
     assert index.search("song speaker")[0].id == "music:play_track"
+
+
+def test_a_tool_s_gist_is_its_name_and_first_sentence() -> None:
+    tool = Tool(name="create_issue", description="Create an issue in a repository. Labels and assignees are optional.")
+    assert tool_gist(tool) == "create issue.  Create an issue in a repository."
+    assert tool_text(tool).startswith(tool_gist(tool))
+    endless = Tool(name="x", description="word " * 200)
+    assert len(tool_gist(endless)) == len("x. ") + 200  # no sentence end: 200 characters after the name
+
+
+def _gist_index(gist_pool: int, extra: Sequence[Tool] = ()) -> InMemoryIndex:
+    # A tool whose first sentence says what it does, then a long tail that dilutes its whole vector.
+    tail = " ".join(f"word{i}" for i in range(120))
+    tools = [
+        *extra,
+        Tool(name="alpha", namespace="a", description=f"Compute tax refunds. {tail}"),
+        Tool(name="beta", namespace="b", description="Compute the tax owed by a company"),
+    ]
+    index = InMemoryIndex(semantic=HashEmbedder(), search_params=SearchParams(dense_weight=1.0, gist_pool=gist_pool))
+    index.register_many([(t, BackendRef.mcp(t.namespace)) for t in tools])
+    return index
+
+
+def test_the_best_candidates_also_meet_each_tool_s_gist() -> None:
+    assert ids(_gist_index(gist_pool=0), "compute tax refunds.")[0] == "b:beta"
+    assert ids(_gist_index(gist_pool=50), "compute tax refunds.")[0] == "a:alpha"
+
+
+def test_gists_follow_their_tools_through_removal_and_compaction() -> None:
+    fillers = [Tool(name=f"filler_{i}", namespace="junk", description=f"Placeholder number {i}.") for i in range(1500)]
+    index = _gist_index(gist_pool=50, extra=fillers)
+    for t in fillers:
+        index.unregister(t.id)
+    assert index._engine.stats()["slots"] < len(fillers)  # compacted  # pyright: ignore[reportPrivateUsage]
+    assert ids(index, "compute tax refunds.")[:2] == ["a:alpha", "b:beta"]
+    index.unregister("a:alpha")
+    assert "a:alpha" not in ids(index, "compute tax refunds.")
 
 
 class WrongShapeEmbedder(HashEmbedder):

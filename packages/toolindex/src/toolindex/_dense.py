@@ -9,6 +9,10 @@ of the memory to read), and only the best :data:`PREFIX_POOL` rows, with the lex
 candidates, are scored in full. ``bench/search_latency.py`` measures both regimes and
 ``bench/search_quality.py --dense-exact-max 0`` the quality of the second.
 
+Each tool also has a second, short vector, its *gist* (name and first sentence, see
+``tool_gist``), kept in ``float16``: a query's best candidates are scored against both vectors
+and keep the closer (:meth:`DenseVectors.closer_cosines`), which a catalog-wide pass never reads.
+
 Removal zeroes a row (the engine's alive mask hides it) and compaction renumbers rows with
 the engine's slots.
 
@@ -30,12 +34,13 @@ FloatArray = npt.NDArray[np.float32]
 class DenseVectors:
     """A growable matrix of unit-length tool vectors, indexed by slot."""
 
-    __slots__ = ("_matrix", "_prefix", "_sum", "embedder")
+    __slots__ = ("_gist", "_matrix", "_prefix", "_sum", "embedder")
 
     def __init__(self, embedder: Embedder, capacity: int) -> None:
         self.embedder = embedder
-        self._matrix = np.zeros((capacity, embedder.dim), dtype=np.float32)
-        self._prefix = np.zeros((capacity, min(PREFIX_DIM, embedder.dim)), dtype=np.float32)
+        self._matrix: FloatArray = np.zeros((capacity, embedder.dim), dtype=np.float32)
+        self._prefix: FloatArray = np.zeros((capacity, min(PREFIX_DIM, embedder.dim)), dtype=np.float32)
+        self._gist: npt.NDArray[np.float16] = np.zeros((capacity, embedder.dim), dtype=np.float16)
         self._sum = np.zeros(embedder.dim, dtype=np.float64)
         """Sum of the live vectors (dead slots hold zeros)."""
 
@@ -46,7 +51,7 @@ class DenseVectors:
 
     def nbytes(self) -> int:
         """Memory held by the vectors (capacity included)."""
-        return int(self._matrix.nbytes + self._prefix.nbytes)
+        return int(self._matrix.nbytes + self._prefix.nbytes + self._gist.nbytes)
 
     def grow(self, capacity: int) -> None:
         """Make room for ``capacity`` slots, keeping every row."""
@@ -57,16 +62,19 @@ class DenseVectors:
         bigger[:old] = self._matrix
         prefix = np.zeros((capacity, self._prefix.shape[1]), dtype=np.float32)
         prefix[:old] = self._prefix
-        self._matrix, self._prefix = bigger, prefix
+        gist = np.zeros((capacity, self.dim), dtype=np.float16)
+        gist[:old] = self._gist
+        self._matrix, self._prefix, self._gist = bigger, prefix, gist
 
-    def put(self, first: int, vectors: FloatArray) -> None:
-        """Store ``vectors`` in slots ``first``, ``first + 1``, ...
+    def put(self, first: int, vectors: FloatArray, gists: FloatArray) -> None:
+        """Store ``vectors`` and their tools' ``gists`` in slots ``first``, ``first + 1``, ...
 
         Raises:
             ValueError: If the vectors do not have the embedder's dimension.
         """
-        if vectors.ndim != 2 or vectors.shape[1] != self.dim:
-            raise ValueError(f"expected vectors of dimension {self.dim}, got shape {vectors.shape}")
+        if vectors.ndim != 2 or vectors.shape[1] != self.dim or gists.shape != vectors.shape:
+            raise ValueError(f"expected vectors of dimension {self.dim}, got shapes {vectors.shape}, {gists.shape}")
+        self._gist[first : first + len(gists)] = gists
         self._sum -= self._matrix[first : first + len(vectors)].sum(axis=0)
         self._matrix[first : first + len(vectors)] = vectors
         self._prefix[first : first + len(vectors)] = normalised(vectors[:, : self._prefix.shape[1]])
@@ -77,6 +85,7 @@ class DenseVectors:
         self._sum -= self._matrix[slot]
         self._matrix[slot] = 0.0
         self._prefix[slot] = 0.0
+        self._gist[slot] = 0.0
 
     def compact(self, live: npt.NDArray[np.intp]) -> None:
         """Keep the rows of ``live`` slots, renumbered ``0 .. len(live) - 1``."""
@@ -84,7 +93,9 @@ class DenseVectors:
         kept[: len(live)] = self._matrix[live]
         prefix = np.zeros_like(self._prefix)
         prefix[: len(live)] = self._prefix[live]
-        self._matrix, self._prefix = kept, prefix
+        gist = np.zeros_like(self._gist)
+        gist[: len(live)] = self._gist[live]
+        self._matrix, self._prefix, self._gist = kept, prefix, gist
         self._sum = kept.sum(axis=0, dtype=np.float64)
 
     def candidates(
@@ -141,6 +152,18 @@ class DenseVectors:
         if exact_regime:
             return pool, scores[pool], mean
         return pool, self._mixed_rows(pool, queries, clause_weight), mean
+
+    def closer_cosines(self, rows: npt.NDArray[np.intp], queries: FloatArray, clause_weight: float) -> FloatArray:
+        """The scores of ``rows`` as :meth:`candidates` gives them, with the closer of each tool's two vectors.
+
+        Each of the query's vectors meets the closer of the tool's full vector and its gist.
+        """
+        if len(rows) == 0:
+            return np.zeros(0, dtype=np.float32)
+        sims = np.maximum(self._matrix[rows] @ queries.T, self._gist[rows].astype(np.float32) @ queries.T)
+        if sims.shape[1] == 1:
+            return sims[:, 0]
+        return (1.0 - clause_weight) * sims[:, 0] + clause_weight * sims[:, 1:].max(axis=1)
 
     def _mixed_rows(self, rows: npt.NDArray[np.intp], queries: FloatArray, clause_weight: float) -> FloatArray:
         sims = self._matrix[rows] @ queries.T

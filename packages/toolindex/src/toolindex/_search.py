@@ -39,7 +39,7 @@ from rapidfuzz.distance import OSA
 from toolindex._dense import DenseVectors
 from toolindex._limits import MAX_FIELD_CHARS, MAX_PARAM_CHARS, MAX_PARAMS, MAX_QUERY_CHARS, MAX_QUERY_WORDS
 from toolindex._model import Tool
-from toolindex._semantic import Embedder, query_texts, tool_text
+from toolindex._semantic import Embedder, gist_end, query_texts, tool_text
 from toolindex._tokenize import STOPWORDS, split_words, stem, terms_of
 
 __all__ = ["FIELDS", "Prepared", "Ranked", "SearchEngine", "SearchParams", "document_fields"]
@@ -70,7 +70,7 @@ class SearchParams:
     """Weight of an abbreviation (prefix) expansion relative to an exact term."""
     max_expansions: int = 3
     """Vocabulary words an unknown query word may expand to."""
-    dense_weight: float = 0.55
+    dense_weight: float = 0.6
     """Semantic search: share of the dense signal in the fused score (the lexical one has the rest)."""
     lexical_floor: float = 0.3
     """Semantic search: lexical scores are divided by the larger of the best lexical score and
@@ -83,6 +83,9 @@ class SearchParams:
     dense_exact_max: int = 4096
     """Semantic search: up to this many tools every tool is scored exactly; above it, a cheap
     first pass on a prefix of each vector picks the tools scored in full (see ``_dense.py``)."""
+    gist_pool: int = 50
+    """Semantic search: the best fused candidates whose dense score is also taken against each
+    tool's gist vector (name and first sentence), the closer of the two counting; 0 for none."""
 
 
 _SLOT_SHIFT = 12
@@ -157,6 +160,8 @@ def _name_keys(tool: Tool) -> tuple[str, str]:
     return tool.name.lower(), f"{tool.namespace}:{tool.name}".lower()
 
 
+_EMBED_SLICE = 512
+"""Tools embedded per call to the model at registration (bounds its intermediate arrays)."""
 _DENSE_COVERAGE_MAX = 50_000
 """Up to this many postings per query, coverage is accumulated like the scores."""
 _MIN_FUZZY = 4
@@ -345,13 +350,26 @@ class SearchEngine:
         return self._dense.embedder if self._dense is not None else None
 
     def embed_tools(self, tools: Sequence[Tool]) -> FloatArray | None:
-        """The dense vectors of ``tools`` (``None`` without a semantic signal); no state changes."""
+        """The dense vectors of ``tools`` (``None`` without a semantic signal); no state changes.
+
+        One row per tool: its vector, then its gist's (``2 x dim`` values).
+        """
         if self._dense is None or not tools:
             return None
-        vectors = self._dense.embedder.embed([tool_text(t) for t in tools])
-        if vectors.shape != (len(tools), self._dense.dim):
-            raise ValueError(f"the embedder returned shape {vectors.shape} for {len(tools)} texts")
-        return vectors.astype(np.float32, copy=False)
+        dim = self._dense.dim
+        out = np.empty((len(tools), 2 * dim), dtype=np.float32)
+        # In slices: a model's intermediate arrays grow with the tokens of a call (a token
+        # vector each), and a catalog of thousands of tools would hold hundreds of megabytes.
+        for start in range(0, len(tools), _EMBED_SLICE):
+            part = tools[start : start + _EMBED_SLICE]
+            texts = [tool_text(t) for t in part]
+            texts += [text[: gist_end(t, text)] for t, text in zip(part, texts, strict=True)]
+            vectors = self._dense.embedder.embed(texts)
+            if vectors.shape != (len(texts), dim):
+                raise ValueError(f"the embedder returned shape {vectors.shape} for {len(texts)} texts")
+            out[start : start + len(part), :dim] = vectors[: len(part)]
+            out[start : start + len(part), dim:] = vectors[len(part) :]
+        return out
 
     def __len__(self) -> int:
         return self._n_alive
@@ -395,7 +413,8 @@ class SearchEngine:
         while first + len(entries) > self._cap:
             self._grow()
         if self._dense is not None and vectors is not None:
-            self._dense.put(first, vectors)
+            dim = self._dense.dim
+            self._dense.put(first, vectors[:, :dim], vectors[:, dim:])
         # Gather the batch's postings per term, then extend each term's buffer once.
         batch: defaultdict[str, list[int]] = defaultdict(list)
         len_fields: list[int] = []
@@ -823,7 +842,10 @@ class SearchEngine:
         assert self._dense is not None
         p = self.params
         lex_slots, lex_scores, total = self._lexical(terms, max(limit, p.fusion_depth), mask, n, ordered=False)
+        # Removed tools keep their (zero) rows until compaction: they are no candidates.
         eligible = None if mask is None else self._alive[:n] & (mask > 0)
+        if eligible is None and self._n_alive < n:
+            eligible = self._alive[:n]
         if eligible is not None and not eligible.any():
             return []
         queries = self._dense.embedder.embed(query_texts(self._with_fixes(query))).astype(np.float32, copy=False)
@@ -835,12 +857,17 @@ class SearchEngine:
             return []
         # Only the candidates are scored: a tool outside them has no lexical score and a lower
         # cosine than every candidate, so it cannot rank above them.
-        span = max(float(cos.max()) - mean, 1e-6)
-        fused = np.clip((cos - mean) / span, 0.0, None) * p.dense_weight
+        lexical = np.zeros(len(pool), dtype=np.float32)
         if lex_slots:
             scale = max(max(lex_scores), p.lexical_floor * total)
-            where = np.searchsorted(pool, keep)
-            fused[where] += (1.0 - p.dense_weight) * np.asarray(lex_scores, dtype=np.float32) / scale
+            lexical[np.searchsorted(pool, keep)] = (1.0 - p.dense_weight) * np.asarray(lex_scores, np.float32) / scale
+        fused = self._fuse(cos, mean, lexical)
+        if p.gist_pool > 0:
+            # The best candidates' dense scores also meet each tool's gist (the closer counts).
+            best = np.lexsort((-cos, -fused))[: p.gist_pool]  # ties (below the mean: 0) by cosine
+            cos = cos.copy()
+            cos[best] = self._dense.closer_cosines(pool[best], queries, p.clause_weight)
+            fused = self._fuse(cos, mean, lexical)
         if len(pool) > limit:
             kth = max(float(np.partition(fused, len(fused) - limit)[len(fused) - limit]), np.finfo(np.float32).tiny)
             chosen = np.flatnonzero(fused >= kth)  # ties at the cut stay, and are broken by id below
@@ -853,6 +880,12 @@ class SearchEngine:
         # cosine with the whole query or with the clause of it that it serves best.
         best = self._dense.best_cosines(queries, [c for _, _, c in ranked])
         return [Ranked(tid, sc, min(max(float(rel), 0.0), 1.0)) for (sc, tid, _), rel in zip(ranked, best, strict=True)]
+
+    def _fuse(self, cos: FloatArray, mean: float, lexical: FloatArray) -> FloatArray:
+        # The dense score rescaled from the catalog's mean cosine (0) to the best candidate's (1),
+        # weighted, plus the weighted lexical score.
+        span = max(float(cos.max()) - mean, 1e-6)
+        return np.clip((cos - mean) / span, 0.0, None) * np.float32(self.params.dense_weight) + lexical
 
     def _filter(self, namespaces: frozenset[str] | None, tags: frozenset[str] | None, n: int) -> FloatArray | None:
         if namespaces is None and not tags:

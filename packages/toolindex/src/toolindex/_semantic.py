@@ -31,7 +31,16 @@ from toolindex._limits import MAX_PARAMS
 from toolindex._model import Tool
 from toolindex.exceptions import SemanticUnavailableError
 
-__all__ = ["DEFAULT_MIN_RELEVANCE", "Embedder", "StaticEmbedder", "default_embedder", "query_texts", "tool_text"]
+__all__ = [
+    "DEFAULT_MIN_RELEVANCE",
+    "Embedder",
+    "StaticEmbedder",
+    "default_embedder",
+    "gist_end",
+    "query_texts",
+    "tool_gist",
+    "tool_text",
+]
 
 FloatArray = npt.NDArray[np.float32]
 
@@ -235,6 +244,30 @@ def tool_text(tool: Tool) -> str:
     description = tool.description[:1000] if tool.description else ""
     params = " ".join(_param_names(tool.input_schema)) if tool.input_schema.get("properties") else ""
     return f"{_words(tool.name)}. {head} {description} {params}"[:MAX_TEXT_CHARS]
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s")
+_GIST_SEARCH = 400
+_GIST_CHARS = 200
+
+
+def gist_end(tool: Tool, text: str) -> int:
+    """Where a tool's gist ends in its :func:`tool_text`: its name, then its first sentence.
+
+    A long description averages into a vector that is close to little; the gist (the text up
+    to its first sentence end after the name, at most :data:`_GIST_CHARS` characters after it
+    when no sentence ends in the first 400) keeps what the tool is for. Search scores its best
+    candidates against both vectors and keeps the closer.
+    """
+    start = len(_words(tool.name)) + 2
+    end = _SENTENCE_END.search(text, start, start + _GIST_SEARCH)
+    return min(len(text), end.start() if end else start + _GIST_CHARS)
+
+
+def tool_gist(tool: Tool) -> str:
+    """A tool's gist: the head of its :func:`tool_text` that :func:`gist_end` marks."""
+    text = tool_text(tool)
+    return text[: gist_end(tool, text)]
 
 
 # Where a request of several steps splits into its steps: after a sentence, or at "then",
