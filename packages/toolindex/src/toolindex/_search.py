@@ -864,9 +864,9 @@ class SearchEngine:
         fused = self._fuse(cos, mean, lexical)
         if p.gist_pool > 0:
             # The best candidates' dense scores also meet each tool's gist (the closer counts).
-            best = np.lexsort((-cos, -fused))[: p.gist_pool]  # ties (below the mean: 0) by cosine
+            top = np.lexsort((-cos, -fused))[: p.gist_pool]  # ties (below the mean: 0) by cosine
             cos = cos.copy()
-            cos[best] = self._dense.closer_cosines(pool[best], queries, p.clause_weight)
+            cos[top] = self._dense.closer_cosines(pool[top], queries, p.clause_weight)
             fused = self._fuse(cos, mean, lexical)
         if len(pool) > limit:
             kth = max(float(np.partition(fused, len(fused) - limit)[len(fused) - limit]), np.finfo(np.float32).tiny)

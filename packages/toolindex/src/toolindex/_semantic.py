@@ -77,9 +77,9 @@ class Embedder(Protocol):
         - It is deterministic: the same text always gives the same vector (the index embeds a
           tool once, at registration, and compares it with queries embedded later).
         - Concurrency: ``embed`` may be called from several threads at once.
-        - Cost: it is called once per registration batch (with every tool's text) and once per
-          query (with one to five short texts); a query's call should take well under a
-          millisecond for search to stay fast.
+        - Cost: at registration it is called once per 512 tools (with their texts and their
+          gists: twice as many texts) and once per query (with one to five short texts); a
+          query's call should take well under a millisecond for search to stay fast.
         - Errors: whatever it raises propagates to the caller of ``register_many`` (nothing is
           registered) or ``search``.
         - Ownership: the caller owns the returned array.
