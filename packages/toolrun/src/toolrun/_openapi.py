@@ -219,22 +219,10 @@ class OpenAPIProvider:
             large = _file_size(path) >= LARGE_DOCUMENT_BYTES
             load = partial(self._read_path, path)
         built: BuiltTools = await anyio.to_thread.run_sync(lambda: self._build(load, large))
-        # One warning says how many; each one is an info line (a large API can have hundreds).
         for where, reason in built.skipped.items():
-            _log.info("openapi.operation_skipped", server=self.name, operation=where, reason=reason)
+            _log.warning("openapi.operation_skipped", server=self.name, operation=where, reason=reason)
         for tool, note in built.notes.items():
-            _log.info("openapi.tool_trimmed", server=self.name, tool=tool, note=note)
-        if built.skipped or built.notes:
-            first = next(iter(built.skipped.items()), None) or next(iter(built.notes.items()))
-            _log.warning(
-                "openapi.tools_incomplete",
-                server=self.name,
-                operations_skipped=len(built.skipped),
-                tools_without_output_schema=len(built.notes),
-                first=f"{first[0]}: {first[1]}"[:300],
-                details="logged at info level (openapi.operation_skipped, openapi.tool_trimmed); "
-                "provider.skipped holds the reasons",
-            )
+            _log.warning("openapi.tool_trimmed", server=self.name, tool=tool, note=note)
         for op in built.operations.values():
             self._base_for(op, config_error=True)
         self.operations = built.operations
