@@ -194,8 +194,8 @@ def _products(matrix: FloatArray, queries: FloatArray, n: int) -> FloatArray:
     product is split across threads, and on a busy machine waiting for them turned a 0.2 ms
     product into 10-40 ms at the 95th percentile. Each of the query's vectors meets the block
     alone (a matrix-vector product), while the block is still in the cache: a matrix product
-    with three to five columns took twice as long on this machine (10,000 rows of 64
-    dimensions, 3 vectors: 0.47 ms against 0.24 ms), as BLAS packs the block for it.
+    with three to five columns took about twice as long on a 2-core machine, as BLAS packs the
+    block for it (``bench/search_latency.py``: 10k p95 2.0 → 1.8 ms).
     """
     out = np.empty((len(queries), n), dtype=np.float32)
     rows = max(1, _BLOCK_VALUES // matrix.shape[1])
