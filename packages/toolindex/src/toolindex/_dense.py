@@ -160,31 +160,33 @@ class DenseVectors:
         """
         if len(rows) == 0:
             return np.zeros(0, dtype=np.float32)
-        sims = np.maximum(self._matrix[rows] @ queries.T, self._gist[rows].astype(np.float32) @ queries.T)
-        if sims.shape[1] == 1:
-            return sims[:, 0]
-        return (1.0 - clause_weight) * sims[:, 0] + clause_weight * sims[:, 1:].max(axis=1)
+        gists = self._gist[rows].astype(np.float32)
+        return _mix(np.maximum(queries @ self._matrix[rows].T, queries @ gists.T), clause_weight)
 
     def _mixed_rows(self, rows: npt.NDArray[np.intp], queries: FloatArray, clause_weight: float) -> FloatArray:
-        sims = self._matrix[rows] @ queries.T
-        if sims.shape[1] == 1:
-            return sims[:, 0]
-        return (1.0 - clause_weight) * sims[:, 0] + clause_weight * sims[:, 1:].max(axis=1)
+        return _mix(queries @ self._matrix[rows].T, clause_weight)
 
     def _mixed(self, matrix: FloatArray, queries: FloatArray, n: int, clause_weight: float) -> FloatArray:
-        sims = _products(matrix, queries, n)
-        if len(sims) == 1:
-            return sims[0]
-        whole = sims[0] * np.float32(1.0 - clause_weight)
-        closest = sims[1] if len(sims) == 2 else np.maximum.reduce(sims[1:], axis=0)
-        whole += closest * np.float32(clause_weight)
-        return whole
+        return _mix(_products(matrix, queries, n), clause_weight)
 
     def best_cosines(self, queries: FloatArray, slots: list[int]) -> FloatArray:
         """For each slot, its cosine with the query or with the closest of its clauses."""
         if not slots:
             return np.zeros(0, dtype=np.float32)
         return (self._matrix[slots] @ queries.T).max(axis=1).astype(np.float32, copy=False)
+
+
+def _mix(sims: FloatArray, clause_weight: float) -> FloatArray:
+    """One score per tool: the whole query's, mixed with its closest clause's by ``clause_weight``.
+
+    ``sims`` has a row per query vector: the whole query, then its clauses.
+    """
+    if len(sims) == 1:
+        return sims[0]
+    whole = sims[0] * np.float32(1.0 - clause_weight)
+    closest = sims[1] if len(sims) == 2 else np.maximum.reduce(sims[1:], axis=0)
+    whole += closest * np.float32(clause_weight)
+    return whole
 
 
 def _products(matrix: FloatArray, queries: FloatArray, n: int) -> FloatArray:

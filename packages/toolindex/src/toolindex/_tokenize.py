@@ -80,7 +80,7 @@ def terms_of(text: str, words: set[str] | None = None) -> list[str]:
         if words is not None:
             words.update(split)
         return terms
-    split = _split_unicode(_DATA.sub(_drop_data, text) if len(text) >= 40 else text)
+    split = split_words(text)
     if words is not None:
         words.update(split)
     get = _STEMS.get
