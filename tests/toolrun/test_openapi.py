@@ -246,6 +246,30 @@ def op_with_schema(schema: Any) -> dict[str, Any]:
     return {"get": {"parameters": [{"name": "p", "in": "query", "schema": schema}], "responses": ok()}}
 
 
+async def test_schema_keywords_are_kept_converted_or_dropped_each_as_its_kind() -> None:
+    schema = {
+        "type": "object",
+        "description": "kept as it is",
+        "x-internal": True,  # an extension: dropped
+        "example": {"a": 1},  # documentation only: dropped
+        "xml": {"name": "p"},
+        "properties": {
+            "f": {"type": "file"},  # Swagger 2's "file": no JSON type, so none is checked
+            "n": {"type": "integer", "nullable": True, "enum": [1, 2]},
+        },
+        "additionalProperties": {"type": "string", "x-note": "dropped too"},
+        "anyOf": [{"required": ["n"]}, {"required": ["f"]}],
+    }
+    tools, _ = await tools_of(doc({"/a": op_with_schema(schema)}))
+    assert tools["get_a"].input_schema["properties"]["p"] == {
+        "type": "object",
+        "description": "kept as it is",
+        "properties": {"f": {}, "n": {"type": ["integer", "null"], "enum": [1, 2, None]}},
+        "additionalProperties": {"type": "string"},
+        "anyOf": [{"required": ["n"]}, {"required": ["f"]}],
+    }
+
+
 @pytest.mark.parametrize(
     ("ref", "reason"),
     [
