@@ -20,6 +20,10 @@ Per size:
 - ``register_one_ms``: median time to register one new tool into the built index (50 tools);
 - ``query_after_register_ms``: median time of the first query after such a registration
   (it refreshes length normalisers and the cached postings of the query's terms).
+- ``two_pass_top5``: semantic rows above ``SearchParams.dense_exact_max`` tools, where a query's
+  first pass reads a prefix of each vector: the share of the exact search's top five (the
+  same index searched with every vector read in full) that the two-pass search also returns,
+  over the first 500 timed queries (after the timings).
 ``cpu`` repeats build, p50, p95 and register_one as thread CPU time, which other load on a
 shared machine disturbs far less than wall time; ``loadavg_1m`` says how busy the machine was.
 The reference (``bm25s`` with stemming, as in the quality bench) is timed on the same
@@ -29,6 +33,7 @@ queries over the same tools; it has no incremental registration.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gc
 import json
 import os
@@ -154,6 +159,8 @@ def measure(size: int, data_dir: Path, semantic: bool = False) -> dict[str, Any]
         index.search(timed[i])
         after.append((time.perf_counter() - t) * 1000)
     rss = rss_mb()
+    exact_max = index._engine.params.dense_exact_max  # pyright: ignore[reportPrivateUsage]
+    two_pass = two_pass_agreement(index, timed[:500]) if semantic and n_tools > exact_max else None
 
     ref_result = measure_reference(catalog, warm, timed)
     return {
@@ -173,12 +180,27 @@ def measure(size: int, data_dir: Path, semantic: bool = False) -> dict[str, Any]
             "p95_ms": round(percentile(cpu, 95), 3),
             "register_one_ms": round(statistics.median(reg_cpu), 3),
         },
+        "two_pass_top5": two_pass,
         "build_runs_s": [round(b[0], 3) for b in builds],
         "n_tools": n_tools,
         "n_queries": len(timed),
         "loadavg_1m": round(os.getloadavg()[0], 2),
         "reference": ref_result,
     }
+
+
+def two_pass_agreement(index: Any, queries: list[str]) -> float:
+    """Percent of the exact search's top five that the two-pass search returns too."""
+    engine = index._engine  # pyright: ignore[reportPrivateUsage]
+    two_pass = [{h.id for h in index.search(q, limit=5)} for q in queries]
+    params = engine.params
+    engine.params = dataclasses.replace(params, dense_exact_max=sys.maxsize)
+    try:
+        exact = [{h.id for h in index.search(q, limit=5)} for q in queries]
+    finally:
+        engine.params = params
+    found = sum(len(a & b) for a, b in zip(exact, two_pass, strict=True))
+    return round(100 * found / max(sum(len(a) for a in exact), 1), 2)
 
 
 def measure_reference(catalog: list[dict[str, Any]], warm: list[str], timed: list[str]) -> dict[str, float]:
@@ -227,6 +249,10 @@ def print_table(sizes: dict[str, dict[str, Any]]) -> None:
     loads = {s["model_load_s"] for s in sizes.values() if s.get("semantic")}
     if loads:
         print(f"semantic: the model loads once per process in {min(loads):.2f}-{max(loads):.2f} s (not in build s)")
+    for s in sizes.values():
+        if s.get("two_pass_top5") is not None:
+            share = s["two_pass_top5"]
+            print(f"semantic at {s['n_tools']}: the two-pass search returns {share:.2f} % of the exact top five")
 
 
 def main(argv: list[str] | None = None) -> int:

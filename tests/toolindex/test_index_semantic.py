@@ -6,9 +6,13 @@ extra); a small deterministic embedder stands in only where a test is about the 
 
 from __future__ import annotations
 
+import gzip
+import json
 import threading
 import time
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -26,6 +30,7 @@ from toolindex import (
     default_embedder,
 )
 from toolindex import _semantic as semantic_module
+from toolindex._dense import DenseVectors
 from toolindex._semantic import query_texts, tool_gist, tool_text
 
 TOOLS = [
@@ -290,3 +295,118 @@ def test_a_misspelt_query_is_corrected_for_the_dense_side_too() -> None:
     assert engine._with_fixes("convert curency amounts") == "convert curency (currency) amounts"  # pyright: ignore[reportPrivateUsage]
     # A word the vocabulary lacks and that is no typo of one stays as it is.
     assert engine._with_fixes("email my landlord") == "email my landlord"  # pyright: ignore[reportPrivateUsage]
+
+
+# -- the default model's query path and the two-pass search of large catalogs -------------
+
+EVAL_DIR = Path(__file__).resolve().parents[1] / "data" / "eval"
+
+
+def _eval_doc(name: str) -> dict[str, Any]:
+    with gzip.open(EVAL_DIR / f"{name}.gz", "rt", encoding="utf-8") as f:
+        doc: dict[str, Any] = json.load(f)
+    return doc
+
+
+def _eval_tools(name: str) -> list[Tool]:
+    return [
+        Tool(
+            name=r["name"],
+            namespace=r["namespace"],
+            description=r.get("description") or "",
+            input_schema=r.get("input_schema") or {"type": "object"},
+        )
+        for r in _eval_doc(name)["tools"]
+    ]
+
+
+def _encoded(embedder: StaticEmbedder, text: str) -> list[int]:
+    return list(embedder._tokenizer.encode(text, add_special_tokens=False).ids)  # pyright: ignore[reportPrivateUsage]
+
+
+def test_a_query_read_word_by_word_gets_the_tokens_of_the_whole_text() -> None:
+    """The default model reads a query word by word from caches; the tokens must be the tokenizer's own."""
+    embedder = StaticEmbedder.from_package()
+    texts = [t for q in _eval_doc("livemcpbench.json")["queries"] for t in query_texts(q["query"])]
+    texts += [t for q in _eval_doc("msc_bench_mcp.json")["queries"] for t in query_texts(q["query"])]
+    texts += [tool_text(t) for t in _eval_tools("github_mcp_server_tools.json")]
+    texts += ["", "a", "two  spaces", " leading", "trailing ", "<s> special </s>", "tab\tand\nnewline"]
+    texts += ["naïve café 東京", "C++ vs. C#: 3.5x faster?!"]
+    most = semantic_module.MAX_TOOL_TOKENS
+    for round_ in range(2):  # the second round reads the words the first one learnt
+        for text in texts:
+            with embedder._lock:  # pyright: ignore[reportPrivateUsage]
+                got = embedder._small_ids(text)  # pyright: ignore[reportPrivateUsage]
+            assert got[:most] == _encoded(embedder, text)[:most], (round_, text)
+    assert embedder._words  # pyright: ignore[reportPrivateUsage]  # some words were learnt, not all looked up
+
+
+def test_every_whole_word_token_is_how_the_tokenizer_encodes_that_word() -> None:
+    embedder = StaticEmbedder.from_package()
+    whole = embedder._whole_words  # pyright: ignore[reportPrivateUsage]
+    assert len(whole) > 10_000
+    wrong = [w for w, ids in whole.items() if _encoded(embedder, w) != ids]
+    assert wrong == []
+
+
+def test_a_query_embeds_the_same_alone_and_in_a_batch() -> None:
+    embedder = default_embedder()
+    texts = [q["query"] for q in _eval_doc("livemcpbench.json")["queries"][:20]]
+    batch = embedder.embed(texts)  # more than a small batch: the tokenizer's batch call
+    alone = np.vstack([embedder.embed([t]) for t in texts])  # word by word
+    assert np.array_equal(batch, alone)
+
+
+def _two_indexes(tools: Sequence[Tool]) -> tuple[InMemoryIndex, InMemoryIndex]:
+    exact = build(tools, search_params=SearchParams(dense_exact_max=100_000))
+    two_pass = build(tools, search_params=SearchParams(dense_exact_max=0))
+    return exact, two_pass
+
+
+def test_the_two_pass_search_of_a_large_catalog_finds_what_the_exact_search_finds() -> None:
+    tools = _eval_tools("livemcpbench.json")  # 527 tools: the first pass keeps 100 of them
+    exact, two_pass = _two_indexes(tools)
+    queries = [q["query"] for q in _eval_doc("livemcpbench.json")["queries"]]
+    found = sum(len(set(ids(exact, q, limit=5)) & set(ids(two_pass, q, limit=5))) for q in queries)
+    assert found >= 0.97 * sum(len(ids(exact, q, limit=5)) for q in queries)  # 98.3 % measured
+
+
+def test_the_two_pass_mean_cosine_follows_every_change_of_the_vectors() -> None:
+    """Above ``dense_exact_max`` the catalog's mean cosine comes from a kept mean vector."""
+    rng = np.random.default_rng(7)
+
+    def unit(k: int) -> npt.NDArray[np.float32]:
+        v = rng.normal(size=(k, 256)).astype(np.float32)
+        return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+    dense = DenseVectors(default_embedder(), 400)
+    dense.put(0, unit(300), unit(300))
+    query = unit(1)
+    none = np.zeros(0, dtype=np.intp)
+
+    def means(n: int, alive: int) -> tuple[float, float]:
+        exact = dense.candidates(query, n, alive, 0.5, exact_max=10_000, keep=none, eligible=None)[2]
+        two_pass = dense.candidates(query, n, alive, 0.5, exact_max=0, keep=none, eligible=None)[2]
+        return exact, two_pass
+
+    assert means(300, 300)[0] == pytest.approx(means(300, 300)[1], abs=1e-5)
+    for slot in range(0, 300, 3):
+        dense.clear(slot)
+    assert means(300, 200)[0] == pytest.approx(means(300, 200)[1], abs=1e-5)
+    dense.put(300, unit(50), unit(50))
+    assert means(350, 250)[0] == pytest.approx(means(350, 250)[1], abs=1e-5)
+    dense.compact(np.array([s for s in range(350) if s % 3 or s >= 300], dtype=np.intp))
+    assert means(250, 250)[0] == pytest.approx(means(250, 250)[1], abs=1e-5)
+
+
+def test_the_two_pass_search_follows_removals() -> None:
+    tools = _eval_tools("livemcpbench.json")
+    exact, two_pass = _two_indexes(tools)
+    query = "search the web for recent news"
+    removed = ids(exact, query, limit=40)
+    for index in (exact, two_pass):
+        for tid in removed:
+            index.unregister(tid)
+    after = ids(two_pass, query, limit=50)
+    assert after and not set(after) & set(removed)
+    assert after[:3] == ids(exact, query, limit=3)

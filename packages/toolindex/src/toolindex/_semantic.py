@@ -102,13 +102,23 @@ class StaticEmbedder:
     and truncation settings are shared state).
     """
 
-    def __init__(self, table: FloatArray, tokenizer: Any, *, max_tokens: int = MAX_TOOL_TOKENS) -> None:
+    def __init__(
+        self, table: FloatArray, tokenizer: Any, *, max_tokens: int = MAX_TOOL_TOKENS, by_word: bool = False
+    ) -> None:
         """Wrap a token table and a ``tokenizers.Tokenizer``.
 
         Args:
             table: ``(vocabulary size, dim)`` vectors, one per token id.
             tokenizer: A ``tokenizers.Tokenizer`` whose ids index ``table``.
             max_tokens: Tokens of one text that are pooled; the rest are ignored.
+            by_word: The tokenizer encodes a text of words separated by single spaces as the
+                concatenation of its words' encodings (true of a SentencePiece-style BPE whose
+                only tokens holding a word boundary are runs of it, as the default model's).
+                A query's words are then looked up in the vocabulary's whole words and a
+                bounded cache of word encodings instead of tokenizing the query: a query's
+                embedding comes right after the lexical pass has pushed the tokenizer's tables
+                out of the CPU caches, where a call to the tokenizer costs several times what
+                it costs warm (``bench/search_latency.py``).
 
         Raises:
             ValueError: If ``table`` is not a two-dimensional array.
@@ -119,6 +129,11 @@ class StaticEmbedder:
         self._tokenizer = tokenizer
         self._max_tokens = max_tokens
         self._lock = threading.Lock()
+        self._by_word = by_word
+        self._words: dict[str, list[int]] = {}
+        """Encodings of words seen in queries (bounded: cleared when full)."""
+        self._whole_words: dict[str, list[int]] = _whole_words(tokenizer) if by_word else {}
+        """Words that are one token of the vocabulary (their encoding is that token)."""
 
     @classmethod
     def from_package(cls) -> StaticEmbedder:
@@ -151,7 +166,7 @@ class StaticEmbedder:
         tokenizer: Any = Tokenizer.from_file(str(tok_file))
         tokenizer.no_padding()
         tokenizer.no_truncation()
-        return cls(np.asarray(tensors[_TENSOR], dtype=np.float32), tokenizer)
+        return cls(np.asarray(tensors[_TENSOR], dtype=np.float32), tokenizer, by_word=True)
 
     @property
     def dim(self) -> int:
@@ -175,15 +190,15 @@ class StaticEmbedder:
         with self._lock:
             # A query's few texts: one by one on this thread (the batch call hands them to a
             # thread pool, which costs more than it saves for a handful of short texts).
-            encodings: list[Any] = (
-                [self._tokenizer.encode(t, add_special_tokens=False) for t in cut]
+            encoded: list[list[int]] = (
+                [self._small_ids(t) for t in cut]
                 if len(cut) <= _SMALL_BATCH
-                else self._tokenizer.encode_batch(cut, add_special_tokens=False)
+                else [e.ids for e in self._tokenizer.encode_batch(cut, add_special_tokens=False)]
             )
-        lengths = np.array([min(len(e.ids), self._max_tokens) for e in encodings], dtype=np.int64)
+        lengths = np.array([min(len(e), self._max_tokens) for e in encoded], dtype=np.int64)
         if not lengths.any():
             return out
-        ids = np.concatenate([np.asarray(e.ids[: self._max_tokens], dtype=np.int64) for e in encodings])
+        ids = np.concatenate([np.asarray(e[: self._max_tokens], dtype=np.int64) for e in encoded])
         np.clip(ids, 0, self._table.shape[0] - 1, out=ids)
         rows = np.flatnonzero(lengths)
         starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))[rows]
@@ -191,6 +206,57 @@ class StaticEmbedder:
         sums = np.add.reduceat(self._table[ids], starts, axis=0)
         out[rows] = sums / lengths[rows, None]
         return normalised(out)
+
+    def _small_ids(self, text: str) -> list[int]:
+        """Token ids of one text of a small batch: word by word when ``by_word``.
+
+        A word the vocabulary holds as one token is that token; another word is tokenized
+        alone once and remembered (bounded). Texts the word rule does not cover (runs of
+        spaces, a space at either end, a ``<`` that may open a special token), and a text with
+        more than :data:`_MAX_NEW_WORDS` words never seen, are tokenized whole. Called under
+        the lock.
+        """
+        if not self._by_word or not text or "  " in text or text[0] == " " or text[-1] == " " or "<" in text:
+            return list(self._tokenizer.encode(text, add_special_tokens=False).ids)
+        whole, learnt = self._whole_words, self._words
+        if len(learnt) > _MAX_CACHED_WORDS:
+            learnt.clear()
+        out: list[int] = []
+        new = 0
+        for word in text.split(" "):
+            ids = whole.get(word) or learnt.get(word)
+            if ids is None:
+                new += 1
+                if new > _MAX_NEW_WORDS:
+                    return list(self._tokenizer.encode(text, add_special_tokens=False).ids)
+                ids = list(self._tokenizer.encode(word, add_special_tokens=False).ids)
+                if len(word) <= _MAX_CACHED_WORD_CHARS:
+                    learnt[word] = ids
+            out += ids
+            if len(out) >= self._max_tokens:
+                break
+        return out
+
+
+_MAX_CACHED_WORDS = 20_000
+_MAX_CACHED_WORD_CHARS = 64
+_MAX_NEW_WORDS = 16
+"""New words of one text tokenized one by one; past them the text is tokenized whole (one call)."""
+_WORD_START = "\u2581"  # SentencePiece's word boundary
+
+
+def _whole_words(tokenizer: Any) -> dict[str, list[int]]:
+    """Words the vocabulary holds as one token with a word boundary in front (``"▁word"``).
+
+    The default model's tokenizer encodes each of them as that token alone (checked for all
+    16,393 of them by tests/toolindex/test_index_semantic.py); 20 ms to build at load.
+    """
+    vocab: dict[str, int] = tokenizer.get_vocab()
+    return {
+        token[1:]: [tid]
+        for token, tid in vocab.items()
+        if len(token) > 1 and token[0] == _WORD_START and _WORD_START not in token[1:]
+    }
 
 
 def normalised(vectors: FloatArray) -> FloatArray:
