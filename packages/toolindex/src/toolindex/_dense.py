@@ -5,7 +5,7 @@ fusing the two signals is elementwise work on arrays of the same length. Up to
 ``SearchParams.dense_exact_max`` tools a query is scored exactly against every row. Above it,
 a query is first scored against each row's first :data:`PREFIX_DIM` dimensions, normalised
 (the default model is trained so that a prefix of its vectors is a smaller embedding of its
-own; an eighth of the memory to read), and only the best :data:`PREFIX_POOL` rows, with the
+own; an eighth of the memory to read), and only the best rows (:func:`pool_size`), with the
 lexical candidates, are scored in full. ``bench/search_latency.py`` measures both regimes and
 how often the second finds the first's top five, and ``bench/search_quality.py
 --dense-exact-max 0`` the quality of the second.
@@ -131,7 +131,7 @@ class DenseVectors:
             eligible: Slots that may be candidates (a namespace or tag filter), or ``None``.
 
         Returns:
-            ``(slots, cosines, mean)``: the best :data:`PREFIX_POOL` eligible slots and the
+            ``(slots, cosines, mean)``: the best :func:`pool_size` eligible slots and the
             ``keep`` ones (sorted), their exact scores, and the mean score over all live tools.
         """
         exact_regime = n <= exact_max
@@ -154,7 +154,8 @@ class DenseVectors:
         if eligible is not None:
             scores = np.where(eligible, scores, -np.inf).astype(np.float32)
         chosen = np.zeros(n, dtype=np.bool_)
-        chosen[np.argpartition(scores, n - PREFIX_POOL)[n - PREFIX_POOL :] if n > PREFIX_POOL else slice(None)] = True
+        size = pool_size(n)
+        chosen[np.argpartition(scores, n - size)[n - size :] if n > size else slice(None)] = True
         chosen[keep] = True
         if eligible is not None:
             chosen &= eligible
@@ -221,8 +222,16 @@ def _products(matrix: FloatArray, queries: FloatArray, n: int) -> FloatArray:
 
 _BLOCK_VALUES = 262_144
 PREFIX_DIM = 32
-"""Dimensions of the first, cheap pass over a large catalog. At 10,000 tools the two-pass top
-five holds 99.5 % of the exact search's (64 dimensions: 99.6 %), and a query takes 0.09 ms less
-(``bench/search_latency.py``)."""
+"""Dimensions of the first, cheap pass over a large catalog (half of the model's trained 64-dimension
+prefix: half the memory to read). At 10,000 tools the two-pass top five holds 99.2 % of the exact
+search's (``bench/search_latency.py``, which reports it at every size above ``dense_exact_max``)."""
 PREFIX_POOL = 100
-"""Rows the first pass keeps for exact scoring."""
+"""Fewest rows the first pass keeps for exact scoring."""
+PREFIX_POOL_SHARE = 250
+"""Above 25,000 tools the first pass keeps one row in this many (400 at 100,000 tools: with 100
+there, the two-pass top five held 97.0 % of the exact search's in ``bench/search_latency.py``)."""
+
+
+def pool_size(n: int) -> int:
+    """Rows of ``n`` that the first pass keeps for exact scoring."""
+    return max(PREFIX_POOL, n // PREFIX_POOL_SHARE)
