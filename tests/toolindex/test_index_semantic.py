@@ -385,8 +385,8 @@ def test_the_two_pass_mean_cosine_follows_every_change_of_the_vectors() -> None:
     none = np.zeros(0, dtype=np.intp)
 
     def means(n: int, alive: int) -> tuple[float, float]:
-        exact = dense.candidates(query, n, alive, 0.5, exact_max=10_000, keep=none, eligible=None)[2]
-        two_pass = dense.candidates(query, n, alive, 0.5, exact_max=0, keep=none, eligible=None)[2]
+        exact = dense.candidates(query, n, alive, 0.5, exact_max=10_000, keep=none, eligible=None).mean
+        two_pass = dense.candidates(query, n, alive, 0.5, exact_max=0, keep=none, eligible=None).mean
         return exact, two_pass
 
     assert means(300, 300)[0] == pytest.approx(means(300, 300)[1], abs=1e-5)

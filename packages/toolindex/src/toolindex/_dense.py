@@ -22,12 +22,14 @@ Not thread-safe: the owning engine serialises calls.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import numpy.typing as npt
 
 from toolindex._semantic import Embedder, normalised
 
-__all__ = ["DenseVectors"]
+__all__ = ["Candidates", "DenseVectors"]
 
 FloatArray = npt.NDArray[np.float32]
 
@@ -114,7 +116,7 @@ class DenseVectors:
         exact_max: int,
         keep: npt.NDArray[np.intp],
         eligible: npt.NDArray[np.bool_] | None,
-    ) -> tuple[npt.NDArray[np.intp], FloatArray, float]:
+    ) -> Candidates:
         """The tools closest to the query, with their exact cosines, and the catalog's mean cosine.
 
         A query's score for a tool is its cosine with the whole query, mixed with its cosine
@@ -131,15 +133,18 @@ class DenseVectors:
             eligible: Slots that may be candidates (a namespace or tag filter), or ``None``.
 
         Returns:
-            ``(slots, cosines, mean)``: the best :func:`pool_size` eligible slots and the
-            ``keep`` ones (sorted), their exact scores, and the mean score over all live tools.
+            The best :func:`pool_size` eligible slots and the ``keep`` ones (sorted), with their
+            cosines with each of the query's vectors, their scores, and the mean score over all
+            live tools.
         """
         exact_regime = n <= exact_max
         if exact_regime:
-            scores = self._mixed(self._matrix, queries, n, clause_weight)
+            products = _products(self._matrix, queries, n)
+            scores = _mix(products, clause_weight)
             mean = float(scores.sum()) / max(n_alive, 1)
         else:
-            scores = self._mixed(self._prefix, normalised(queries[:, : self._prefix.shape[1]]), n, clause_weight)
+            products = None
+            scores = _mix(_products(self._prefix, normalised(queries[:, : self._prefix.shape[1]]), n), clause_weight)
             # The prefix's cosines have a scale of their own: the mean of the full cosines comes
             # from the running sum of the live vectors (exact for a query without clauses).
             centre = self._centre
@@ -160,31 +165,34 @@ class DenseVectors:
         if eligible is not None:
             chosen &= eligible
         pool = np.flatnonzero(chosen)
-        if exact_regime:
-            return pool, scores[pool], mean
-        return pool, self._mixed_rows(pool, queries, clause_weight), mean
+        sims = products[:, pool] if products is not None else queries @ self._matrix[pool].T
+        return Candidates(pool, sims, scores[pool] if exact_regime else _mix(sims, clause_weight), mean)
 
-    def closer_cosines(self, rows: npt.NDArray[np.intp], queries: FloatArray, clause_weight: float) -> FloatArray:
+    def closer_cosines(
+        self, rows: npt.NDArray[np.intp], sims: FloatArray, queries: FloatArray, clause_weight: float
+    ) -> FloatArray:
         """The scores of ``rows`` as :meth:`candidates` gives them, with the closer of each tool's two vectors.
 
-        Each of the query's vectors meets the closer of the tool's full vector and its gist.
+        Each of the query's vectors meets the closer of the tool's full vector (``sims``: the
+        rows' columns of :attr:`Candidates.sims`) and its gist.
         """
         if len(rows) == 0:
             return np.zeros(0, dtype=np.float32)
         gists = self._gist[rows].astype(np.float32)
-        return _mix(np.maximum(queries @ self._matrix[rows].T, queries @ gists.T), clause_weight)
+        return _mix(np.maximum(sims, queries @ gists.T), clause_weight)
 
-    def _mixed_rows(self, rows: npt.NDArray[np.intp], queries: FloatArray, clause_weight: float) -> FloatArray:
-        return _mix(queries @ self._matrix[rows].T, clause_weight)
 
-    def _mixed(self, matrix: FloatArray, queries: FloatArray, n: int, clause_weight: float) -> FloatArray:
-        return _mix(_products(matrix, queries, n), clause_weight)
+class Candidates(NamedTuple):
+    """What :meth:`DenseVectors.candidates` finds for a query."""
 
-    def best_cosines(self, queries: FloatArray, slots: list[int]) -> FloatArray:
-        """For each slot, its cosine with the query or with the closest of its clauses."""
-        if not slots:
-            return np.zeros(0, dtype=np.float32)
-        return (self._matrix[slots] @ queries.T).max(axis=1).astype(np.float32, copy=False)
+    slots: npt.NDArray[np.intp]
+    """Candidate slots, sorted."""
+    sims: FloatArray
+    """Cosine of each of the query's vectors (rows) with each candidate's vector (columns)."""
+    scores: FloatArray
+    """Each candidate's score: its cosine with the whole query, mixed with its closest clause's."""
+    mean: float
+    """The mean score over all live tools."""
 
 
 def _mix(sims: FloatArray, clause_weight: float) -> FloatArray:

@@ -850,7 +850,7 @@ class SearchEngine:
             return []
         queries = self._dense.embedder.embed(query_texts(self._with_fixes(query))).astype(np.float32, copy=False)
         keep = np.asarray(lex_slots, dtype=np.intp)
-        pool, cos, mean = self._dense.candidates(
+        pool, sims, cos, mean = self._dense.candidates(
             queries, n, self._n_alive, p.clause_weight, exact_max=p.dense_exact_max, keep=keep, eligible=eligible
         )
         if len(pool) == 0:
@@ -866,20 +866,24 @@ class SearchEngine:
             # The best candidates' dense scores also meet each tool's gist (the closer counts).
             top = np.lexsort((-cos, -fused))[: p.gist_pool]  # ties (below the mean: 0) by cosine
             cos = cos.copy()
-            cos[top] = self._dense.closer_cosines(pool[top], queries, p.clause_weight)
+            cos[top] = self._dense.closer_cosines(pool[top], sims[:, top], queries, p.clause_weight)
             fused = self._fuse(cos, mean, lexical)
         if len(pool) > limit:
             kth = max(float(np.partition(fused, len(fused) - limit)[len(fused) - limit]), np.finfo(np.float32).tiny)
             chosen = np.flatnonzero(fused >= kth)  # ties at the cut stay, and are broken by id below
         else:
             chosen = np.flatnonzero(fused > 0)
-        cand = pool[chosen]
-        fused_of = dict(zip(cand.tolist(), fused[chosen].tolist(), strict=True))
-        ranked = sorted(((fused_of[c], self._tid(c), c) for c in fused_of), key=lambda x: (-x[0], x[1]))[:limit]
         # Relevance is absolute, not relative to the catalog: a tool is as relevant as its
         # cosine with the whole query or with the clause of it that it serves best.
-        best = self._dense.best_cosines(queries, [c for _, _, c in ranked])
-        return [Ranked(tid, sc, min(max(float(rel), 0.0), 1.0)) for (sc, tid, _), rel in zip(ranked, best, strict=True)]
+        best: list[float] = sims[:, chosen].max(axis=0).tolist() if len(chosen) else []
+        ranked = sorted(
+            (
+                (sc, self._tid(c), rel)
+                for c, sc, rel in zip(pool[chosen].tolist(), fused[chosen].tolist(), best, strict=True)
+            ),
+            key=lambda x: (-x[0], x[1]),
+        )[:limit]
+        return [Ranked(tid, sc, min(max(rel, 0.0), 1.0)) for sc, tid, rel in ranked]
 
     def _fuse(self, cos: FloatArray, mean: float, lexical: FloatArray) -> FloatArray:
         # The dense score rescaled from the catalog's mean cosine (0) to the best candidate's (1),
