@@ -137,7 +137,7 @@ def measure(document: Path, runs: int) -> dict[str, Any]:
         path = Path(tmp) / document.name.removesuffix(".gz")
         data = gzip.decompress(document.read_bytes()) if document.suffix == ".gz" else document.read_bytes()
         path.write_bytes(data)
-        results = []
+        results: list[dict[str, Any]] = []
         for _ in range(runs):
             proc = subprocess.run(
                 [sys.executable, __file__, "--one", str(path), "--key", document.name],
@@ -146,7 +146,7 @@ def measure(document: Path, runs: int) -> dict[str, Any]:
                 check=True,
             )
             results.append(json.loads(proc.stdout))
-    best = min(results, key=lambda r: r["register_s"])
+    best = min(results, key=lambda r: float(r["register_s"]))
     return {
         "document": str(document.relative_to(ROOT)) if document.is_relative_to(ROOT) else str(document),
         "document_bytes": len(data),
