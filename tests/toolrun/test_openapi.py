@@ -364,7 +364,9 @@ async def test_sizes_through_reference_cycles_are_measured_as_the_runner_measure
         tools = {t["name"]: t for t in await provider.list_tools()}
     assert "values with references expanded (bound: 50,000)" in provider.skipped["POST /a"]
     assert "outputSchema" not in tools["list_a"]
-    assert [e["tool"] for e in logs if e["event"] == "openapi.tool_trimmed"] == ["list_a"]
+    assert list(provider.trimmed) == ["list_a"] and "values with references expanded" in provider.trimmed["list_a"]
+    summary = [e for e in logs if e["event"] == "openapi.tools_without_output_schema"]
+    assert [(e["log_level"], e["tools"], e["first"]) for e in summary] == [("warning", 1, ["list_a"])]
     assert "outputSchema" in tools["read_a"] and "outputSchema" in tools["read_pair"]
     for tool in tools.values():
         compile_schema(tool["inputSchema"])
@@ -401,7 +403,8 @@ async def test_reference_cycles_too_intricate_to_measure_skip_only_what_goes_thr
     assert "reference cycles take more than 1,000,000 steps to measure" in provider.skipped["POST /s"]
     assert set(tools) == {"get_s", "get_plain"}
     assert "outputSchema" not in tools["get_s"] and "outputSchema" in tools["get_plain"]
-    assert [e["tool"] for e in logs if e["event"] == "openapi.tool_trimmed"] == ["get_s"]
+    assert list(provider.trimmed) == ["get_s"]
+    assert [e["tools"] for e in logs if e["event"] == "openapi.tools_without_output_schema"] == [1]
 
 
 async def test_yaml_alias_bombs_and_recursive_aliases_are_refused(tmp_path: Path) -> None:

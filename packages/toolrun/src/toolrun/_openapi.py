@@ -14,6 +14,7 @@ cap on the bytes of a response that are read.
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 import math
 import os
@@ -59,6 +60,8 @@ _EXCERPT_CHARS: Final = 1_000
 _HEADER_UNSAFE = re.compile(r"[\r\n\x00]")
 
 _log = structlog.get_logger("toolrun.openapi")
+_NAMED_IN_SUMMARY = 5
+"""Tools named in the one warning about tools kept without their output schema."""
 
 
 class OpenAPIProvider:
@@ -142,6 +145,8 @@ class OpenAPIProvider:
         """The operation behind each tool, by tool name (filled by :meth:`list_tools`)."""
         self.skipped: dict[str, str] = {}
         """Operations that did not become tools at the last :meth:`list_tools` (``METHOD /path``) → reason."""
+        self.trimmed: dict[str, str] = {}
+        """Tools kept without their output schema at the last :meth:`list_tools` (tool name → why)."""
         # Values given in code are secrets as much as those load_config registers.
         register_secrets(header_secrets(self._headers))
         register_secrets([s for u in (base_url, document) if isinstance(u, str) for s in url_secrets(u)])
@@ -221,18 +226,30 @@ class OpenAPIProvider:
         built: BuiltTools = await anyio.to_thread.run_sync(lambda: self._build(load, large))
         for where, reason in built.skipped.items():
             _log.warning("openapi.operation_skipped", server=self.name, operation=where, reason=reason)
+        # A tool kept without its output schema still works: one line each at info, and one
+        # warning that says how many (a large document can have hundreds).
         for tool, note in built.notes.items():
-            _log.warning("openapi.tool_trimmed", server=self.name, tool=tool, note=note)
+            _log.info("openapi.tool_trimmed", server=self.name, tool=tool, note=note)
+        if built.notes:
+            _log.warning(
+                "openapi.tools_without_output_schema",
+                server=self.name,
+                tools=len(built.notes),
+                first=list(itertools.islice(built.notes, _NAMED_IN_SUMMARY)),
+                detail="provider.trimmed; log openapi.tool_trimmed (info) per tool",
+            )
         for op in built.operations.values():
             self._base_for(op, config_error=True)
         self.operations = built.operations
         self.skipped = built.skipped
+        self.trimmed = dict(built.notes)
         _log.info(
             "openapi.loaded",
             server=self.name,
             operations=built.total,
             tools=len(built.tools),
             skipped=len(built.skipped),
+            without_output_schema=len(built.notes),
             duration_ms=round((time.perf_counter() - started) * 1000, 1),
         )
         return built.tools
