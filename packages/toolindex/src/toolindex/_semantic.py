@@ -112,13 +112,14 @@ class StaticEmbedder:
             tokenizer: A ``tokenizers.Tokenizer`` whose ids index ``table``.
             max_tokens: Tokens of one text that are pooled; the rest are ignored.
             by_word: The tokenizer encodes a text of words separated by single spaces as the
-                concatenation of its words' encodings (true of a SentencePiece-style BPE whose
-                only tokens holding a word boundary are runs of it, as the default model's).
-                A query's words are then looked up in the vocabulary's whole words and a
-                bounded cache of word encodings instead of tokenizing the query: a query's
-                embedding comes right after the lexical pass has pushed the tokenizer's tables
-                out of the CPU caches, where a call to the tokenizer costs several times what
-                it costs warm (``bench/search_latency.py``).
+                concatenation of its words' encodings, and a word its vocabulary holds as one
+                token with a word boundary in front (``"▁word"``) as that token (both true of a
+                SentencePiece-style BPE whose only tokens holding a boundary inside are runs of
+                it, as the default model's; tests/toolindex/test_index_semantic.py checks them).
+                A query's words are then looked up in those whole words and a bounded cache of
+                word encodings instead of tokenizing the query: a query's embedding comes right
+                after the lexical pass has pushed the tokenizer's tables out of the CPU caches,
+                where a call to the tokenizer is slow.
 
         Raises:
             ValueError: If ``table`` is not a two-dimensional array.
