@@ -18,7 +18,9 @@ these). Each run is a fresh process (imports done before the clock starts) that 
 - ``reference_json_s``: ``json.loads`` of the same bytes, the floor any reader pays;
 - ``render_s``: ``tooldocs.render_module`` of every tool's Python signature (``ast.parse`` checked);
 - ``search``: the rank of the expected tool for queries whose answer is obvious (top 10),
-  and their MRR@10.
+  and their MRR@10; ``search_semantic`` and ``mrr_at_10_semantic``: the same with
+  ``InMemoryIndex(semantic=True)`` when ``toolindex[semantic]`` is installed (measured once,
+  after the timed runs, in the bench's own process).
 
 The figure reported for each document is its fastest run's (``register_s`` of every run
 listed). The target (issue: OpenAPI provider) is ``register_s`` under 2 s for a document of
@@ -112,10 +114,7 @@ def one_run(path: str, key: str) -> dict[str, Any]:
     ast.parse(module.text)
     render_s = time.perf_counter() - t
 
-    ranks: dict[str, int | None] = {}
-    for query, expected in queries.items():
-        ids = [h.id for h in index.search(query, limit=10)]
-        ranks[query] = ids.index(f"{server}:{expected}") + 1 if f"{server}:{expected}" in ids else None
+    ranks = search_ranks(index, server, queries)
     return {
         "operations": built.total,
         "tools": len(tools),
@@ -128,7 +127,44 @@ def one_run(path: str, key: str) -> dict[str, Any]:
         "render_s": render_s,
         "rendered_chars": len(module.text),
         "search": {q: {"expected": queries[q], "rank": r} for q, r in ranks.items()},
-        "mrr_at_10": sum(1 / r for r in ranks.values() if r) / len(ranks) if ranks else None,
+        "mrr_at_10": mrr(ranks),
+    }
+
+
+def search_ranks(index: Any, server: str, queries: dict[str, str]) -> dict[str, int | None]:
+    """The rank (1-10) of each query's expected tool, ``None`` when it is not in the top 10."""
+    ranks: dict[str, int | None] = {}
+    for query, expected in queries.items():
+        ids = [h.id for h in index.search(query, limit=10)]
+        ranks[query] = ids.index(f"{server}:{expected}") + 1 if f"{server}:{expected}" in ids else None
+    return ranks
+
+
+def mrr(ranks: dict[str, int | None]) -> float | None:
+    return sum(1 / r for r in ranks.values() if r) / len(ranks) if ranks else None
+
+
+def semantic_search(path: Path, key: str) -> dict[str, Any]:
+    """The search rows again with the semantic signal, or nothing without ``toolindex[semantic]``."""
+    import anyio
+    import structlog
+
+    from toolindex import InMemoryIndex, SemanticUnavailableError
+    from toolrun import OpenAPIProvider, ProviderBackend
+
+    server, queries = DOCUMENTS.get(key, ("api", {}))
+    if not queries:
+        return {}
+    try:
+        index = InMemoryIndex(semantic=True)
+    except SemanticUnavailableError:
+        return {}
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(40))
+    anyio.run(ProviderBackend(server, OpenAPIProvider(server, str(path))).attach, index)
+    ranks = search_ranks(index, server, queries)
+    return {
+        "search_semantic": {q: {"expected": queries[q], "rank": r} for q, r in ranks.items()},
+        "mrr_at_10_semantic": mrr(ranks),
     }
 
 
@@ -146,6 +182,7 @@ def measure(document: Path, runs: int) -> dict[str, Any]:
                 check=True,
             )
             results.append(json.loads(proc.stdout))
+        semantic = semantic_search(path, document.name)
     best = min(results, key=lambda r: float(r["register_s"]))
     return {
         "document": str(document.relative_to(ROOT)) if document.is_relative_to(ROOT) else str(document),
@@ -155,6 +192,7 @@ def measure(document: Path, runs: int) -> dict[str, Any]:
         **best,
         "target_s": TARGET_S,
         "meets_target": best["register_s"] < TARGET_S,
+        **semantic,
         "cpus": os.cpu_count(),
         "loadavg_1m": os.getloadavg()[0],
     }
@@ -174,10 +212,15 @@ def table(r: dict[str, Any]) -> str:
         f"target: register < {r['target_s']:g} s: {'meets' if r['meets_target'] else 'MISSES'}",
     ]
     if r["search"]:
-        rows += ["", f"{'query':<46}{'expected tool':<44}{'rank':>5}"]
+        semantic: dict[str, dict[str, Any]] = r.get("search_semantic") or {}
+        rows += ["", f"{'query':<46}{'expected tool':<44}{'rank':>5}{'semantic':>9}"]
         for query, hit in r["search"].items():
-            rows.append(f"{query:<46}{hit['expected']:<44}{hit['rank'] or '-':>5}")
-        rows.append(f"MRR@10 {r['mrr_at_10']:.2f}")
+            other = semantic.get(query, {}).get("rank") or "-" if semantic else ""
+            rows.append(f"{query:<46}{hit['expected']:<44}{hit['rank'] or '-':>5}{other:>9}")
+        line = f"MRR@10 {r['mrr_at_10']:.2f}"
+        if semantic:
+            line += f" (semantic: {r['mrr_at_10_semantic']:.2f})"
+        rows.append(line)
     return "\n".join(rows)
 
 
