@@ -86,9 +86,23 @@ OUT_OF_CATALOG_SETS: tuple[SetSpec, ...] = (
         lambda q: str(q["qid"]).startswith("out"),
         catalog="github_mcp_server_tools.json",
     ),
+    SetSpec(
+        "  of which plain",
+        "github_written_queries.json",
+        lambda q: str(q["qid"]).startswith("out") and not q.get("shares_word"),
+        catalog="github_mcp_server_tools.json",
+    ),
+    SetSpec(
+        "  of which sharing a word",
+        "github_written_queries.json",
+        lambda q: str(q["qid"]).startswith("out") and bool(q.get("shares_word")),
+        catalog="github_mcp_server_tools.json",
+    ),
     SetSpec("MSC L5 (out of scope)", "msc_bench_mcp.json", lambda q: q.get("level") == 5),
 )
-"""Queries no tool of their catalog serves: a search that can say "nothing fits" returns no hits."""
+"""Queries no tool of their catalog serves: a search that can say "nothing fits" returns no hits.
+The written GitHub set is also split into its plain requests and those written to share a word
+or a sense with a GitHub tool (``shares_word``)."""
 TYPO_SET = "MSC L1"
 """The set the no-argument ``--typos`` run perturbs."""
 
