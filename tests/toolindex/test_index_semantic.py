@@ -331,7 +331,7 @@ def test_a_query_read_word_by_word_gets_the_tokens_of_the_whole_text() -> None:
     texts += [t for q in _eval_doc("msc_bench_mcp.json")["queries"] for t in query_texts(q["query"])]
     texts += [tool_text(t) for t in _eval_tools("github_mcp_server_tools.json")]
     texts += ["", "a", "two  spaces", " leading", "trailing ", "<s> special </s>", "tab\tand\nnewline"]
-    texts += ["naïve café 東京", "C++ vs. C#: 3.5x faster?!"]
+    texts += ["naïve café 東京", "C++ vs. C#: 3.5x faster?!", "a \u2581b", "find \u2581\u2581issues now"]
     most = semantic_module.MAX_TOOL_TOKENS
     for round_ in range(2):  # the second round reads the words the first one learnt
         for text in texts:

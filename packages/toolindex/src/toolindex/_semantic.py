@@ -213,11 +213,19 @@ class StaticEmbedder:
 
         A word the vocabulary holds as one token is that token; another word is tokenized
         alone once and remembered (bounded). Texts the word rule does not cover (runs of
-        spaces, a space at either end, a ``<`` that may open a special token), and a text with
-        more than :data:`_MAX_NEW_WORDS` words never seen, are tokenized whole. Called under
-        the lock.
+        spaces, a space at either end, the boundary mark itself, which reads as a space, a
+        ``<`` that may open a special token), and a text with more than :data:`_MAX_NEW_WORDS`
+        words never seen, are tokenized whole. Called under the lock.
         """
-        if not self._by_word or not text or "  " in text or text[0] == " " or text[-1] == " " or "<" in text:
+        if (
+            not self._by_word
+            or not text
+            or "  " in text
+            or text[0] == " "
+            or text[-1] == " "
+            or "<" in text
+            or _WORD_START in text
+        ):
             return list(self._tokenizer.encode(text, add_special_tokens=False).ids)
         whole, learnt = self._whole_words, self._words
         if len(learnt) > _MAX_CACHED_WORDS:
@@ -250,7 +258,7 @@ def _whole_words(tokenizer: Any) -> dict[str, list[int]]:
     """Words the vocabulary holds as one token with a word boundary in front (``"▁word"``).
 
     The default model's tokenizer encodes each of them as that token alone (checked for all
-    16,393 of them by tests/toolindex/test_index_semantic.py); 20 ms to build at load.
+    16,393 of them by tests/toolindex/test_index_semantic.py); built once, when the model loads.
     """
     vocab: dict[str, int] = tokenizer.get_vocab()
     return {
