@@ -399,6 +399,21 @@ def test_the_two_pass_mean_cosine_follows_every_change_of_the_vectors() -> None:
     assert means(250, 250)[0] == pytest.approx(means(250, 250)[1], abs=1e-5)
 
 
+def test_the_first_pass_keeps_more_rows_in_a_larger_catalog() -> None:
+    rng = np.random.default_rng(3)
+    n = 30_000
+    vectors = rng.normal(size=(n, 256)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    dense = DenseVectors(default_embedder(), n)
+    dense.put(0, vectors, vectors)
+    query = vectors[:1]
+    none = np.zeros(0, dtype=np.intp)
+    small = dense.candidates(query, 10_000, 10_000, 0.5, exact_max=0, keep=none, eligible=None)
+    large = dense.candidates(query, n, n, 0.5, exact_max=0, keep=none, eligible=None)
+    assert len(small.slots) == 100 and len(large.slots) == n // 250
+    assert 0 in large.slots.tolist()  # the query's own row is among them
+
+
 def test_the_two_pass_search_follows_removals() -> None:
     tools = _eval_tools("livemcpbench.json")
     exact, two_pass = _two_indexes(tools)

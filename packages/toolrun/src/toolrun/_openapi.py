@@ -242,7 +242,7 @@ class OpenAPIProvider:
             self._base_for(op, config_error=True)
         self.operations = built.operations
         self.skipped = built.skipped
-        self.trimmed = dict(built.notes)
+        self.trimmed = built.notes
         _log.info(
             "openapi.loaded",
             server=self.name,
