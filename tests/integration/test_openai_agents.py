@@ -216,3 +216,45 @@ def test_the_documented_example_runs_with_its_scripted_model() -> None:
     assert lines[-1] == "tool calls: search_tools, describe_tool, execute_code"
     # One line per demo office, most urgent tickets first.
     assert len(lines) == 7 and lines[0].startswith("Paris: 4 urgent, ")
+
+
+async def test_exposed_upstream_tools_are_function_tools_called_as_run_tool_calls_them(config: dict[str, Any]) -> None:
+    model = ScriptedModel(
+        [
+            lambda items: ("time__get_current_time", {"timezone": "Asia/Tokyo"}),
+            lambda items: ("time__get_current_time", {"timezone": 42}),
+            lambda items: "done",
+        ]
+    )
+    # A policy that asks about conversions: the exposed conversion is an approval_required reply.
+    config["toolcode"]["policy"] = {"rules": [{"tools": "time:convert_time", "decision": "ask"}]}
+    async with Toolbox.from_config(config) as box:
+        tools = codemode_tools(box, tools=["search_tools"], expose=["time:*"])
+        agent = Agent(name="assistant", tools=tools, model=model)
+        result = await Runner.run(agent, "Time in Tokyo?")
+        server = CodeModeServer(box, expose=["time:*"])
+        definitions = {d["name"]: d for d in server.tool_definitions()}
+        async with Client(server.server) as client:
+            run_tool = await client.call_tool(
+                "run_tool", {"tool_id": "time:get_current_time", "args": {"timezone": "Asia/Tokyo"}}
+            )
+        server.close()
+        convert = next(t for t in tools if t.name == "time__convert_time")
+        asked = await convert.on_invoke_tool(
+            None,  # type: ignore[arg-type]  # the context is read only by a caller function
+            json.dumps({"source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Tokyo"}),
+        )
+
+    # The same names, descriptions and schemas as toolcode serve publishes.
+    assert [t.name for t in tools] == ["search_tools", "time__convert_time", "time__get_current_time"]
+    for tool in tools[1:]:
+        assert tool.description == definitions[tool.name]["description"]
+        assert tool.description.startswith(f"[time:{tool.name.removeprefix('time__')}] ")
+        assert tool.params_json_schema == definitions[tool.name]["inputSchema"]
+    assert [t.name for t in model.requests[0]["tools"]] == [t.name for t in tools]
+    ok, bad = tool_outputs(result)
+    # The reply is run_tool's: the upstream value as JSON.
+    assert json.loads(ok)["timezone"] == "Asia/Tokyo"
+    assert json.loads(ok).keys() == json.loads(run_tool.content[0].text).keys()  # type: ignore[union-attr]
+    assert bad.startswith("error [invalid_arguments]: ") and "timezone" in bad
+    assert asked.startswith("error [approval_required]: ")

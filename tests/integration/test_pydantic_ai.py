@@ -29,6 +29,7 @@ from pydantic_ai.messages import (
     ToolReturnPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import FunctionToolset
 
 from toolcode import DEFAULT_TOOLS, Settings, Toolbox
@@ -308,3 +309,47 @@ def test_the_documented_example_runs_with_its_scripted_model() -> None:
     assert lines[-1] == "tool calls: search_tools, describe_tool, execute_code"
     # One line per demo office, most urgent tickets first.
     assert len(lines) == 7 and lines[0].startswith("Paris: 4 urgent, ")
+
+
+async def test_exposed_upstream_tools_are_offered_and_called_as_run_tool_calls_them(config: dict[str, Any]) -> None:
+    config["toolcode"]["expose"] = ["time:*"]  # the config's choice is the toolset's default
+    offered: list[dict[str, ToolDefinition]] = []
+
+    def first(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        offered.append({t.name: t for t in info.function_tools})
+        return ModelResponse(parts=[ToolCallPart("time__get_current_time", {"timezone": "Asia/Tokyo"})])
+
+    def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        offered.append({t.name: t for t in info.function_tools})
+        return ModelResponse(parts=[TextPart("done")])
+
+    steps = [first, call("time__get_current_time", {"timezone": 42}), answer]
+    async with Toolbox.from_config(config) as box:
+        toolset = CodeModeToolset(box, tools=["search_tools"], max_retries=1)
+        result = await Agent(scripted(steps), toolsets=[toolset]).run("Time in Tokyo?")
+        server = CodeModeServer(box)  # the same config: the same tools exposed
+        definitions = {d["name"]: d for d in server.tool_definitions()}
+        async with Client(server.server) as client:
+            run_tool = await client.call_tool(
+                "run_tool", {"tool_id": "time:get_current_time", "args": {"timezone": "Asia/Tokyo"}}
+            )
+        server.close()
+        # The list follows the catalog: a tool gone upstream is no longer offered.
+        box.index.unregister("time:convert_time")
+        later = await Agent(scripted([answer]), toolsets=[toolset]).run("Anything?")
+        only = await Agent(scripted([answer]), toolsets=[CodeModeToolset(box, expose=[])]).run("Anything?")
+
+    assert result.output == later.output == only.output == "done"
+    tools = offered[0]
+    assert list(tools) == ["search_tools", "time__convert_time", "time__get_current_time"]
+    for name in ("time__convert_time", "time__get_current_time"):
+        assert tools[name].description == definitions[name]["description"]
+        assert tools[name].parameters_json_schema == definitions[name]["inputSchema"]
+    ok, bad = returns(result.all_messages())
+    assert ok.outcome == "success" and json.loads(str(ok.content))["timezone"] == "Asia/Tokyo"
+    assert json.loads(str(ok.content)).keys() == json.loads(run_tool.content[0].text).keys()  # type: ignore[union-attr]
+    assert ok.metadata["value"]["timezone"] == "Asia/Tokyo"
+    # A bad argument is a mistake the model fixes: a retry, worded as run_tool words it.
+    assert bad.outcome == "retried" and str(bad.content).startswith("error [invalid_arguments]: ")
+    assert list(offered[-2]) == ["search_tools", "time__get_current_time"]
+    assert "time__get_current_time" not in offered[-1]  # expose=[] overrides the config

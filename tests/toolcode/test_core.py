@@ -19,6 +19,8 @@ from toolcode import (
     load_settings,
 )
 from toolcode._core import outcome_text
+from toolcode._metatools import exposed_description, exposed_tools
+from toolcode.exceptions import clip
 from toolcode.server import CodeModeServer
 from toolrun import LocalBackend
 
@@ -179,6 +181,29 @@ async def test_exposed_name_collisions_are_reported_at_start() -> None:
         server = CodeModeServer(box, expose=["*"])
         assert len(server.collisions) == 1 and "a__x__b" in server.collisions[0]
         assert [n for n in server.tool_names() if n.startswith("a")] == ["a__x__b"]
+
+
+async def test_exposed_names_follow_each_doors_rules_and_never_take_a_code_mode_tools_name() -> None:
+    local = LocalBackend()
+    for namespace, name in [("ns", "v1.get"), ("ns", "x" * 125), ("ns", "x" * 70), ("ns", "ok-1"), ("run", "tool")]:
+        local.add(lambda: "1", namespace=namespace, name=name, description="A tool.")
+
+    async with Toolbox([local], engine="inprocess") as box:
+        mcp = exposed_tools(box.codemode, ["*"], reserved={"run__tool"})
+        openai = exposed_tools(box.codemode, ["ns:*"], max_name=64, punctuation="_-")
+        none = exposed_tools(box.codemode, [])
+
+    # MCP: ASCII letters, digits and _.- up to 128 characters.
+    assert list(mcp.tools) == ["ns__ok-1", "ns__v1.get", "ns__" + "x" * 70]
+    assert sorted(mcp.collisions) == [
+        f"ns:{'x' * 125}: {clip('ns__' + 'x' * 125, 80)!r} is not a valid tool name here; not exposed",
+        "run:tool and a code-mode tool are both exposed as 'run__tool'; a code-mode tool is kept",
+    ]
+    # OpenAI function names: no '.', at most 64 characters.
+    assert list(openai.tools) == ["ns__ok-1"]
+    assert len(openai.collisions) == 3  # v1.get, and both long names
+    assert exposed_description(mcp.tools["ns__ok-1"]) == "[ns:ok-1] A tool."
+    assert not none.tools and not none.collisions
 
 
 def test_settings_name_unknown_keys_and_never_echo_values(tmp_path: Path) -> None:

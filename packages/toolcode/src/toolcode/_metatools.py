@@ -11,9 +11,10 @@ the same mistake reads the same through every door.
 
 from __future__ import annotations
 
+import fnmatch
 import functools
 import json
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, cast
 
@@ -28,13 +29,19 @@ from toolcode._policy import Asker
 from toolcode._settings import META_TOOLS
 from toolcode._types import OnToolCall
 from toolcode.exceptions import ErrorCode, InvalidArgumentsError, ToolCodeError, clip
+from toolindex import Tool
 
 __all__ = [
+    "EXPOSED_SEPARATOR",
     "FIXABLE_CODES",
+    "Exposed",
     "MetaToolReply",
     "StepListener",
+    "call_exposed",
     "call_metatool",
     "compact_schema",
+    "exposed_description",
+    "exposed_tools",
     "failure_reply",
     "input_schema",
     "instructions",
@@ -87,6 +94,97 @@ def failure_reply(exc: BaseException, codemode: CodeMode) -> MetaToolReply:
     """The reply for a call that failed with ``exc`` (hints name only tools the caller can see)."""
     info = error_info(exc, codemode.view())
     return MetaToolReply(text=failure_text(info), error=info, is_error=True)
+
+
+EXPOSED_SEPARATOR = "__"
+"""Joins namespace and name of a directly exposed upstream tool (``github__list_issues``);
+``:`` is not allowed in MCP tool names and some clients reject ``.``."""
+
+_EXPOSED_NAME_MAX = 128
+"""Longest exposed name: MCP's limit for a tool name (OpenAI's function names stop at 64)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Exposed:
+    """The upstream tools a door publishes directly, beside the code-mode tools."""
+
+    tools: dict[str, Tool]
+    """Exposed name (``namespace__name``) → tool, in name order."""
+    collisions: list[str]
+    """Tools matched but not published, each with the reason (an invalid or taken name)."""
+
+
+def exposed_description(tool: Tool) -> str:
+    """What the model reads about an exposed tool: its id, then its description."""
+    return f"[{tool.id}] {tool.description}"
+
+
+def exposed_tools(
+    codemode: CodeMode,
+    patterns: Sequence[str],
+    *,
+    reserved: Collection[str] = (),
+    max_name: int = _EXPOSED_NAME_MAX,
+    punctuation: str = "_.-",
+) -> Exposed:
+    """The visible upstream tools matching ``patterns``, each under the name a door publishes it as.
+
+    Args:
+        codemode: The core whose view is read.
+        patterns: ``namespace:name`` patterns (``fnmatch``: ``github:list_*``, ``*``), matched
+            against each tool's key and id.
+        reserved: Names already taken (the door's code-mode tools): a tool mapping to one is not
+            published.
+        max_name: Longest name the door's clients accept.
+        punctuation: The characters besides ASCII letters and digits a name may hold (MCP:
+            ``_.-``; OpenAI function names: ``_-``).
+
+    Returns:
+        The published tools and, for each matched tool left out, why (the first of two tools
+        that map to one name, in id order, is kept).
+    """
+    out: dict[str, Tool] = {}
+    collisions: list[str] = []
+    if not patterns:
+        return Exposed(out, collisions)
+    view = codemode.view()
+    cursor: str | None = None
+    while True:
+        page = view.list_tools(cursor=cursor, limit=1000, namespace=None)
+        for tool in page.tools:
+            if not any(fnmatch.fnmatchcase(tool.key, p) or fnmatch.fnmatchcase(tool.id, p) for p in patterns):
+                continue
+            key = f"{tool.namespace}{EXPOSED_SEPARATOR}{tool.name}"
+            if len(key) > max_name or not all(c.isascii() and (c.isalnum() or c in punctuation) for c in key):
+                collisions.append(f"{tool.id}: {clip(key, 80)!r} is not a valid tool name here; not exposed")
+            elif key in out or key in reserved:
+                kept = out[key].id if key in out else "a code-mode tool"
+                collisions.append(f"{tool.id} and {kept} are both exposed as {key!r}; {kept} is kept")
+            else:
+                out[key] = tool
+        if page.next_cursor is None:
+            break
+        cursor = page.next_cursor
+    return Exposed(dict(sorted(out.items())), collisions)
+
+
+async def call_exposed(
+    codemode: CodeMode, tool: Tool, args: Mapping[str, Any], *, caller: str | None = None, ask: Asker | None = None
+) -> MetaToolReply:
+    """Call an exposed upstream tool as ``run_tool`` does: the same checks, policy, reply text and errors.
+
+    Args:
+        codemode: The core (with the caller's ceilings applied).
+        tool: The exposed tool (from :func:`exposed_tools`).
+        args: The arguments as the model sent them.
+        caller: Who the call is for.
+        ask: Asks a person about a call the policy asks for (``None``: it fails with
+            ``approval_required``).
+
+    Returns:
+        The reply (a failure is a reply with ``error`` set, never an exception).
+    """
+    return await call_metatool(codemode, "run_tool", {"tool_id": tool.id, "args": dict(args)}, caller=caller, ask=ask)
 
 
 def instructions(codemode: CodeMode) -> str:

@@ -21,6 +21,12 @@ never raised: the run goes on and the model reacts. ``resume_execution`` and ``a
 are a person's decisions, so they are marked ``needs_approval`` (the run is interrupted for the
 host to approve or reject the call).
 
+Upstream tools matching ``expose`` are offered directly as well, as ``toolcode serve`` publishes
+them: named ``namespace__name`` (function names allow letters, digits, ``_`` and ``-``, at most
+64 characters: a tool whose name does not fit is left out with a warning), described with their
+id, called as ``run_tool`` calls them. Function tools are a fixed list: those exposed are the
+matching tools when :func:`codemode_tools` is called (call it again after the catalog changes).
+
 The toolbox's lifetime is the host's (``async with Toolbox...``): function tools have none.
 """
 
@@ -45,8 +51,18 @@ except ImportError as _missing:  # the extra is not installed (or is too old)
 from toolcode._app import Toolbox
 from toolcode._core import CodeMode
 from toolcode._descriptions import DESCRIPTIONS
-from toolcode._metatools import call_metatool, failure_reply, input_schema, instructions
+from toolcode._metatools import (
+    MetaToolReply,
+    call_exposed,
+    call_metatool,
+    exposed_description,
+    exposed_tools,
+    failure_reply,
+    input_schema,
+    instructions,
+)
 from toolcode.exceptions import InvalidArgumentsError
+from toolindex import Tool
 
 __all__ = ["CallerOf", "codemode_instructions", "codemode_tools"]
 
@@ -58,6 +74,9 @@ marks these ``destructiveHint``)."""
 
 CallerOf = str | Callable[[ToolContext[Any]], str | None] | None
 """Who the calls are for: a fixed name, or a function of the tool context (e.g. of ``ctx.context``)."""
+
+_FUNCTION_NAME_MAX = 64
+"""Longest function tool name the OpenAI API accepts (``^[a-zA-Z0-9_-]{1,64}$``)."""
 
 
 def codemode_instructions(toolbox: Toolbox) -> str:
@@ -78,6 +97,7 @@ def codemode_tools(
     *,
     tools: Sequence[str] | None = None,
     caller: CallerOf = None,
+    expose: Sequence[str] | None = None,
 ) -> list[FunctionTool]:
     """The code-mode tools as Agents SDK function tools over a toolbox.
 
@@ -87,10 +107,12 @@ def codemode_tools(
             :data:`toolcode.DEFAULT_TOOLS`).
         caller: Who the calls are for: sessions, paused runs and stored results are the
             caller's (default: ``None``, the local caller, as in the CLI).
+        expose: Patterns of upstream tools to offer directly as well (``namespace:name``,
+            ``*`` allowed; default: the config's ``toolcode.expose``, else none).
 
     Returns:
         One ``FunctionTool`` per tool, with the descriptions and input schemas of every door
-        (not in strict mode: ``args`` and ``input`` take any JSON).
+        (not in strict mode: ``args`` and ``input`` take any JSON), then one per exposed tool.
 
     Raises:
         ConfigurationError: If ``tools`` names a tool that is not a code-mode tool.
@@ -101,26 +123,49 @@ def codemode_tools(
     names = settings.meta_tools()
     # The model picks its own limits: the operator's ceilings apply, as at the MCP door.
     codemode = toolbox.codemode.with_ceilings(settings.max_limits)
-    return [
+    out = [
         FunctionTool(
             name=name,
             description=DESCRIPTIONS[name],
             params_json_schema=input_schema(name),
-            on_invoke_tool=partial(_invoke, codemode, name, caller),
+            on_invoke_tool=partial(_invoke, codemode, name, caller, None),
             strict_json_schema=False,
             needs_approval=name in _PERSON_TOOLS,
         )
         for name in names
     ]
+    patterns = tuple(expose) if expose is not None else settings.expose
+    exposed = exposed_tools(codemode, patterns, reserved=names, max_name=_FUNCTION_NAME_MAX, punctuation="_-")
+    for c in exposed.collisions:
+        log.warning("openai_agents.expose_collision", detail=c)
+    out += [
+        FunctionTool(
+            name=key,
+            description=exposed_description(tool),
+            params_json_schema=tool.input_schema,
+            on_invoke_tool=partial(_invoke, codemode, key, caller, tool),
+            strict_json_schema=False,
+        )
+        for key, tool in exposed.tools.items()
+    ]
+    return out
 
 
-async def _invoke(codemode: CodeMode, name: str, caller: CallerOf, ctx: ToolContext[Any], input_json: str) -> str:
+async def _invoke(
+    codemode: CodeMode, name: str, caller: CallerOf, tool: Tool | None, ctx: ToolContext[Any], input_json: str
+) -> str:
+    """One call of a code-mode tool (``tool`` is ``None``) or of the exposed upstream ``tool``."""
+    who = caller(ctx) if callable(caller) else caller
+    reply: MetaToolReply
     try:
         args = _arguments(input_json)
     except InvalidArgumentsError as e:
         reply = failure_reply(e, codemode)
     else:
-        reply = await call_metatool(codemode, name, args, caller=caller(ctx) if callable(caller) else caller)
+        if tool is not None:
+            reply = await call_exposed(codemode, tool, args, caller=who)
+        else:
+            reply = await call_metatool(codemode, name, args, caller=who)
     if reply.error is not None:
         log.info("openai_agents.tool_failed", tool=name, code=reply.error.code)
     return reply.text

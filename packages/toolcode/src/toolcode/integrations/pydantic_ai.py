@@ -54,9 +54,18 @@ except ImportError as _missing:  # the extra is not installed (or is too old)
 from toolcode._app import Toolbox
 from toolcode._core import CodeMode
 from toolcode._descriptions import DESCRIPTIONS, INSTRUCTIONS
-from toolcode._metatools import call_metatool, input_schema, instructions
+from toolcode._metatools import (
+    MetaToolReply,
+    call_exposed,
+    call_metatool,
+    exposed_description,
+    exposed_tools,
+    input_schema,
+    instructions,
+)
 from toolcode._settings import Settings, StateSettings
 from toolcode.exceptions import MAX_MESSAGE, clip
+from toolindex import Tool
 from toolrun import BackendResult, ProviderBackend
 
 __all__ = ["CallerOf", "CodeModeToolset", "ToolsetProvider", "toolset_backend"]
@@ -78,6 +87,10 @@ deferred-approval flow asks the host (the MCP server marks these ``destructiveHi
 CallerOf = str | Callable[[RunContext[Any]], str | None] | None
 """Who the calls are for: a fixed name, or a function of the run context (e.g. of ``ctx.deps``)."""
 
+_Bound = tuple[Toolbox, CodeMode, tuple[str, ...], tuple[str, ...]]
+"""The toolbox in use, its core with the operator's ceilings, the code-mode tools offered and the
+``expose`` patterns."""
+
 
 class CodeModeToolset(AbstractToolset[Any]):
     """The code-mode tools as a Pydantic AI toolset over a :class:`~toolcode.Toolbox`.
@@ -91,6 +104,11 @@ class CodeModeToolset(AbstractToolset[Any]):
     ``resume_execution`` and ``approve_tools`` need the host's approval (Pydantic AI's deferred
     tools): list ``DeferredToolRequests`` among the agent's output types when they are offered.
 
+    Upstream tools matching ``expose`` are offered directly as well, as ``toolcode serve`` publishes
+    them: named ``namespace__name``, described with their id, called as ``run_tool`` calls them
+    (the same policy, limits, reply text and errors). The list follows the catalog: it is read
+    again each time the agent asks for the tools.
+
     Args:
         toolbox: A toolbox, or a function that builds a new (unconnected) one each time.
         tools: Code-mode tools to offer (default: the toolbox config's ``toolcode.tools``,
@@ -100,6 +118,8 @@ class CodeModeToolset(AbstractToolset[Any]):
             over stdio).
         max_retries: Retries of a tool after ``ModelRetry`` (default: the agent's).
         id: The toolset's id, unique among the agent's toolsets (durable execution needs one).
+        expose: Patterns of upstream tools to offer directly as well (``namespace:name``,
+            ``*`` allowed; default: the toolbox config's ``toolcode.expose``, else none).
 
     Raises:
         ConfigurationError: If ``tools`` names a tool that is not a code-mode tool.
@@ -113,6 +133,7 @@ class CodeModeToolset(AbstractToolset[Any]):
         caller: CallerOf = None,
         max_retries: int | None = None,
         id: str | None = None,
+        expose: Sequence[str] | None = None,
     ) -> None:
         self._source = toolbox
         self._choice = tuple(tools) if tools is not None else None
@@ -124,7 +145,10 @@ class CodeModeToolset(AbstractToolset[Any]):
         self._lock = anyio.Lock()
         self._entered = 0
         self._stack: AsyncExitStack | None = None
-        self._bound: tuple[Toolbox, CodeMode, tuple[str, ...]] | None = None
+        self._expose = tuple(expose) if expose is not None else None
+        self._bound: _Bound | None = None
+        self._exposed: dict[str, Tool] = {}
+        self._reported: set[str] = set()
         if isinstance(toolbox, Toolbox):
             self._bound = self._bind(toolbox)
 
@@ -141,6 +165,7 @@ class CodeModeToolset(AbstractToolset[Any]):
         caller: CallerOf = None,
         max_retries: int | None = None,
         id: str | None = None,
+        expose: Sequence[str] | None = None,
     ) -> CodeModeToolset:
         """A toolset that owns a toolbox built from a config file (see :meth:`Toolbox.from_config`).
 
@@ -158,6 +183,7 @@ class CodeModeToolset(AbstractToolset[Any]):
             caller: Who the calls are for.
             max_retries: Retries of a tool after ``ModelRetry``.
             id: The toolset's id.
+            expose: Patterns of upstream tools to offer directly as well.
 
         Returns:
             The toolset (nothing is started until it is entered).
@@ -166,16 +192,17 @@ class CodeModeToolset(AbstractToolset[Any]):
             ConfigurationError: If ``tools`` names a tool that is not a code-mode tool.
         """
         build = partial(Toolbox.from_config, config, engine=engine, strict=strict, settings=settings, state=state)
-        return cls(build, tools=tools, caller=caller, max_retries=max_retries, id=id)
+        return cls(build, tools=tools, caller=caller, max_retries=max_retries, id=id, expose=expose)
 
-    def _bind(self, box: Toolbox) -> tuple[Toolbox, CodeMode, tuple[str, ...]]:
+    def _bind(self, box: Toolbox) -> _Bound:
         settings = box.settings
         if self._choice is not None:
             settings = settings.model_copy(update={"tools": self._choice})
+        expose = self._expose if self._expose is not None else settings.expose
         # The model picks its own limits: the operator's ceilings apply, as at the MCP door.
-        return box, box.codemode.with_ceilings(settings.max_limits), settings.meta_tools()
+        return box, box.codemode.with_ceilings(settings.max_limits), settings.meta_tools(), expose
 
-    def _current(self) -> tuple[Toolbox, CodeMode, tuple[str, ...]]:
+    def _current(self) -> _Bound:
         if self._bound is None:
             raise UserError(f"{self.label} builds its toolbox when entered: use `async with agent:` or run the agent")
         return self._bound
@@ -224,28 +251,35 @@ class CodeModeToolset(AbstractToolset[Any]):
         return instructions(self._bound[1]) if self._bound is not None else INSTRUCTIONS
 
     async def get_tools(self, ctx: RunContext[Any]) -> dict[str, ToolsetTool[Any]]:
-        """The code-mode tools, with the descriptions and input schemas of every door.
+        """The code-mode tools, with the descriptions and input schemas of every door, and the exposed tools.
 
         Raises:
             UserError: If the toolset owns its toolbox and is not entered.
         """
-        _, _, names = self._current()
+        _, codemode, names, expose = self._current()
         retries = self.max_retries if self.max_retries is not None else ctx.max_retries
         validator = cast(Any, _ANY_ARGS.validator)
+        defs = [
+            ToolDefinition(name=n, description=DESCRIPTIONS[n], parameters_json_schema=input_schema(n)) for n in names
+        ]
+        exposed = exposed_tools(codemode, expose, reserved=names)
+        self._exposed = exposed.tools
+        for c in exposed.collisions:
+            if c not in self._reported:
+                self._reported.add(c)
+                log.warning("pydantic_ai.expose_collision", toolset=self.label, detail=c)
+        defs += [
+            ToolDefinition(name=key, description=exposed_description(tool), parameters_json_schema=tool.input_schema)
+            for key, tool in exposed.tools.items()
+        ]
         return {
-            n: ToolsetTool(
-                toolset=self,
-                tool_def=ToolDefinition(name=n, description=DESCRIPTIONS[n], parameters_json_schema=input_schema(n)),
-                max_retries=retries,
-                args_validator=validator,
-            )
-            for n in names
+            d.name: ToolsetTool(toolset=self, tool_def=d, max_retries=retries, args_validator=validator) for d in defs
         }
 
     async def call_tool(
         self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]
     ) -> Any:
-        """Run the core operation ``name`` and return the text the model reads (the result model as metadata).
+        """Run the core operation ``name`` (or the exposed tool) and return the text the model reads.
 
         Returns:
             A ``ToolReturn``: ``return_value`` is the reply text, ``metadata`` the result as JSON
@@ -257,11 +291,19 @@ class CodeModeToolset(AbstractToolset[Any]):
             ApprovalRequired: For ``resume_execution`` / ``approve_tools`` not yet approved.
             UserError: If the toolset owns its toolbox and is not entered.
         """
-        _, codemode, _ = self._current()
+        _, codemode, names, _ = self._current()
         if name in _PERSON_TOOLS and not ctx.tool_call_approved:
             raise ApprovalRequired()
         caller = self._caller(ctx) if callable(self._caller) else self._caller
-        reply = await call_metatool(codemode, name, tool_args, caller=caller)
+        exposed = self._exposed.get(name) if name not in names else None
+        if exposed is not None:
+            reply = await call_exposed(codemode, exposed, tool_args, caller=caller)
+        else:
+            reply = await call_metatool(codemode, name, tool_args, caller=caller)
+        return self._answer(name, reply)
+
+    @staticmethod
+    def _answer(name: str, reply: MetaToolReply) -> Any:
         if reply.error is not None:
             log.info("pydantic_ai.tool_failed", tool=name, code=reply.error.code, retry=reply.fixable)
         if reply.fixable:

@@ -9,7 +9,6 @@ with a compact text rendering for the model. A failure is ``isError`` with
 
 from __future__ import annotations
 
-import fnmatch
 import json
 import weakref
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
@@ -28,7 +27,17 @@ from pydantic import BaseModel, TypeAdapter
 from toolcode._app import Toolbox
 from toolcode._core import CodeMode, outcome_text
 from toolcode._descriptions import DESCRIPTIONS
-from toolcode._metatools import MetaToolReply, call_metatool, compact_schema, failure_reply, input_schema, instructions
+from toolcode._metatools import (
+    EXPOSED_SEPARATOR,
+    MetaToolReply,
+    call_metatool,
+    compact_schema,
+    exposed_description,
+    exposed_tools,
+    failure_reply,
+    input_schema,
+    instructions,
+)
 from toolcode._models import ExecuteOutcome, StoredResultInfo
 from toolcode._paused import DECISIONS
 from toolcode._policy import Asker, PendingCall
@@ -41,15 +50,10 @@ __all__ = ["EXPOSED_SEPARATOR", "CodeModeServer", "compact_schema"]
 
 log = structlog.get_logger("toolcode.server")
 
-EXPOSED_SEPARATOR = "__"
-"""Joins namespace and name of a directly exposed upstream tool (``github__list_issues``);
-``:`` is not allowed in MCP tool names and some clients reject ``.``."""
-
 _Handler = Callable[
     [ServerRequestContext[Any], dict[str, Any]], Awaitable[types.CallToolResult | types.InputRequiredResult]
 ]
 _CONTENT_BLOCK: TypeAdapter[types.ContentBlock] = TypeAdapter(types.ContentBlock)
-_MCP_NAME_MAX = 128
 _PERSON_TOOLS = frozenset({"resume_execution", "approve_tools"})
 _ASKED_INLINE = frozenset({"resume_execution"})
 """Not listed to clients that declare elicitation: their user decides within the request."""
@@ -175,33 +179,12 @@ class CodeModeServer:
     # ----------------------------------------------------------------- catalog of our own tools
 
     def _compute_exposed(self, *, report: bool = False) -> dict[str, Tool]:
-        if not self._expose:
-            return {}
-        out: dict[str, Tool] = {}
-        collisions: list[str] = []
-        view = self.codemode.view()
-        cursor: str | None = None
-        while True:
-            page = view.list_tools(cursor=cursor, limit=1000, namespace=None)
-            for tool in page.tools:
-                if not any(fnmatch.fnmatchcase(tool.key, p) or fnmatch.fnmatchcase(tool.id, p) for p in self._expose):
-                    continue
-                key = f"{tool.namespace}{EXPOSED_SEPARATOR}{tool.name}"
-                if len(key) > _MCP_NAME_MAX or not all(c.isalnum() or c in "_.-" for c in key):
-                    collisions.append(f"{tool.id}: {key!r} is not a valid MCP tool name; not exposed")
-                elif key in out or key in self._handlers:
-                    kept = out[key].id if key in out else "a code-mode tool"
-                    collisions.append(f"{tool.id} and {kept} are both exposed as {key!r}; {kept} is kept")
-                else:
-                    out[key] = tool
-            if page.next_cursor is None:
-                break
-            cursor = page.next_cursor
+        exposed = exposed_tools(self.codemode, self._expose, reserved=self._handlers)
         if report:
-            self.collisions = collisions
-            for c in collisions:
+            self.collisions = exposed.collisions
+            for c in exposed.collisions:
                 log.warning("server.expose_collision", detail=c)
-        return out
+        return exposed.tools
 
     def tool_definitions(self) -> list[dict[str, Any]]:
         """The tools this server lists right now, in MCP wire form."""
@@ -213,7 +196,7 @@ class CodeModeServer:
             types.Tool(
                 name=key,
                 title=tool.title,
-                description=f"[{tool.id}] {tool.description}",
+                description=exposed_description(tool),
                 input_schema=tool.input_schema,
                 output_schema=tool.output_schema,
             )
