@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, quote_plus
 
 import anyio
 import pytest
@@ -122,6 +123,33 @@ async def test_api_key_header_from_the_environment(service: RunningServer, env: 
     async with runner_for(entry(service, headers={"X-API-Key": "wrong-key-123"}), env) as runner:
         with pytest.raises(ToolExecutionError, match=r"HTTP 403.*wrong or missing API key"):
             await runner.run("pets:whoami")
+
+
+async def test_an_api_key_the_entry_sends_in_the_query_and_a_header_is_not_an_argument(
+    service: RunningServer, env: dict[str, str]
+) -> None:
+    keyed = entry(service, query={"appid": "${PETS_API_KEY}"}, headers={"x-API-key": "${PETS_API_KEY}"})
+    async with runner_for(keyed, env) as runner:
+        schema = runner.index.get("pets:weather").input_schema
+        assert set(schema["properties"]) == {"city"} and schema["required"] == ["city"]
+        out = (await runner.run("pets:weather", {"city": "Paris"})).value
+        assert out == {"city": "Paris", "sunny": True, "query": f"city=Paris&appid={API_KEY}"}
+        with pytest.raises(InputValidationError, match="appid"):  # not the model's to send
+            await runner.run("pets:weather", {"city": "Paris", "appid": "mine"})
+    # A wrong key, one that a URL carries percent-encoded: the service quotes the URL and the key
+    # back, the error shows neither.
+    wrong = "wrong+key/0123 x"
+    bad = entry(service, query={"appid": wrong}, headers={"X-API-Key": "${PETS_API_KEY}"})
+    async with runner_for(bad, env) as runner:
+        with pytest.raises(ToolExecutionError) as caught:
+            await runner.run("pets:weather", {"city": "Paris"})
+    text = str(caught.value)
+    assert "HTTP 401" in text and "wrong API key: appid=" in text and "city=Paris" in text
+    for shown in (wrong, quote(wrong, safe=""), quote_plus(wrong)):
+        assert shown not in text and shown not in str(caught.value.__cause__)
+    # Without them in the entry, the document's parameters are arguments.
+    async with runner_for(entry(service), env) as runner:
+        assert set(runner.index.get("pets:weather").input_schema["properties"]) == {"city", "appid", "x-api-key"}
 
 
 async def test_a_body_that_is_not_an_object_is_the_body_argument(service: RunningServer, env: dict[str, str]) -> None:

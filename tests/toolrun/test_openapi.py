@@ -508,6 +508,7 @@ def test_config_entries_with_openapi_are_apis(tmp_path: Path) -> None:
             "openapi": "specs/pets.yaml",
             "baseUrl": "https://pets.example/v1",
             "headers": {"Authorization": "Bearer ${PETS_TOKEN}"},
+            "query": {"appid": "${PETS_KEY}"},
             "include": ["pets_*"],
             "timeout": 5,
             "maxResponseBytes": 1000,
@@ -516,13 +517,16 @@ def test_config_entries_with_openapi_are_apis(tmp_path: Path) -> None:
         "off": {"openapi": "off.yaml", "disabled": True},
     }
     config_file.write_text(json.dumps({"mcpServers": servers}))
-    cfg = load_config(config_file, env={"PETS_TOKEN": "tok-5f2e8a1b9c"})
+    cfg = load_config(config_file, env={"PETS_TOKEN": "tok-5f2e8a1b9c", "PETS_KEY": "qkey-77aa01"})
     assert list(cfg.servers) == ["time"] and list(cfg.openapi) == ["pets", "off"]
     pets = cfg.openapi["pets"]
     assert isinstance(pets, OpenAPIServerConfig)
     assert pets.openapi == str(tmp_path / "specs" / "pets.yaml")  # from the config file's folder
     assert (pets.timeout, pets.max_response_bytes, pets.output_schema, pets.include) == (5, 1000, False, ("pets_*",))
     assert "tok-5f2e8a1b9c" not in repr(pets) and redact("sent tok-5f2e8a1b9c") == "sent ***"
+    # A query value is a secret whatever its name ("appid" does not look like one).
+    assert pets.query == {"appid": "qkey-77aa01"} and "qkey-77aa01" not in repr(pets)
+    assert redact("GET /pets?appid=qkey-77aa01&page=2") == "GET /pets?appid=***&page=2"
     assert list(cfg.enabled_openapi()) == ["pets"]
     backends = backends_from_config(cfg)
     assert [type(b).__name__ for b in backends] == ["MCPBackend", "ProviderBackend"]
@@ -538,6 +542,7 @@ def test_config_entries_with_openapi_are_apis(tmp_path: Path) -> None:
         ({"openapi": "a.yaml", "include": "x*"}, "include", "must be a list of strings"),
         ({"openapi": "a.yaml", "maxResponseBytes": 0}, "maxResponseBytes", "greater than 0"),
         ({"openapi": "a.yaml", "headers": {"X-Key": "${NOPE}"}}, "headers.X-Key", "'NOPE' is not set"),
+        ({"openapi": "a.yaml", "query": {"key": 5}}, "query.key", "string"),
         ({"type": "openapi"}, "openapi", "Field required"),
     ],
 )

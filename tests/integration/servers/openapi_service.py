@@ -81,6 +81,14 @@ async def whoami(request: Request) -> Response:
     return PlainTextResponse("the test suite")
 
 
+async def weather(request: Request) -> Response:
+    key = os.environ["PETS_API_KEY"]
+    appid = request.query_params.get("appid", "")
+    if appid != key or request.headers.get("x-api-key") != key:
+        return PlainTextResponse(f"wrong API key: appid={appid!r} in {request.url}", status_code=401)
+    return JSONResponse({"city": request.query_params["city"], "sunny": True, "query": request.url.query})
+
+
 async def slow(request: Request) -> Response:
     await asyncio.sleep(60)  # the caller's timeout is what is tested
     return PlainTextResponse("late")
@@ -112,6 +120,7 @@ app = Starlette(
         Route("/echo/{word:path}", echo),
         Route("/notes/{id}", put_note, methods=["PUT"]),
         Route("/secure/whoami", whoami),
+        Route("/secure/weather", weather),
         Route("/slow", slow),
         Route("/big", big),
         Route("/fail", fail),

@@ -78,7 +78,7 @@ class _EntryBase(BaseModel):
     def __repr_args__(self) -> Any:
         # A config in a log line or a traceback must not print its secrets.
         for name, value in super().__repr_args__():
-            if name in ("env", "headers") and isinstance(value, dict):
+            if name in ("env", "headers", "query") and isinstance(value, dict):
                 yield name, dict.fromkeys(cast(dict[str, str], value), MASK)
             elif name in ("url", "openapi", "base_url") and isinstance(value, str):
                 yield name, redact_url(value)
@@ -179,7 +179,11 @@ class OpenAPIServerConfig(_EntryBase):
     base_url: str | None = Field(default=None, alias="baseUrl")
     """Where calls go (default: the document's first server URL)."""
     headers: dict[str, str] = Field(default_factory=dict[str, str])
-    """Headers sent with every call (``Authorization: Bearer ${TOKEN}``, ``X-API-Key: ${KEY}``)."""
+    """Headers sent with every call (``Authorization: Bearer ${TOKEN}``, ``X-API-Key: ${KEY}``);
+    header parameters of these names are not arguments."""
+    query: dict[str, str] = Field(default_factory=dict[str, str])
+    """Query parameters sent with every call (``{"api_key": "${KEY}"}``), all secrets; query
+    parameters of these names are not arguments."""
     include: tuple[str, ...] = ()
     """Globs over tool names or ``operationId`` s: only matching operations become tools (default: all)."""
     tags: tuple[str, ...] = ()
@@ -211,9 +215,9 @@ class OpenAPIServerConfig(_EntryBase):
         return tuple(cast(list[str], v))
 
     def secret_values(self) -> list[str]:
-        """Header values (and credentials after a scheme), URL credentials, secret query values."""
+        """Header values (and credentials after a scheme), ``query`` values, URL credentials, secret query values."""
         urls = [u for u in (self.openapi, self.base_url) if u is not None]
-        return [*header_secrets(self.headers), *(s for u in urls for s in url_secrets(u))]
+        return [*header_secrets(self.headers), *self.query.values(), *(s for u in urls for s in url_secrets(u))]
 
 
 ServerConfig = StdioServerConfig | HttpServerConfig
@@ -351,7 +355,7 @@ def load_config(
     (streamable HTTP), optionally with ``"type"``, ``"disabled"``, ``"timeout"`` (seconds per
     call, default 60, ``0`` for no limit) and ``"connectTimeout"``. An entry with ``"openapi"``
     (a document's path or URL) is an HTTP API instead (:class:`OpenAPIServerConfig`: ``baseUrl``,
-    ``headers``, ``include``, ``tags``, ``outputSchema``, ``maxResponseBytes``). ``${VAR}`` and
+    ``headers``, ``query``, ``include``, ``tags``, ``outputSchema``, ``maxResponseBytes``). ``${VAR}`` and
     ``${VAR:-default}`` in any string are replaced from the environment. Other top-level keys
     are ignored.
 

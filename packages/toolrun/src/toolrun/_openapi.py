@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any, Final, cast
-from urllib.parse import quote, urljoin, urlsplit
+from urllib.parse import quote, quote_plus, urljoin, urlsplit
 
 import anyio
 import anyio.to_thread
@@ -93,6 +93,7 @@ class OpenAPIProvider:
         *,
         base_url: str | None = None,
         headers: Mapping[str, str] | None = None,
+        query: Mapping[str, str] | None = None,
         timeout: float | None = DEFAULT_MCP_TIMEOUT,
         load_timeout: float = 30.0,
         include: Sequence[str] = (),
@@ -108,7 +109,11 @@ class OpenAPIProvider:
             document: Path or ``http(s)`` URL of the document (JSON or YAML), or its parsed content.
             base_url: Where calls go (default: the first server URL the document declares for
                 the operation, a relative one resolved against the document's URL).
-            headers: Sent with every call (authorization); the values are registered as secrets.
+            headers: Sent with every call (authorization); the values are registered as secrets,
+                and header parameters of these names (in any case) are not arguments.
+            query: Query parameters sent with every call (``{"api_key": key}``); the values are
+                registered as secrets, and query parameters of these names are not arguments.
+                Not sent when the document is fetched from a URL.
             timeout: Seconds a call may take in all (connecting, sending, reading); ``None``
                 for no limit.
             load_timeout: Seconds allowed for fetching the document from a URL.
@@ -131,6 +136,7 @@ class OpenAPIProvider:
         self._document = document
         self._base_url = base_url
         self._headers = dict(headers or {})
+        self._query = dict(query or {})
         self._timeout = timeout
         self._load_timeout = load_timeout
         self._include = tuple(include)
@@ -149,6 +155,8 @@ class OpenAPIProvider:
         """Tools kept without their output schema at the last :meth:`list_tools` (tool name → why)."""
         # Values given in code are secrets as much as those load_config registers.
         register_secrets(header_secrets(self._headers))
+        # As given, and as a URL carries them (an API that quotes the request URL back).
+        register_secrets(v for q in self._query.values() for v in (q, quote(q, safe=""), quote_plus(q)))
         register_secrets([s for u in (base_url, document) if isinstance(u, str) for s in url_secrets(u)])
 
     @classmethod
@@ -170,6 +178,7 @@ class OpenAPIProvider:
             config.openapi,
             base_url=config.base_url,
             headers=config.headers,
+            query=config.query,
             timeout=config.timeout,
             load_timeout=config.connect_timeout,
             include=config.include,
@@ -259,8 +268,14 @@ class OpenAPIProvider:
         # the collection that follows sees only what survives (the tools), not the document too.
         with collector_paused(large):
             doc = load()
+            supplied = [*(("header", h) for h in self._headers), *(("query", q) for q in self._query)]
             built = build_tools(
-                doc, server=self.name, include=self._include, tags=self._tags, output_schemas=self._output_schemas
+                doc,
+                server=self.name,
+                include=self._include,
+                tags=self._tags,
+                output_schemas=self._output_schemas,
+                supplied=supplied,
             )
             del doc
         return built
@@ -309,7 +324,7 @@ class OpenAPIProvider:
         op = self.operations.get(name)
         if op is None:
             raise LookupError(f"{self.name!r} has no operation {name!r}")
-        request = _Request.build(op, args, self._base_for(op), self._headers)
+        request = _Request.build(op, args, self._base_for(op), self._headers, self._query)
         tool_id = f"{self.name}:{name}"
         started = time.perf_counter()
         with anyio.move_on_after(math.inf if self._timeout is None else self._timeout) as scope:
@@ -464,7 +479,14 @@ class _Request:
         self.files: list[tuple[str, tuple[None, str]]] | None = None
 
     @classmethod
-    def build(cls, op: Operation, args: Mapping[str, Any], base: str, headers: Mapping[str, str]) -> _Request:
+    def build(
+        cls,
+        op: Operation,
+        args: Mapping[str, Any],
+        base: str,
+        headers: Mapping[str, str],
+        query: Mapping[str, str] | None = None,
+    ) -> _Request:
         req = cls()
         path_values: dict[str, str] = {}
         cookies: list[str] = []
@@ -505,8 +527,12 @@ class _Request:
                 present = bool(value) or body.required
             if present:
                 req.encode_body(body.media_type, value)
-        # The configuration's headers (authorization) win over same-named parameters.
+        # The configuration's headers and query parameters (credentials) are sent as given; the
+        # tools have no arguments of their names, and nothing else may send one.
         req.headers.update(headers)
+        if query:
+            req.params = [(k, v) for k, v in req.params if k not in query]
+            req.params.extend(query.items())
         return req
 
     def encode_body(self, media_type: str, value: Any) -> None:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, cast
 
@@ -168,7 +168,9 @@ def _first_server(*holders: Mapping[str, Any]) -> str | None:
 
 
 class _Builder:
-    def __init__(self, doc: dict[str, Any], server: str) -> None:
+    def __init__(self, doc: dict[str, Any], server: str, supplied: Collection[tuple[str, str]] = ()) -> None:
+        # Parameters the configuration sends with every call: (location, name), header names lower-case.
+        self.supplied = frozenset((loc, name.lower() if loc == "header" else name) for loc, name in supplied)
         try:
             from referencing import Registry, Resource, Specification
             from referencing.jsonschema import DRAFT202012
@@ -301,8 +303,9 @@ class _Builder:
                 wire, location = p.get("name"), p.get("in")
                 if not isinstance(wire, str) or not wire or location not in _LOCATIONS:
                     raise Skip("a parameter has no valid 'name' and 'in'")
-                if location == "header" and wire.lower() in _IGNORED_HEADERS:
-                    continue
+                key = wire.lower() if location == "header" else wire
+                if (location == "header" and key in _IGNORED_HEADERS) or (location, key) in self.supplied:
+                    continue  # the client or the configuration sends it
                 found[(wire, location)] = (wire, location, p, p_resolver)
         return list(found.values())
 
@@ -456,6 +459,7 @@ def build_tools(
     tags: Sequence[str] = (),
     output_schemas: bool = True,
     on_skip: Callable[[str, str], None] | None = None,
+    supplied: Collection[tuple[str, str]] = (),
 ) -> BuiltTools:
     """Turn every operation of an OpenAPI 3.0/3.1 document into a tool.
 
@@ -467,6 +471,9 @@ def build_tools(
         tags: Only operations with one of these tags become tools (default: all).
         output_schemas: Whether tools declare the success response's schema as output schema.
         on_skip: Called with ``METHOD /path`` and the reason for each skipped operation.
+        supplied: Parameters the caller sends with every call, as ``(location, name)``
+            (``("header", "X-API-Key")``, ``("query", "api_key")``; header names in any case):
+            they are not arguments.
 
     Returns:
         The tools, the operations behind them, and what was skipped.
@@ -475,7 +482,7 @@ def build_tools(
         ConfigError: If the document is not OpenAPI 3.0/3.1, has no ``paths`` object, or the
             ``openapi`` extra is missing.
     """
-    builder = _Builder(doc, server)
+    builder = _Builder(doc, server, supplied)
     paths = doc.get("paths", {})
     if not isinstance(paths, dict):
         raise ConfigError(server, "openapi", "the document's 'paths' is not an object")
