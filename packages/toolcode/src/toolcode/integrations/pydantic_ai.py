@@ -106,8 +106,8 @@ class CodeModeToolset(AbstractToolset[Any]):
 
     Upstream tools matching ``expose`` are offered directly as well, as ``toolcode serve`` publishes
     them: named ``namespace__name``, described with their id, called as ``run_tool`` calls them
-    (the same policy, limits, reply text and errors). The list follows the catalog: it is read
-    again each time the agent asks for the tools.
+    (the same policy, limits, reply text and errors). The list follows the catalog: when the
+    agent asks for the tools after the catalog changed, it is read again.
 
     Args:
         toolbox: A toolbox, or a function that builds a new (unconnected) one each time.
@@ -148,6 +148,7 @@ class CodeModeToolset(AbstractToolset[Any]):
         self._expose = tuple(expose) if expose is not None else None
         self._bound: _Bound | None = None
         self._exposed: dict[str, Tool] = {}
+        self._exposed_at: tuple[CodeMode, int, tuple[str, ...]] | None = None  # (core, catalog version, patterns)
         self._reported: set[str] = set()
         if isinstance(toolbox, Toolbox):
             self._bound = self._bind(toolbox)
@@ -243,6 +244,7 @@ class CodeModeToolset(AbstractToolset[Any]):
             self._entered -= 1
             if self._entered == 0 and self._stack is not None:
                 stack, self._stack, self._bound = self._stack, None, None
+                self._exposed, self._exposed_at = {}, None
                 await stack.aclose()
         return None
 
@@ -262,15 +264,18 @@ class CodeModeToolset(AbstractToolset[Any]):
         defs = [
             ToolDefinition(name=n, description=DESCRIPTIONS[n], parameters_json_schema=input_schema(n)) for n in names
         ]
-        exposed = exposed_tools(codemode, expose, reserved=names)
-        self._exposed = exposed.tools
-        for c in exposed.collisions:
-            if c not in self._reported:
-                self._reported.add(c)
-                log.warning("pydantic_ai.expose_collision", toolset=self.label, detail=c)
+        at = (codemode, codemode.index.version, expose)
+        last = self._exposed_at
+        if last is None or last[0] is not codemode or last[1:] != at[1:]:  # read again when the catalog changed
+            exposed = exposed_tools(codemode, expose, reserved=names)
+            self._exposed, self._exposed_at = exposed.tools, at
+            for c in exposed.collisions:
+                if c not in self._reported:
+                    self._reported.add(c)
+                    log.warning("pydantic_ai.expose_collision", toolset=self.label, detail=c)
         defs += [
             ToolDefinition(name=key, description=exposed_description(tool), parameters_json_schema=tool.input_schema)
-            for key, tool in exposed.tools.items()
+            for key, tool in self._exposed.items()
         ]
         return {
             d.name: ToolsetTool(toolset=self, tool_def=d, max_retries=retries, args_validator=validator) for d in defs
