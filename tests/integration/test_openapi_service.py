@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import shutil
@@ -21,6 +22,7 @@ from toolcode import Toolbox
 from toolindex import InMemoryIndex
 from toolrun import (
     BackendUnavailableError,
+    ConfigError,
     DefaultRunner,
     HTTPStatusError,
     InputValidationError,
@@ -215,6 +217,14 @@ async def test_the_document_can_come_from_the_service_itself(service: RunningSer
             "idempotentHint": True,
             "title": "Delete a pet",
         }
+    # The same document packed with gzip: unpacked within the byte cap.
+    async with runner_for({"openapi": f"{service.url}/openapi.yaml.gz"}, env) as runner:
+        assert (await runner.run("pets:getPet", {"petId": 1})).value["name"] == "Rex"
+    assert SPEC.stat().st_size > 2_000 > len(gzip.compress(SPEC.read_bytes()))
+    small = OpenAPIProvider("pets", f"{service.url}/openapi.yaml.gz", max_document_bytes=2_000)
+    with pytest.raises(ConfigError, match="unpacks to more than 2,000 bytes"):
+        await small.list_tools()
+    await small.aclose()
 
 
 async def test_a_service_that_is_down_is_unavailable(env: dict[str, str]) -> None:

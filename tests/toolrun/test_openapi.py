@@ -6,6 +6,7 @@ Calls over real HTTP are in tests/integration/test_openapi_service.py.
 from __future__ import annotations
 
 import ast
+import gzip
 import json
 import sys
 from pathlib import Path
@@ -442,6 +443,32 @@ async def test_documents_that_are_not_openapi_3_or_too_large_are_config_errors(t
         await OpenAPIProvider("api", big, max_document_bytes=1000).list_tools()
     with pytest.raises(ConfigError, match="cannot read"):
         await OpenAPIProvider("api", tmp_path / "missing.yaml").list_tools()
+
+
+async def test_a_gzip_document_is_read_within_the_byte_cap_of_what_it_holds(tmp_path: Path) -> None:
+    document = doc({"/pets": {"get": {"operationId": "listPets", "responses": ok()}}})
+    packed = tmp_path / "pets.json.gz"
+    packed.write_bytes(gzip.compress(json.dumps(document).encode()))
+    yaml_named_oddly = tmp_path / "pets.yaml"  # told by its first bytes, not its name
+    yaml_named_oddly.write_bytes(gzip.compress(b"openapi: 3.0.3\nservers: [{url: 'http://x'}]\npaths: {}\n"))
+    tools, _ = await tools_of(document)
+    assert [t["name"] for t in await OpenAPIProvider("api", packed).list_tools()] == list(tools)
+    assert await OpenAPIProvider("api", yaml_named_oddly).list_tools() == []
+    # A bomb: 30 KB that unpack to 30 MB stop at the cap, having unpacked no more than it.
+    bomb = tmp_path / "bomb.json.gz"
+    bomb.write_bytes(gzip.compress(b'{"openapi": "3.0.3", "x": "' + b"0" * 30_000_000 + b'"}'))
+    assert bomb.stat().st_size < 100_000
+    with pytest.raises(ConfigError, match="unpacks to more than 1,000,000 bytes"):
+        await OpenAPIProvider("api", bomb, max_document_bytes=1_000_000).list_tools()
+    whole = packed.read_bytes()
+    for name, data, message in [
+        ("truncated.gz", whole[: len(whole) // 2], "truncated gzip file"),
+        ("corrupt.gz", whole[:10] + b"\xff" * 40, "not a valid gzip file"),
+        ("two.gz", whole + whole, "data after its gzip member"),
+    ]:
+        (tmp_path / name).write_bytes(data)
+        with pytest.raises(ConfigError, match=message):
+            await OpenAPIProvider("api", tmp_path / name).list_tools()
 
 
 def test_json_the_fast_parser_refuses_is_read_as_the_standard_library_reads_it() -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gzip
 import json
 import os
 from pathlib import Path
@@ -28,6 +29,11 @@ PETS: dict[int, dict[str, object]] = {
 
 async def spec(request: Request) -> Response:
     return PlainTextResponse(SPEC.read_text(), media_type="application/yaml")
+
+
+async def spec_gz(request: Request) -> Response:
+    # A packed file as it is, not a Content-Encoding the client would undo.
+    return Response(gzip.compress(SPEC.read_bytes()), media_type="application/gzip")
 
 
 async def list_pets(request: Request) -> Response:
@@ -113,6 +119,7 @@ async def fail(request: Request) -> Response:
 app = Starlette(
     routes=[
         Route("/openapi.yaml", spec),
+        Route("/openapi.yaml.gz", spec_gz),
         Route("/pets", list_pets, methods=["GET"]),
         Route("/pets", create_pet, methods=["POST"]),
         Route("/pets/{pet_id:int}", get_pet, methods=["GET"]),

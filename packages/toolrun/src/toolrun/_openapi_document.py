@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime
 import json
 import math
+import zlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final, cast
@@ -55,8 +56,12 @@ def is_url(source: str) -> bool:
 def read_file(path: Path, *, server: str, max_bytes: int) -> bytes:
     """The bytes of a document file, refused when larger than ``max_bytes``.
 
+    A gzip file (told by its first bytes, whatever its name) is decompressed, and the cap
+    applies to what it holds: a small file that unpacks to more is refused once that much
+    came out, without unpacking the rest.
+
     Raises:
-        ConfigError: If the file cannot be read or is too large.
+        ConfigError: If the file cannot be read, is too large, or is a broken gzip file.
     """
     try:
         with path.open("rb") as f:
@@ -65,7 +70,28 @@ def read_file(path: Path, *, server: str, max_bytes: int) -> bytes:
         raise ConfigError(server, "openapi", f"cannot read {str(path)!r}: {e.strerror or e}") from e
     if len(data) > max_bytes:
         raise ConfigError(server, "openapi", f"{str(path)!r} is larger than {max_bytes:,} bytes")
+    if data[:2] == _GZIP_MAGIC:
+        data = _gunzip(data, repr(str(path)), server=server, max_bytes=max_bytes)
     return data
+
+
+_GZIP_MAGIC: Final = b"\x1f\x8b"
+
+
+def _gunzip(data: bytes, what: str, *, server: str, max_bytes: int) -> bytes:
+    """``data`` unpacked (one gzip member), refused once more than ``max_bytes`` came out."""
+    unpack = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    try:
+        out = unpack.decompress(data, max_bytes + 1)
+    except zlib.error as e:
+        raise ConfigError(server, "openapi", f"{what} is not a valid gzip file ({e})") from e
+    if len(out) > max_bytes:
+        raise ConfigError(server, "openapi", f"{what} unpacks to more than {max_bytes:,} bytes")
+    if not unpack.eof:
+        raise ConfigError(server, "openapi", f"{what} is a truncated gzip file")
+    if unpack.unused_data:
+        raise ConfigError(server, "openapi", f"{what} holds data after its gzip member")
+    return out
 
 
 async def fetch_document(
@@ -73,9 +99,12 @@ async def fetch_document(
 ) -> bytes:
     """GET a document, reading at most ``max_bytes`` of it (the client carries the timeout).
 
+    A gzip file (told by its first bytes) is unpacked within the same cap, as :func:`read_file`
+    does; a ``Content-Encoding`` the client decodes is counted after decoding.
+
     Raises:
         BackendUnavailableError: If the URL cannot be reached or answers other than 2xx.
-        ConfigError: If the document is larger than ``max_bytes``.
+        ConfigError: If the document is larger than ``max_bytes`` or a broken gzip file.
     """
     shown = redact_url(url)
     try:
@@ -95,7 +124,10 @@ async def fetch_document(
         raise BackendUnavailableError(f"openapi:{server}", f"GET {shown} timed out") from e
     except httpx2.HTTPError as e:
         raise BackendUnavailableError(f"openapi:{server}", f"cannot fetch {shown}: {type(e).__name__}: {e}") from e
-    return b"".join(chunks)
+    data = b"".join(chunks)
+    if data[:2] == _GZIP_MAGIC:
+        data = _gunzip(data, f"the document at {shown}", server=server, max_bytes=max_bytes)
+    return data
 
 
 def _reject_constant(name: str) -> Any:
