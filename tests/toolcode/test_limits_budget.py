@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import random
+from typing import Any
+
 import pytest
 
 from toolcode import TRUNCATION_MARKER, ToolCallRecord
-from toolcode._limits import OutputBuffer, check_json, fit_output_budget
+from toolcode._limits import OutputBuffer, _dumps, _size, check_json, fit_output_budget  # pyright: ignore[reportPrivateUsage]
 from toolcode._trace import Trace
 
 MARK = TRUNCATION_MARKER.split("{", 1)[0]
@@ -75,3 +78,31 @@ async def test_trace_builds_records_lazily_without_a_listener_and_eagerly_with_o
     assert record is not None and record.structured == 1
     await loud.notify(record)
     assert seen == [record] and loud.records() == (record,)
+
+
+def test_trace_payload_sizes_are_the_json_lengths_whatever_the_values() -> None:
+    # Flat payloads are measured without serialising them; the count must be the serialiser's.
+    tricky: list[Any] = [
+        {"x": 1},
+        {"a": 'b"c', "b": "\\", "c": "\x01", "d": "\u2028", "e": "\xa0", "f": "é"},
+        {"n": float("nan"), "i": float("inf"), "f": 1e300, "z": -0.0, "big": 10**30},
+        [None, True, False, 1.5, "x"],
+        (),
+        {},
+        {1: 2},
+        {"nested": {"a": [1]}},
+        [[1], {"a": 1}],
+        {"ünï": "ok", "k": "line\nbreak"},
+    ]
+    rnd = random.Random(7)
+    alphabet = 'ab"\\\x01é\u2028\xa0 -_'
+
+    def text() -> str:
+        return "".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 5)))
+
+    for _ in range(5_000):
+        scalars = [None, True, False, rnd.randint(-(10**6), 10**6), rnd.random() * 10 ** rnd.randint(-5, 20), text()]
+        d = {text(): rnd.choice(scalars) for _ in range(rnd.randint(0, 4))}
+        tricky += [d, list(d.values()), tuple(d.values())]
+    for value in tricky:
+        assert _size(value) == len(_dumps(value)), value

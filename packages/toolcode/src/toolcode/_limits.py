@@ -271,14 +271,53 @@ def _dumps(value: Any) -> str:
 
 
 def _size(value: Any) -> int:
-    """JSON length of a trace payload, without serialising the common scalar cases."""
+    """JSON length of a trace payload, without serialising the common cases (scalars, flat containers)."""
     if value is None:
         return 0
+    t = type(value)
+    if t is dict or t is list or t is tuple:
+        flat = _flat_size(value)
+        return flat if flat >= 0 else len(_dumps(value))
     if isinstance(value, int | float):
         return len(str(value))
     if isinstance(value, str):
         return len(value) + 2
     return len(_dumps(value))
+
+
+def _scalar_size(v: Any) -> int:
+    """:func:`_dumps` length of a plain scalar, or -1 when that needs the serialiser (escapes, NaN)."""
+    t = type(v)
+    if t is str:
+        return len(v) + 2 if v.isprintable() and '"' not in v and "\\" not in v else -1
+    if t is int:
+        return len(str(v))
+    if v is None or v is True:
+        return 4
+    if v is False:
+        return 5
+    if t is float:
+        return len(repr(v)) if math.isfinite(v) else -1
+    return -1
+
+
+def _flat_size(value: Any) -> int:
+    """:func:`_dumps` length of a dict, list or tuple of plain scalars, or -1 for anything else."""
+    n = len(value)
+    total = 2 + max(0, n - 1)  # brackets and commas
+    if type(value) is dict:
+        for k, v in value.items():
+            size = _scalar_size(v)
+            if size < 0 or type(k) is not str or not k.isprintable() or '"' in k or "\\" in k:
+                return -1
+            total += len(k) + 3 + size  # "key":value
+        return total
+    for v in value:
+        size = _scalar_size(v)
+        if size < 0:
+            return -1
+        total += size
+    return total
 
 
 def _cut(text: str, keep: int, what: str) -> str:
