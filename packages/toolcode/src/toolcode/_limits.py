@@ -274,7 +274,7 @@ def _size(value: Any) -> int:
     """JSON length of a trace payload, without serialising the common cases (scalars, flat containers)."""
     if value is None:
         return 0
-    t = type(value)
+    t = cast(object, type(value))
     if t is dict or t is list or t is tuple:
         flat = _flat_size(value)
         return flat if flat >= 0 else len(_dumps(value))
@@ -287,7 +287,7 @@ def _size(value: Any) -> int:
 
 def _scalar_size(v: Any) -> int:
     """:func:`_dumps` length of a plain scalar, or -1 when that needs the serialiser (escapes, NaN)."""
-    t = type(v)
+    t = cast(object, type(v))
     if t is str:
         return len(v) + 2 if v.isprintable() and '"' not in v and "\\" not in v else -1
     if t is int:
@@ -305,14 +305,15 @@ def _flat_size(value: Any) -> int:
     """:func:`_dumps` length of a dict, list or tuple of plain scalars, or -1 for anything else."""
     n = len(value)
     total = 2 + max(0, n - 1)  # brackets and commas
-    if type(value) is dict:
-        for k, v in value.items():
+    if cast(object, type(value)) is dict:
+        items = cast(dict[Any, Any], value).items()
+        for k, v in items:
             size = _scalar_size(v)
             if size < 0 or type(k) is not str or not k.isprintable() or '"' in k or "\\" in k:
                 return -1
             total += len(k) + 3 + size  # "key":value
         return total
-    for v in value:
+    for v in cast(list[Any], value):
         size = _scalar_size(v)
         if size < 0:
             return -1
