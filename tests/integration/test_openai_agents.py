@@ -258,3 +258,24 @@ async def test_exposed_upstream_tools_are_function_tools_called_as_run_tool_call
     assert json.loads(ok).keys() == json.loads(run_tool.content[0].text).keys()  # type: ignore[union-attr]
     assert bad.startswith("error [invalid_arguments]: ") and "timezone" in bad
     assert asked.startswith("error [approval_required]: ")
+
+
+async def test_an_exposed_tools_image_is_a_function_output_image(mcp_servers: dict[str, Any]) -> None:
+    config = {"mcpServers": {"everything": mcp_servers["everything"]}, "toolcode": {"state": {"memory": True}}}
+    model = ScriptedModel([lambda items: ("everything__get-tiny-image", {}), lambda items: "seen"])
+    async with Toolbox.from_config(config) as box:
+        tools = codemode_tools(box, tools=["search_tools"], expose=["everything:get-tiny-image"])
+        result = await Runner.run(Agent(name="assistant", tools=tools, model=model), "Show me the image")
+        server = CodeModeServer(box, expose=["everything:get-tiny-image"])
+        async with Client(server.server) as client:
+            over_mcp = await client.call_tool("everything__get-tiny-image", {})
+        server.close()
+
+    assert result.final_output == "seen"
+    mcp_image = next(b for b in over_mcp.content if b.type == "image")
+    # The model's next request carries the text and the image as the function call's output.
+    [output] = [i for i in model.requests[1]["input"] if i.get("type") == "function_call_output"]
+    parts = output["output"]
+    assert [p["type"] for p in parts] == ["input_text", "input_image"]
+    assert "[image 1: image/png]" in parts[0]["text"]
+    assert parts[1]["image_url"] == f"data:image/png;base64,{mcp_image.data}"  # type: ignore[union-attr]

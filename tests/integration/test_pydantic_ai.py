@@ -8,6 +8,7 @@ gives), then a correct one, and answers from its value. The reverse direction: a
 
 from __future__ import annotations
 
+import base64
 import json
 import subprocess
 import sys
@@ -21,12 +22,14 @@ from mcp import Client
 from mcp_support import TIME_GIT_SNIPPET, TYPE_ERROR_SNIPPET
 from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults, ModelRetry, RunContext, UserError
 from pydantic_ai.messages import (
+    BinaryContent,
     ModelMessage,
     ModelRequest,
     ModelResponse,
     TextPart,
     ToolCallPart,
     ToolReturnPart,
+    UserPromptPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.tools import ToolDefinition
@@ -353,3 +356,66 @@ async def test_exposed_upstream_tools_are_offered_and_called_as_run_tool_calls_t
     assert bad.outcome == "retried" and str(bad.content).startswith("error [invalid_arguments]: ")
     assert list(offered[-2]) == ["search_tools", "time__get_current_time"]
     assert "time__get_current_time" not in offered[-1]  # expose=[] overrides the config
+
+
+async def test_an_exposed_tools_image_reaches_the_model_as_an_image(mcp_servers: dict[str, Any]) -> None:
+    config = {"mcpServers": {"everything": mcp_servers["everything"]}, "toolcode": {"state": {"memory": True}}}
+    steps = [
+        call("everything__get-tiny-image", {}),
+        lambda messages, info: ModelResponse(parts=[TextPart("seen")]),
+    ]
+    async with Toolbox.from_config(config) as box:
+        toolset = CodeModeToolset(box, tools=["search_tools"], expose=["everything:get-tiny-image"])
+        result = await Agent(scripted(steps), toolsets=[toolset]).run("Show me the image")
+        server = CodeModeServer(box, expose=["everything:get-tiny-image"])
+        async with Client(server.server) as client:
+            over_mcp = await client.call_tool("everything__get-tiny-image", {})
+        server.close()
+
+    assert result.output == "seen"
+    [returned] = returns(result.all_messages())
+    mcp_image = next(b for b in over_mcp.content if b.type == "image")
+    mcp_texts = [b.text for b in over_mcp.content if b.type == "text"]  # type: ignore[union-attr]
+    # The text blocks are the reply, the image is marked where it was...
+    assert str(returned.content).split("\n") == [*mcp_texts[:1], "[image 1: image/png]", *mcp_texts[1:]]
+    # ...and it reaches the model as an image, the bytes the MCP server sends.
+    [image] = [
+        c
+        for m in result.all_messages()
+        if isinstance(m, ModelRequest)
+        for p in m.parts
+        if isinstance(p, UserPromptPart) and not isinstance(p.content, str)
+        for c in p.content
+        if isinstance(c, BinaryContent)
+    ]
+    assert image.media_type == "image/png" and image.data == base64.b64decode(mcp_image.data)  # type: ignore[union-attr]
+
+
+async def test_other_blocks_of_an_exposed_tool_are_text_and_a_broken_image_is_left_out() -> None:
+    from mcp_support import FAULT_SERVER
+
+    fault = {"command": sys.executable, "args": [str(FAULT_SERVER)]}
+    config = {"mcpServers": {"fault": fault}, "toolcode": {"state": {"memory": True}}}
+    steps = [
+        call("fault__blocks", {}),
+        call("fault__bad_image", {}),
+        lambda messages, info: ModelResponse(parts=[TextPart("done")]),
+    ]
+    async with Toolbox.from_config(config) as box:
+        toolset = CodeModeToolset(box, tools=["search_tools"], expose=["fault:blocks", "fault:bad_image"])
+        result = await Agent(scripted(steps), toolsets=[toolset]).run("Blocks?")
+
+    blocks, bad = returns(result.all_messages())
+    lines = str(blocks.content).split("\n")
+    assert lines[:2] == ["hello", "[image 1: image/png]"]
+    assert json.loads(lines[2])["type"] == "audio" and json.loads(lines[3])["resource"]["text"] == "a note"
+    assert bad.outcome == "success" and str(bad.content) == "[an image whose data is not base64: left out]"
+    images = [
+        c
+        for m in result.all_messages()
+        if isinstance(m, ModelRequest)
+        for p in m.parts
+        if isinstance(p, UserPromptPart) and not isinstance(p.content, str)
+        for c in p.content
+    ]
+    assert len(images) == 1  # the good one only

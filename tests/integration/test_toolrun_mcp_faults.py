@@ -31,6 +31,7 @@ STATIC_TOOLS = {
     "echo",
     "add",
     "blocks",
+    "bad_image",
     "crash",
     "hang",
     "stats",

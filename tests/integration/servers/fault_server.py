@@ -7,7 +7,8 @@ Tools (listed in pages of ``--page-size`` so clients must follow ``nextCursor``)
 
 - ``echo(text)``: returns ``{"text": text}`` as structured content (fast; used by the benchmark);
 - ``add(a, b)``: returns the sum as a single JSON text block (no structured content);
-- ``blocks()``: returns text, image, audio and resource blocks;
+- ``blocks()``: returns text, image, audio and resource blocks; ``bad_image()``: an image block
+  whose data is not base64;
 - ``crash()``: the process exits with status 3 in the middle of the call;
 - ``hang()``: never returns (until cancelled; cancellations are counted);
 - ``stats()``: ``{"cancelled": n, "calls": m}`` since the process started;
@@ -72,6 +73,7 @@ STATIC_TOOLS: list[types.Tool] = [
         input_schema=_schema({"a": {"type": "integer"}, "b": {"type": "integer"}}, ["a", "b"]),
     ),
     types.Tool(name="blocks", description="Return one block of each content type.", input_schema=_schema()),
+    types.Tool(name="bad_image", description="Return an image block whose data is not base64.", input_schema=_schema()),
     types.Tool(name="crash", description="Exit the server process in the middle of the call.", input_schema=_schema()),
     types.Tool(name="hang", description="Never return.", input_schema=_schema()),
     types.Tool(name="stats", description="Counters since the process started.", input_schema=_schema()),
@@ -213,6 +215,8 @@ class FaultServer:
                     ),
                 ]
             )
+        if name == "bad_image":
+            return types.CallToolResult(content=[types.ImageContent(type="image", data="%%%", mime_type="image/png")])
         if name == "crash":
             # Flush nothing, answer nothing: the client sees the pipe close mid-call.
             os._exit(3)

@@ -11,6 +11,8 @@ the same mistake reads the same through every door.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import fnmatch
 import functools
 import json
@@ -24,7 +26,7 @@ from toolcode._core import CodeMode, PrintListener, ToolStart, outcome_text
 from toolcode._descriptions import INSTRUCTIONS, UNSANDBOXED_NOTE
 from toolcode._errors import error_info
 from toolcode._inputs import INPUT_MODELS, DeleteOutcome, ResetOutcome
-from toolcode._models import ErrorInfo
+from toolcode._models import ErrorInfo, RunToolOutcome
 from toolcode._policy import Asker
 from toolcode._settings import META_TOOLS
 from toolcode._types import OnToolCall
@@ -70,6 +72,9 @@ class MetaToolReply:
     """The failure this reply reports, if any: the call's own, a run's, or an aborted chain step's."""
     is_error: bool = False
     """Whether the call failed (MCP ``isError``)."""
+    images: tuple[tuple[str, str], ...] = ()
+    """Images an exposed upstream tool answered with, as ``(mime type, base64 data)``: the door
+    hands them to the model as images (``text`` only says where they were)."""
 
     @property
     def fixable(self) -> bool:
@@ -171,7 +176,11 @@ def exposed_tools(
 async def call_exposed(
     codemode: CodeMode, tool: Tool, args: Mapping[str, Any], *, caller: str | None = None, ask: Asker | None = None
 ) -> MetaToolReply:
-    """Call an exposed upstream tool as ``run_tool`` does: the same checks, policy, reply text and errors.
+    """Call an exposed upstream tool as ``toolcode serve`` does: ``run_tool``'s checks, policy and errors.
+
+    What the tool answered is kept as the MCP server passes it on: its text blocks are the reply
+    text (the structured result as JSON when there are none), its images are ``images``, and any
+    other block (an embedded resource, audio) is its JSON in the text.
 
     Args:
         codemode: The core (with the caller's ceilings applied).
@@ -184,7 +193,35 @@ async def call_exposed(
     Returns:
         The reply (a failure is a reply with ``error`` set, never an exception).
     """
-    return await call_metatool(codemode, "run_tool", {"tool_id": tool.id, "args": dict(args)}, caller=caller, ask=ask)
+    try:
+        result = await codemode.run_result(tool.id, dict(args), ask=ask, caller=caller)
+    except ToolCodeError as exc:
+        return failure_reply(exc, codemode)
+    texts: list[str] = []
+    images: list[tuple[str, str]] = []
+    for block in result.content:
+        kind = block.get("type")
+        if kind == "text":
+            texts.append(str(block.get("text", "")))
+        elif kind == "image" and isinstance(block.get("data"), str) and _is_base64(block["data"]):
+            mime = str(block.get("mimeType") or "image/png")
+            images.append((mime, block["data"]))
+            texts.append(f"[image {len(images)}: {clip(mime, 80)}]")
+        elif kind == "image":
+            texts.append("[an image whose data is not base64: left out]")
+        else:
+            texts.append(_dumps(block))
+    text = "\n".join(texts) if result.content else _dumps(result.structured)
+    outcome = RunToolOutcome(tool_id=result.tool_id, value=result.value, duration_ms=round(result.duration_ms, 3))
+    return MetaToolReply(text, outcome, images=tuple(images))
+
+
+def _is_base64(data: str) -> bool:
+    try:
+        base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    return True
 
 
 def instructions(codemode: CodeMode) -> str:

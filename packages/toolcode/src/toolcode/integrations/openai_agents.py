@@ -24,7 +24,8 @@ host to approve or reject the call).
 Upstream tools matching ``expose`` are offered directly as well, as ``toolcode serve`` publishes
 them: named ``namespace__name`` (function names allow letters, digits, ``_`` and ``-``, at most
 64 characters: a tool whose name does not fit is left out with a warning), described with their
-id, called as ``run_tool`` calls them. Function tools are a fixed list: those exposed are the
+id, called as ``run_tool`` calls them, answering with their text and their images (as
+``ToolOutputImage`` s after the text). Function tools are a fixed list: those exposed are the
 matching tools when :func:`codemode_tools` is called (call it again after the catalog changes).
 
 The toolbox's lifetime is the host's (``async with Toolbox...``): function tools have none.
@@ -40,7 +41,7 @@ from typing import Any, cast
 import structlog
 
 try:
-    from agents import FunctionTool
+    from agents import FunctionTool, ToolOutputImage, ToolOutputText
     from agents.tool_context import ToolContext
 except ImportError as _missing:  # the extra is not installed (or is too old)
     raise ImportError(
@@ -153,8 +154,11 @@ def codemode_tools(
 
 async def _invoke(
     codemode: CodeMode, name: str, caller: CallerOf, tool: Tool | None, ctx: ToolContext[Any], input_json: str
-) -> str:
-    """One call of a code-mode tool (``tool`` is ``None``) or of the exposed upstream ``tool``."""
+) -> str | list[ToolOutputText | ToolOutputImage]:
+    """One call of a code-mode tool (``tool`` is ``None``) or of the exposed upstream ``tool``.
+
+    The reply text; with the images an exposed tool answered with, the text and the images.
+    """
     who = caller(ctx) if callable(caller) else caller
     reply: MetaToolReply
     try:
@@ -168,6 +172,9 @@ async def _invoke(
             reply = await call_metatool(codemode, name, args, caller=who)
     if reply.error is not None:
         log.info("openai_agents.tool_failed", tool=name, code=reply.error.code)
+    if reply.images:
+        images = [ToolOutputImage(image_url=f"data:{mime};base64,{data}") for mime, data in reply.images]
+        return [ToolOutputText(text=reply.text), *images]
     return reply.text
 
 

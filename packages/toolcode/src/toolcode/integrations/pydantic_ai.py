@@ -25,6 +25,7 @@ become a namespace that snippets call like any other tools::
 
 from __future__ import annotations
 
+import base64
 import inspect
 import os
 import uuid
@@ -40,7 +41,7 @@ from pydantic import TypeAdapter, ValidationError
 try:
     from pydantic_ai import exceptions as _exceptions
     from pydantic_ai.exceptions import ApprovalRequired, CallDeferred, ModelRetry, UserError
-    from pydantic_ai.messages import ModelMessage, ModelResponse, ToolReturn
+    from pydantic_ai.messages import BinaryContent, ModelMessage, ModelResponse, ToolReturn
     from pydantic_ai.models import Model
     from pydantic_ai.models.function import AgentInfo, FunctionModel
     from pydantic_ai.tools import RunContext, ToolDefinition
@@ -106,8 +107,9 @@ class CodeModeToolset(AbstractToolset[Any]):
 
     Upstream tools matching ``expose`` are offered directly as well, as ``toolcode serve`` publishes
     them: named ``namespace__name``, described with their id, called as ``run_tool`` calls them
-    (the same policy, limits, reply text and errors). The list follows the catalog: when the
-    agent asks for the tools after the catalog changed, it is read again.
+    (the same policy, limits and errors), answering with their text and their images (as
+    ``BinaryContent`` beside the return). The list follows the catalog: when the agent asks for
+    the tools after the catalog changed, it is read again.
 
     Args:
         toolbox: A toolbox, or a function that builds a new (unconnected) one each time.
@@ -317,7 +319,8 @@ class CodeModeToolset(AbstractToolset[Any]):
             if _TOOL_FAILED is not None:
                 raise _TOOL_FAILED(reply.text)
             return reply.text
-        return ToolReturn(return_value=reply.text, metadata=reply.structured())
+        images = [BinaryContent(data=base64.b64decode(data), media_type=mime) for mime, data in reply.images]
+        return ToolReturn(return_value=reply.text, content=images or None, metadata=reply.structured())
 
 
 def _no_model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
