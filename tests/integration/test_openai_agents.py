@@ -253,7 +253,7 @@ async def test_exposed_upstream_tools_are_function_tools_called_as_run_tool_call
         assert tool.params_json_schema == definitions[tool.name]["inputSchema"]
     assert [t.name for t in model.requests[0]["tools"]] == [t.name for t in tools]
     ok, bad = tool_outputs(result)
-    # The reply is run_tool's: the upstream value as JSON.
+    # The reply is the tool's text (mcp-server-time answers JSON), the value run_tool reads.
     assert json.loads(ok)["timezone"] == "Asia/Tokyo"
     assert json.loads(ok).keys() == json.loads(run_tool.content[0].text).keys()  # type: ignore[union-attr]
     assert bad.startswith("error [invalid_arguments]: ") and "timezone" in bad
