@@ -36,6 +36,7 @@ from toolindex import Tool
 __all__ = [
     "EXPOSED_SEPARATOR",
     "FIXABLE_CODES",
+    "PERSON_TOOLS",
     "Exposed",
     "MetaToolReply",
     "StepListener",
@@ -58,6 +59,12 @@ FIXABLE_CODES: Final = frozenset(
 """Failures a model fixes by calling again differently: a bad argument, an unknown tool id, a
 snippet that does not parse or calls its tools wrongly (the last two before anything ran).
 Frameworks with a retry channel (Pydantic AI's ``ModelRetry``) use it for these."""
+
+
+PERSON_TOOLS: Final = frozenset({"resume_execution", "approve_tools"})
+"""Code-mode tools whose call is a person's decision (a paused run's, an approval of tool
+definitions): the MCP server marks them ``destructiveHint``, Pydantic AI defers them for the
+host's approval, the OpenAI Agents SDK marks them ``needs_approval``."""
 
 
 @dataclass(frozen=True, slots=True)

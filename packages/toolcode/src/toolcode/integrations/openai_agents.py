@@ -53,6 +53,7 @@ from toolcode._app import Toolbox
 from toolcode._core import CodeMode
 from toolcode._descriptions import DESCRIPTIONS
 from toolcode._metatools import (
+    PERSON_TOOLS,
     MetaToolReply,
     call_exposed,
     call_metatool,
@@ -68,10 +69,6 @@ from toolindex import Tool
 __all__ = ["CallerOf", "codemode_instructions", "codemode_tools"]
 
 log = structlog.get_logger("toolcode.integrations.openai_agents")
-
-_PERSON_TOOLS = frozenset({"resume_execution", "approve_tools"})
-"""A decision on a paused run, or an approval of tool definitions, is a person's (the MCP server
-marks these ``destructiveHint``)."""
 
 CallerOf = str | Callable[[ToolContext[Any]], str | None] | None
 """Who the calls are for: a fixed name, or a function of the tool context (e.g. of ``ctx.context``)."""
@@ -131,7 +128,7 @@ def codemode_tools(
             params_json_schema=input_schema(name),
             on_invoke_tool=partial(_invoke, codemode, name, caller, None),
             strict_json_schema=False,
-            needs_approval=name in _PERSON_TOOLS,
+            needs_approval=name in PERSON_TOOLS,
         )
         for name in names
     ]

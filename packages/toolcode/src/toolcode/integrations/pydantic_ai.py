@@ -56,6 +56,7 @@ from toolcode._app import Toolbox
 from toolcode._core import CodeMode
 from toolcode._descriptions import DESCRIPTIONS, INSTRUCTIONS
 from toolcode._metatools import (
+    PERSON_TOOLS,
     MetaToolReply,
     call_exposed,
     call_metatool,
@@ -80,10 +81,6 @@ _TOOL_FAILURES: tuple[type[Exception], ...] = (ModelRetry, *((_TOOL_FAILED,) if 
 
 _ANY_ARGS: TypeAdapter[dict[str, Any]] = TypeAdapter(dict[str, Any])
 """The door checks argument names and the core checks values, as over MCP (the same messages)."""
-
-_PERSON_TOOLS = frozenset({"resume_execution", "approve_tools"})
-"""A decision on a paused run, or an approval of tool definitions, is a person's: Pydantic AI's
-deferred-approval flow asks the host (the MCP server marks these ``destructiveHint``)."""
 
 CallerOf = str | Callable[[RunContext[Any]], str | None] | None
 """Who the calls are for: a fixed name, or a function of the run context (e.g. of ``ctx.deps``)."""
@@ -299,7 +296,7 @@ class CodeModeToolset(AbstractToolset[Any]):
             UserError: If the toolset owns its toolbox and is not entered.
         """
         _, codemode, names, _ = self._current()
-        if name in _PERSON_TOOLS and not ctx.tool_call_approved:
+        if name in PERSON_TOOLS and not ctx.tool_call_approved:
             raise ApprovalRequired()
         caller = self._caller(ctx) if callable(self._caller) else self._caller
         exposed = self._exposed.get(name) if name not in names else None

@@ -29,6 +29,7 @@ from toolcode._core import CodeMode, outcome_text
 from toolcode._descriptions import DESCRIPTIONS
 from toolcode._metatools import (
     EXPOSED_SEPARATOR,
+    PERSON_TOOLS,
     MetaToolReply,
     call_metatool,
     compact_schema,
@@ -54,7 +55,6 @@ _Handler = Callable[
     [ServerRequestContext[Any], dict[str, Any]], Awaitable[types.CallToolResult | types.InputRequiredResult]
 ]
 _CONTENT_BLOCK: TypeAdapter[types.ContentBlock] = TypeAdapter(types.ContentBlock)
-_PERSON_TOOLS = frozenset({"resume_execution", "approve_tools"})
 _ASKED_INLINE = frozenset({"resume_execution"})
 """Not listed to clients that declare elicitation: their user decides within the request."""
 _MAX_ASKS_PER_REQUEST = 100
@@ -156,7 +156,7 @@ class CodeModeServer:
                 input_schema=input_schema(n),
                 # Clients that ask their user before a tool call should ask before these: a
                 # decision on a paused run, or an approval of tool definitions, is the person's.
-                annotations=types.ToolAnnotations(destructive_hint=True) if n in _PERSON_TOOLS else None,
+                annotations=types.ToolAnnotations(destructive_hint=True) if n in PERSON_TOOLS else None,
             )
             for n in self._tool_names
         ]
