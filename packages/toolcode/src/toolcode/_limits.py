@@ -308,10 +308,10 @@ def _flat_size(value: Any) -> int:
     if cast(object, type(value)) is dict:
         items = cast(dict[Any, Any], value).items()
         for k, v in items:
-            size = _scalar_size(v)
-            if size < 0 or type(k) is not str or not k.isprintable() or '"' in k or "\\" in k:
+            key, size = _scalar_size(k) if type(k) is str else -1, _scalar_size(v)
+            if key < 0 or size < 0:
                 return -1
-            total += len(k) + 3 + size  # "key":value
+            total += key + 1 + size  # "key":value
         return total
     for v in cast(list[Any], value):
         size = _scalar_size(v)

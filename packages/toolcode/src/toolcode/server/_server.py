@@ -200,12 +200,12 @@ class CodeModeServer:
                 input_schema=tool.input_schema,
                 output_schema=tool.output_schema,
             )
-            for key, tool in sorted(self._exposed.items())
+            for key, tool in self._exposed.items()  # in name order
         ]
 
     def tool_names(self) -> list[str]:
         """Names of every tool this server lists right now."""
-        return list(self._tool_names) + sorted(self._exposed)
+        return [*self._tool_names, *self._exposed]
 
     def _on_index_change(self, event: ChangeEvent) -> None:
         if not self._expose:
