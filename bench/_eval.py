@@ -257,10 +257,14 @@ def add_to_toolindex(index: InMemoryIndex, catalog: Sequence[dict[str, Any]], na
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 
 
+def split_name(name: str) -> str:
+    """A tool name's words: split on ``_``/``-`` and camelCase (``listPets_v2`` → ``list Pets v2``)."""
+    return " ".join(w for part in re.split(r"[_\-]+", name) for w in _CAMEL.split(part) if w)
+
+
 def reference_text(rec: dict[str, Any]) -> str:
     """The reference's document: id + name split on ``_``/camelCase + description + tags (eval README)."""
-    name = str(rec["name"])
-    split = " ".join(w for part in re.split(r"[_\-]+", name) for w in _CAMEL.split(part) if w)
+    split = split_name(str(rec["name"]))
     return " ".join([tool_id(rec), split, str(rec.get("description") or ""), " ".join(rec.get("tags") or [])])
 
 

@@ -35,7 +35,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -135,9 +134,7 @@ MODELS: dict[str, tuple[str, Callable[[], Any], Callable[[float], float]]] = {
 
 
 def hit_text(rec: dict[str, Any]) -> str:
-    name = str(rec["name"])
-    words = " ".join(w for part in re.split(r"[_\-]+", name) for w in E._CAMEL.split(part) if w)  # pyright: ignore[reportPrivateUsage]
-    return f"{words}: {rec.get('description') or ''}"
+    return f"{E.split_name(str(rec['name']))}: {rec.get('description') or ''}"
 
 
 def score_sets(models: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
