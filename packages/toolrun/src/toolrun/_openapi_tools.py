@@ -169,8 +169,10 @@ def _first_server(*holders: Mapping[str, Any]) -> str | None:
 
 class _Builder:
     def __init__(self, doc: dict[str, Any], server: str, supplied: Collection[tuple[str, str]] = ()) -> None:
-        # Parameters the configuration sends with every call: (location, name), header names lower-case.
-        self.supplied = frozenset((loc, name.lower() if loc == "header" else name) for loc, name in supplied)
+        # Parameters that are not arguments, as (location, name) with header names lower-case:
+        # the headers the client sets, and whatever the configuration sends with every call.
+        given = ((loc, n.lower() if loc == "header" else n) for loc, n in supplied)
+        self.supplied = frozenset([*(("header", h) for h in _IGNORED_HEADERS), *given])
         try:
             from referencing import Registry, Resource, Specification
             from referencing.jsonschema import DRAFT202012
@@ -303,8 +305,7 @@ class _Builder:
                 wire, location = p.get("name"), p.get("in")
                 if not isinstance(wire, str) or not wire or location not in _LOCATIONS:
                     raise Skip("a parameter has no valid 'name' and 'in'")
-                key = wire.lower() if location == "header" else wire
-                if (location == "header" and key in _IGNORED_HEADERS) or (location, key) in self.supplied:
+                if (location, wire.lower() if location == "header" else wire) in self.supplied:
                     continue  # the client or the configuration sends it
                 found[(wire, location)] = (wire, location, p, p_resolver)
         return list(found.values())
