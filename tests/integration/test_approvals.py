@@ -248,6 +248,26 @@ async def test_the_audit_log_records_calls_and_decisions(files_dir: Path, tmp_pa
     json.dumps(entries)
 
 
+async def test_a_denial_is_one_audit_entry(files_dir: Path, tmp_path: Path) -> None:
+    # The decision is logged when a person makes it; the gate refusing the call is not a second one.
+    code = f"""
+try:
+    run_tool("fs:write_file", path={str(files_dir)!r} + "/no.txt", content="x")
+except ToolError:
+    pass
+__out = 1
+"""
+    async with _box(files_dir, tmp_path) as box:
+        out = await box.codemode.execute(code)
+        assert out.approval is not None
+        done = await box.codemode.resume(out.approval.execution_id, "deny")
+        assert done.ok, done.error
+        entries = await box.audit_log.read()
+    decisions = [e["decision"] for e in entries if e.get("execution_id") == out.approval.execution_id]
+    assert decisions.count("denied") == 1, decisions
+    assert decisions.count("ask") == 1, decisions
+
+
 async def test_pauses_on_the_module_the_awaitable_and_the_chain_paths_resume_exactly(
     files_dir: Path, tmp_path: Path
 ) -> None:
@@ -510,6 +530,8 @@ def test_cli_exec_pauses_without_a_terminal_and_resume_continues(
     entries = json.loads(capsys.readouterr().out)["entries"]
     decided = {(e["decision"], e["decided_by"]) for e in entries if e["tool_id"] == "fs:write_file"}
     assert ("approved", "flag:--approve=all") in decided and ("denied", "flag:--approve=none") in decided
+    denials = [e for e in entries if e["decision"] == "denied"]
+    assert len(denials) == 1, denials  # logged when decided, not again when the call is refused
     assert any(d == "approved" and by.startswith("person:") for d, by in decided)
 
 

@@ -549,10 +549,9 @@ class Gate:
                     self._allowed[tool_id] = (version, v)
                 continue
             key = call_key(tool.id, args)
-            by = self.approvals.who or "person"
             if key in self.approvals.denied:
+                # The denial was logged when the person made it; refusing the call is not another.
                 self.approvals.denied.remove(key)
-                self._log(tool.id, v.tier, "denied", by)
                 raise ToolError(tool.id, "a person denied this call", "not_allowed", code=ErrorCode.APPROVAL_DENIED)
             if tool.id in self.approvals.tools or (scope is not None and tool.id in scope):
                 verdicts.append(v)
