@@ -462,6 +462,42 @@ async def test_mcp_elicitation_asks_within_the_same_request(files_dir: Path, tmp
     assert (files_dir / "e1.txt").exists() and not (files_dir / "e2.txt").exists()
 
 
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_mcp_a_dismissed_question_answers_the_runs_own_outcome(
+    files_dir: Path, tmp_path: Path, mode: str
+) -> None:
+    # Dismissing the form leaves the run paused; both protocol eras answer with that run's
+    # outcome (approval_required and its execution_id), not a list of every paused run.
+    import mcp_types as types
+    from mcp import Client
+
+    async def on_elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        return types.ElicitResult(action="cancel")
+
+    cfg = _serve_config(files_dir, tmp_path)
+    d = str(files_dir)
+    async with Client(_stdio(cfg), mode=mode, elicitation_callback=on_elicit) as client:  # type: ignore[arg-type]
+        # Another paused run of the same caller must not appear in this run's answer.
+        other = await client.call_tool(
+            "execute_code", {"code": f"run_tool('fs:write_file', path={d!r} + '/o.txt', content='o')"}
+        )
+        assert other.structured_content is not None
+        res = await client.call_tool(
+            "execute_code", {"code": f"run_tool('fs:write_file', path={d!r} + '/c.txt', content='c')\n__out = 1"}
+        )
+        data = res.structured_content
+        assert data is not None, res.content
+        assert data.get("status") == "approval_required", data
+        eid = data["approval"]["execution_id"]
+        assert [p["tool_id"] for p in data["approval"]["pending"]] == ["fs:write_file"]
+        assert "paused" not in data
+        assert eid in res.content[0].text  # type: ignore[union-attr]
+        assert not (files_dir / "c.txt").exists()
+        done = await client.call_tool("resume_execution", {"execution_id": eid, "decision": "approve"})
+        assert done.structured_content is not None and done.structured_content["value"] == 1, done.content
+    assert (files_dir / "c.txt").read_text() == "c"
+
+
 # -- the command line ------------------------------------------------------------------------
 
 

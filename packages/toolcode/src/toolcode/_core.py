@@ -17,8 +17,6 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequen
 from contextlib import asynccontextmanager
 from typing import Any, cast
 
-import structlog
-
 from toolcode._audit import AuditLog, Quarantine
 from toolcode._errors import error_info
 from toolcode._executor import Executor
@@ -61,6 +59,7 @@ from toolcode._types import ExecuteParams, ExecuteResult, LimitsReport, OnToolCa
 from toolcode._view import CatalogView
 from toolcode.exceptions import ApprovalRequiredError, ErrorCode, InvalidArgumentsError, ToolCodeError, ToolError, clip
 from toolindex import Index, Tool, ToolIndexError
+from toolindex.log import get_logger
 from toolrun import Runner
 
 __all__ = ["CodeMode", "PrintListener", "ToolStart", "outcome_text"]
@@ -70,7 +69,7 @@ ToolStart = Callable[[str], Awaitable[None]]
 PrintListener = Callable[[str, str], None]
 """Told of each write of a run to ``stdout`` or ``stderr`` (``(stream, text)``) as it happens; must not block."""
 
-log = structlog.get_logger("toolcode.core")
+log = get_logger("toolcode.core")
 
 _SUMMARY_FAILURES = 3
 _SUMMARY_MESSAGE = 160
@@ -684,15 +683,7 @@ class CodeMode:
                 "not_allowed",
                 code=ErrorCode.APPROVAL_DENIED,
             )
-            result = ExecuteResult(
-                value=None,
-                stdout=run.stdout,
-                stderr=run.stderr,
-                tool_calls=tuple(run.trace),
-                duration_ms=run.elapsed * 1000.0,
-                limits=LimitsReport(applied=run.options.applied(), tool_calls=run.calls, output_chars=0),
-            )
-            return self.outcome(result, err, detail, None, view)
+            return self.outcome(_paused_result(run), err, detail, None, view)
         run.apply(chosen, who)
         listener = self._listener(on_tool_call)
         if run.session is None or self.sessions is None:
@@ -740,6 +731,26 @@ class CodeMode:
             report = SessionReport(name=run.session, new=srun.new, reset=srun.reset, size_bytes=srun.size_bytes)
             out = out.model_copy(update={"session": report})
         return out
+
+    async def paused_outcome(self, execution_id: Any, caller: str | None = None) -> ExecuteOutcome:
+        """A paused run's outcome as it was when it paused (``approval_required``), without deciding.
+
+        Args:
+            execution_id: The run.
+            caller: Whose run it is: only its own caller sees it.
+
+        Returns:
+            The outcome (an ``invalid_arguments`` outcome for an unknown, finished or another
+            caller's run).
+        """
+        try:
+            if self.paused is None:
+                raise InvalidArgumentsError("execution_id", "this core keeps no paused runs (no state store)")
+            run = await self.paused.get(execution_id, caller)
+        except ToolCodeError as exc:
+            return self.outcome(None, exc, "summary")
+        detail = run.options.trace or self.defaults.trace or "summary"
+        return self.outcome(_paused_result(run), ApprovalRequiredError(run), detail)
 
     async def list_paused(self, caller: str | None = None) -> PausedResult:
         """The caller's runs that wait for a decision, oldest first."""
@@ -872,6 +883,18 @@ class CodeMode:
 
 APPROVAL_OP = "approval"
 """``error_op`` of the trace entry that records a decision on a paused run (not a tool call)."""
+
+
+def _paused_result(run: PausedRun) -> ExecuteResult:
+    """What a paused run had produced when it stopped (its value is not known yet)."""
+    return ExecuteResult(
+        value=None,
+        stdout=run.stdout,
+        stderr=run.stderr,
+        tool_calls=tuple(run.trace),
+        duration_ms=run.elapsed * 1000.0,
+        limits=LimitsReport(applied=run.options.applied(), tool_calls=run.calls, output_chars=0),
+    )
 
 
 def _trace_entries(records: Sequence[ToolCallRecord], budget: int) -> list[TraceEntry]:

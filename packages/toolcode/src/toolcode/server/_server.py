@@ -17,7 +17,6 @@ from typing import Any, cast
 
 import anyio
 import mcp_types as types
-import structlog
 from mcp.server import Server, ServerRequestContext
 from mcp.server.connection import Connection
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
@@ -46,10 +45,11 @@ from toolcode._results import RESULT_URI_PREFIX, result_ref_of_uri
 from toolcode._types import ToolCallRecord
 from toolcode.exceptions import InvalidArgumentsError, ToolCodeError, clip
 from toolindex import ChangeEvent, Tool
+from toolindex.log import get_logger
 
 __all__ = ["EXPOSED_SEPARATOR", "CodeModeServer", "compact_schema"]
 
-log = structlog.get_logger("toolcode.server")
+log = get_logger("toolcode.server")
 
 _Handler = Callable[
     [ServerRequestContext[Any], dict[str, Any]], Awaitable[types.CallToolResult | types.InputRequiredResult]
@@ -407,10 +407,9 @@ class CodeModeServer:
         answer = (params.input_responses or {}).get("decision")
         decision = self._decision_of(answer) if isinstance(answer, types.ElicitResult) else "cancel"
         caller = _caller_of(ctx)
-        if decision == "cancel":
-            paused = await self.codemode.list_paused(caller)
-            text = f"the run stays paused: resume_execution(execution_id={execution_id!r}, decision=...) continues it"
-            return _result(paused, text)
+        if decision == "cancel":  # dismissed: the run stays paused, as the 2025-11-25 era answers
+            out = await self.codemode.paused_outcome(execution_id, caller)
+            return _result(out, outcome_text(out), is_error=out.status == "error")
         out = await self.codemode.resume(execution_id, decision, caller=caller, by="person (elicitation)")
         if out.approval is not None:
             return self._input_required(out, code)
