@@ -35,7 +35,8 @@ message when there are several):
   - ``"surrogates"``: a text block with a lone surrogate escape (``\\ud800``);
   - ``"deep"``: structured content nested ``levels`` deep (default 5000);
   - ``"huge"``: one text block of ``size`` bytes (default 8 MiB);
-  - ``"bad_shape"``: a result that is a string; ``"bad_content"``: ``content`` that is not a list.
+  - ``"bad_shape"``: a result that is a string; ``"bad_content"``: ``content`` that is not a list;
+  - ``"no_result"``: a reply with neither ``result`` nor ``error`` (``{"jsonrpc": "2.0", "id": N}``).
 
 Hostile schemas (``--schemas a,b,...`` or ``--schemas all``) add tools named ``schema_<kind>``
 to the listing, between the well-formed ones: ``remote_ref`` (a ``$ref`` to ``--ref-url``),
@@ -206,6 +207,8 @@ def reply_message(req_id: Any, args: dict[str, Any]) -> bytes | None:
         return _result(req_id, "not an object")
     if kind == "bad_content":
         return _result(req_id, {"content": "not a list"})
+    if kind == "no_result":
+        return _line({"jsonrpc": "2.0", "id": req_id})
     raise ValueError(f"unknown reply kind {kind!r}")
 
 

@@ -160,8 +160,11 @@ def _mend_object(msg: Any, cut: bool) -> dict[str, Any] | None:
         return None
     msg = cast(dict[str, Any], msg)
     rid = _request_id(msg)
-    if rid is None or "method" in msg or not ("result" in msg or "error" in msg):
+    if rid is None or "method" in msg:
         return None  # not a reply: nobody waits for it
+    if not ("result" in msg or "error" in msg):
+        # An id and no method is a reply by its shape: its request fails now, not at its timeout.
+        return _error(rid, "the server's reply has neither result nor error")
     result = msg.get("result")
     if cut and isinstance(result, dict) and isinstance(tools := cast(dict[str, Any], result).get("tools"), list):
         reason = f"its definition is nested deeper than {MAX_DEPTH} levels"
