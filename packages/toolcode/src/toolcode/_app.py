@@ -22,7 +22,6 @@ from types import TracebackType
 from typing import Any, Literal, cast
 
 import anyio
-import structlog
 
 from toolcode._audit import AuditLog, Quarantine
 from toolcode._core import CodeMode
@@ -42,11 +41,12 @@ from toolcode.exceptions import ConfigurationError, StateUnavailableError
 from toolcode.state import MemoryStateStore, StateStore, open_state_store
 from tooldocs import InMemoryStore
 from toolindex import BackendRef, InMemoryIndex, Tool, ToolIndexError
+from toolindex.log import get_logger
 from toolrun import Backend, DefaultRunner, ToolRunError, backends_from_config, load_config
 
 __all__ = ["UNSANDBOXED_WARNING", "ConnectEvent", "ConnectProgress", "Toolbox"]
 
-log = structlog.get_logger("toolcode.app")
+log = get_logger("toolcode.app")
 
 UNSANDBOXED_WARNING = (
     "the {engine!r} engine runs snippets WITHOUT a sandbox: snippet code has the full powers of this "

@@ -19,16 +19,16 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal, cast
 
 import anyio
-import structlog
 
 from toolcode._policy import SNIPPETS_NAMESPACE, AuditEntry, tool_hash
 from toolcode.exceptions import StateUnavailableError
 from toolcode.state import StateStore
 from toolindex import Index, Tool
+from toolindex.log import get_logger
 
 __all__ = ["AuditLog", "Quarantine", "ToolApproval"]
 
-_log = structlog.get_logger("toolcode.audit")
+_log = get_logger("toolcode.audit")
 
 AUDIT_KIND: Final = "audit"
 APPROVED_KIND: Final = "approved-tool"

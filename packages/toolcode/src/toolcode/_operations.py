@@ -23,7 +23,6 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Final, cast
 
 import anyio
-import structlog
 
 from toolcode._chain import ChainStep, parse_steps, resolve_args
 from toolcode._errors import as_tool_error, error_info, message_of
@@ -52,6 +51,7 @@ from toolcode._view import CatalogView
 from toolcode.exceptions import ErrorCode, InvalidArgumentsError, LimitExceededError, ToolCodeError, ToolError, clip
 from tooldocs import Signature, tool_signature
 from toolindex import ToolIndexError
+from toolindex.log import get_logger
 from toolrun import Runner, RunResult, ToolRunError
 
 __all__ = [
@@ -78,7 +78,7 @@ MAX_DESCRIBE_IDS: Final = 20
 MAX_EXAMPLES: Final = 20
 _MAX_ID_CHARS = 400  # namespace (128) + name (128) + version (64) + separators, with room
 _UNSEEN: Any = object()
-_log = structlog.get_logger("toolcode.operations")
+_log = get_logger("toolcode.operations")
 _SNIPPETS_PREFIX: Final = SNIPPETS_NAMESPACE + ":"
 """A tool whose signature ``call_tool`` has not looked up yet in this run."""
 

@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 import anyio
-import structlog
 
 from toolcode._models import SessionEntry
 from toolcode._modules import PACKAGE
@@ -37,10 +36,11 @@ from toolcode.exceptions import (
     StateUnavailableError,
 )
 from toolcode.state import ABSENT, Record, Release, StateStore
+from toolindex.log import get_logger
 
 __all__ = ["SESSION_NAME", "Sessions", "owner_of", "tools_imports"]
 
-_log = structlog.get_logger("toolcode.sessions")
+_log = get_logger("toolcode.sessions")
 
 SESSION_NAME: Final = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 """A session's name: 1 to 64 letters, digits, ``_``, ``.`` or ``-``."""

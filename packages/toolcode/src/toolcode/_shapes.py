@@ -6,15 +6,15 @@ import json
 from typing import Any, Final, cast
 
 import anyio
-import structlog
 
 from toolcode.exceptions import StateConflictError, ToolCodeError
 from toolcode.state import ABSENT, StateStore
 from tooldocs import InMemoryStore
+from toolindex.log import get_logger
 
 __all__ = ["ShapeSync"]
 
-_log = structlog.get_logger("toolcode.shapes")
+_log = get_logger("toolcode.shapes")
 _KIND, _KEY = "shapes", "learned"
 INTERVAL: Final = 2.0
 """Seconds between two saves of changed shapes (and looks at other replicas' ones)."""

@@ -22,12 +22,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, cast
 
 import anyio
-import structlog
 
 from toolcode._view import CatalogView
 from toolcode.exceptions import InvalidArgumentsError, ToolCodeError, TypeCheckError
 from toolcode.state import StateStore
 from toolindex import BackendRef, Index, Tool
+from toolindex.log import get_logger
 from toolrun import CompiledSchema, ProviderBackend, ToolRunError
 
 if TYPE_CHECKING:
@@ -40,7 +40,7 @@ __all__ = [
     "SnippetLibrary",
 ]
 
-_log = structlog.get_logger("toolcode.snippets")
+_log = get_logger("toolcode.snippets")
 
 NAMESPACE: Final = "snippets"
 """The namespace saved snippets take in the catalog."""

@@ -7,14 +7,13 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, cast
 
-import structlog
-
 from toolcode._limits import PayloadBudget
 from toolcode._types import OnToolCall, ToolCallRecord
+from toolindex.log import get_logger
 
 __all__ = ["Trace"]
 
-_log = structlog.get_logger("toolcode.trace")
+_log = get_logger("toolcode.trace")
 _UNUSED = ToolCallRecord("", {}, None, None, None, None, 0.0)
 # A slot holds a record, or (for a successful call nobody is listening to) the record's fields as a
 # plain tuple: building the frozen record costs about a microsecond, so it is deferred to records().

@@ -31,18 +31,18 @@ from typing import Any, Final, cast
 
 import anyio
 import pydantic_monty as pm
-import structlog
 from pydantic_monty._binary import find_monty_binary  # pyright: ignore[reportPrivateUsage]
 
 from toolcode._globals import globals_stub
 from toolcode._modules import ASYNC_SUFFIX, PACKAGE, ToolModules
 from toolcode._view import CatalogView
 from toolindex import Tool, ToolIndexError
+from toolindex.log import get_logger
 from toolrun import CompiledSchema, watchdog_executable
 
 __all__ = ["GLOBALS_STUB", "Diagnostic", "TypeChecker"]
 
-_log = structlog.get_logger("toolcode.typecheck")
+_log = get_logger("toolcode.typecheck")
 
 GLOBALS_STUB: Final = globals_stub()
 """What the type checker knows of the snippet globals (built from :data:`~toolcode.SNIPPET_GLOBALS`)."""

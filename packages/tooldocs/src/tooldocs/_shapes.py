@@ -25,11 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-import structlog
+from toolindex.log import get_logger
 
 __all__ = ["ShapeFileWarning", "ShapeLimits", "infer_shape", "merge_shapes"]
 
-_log = structlog.get_logger("tooldocs")
+_log = get_logger("tooldocs")
 
 FILE_FORMAT = "tooldocs.result-shapes"
 FILE_VERSION = 1

@@ -9,8 +9,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, cast, runtime_checkable
 
-import structlog
-
 from tooldocs._doc import RENDER_TIERS, Budgets, DetailLevel, ToolDoc, parse_level
 from tooldocs._examples import DEFAULT_CAPS, ExampleCaps, ToolExample
 from tooldocs._render import Signature, tool_signature
@@ -18,10 +16,11 @@ from tooldocs._shapes import LearnedShape, ShapeFile, ShapeLimits, infer_shape, 
 from tooldocs._text import SCAN_CHARS, cap_text, one_line
 from tooldocs.exceptions import ArgsTooLargeError, DocNotFoundError, InvalidExampleError
 from toolindex import AmbiguousToolIDError, Index, InvalidToolIDError, Tool, ToolNotFoundError
+from toolindex.log import get_logger
 
 __all__ = ["InMemoryStore", "Store"]
 
-_log = structlog.get_logger("tooldocs")
+_log = get_logger("tooldocs")
 # Parameter names an error lists.
 _LISTED_PARAMS = 20
 # Notes and references keep 300 characters of one line; reading more of a text would only cost time.

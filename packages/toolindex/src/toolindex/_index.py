@@ -8,7 +8,6 @@ import threading
 from collections.abc import Iterable, Sequence
 from typing import cast
 
-import structlog
 from rapidfuzz import process as fuzz_process
 
 from toolindex._dense import FloatArray
@@ -20,10 +19,11 @@ from toolindex._protocol import ChangeCallback, Unsubscribe
 from toolindex._search import SearchEngine, SearchParams, document_fields
 from toolindex._semantic import Embedder, default_embedder
 from toolindex.exceptions import AmbiguousToolIDError, DuplicateToolError, InvalidToolError, ToolNotFoundError
+from toolindex.log import get_logger
 
 __all__ = ["InMemoryIndex"]
 
-_log = structlog.get_logger("toolindex")
+_log = get_logger("toolindex")
 
 
 def _check_item(pos: int, item: object) -> tuple[Tool, list[BackendRef]]:

@@ -13,7 +13,6 @@ import anyio
 import anyio.from_thread
 import anyio.to_thread
 import pydantic
-import structlog
 from pydantic import ConfigDict, Field, TypeAdapter
 from pydantic.fields import FieldInfo
 from pydantic.json_schema import GenerateJsonSchema
@@ -21,6 +20,7 @@ from pydantic_core import PydanticSerializationError, SchemaValidator, to_jsonab
 from typing_extensions import TypedDict
 
 from toolindex import BackendKind, BackendRef, Index, Tool
+from toolindex.log import get_logger
 from toolrun._types import BackendResult, ProgressCallback, ProgressEvent
 from toolrun._validation import json_path
 from toolrun.exceptions import (
@@ -33,7 +33,7 @@ from toolrun.exceptions import (
 
 __all__ = ["LocalBackend", "Progress"]
 
-_log = structlog.get_logger("toolrun.local")
+_log = get_logger("toolrun.local")
 
 F = TypeVar("F", bound=Callable[..., Any])
 

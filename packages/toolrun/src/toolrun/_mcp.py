@@ -20,7 +20,6 @@ import anyio.lowlevel
 import anyio.to_thread
 import httpx2
 import mcp_types as types
-import structlog
 from mcp import Client, ClientSession, MCPError, StdioServerParameters
 from mcp.client._transport import TransportStreams
 from mcp.client.session import IncomingMessage
@@ -31,6 +30,7 @@ from mcp_types import CONNECTION_CLOSED, HEADER_MISMATCH, PARSE_ERROR
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolindex import BackendKind, BackendRef, Index, Tool, ToolNotFoundError
+from toolindex.log import get_logger
 from toolrun._config import HttpServerConfig, ServerConfig, StdioServerConfig, check_server_name
 from toolrun._mcp_reader import (
     MALFORMED,
@@ -56,7 +56,7 @@ from toolrun.exceptions import (
 
 __all__ = ["MCPBackend"]
 
-_log = structlog.get_logger("toolrun.mcp")
+_log = get_logger("toolrun.mcp")
 
 _CLIENT_INFO = types.Implementation(name="toolrun", version="0.1.0")
 # What a stdio child inherits when the config does not ask for the whole environment:
@@ -246,7 +246,7 @@ class MCPBackend:
         self._config = config
         # A lazy proxy: logs follow the configuration in force when they are written (a program may
         # send them to stderr after connecting, as serve_stdio does), not the one at construction.
-        self._log = structlog.get_logger("toolrun.mcp", server=name)
+        self._log = get_logger("toolrun.mcp", server=name)
         self._drops = LogLimiter()
         self._tg: anyio.abc.TaskGroup | None = None
         self._lock: anyio.Lock | None = None

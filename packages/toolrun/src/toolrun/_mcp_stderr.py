@@ -73,7 +73,7 @@ class StderrPump:
     :meth:`spawned` once it runs, :meth:`run` in a task, :meth:`close` when the session ends.
 
     Args:
-        log: A structlog logger bound to the server.
+        log: A logger bound to the server (``toolindex.log.get_logger``).
     """
 
     def __init__(self, log: Any) -> None:

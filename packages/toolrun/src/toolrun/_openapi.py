@@ -29,8 +29,8 @@ from urllib.parse import quote, quote_plus, urljoin, urlsplit
 import anyio
 import anyio.to_thread
 import httpx2
-import structlog
 
+from toolindex.log import get_logger
 from toolrun._config import (
     DEFAULT_MCP_TIMEOUT,
     OpenAPIServerConfig,
@@ -59,7 +59,7 @@ DEFAULT_MAX_RESPONSE_BYTES: Final = 4 * 1024 * 1024
 _EXCERPT_CHARS: Final = 1_000
 _HEADER_UNSAFE = re.compile(r"[\r\n\x00]")
 
-_log = structlog.get_logger("toolrun.openapi")
+_log = get_logger("toolrun.openapi")
 _NAMED_IN_SUMMARY = 5
 """Tools named in the one warning about tools kept without their output schema."""
 

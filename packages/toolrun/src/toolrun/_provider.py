@@ -7,17 +7,17 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import anyio
-import structlog
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from toolindex import BackendKind, BackendRef, Index, InvalidToolError, Tool
+from toolindex.log import get_logger
 from toolrun._gc import collector_paused
 from toolrun._types import BackendResult, ProgressCallback
 from toolrun.exceptions import BackendUnavailableError, NoBackendError, ToolRunError, ToolTimeoutError
 
 __all__ = ["Provider", "ProviderBackend"]
 
-_log = structlog.get_logger("toolrun.provider")
+_log = get_logger("toolrun.provider")
 _GC_PAUSE_TOOLS = 1_000
 """Tools listed from which turning them into ``Tool`` s and registering them pauses the collector."""
 

@@ -22,6 +22,8 @@ import threading
 from collections.abc import Iterable, MutableMapping
 from typing import Any
 
+from toolindex.log import add_scrubber
+
 __all__ = [
     "MASK",
     "MIN_SECRET_LENGTH",
@@ -150,6 +152,8 @@ def _mask_scheme(m: re.Match[str]) -> str:
 
 
 _default = Redactor()
+# Every line the packages log passes the redactor, whichever route it takes (toolindex.log).
+add_scrubber(_default.redact)
 
 
 def register_secrets(secrets: Iterable[str]) -> None:

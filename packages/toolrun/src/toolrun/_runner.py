@@ -10,9 +10,9 @@ from types import CoroutineType
 from typing import Any, Protocol, Self, cast, runtime_checkable
 
 import anyio
-import structlog
 
 from toolindex import BackendKind, BackendRef, ChangeEvent, Index, Tool, ToolIndexError
+from toolindex.log import get_logger
 from toolrun._arguments import DEFAULT_ARGUMENT_LIMITS, ArgumentLimits, check_arguments
 from toolrun._schema_limits import DEFAULT_SCHEMA_LIMITS, SchemaLimits
 from toolrun._types import (
@@ -43,7 +43,7 @@ from toolrun.exceptions import (
 
 __all__ = ["DEFAULT_MAX_CHAIN_STEPS", "BackendChooser", "DefaultRunner", "ResultRecorder"]
 
-_log = structlog.get_logger("toolrun")
+_log = get_logger("toolrun")
 
 DEFAULT_MAX_CHAIN_STEPS = 100
 """Longest chain :meth:`DefaultRunner.run_chain` accepts unless configured otherwise."""

@@ -24,11 +24,11 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-import structlog
+from toolindex.log import get_logger
 
 __all__ = ["WATCHDOG_SUPPORTED", "watchdog_command", "watchdog_executable"]
 
-_log = structlog.get_logger("toolrun.spawn")
+_log = get_logger("toolrun.spawn")
 
 WATCHDOG_SUPPORTED: bool = sys.platform == "linux" and bool(sys.executable)
 """Whether commands started here are tied to this process's life (Linux, with a known Python)."""

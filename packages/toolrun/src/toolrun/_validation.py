@@ -30,8 +30,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final, cast
 
 import jsonschema_rs
-import structlog
 
+from toolindex.log import get_logger
 from toolrun._schema_limits import DEFAULT_SCHEMA_LIMITS, SchemaLimits, SchemaSummary, check_schema_bounds
 from toolrun.exceptions import InvalidSchemaError, ValidationProblem
 
@@ -43,7 +43,7 @@ __all__ = [
     "json_path",
 ]
 
-_log = structlog.get_logger("toolrun")
+_log = get_logger("toolrun")
 
 DEFAULT_VALIDATION_POLICY: Final = "error"
 """The output validation policy used everywhere unless configured otherwise."""

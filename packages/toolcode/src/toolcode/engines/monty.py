@@ -21,7 +21,6 @@ import anyio
 import anyio.abc
 import anyio.lowlevel
 import pydantic_monty as pm
-import structlog
 from pydantic_monty._binary import find_monty_binary
 
 from toolcode._globals import ERROR_INFO_SOURCE, async_names, call_names
@@ -37,11 +36,12 @@ from toolcode.exceptions import (
     ToolCodeError,
     ToolError,
 )
+from toolindex.log import get_logger
 from toolrun import watchdog_executable
 
 __all__ = ["MontyEngine", "default_max_processes"]
 
-_log = structlog.get_logger("toolcode.engines.monty")
+_log = get_logger("toolcode.engines.monty")
 
 # Defined inside the sandbox before each snippet: no host round trip for println, and a
 # ToolError name to catch (host exception classes cannot cross; a ToolError arrives as RuntimeError).

@@ -38,8 +38,6 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any, cast
 
-import structlog
-
 try:
     from agents import FunctionTool, ToolOutputImage, ToolOutputText
     from agents.tool_context import ToolContext
@@ -65,10 +63,11 @@ from toolcode._metatools import (
 )
 from toolcode.exceptions import InvalidArgumentsError
 from toolindex import Tool
+from toolindex.log import get_logger
 
 __all__ = ["CallerOf", "codemode_instructions", "codemode_tools"]
 
-log = structlog.get_logger("toolcode.integrations.openai_agents")
+log = get_logger("toolcode.integrations.openai_agents")
 
 CallerOf = str | Callable[[ToolContext[Any]], str | None] | None
 """Who the calls are for: a fixed name, or a function of the tool context (e.g. of ``ctx.context``)."""

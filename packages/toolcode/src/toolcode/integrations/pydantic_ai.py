@@ -35,7 +35,6 @@ from functools import partial
 from typing import Any, Self, cast
 
 import anyio
-import structlog
 from pydantic import TypeAdapter, ValidationError
 
 try:
@@ -68,11 +67,12 @@ from toolcode._metatools import (
 from toolcode._settings import Settings, StateSettings
 from toolcode.exceptions import MAX_MESSAGE, clip
 from toolindex import Tool
+from toolindex.log import get_logger
 from toolrun import BackendResult, ProviderBackend
 
 __all__ = ["CallerOf", "CodeModeToolset", "ToolsetProvider", "toolset_backend"]
 
-log = structlog.get_logger("toolcode.integrations.pydantic_ai")
+log = get_logger("toolcode.integrations.pydantic_ai")
 
 _TOOL_FAILED: type[Exception] | None = getattr(_exceptions, "ToolFailed", None)
 """Pydantic AI's terminal, model-visible tool failure (2026); before it, a failure is returned as text."""

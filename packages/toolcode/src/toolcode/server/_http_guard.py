@@ -23,10 +23,9 @@ import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
-import structlog
-
 from toolcode.exceptions import ConfigurationError
 from toolcode.server._http_tokens import BearerTokens
+from toolindex.log import get_logger
 
 if TYPE_CHECKING:
     from mcp.server import ServerRequestContext
@@ -42,7 +41,7 @@ __all__ = [
     "split_authority",
 ]
 
-log = structlog.get_logger("toolcode.server")
+log = get_logger("toolcode.server")
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]

@@ -12,13 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
-import structlog
-
 from toolcode.exceptions import ConfigurationError
+from toolindex.log import get_logger
 
 __all__ = ["MIN_TOKEN_LENGTH", "TOKENS_ENV", "BearerTokens"]
 
-log = structlog.get_logger("toolcode.server")
+log = get_logger("toolcode.server")
 
 TOKENS_ENV = "TOOLCODE_HTTP_TOKENS"
 """Environment variable ``toolcode serve --http`` reads bearer tokens from (comma or space separated)."""

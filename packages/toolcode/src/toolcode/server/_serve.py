@@ -19,11 +19,12 @@ from toolcode.exceptions import ConfigurationError
 from toolcode.server._http_guard import HTTPGuard, check_bind, is_loopback
 from toolcode.server._http_tokens import BearerTokens
 from toolcode.server._server import CodeModeServer
+from toolindex.log import get_logger
 from toolrun import RedactingFilter, redact_processor
 
 __all__ = ["log_to_stderr", "serve_http", "serve_stdio"]
 
-log = structlog.get_logger("toolcode.server")
+log = get_logger("toolcode.server")
 
 
 class _Server(uvicorn.Server):
@@ -46,9 +47,8 @@ def _stderr_logger(*_args: object) -> structlog.PrintLogger:
 def log_to_stderr(level: int = logging.INFO) -> None:
     """Send structlog and standard-library logs to stderr.
 
-    A stdio MCP server's stdout carries JSON-RPC only, while structlog's default
-    configuration prints to stdout: call this before connecting upstream servers (their
-    connection messages are logged) in a program that serves over stdio.
+    The packages never log to stdout on their own (:mod:`toolindex.log`); this is the
+    configuration the ``toolcode`` command uses: lines on stderr, timestamped, at ``level``.
 
     Every line is redacted (``toolrun.redact``): configured header and env values, URL
     credentials and secret-looking parameters never reach the log, from toolcode, toolrun, the
@@ -78,19 +78,16 @@ async def serve_stdio(toolbox: Toolbox, *, expose: Sequence[str] | None = None) 
     """Serve the code-mode tools over stdin/stdout until the client closes stdin.
 
     Nothing but the protocol reaches stdout while serving: text a program printed before is
-    flushed first, and when structlog is not configured (its default prints to stdout) logs
-    are sent to stderr with :func:`log_to_stderr`. What is logged *before* this call
-    (connecting the toolbox's servers) is not covered: call :func:`log_to_stderr` first.
+    flushed first, and the packages log through the host's logging configuration, never to
+    stdout (see :mod:`toolindex.log`); :func:`log_to_stderr` is a ready-made configuration.
 
     Args:
         toolbox: A connected toolbox (not closed here).
         expose: Upstream tools to publish directly as well (``namespace:name`` patterns;
             ``None``: the config's ``toolcode.expose``).
     """
-    if not structlog.is_configured():
-        log_to_stderr()
-    # Lines printed (or logged by an unconfigured structlog) before now may still sit in
-    # sys.stdout's buffer: out with them before the first protocol message, not after.
+    # Lines printed before now may still sit in sys.stdout's buffer: out with them before the
+    # first protocol message, not after.
     sys.stdout.flush()
     server = CodeModeServer(toolbox, expose=expose)
     options = server.server.create_initialization_options(NotificationOptions(tools_changed=True))
