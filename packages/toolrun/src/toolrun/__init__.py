@@ -13,6 +13,7 @@ from toolrun._config import (
 from toolrun._from_config import backends_from_config, open_backends
 from toolrun._local import LocalBackend, Progress
 from toolrun._mcp import MCPBackend
+from toolrun._mcp_reader import find_request_id
 from toolrun._openapi import DEFAULT_MAX_RESPONSE_BYTES, OpenAPIProvider
 from toolrun._provider import Provider, ProviderBackend
 from toolrun._redact import RedactingFilter, redact, redact_processor, redact_url, register_secrets
@@ -108,6 +109,7 @@ __all__ = [
     "ValidationProblem",
     "backends_from_config",
     "compile_schema",
+    "find_request_id",
     "json_path",
     "load_config",
     "open_backends",

@@ -41,6 +41,7 @@ __all__ = [
     "UNREADABLE",
     "MendingReadStream",
     "describe_parse_error",
+    "find_request_id",
     "mend_http_response",
     "mend_text",
     "nested_deeper_than",
@@ -105,8 +106,15 @@ def nested_deeper_than(text: str, limit: int) -> bool:
     return False
 
 
-def _find_id(text: str) -> int | str | None:
-    """The top-level ``"id"`` of a JSON object that may be cut short or otherwise broken."""
+def find_request_id(text: str) -> int | str | None:
+    """The top-level ``"id"`` of a JSON-RPC message that may be cut short or otherwise broken.
+
+    Args:
+        text: The message as it was sent.
+
+    Returns:
+        The id (a number or a string), or ``None`` when no top-level id can be found.
+    """
     depth = 0
     for m in _TOKENS.finditer(text):
         tok = m.group()
@@ -197,7 +205,7 @@ def mend_text(text: str) -> dict[str, Any] | None:
     try:
         msg = pydantic_core.from_json(cut_text)
     except ValueError as e:
-        rid = _find_id(text)
+        rid = find_request_id(text)
         if rid is None:
             return None
         # jiter says what and where ("EOF while parsing a string at line 1 column 88"), never the text.

@@ -19,6 +19,7 @@ from toolcode.exceptions import ConfigurationError
 from toolcode.server._http_guard import HTTPGuard, check_bind, is_loopback
 from toolcode.server._http_tokens import BearerTokens
 from toolcode.server._server import CodeModeServer
+from toolcode.server._stdio import AnsweringReadStream
 from toolindex.log import get_logger
 from toolrun import RedactingFilter, redact_processor
 
@@ -95,7 +96,7 @@ async def serve_stdio(toolbox: Toolbox, *, expose: Sequence[str] | None = None) 
         async with anyio.create_task_group() as tg:
             tg.start_soon(server.notify_changes)
             async with stdio_server() as (read, write):
-                await server.server.run(read, write, options)
+                await server.server.run(AnsweringReadStream(read, write), write, options)
             tg.cancel_scope.cancel()
     finally:
         server.close()

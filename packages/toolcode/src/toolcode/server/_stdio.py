@@ -1,0 +1,139 @@
+r"""The server's stdio read side: a request the MCP SDK could not read is mended or answered, never dropped.
+
+The SDK reads each line with pydantic's JSON parser and hands the server an exception for a
+line it cannot read, which the server ignores: the client that sent it waits forever. Wrapped
+around the read stream, :class:`AnsweringReadStream` takes those exceptions instead:
+
+- a line Python's own JSON parser reads (pydantic refuses lone surrogate escapes such as
+  ``"\\ud800"``; Python reads them) is read again with each lone surrogate replaced by U+FFFD,
+  and handed on if it is a JSON-RPC message then;
+- otherwise, if the line carries a request id, that id is answered with a JSON-RPC error:
+  ``-32700`` (parse error) for a line that is not JSON, ``-32600`` (invalid request) for JSON
+  that is not a JSON-RPC message;
+- a line with no id to answer is dropped, as before (nobody waits for it).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from types import TracebackType
+from typing import Any, Protocol, Self, cast
+
+import anyio
+import mcp_types as types
+from mcp.shared.message import SessionMessage
+from pydantic import ValidationError
+
+from toolindex.log import get_logger
+from toolrun import find_request_id
+
+__all__ = ["AnsweringReadStream"]
+
+_log = get_logger("toolcode.server")
+_LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def _unread(exc: ValidationError) -> str | dict[str, Any] | None:
+    """What the SDK failed to read: the raw line for a JSON error, the parsed object for a shape error."""
+    for err in exc.errors(include_url=False):
+        if err["type"] == "json_invalid" and isinstance(err.get("input"), str):
+            return cast(str, err["input"])
+    for err in exc.errors(include_url=False):
+        if isinstance(err.get("input"), dict):
+            return cast(dict[str, Any], err["input"])
+    return None
+
+
+def _without_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {_without_surrogates(k): _without_surrogates(v) for k, v in cast(dict[Any, Any], value).items()}
+    if isinstance(value, list):
+        return [_without_surrogates(v) for v in cast(list[Any], value)]
+    return value
+
+
+class _Receiving(Protocol):
+    async def receive(self) -> SessionMessage | Exception: ...
+    async def aclose(self) -> None: ...
+
+
+class _Sending(Protocol):
+    async def send(self, item: SessionMessage, /) -> None: ...
+
+
+def _id_of(message: dict[str, Any]) -> int | str | None:
+    rid = message.get("id")
+    return rid if isinstance(rid, int | str) and not isinstance(rid, bool) else None
+
+
+class AnsweringReadStream:
+    """Wraps the stdio transport's read stream (see the module docstring).
+
+    Args:
+        inner: The transport's read stream (messages, or the exceptions of lines it could not read).
+        write: The transport's write stream, where the answers to unreadable requests go.
+    """
+
+    def __init__(self, inner: _Receiving, write: _Sending) -> None:
+        self._inner = inner
+        self._write = write
+
+    async def receive(self) -> SessionMessage | Exception:
+        """The next message the server can read (answering the unreadable ones on the way)."""
+        while True:
+            item = await self._inner.receive()
+            if not isinstance(item, ValidationError):
+                return item
+            mended = await self._mend(item)
+            if mended is not None:
+                return mended
+
+    async def _mend(self, exc: ValidationError) -> SessionMessage | None:
+        raw = _unread(exc)
+        parsed: Any = raw
+        if isinstance(raw, str):
+            try:
+                parsed = _without_surrogates(json.loads(raw))
+            except (ValueError, RecursionError):
+                parsed = None
+            if parsed is not None:
+                try:
+                    return SessionMessage(types.jsonrpc_message_adapter.validate_python(parsed, by_name=False))
+                except ValidationError:
+                    pass
+        if isinstance(parsed, dict):
+            rid, code = _id_of(cast(dict[str, Any], parsed)), types.INVALID_REQUEST
+            message = "not a valid JSON-RPC request"
+        else:
+            rid = find_request_id(raw) if isinstance(raw, str) else None
+            code, message = types.PARSE_ERROR, "not valid JSON"
+        if rid is None:
+            _log.debug("server.unreadable_message_dropped", error=str(exc.errors(include_url=False)[:1])[:200])
+            return None
+        error = types.JSONRPCError(jsonrpc="2.0", id=rid, error=types.ErrorData(code=code, message=message))
+        await self._write.send(SessionMessage(error))
+        return None
+
+    def __aiter__(self) -> Self:
+        return self
+
+    async def __anext__(self) -> SessionMessage | Exception:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        """Close the wrapped stream."""
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc_val: BaseException | None, exc_tb: TracebackType | None
+    ) -> None:
+        await self.aclose()

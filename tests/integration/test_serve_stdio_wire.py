@@ -1,0 +1,92 @@
+"""`toolcode serve` over stdio, spoken to line by line: every request with an id gets an answer.
+
+The MCP SDK's stdio reader drops a line it cannot parse; a request dropped that way leaves its
+client waiting forever. These tests write raw JSON-RPC lines to a real server process.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from anyio.abc import Process
+from anyio.streams.buffered import BufferedByteReceiveStream
+from mcp_support import toolcode_serve_args
+
+pytestmark = [pytest.mark.integration, pytest.mark.anyio]
+
+HANG_S = 60  # bounds only a real hang: the server answers in milliseconds
+
+
+class Wire:
+    def __init__(self, process: Process) -> None:
+        assert process.stdin is not None and process.stdout is not None
+        self.process = process
+        self._out = BufferedByteReceiveStream(process.stdout)
+
+    async def send(self, line: bytes) -> None:
+        assert self.process.stdin is not None
+        await self.process.stdin.send(line + b"\n")
+
+    async def reply(self, request_id: int) -> dict[str, Any]:
+        """The next message that answers ``request_id`` (notifications are skipped)."""
+        with anyio.fail_after(HANG_S):
+            while True:
+                line = await self._out.receive_until(b"\n", 16 * 1024 * 1024)
+                message: dict[str, Any] = json.loads(line)
+                if message.get("id") == request_id:
+                    return message
+
+
+@asynccontextmanager
+async def _served(tmp_path: Path) -> AsyncIterator[Wire]:
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {}}))
+    async with await anyio.open_process([sys.executable, *toolcode_serve_args(config)]) as process:
+        wire = Wire(process)
+        init = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"},
+            },
+        }
+        await wire.send(json.dumps(init).encode())
+        assert "result" in await wire.reply(1)
+        await wire.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+        try:
+            yield wire
+        finally:
+            process.terminate()
+
+
+async def test_a_lone_surrogate_escape_is_answered(tmp_path: Path) -> None:
+    async with _served(tmp_path) as wire:
+        await wire.send(b'{"jsonrpc":"2.0","id":5,"method":"ping","params":{"_meta":{"x":"\\ud800"}}}')
+        answer = await wire.reply(5)
+        assert "result" in answer or "error" in answer, answer
+        # The session reads on: the next request is answered as usual.
+        await wire.send(b'{"jsonrpc":"2.0","id":6,"method":"tools/list"}')
+        listed = await wire.reply(6)
+        assert "execute_code" in {t["name"] for t in listed["result"]["tools"]}
+
+
+async def test_an_unreadable_request_with_an_id_gets_an_error(tmp_path: Path) -> None:
+    async with _served(tmp_path) as wire:
+        await wire.send(b'{"jsonrpc":"2.0","id":7,"method":"tools/list","params":')  # cut short
+        answer = await wire.reply(7)
+        assert answer["error"]["code"] == -32700, answer  # parse error
+        await wire.send(b'{"jsonrpc":"2.0","id":8,"method":42}')  # not a request
+        answer = await wire.reply(8)
+        assert answer["error"]["code"] == -32600, answer  # invalid request
+        await wire.send(b'{"jsonrpc":"2.0","id":9,"method":"ping"}')
+        assert "result" in await wire.reply(9)
