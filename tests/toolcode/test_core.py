@@ -19,7 +19,7 @@ from toolcode import (
     load_settings,
 )
 from toolcode._core import outcome_text
-from toolcode._metatools import exposed_description, exposed_tools
+from toolcode._metatools import call_exposed, exposed_description, exposed_tools
 from toolcode.exceptions import clip
 from toolcode.server import CodeModeServer
 from toolrun import LocalBackend
@@ -179,8 +179,15 @@ async def test_exposed_name_collisions_are_reported_at_start() -> None:
 
     async with Toolbox([local], engine="inprocess") as box:
         server = CodeModeServer(box, expose=["*"])
-        assert len(server.collisions) == 1 and "a__x__b" in server.collisions[0]
-        assert [n for n in server.tool_names() if n.startswith("a")] == ["a__x__b"]
+        # Both stay reachable, each under a name of its own that does not depend on the other.
+        names = [n for n in server.tool_names() if n.startswith("a")]
+        assert len(names) == 2 and all(n.startswith("a__x__b_") and len(n) == len("a__x__b_") + 6 for n in names)
+        assert {server._exposed[n].id for n in names} == {"a:x__b", "a__x:b"}  # pyright: ignore[reportPrivateUsage]
+        assert len(server.collisions) == 2 and all("'a__x__b' is taken" in c for c in server.collisions)
+        replies = {(await call_exposed(box.codemode, server._exposed[n], {})).text for n in names}  # pyright: ignore[reportPrivateUsage]
+        assert replies == {'"1"', '"2"'}  # the JSON of each tool's own value
+        alone = CodeModeServer(box, expose=["a:*"])  # without the other, the plain name
+        assert [n for n in alone.tool_names() if n.startswith("a")] == ["a__x__b"]
 
 
 async def test_exposed_names_follow_each_doors_rules_and_never_take_a_code_mode_tools_name() -> None:
@@ -194,10 +201,12 @@ async def test_exposed_names_follow_each_doors_rules_and_never_take_a_code_mode_
         none = exposed_tools(box.codemode, [])
 
     # MCP: ASCII letters, digits and _.- up to 128 characters.
-    assert list(mcp.tools) == ["ns__ok-1", "ns__v1.get", "ns__" + "x" * 70]
+    assert [n for n in mcp.tools if n.startswith("ns")] == ["ns__ok-1", "ns__v1.get", "ns__" + "x" * 70]
+    renamed = [n for n in mcp.tools if n.startswith("run__tool_")]
+    assert len(renamed) == 1 and mcp.tools[renamed[0]].id == "run:tool"
     assert sorted(mcp.collisions) == [
         f"ns:{'x' * 125}: {clip('ns__' + 'x' * 125, 80)!r} is not a valid tool name here; not exposed",
-        "run:tool and a code-mode tool are both exposed as 'run__tool'; a code-mode tool is kept",
+        f"run:tool is exposed as {renamed[0]!r}: 'run__tool' is taken (a code-mode tool's name)",
     ]
     # OpenAI function names: no '.', at most 64 characters.
     assert list(openai.tools) == ["ns__ok-1"]

@@ -15,6 +15,7 @@ import base64
 import binascii
 import fnmatch
 import functools
+import hashlib
 import json
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -123,12 +124,18 @@ class Exposed:
     tools: dict[str, Tool]
     """Exposed name (``namespace__name``) → tool, in name order."""
     collisions: list[str]
-    """Tools matched but not published, each with the reason (an invalid or taken name)."""
+    """Matched tools published under a name of their own (two mapped to one name, or to a
+    code-mode tool's), or left out (a name the door cannot carry), each with the reason."""
 
 
 def exposed_description(tool: Tool) -> str:
     """What the model reads about an exposed tool: its id, then its description."""
     return f"[{tool.id}] {tool.description}"
+
+
+def _distinct(name: str, tool: Tool) -> str:
+    # The same tool always gets the same suffix, whichever other tool it collides with.
+    return f"{name}_{hashlib.sha256(tool.id.encode()).hexdigest()[:6]}"
 
 
 def exposed_tools(
@@ -141,24 +148,31 @@ def exposed_tools(
 ) -> Exposed:
     """The visible upstream tools matching ``patterns``, each under the name a door publishes it as.
 
+    A tool is published as ``namespace__name``. When two tools map to one such name
+    (``x:y__ok`` and ``x__y:ok``), or a tool maps to a code-mode tool's name, each of them is
+    published as that name plus ``_`` and six hex digits of its id's digest instead: every
+    matched tool stays reachable, under a name that does not depend on the others.
+
     Args:
         codemode: The core whose view is read.
         patterns: ``namespace:name`` patterns (``fnmatch``: ``github:list_*``, ``*``), matched
             against each tool's key and id.
-        reserved: Names already taken (the door's code-mode tools): a tool mapping to one is not
-            published.
+        reserved: Names already taken (the door's code-mode tools).
         max_name: Longest name the door's clients accept.
         punctuation: The characters besides ASCII letters and digits a name may hold (MCP:
             ``_.-``; OpenAI function names: ``_-``).
 
     Returns:
-        The published tools and, for each matched tool left out, why (the first of two tools
-        that map to one name, in id order, is kept).
+        The published tools and, for each matched tool renamed or left out, why.
     """
-    out: dict[str, Tool] = {}
     collisions: list[str] = []
     if not patterns:
-        return Exposed(out, collisions)
+        return Exposed({}, collisions)
+
+    def valid(name: str) -> bool:
+        return len(name) <= max_name and all(c.isascii() and (c.isalnum() or c in punctuation) for c in name)
+
+    by_name: dict[str, list[Tool]] = {}
     view = codemode.view()
     cursor: str | None = None
     while True:
@@ -167,17 +181,27 @@ def exposed_tools(
             if not any(fnmatch.fnmatchcase(tool.key, p) or fnmatch.fnmatchcase(tool.id, p) for p in patterns):
                 continue
             key = f"{tool.namespace}{EXPOSED_SEPARATOR}{tool.name}"
-            if len(key) > max_name or not all(c.isascii() and (c.isalnum() or c in punctuation) for c in key):
-                collisions.append(f"{tool.id}: {clip(key, 80)!r} is not a valid tool name here; not exposed")
-            elif key in out or key in reserved:
-                kept = out[key].id if key in out else "a code-mode tool"
-                collisions.append(f"{tool.id} and {kept} are both exposed as {key!r}; {kept} is kept")
+            if valid(key):
+                by_name.setdefault(key, []).append(tool)
             else:
-                out[key] = tool
+                collisions.append(f"{tool.id}: {clip(key, 80)!r} is not a valid tool name here; not exposed")
         if page.next_cursor is None:
             break
         cursor = page.next_cursor
-    return Exposed(dict(sorted(out.items())), collisions)
+    out: dict[str, Tool] = {}
+    for key, tools in by_name.items():
+        if len(tools) == 1 and key not in reserved:
+            out[key] = tools[0]
+            continue
+        why = "a code-mode tool's name" if key in reserved else " and ".join(t.id for t in tools) + " all map to it"
+        for tool in tools:
+            name = _distinct(key, tool)
+            if not valid(name) or name in reserved or name in out:
+                collisions.append(f"{tool.id}: {key!r} is taken ({why}) and {name!r} cannot be used; not exposed")
+                continue
+            out[name] = tool
+            collisions.append(f"{tool.id} is exposed as {name!r}: {key!r} is taken ({why})")
+    return Exposed(dict(sorted(out.items())), sorted(collisions))
 
 
 async def call_exposed(
