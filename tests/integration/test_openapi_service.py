@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 import shutil
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -14,6 +15,7 @@ from typing import Any
 from urllib.parse import quote, quote_plus
 
 import anyio
+import httpx2
 import pytest
 import structlog
 from mcp_support import SERVERS_DIR, RunningServer
@@ -34,6 +36,7 @@ from toolrun import (
     load_config,
     redact,
 )
+from toolrun._openapi_target import PathTemplate
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 
@@ -52,8 +55,23 @@ def service(http_server: Callable[..., RunningServer]) -> RunningServer:
 
 
 @pytest.fixture
+def other(http_server: Callable[..., RunningServer]) -> RunningServer:
+    """The same service on another port: another origin."""
+    env = {**os.environ, "PETS_TOKEN": TOKEN, "PETS_API_KEY": API_KEY}
+    return http_server(
+        [sys.executable, str(SERVICE), "--port", "{port}"], ready=r"Uvicorn running on", env=env, path=""
+    )
+
+
+@pytest.fixture
 def env() -> Iterator[dict[str, str]]:
     yield {"PETS_TOKEN": TOKEN, "PETS_API_KEY": API_KEY}
+
+
+async def seen_by(server: RunningServer) -> list[dict[str, Any]]:
+    """Every request the service received (method, raw_path, query, authorization, x-api-key)."""
+    async with httpx2.AsyncClient() as client:
+        return (await client.get(f"{server.url}/_test/seen")).json()
 
 
 @asynccontextmanager
@@ -273,3 +291,200 @@ async def test_toolbox_serves_mcp_servers_and_an_openapi_service_from_one_config
     assert out.value["names"][:2] == ["Rex", "Tom"] and out.value["made"] == "Nemo"
     assert out.value["tz"] == "UTC"
     assert "HTTP 404" in out.value["missing"]
+
+
+# -- path parameters are data -----------------------------------------------------------------
+
+
+def _path(name: str, **extra: Any) -> dict[str, Any]:
+    return {"name": name, "in": "path", "required": True, "schema": {"type": "string"}, **extra}
+
+
+def _op(op_id: str, *params: dict[str, Any]) -> dict[str, Any]:
+    answer = {"description": "what arrived", "content": {"application/json": {"schema": {"type": "object"}}}}
+    return {"operationId": op_id, "parameters": list(params), "responses": {"200": answer}}
+
+
+TENANTS: dict[str, Any] = {
+    "openapi": "3.0.3",
+    "info": {"title": "Tenants", "version": "1"},
+    "paths": {
+        "/tenants/{tenant}": {"delete": _op("deleteTenant", _path("tenant"))},
+        "/tenants/{tenant}/items": {"get": _op("listItems", _path("tenant"))},
+        "/tenants/{tenant}/items/{id}": {"delete": _op("deleteItem", _path("tenant"), _path("id"))},
+        "/labels/{label}": {"get": _op("byLabel", _path("label", style="label"))},
+        "/matrix/{m}": {"get": _op("byMatrix", _path("m", style="matrix"))},
+        "/tags/{tags}": {"get": _op("byTags", _path("tags", schema={"type": "array", "items": {"type": "string"}}))},
+        "/json/{doc}": {
+            "get": _op(
+                "byJson",
+                {"name": "doc", "in": "path", "required": True, "content": {"application/json": {"schema": {}}}},
+            )
+        },
+    },
+}
+"""An API under a base path (``/v1``, the service's catch-all that says what arrived)."""
+
+
+@asynccontextmanager
+async def tenants(service: RunningServer, namespace: str = "tenants") -> AsyncIterator[DefaultRunner]:
+    provider = OpenAPIProvider("tenants", TENANTS, base_url=f"{service.url}/v1/")
+    async with DefaultRunner(InMemoryIndex(), [ProviderBackend("tenants", provider, namespace=namespace)]) as runner:
+        with structlog.testing.capture_logs():
+            await runner.attach()
+        yield runner
+
+
+async def test_a_path_value_that_would_move_through_the_path_is_refused_before_any_request(
+    service: RunningServer,
+) -> None:
+    cases = [
+        ("deleteItem", {"tenant": "acme", "id": ".."}, "id"),  # was DELETE /v1/tenants/acme: the tenant
+        ("listItems", {"tenant": ".."}, "tenant"),  # was GET /v1/items
+        ("listItems", {"tenant": "."}, "tenant"),  # was GET /v1/tenants/items
+        ("listItems", {"tenant": ""}, "tenant"),  # /v1/tenants//items, which servers read as /v1/tenants/items
+        ("byLabel", {"label": "."}, "label"),  # label style: '..'
+        ("byLabel", {"label": ""}, "label"),  # label style: '.'
+        ("byTags", {"tags": [".."]}, "tags"),
+    ]
+    async with tenants(service) as runner:
+        for tool, args, refused in cases:
+            with pytest.raises(InputValidationError) as caught:
+                await runner.run(f"tenants:{tool}", args)
+            assert [p.path for p in caught.value.problems] == [f"$.{refused}"], (tool, args)
+            assert "a path parameter fills exactly one segment" in str(caught.value)
+    # The error names the tool by its id in the index, whatever the namespace.
+    async with tenants(service, namespace="acme") as runner:
+        with pytest.raises(InputValidationError) as caught:
+            await runner.run("acme:listItems", {"tenant": ".."})
+        assert caught.value.tool_id == "acme:listItems"
+    assert await seen_by(service) == []  # nothing was sent
+
+
+async def test_path_values_reach_the_service_as_exactly_one_segment_each(service: RunningServer) -> None:
+    cases = [
+        ("deleteItem", {"tenant": "acme", "id": "a/../b"}, "DELETE", "/v1/tenants/acme/items/a%2F..%2Fb"),
+        ("deleteItem", {"tenant": "acme", "id": "..."}, "DELETE", "/v1/tenants/acme/items/..."),
+        ("deleteItem", {"tenant": "acme", "id": "%2E%2E"}, "DELETE", "/v1/tenants/acme/items/%252E%252E"),
+        ("listItems", {"tenant": "a?b#c"}, "GET", "/v1/tenants/a%3Fb%23c/items"),
+        ("byLabel", {"label": "x/.."}, "GET", "/v1/labels/.x%2F.."),
+        ("byMatrix", {"m": ".."}, "GET", "/v1/matrix/;m=.."),
+        ("byMatrix", {"m": "a/b"}, "GET", "/v1/matrix/;m=a%2Fb"),
+        ("byTags", {"tags": ["a/b", ".."]}, "GET", "/v1/tags/a%2Fb,.."),
+        ("byJson", {"doc": ".."}, "GET", "/v1/json/%22..%22"),
+    ]
+    async with tenants(service) as runner:
+        for tool, args, method, raw_path in cases:
+            assert (await runner.run(f"tenants:{tool}", args)).value == {"method": method, "raw_path": raw_path}
+    assert [(r["method"], r["raw_path"]) for r in await seen_by(service)] == [(m, p) for _, _, m, p in cases]
+
+
+async def test_the_url_check_stops_a_request_that_another_way_of_building_gets_wrong(
+    service: RunningServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Stands for any other way of making the URL: the template filled with no rule about values.
+    def naive(self: PathTemplate, values: dict[str, str]) -> str:
+        base = self._base  # pyright: ignore[reportPrivateUsage]
+        return base + re.sub(r"\{([^{}/]+)\}", lambda m: values[m.group(1)], self.template)
+
+    monkeypatch.setattr(PathTemplate, "fill", naive)
+    cases = [
+        ("deleteItem", {"tenant": "acme", "id": ".."}, ["$.tenant", "$.id"]),
+        ("listItems", {"tenant": ".."}, ["$.tenant"]),
+        ("listItems", {"tenant": "."}, ["$.tenant"]),
+        ("listItems", {"tenant": ""}, ["$.tenant"]),
+        ("byLabel", {"label": "."}, ["$.label"]),
+    ]
+    async with tenants(service) as runner:
+        for tool, args, named in cases:
+            with pytest.raises(InputValidationError) as caught:
+                await runner.run(f"tenants:{tool}", args)
+            assert [p.path for p in caught.value.problems] == named, (tool, args)
+        # What the check lets through is the template, filled.
+        out = await runner.run("tenants:deleteItem", {"tenant": "acme", "id": "x"})
+        assert out.value == {"method": "DELETE", "raw_path": "/v1/tenants/acme/items/x"}
+    assert [r["raw_path"] for r in await seen_by(service)] == ["/v1/tenants/acme/items/x"]
+
+
+async def test_a_snippet_gets_invalid_arguments_for_a_path_value_that_would_move(service: RunningServer) -> None:
+    provider = OpenAPIProvider("tenants", TENANTS, base_url=f"{service.url}/v1")
+    code = (
+        "try:\n"
+        "    run_tool('tenants:listItems', {'tenant': '..'})\n"
+        "    __out = None\n"
+        "except ToolError as e:\n"
+        "    __out = str(e)"
+    )
+    async with Toolbox([ProviderBackend("tenants", provider)], engine="inprocess") as box:
+        out = await box.codemode.execute(code)
+    assert out.ok, out.error
+    assert out.value.startswith("[invalid_arguments] tenants:listItems:") and "$.tenant" in out.value
+    assert await seen_by(service) == []
+
+
+# -- credentials stay with their origin -------------------------------------------------------
+
+
+async def test_credentials_never_go_to_another_origin_a_fetched_document_names(
+    service: RunningServer, other: RunningServer, env: dict[str, str]
+) -> None:
+    # The document on A says the API is on B.
+    elsewhere = {"openapi": f"{service.url}/openapi-for?server={other.url}"}
+    for creds in ({"headers": {"Authorization": "Bearer ${PETS_TOKEN}"}}, {"query": {"appid": "${PETS_API_KEY}"}}):
+        with pytest.raises(ConfigError) as caught:
+            async with runner_for({**elsewhere, **creds}, env):
+                pass
+        assert caught.value.field == "baseUrl"
+        assert f"to {other.url}, the document's server URL" in caught.value.reason
+        assert f"only to {service.url}, where the document was fetched from" in caught.value.reason
+    # Without credentials the document's word is taken: nothing secret goes to B.
+    async with runner_for(elsewhere, env) as runner:
+        assert (await runner.run("pets:getPet", {"petId": 1})).value["name"] == "Rex"
+    # baseUrl names B: the credentials go there, and not to A with the document's request.
+    async with runner_for(
+        {**elsewhere, "baseUrl": other.url, "headers": {"Authorization": "Bearer ${PETS_TOKEN}"}}, env
+    ) as runner:
+        assert (await runner.run("pets:pets_create", {"name": "Nemo"})).value["name"] == "Nemo"
+    at_b = await seen_by(other)
+    assert [(r["method"], r["raw_path"], r["authorization"]) for r in at_b] == [
+        ("GET", "/pets/1", None),
+        ("POST", "/pets", f"Bearer {TOKEN}"),
+    ]
+    # The document's requests: with the headers only while A was the credentials' origin (no
+    # baseUrl); never with the query credentials; not once baseUrl named B.
+    assert [(r["raw_path"], "appid" in r["query"], r["authorization"]) for r in await seen_by(service)] == [
+        ("/openapi-for", False, f"Bearer {TOKEN}"),
+        ("/openapi-for", False, None),
+        ("/openapi-for", False, None),
+        ("/openapi-for", False, None),
+    ]
+
+
+async def test_without_base_url_credentials_go_to_the_origin_the_document_came_from(
+    service: RunningServer, env: dict[str, str]
+) -> None:
+    authed = {"openapi": f"{service.url}/openapi.yaml", "headers": {"Authorization": "Bearer ${PETS_TOKEN}"}}
+    async with runner_for(authed, env) as runner:
+        assert (await runner.run("pets:pets_create", {"name": "Dory"})).value["name"] == "Dory"
+    assert [(r["raw_path"], r["authorization"]) for r in await seen_by(service)] == [
+        ("/openapi.yaml", f"Bearer {TOKEN}"),
+        ("/pets", f"Bearer {TOKEN}"),
+    ]
+
+
+async def test_redirects_are_never_followed_with_credentials(
+    service: RunningServer, other: RunningServer, env: dict[str, str]
+) -> None:
+    creds = {"Authorization": "Bearer ${PETS_TOKEN}", "X-API-Key": "${PETS_API_KEY}"}
+    # A call answered by a redirect to B.
+    async with runner_for(entry(service, headers=creds, query={"appid": "${PETS_API_KEY}"}), env) as runner:
+        with pytest.raises(ToolExecutionError) as caught:
+            await runner.run("pets:redirect", {"to": f"{other.url}/pets"})
+    assert "HTTP 307" in str(caught.value) and f"redirects are not followed (to {other.url}/pets)" in str(caught.value)
+    # The document's request redirected to B.
+    moved = {"openapi": f"{service.url}/redirect?to={other.url}/openapi.yaml", "baseUrl": service.url, "headers": creds}
+    with pytest.raises(BackendUnavailableError, match=r"HTTP 307.*redirects are not followed"):
+        async with runner_for(moved, env):
+            pass
+    assert await seen_by(other) == []
+    assert [r["raw_path"] for r in await seen_by(service)] == ["/redirect", "/redirect"]

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
 import structlog
 
@@ -29,6 +30,7 @@ from toolrun import (
     open_backends,
     redact,
 )
+from toolrun._openapi_target import PathError, PathTemplate
 
 pytestmark = pytest.mark.anyio
 
@@ -564,6 +566,7 @@ def test_config_entries_with_openapi_are_apis(tmp_path: Path) -> None:
     ("entry", "field", "message"),
     [
         ({"openapi": "a.yaml", "baseUrl": "ftp://x"}, "baseUrl", "must be an http:// or https:// URL"),
+        ({"openapi": "a.yaml", "baseUrl": "https://x/v1?key=k"}, "baseUrl", "must not have a query or fragment"),
         ({"openapi": "file:///etc/x.yaml"}, "openapi", "file path or an http:// or https:// URL"),
         ({"openapi": "a.yaml", "command": "x"}, "command", "give one of"),
         ({"openapi": "a.yaml", "include": "x*"}, "include", "must be a list of strings"),
@@ -599,7 +602,7 @@ async def test_requests_encode_values_and_refuse_header_injection() -> None:
     req = _Request.build(
         get,
         {"path_petId": "../admin?x=1", "fields": ["a", "b"], "query_petId": None, "X-Trace": "t1"},
-        "https://api.example.org/v1/",
+        PathTemplate("https://api.example.org/v1/", get.path),
         {"X-Trace": "from-config"},
     )
     # The value stays one path segment; None leaves a parameter out; the config's headers win.
@@ -607,7 +610,87 @@ async def test_requests_encode_values_and_refuse_header_injection() -> None:
     assert req.params == [("fields", "a"), ("fields", "b")]
     assert req.headers["X-Trace"] == "from-config" and req.headers["Accept"] == "application/json"
     with pytest.raises(ValueError, match="line break"):
-        _Request.build(get, {"path_petId": 1, "X-Trace": "a\r\nX-Evil: 1"}, "https://h", {})
+        _Request.build(get, {"path_petId": 1, "X-Trace": "a\r\nX-Evil: 1"}, PathTemplate("https://h", get.path), {})
     put = provider.operations["put_pets_petId"]
-    req = _Request.build(put, {"petId": 7, "name": "Rex", "tag": None}, "https://h", {})
+    req = _Request.build(put, {"petId": 7, "name": "Rex", "tag": None}, PathTemplate("https://h", put.path), {})
     assert req.content == b'{"name":"Rex","tag":null}' and req.headers["Content-Type"] == "application/json"
+
+
+# -- where a call goes ------------------------------------------------------------------------
+
+
+def test_the_url_check_accepts_only_the_template_with_each_segment_filled_once() -> None:
+    # The check looks at the URL the HTTP client is about to send, however it was built.
+    target = PathTemplate("http://api.example/v1/", "/tenants/{tenant}/items/{id}.json")
+    target.check(httpx2.URL("http://api.example/v1/tenants/acme/items/a%2F..%2Fb.json?page=2"))
+    target.check(httpx2.URL("http://API.example:80/v1/tenants/%2E%2E%2E/items/.json"))  # '...', and '' before '.json'
+    both = ("tenant", "id")
+    refused = {
+        # The client collapses a '..' it is given: the path has a segment too few.
+        "http://api.example/v1/tenants/acme/items/x.json/..": both,
+        "http://api.example/v1/tenants/acme/items/a/b.json": both,
+        "http://api.example/v1/tenants/%2e%2E/items/x.json": ("tenant",),
+        "http://api.example/v1/tenants/./items/x.json": both,  # collapsed too
+        "http://api.example/v1/tenants//items/x.json": ("tenant",),
+        "http://api.example/v1/tenants/acme/items/x.txt": ("id",),
+        "http://api.example/v1/tenants/acme/things/x.json": (),
+        "http://api.example/v2/tenants/acme/items/x.json": both,
+        "http://api.example:8080/v1/tenants/acme/items/x.json": both,
+        "https://api.example/v1/tenants/acme/items/x.json": both,
+        "http://evil.example/v1/tenants/acme/items/x.json": both,
+    }
+    for url, params in refused.items():
+        with pytest.raises(PathError) as caught:
+            target.check(httpx2.URL(url))
+        assert caught.value.params == params, url
+
+
+def test_filling_a_segment_refuses_what_a_url_reads_as_a_move() -> None:
+    target = PathTemplate("http://api.example", "/a/{x}/b/{y}{z}")
+    assert target.fill({"x": "...", "y": "%252E", "z": "."}) == "http://api.example/a/.../b/%252E."
+    for values, params in [
+        ({"x": "..", "y": "1", "z": "2"}, ("x",)),
+        ({"x": ".", "y": "1", "z": "2"}, ("x",)),
+        ({"x": "", "y": "1", "z": "2"}, ("x",)),
+        ({"x": "1", "y": ".", "z": "."}, ("y", "z")),
+        ({"x": "1", "y": "%2E", "z": "."}, ("y", "z")),  # what URLs read as '..' too
+        ({"x": "1", "y": "", "z": ""}, ("y", "z")),
+    ]:
+        with pytest.raises(PathError) as caught:
+            target.fill(values)
+        assert caught.value.params == params
+        assert "fills exactly one segment" in caught.value.reason
+
+
+async def test_paths_that_are_not_plain_templates_are_skipped() -> None:
+    document = doc(
+        {
+            "/a/../admin/{id}": {"get": {"operationId": "up", "responses": ok()}},
+            "relative/{id}": {"get": {"operationId": "rel", "responses": ok()}},
+            "/fine/{id}": {"get": {"operationId": "fine", "responses": ok()}},
+        }
+    )
+    provider = OpenAPIProvider("api", document)
+    with structlog.testing.capture_logs():
+        tools = await provider.list_tools()
+    assert [t["name"] for t in tools] == ["fine"]
+    assert provider.skipped == {
+        "/a/../admin/{id}": "the path has a '.' or '..' segment",
+        "relative/{id}": "the path does not start with '/'",
+    }
+
+
+async def test_credentials_need_the_origin_the_configuration_names() -> None:
+    # A document given as a mapping (or read from a file) names no origin: its server URLs are
+    # the document's word, not the configuration's. With credentials, baseUrl says where they go.
+    for creds in ({"headers": {"Authorization": "Bearer tok-6a1f09c2"}}, {"query": {"api_key": "key-3d9e7b10"}}):
+        with pytest.raises(ConfigError) as caught:
+            await OpenAPIProvider("api", PETSTORE, **creds).list_tools()
+        assert caught.value.field == "baseUrl"
+        assert "this document was not fetched from a URL" in caught.value.reason
+        assert "https://api.example.org" in caught.value.reason
+        with structlog.testing.capture_logs():
+            assert await OpenAPIProvider("api", PETSTORE, base_url="https://api.example.org/v1", **creds).list_tools()
+    # Without credentials, the document's server URLs are used as they are.
+    with structlog.testing.capture_logs():
+        assert await OpenAPIProvider("api", PETSTORE).list_tools()

@@ -3,6 +3,11 @@
 Run: ``python openapi_service.py --port PORT``; it prints uvicorn's "Uvicorn running on" when
 ready. Credentials it accepts come from the environment: ``PETS_TOKEN`` (bearer, for adding a
 pet) and ``PETS_API_KEY`` (``X-API-Key``, for ``/secure/whoami``).
+
+For the tests of where requests and credentials go, it records every request (method, raw path,
+query, ``Authorization`` and ``X-API-Key``) except those to ``/_test/...``, its control routes:
+``/_test/seen`` answers the record; ``/_test/dripping`` answers once a ``/drip.yaml`` (the
+document, one byte every ``?every=`` seconds) has begun, ``/_test/drip-ended`` once it stopped.
 """
 
 from __future__ import annotations
@@ -13,18 +18,89 @@ import gzip
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import uvicorn
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 SPEC = Path(__file__).with_name("openapi_service.yaml")
 PETS: dict[int, dict[str, object]] = {
     1: {"id": 1, "name": "Rex", "tag": "dog"},
     2: {"id": 2, "name": "Tom", "tag": "cat"},
 }
+SEEN: list[dict[str, Any]] = []
+DRIPPING = asyncio.Event()
+DRIP_ENDED = asyncio.Event()
+
+
+class Recorder:
+    """ASGI middleware: what arrived, for the tests to read at ``/_test/seen``."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and not scope["path"].startswith("/_test/"):
+            headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+            SEEN.append(
+                {
+                    "method": scope["method"],
+                    "raw_path": scope["raw_path"].decode("latin-1"),
+                    "query": scope["query_string"].decode("latin-1"),
+                    "authorization": headers.get("authorization"),
+                    "x-api-key": headers.get("x-api-key"),
+                }
+            )
+        await self.app(scope, receive, send)
+
+
+async def seen(request: Request) -> Response:
+    return JSONResponse(SEEN)
+
+
+async def spec_for(request: Request) -> Response:
+    # The document with another server URL, as a document on one host may name another.
+    text = SPEC.read_text().replace("  - url: /\n", f"  - url: {request.query_params['server']}\n", 1)
+    return PlainTextResponse(text, media_type="application/yaml")
+
+
+async def drip(request: Request) -> Response:
+    every = float(request.query_params.get("every", "0.3"))
+
+    async def trickle():  # the document, one byte at a time
+        try:
+            for byte in SPEC.read_bytes():
+                yield bytes([byte])
+                DRIPPING.set()
+                await asyncio.sleep(every)
+        finally:
+            DRIP_ENDED.set()
+
+    return StreamingResponse(trickle(), media_type="application/yaml")
+
+
+async def dripping(request: Request) -> Response:
+    await DRIPPING.wait()
+    return Response(status_code=204)
+
+
+async def drip_ended(request: Request) -> Response:
+    await DRIP_ENDED.wait()
+    return Response(status_code=204)
+
+
+async def redirect(request: Request) -> Response:
+    return RedirectResponse(request.query_params["to"], status_code=307)
+
+
+async def v1(request: Request) -> Response:
+    # The tenants API of the path tests: says what arrived.
+    return JSONResponse({"method": request.method, "raw_path": request.scope["raw_path"].decode("latin-1")})
 
 
 async def spec(request: Request) -> Response:
@@ -117,8 +193,16 @@ async def fail(request: Request) -> Response:
 
 
 app = Starlette(
+    middleware=[Middleware(Recorder)],
     routes=[
+        Route("/_test/seen", seen),
+        Route("/_test/dripping", dripping),
+        Route("/_test/drip-ended", drip_ended),
         Route("/openapi.yaml", spec),
+        Route("/openapi-for", spec_for),
+        Route("/drip.yaml", drip),
+        Route("/redirect", redirect, methods=["GET", "POST", "DELETE"]),
+        Route("/v1/{rest:path}", v1, methods=["GET", "POST", "DELETE"]),
         Route("/openapi.yaml.gz", spec_gz),
         Route("/pets", list_pets, methods=["GET"]),
         Route("/pets", create_pet, methods=["POST"]),
@@ -131,7 +215,7 @@ app = Starlette(
         Route("/slow", slow),
         Route("/big", big),
         Route("/fail", fail),
-    ]
+    ],
 )
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ __all__ = [
     "ServerConfig",
     "ServersConfig",
     "StdioServerConfig",
+    "base_url_problem",
     "expand_vars",
     "header_secrets",
     "load_config",
@@ -154,6 +155,19 @@ def header_secrets(headers: Mapping[str, str]) -> list[str]:
     return out
 
 
+def base_url_problem(url: str) -> str | None:
+    """Why ``url`` cannot be an OpenAPI entry's ``baseUrl`` (``None`` when it can).
+
+    Calls append the operation's path to it, so it is an ``http(s)`` URL without a query or
+    fragment (parameters sent with every call go in ``query``).
+    """
+    if not re.match(r"^https?://[^\s/?#]+", url):
+        return "must be an http:// or https:// URL"
+    if "?" in url or "#" in url:
+        return "must not have a query or fragment (parameters for every call go in 'query')"
+    return None
+
+
 def url_secrets(url: str) -> list[str]:
     """A URL's user name and password, and its query and fragment values whose names look secret."""
     try:
@@ -203,8 +217,8 @@ class OpenAPIServerConfig(_EntryBase):
     @field_validator("base_url")
     @classmethod
     def _check_base_url(cls, v: str | None) -> str | None:
-        if v is not None and not re.match(r"^https?://[^\s/]+", v):
-            raise ValueError("must be an http:// or https:// URL")
+        if v is not None and (problem := base_url_problem(v)):
+            raise ValueError(problem)
         return v
 
     @field_validator("include", "tags", mode="before")

@@ -7,8 +7,10 @@
 
 The tools are built by :func:`~toolrun._openapi_tools.build_tools` (names, schemas, ``$ref``
 resolution); this module reads the document and makes the calls: real HTTP with ``httpx2``,
-a timeout on the whole call (connecting, sending and reading), no redirects followed, and a
-cap on the bytes of a response that are read.
+a timeout on the whole call (connecting, sending and reading), no redirects followed, a cap on
+the bytes of a response that are read, credentials sent to one origin only, and every request
+URL checked to be its operation's path template with its segments filled
+(:mod:`~toolrun._openapi_target`).
 """
 
 from __future__ import annotations
@@ -20,11 +22,11 @@ import math
 import os
 import re
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any, Final, cast
-from urllib.parse import quote, quote_plus, urljoin, urlsplit
+from urllib.parse import quote, quote_plus, urljoin
 
 import anyio
 import anyio.to_thread
@@ -34,6 +36,7 @@ from toolindex.log import get_logger
 from toolrun._config import (
     DEFAULT_MCP_TIMEOUT,
     OpenAPIServerConfig,
+    base_url_problem,
     check_server_name,
     header_secrets,
     url_secrets,
@@ -47,16 +50,26 @@ from toolrun._openapi_document import (
     plain_document,
     read_file,
 )
+from toolrun._openapi_target import PathError, PathTemplate, origin
 from toolrun._openapi_tools import BuiltTools, Operation, ParamSpec, build_tools
 from toolrun._redact import redact, redact_url, register_secrets
 from toolrun._types import BackendResult
-from toolrun.exceptions import BackendUnavailableError, ConfigError, HTTPStatusError, ToolTimeoutError
+from toolrun._validation import json_path
+from toolrun.exceptions import (
+    BackendUnavailableError,
+    ConfigError,
+    HTTPStatusError,
+    InputValidationError,
+    ToolTimeoutError,
+    ValidationProblem,
+)
 
 __all__ = ["DEFAULT_MAX_RESPONSE_BYTES", "OpenAPIProvider"]
 
 DEFAULT_MAX_RESPONSE_BYTES: Final = 4 * 1024 * 1024
 """Bytes of a response that are read at most; a larger response fails the call."""
 _EXCERPT_CHARS: Final = 1_000
+_SHOWN_URL: Final = 200
 _HEADER_UNSAFE = re.compile(r"[\r\n\x00]")
 
 _log = get_logger("toolrun.openapi")
@@ -78,9 +91,17 @@ class OpenAPIProvider:
       no body as ``None``.
 
     A call that gets a status other than 2xx fails (``ToolExecutionError`` with the status and
-    the start of the body, chained to :class:`~toolrun.HTTPStatusError`); a call that takes
-    longer than ``timeout`` raises ``ToolTimeoutError``; a server that cannot be reached
-    raises ``BackendUnavailableError``; a response over ``max_response_bytes`` fails.
+    the start of the body, chained to :class:`~toolrun.HTTPStatusError`; a redirect is not
+    followed); a call that takes longer than ``timeout`` raises ``ToolTimeoutError``; a server
+    that cannot be reached raises ``BackendUnavailableError``; a response over
+    ``max_response_bytes`` fails. A path parameter fills exactly one segment of the operation's
+    path: a value that would make it empty, ``.`` or ``..`` is refused with
+    ``InputValidationError`` naming its argument, before any request.
+
+    Credentials (``headers``, ``query``) go to one origin only: ``base_url``'s, or without it
+    the origin the document was fetched from. An operation whose server is elsewhere (or a
+    document read from a file or given as a mapping, without ``base_url``) is a
+    ``ConfigError`` naming ``baseUrl`` when credentials are configured.
 
     Concurrency: calls may run from many tasks at once (one pooled HTTP client).
     Ownership: :meth:`aclose` closes the HTTP client (``ProviderBackend`` calls it).
@@ -108,9 +129,11 @@ class OpenAPIProvider:
             name: The API's name (its tools' namespace in a ``ProviderBackend``; used in errors).
             document: Path or ``http(s)`` URL of the document (JSON or YAML), or its parsed content.
             base_url: Where calls go (default: the first server URL the document declares for
-                the operation, a relative one resolved against the document's URL).
-            headers: Sent with every call (authorization); the values are registered as secrets,
-                and header parameters of these names (in any case) are not arguments.
+                the operation, a relative one resolved against the document's URL); no query
+                or fragment.
+            headers: Sent with every call (authorization), and with the document's request when
+                it is on the credentials' origin; the values are registered as secrets, and
+                header parameters of these names (in any case) are not arguments.
             query: Query parameters sent with every call (``{"api_key": key}``); the values are
                 registered as secrets, and query parameters of these names are not arguments.
                 Not sent when the document is fetched from a URL.
@@ -125,11 +148,12 @@ class OpenAPIProvider:
             max_document_bytes: Most bytes of the document read.
 
         Raises:
-            ConfigError: If ``name`` cannot be a namespace or a URL is not ``http(s)``.
+            ConfigError: If ``name`` cannot be a namespace, or ``base_url`` is not an ``http(s)``
+                URL or has a query or fragment.
         """
         check_server_name(name)
-        if base_url is not None and not re.match(r"^https?://[^\s/]+", base_url):
-            raise ConfigError(name, "baseUrl", "must be an http:// or https:// URL")
+        if base_url is not None and (problem := base_url_problem(base_url)):
+            raise ConfigError(name, "baseUrl", problem)
         if timeout is not None and not timeout > 0:
             raise ConfigError(name, "timeout", "must be positive (None for no limit)")
         self.name = name
@@ -145,6 +169,7 @@ class OpenAPIProvider:
         self._max_response = max_response_bytes
         self._max_document = max_document_bytes
         self._document_url: str | None = None
+        self._targets: dict[str, PathTemplate] = {}
         self._client: httpx2.AsyncClient | None = None
         self._closed = False
         self.operations: dict[str, Operation] = {}
@@ -205,7 +230,8 @@ class OpenAPIProvider:
 
         Raises:
             ConfigError: If the document cannot be read or is not OpenAPI 3.0/3.1, no base URL
-                can be found for an operation, or the ``openapi`` extra is missing.
+                can be found for an operation, an operation would send the credentials to
+                another origin than theirs, or the ``openapi`` extra is missing.
             BackendUnavailableError: If the document's URL cannot be fetched.
         """
         if self._closed:
@@ -219,11 +245,16 @@ class OpenAPIProvider:
             load = partial(plain_document, source, server=self.name)
         elif is_url(str(source)):
             url = str(source)
-            same = self._base_url is not None and _origin(url) == _origin(self._base_url)
+            # The headers go with the document's request only on the credentials' origin (baseUrl's,
+            # or without it the document's own): never to another host that serves the document.
+            same = self._base_url is None or _origin_of(url, self.name, "openapi") == origin(self._base_url)
             async with httpx2.AsyncClient(timeout=httpx2.Timeout(self._load_timeout), follow_redirects=False) as c:
-                # Credentials go only to the API's own origin, never to a host that serves its document.
                 raw = await fetch_document(
-                    c, url, server=self.name, max_bytes=self._max_document, headers=self._headers if same else {}
+                    c,
+                    url,
+                    server=self.name,
+                    max_bytes=self._max_document,
+                    headers=self._headers if same else {},
                 )
             self._document_url = url
             large = len(raw) >= LARGE_DOCUMENT_BYTES
@@ -247,9 +278,9 @@ class OpenAPIProvider:
                 first=list(itertools.islice(built.notes, _NAMED_IN_SUMMARY)),
                 detail="provider.trimmed; log openapi.tool_trimmed (info) per tool",
             )
-        for op in built.operations.values():
-            self._base_for(op, config_error=True)
+        self._check_origins(built.operations.values())
         self.operations = built.operations
+        self._targets = {}
         self.skipped = built.skipped
         self.trimmed = built.notes
         _log.info(
@@ -288,20 +319,65 @@ class OpenAPIProvider:
         if self._base_url is not None:
             return self._base_url
         server = op.server
+        base: str | None = None
         if server is not None and is_url(server):
-            return server
-        if server is not None and self._document_url is not None:
+            base = server
+        elif server is not None and self._document_url is not None:
             joined = urljoin(self._document_url, server)
-            if is_url(joined):
-                return joined
-        reason = (
-            "the document declares no server URL: set baseUrl"
-            if server is None
-            else f"the document's server URL {server!r} is not an http(s) URL: set baseUrl"
-        )
+            base = joined if is_url(joined) else None
+        problem = base_url_problem(base) if base is not None else None
+        if base is not None and problem is None:
+            return base
+        if server is None:
+            reason = "the document declares no server URL: set baseUrl"
+        elif base is None:
+            reason = f"the document's server URL {server!r} is not an http(s) URL: set baseUrl"
+        else:
+            reason = f"the document's server URL {server!r} {problem}: set baseUrl"
         if config_error:
             raise ConfigError(self.name, "baseUrl", reason)
         raise ValueError(reason)  # pragma: no cover - list_tools checked every operation
+
+    def _credentials_origin(self) -> str | None:
+        # The one origin configured credentials may go to; None when the configuration names none.
+        if self._base_url is not None:
+            return origin(self._base_url)
+        if self._document_url is not None:
+            return origin(self._document_url)
+        return None
+
+    def _check_origins(self, operations: Iterable[Operation]) -> None:
+        # Every operation has a usable base URL; with credentials configured, each is on their origin.
+        fields = [f for f, given in (("headers", self._headers), ("query", self._query)) if given]
+        allowed = self._credentials_origin() if fields else None
+        origins: dict[str, str] = {}
+        for op in operations:
+            base = self._base_for(op, config_error=True)
+            where = origins.get(base)
+            if where is None:
+                where = origins[base] = _origin_of(base, self.name, "baseUrl")
+            if not fields or where == allowed:
+                continue
+            what = " and ".join(repr(f) for f in fields)
+            if allowed is None:
+                reason = (
+                    f"the credentials in {what} go only to baseUrl's origin (or to the origin a document is "
+                    f"fetched from), and this document was not fetched from a URL; its operation {op.name!r} "
+                    f"would send them to {where}: set baseUrl"
+                )
+            else:
+                reason = (
+                    f"operation {op.name!r} would send the credentials in {what} to {where}, the document's "
+                    f"server URL, but they go only to {allowed}, where the document was fetched from: set "
+                    "baseUrl to the API's URL to send them there"
+                )
+            raise ConfigError(self.name, "baseUrl", reason)
+
+    def _target(self, op: Operation) -> PathTemplate:
+        target = self._targets.get(op.name)
+        if target is None:
+            target = self._targets[op.name] = PathTemplate(self._base_for(op), op.path)
+        return target
 
     async def call_tool(self, name: str, args: Mapping[str, Any]) -> BackendResult:
         """Call one operation over HTTP.
@@ -324,18 +400,33 @@ class OpenAPIProvider:
         op = self.operations.get(name)
         if op is None:
             raise LookupError(f"{self.name!r} has no operation {name!r}")
-        request = _Request.build(op, args, self._base_for(op), self._headers, self._query)
         tool_id = f"{self.name}:{name}"
+        target = self._target(op)
+        try:
+            request = _Request.build(op, args, target, self._headers, self._query)
+            sent = self._http().build_request(
+                op.method,
+                request.url,
+                params=request.params,
+                headers=request.headers,
+                content=request.content,
+                data=request.data,
+                files=request.files,
+            )
+            # The one check on what leaves this host, however the URL above was made.
+            target.check(sent.url)
+        except PathError as e:
+            if not e.params:
+                raise
+            raise _invalid_path(tool_id, op, e) from e
         started = time.perf_counter()
         with anyio.move_on_after(math.inf if self._timeout is None else self._timeout) as scope:
             try:
-                result = await self._send(op, request)
+                result = await self._send(op, sent, request.shown)
             except httpx2.TimeoutException as e:
                 raise ToolTimeoutError(tool_id, self._timeout or 0.0) from e
             except httpx2.ConnectError as e:
-                raise BackendUnavailableError(
-                    f"openapi:{self.name}", f"cannot connect to {redact_url(_origin(request.url))}: {e}"
-                ) from e
+                raise BackendUnavailableError(f"openapi:{self.name}", f"cannot connect to {target.origin}: {e}") from e
             except httpx2.HTTPError as e:  # the connection broke mid-call, a malformed answer
                 text = f"{op.method} {redact_url(request.shown)} failed: {type(e).__name__}: {e}"
                 return BackendResult(None, ({"type": "text", "text": redact(text)},), is_error=True, error=e)
@@ -351,17 +442,9 @@ class OpenAPIProvider:
         assert scope.cancelled_caught
         raise ToolTimeoutError(tool_id, self._timeout or 0.0)
 
-    async def _send(self, op: Operation, request: _Request) -> BackendResult:
-        client = self._http()
-        async with client.stream(
-            op.method,
-            request.url,
-            params=request.params,
-            headers=request.headers,
-            content=request.content,
-            data=request.data,
-            files=request.files,
-        ) as response:
+    async def _send(self, op: Operation, request: httpx2.Request, url: str) -> BackendResult:
+        response = await self._http().send(request, stream=True)
+        try:
             chunks: list[bytes] = []
             size = 0
             too_big = False
@@ -376,10 +459,16 @@ class OpenAPIProvider:
             status, reason = response.status_code, response.reason_phrase
             content_type = response.headers.get("content-type", "")
             encoding = response.charset_encoding or "utf-8"
-        shown = redact_url(request.shown)
+            location = response.headers.get("location")
+        finally:
+            await response.aclose()
+        shown = redact_url(url)
         if not 200 <= status < 300:
             excerpt = _excerpt(body, encoding)
-            err = HTTPStatusError(status, op.method, request.shown, excerpt, reason)
+            if 300 <= status < 400 and location is not None:
+                note = f"redirects are not followed (to {redact_url(location)[:_SHOWN_URL]})"
+                excerpt = f"{note}; {excerpt}" if excerpt else note
+            err = HTTPStatusError(status, op.method, url, excerpt, reason)
             return BackendResult(None, ({"type": "text", "text": str(err)},), is_error=True, error=err)
         if too_big:
             text = (
@@ -404,9 +493,16 @@ def _file_size(path: str) -> int:
         return 0
 
 
-def _origin(url: str) -> str:
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.hostname or ''}{f':{parts.port}' if parts.port else ''}"
+def _origin_of(url: str, server: str, field: str) -> str:
+    try:
+        return origin(url)
+    except httpx2.InvalidURL as e:
+        raise ConfigError(server, field, f"{redact_url(url)[:_SHOWN_URL]!r} is not a valid URL: {e}") from None
+
+
+def _invalid_path(tool_id: str, op: Operation, e: PathError) -> InputValidationError:
+    paths = [json_path([s.arg]) for s in op.params if s.location == "path" and s.name in e.params]
+    return InputValidationError(tool_id, [ValidationProblem(p, e.reason) for p in paths or ["$"]])
 
 
 def _excerpt(body: bytes, encoding: str) -> str:
@@ -483,7 +579,7 @@ class _Request:
         cls,
         op: Operation,
         args: Mapping[str, Any],
-        base: str,
+        target: PathTemplate,
         headers: Mapping[str, str],
         query: Mapping[str, str] | None = None,
     ) -> _Request:
@@ -507,15 +603,7 @@ class _Request:
         if cookies:
             req.headers["Cookie"] = "; ".join(cookies)
 
-        def substitute(m: re.Match[str]) -> str:
-            key = m.group(1)
-            if key not in path_values:
-                raise ValueError(f"path parameter {key!r} is missing")
-            return path_values[key]
-
-        path = re.sub(r"\{([^{}/]+)\}", substitute, op.path)
-        req.url = base.rstrip("/") + path
-        req.shown = req.url
+        req.url = req.shown = target.fill(path_values)
         if op.accept is not None:
             req.headers["Accept"] = op.accept
         if op.body is not None:

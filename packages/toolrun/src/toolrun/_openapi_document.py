@@ -110,9 +110,10 @@ async def fetch_document(
     try:
         async with client.stream("GET", url, headers=dict(headers)) as response:
             if not 200 <= response.status_code < 300:
-                raise BackendUnavailableError(
-                    f"openapi:{server}", f"GET {shown} answered HTTP {response.status_code} {response.reason_phrase}"
-                )
+                answer = f"GET {shown} answered HTTP {response.status_code} {response.reason_phrase}"
+                if (location := response.headers.get("location")) and 300 <= response.status_code < 400:
+                    answer += f"; redirects are not followed (to {redact_url(location)[:200]})"
+                raise BackendUnavailableError(f"openapi:{server}", answer)
             chunks: list[bytes] = []
             size = 0
             async for chunk in response.aiter_bytes():

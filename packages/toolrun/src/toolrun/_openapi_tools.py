@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, cast
 from toolrun._gc import LARGE_DOCUMENT_PATHS, collector_paused
 from toolrun._openapi_document import EXTRA_HINT
 from toolrun._openapi_schemas import SchemaConverter, Skip, unique_name
+from toolrun._openapi_target import template_problem
 from toolrun._schema_limits import DEFAULT_SCHEMA_LIMITS
 from toolrun.exceptions import ConfigError
 
@@ -504,6 +505,9 @@ def _build(
     wanted_tags = {t.strip().lower() for t in tags}
     for path, raw_item in paths.items():
         try:
+            # A call's URL is this template with its segments filled (checked on every call).
+            if (problem := template_problem(path)) is not None:
+                raise Skip(problem)
             item, resolver = builder.deref(raw_item, builder.resolver)
         except Skip as e:
             built.skipped[path] = str(e)

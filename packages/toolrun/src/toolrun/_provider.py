@@ -13,7 +13,13 @@ from toolindex import BackendKind, BackendRef, Index, InvalidToolError, Tool
 from toolindex.log import get_logger
 from toolrun._gc import collector_paused
 from toolrun._types import BackendResult, ProgressCallback
-from toolrun.exceptions import BackendUnavailableError, NoBackendError, ToolRunError, ToolTimeoutError
+from toolrun.exceptions import (
+    BackendUnavailableError,
+    InputValidationError,
+    NoBackendError,
+    ToolRunError,
+    ToolTimeoutError,
+)
 
 __all__ = ["Provider", "ProviderBackend"]
 
@@ -34,7 +40,8 @@ class Provider(Protocol):
           full control (content blocks, ``is_error``).
         - Errors: an exception raised by ``call_tool`` is a tool failure (the runner raises
           ``ToolExecutionError`` chained to it), except ``ToolRunError`` subclasses (such as
-          ``BackendUnavailableError``), which propagate as they are.
+          ``BackendUnavailableError``, or ``InputValidationError`` for arguments only the
+          provider can judge), which propagate as they are.
         - Concurrency: ``call_tool`` may be called from many tasks at once.
         - Cancellation: cancelling the caller cancels ``call_tool`` at its next ``await``.
         - Ownership: if the provider has an ``aclose()`` coroutine method, the backend
@@ -173,11 +180,15 @@ class ProviderBackend:
             with anyio.move_on_after(timeout) as scope:
                 return await self._call(name, args)
         except ToolTimeoutError as e:
-            # The provider's own timeout knows its tool by the provider's name, not by the id the
+            # The provider's own errors know its tool by the provider's name, not by the id the
             # index gives it (a namespace other than the provider's).
             if e.tool_id == tool.id:
                 raise
             raise ToolTimeoutError(tool.id, e.timeout) from e
+        except InputValidationError as e:  # arguments only the provider can judge (an OpenAPI path value)
+            if e.tool_id == tool.id:
+                raise
+            raise InputValidationError(tool.id, e.problems) from e
         if scope.cancelled_caught:
             raise ToolTimeoutError(tool.id, timeout)
         raise AssertionError("unreachable")  # pragma: no cover

@@ -1,0 +1,203 @@
+"""Where an OpenAPI call goes: an origin, a base path, and exactly the segments of the operation's path template.
+
+A path parameter is data: its value fills one segment of the template, never more and never a
+move through the path. The value comes percent-encoded (``/`` is ``%2F``), and a segment that a
+value fills may not be empty, ``.`` or ``..``: HTTP clients collapse ``items/..`` to its parent,
+servers merge ``//``, and encoding the dots would not help, since RFC 3986 (section 6.2.2.2)
+and the WHATWG URL standard read ``%2E%2E`` as ``..`` too. :meth:`PathTemplate.fill` refuses such
+a value, naming its parameter; :meth:`PathTemplate.check` then verifies that the URL the HTTP
+client is about to send, however it was built, has the template's origin, its base path, and
+exactly the template's segments, each one filled by its values alone.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Final, NamedTuple
+from urllib.parse import unquote
+
+import httpx2
+
+__all__ = ["PathError", "PathTemplate", "origin", "template_problem"]
+
+_PLACEHOLDER: Final = re.compile(r"\{([^{}/]+)\}")
+_MOVES: Final = frozenset({"", ".", "..", "%2e", ".%2e", "%2e.", "%2e%2e"})
+"""Segments a URL reads as a move through the path (compared in lower case); ``""`` merges with its neighbour."""
+_SHOWN: Final = 60
+
+
+def origin(url: str | httpx2.URL) -> str:
+    """A URL's origin as ``scheme://host[:port]``: lower case, no default port, no user information.
+
+    >>> origin("HTTPS://API.Example.org:443/v1?x=1"), origin("http://user:pw@[::1]:8080/")
+    ('https://api.example.org', 'http://[::1]:8080')
+
+    Raises:
+        httpx2.InvalidURL: If ``url`` is not a URL.
+    """
+    parsed = url if isinstance(url, httpx2.URL) else httpx2.URL(url)
+    host = parsed.host
+    if ":" in host:
+        host = f"[{host}]"
+    return f"{parsed.scheme}://{host}{f':{parsed.port}' if parsed.port is not None else ''}"
+
+
+def template_problem(template: str) -> str | None:
+    """Why an OpenAPI path cannot be a path template (``None`` when it can).
+
+    A template starts with ``/`` and none of its own segments is ``.`` or ``..``.
+    """
+    if not template.startswith("/"):
+        return "the path does not start with '/'"
+    path = template[: _path_end(template)]
+    if ("." in path or "%" in path) and any(s and s.lower() in _MOVES for s in path.split("/")):
+        return "the path has a '.' or '..' segment"
+    return None
+
+
+def _path_end(template: str) -> int:
+    # A query or fragment some documents write into a path is not part of its segments.
+    return min((i for i in (template.find("?"), template.find("#")) if i >= 0), default=len(template))
+
+
+class PathError(ValueError):
+    """A request URL that is not its operation's path template with its segments filled.
+
+    Attributes:
+        params: The path parameters (names on the wire) whose segment is wrong; every path
+            parameter of the template when the segments cannot be matched up; empty when the
+            fault is in the template's own text.
+        reason: What is wrong.
+    """
+
+    def __init__(self, params: tuple[str, ...], reason: str) -> None:
+        self.params = params
+        self.reason = reason
+        super().__init__(reason)
+
+
+class _Segment(NamedTuple):
+    text: str
+    """As the template has it."""
+    params: tuple[str, ...]
+    """The parameters it holds (none: a literal segment)."""
+    pattern: re.Pattern[str] | None
+    """For a segment with parameters: its literal parts fixed, each parameter any text (decoded)."""
+
+
+def _segment(text: str) -> _Segment:
+    params = tuple(_PLACEHOLDER.findall(text))
+    if not params:
+        return _Segment(text, (), None)
+    parts = _PLACEHOLDER.split(text)[::2]  # the literal text around the placeholders
+    return _Segment(text, params, re.compile(".*".join(re.escape(unquote(p)) for p in parts), re.DOTALL))
+
+
+def _shown(segment: str) -> str:
+    return segment if len(segment) <= _SHOWN else segment[: _SHOWN - 1] + "…"
+
+
+class PathTemplate:
+    """An operation's URL: a base URL, then the segments of its path template.
+
+    Built once per operation and base; :meth:`fill` makes the URL of a call, :meth:`check`
+    verifies the URL a request is about to go to.
+    """
+
+    __slots__ = ("_base", "_base_path", "_segments", "_suffix", "origin", "params", "template")
+
+    def __init__(self, base: str, template: str) -> None:
+        """Parse the base URL and the template.
+
+        Args:
+            base: The base URL (scheme, host, and an optional path prefix; no query).
+            template: The operation's path, e.g. ``/tenants/{tenant}/items/{id}``.
+
+        Raises:
+            httpx2.InvalidURL: If ``base`` is not a URL.
+        """
+        url = httpx2.URL(base)
+        self.origin = origin(url)
+        """The origin every call goes to."""
+        self.template = template
+        """The operation's path template."""
+        self._base = base.rstrip("/")
+        self._base_path = url.raw_path.decode("ascii").partition("?")[0].rstrip("/")
+        # A query or fragment some documents write into a path stays as it is, after the segments.
+        cut = _path_end(template)
+        path, self._suffix = template[:cut], template[cut:]
+        self._segments = tuple(_segment(s) for s in path.split("/")[1:])
+        self.params = tuple(p for s in self._segments for p in s.params)
+        """The path parameters, in template order."""
+
+    def fill(self, values: Mapping[str, str]) -> str:
+        """The URL of a call: the base, then each segment with its parameters' values in place.
+
+        Args:
+            values: Each path parameter's value, serialised and percent-encoded.
+
+        Returns:
+            The URL (without the call's query parameters).
+
+        Raises:
+            PathError: If a segment a value fills would be empty, ``.`` or ``..``.
+            ValueError: If a parameter of the template has no value.
+        """
+
+        def value(m: re.Match[str]) -> str:
+            name = m.group(1)
+            if name not in values:
+                raise ValueError(f"path parameter {name!r} is missing")
+            return values[name]
+
+        filled: list[str] = []
+        for seg in self._segments:
+            if not seg.params:
+                filled.append(seg.text)
+                continue
+            text = _PLACEHOLDER.sub(value, seg.text)
+            if text.lower() in _MOVES:
+                raise PathError(
+                    seg.params,
+                    f"the value makes the path segment {_shown(text)!r}, which a URL reads as a move through the "
+                    "path, not as a name: a path parameter fills exactly one segment, never empty, '.' or '..'",
+                )
+            filled.append(text)
+        return self._base + "/" + "/".join(filled) + _PLACEHOLDER.sub(value, self._suffix)
+
+    def check(self, url: httpx2.URL) -> None:
+        """Verify that ``url`` is this template's origin and base path, then exactly its segments.
+
+        Each literal segment must be the template's (compared decoded), and each segment with
+        parameters one segment matching the template's literal parts, never empty, ``.`` or
+        ``..`` (nor their percent-encoded forms).
+
+        Args:
+            url: The URL a request is about to be sent to.
+
+        Raises:
+            PathError: If it is not.
+        """
+        got = origin(url)
+        if got != self.origin:
+            raise PathError(self.params, f"the request would go to {got}, not to {self.origin}")
+        raw = url.raw_path.decode("ascii").partition("?")[0]
+        if not raw.startswith(self._base_path + "/"):
+            raise PathError(self.params, f"the request path {_shown(raw)!r} is not under the base path")
+        sent = raw[len(self._base_path) + 1 :].split("/")
+        if len(sent) != len(self._segments):
+            raise PathError(
+                self.params,
+                f"the request path {_shown(raw)!r} has {len(sent)} segments after the base path where "
+                f"{self.template!r} has {len(self._segments)}",
+            )
+        for seg, text in zip(self._segments, sent, strict=True):
+            if seg.pattern is None:
+                fits = unquote(text) == unquote(seg.text)
+            else:
+                fits = text.lower() not in _MOVES and seg.pattern.fullmatch(unquote(text)) is not None
+            if not fits:
+                raise PathError(
+                    seg.params, f"the request path has {_shown(text)!r} where {self.template!r} has {seg.text!r}"
+                )
