@@ -488,3 +488,42 @@ async def test_redirects_are_never_followed_with_credentials(
             pass
     assert await seen_by(other) == []
     assert [r["raw_path"] for r in await seen_by(service)] == ["/redirect", "/redirect"]
+
+
+# -- a deadline on the document, and a start-up that can be cancelled --------------------------
+
+
+async def test_a_document_that_trickles_in_is_bounded_by_connect_timeout(
+    service: RunningServer, tmp_path: Path
+) -> None:
+    # One byte every 0.3 s: each read is quick, the whole document would take 25 minutes.
+    slow = {"openapi": f"{service.url}/drip.yaml?every=0.3", "connectTimeout": 1}
+    pets = {"openapi": str(SPEC), "baseUrl": service.url}
+    config = {"mcpServers": {"slow": slow, "pets": pets}}
+    with anyio.fail_after(60):  # a real hang only: 60 times the deadline
+        async with Toolbox.from_config(config, engine="inprocess") as box:
+            out = await box.codemode.execute("__out = run_tool('pets:getPet', {'petId': 1})['name']")
+    assert list(box.failed) == ["slow"]
+    assert "the document did not arrive within 1 s (connectTimeout)" in box.failed["slow"]
+    assert out.ok and out.value == "Rex"
+
+
+async def test_cancelling_start_up_stops_it_at_once(service: RunningServer) -> None:
+    config = {"mcpServers": {"slow": {"openapi": f"{service.url}/drip.yaml?every=0.3", "connectTimeout": 600}}}
+    box = Toolbox.from_config(config, engine="inprocess")
+    entered = False
+
+    async def start() -> None:
+        nonlocal entered
+        async with box:
+            entered = True
+
+    with anyio.fail_after(60):  # a real hang only: the deadline is 600 s
+        async with httpx2.AsyncClient(timeout=None) as client:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(start)
+                await client.get(f"{service.url}/_test/dripping")  # the document has begun to arrive
+                tg.cancel_scope.cancel()
+            # The cancelled start-up closed what it had opened: the service saw the fetch end.
+            assert (await client.get(f"{service.url}/_test/drip-ended")).status_code == 204
+    assert not entered

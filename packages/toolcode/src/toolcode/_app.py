@@ -267,6 +267,9 @@ class Toolbox:
         Args:
             progress: Called as each backend starts connecting, becomes ready, or fails.
 
+        Cancelling it stops it at once. What it started (the runner, its backends) stays open
+        until :meth:`aclose`, also when it raises or is cancelled; ``async with`` closes it then.
+
         Raises:
             toolrun.exceptions.ToolRunError: With ``strict=True``, the first backend that failed.
         """
@@ -425,7 +428,14 @@ class Toolbox:
                         await self.state.aclose()
 
     async def __aenter__(self) -> Toolbox:
-        await self.connect()
+        try:
+            await self.connect()
+        except BaseException:
+            # connect() entered the runner (its backends) and the state watchers' task group in
+            # this task; a start-up that fails or is cancelled midway must leave them here, or they
+            # outlive it and break the caller's cancel scopes.
+            await self.aclose()
+            raise
         return self
 
     async def __aexit__(

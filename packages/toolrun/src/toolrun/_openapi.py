@@ -139,7 +139,8 @@ class OpenAPIProvider:
                 Not sent when the document is fetched from a URL.
             timeout: Seconds a call may take in all (connecting, sending, reading); ``None``
                 for no limit.
-            load_timeout: Seconds allowed for fetching the document from a URL.
+            load_timeout: Seconds fetching the document from a URL may take in all (connecting
+                and every read, however slowly the bytes arrive).
             include: Globs over tool names or ``operationId`` s; only matching operations
                 become tools (default: all).
             tags: Only operations with one of these tags become tools (default: all).
@@ -232,7 +233,7 @@ class OpenAPIProvider:
             ConfigError: If the document cannot be read or is not OpenAPI 3.0/3.1, no base URL
                 can be found for an operation, an operation would send the credentials to
                 another origin than theirs, or the ``openapi`` extra is missing.
-            BackendUnavailableError: If the document's URL cannot be fetched.
+            BackendUnavailableError: If the document's URL cannot be fetched within ``load_timeout``.
         """
         if self._closed:
             raise BackendUnavailableError(f"openapi:{self.name}", "the provider is closed")
@@ -255,6 +256,7 @@ class OpenAPIProvider:
                     server=self.name,
                     max_bytes=self._max_document,
                     headers=self._headers if same else {},
+                    timeout=self._load_timeout,
                 )
             self._document_url = url
             large = len(raw) >= LARGE_DOCUMENT_BYTES
@@ -263,7 +265,9 @@ class OpenAPIProvider:
             path = str(source)
             large = _file_size(path) >= LARGE_DOCUMENT_BYTES
             load = partial(self._read_path, path)
-        built: BuiltTools = await anyio.to_thread.run_sync(lambda: self._build(load, large))
+        # Abandoned when start-up is cancelled: the caller stops at once; the thread (bounded work
+        # on a bounded document) ends on its own and its result is dropped.
+        built: BuiltTools = await anyio.to_thread.run_sync(lambda: self._build(load, large), abandon_on_cancel=True)
         for where, reason in built.skipped.items():
             _log.warning("openapi.operation_skipped", server=self.name, operation=where, reason=reason)
         # A tool kept without its output schema still works: one line each at info, and one

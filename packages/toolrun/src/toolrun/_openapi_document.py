@@ -5,7 +5,8 @@ YAML aliases to expand a few kilobytes into gigabytes, or hold values JSON has n
 (YAML dates, integer keys). What this module hands on is plain JSON (``dict`` with ``str``
 keys, ``list``, ``str``, finite numbers, booleans, ``None``) of bounded size; everything
 else is refused with a :class:`~toolrun.ConfigError` naming the server and the ``openapi``
-field. Fetching a document from a URL has a timeout and a byte cap. YAML needs the
+field. Fetching a document from a URL has a deadline on the whole fetch (however slowly the
+bytes arrive), a byte cap, and follows no redirect. YAML needs the
 ``openapi`` extra (``pip install 'toolrun[openapi]'``); the import happens here, lazily, so
 toolrun imports without it.
 """
@@ -20,6 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final, cast
 
+import anyio
 import httpx2
 
 from toolrun._gc import LARGE_DOCUMENT_BYTES, collector_paused
@@ -95,36 +97,53 @@ def _gunzip(data: bytes, what: str, *, server: str, max_bytes: int) -> bytes:
 
 
 async def fetch_document(
-    client: httpx2.AsyncClient, url: str, *, server: str, max_bytes: int, headers: Mapping[str, str]
+    client: httpx2.AsyncClient,
+    url: str,
+    *,
+    server: str,
+    max_bytes: int,
+    headers: Mapping[str, str],
+    timeout: float,
 ) -> bytes:
-    """GET a document, reading at most ``max_bytes`` of it (the client carries the timeout).
+    """GET a document within ``timeout`` seconds in all, reading at most ``max_bytes`` of it.
 
-    A gzip file (told by its first bytes) is unpacked within the same cap, as :func:`read_file`
-    does; a ``Content-Encoding`` the client decodes is counted after decoding.
+    The deadline covers connecting and every read: a server that sends a byte now and then
+    cannot keep the fetch (and a start-up waiting for it) going past it. A redirect is not
+    followed (the client must not follow them): it fails, naming where it points. A gzip file
+    (told by its first bytes) is unpacked within the same cap, as :func:`read_file` does; a
+    ``Content-Encoding`` the client decodes is counted after decoding.
 
     Raises:
-        BackendUnavailableError: If the URL cannot be reached or answers other than 2xx.
+        BackendUnavailableError: If the URL cannot be reached, answers other than 2xx, or the
+            whole document has not arrived within ``timeout``.
         ConfigError: If the document is larger than ``max_bytes`` or a broken gzip file.
     """
     shown = redact_url(url)
-    try:
-        async with client.stream("GET", url, headers=dict(headers)) as response:
-            if not 200 <= response.status_code < 300:
-                answer = f"GET {shown} answered HTTP {response.status_code} {response.reason_phrase}"
-                if (location := response.headers.get("location")) and 300 <= response.status_code < 400:
-                    answer += f"; redirects are not followed (to {redact_url(location)[:200]})"
-                raise BackendUnavailableError(f"openapi:{server}", answer)
-            chunks: list[bytes] = []
-            size = 0
-            async for chunk in response.aiter_bytes():
-                size += len(chunk)
-                if size > max_bytes:
-                    raise ConfigError(server, "openapi", f"the document at {shown} is larger than {max_bytes:,} bytes")
-                chunks.append(chunk)
-    except httpx2.TimeoutException as e:
-        raise BackendUnavailableError(f"openapi:{server}", f"GET {shown} timed out") from e
-    except httpx2.HTTPError as e:
-        raise BackendUnavailableError(f"openapi:{server}", f"cannot fetch {shown}: {type(e).__name__}: {e}") from e
+    chunks: list[bytes] = []
+    with anyio.move_on_after(timeout) as deadline:
+        try:
+            async with client.stream("GET", url, headers=dict(headers)) as response:
+                if not 200 <= response.status_code < 300:
+                    answer = f"GET {shown} answered HTTP {response.status_code} {response.reason_phrase}"
+                    if (location := response.headers.get("location")) and 300 <= response.status_code < 400:
+                        answer += f"; redirects are not followed (to {redact_url(location)[:200]})"
+                    raise BackendUnavailableError(f"openapi:{server}", answer)
+                size = 0
+                async for chunk in response.aiter_bytes():
+                    size += len(chunk)
+                    if size > max_bytes:
+                        raise ConfigError(
+                            server, "openapi", f"the document at {shown} is larger than {max_bytes:,} bytes"
+                        )
+                    chunks.append(chunk)
+        except httpx2.TimeoutException as e:
+            raise BackendUnavailableError(f"openapi:{server}", f"GET {shown} timed out") from e
+        except httpx2.HTTPError as e:
+            raise BackendUnavailableError(f"openapi:{server}", f"cannot fetch {shown}: {type(e).__name__}: {e}") from e
+    if deadline.cancelled_caught:
+        raise BackendUnavailableError(
+            f"openapi:{server}", f"GET {shown}: the document did not arrive within {timeout:g} s (connectTimeout)"
+        )
     data = b"".join(chunks)
     if data[:2] == _GZIP_MAGIC:
         data = _gunzip(data, f"the document at {shown}", server=server, max_bytes=max_bytes)
