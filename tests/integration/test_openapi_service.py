@@ -527,3 +527,7 @@ async def test_cancelling_start_up_stops_it_at_once(service: RunningServer) -> N
             # The cancelled start-up closed what it had opened: the service saw the fetch end.
             assert (await client.get(f"{service.url}/_test/drip-ended")).status_code == 204
     assert not entered
+    [backend] = box.backends
+    assert isinstance(backend, ProviderBackend)
+    with pytest.raises(BackendUnavailableError, match="the provider is closed"):
+        await backend.provider.list_tools()

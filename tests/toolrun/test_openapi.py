@@ -680,17 +680,23 @@ async def test_paths_that_are_not_plain_templates_are_skipped() -> None:
     }
 
 
-async def test_credentials_need_the_origin_the_configuration_names() -> None:
-    # A document given as a mapping (or read from a file) names no origin: its server URLs are
-    # the document's word, not the configuration's. With credentials, baseUrl says where they go.
-    for creds in ({"headers": {"Authorization": "Bearer tok-6a1f09c2"}}, {"query": {"api_key": "key-3d9e7b10"}}):
+async def test_credentials_need_the_origin_the_configuration_names(tmp_path: Path) -> None:
+    # A document given as a mapping or read from a file names no origin: its server URLs are the
+    # document's word, not the configuration's. With credentials, baseUrl says where they go.
+    (tmp_path / "api.json").write_text(json.dumps(PETSTORE))
+    cases = [
+        (document, creds)
+        for document in (PETSTORE, tmp_path / "api.json")
+        for creds in ({"headers": {"Authorization": "Bearer tok-6a1f09c2"}}, {"query": {"api_key": "key-3d9e7b10"}})
+    ]
+    for document, creds in cases:
         with pytest.raises(ConfigError) as caught:
-            await OpenAPIProvider("api", PETSTORE, **creds).list_tools()
+            await OpenAPIProvider("api", document, **creds).list_tools()
         assert caught.value.field == "baseUrl"
         assert "this document was not fetched from a URL" in caught.value.reason
         assert "https://api.example.org" in caught.value.reason
         with structlog.testing.capture_logs():
-            assert await OpenAPIProvider("api", PETSTORE, base_url="https://api.example.org/v1", **creds).list_tools()
+            assert await OpenAPIProvider("api", document, base_url="https://api.example.org/v1", **creds).list_tools()
     # Without credentials, the document's server URLs are used as they are.
     with structlog.testing.capture_logs():
         assert await OpenAPIProvider("api", PETSTORE).list_tools()
