@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agents import Agent, Model, ModelResponse, Runner, Usage, set_tracing_disabled
+from agents import Agent, Model, ModelResponse, Runner, Usage, set_tracing_disabled, testing
 from mcp import Client
 from mcp_support import TIME_GIT_SNIPPET, TYPE_ERROR_SNIPPET
 from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
@@ -176,6 +176,32 @@ async def test_bad_arguments_come_back_as_errors_the_model_reads(config: dict[st
     assert wrong_type.startswith("error [invalid_arguments]: invalid 'limit'")
     assert unknown_argument == "error [invalid_arguments]: invalid 'bogus': execute_code has no such argument"
     assert unknown_tool.startswith("error [unknown_tool]: unknown tool 'time:get_time'; nearest tools: ")
+
+
+async def test_three_mistakes_in_a_row_then_working_code_is_an_ordinary_run_with_default_settings(
+    config: dict[str, Any], git_repo: Path
+) -> None:
+    # The SDK's own scripted model and the runner's defaults (max_turns 10, default error handling).
+    model = testing.ScriptedModel(
+        [
+            [testing.function_call("execute_code", '{"code": "__out = 1"', call_id="c1")],  # not JSON
+            [testing.function_call("execute_code", {"code": "x = (\n"}, call_id="c2")],  # does not parse
+            [testing.function_call("execute_code", {"code": BAD}, call_id="c3")],  # fails its type check
+            [testing.function_call("execute_code", {"code": GOOD, "input": {"repo": str(git_repo)}}, call_id="c4")],
+            [testing.assistant_message("done")],
+        ]
+    )
+    async with Toolbox.from_config(config) as box:
+        agent = Agent(name="assistant", tools=codemode_tools(box), model=model)
+        result = await Runner.run(agent, "What is the time zone of Paris, and does my repo have untracked files?")
+
+    model.assert_complete()
+    assert result.final_output == "done"
+    garbled, syntax, typed, done = tool_outputs(result)
+    assert garbled.startswith("error [invalid_arguments]: invalid 'arguments': not valid JSON")
+    assert syntax.startswith("error [syntax_error] at line ")
+    assert typed.startswith("error [type_error] at line 2:") and "Expected `str`" in typed
+    assert done.startswith('{"zone": "Europe/Paris", "untracked": true}\n[2 tool calls, ')
 
 
 async def test_resuming_a_paused_run_waits_for_the_hosts_approval(config: dict[str, Any]) -> None:

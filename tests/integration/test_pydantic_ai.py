@@ -1,8 +1,8 @@
 """Pydantic AI: an ``Agent`` with a scripted ``FunctionModel`` uses code mode through ``CodeModeToolset``.
 
 The toolbox runs the real ``mcp-server-time`` and ``mcp-server-git``; the model searches,
-describes, sends a snippet that fails its type check (a retry, with the text the MCP door
-gives), then a correct one, and answers from its value. The reverse direction: a Pydantic AI
+describes, sends a snippet that fails its type check (a failed result, with the text the MCP
+door gives), then a correct one, and answers from its value. The reverse direction: a Pydantic AI
 ``FunctionToolset`` called from snippets through ``ToolsetProvider``.
 """
 
@@ -63,7 +63,7 @@ def scripted(steps: Sequence[Step]) -> FunctionModel:
     return FunctionModel(model)
 
 
-def call(name: str, args: dict[str, Any]) -> Step:
+def call(name: str, args: dict[str, Any] | str) -> Step:
     return lambda messages, info: ModelResponse(parts=[ToolCallPart(name, args)])
 
 
@@ -80,7 +80,7 @@ def without_timing(text: str) -> str:
     return text.rsplit("\n", 1)[0]
 
 
-async def test_agent_searches_describes_and_runs_a_snippet_retrying_after_a_type_error(
+async def test_agent_searches_describes_and_runs_a_snippet_after_a_type_error(
     config: dict[str, Any], git_repo: Path
 ) -> None:
     offered: list[AgentInfo] = []
@@ -117,8 +117,8 @@ async def test_agent_searches_describes_and_runs_a_snippet_retrying_after_a_type
     search_reply, describe_reply, retried, done = returns(result.all_messages())
     assert search_reply.content.startswith("time:get_current_time — ")  # type: ignore[union-attr]
     assert "def get_current_time(" in str(describe_reply.content)
-    # The type error comes back as a retry (no tool ran), worded as over MCP.
-    assert retried.outcome == "retried"
+    # The type error comes back as a failed result (no tool ran), worded as over MCP.
+    assert retried.outcome == "failed"
     assert str(retried.content).startswith("error [type_error] at line 2:")
     assert "Expected `str`" in str(retried.content)
     mcp_text = over_mcp.content[0].text  # type: ignore[union-attr]
@@ -136,32 +136,54 @@ async def test_agent_searches_describes_and_runs_a_snippet_retrying_after_a_type
     assert info.instructions is not None and "execute_code" in info.instructions
 
 
-async def test_failures_the_model_cannot_fix_by_retrying_are_reported_without_spending_retries(
-    config: dict[str, Any],
+async def test_three_mistakes_in_a_row_then_working_code_is_an_ordinary_run_with_default_settings(
+    config: dict[str, Any], git_repo: Path
 ) -> None:
+    # Default agent settings (one retry per tool): each mistake is a failed result the model reads,
+    # none spends a retry, so the run is not ended by the second or third.
+    steps = [
+        call("execute_code", '{"code": "__out = 1"'),  # arguments that are not JSON
+        call("execute_code", {"code": "x = (\n"}),  # a snippet that does not parse
+        call("execute_code", {"code": BAD}),  # a snippet that fails its type check
+        call("execute_code", {"code": GOOD, "input": {"repo": str(git_repo)}}),
+        lambda messages, info: ModelResponse(parts=[TextPart(str(last_return(messages).content).splitlines()[0])]),
+    ]
+    async with Toolbox.from_config(config) as box:
+        agent = Agent(scripted(steps), toolsets=[CodeModeToolset(box)])
+        result = await agent.run("What is the time zone of Paris, and does my repo have untracked files?")
+
+    assert json.loads(result.output) == {"zone": "Europe/Paris", "untracked": True}
+    garbled, syntax, typed, done = returns(result.all_messages())
+    assert [r.outcome for r in (garbled, syntax, typed, done)] == ["failed", "failed", "failed", "success"]
+    assert str(garbled.content).startswith("error [invalid_arguments]: invalid 'arguments': not valid JSON")
+    assert str(syntax.content).startswith("error [syntax_error] at line ")
+    assert str(typed.content).startswith("error [type_error] at line 2:") and "Expected `str`" in str(typed.content)
+
+
+async def test_every_failure_is_a_failed_result_the_model_reads(config: dict[str, Any]) -> None:
     uncaught = 'from tools import time_\n__out = time_.get_current_time(timezone="Not/AZone")'
     steps = [
-        call("run_tool", {"tool_id": "time:get_time", "args": {"timezone": "UTC"}}),  # unknown: a retry
-        call("execute_code", {"code": uncaught}),  # the tool fails at run time: reported, not retried
-        call("execute_code", {"code": uncaught, "bogus": 1}),  # an unknown argument: a retry again
+        call("run_tool", {"tool_id": "time:get_time", "args": {"timezone": "UTC"}}),  # an unknown tool
+        call("execute_code", {"code": uncaught}),  # the tool fails at run time
+        call("execute_code", {"code": uncaught, "bogus": 1}),  # an unknown argument
+        call("run_tool", '["time:get_current_time"]'),  # JSON that is not an object
         lambda messages, info: ModelResponse(parts=[TextPart("gave up")]),
     ]
     async with Toolbox.from_config(config) as box:
-        # One retry per tool: a run-time failure spent one, the unknown argument would exceed it.
-        agent = Agent(scripted(steps), toolsets=[CodeModeToolset(box, max_retries=1)])
+        # Even with no retries at all, a failure does not end the run.
+        agent = Agent(scripted(steps), toolsets=[CodeModeToolset(box, max_retries=0)])
         result = await agent.run("What time is it in Atlantis?")
 
     assert result.output == "gave up"
-    unknown, failed, bad_argument = returns(result.all_messages())
-    assert unknown.outcome == "retried"
+    unknown, failed, bad_argument, not_an_object = returns(result.all_messages())
+    assert {r.outcome for r in (unknown, failed, bad_argument, not_an_object)} == {"failed"}
     assert str(unknown.content).startswith("error [unknown_tool]: unknown tool 'time:get_time'")
     assert "; nearest tools: " in str(unknown.content) and "time:get_current_time" in str(unknown.content)
     assert "\nhint:" not in str(unknown.content)  # the message already says it
-    assert failed.outcome == "failed"
     assert str(failed.content).startswith("error [tool_error] at line 2: ToolError:")
     assert "[1 tool call, 1 failed: time:get_current_time (tool_error)" in str(failed.content)
-    assert bad_argument.outcome == "retried"
     assert str(bad_argument.content) == "error [invalid_arguments]: invalid 'bogus': execute_code has no such argument"
+    assert str(not_an_object.content) == "error [invalid_arguments]: invalid 'arguments': must be a JSON object"
 
 
 async def test_a_toolset_that_owns_its_toolbox_connects_when_entered_and_closes_after(
@@ -352,8 +374,8 @@ async def test_exposed_upstream_tools_are_offered_and_called_as_run_tool_calls_t
     assert ok.outcome == "success" and json.loads(str(ok.content))["timezone"] == "Asia/Tokyo"
     assert json.loads(str(ok.content)).keys() == json.loads(run_tool.content[0].text).keys()  # type: ignore[union-attr]
     assert ok.metadata["value"]["timezone"] == "Asia/Tokyo"
-    # A bad argument is a mistake the model fixes: a retry, worded as run_tool words it.
-    assert bad.outcome == "retried" and str(bad.content).startswith("error [invalid_arguments]: ")
+    # A bad argument is a mistake the model fixes: a failed result, worded as run_tool words it.
+    assert bad.outcome == "failed" and str(bad.content).startswith("error [invalid_arguments]: ")
     assert list(offered[-2]) == ["search_tools", "time__get_current_time"]
     assert "time__get_current_time" not in offered[-1]  # expose=[] overrides the config
 

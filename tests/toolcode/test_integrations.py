@@ -9,8 +9,13 @@ import pytest
 
 from toolcode import META_TOOLS, Toolbox
 from toolcode._inputs import INPUT_MODELS
-from toolcode._metatools import _OPERATIONS, call_metatool, input_schema  # pyright: ignore[reportPrivateUsage]
-from toolcode.exceptions import ConfigurationError
+from toolcode._metatools import (  # pyright: ignore[reportPrivateUsage]
+    _OPERATIONS,
+    call_metatool,
+    input_schema,
+    parse_arguments,
+)
+from toolcode.exceptions import ConfigurationError, InvalidArgumentsError
 from toolcode.state import MemoryStateStore
 
 pytestmark = pytest.mark.anyio
@@ -54,17 +59,30 @@ async def test_unknown_tools_and_arguments_are_refused_by_name() -> None:
         ok = await call_metatool(box.codemode, "list_namespaces", {})
         one = await call_metatool(box.codemode, "describe_tool", {"tool_id": "nope:nothing"})
         nothing = await call_metatool(box.codemode, "describe_tool", {"tool_id": ["nope:nothing", "nope:else"]})
-    assert unknown.is_error and unknown.fixable and unknown.text.startswith("error [invalid_arguments]: invalid 'name'")
-    assert (
-        bad.fixable and bad.text == "error [invalid_arguments]: invalid 'verbose': list_namespaces has no such argument"
-    )
+    assert unknown.is_error and unknown.text.startswith("error [invalid_arguments]: invalid 'name'")
+    assert bad.is_error
+    assert bad.text == "error [invalid_arguments]: invalid 'verbose': list_namespaces has no such argument"
     assert bad.structured()["ok"] is False and bad.structured()["error"]["code"] == "invalid_arguments"
     assert not ok.is_error and ok.error is None and ok.structured()["namespaces"] == []
-    # Describing only unknown ids is a mistake a model fixes by calling again (a list of them is a
-    # result over MCP, with an error per id).
-    assert one.is_error and one.fixable and one.text.startswith("error [unknown_tool]: unknown tool 'nope:nothing'")
-    assert not nothing.is_error and nothing.fixable and nothing.error is not None
+    # Describing only unknown ids is a mistake (a list of them is a result over MCP, with an error per id).
+    assert one.is_error and one.text.startswith("error [unknown_tool]: unknown tool 'nope:nothing'")
+    assert not nothing.is_error and nothing.error is not None
     assert nothing.error.code == "unknown_tool" and nothing.text.startswith("error [unknown_tool] nope:nothing:")
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ('{"code": ', "not valid JSON (Expecting value)"),
+        ('["x"]', "must be a JSON object"),
+        ("3", "must be a JSON object"),
+    ],
+)
+def test_arguments_that_are_not_an_object_are_invalid_arguments(text: str, reason: str) -> None:
+    assert parse_arguments("") == parse_arguments("  ") == {} and parse_arguments(b'{"a": 1}') == {"a": 1}
+    with pytest.raises(InvalidArgumentsError) as e:
+        parse_arguments(text)
+    assert (e.value.field, e.value.reason) == ("arguments", reason)
 
 
 def test_choosing_a_tool_that_does_not_exist_is_a_configuration_error() -> None:

@@ -31,12 +31,11 @@ from toolcode._models import ErrorInfo, RunToolOutcome
 from toolcode._policy import Asker
 from toolcode._settings import META_TOOLS
 from toolcode._types import OnToolCall
-from toolcode.exceptions import ErrorCode, InvalidArgumentsError, ToolCodeError, clip
+from toolcode.exceptions import InvalidArgumentsError, ToolCodeError, clip
 from toolindex import Tool
 
 __all__ = [
     "EXPOSED_SEPARATOR",
-    "FIXABLE_CODES",
     "PERSON_TOOLS",
     "Exposed",
     "MetaToolReply",
@@ -49,18 +48,11 @@ __all__ = [
     "failure_reply",
     "input_schema",
     "instructions",
+    "parse_arguments",
 ]
 
 StepListener = Callable[[dict[str, Any]], Awaitable[None]]
 """Awaited as each chain step starts and ends (``{"step", "tool_id", "status", "duration_ms", "code"}``)."""
-
-FIXABLE_CODES: Final = frozenset(
-    c.value for c in (ErrorCode.INVALID_ARGUMENTS, ErrorCode.UNKNOWN_TOOL, ErrorCode.TYPE_ERROR, ErrorCode.SYNTAX_ERROR)
-)
-"""Failures a model fixes by calling again differently: a bad argument, an unknown tool id, a
-snippet that does not parse or calls its tools wrongly (the last two before anything ran).
-Frameworks with a retry channel (Pydantic AI's ``ModelRetry``) use it for these."""
-
 
 PERSON_TOOLS: Final = frozenset({"resume_execution", "approve_tools"})
 """Code-mode tools whose call is a person's decision (a paused run's, an approval of tool
@@ -84,11 +76,6 @@ class MetaToolReply:
     """Images an exposed upstream tool answered with, as ``(mime type, base64 data)``: the door
     hands them to the model as images (``text`` only says where they were)."""
 
-    @property
-    def fixable(self) -> bool:
-        """Whether the reply reports a failure the model fixes by calling again (:data:`FIXABLE_CODES`)."""
-        return self.error is not None and self.error.code in FIXABLE_CODES
-
     def structured(self) -> dict[str, Any]:
         """The result as JSON: the result model's fields, or ``{"ok": false, "error": {...}}``."""
         if self.result is not None:
@@ -107,6 +94,25 @@ def failure_reply(exc: BaseException, codemode: CodeMode) -> MetaToolReply:
     """The reply for a call that failed with ``exc`` (hints name only tools the caller can see)."""
     info = error_info(exc, codemode.view())
     return MetaToolReply(text=failure_text(info), error=info, is_error=True)
+
+
+def parse_arguments(text: str | bytes | bytearray) -> dict[str, Any]:
+    """A model's arguments sent as JSON text: the object they hold (empty text is no arguments).
+
+    Doors whose framework hands over the raw text use it, so malformed arguments are a failure
+    the model reads (``invalid_arguments``), like any other mistake, not a framework error.
+
+    Raises:
+        InvalidArgumentsError: If the text is not JSON, or not a JSON object (field ``arguments``).
+    """
+    raw = text if isinstance(text, str) else bytes(text).decode("utf-8", errors="replace")
+    try:
+        args: Any = json.loads(raw) if raw.strip() else {}
+    except json.JSONDecodeError as e:
+        raise InvalidArgumentsError("arguments", f"not valid JSON ({e.msg})") from None
+    if not isinstance(args, dict):
+        raise InvalidArgumentsError("arguments", "must be a JSON object")
+    return cast("dict[str, Any]", args)
 
 
 EXPOSED_SEPARATOR = "__"

@@ -33,10 +33,9 @@ The toolbox's lifetime is the host's (``async with Toolbox...``): function tools
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from functools import partial
-from typing import Any, cast
+from typing import Any
 
 try:
     from agents import FunctionTool, ToolOutputImage, ToolOutputText
@@ -60,6 +59,7 @@ from toolcode._metatools import (
     failure_reply,
     input_schema,
     instructions,
+    parse_arguments,
 )
 from toolcode.exceptions import InvalidArgumentsError
 from toolindex import Tool
@@ -158,7 +158,7 @@ async def _invoke(
     who = caller(ctx) if callable(caller) else caller
     reply: MetaToolReply
     try:
-        args = _arguments(input_json)
+        args = parse_arguments(input_json)
     except InvalidArgumentsError as e:
         reply = failure_reply(e, codemode)
     else:
@@ -172,14 +172,3 @@ async def _invoke(
         images = [ToolOutputImage(image_url=f"data:{mime};base64,{data}") for mime, data in reply.images]
         return [ToolOutputText(text=reply.text), *images]
     return reply.text
-
-
-def _arguments(input_json: str) -> dict[str, Any]:
-    """The model's arguments (a JSON object; empty text is no arguments)."""
-    try:
-        args: Any = json.loads(input_json) if input_json.strip() else {}
-    except json.JSONDecodeError as e:
-        raise InvalidArgumentsError("arguments", f"not valid JSON ({e.msg})") from None
-    if not isinstance(args, dict):
-        raise InvalidArgumentsError("arguments", "must be a JSON object")
-    return cast("dict[str, Any]", args)

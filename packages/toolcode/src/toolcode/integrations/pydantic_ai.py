@@ -12,10 +12,11 @@
         result = await agent.run("Which of my repositories have open issues labelled 'bug'?")
 
 It is the MCP server's door in Pydantic AI's terms: the same descriptions, input schemas, reply
-texts and error codes (:mod:`toolcode._metatools`). A mistake the model fixes by calling again
-(:data:`~toolcode._metatools.FIXABLE_CODES`: invalid arguments, an unknown tool, a snippet that
-does not parse or fails its type check) raises ``ModelRetry`` with the text the model would read
-over MCP; any other failure is ``ToolFailed`` (the model sees it; no retry is spent).
+texts and error codes (:mod:`toolcode._metatools`). Every failure — a mistake the model fixes by
+calling again (invalid or malformed arguments, an unknown tool, a snippet that does not parse or
+fails its type check) as well as a tool that failed at run time — is ``ToolFailed`` with the text
+the model would read over MCP: the model sees it and tries again, and no retry is spent, so a
+model's mistakes never end ``agent.run`` (bound long runs with Pydantic AI's ``UsageLimits``).
 
 :class:`ToolsetProvider` goes the other way: the function tools of a Pydantic AI toolset
 become a namespace that snippets call like any other tools::
@@ -35,11 +36,10 @@ from functools import partial
 from typing import Any, Self, cast
 
 import anyio
-from pydantic import TypeAdapter, ValidationError
+from pydantic import ValidationError
 
 try:
-    from pydantic_ai import exceptions as _exceptions
-    from pydantic_ai.exceptions import ApprovalRequired, CallDeferred, ModelRetry, UserError
+    from pydantic_ai.exceptions import ApprovalRequired, CallDeferred, ModelRetry, ToolFailed, UserError
     from pydantic_ai.messages import BinaryContent, ModelMessage, ModelResponse, ToolReturn
     from pydantic_ai.models import Model
     from pydantic_ai.models.function import AgentInfo, FunctionModel
@@ -61,11 +61,13 @@ from toolcode._metatools import (
     call_metatool,
     exposed_description,
     exposed_tools,
+    failure_reply,
     input_schema,
     instructions,
+    parse_arguments,
 )
 from toolcode._settings import Settings, StateSettings
-from toolcode.exceptions import MAX_MESSAGE, clip
+from toolcode.exceptions import MAX_MESSAGE, InvalidArgumentsError, clip
 from toolindex import Tool
 from toolindex.log import get_logger
 from toolrun import BackendResult, ProviderBackend
@@ -74,13 +76,43 @@ __all__ = ["CallerOf", "CodeModeToolset", "ToolsetProvider", "toolset_backend"]
 
 log = get_logger("toolcode.integrations.pydantic_ai")
 
-_TOOL_FAILED: type[Exception] | None = getattr(_exceptions, "ToolFailed", None)
-"""Pydantic AI's terminal, model-visible tool failure (2026); before it, a failure is returned as text."""
-_TOOL_FAILURES: tuple[type[Exception], ...] = (ModelRetry, *((_TOOL_FAILED,) if _TOOL_FAILED is not None else ()))
+_TOOL_FAILURES = (ModelRetry, ToolFailed)
 """What a Pydantic AI tool raises to report its own failure to the model (each has ``message``)."""
 
-_ANY_ARGS: TypeAdapter[dict[str, Any]] = TypeAdapter(dict[str, Any])
-"""The door checks argument names and the core checks values, as over MCP (the same messages)."""
+_RAW_ARGUMENTS = "\x00toolcode:arguments"
+"""Key under which :class:`_Arguments` hands over arguments it did not parse (no JSON name clashes with it)."""
+
+
+class _Arguments:
+    """The code-mode tools' argument validator: never fails, so Pydantic AI spends no retry on arguments.
+
+    The door checks argument names and the core checks values, as over MCP (the same messages);
+    arguments Pydantic AI would refuse (text that is not JSON, JSON that is not an object) reach
+    :meth:`CodeModeToolset.call_tool` as they were sent and fail there as ``invalid_arguments``.
+    """
+
+    def validate_json(self, input: str | bytes | bytearray, **kwargs: Any) -> dict[str, Any]:
+        return {_RAW_ARGUMENTS: input if isinstance(input, str) else bytes(input).decode("utf-8", errors="replace")}
+
+    def validate_python(self, input: Any, **kwargs: Any) -> dict[str, Any]:
+        if isinstance(input, dict) and all(isinstance(k, str) for k in cast(dict[Any, Any], input)):
+            return cast(dict[str, Any], input)
+        return {_RAW_ARGUMENTS: input}
+
+
+def _arguments(tool_args: dict[str, Any]) -> dict[str, Any]:
+    """The arguments the model sent, as an object (:class:`_Arguments` left them as they came).
+
+    Raises:
+        InvalidArgumentsError: If they are not a JSON object (field ``arguments``).
+    """
+    if _RAW_ARGUMENTS not in tool_args:
+        return tool_args
+    raw = tool_args[_RAW_ARGUMENTS]
+    if isinstance(raw, str):
+        return parse_arguments(raw)
+    raise InvalidArgumentsError("arguments", "must be a JSON object")
+
 
 CallerOf = str | Callable[[RunContext[Any]], str | None] | None
 """Who the calls are for: a fixed name, or a function of the run context (e.g. of ``ctx.deps``)."""
@@ -115,7 +147,9 @@ class CodeModeToolset(AbstractToolset[Any]):
         caller: Who the calls are for: sessions, paused runs and stored results are the
             caller's (default: ``None``, the local caller, as in the CLI and ``toolcode serve``
             over stdio).
-        max_retries: Retries of a tool after ``ModelRetry`` (default: the agent's).
+        max_retries: The tools' retry budget in Pydantic AI (default: the agent's). The toolset
+            itself never spends it (its failures are ``ToolFailed``); it counts only the
+            ``ModelRetry`` s that your own hooks or capabilities raise around these tools.
         id: The toolset's id, unique among the agent's toolsets (durable execution needs one).
         expose: Patterns of upstream tools to offer directly as well (``namespace:name``,
             ``*`` allowed; default: the toolbox config's ``toolcode.expose``, else none).
@@ -181,7 +215,7 @@ class CodeModeToolset(AbstractToolset[Any]):
             state: Where state lives, instead of the settings' ``state``.
             tools: Code-mode tools to offer.
             caller: Who the calls are for.
-            max_retries: Retries of a tool after ``ModelRetry``.
+            max_retries: The tools' retry budget in Pydantic AI (the toolset never spends it).
             id: The toolset's id.
             expose: Patterns of upstream tools to offer directly as well.
 
@@ -259,7 +293,7 @@ class CodeModeToolset(AbstractToolset[Any]):
         """
         _, codemode, names, expose = self._current()
         retries = self.max_retries if self.max_retries is not None else ctx.max_retries
-        validator = cast(Any, _ANY_ARGS.validator)
+        validator = _Arguments()
         defs = [
             ToolDefinition(name=n, description=DESCRIPTIONS[n], parameters_json_schema=input_schema(n)) for n in names
         ]
@@ -290,8 +324,8 @@ class CodeModeToolset(AbstractToolset[Any]):
             (what the MCP server sends as ``structuredContent``).
 
         Raises:
-            ModelRetry: For a failure the model fixes by calling again, with the reply text.
-            ToolFailed: For any other failure (older Pydantic AI: the text is returned instead).
+            ToolFailed: For any failure, with the reply text: the model reads it and may call
+                again; no retry is spent.
             ApprovalRequired: For ``resume_execution`` / ``approve_tools`` not yet approved.
             UserError: If the toolset owns its toolbox and is not entered.
         """
@@ -300,22 +334,24 @@ class CodeModeToolset(AbstractToolset[Any]):
             raise ApprovalRequired()
         caller = self._caller(ctx) if callable(self._caller) else self._caller
         exposed = self._exposed.get(name) if name not in names else None
-        if exposed is not None:
-            reply = await call_exposed(codemode, exposed, tool_args, caller=caller)
+        reply: MetaToolReply
+        try:
+            args = _arguments(tool_args)
+        except InvalidArgumentsError as e:
+            reply = failure_reply(e, codemode)
         else:
-            reply = await call_metatool(codemode, name, tool_args, caller=caller)
+            if exposed is not None:
+                reply = await call_exposed(codemode, exposed, args, caller=caller)
+            else:
+                reply = await call_metatool(codemode, name, args, caller=caller)
         return self._answer(name, reply)
 
     @staticmethod
     def _answer(name: str, reply: MetaToolReply) -> Any:
         if reply.error is not None:
-            log.info("pydantic_ai.tool_failed", tool=name, code=reply.error.code, retry=reply.fixable)
-        if reply.fixable:
-            raise ModelRetry(reply.text)
+            log.info("pydantic_ai.tool_failed", tool=name, code=reply.error.code)
         if reply.is_error:
-            if _TOOL_FAILED is not None:
-                raise _TOOL_FAILED(reply.text)
-            return reply.text
+            raise ToolFailed(reply.text)
         images = [BinaryContent(data=base64.b64decode(data), media_type=mime) for mime, data in reply.images]
         return ToolReturn(return_value=reply.text, content=images or None, metadata=reply.structured())
 
