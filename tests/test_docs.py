@@ -6,9 +6,12 @@ import json
 import re
 from pathlib import Path
 
-from toolcode import SETTINGS_SCHEMA, ErrorCode
+import pytest
+
+from toolcode import DEFAULT_TOOLS, META_TOOLS, SETTINGS_SCHEMA, ErrorCode
 from toolcode._cli._parser import EXIT_BY_CODE, EXIT_CODES
 from toolcode._globals import SNIPPET_GLOBALS, snippet_api_table
+from toolcode.cli import main
 from toolcode.exceptions import ERROR_CODE_MEANINGS
 from toolcode.server import DESCRIPTIONS
 
@@ -56,3 +59,59 @@ def test_snippet_api_page_shows_what_describe_tool_returns() -> None:
 
     block = _block("snippet-api.md", "describe-example")
     assert block == f"```text\n{anyio.run(describe)}\n```"
+
+
+_META = "|".join(META_TOOLS)
+_TOOL_RUN = re.compile(rf"`(?:{_META})`(?:(?:,\s+|,?\s+and\s+)`(?:{_META})`)+")
+"""A list of code-mode tools in prose: `a`, `b` and `c`."""
+
+
+def _listed_tools() -> tuple[list[str], list[str]]:
+    """What ``toolcode serve`` lists to an MCP client without elicitation, and to one with it."""
+    import anyio
+    from mcp import Client
+
+    from toolcode import Toolbox
+    from toolcode.server import CodeModeServer
+    from toolcode.state import MemoryStateStore
+
+    async def elicit(context: object, params: object) -> object:
+        raise AssertionError("not asked in this test")
+
+    async def listed() -> tuple[list[str], list[str]]:
+        async with Toolbox(engine="inprocess", state=MemoryStateStore()) as box:
+            server = CodeModeServer(box)
+            async with Client(server.server) as client:
+                plain = [t.name for t in (await client.list_tools()).tools]
+            async with Client(server.server, elicitation_callback=elicit) as client:  # type: ignore[arg-type]
+                asking = [t.name for t in (await client.list_tools()).tools]
+            server.close()
+        return plain, asking
+
+    return anyio.run(listed)
+
+
+def test_serve_help_and_every_doc_list_the_tools_the_server_lists(capsys: pytest.CaptureFixture[str]) -> None:
+    plain, asking = _listed_tools()
+    assert plain == list(DEFAULT_TOOLS) and asking == [t for t in DEFAULT_TOOLS if t != "resume_execution"]
+    with pytest.raises(SystemExit):
+        main(["serve", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    described = re.search(r"streamable HTTP: (.*?) \(resume_execution only to clients", help_text)
+    assert described is not None, help_text
+    assert re.split(r", | and ", described.group(1)) == plain
+    assert "(any of: " + ", ".join(META_TOOLS) + ")" in help_text
+    # Every list in the docs that starts as the defaults do is the defaults, in the server's order;
+    # the tools `["*"]` adds are all the others.
+    checked = 0
+    for page in sorted([*DOCS.glob("*.md"), DOCS.parent / "README.md"]):
+        text = page.read_text()
+        for m in _TOOL_RUN.finditer(text):
+            names = re.findall(r"`(\w+)`", m.group(0))
+            if names[:2] == plain[:2]:
+                assert names == plain, (page.name, names)
+                checked += 1
+            elif text[: m.start()].rstrip().endswith('`["*"]` adds'):
+                others = [t for t in META_TOOLS if t not in plain]
+                assert names == others or names == others[: len(names)], (page.name, names)
+    assert checked >= 5

@@ -78,12 +78,11 @@ def test_exec_reads_stdin(capsys: pytest.CaptureFixture[str], monkeypatch: pytes
     assert json.loads(out)["value"] == 10
 
 
-def test_exec_terminal_output_has_value_stdout_and_trace_table(capsys: pytest.CaptureFixture[str]) -> None:
+def test_exec_output_has_value_stdout_and_trace_table(capsys: pytest.CaptureFixture[str]) -> None:
     snippet = 'println("hi")\nrun_tool("helpdesk:on_call", {"office": "Paris"})\n7'
     code, out, err = run(capsys, "exec", "--demo", "--trace", "full", "-c", snippet)
     assert code == 0
-    assert "value" in out and "7" in out
-    assert "stdout" in out and "hi" in out
+    assert out == "7\nhi\n"  # not a terminal: the value's JSON, then what the snippet printed
     assert "helpdesk:on_call" in err and "trace (1 call)" in err and "1 tool call," in err
 
 
@@ -293,3 +292,104 @@ def test_upstream_text_cannot_drive_the_terminal() -> None:
     cleaned = safe(hostile)
     assert "\x1b" not in cleaned and "\x07" not in cleaned and "\u202e" not in cleaned and "\r" not in cleaned
     assert "[/]" in cleaned and "link" in cleaned and cleaned.endswith("\n")
+
+
+def _toolcode(
+    *argv: str, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """The console script as a shell runs it, its output piped."""
+    exe = Path(sys.executable).with_name("toolcode")
+    return subprocess.run([str(exe), *argv], capture_output=True, text=True, timeout=120, env=env, cwd=cwd)
+
+
+_WIDE_AND_LONG = '__out = {"wide": "x" * 300, "rows": list(range(400))}'
+
+
+def test_piped_exec_prints_the_whole_value_as_json() -> None:
+    done = _toolcode("exec", "-c", _WIDE_AND_LONG)
+    assert done.returncode == 0, done.stderr
+    # Nothing cropped at any width, no frame: the value is its JSON, whole.
+    assert json.loads(done.stdout) == {"wide": "x" * 300, "rows": list(range(400))}
+    printed = _toolcode("exec", "-c", 'println("y" * 250)\n__out = 1')
+    assert printed.stdout == "1\n" + "y" * 250 + "\n"
+
+
+def _on_a_terminal(*argv: str, columns: int = 60) -> str:
+    """What the console script writes to a terminal (a pseudo-terminal ``columns`` wide), colours removed."""
+    import os
+    import pty
+    import re
+
+    main_fd, child_fd = pty.openpty()
+    env = {**os.environ, "COLUMNS": str(columns), "LINES": "40", "TERM": "xterm"}
+    exe = Path(sys.executable).with_name("toolcode")
+    proc = subprocess.Popen([str(exe), *argv], stdin=subprocess.DEVNULL, stdout=child_fd, stderr=child_fd, env=env)
+    os.close(child_fd)
+    chunks: list[bytes] = []
+    while True:
+        try:
+            chunk = os.read(main_fd, 65536)
+        except OSError:  # the child closed the terminal (EIO)
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(main_fd)
+    assert proc.wait(timeout=120) == 0
+    return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", b"".join(chunks).decode("utf-8", "replace"))
+
+
+def test_on_a_terminal_a_value_wraps_and_is_cut_only_with_a_marker_saying_how_to_see_it_all() -> None:
+    from toolcode._cli._render import TERMINAL_LINES
+
+    shown = _on_a_terminal("exec", "-c", _WIDE_AND_LONG)
+    assert shown.count("x") == 300  # the wide string wraps inside the panel: nothing is cropped
+    left = 1 + 400 + 4 - TERMINAL_LINES  # the JSON has 405 lines (braces, keys, one per row)
+    assert (
+        f"… {left:,} more lines of value not shown: add --json, or pipe the output (| less), to see all of it" in shown
+    )
+    short = _on_a_terminal("exec", "-c", '__out = "z" * 150')
+    assert short.count("z") == 150 and "not shown" not in short
+
+
+def test_a_tools_invalid_arguments_inside_a_snippet_exit_1_and_the_commands_own_exit_2(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    snippet = 'x = 1\nrun_tool("helpdesk:list_tickets", {"bogus": 1})'
+    code, _, err = run(capsys, "exec", "--demo", "--no-type-check", "-c", snippet)
+    assert code == 1 and "error [invalid_arguments] at line 2" in err
+    code, _, _ = run(capsys, "run", "helpdesk:list_tickets", "--demo", "--args", '{"bogus": 1}')
+    assert code == 2  # the command's own --args
+    code, _, _ = run(capsys, "exec", "-c", "1", "--timeout", "-1")
+    assert code == 2
+
+
+def test_the_resume_hint_is_a_command_that_works_as_pasted(tmp_path: Path) -> None:
+    import os
+    import shlex
+
+    config = tmp_path / "mcp.json"
+    servers = {"time": {"command": sys.executable, "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"]}}
+    policy = {"rules": [{"tools": "time:*", "decision": "ask"}]}
+    config.write_text(json.dumps({"mcpServers": servers, "toolcode": {"policy": policy}}))
+    snippet = 'now = run_tool("time:get_current_time", {"timezone": "Asia/Tokyo"})\n__out = now["timezone"]'
+    # As a person runs it: `toolcode` on PATH, not under `uv run`, no state folder in the environment.
+    env = {k: v for k, v in os.environ.items() if k not in ("UV_RUN_RECURSION_DEPTH", "TOOLCODE_STATE_DIR")}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    argv = ("exec", "--config", "mcp.json", "--state-dir", "my state", "-c", snippet)
+    paused = _toolcode(*argv, env=env, cwd=tmp_path)
+    assert paused.returncode == 6, paused.stderr
+    hint = next(line for line in paused.stderr.splitlines() if line.startswith("continue with: "))
+    command = shlex.split(hint.removeprefix("continue with: "))
+    assert command[:2] == ["toolcode", "resume"] and command[3:] == [
+        "approve", "--config", "mcp.json", "--state-dir", "my state"
+    ]  # fmt: skip
+    resumed = subprocess.run(command, capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(resumed.stdout) == "Asia/Tokyo"
+    # Under `uv run`, the hint says so; with --no-state nothing is kept to resume, and the hint says that instead.
+    under_uv = _toolcode(*argv, env={**env, "UV_RUN_RECURSION_DEPTH": "1"}, cwd=tmp_path)
+    assert "continue with: uv run toolcode resume " in under_uv.stderr
+    gone = _toolcode("exec", "--config", "mcp.json", "--no-state", "-c", snippet, env=env, cwd=tmp_path)
+    assert gone.returncode == 6 and "continue with" not in gone.stderr
+    assert "--no-state keeps no paused run after this command" in gone.stderr

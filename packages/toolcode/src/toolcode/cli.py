@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import anyio
 
-from toolcode._cli._parser import EXIT_BY_CODE, EXIT_CODES, build_parser, exit_code
+from toolcode._cli._parser import EXIT_BY_CODE, EXIT_CODES, USAGE_EXIT, build_parser, exit_code
 
 __all__ = ["EXIT_BY_CODE", "EXIT_CODES", "exit_code_for", "main"]
 
@@ -30,9 +30,9 @@ def exit_code_for(exc: BaseException) -> int:
     from toolcode._errors import error_info
 
     if isinstance(exc, UsageError):
-        return 2
+        return USAGE_EXIT
     if isinstance(exc, Handled):
-        return exit_code(exc.code)
+        return exc.exit if exc.exit is not None else exit_code(exc.code)
     return exit_code(error_info(exc).code)
 
 

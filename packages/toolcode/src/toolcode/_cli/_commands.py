@@ -11,6 +11,7 @@ import argparse
 import getpass
 import json
 import os
+import shlex
 import sys
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
@@ -27,6 +28,7 @@ from rich.table import Table
 from rich.text import Text
 
 from toolcode._app import UNSANDBOXED_WARNING, ConnectEvent, Toolbox
+from toolcode._cli._parser import SNIPPET_FAILED_EXIT, USAGE_EXIT, exit_code
 from toolcode._cli._render import print_json, render_outcome, safe
 from toolcode._errors import describe_error, error_info
 from toolcode._models import ApprovalRequest, ExecuteOutcome
@@ -46,10 +48,12 @@ class Handled(Exception):
 
     Attributes:
         code: The failure's error code (a value of :class:`~toolcode.ErrorCode`).
+        exit: The exit code, when it is not the one the error code maps to.
     """
 
-    def __init__(self, code: str) -> None:
+    def __init__(self, code: str, exit: int | None = None) -> None:
         self.code = code
+        self.exit = exit
         super().__init__(code)
 
 
@@ -58,7 +62,7 @@ def _stdout() -> Console:
 
 
 def _stderr() -> Console:
-    return Console(stderr=True, highlight=False)
+    return Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def _state(args: argparse.Namespace) -> StateSettings | None:
@@ -198,13 +202,47 @@ def _print_outcome(args: argparse.Namespace, outcome: ExecuteOutcome) -> None:
     if args.json:
         print_json(outcome.model_dump(mode="json"))
     else:
-        render_outcome(_stdout(), _stderr(), outcome)
+        render_outcome(_stdout(), _stderr(), outcome, resume_hint=lambda execution_id: _resume_hint(args, execution_id))
+
+
+def _program() -> list[str]:
+    """How the person started this command, as words to paste: ``uv run toolcode`` under ``uv run``."""
+    # uv sets this variable in the environment of what `uv run` starts (to notice recursion).
+    return ["uv", "run", "toolcode"] if os.environ.get("UV_RUN_RECURSION_DEPTH") else ["toolcode"]
+
+
+def _again(args: argparse.Namespace, *words: str) -> str:
+    """A command line to paste: ``toolcode WORDS`` with this command's catalog and state options."""
+    line = [*_program(), *words]
+    if getattr(args, "demo", False):
+        line.append("--demo")
+    elif getattr(args, "config", None):
+        line += ["--config", args.config]
+    if getattr(args, "state_dir", None):
+        line += ["--state-dir", args.state_dir]
+    return shlex.join(line)
+
+
+def _resume_hint(args: argparse.Namespace, execution_id: str) -> str:
+    """How to continue a paused run: a command line that works as pasted, and the other decisions."""
+    if getattr(args, "no_state", False):
+        return (
+            "--no-state keeps no paused run after this command: run it again with --approve=all or "
+            "--approve=none, or without --no-state to decide later"
+        )
+    return (
+        f"continue with: {_again(args, 'resume', execution_id, 'approve')}\n"
+        "  (or approve_run, deny or abort in place of approve; or run exec again with --approve=all|none)"
+    )
 
 
 def _exit_for(outcome: ExecuteOutcome) -> int:
     if outcome.approval is not None:
         raise Handled("approval_required")
     if not outcome.ok and outcome.error is not None:
+        if outcome.error.line is not None and exit_code(outcome.error.code) == USAGE_EXIT:
+            # Wrong arguments to a tool inside the snippet are the snippet's failure, not this command's usage.
+            raise Handled(outcome.error.code, exit=SNIPPET_FAILED_EXIT)
         raise Handled(outcome.error.code)
     return 0
 

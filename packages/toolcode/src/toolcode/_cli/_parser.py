@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 
-__all__ = ["EXIT_BY_CODE", "EXIT_CODES", "build_parser", "exit_code"]
+from toolcode._settings import DEFAULT_TOOLS, META_TOOLS
+
+__all__ = ["EXIT_BY_CODE", "EXIT_CODES", "SNIPPET_FAILED_EXIT", "USAGE_EXIT", "build_parser", "exit_code"]
+
+SNIPPET_FAILED_EXIT = 1
+"""The snippet or a tool failed."""
+USAGE_EXIT = 2
+"""The command was used wrongly: its own arguments or options."""
 
 EXIT_CODES: dict[int, str] = {
     0: "success",
-    1: "the snippet or a tool failed (syntax_error, runtime_error, type_error, tool_error, unknown_tool, ...)",
-    2: "usage error: bad arguments or options (invalid_arguments)",
+    SNIPPET_FAILED_EXIT: "the snippet or a tool failed (syntax_error, runtime_error, type_error, tool_error, "
+    "unknown_tool, ...; also invalid_arguments of a tool called inside the snippet)",
+    USAGE_EXIT: "usage error: the command's own arguments or options are invalid (invalid_arguments)",
     3: "configuration error: config file, engine name, server entry (config_error)",
     4: "a limit stopped the run (timeout, tool_call_limit, output_limit, memory_limit, session_limit)",
     5: "an upstream server or the state store was unreachable, the engine failed or was busy "
@@ -99,6 +108,10 @@ def _json_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON document instead of tables")
 
 
+def _tool_list(names: Sequence[str]) -> str:
+    return ", ".join(names[:-1]) + " and " + names[-1]
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The parser for every subcommand."""
     fmt = argparse.RawDescriptionHelpFormatter
@@ -126,8 +139,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "serve",
         help="run the code-mode MCP server in front of the configured servers",
-        description="Serve search_tools, list_namespaces, describe_tool, list_tool_examples, run_tool, run_chain "
-        "and execute_code over stdio (default) or streamable HTTP.",
+        description=f"Serve the code-mode tools over stdio (default) or streamable HTTP: {_tool_list(DEFAULT_TOOLS)} "
+        "(resume_execution only to clients that cannot be asked within execute_code), or those the config's "
+        "toolcode.tools lists (any of: " + ", ".join(META_TOOLS) + "), and upstream tools published with --expose.",
         epilog=_EPILOG,
         formatter_class=fmt,
     )

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from rich.console import Console
@@ -21,7 +21,7 @@ from rich.text import Text
 from toolcode._models import ExecuteOutcome, TraceEntry
 from toolcode._types import ToolCallRecord
 
-__all__ = ["print_json", "render_outcome", "safe", "trace_table"]
+__all__ = ["TERMINAL_LINES", "print_json", "render_outcome", "safe", "show_block", "trace_table"]
 
 # ESC-introduced sequences (CSI, OSC, DCS/APC/PM/SOS strings, two-character escapes), then any
 # remaining C0/C1 control (tab and newline excepted) and the bidirectional overrides.
@@ -72,15 +72,47 @@ def trace_table(records: Sequence[ToolCallRecord | TraceEntry], title: str = "tr
     return table
 
 
-def render_outcome(out: Console, err: Console, outcome: ExecuteOutcome) -> None:
-    """Value (or error), stdout, stderr, trace and the call summary, for a person."""
+TERMINAL_LINES = 200
+"""Lines of a value (or of a snippet's output) shown on a terminal; the rest is cut with a marker."""
+
+_SEE_ALL = "add --json, or pipe the output (| less), to see all of it"
+
+
+def show_block(console: Console, title: str, text: str) -> None:
+    """A value or a snippet's output, whole unless a person reads it on a terminal.
+
+    Piped or redirected, the text is written as it is (a value is its JSON). On a terminal it is
+    a titled panel whose long lines wrap (never cropped) and which shows the first
+    :data:`TERMINAL_LINES` lines; a line under it says how many are left out and how to see them.
+    """
+    text = safe(text)
+    if not console.is_terminal:
+        console.file.write(text + "\n")
+        console.file.flush()
+        return
+    lines = text.split("\n")
+    body = Text("\n".join(lines[:TERMINAL_LINES]), overflow="fold", no_wrap=False)
+    console.print(Panel(body, title=title, title_align="left", expand=False))
+    if len(lines) > TERMINAL_LINES:
+        left = len(lines) - TERMINAL_LINES
+        console.print(
+            Text(f"… {left:,} more line{'' if left == 1 else 's'} of {title} not shown: {_SEE_ALL}", "yellow")
+        )
+
+
+def render_outcome(
+    out: Console, err: Console, outcome: ExecuteOutcome, *, resume_hint: Callable[[str], str] | None = None
+) -> None:
+    """Value (or error), stdout, stderr, trace and the call summary, for a person.
+
+    ``resume_hint`` says, for a paused run's execution id, how to continue it (commands to paste).
+    """
     if outcome.ok:
-        value = json.dumps(outcome.value, ensure_ascii=False, indent=2, default=str)
-        out.print(Panel(Text(safe(value)), title="value", title_align="left", expand=False))
+        show_block(out, "value", json.dumps(outcome.value, ensure_ascii=False, indent=2, default=str))
     if outcome.stdout:
-        out.print(Panel(Text(safe(outcome.stdout.rstrip("\n"))), title="stdout", title_align="left", expand=False))
+        show_block(out, "stdout", outcome.stdout.rstrip("\n"))
     if outcome.stderr:
-        err.print(Panel(Text(safe(outcome.stderr.rstrip("\n"))), title="stderr", title_align="left", expand=False))
+        show_block(err, "stderr", outcome.stderr.rstrip("\n"))
     if outcome.trace:
         err.print(trace_table(outcome.trace))
     c = outcome.calls
@@ -99,14 +131,8 @@ def render_outcome(out: Console, err: Console, outcome: ExecuteOutcome) -> None:
         for p in a.pending:
             shown = _short(p.args, 200)
             err.print(Text.assemble((f"paused{where}: ", "yellow"), safe(f"{p.tool_id} ({p.tier}) {shown}")))
-        err.print(
-            Text(
-                safe(
-                    f"continue with: toolcode resume {a.execution_id} approve|approve_run|deny|abort "
-                    "(or run exec with --approve=all|none)"
-                )
-            )
-        )
+        if resume_hint is not None:
+            err.print(Text(safe(resume_hint(a.execution_id))))
     if outcome.error is not None:
         e = outcome.error
         where = f" at line {e.line}" if e.line is not None else ""
