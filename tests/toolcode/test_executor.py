@@ -35,6 +35,7 @@ from toolcode import (
 )
 from toolcode import exceptions as exc_module
 from toolcode._options import parse_options
+from toolcode.exceptions import limit_text
 
 pytestmark = pytest.mark.anyio
 
@@ -124,11 +125,28 @@ def test_zero_or_explicit_null_switches_a_limit_off_and_unset_inherits() -> None
 
 
 def test_ceilings_refuse_more_than_the_operator_allows() -> None:
-    ceilings = ExecuteOptions(timeout=60, max_tool_calls=100)
+    ceilings = ExecuteOptions(timeout=60, max_tool_calls=100, max_output_chars=1_000_000)
     assert parse_options({"timeout": 10}).within(ceilings).timeout == 10
     for asked in ({"timeout": 61}, {"timeout": 0}, {"max_tool_calls": None}):
         with pytest.raises(InvalidArgumentsError, match="maximum"):
             parse_options(asked).within(ceilings)
+    # Readable amounts, not 1e+06.
+    with pytest.raises(InvalidArgumentsError) as ei:
+        parse_options({"max_output_chars": 2_000_000}).within(ceilings)
+    assert ei.value.reason == "2,000,000 is above this server's maximum of 1,000,000"
+    with pytest.raises(InvalidArgumentsError) as ei:
+        parse_options({"timeout": 61}).within(ceilings)
+    assert ei.value.reason == "61 s is above this server's maximum of 60 s"
+
+
+def test_limit_values_read_with_their_units() -> None:
+    assert limit_text("max_memory", 256 * 1024 * 1024) == "256 MiB"
+    assert limit_text("max_memory", 1_000_050_000) == "953.7 MiB"
+    assert limit_text("max_memory", 10**10) == "9.3 GiB" and limit_text("max_memory", 512) == "512 B"
+    assert limit_text("timeout", 30.0) == "30 s" and limit_text("timeout", 0.5) == "0.5 s"
+    assert limit_text("max_output_chars", 50_000) == "50,000" and limit_text("max_tool_calls", 3) == "3"
+    err = LimitExceededError("max_memory", 268_435_456, 1_000_050_000)
+    assert str(err) == "limit max_memory exceeded: configured 256 MiB, reached 953.7 MiB"
 
 
 async def test_params_errors_name_the_field(executor: Executor) -> None:

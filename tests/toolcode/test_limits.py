@@ -66,4 +66,5 @@ async def test_bombs_are_stopped_and_the_host_survives(monty: Executor, code: st
 async def test_memory_limit_reports_configured_and_reached(monty: Executor) -> None:
     err, _ = await _stopped(monty, "x = 'a' * 10**10")
     assert err.configured == 256 * 1024 * 1024 and err.reached is not None and err.reached >= 10**10
+    assert str(err).startswith("limit max_memory exceeded: configured 256 MiB, reached ") and " GiB" in str(err)
     assert err.result is not None and err.result.limits.applied["max_memory"] == 256 * 1024 * 1024

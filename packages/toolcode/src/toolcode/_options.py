@@ -19,7 +19,7 @@ from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from toolcode.exceptions import InvalidArgumentsError, clip
+from toolcode.exceptions import InvalidArgumentsError, clip, limit_text
 
 __all__ = [
     "DEFAULT_OPTIONS",
@@ -129,8 +129,10 @@ class ExecuteOptions(BaseModel):
             if asked is None or cap is None or cap == UNLIMITED:
                 continue
             if asked == UNLIMITED or asked > cap:
-                shown = "no limit" if asked == UNLIMITED else f"{asked:g}"
-                raise InvalidArgumentsError(f"options.{name}", f"{shown} is above this server's maximum of {cap:g}")
+                shown = "no limit" if asked == UNLIMITED else limit_text(name, asked)
+                raise InvalidArgumentsError(
+                    f"options.{name}", f"{shown} is above this server's maximum of {limit_text(name, cap)}"
+                )
         return self
 
 

@@ -51,6 +51,7 @@ __all__ = [
     "ToolCodeError",
     "ToolError",
     "TypeCheckError",
+    "limit_text",
 ]
 
 MAX_ECHO = 200
@@ -320,6 +321,29 @@ _LIMIT_CODES = {
 }
 
 
+_BYTE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
+
+
+def limit_text(limit: str, value: float) -> str:
+    """A limit's value as a person reads it: ``256 MiB``, ``30 s``, ``50,000``.
+
+    Args:
+        limit: The limit's name (``max_memory`` is in bytes, ``timeout`` in seconds, the rest counts).
+        value: Its value.
+
+    Returns:
+        The value with its unit (bytes in binary units, one decimal at most; counts with separators).
+    """
+    if limit == "max_memory":
+        amount, unit = float(value), 0
+        while abs(amount) >= 1024 and unit < len(_BYTE_UNITS) - 1:
+            amount, unit = amount / 1024, unit + 1
+        return f"{amount:.1f}".removesuffix(".0") + f" {_BYTE_UNITS[unit]}"
+    if limit == "timeout":
+        return f"{value:g} s"
+    return f"{int(value):,}" if float(value).is_integer() else f"{value:g}"
+
+
 class LimitExceededError(ToolCodeError):
     """A limit stopped the run.
 
@@ -338,9 +362,9 @@ class LimitExceededError(ToolCodeError):
         self.configured = configured
         self.reached = reached
         self.detail = detail
-        got = f", reached {reached:g}" if reached is not None else ""
+        got = f", reached {limit_text(limit, reached)}" if reached is not None else ""
         extra = f" ({clip(detail)})" if detail else ""
-        super().__init__(f"limit {limit} exceeded: configured {configured:g}{got}{extra}")
+        super().__init__(f"limit {limit} exceeded: configured {limit_text(limit, configured)}{got}{extra}")
 
     @property
     def code(self) -> ErrorCode:
