@@ -57,7 +57,8 @@ async def test_a_direct_result_over_the_budget_is_previewed_and_read_back_exactl
 
 
 async def test_a_run_value_and_stdout_are_kept_and_a_later_run_loads_the_value(tmp_path: Path) -> None:
-    code = "r = run_tool('everything:echo', message=input)\nprintln('y' * 5000)\nr"
+    # A structured value: its compact JSON (what the budget counts) is shorter than json.dumps' default.
+    code = "r = run_tool('everything:echo', message=input)\nprintln('y' * 5000)\n{'echo': r, 'sizes': [len(r), 1]}"
     async with _box(tmp_path) as box:
         cm = box.codemode
         out = await cm.execute(code, input=MESSAGE)
@@ -68,6 +69,11 @@ async def test_a_run_value_and_stdout_are_kept_and_a_later_run_loads_the_value(t
         assert "value" in out.truncated and "stdout" in out.truncated
         assert (await _read_all(box, kinds["stdout"].ref, 999)) == "y" * 5000 + "\n"
         value_text = await _read_all(box, kinds["value"].ref, 50_000)
+        # The cut's marker, total_chars and the stored text count the same characters, and the
+        # preview is where the stored text begins.
+        assert isinstance(out.value, str) and f"[truncated result: {len(value_text)} chars, " in out.value
+        assert kinds["value"].total_chars == len(value_text)
+        assert value_text.startswith(out.value.split("…[truncated result: ")[0])
         # A later run loads the value by reference instead of calling the tool again.
         later = await cm.execute(
             f"v = load_result({kinds['value'].ref!r})\nlen(str(v)) > 90000", options={"trace": "full"}

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from toolcode import TRUNCATION_MARKER, ToolCallRecord
-from toolcode._limits import OutputBuffer, _dumps, _size, check_json, fit_output_budget  # pyright: ignore[reportPrivateUsage]
+from toolcode._limits import OutputBuffer, _size, check_json, fit_output_budget, json_text  # pyright: ignore[reportPrivateUsage]
 from toolcode._trace import Trace
 
 MARK = TRUNCATION_MARKER.split("{", 1)[0]
@@ -105,4 +105,4 @@ def test_trace_payload_sizes_are_the_json_lengths_whatever_the_values() -> None:
         d = {text(): rnd.choice(scalars) for _ in range(rnd.randint(0, 4))}
         tricky += [d, list(d.values()), tuple(d.values())]
     for value in tricky:
-        assert _size(value) == len(_dumps(value)), value
+        assert _size(value) == len(json_text(value)), value

@@ -20,7 +20,7 @@ from typing import Any, cast
 from toolcode._audit import AuditLog, Quarantine
 from toolcode._errors import error_info
 from toolcode._executor import Executor
-from toolcode._limits import NARROW_HINT
+from toolcode._limits import NARROW_HINT, json_text
 from toolcode._models import (
     ApprovalRequest,
     CallFailure,
@@ -289,7 +289,7 @@ class CodeMode:
             out = await ops.run_tool(tool_id, args, timeout=timeout)
             span.outcome(None)
         budget = self.defaults.resolve().max_output_chars
-        text = json.dumps(out.value, ensure_ascii=False, default=str)
+        text = json_text(out.value)
         if len(text) <= budget:
             return out
         stored = await self._store(caller, "result", text, "application/json")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import time
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
@@ -21,6 +20,7 @@ from toolcode._limits import (
     as_json_data,
     check_json,
     fit_output_budget,
+    json_text,
 )
 from toolcode._modules import ToolModules
 from toolcode._operations import Operations
@@ -429,7 +429,7 @@ class Executor:
         full: dict[str, str] = {}
         if self.keep_chars and error is None:
             if "value" in truncated:
-                text = json.dumps(value, ensure_ascii=False, default=str)
+                text = json_text(value)  # what the cut's marker counted: the stored text is its whole
                 if len(text) <= self.keep_chars:
                     full["value"] = text
             if "stdout" in truncated:

@@ -31,6 +31,7 @@ __all__ = [
     "as_json_data",
     "check_json",
     "fit_output_budget",
+    "json_text",
 ]
 
 NARROW_HINT: Final = "narrow the query or return fewer fields"
@@ -266,7 +267,8 @@ def as_json_data(value: Any) -> Any:
     return value
 
 
-def _dumps(value: Any) -> str:
+def json_text(value: Any) -> str:
+    """A value as the output budget measures it, and as a cut value is kept whole: compact JSON."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
@@ -277,16 +279,16 @@ def _size(value: Any) -> int:
     t = cast(object, type(value))
     if t is dict or t is list or t is tuple:
         flat = _flat_size(value)
-        return flat if flat >= 0 else len(_dumps(value))
+        return flat if flat >= 0 else len(json_text(value))
     if isinstance(value, int | float):
         return len(str(value))
     if isinstance(value, str):
         return len(value) + 2
-    return len(_dumps(value))
+    return len(json_text(value))
 
 
 def _scalar_size(v: Any) -> int:
-    """:func:`_dumps` length of a plain scalar, or -1 when that needs the serialiser (escapes, NaN)."""
+    """:func:`json_text` length of a plain scalar, or -1 when that needs the serialiser (escapes, NaN)."""
     t = cast(object, type(v))
     if t is str:
         return len(v) + 2 if v.isprintable() and '"' not in v and "\\" not in v else -1
@@ -302,7 +304,7 @@ def _scalar_size(v: Any) -> int:
 
 
 def _flat_size(value: Any) -> int:
-    """:func:`_dumps` length of a dict, list or tuple of plain scalars, or -1 for anything else."""
+    """:func:`json_text` length of a dict, list or tuple of plain scalars, or -1 for anything else."""
     n = len(value)
     total = 2 + max(0, n - 1)  # brackets and commas
     if cast(object, type(value)) is dict:
@@ -329,7 +331,7 @@ def _cut(text: str, keep: int, what: str) -> str:
 def _cut_payload(value: Any, keep: int, what: str) -> Any:
     if _size(value) <= keep:
         return value
-    return _cut(_dumps(value), keep, what)
+    return _cut(json_text(value), keep, what)
 
 
 @dataclass(frozen=True, slots=True)
@@ -381,7 +383,7 @@ def fit_output_budget(
         The fitted output and what was truncated.
     """
     dropped = dropped or {}
-    value_json = _dumps(value)
+    value_json = json_text(value)
     truncated: list[str] = []
     if dropped.get("stdout"):
         stdout = stdout + TRUNCATION_MARKER.format(
@@ -440,7 +442,7 @@ def _fit_trace(records: tuple[ToolCallRecord, ...], room: int, truncated: list[s
         structured = _cut_payload(r.structured, per // 2, "trace payload")
         args: Any = r.args
         if args and _size(dict(args)) > per // 2:
-            args = {"…": _cut(_dumps(dict(args)), per // 2, "trace arguments")}
+            args = {"…": _cut(json_text(dict(args)), per // 2, "trace arguments")}
         error = r.error if r.error is None or len(r.error) <= max(per, 200) else _cut(r.error, max(per, 200), "error")
         if structured is not r.structured or args is not r.args or error is not r.error:
             cut = True
