@@ -115,3 +115,16 @@ def test_serve_help_and_every_doc_list_the_tools_the_server_lists(capsys: pytest
                 others = [t for t in META_TOOLS if t not in plain]
                 assert names == others or names == others[: len(names)], (page.name, names)
     assert checked >= 5
+
+
+def test_configuration_page_names_every_variable_a_stdio_server_gets() -> None:
+    from toolrun._child_env import BASE_ENV, NETWORK_ENV
+
+    text = (DOCS / "configuration.md").read_text()
+    section = text[text.index("**Environment.**") : text.index("### Variables")]
+    named = set(re.findall(r"`([A-Z][A-Za-z_]+|[a-z]+_[a-z_]+)`", section))  # variable names, not `uvx`
+    npm = {n for n in NETWORK_ENV if n.startswith("NPM_CONFIG_")}  # written once, as `NPM_CONFIG_…`
+    lower_proxies = {n for n in NETWORK_ENV if n.endswith("_proxy") and not n.startswith("npm")}  # "also in lower case"
+    assert set(BASE_ENV) | set(NETWORK_ENV) - npm - lower_proxies <= named
+    assert {n.upper() for n in lower_proxies} <= named
+    assert named - set(BASE_ENV) - set(NETWORK_ENV) <= {"NPM_TOKEN", "UV_PUBLISH_TOKEN", "GITHUB_TOKEN"}

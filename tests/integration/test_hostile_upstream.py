@@ -385,7 +385,10 @@ async def test_a_server_that_dies_with_its_token_on_stderr(expose: bool) -> None
         assert "the server's stderr is in the log" in ei.value.reason
     # The operator's log has the line, redacted, with the server's name.
     lines = [e for e in logs if e["event"] == "mcp.stderr"]
-    assert {"event": "mcp.stderr", "line": "bad token ***", "server": "dies", "log_level": "warning"} in lines
+    assert {"event": "mcp.stderr", "line": "bad token ***", "server": "dies", "log_level": "info"} in lines
+    # The warning that reports the failure carries the last lines, for an operator who logs only warnings.
+    [warning] = [e for e in logs if e["event"] == "mcp.unavailable"]
+    assert warning["log_level"] == "warning" and warning["stderr"] == "bad token ***"
 
 
 # -- stderr --------------------------------------------------------------------------------

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable
 from contextlib import aclosing
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -24,6 +26,7 @@ from toolrun import (
     ToolTimeoutError,
     load_config,
 )
+from toolrun._child_env import NETWORK_ENV
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 
@@ -291,6 +294,10 @@ async def test_command_not_found() -> None:
             await backend.attach(InMemoryIndex())
     assert ei.value.backend == "mcp:nope"
     assert "command not found" in ei.value.reason
+    assert (
+        ei.value.fix
+        == "install 'definitely-not-an-mcp-server-xyz', or give its full path as \"command\" (it is looked up on PATH)"
+    )
 
 
 async def test_server_that_exits_at_start_reports_its_stderr() -> None:
@@ -305,6 +312,31 @@ async def test_server_that_exits_at_start_reports_its_stderr() -> None:
         assert ("stderr is in the log" in ei.value.reason) is not expose
 
 
+async def test_a_server_gets_the_networking_environment_and_no_other_variable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A "server" that writes down the environment it got, then exits before the handshake.
+    network = {name: f"value of {name}" for name in NETWORK_ENV}
+    for name, value in {**network, "MY_SERVICE_TOKEN": "not for servers"}.items():
+        monkeypatch.setenv(name, value)
+    seen: dict[bool, dict[str, str]] = {}
+    for inherit in (False, True):
+        out = tmp_path / f"env-{inherit}.json"
+        code = f"import json, os; json.dump(dict(os.environ), open({str(out)!r}, 'w')); raise SystemExit(1)"
+        cfg = StdioServerConfig(command=sys.executable, args=("-c", code), env={"OWN": "1"}, inheritEnv=inherit)
+        async with MCPBackend("envdump", cfg) as backend:
+            with anyio.fail_after(20), pytest.raises(BackendUnavailableError) as ei:
+                await backend.attach(InMemoryIndex())
+        seen[inherit] = json.loads(out.read_text())
+        # Why a server that works in the shell exits here, and what to do about it.
+        assert "closed the connection during the handshake" in ei.value.reason
+        assert "stdio servers start with a minimal environment" in ei.value.reason
+        assert ei.value.fix is not None and '"env"' in ei.value.fix and '"inheritEnv": true' in ei.value.fix
+    assert {k: seen[False].get(k) for k in network} == network  # proxies, CAs, uv/pip/npm settings
+    assert seen[False]["OWN"] == "1" and "MY_SERVICE_TOKEN" not in seen[False]
+    assert seen[True]["MY_SERVICE_TOKEN"] == "not for servers" and seen[True]["OWN"] == "1"
+
+
 async def test_silent_server_hits_the_connect_timeout() -> None:
     code = "import time; time.sleep(60)"
     cfg = load_config(
@@ -314,6 +346,7 @@ async def test_silent_server_hits_the_connect_timeout() -> None:
         with anyio.fail_after(20), pytest.raises(BackendUnavailableError) as ei:
             await backend.attach(InMemoryIndex())
     assert "no MCP handshake within 1 s" in ei.value.reason
+    assert ei.value.fix is not None and '"connectTimeout"' in ei.value.fix
 
 
 async def test_http_connection_refused() -> None:

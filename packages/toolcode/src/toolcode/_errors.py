@@ -119,7 +119,8 @@ def as_tool_error(exc: BaseException, tool_id: str, view: CatalogView | None = N
         return err
     err = ToolError(tool_id, message_of(exc), _op_of(exc))
     if isinstance(exc, BackendUnavailableError):
-        err.hint = "the server may be restarting; try again, or use another tool"
+        # A server that never started says what would fix it; one that went away is restarted by the next call.
+        err.hint = exc.fix or "the server may be restarting; try again, or use another tool"
     return err
 
 

@@ -87,7 +87,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = exit_code_for(exc)
         if isinstance(exc, UsageError):
             parser.error(str(exc))
-        Console(stderr=True, highlight=False).print(Text.assemble(("error: ", "red"), safe(describe_error(exc))))
+        Console(stderr=True, highlight=False, soft_wrap=True).print(
+            Text.assemble(("error: ", "red"), safe(describe_error(exc)))
+        )
         if args.verbose >= 2:
             raise
         return code

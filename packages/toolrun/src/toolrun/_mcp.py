@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import time
 import traceback
 from collections.abc import AsyncGenerator, Mapping
@@ -31,6 +30,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolindex import BackendKind, BackendRef, Index, Tool, ToolNotFoundError
 from toolindex.log import get_logger
+from toolrun._child_env import child_env
 from toolrun._config import HttpServerConfig, ServerConfig, StdioServerConfig, check_server_name
 from toolrun._mcp_reader import (
     MALFORMED,
@@ -59,28 +59,6 @@ __all__ = ["MCPBackend"]
 _log = get_logger("toolrun.mcp")
 
 _CLIENT_INFO = types.Implementation(name="toolrun", version="0.1.0")
-# What a stdio child inherits when the config does not ask for the whole environment:
-# enough to find executables, a home directory, temp space and the locale.
-_INHERITED_ENV = (
-    "HOME",
-    "LOGNAME",
-    "USER",
-    "PATH",
-    "SHELL",
-    "TERM",
-    "LANG",
-    "LC_ALL",
-    "LC_CTYPE",
-    "TZ",
-    "TMPDIR",
-    "TEMP",
-    "TMP",
-    "SYSTEMROOT",
-    "APPDATA",
-    "LOCALAPPDATA",
-    "USERPROFILE",
-    "PATHEXT",
-)
 _MAX_LIST_PAGES = 1000
 # Tools registered into the index per slice of a re-list, between which other tasks run.
 _REGISTER_SLICE = 100
@@ -91,12 +69,6 @@ _RELIST_INTERVAL_S = 1.0
 # Nesting of call arguments beyond this is refused before it reaches the session (the SDK's
 # serialiser gives up at about 250 levels, a server's parser at about 200).
 _MAX_ARG_DEPTH = 128
-
-
-def _child_env(cfg: StdioServerConfig) -> dict[str, str]:
-    env = dict(os.environ) if cfg.inherit_env else {k: os.environ[k] for k in _INHERITED_ENV if k in os.environ}
-    env.update(cfg.env)
-    return env
 
 
 def _safe_cause(exc: BaseException) -> BaseException | None:
@@ -409,6 +381,9 @@ class MCPBackend:
         if e.code == CONNECTION_CLOSED and (is_closed(conn.session) or (http and e.message.startswith("SSE stream"))):
             self._retire(conn)
             reason = f"the server closed the connection during a call to {name!r}"
+            # Its last words are worth a warning (the stderr lines themselves are logged at info).
+            tail = conn.stderr.tail() if conn.stderr is not None else ""
+            self._log.warning("mcp.connection_lost", tool=name, stderr=tail[-500:] or None)
             return BackendUnavailableError(self.label, reason + conn.stderr_note())
         data: Any = e.error.data
         if isinstance(data, dict) and cast(dict[str, Any], data).get("reason") == MALFORMED:
@@ -570,7 +545,7 @@ class MCPBackend:
         cfg = self._config
         transport: AbstractAsyncContextManager[TransportStreams]
         if isinstance(cfg, StdioServerConfig):
-            env = _child_env(cfg)
+            env = child_env(cfg.env, inherit=cfg.inherit_env)
             # Through the watchdog launcher: the server and its children die with this process, even by SIGKILL.
             command, args = watchdog_command(cfg.command, cfg.args, env=env, cwd=cfg.cwd)
             params = StdioServerParameters(command=command, args=args, env=env, cwd=cfg.cwd)
@@ -600,29 +575,47 @@ class MCPBackend:
         return await stack.enter_async_context(client)
 
     def _unavailable(self, e: BaseException, pump: StderrPump | None) -> BackendUnavailableError:
+        """The error for a server that did not start: what happened, and (``fix``) what to do about it."""
         leaf = _leaf(e)
         cfg = self._config
+        stdio = isinstance(cfg, StdioServerConfig)
+        fix: str | None = None
         if isinstance(leaf, TimeoutError):
             reason = f"no MCP handshake within {cfg.connect_timeout:g} s"
+            fix = 'if it is slow to start (a first uvx or npx run installs packages), raise its "connectTimeout"'
         elif isinstance(leaf, FileNotFoundError) and isinstance(cfg, StdioServerConfig):
             reason = f"cannot start {cfg.command!r}: command not found"
+            fix = f'install {cfg.command!r}, or give its full path as "command" (it is looked up on PATH)'
         elif isinstance(leaf, OSError) and isinstance(cfg, StdioServerConfig):
             reason = f"cannot start {cfg.command!r}: {leaf.strerror or leaf}"
+            fix = '"command" must name an executable file'
+        elif isinstance(leaf, MCPError) and leaf.code == CONNECTION_CLOSED and stdio:
+            reason = (
+                "the server closed the connection during the handshake (did it exit?); stdio servers start with "
+                'a minimal environment (PATH, HOME, locale, proxy and certificate settings) plus their "env"'
+            )
+            fix = (
+                "its stderr says why; if the command works in your shell, it may need a variable from your "
+                'environment: add it to the server\'s "env", or set "inheritEnv": true'
+            )
         elif isinstance(leaf, MCPError) and leaf.code == CONNECTION_CLOSED:
-            reason = "the server closed the connection during the handshake (did it exit?)"
+            reason = "the server closed the connection during the handshake"
         elif isinstance(leaf, httpx2.HTTPError) and isinstance(cfg, HttpServerConfig):
             reason = f"cannot reach {redact_url(cfg.url)}: {type(leaf).__name__}: {leaf}"
+            fix = "check the URL, and that the server is running"
         else:
             reason = f"{type(leaf).__name__}: {leaf}"
-        if pump is not None:
-            if isinstance(cfg, StdioServerConfig) and cfg.expose_stderr:
-                if tail := pump.tail():
-                    reason += f"; server stderr: {tail[-500:]}"
-            else:
-                pump.drain()  # so the log has the child's last words before the error is reported
-                reason += "; the server's stderr is in the log (mcp.stderr)"
-        error = BackendUnavailableError(self.label, reason)
-        self._log.warning("mcp.unavailable", reason=error.reason)
+        # Read to the end first: the child's last words often say why. A child that wrote nothing
+        # (or never started) has nothing to point at.
+        tail = pump.tail() if pump is not None else ""
+        if tail and isinstance(cfg, StdioServerConfig) and cfg.expose_stderr:
+            reason += f"; server stderr: {tail[-500:]}"
+        elif tail:
+            reason += "; the server's stderr is in the log (mcp.stderr)"
+        error = BackendUnavailableError(self.label, reason, fix=fix)
+        # The operator's log gets the last lines of stderr even when the lines themselves are not shown.
+        context = {k: v for k, v in (("fix", error.fix), ("stderr", tail[-500:])) if v}
+        self._log.warning("mcp.unavailable", reason=error.reason, **context)
         return error
 
     # -- tool listing ------------------------------------------------------------------

@@ -1,8 +1,10 @@
 """A stdio server's stderr goes to the operator's log, never to the callers' error messages.
 
 Servers print anything there, tokens included. :class:`StderrPump` reads the child's stderr
-from a pipe as it is written and logs each line at warning level (``mcp.stderr``, bound to the
-server's name), redacted, cut to :data:`MAX_LINE` characters and rate-limited to
+from a pipe as it is written and logs each line at info level (``mcp.stderr``, bound to the
+server's name: most of it is a server's ordinary chatter, such as "running on stdio" or an
+installer's progress; a server that fails to start has its last lines in the warning that
+reports it), redacted, cut to :data:`MAX_LINE` characters and rate-limited to
 :data:`BURST` lines per :data:`WINDOW_S` seconds (the rest is counted in one
 ``mcp.stderr_suppressed`` line). It keeps the last :data:`TAIL_CHARS` characters for the
 servers whose config asks for ``exposeStderr``.
@@ -159,7 +161,7 @@ class StderrPump:
             self._line(self._pending)
             self._pending = b""
         if n := self._limiter.take_suppressed():
-            self._log.warning("mcp.stderr_suppressed", lines=n, reason=f"more than {BURST} lines in {WINDOW_S:g} s")
+            self._log.info("mcp.stderr_suppressed", lines=n, reason=f"more than {BURST} lines in {WINDOW_S:g} s")
 
     def _line(self, raw: bytes) -> None:
         text = raw.decode("utf-8", errors="replace").rstrip("\r")
@@ -173,5 +175,5 @@ class StderrPump:
             self._tail_len -= len(self._tail.popleft()) + 1
         if self._limiter.allow():
             if n := self._limiter.take_suppressed():
-                self._log.warning("mcp.stderr_suppressed", lines=n, reason=f"more than {BURST} lines in {WINDOW_S:g} s")
-            self._log.warning("mcp.stderr", line=redact(text))
+                self._log.info("mcp.stderr_suppressed", lines=n, reason=f"more than {BURST} lines in {WINDOW_S:g} s")
+            self._log.info("mcp.stderr", line=redact(text))

@@ -218,11 +218,16 @@ class BackendUnavailableError(ToolRunError):
     Attributes:
         backend: The backend's description (e.g. ``mcp:git``).
         reason: What went wrong.
+        fix: What the operator can do about it, when the cause is known (a server that never
+            started: install the command, give it an environment variable, allow more time);
+            ``None`` when trying again later is the remedy (a server that crashed is restarted by
+            the next call).
     """
 
-    def __init__(self, backend: str, reason: str) -> None:
+    def __init__(self, backend: str, reason: str, *, fix: str | None = None) -> None:
         self.backend = backend
         self.reason = reason = redact(reason)
+        self.fix = redact(fix) if fix is not None else None
         super().__init__(f"backend {backend} unavailable: {reason}")
 
 
