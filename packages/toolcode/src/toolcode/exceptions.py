@@ -236,8 +236,10 @@ class CodeExecutionError(ToolCodeError):
         """``syntax_error``, the uncaught tool failure's own code, or ``runtime_error``."""
         if self.exc_type == "SyntaxError":
             return ErrorCode.SYNTAX_ERROR
+        if self.tool_code is not None:
+            return self.tool_code
         if self.tool_id is not None:
-            return self.tool_code or ErrorCode.TOOL_ERROR
+            return ErrorCode.TOOL_ERROR
         return ErrorCode.RUNTIME_ERROR
 
 

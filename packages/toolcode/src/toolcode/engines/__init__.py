@@ -1,4 +1,4 @@
-"""Engines: the Monty sandbox (default), the unsafe in-process engine, and discovery by name.
+"""Engines: the Monty sandbox (default), the unsafe in-process engine, discovery by name, and what an engine needs.
 
 Third-party engines register under the ``toolcode.engines`` entry-point group::
 
@@ -6,19 +6,43 @@ Third-party engines register under the ``toolcode.engines`` entry-point group::
     mine = "my_package.engine:MyEngine"
 
 and are then usable as ``ExecutorConfig(engine="mine")`` or ``toolcode --engine mine``.
+
+An engine binds the snippet globals and the ``tools`` package (docs/engines.md has the whole
+contract); the names it needs to do so without copying lists are here: :func:`call_names` and
+:func:`async_names` (the globals answered by a :class:`~toolcode.Tools` method),
+:data:`TOOLS_PACKAGE` (the package of namespace modules, from :meth:`~toolcode.Tools.modules`),
+:class:`ModuleFunction` (what each module function calls) and :data:`ERROR_INFO_SOURCE`
+(``error_info`` as source, for an interpreter that cannot call back into the host for it).
 """
 
 from __future__ import annotations
 
 from importlib.metadata import EntryPoint, entry_points
-from typing import Any, cast
+from typing import Any, Final, cast
 
+from toolcode._globals import ERROR_INFO_SOURCE, async_names, call_names
+from toolcode._modules import PACKAGE, ModuleFunction
 from toolcode._types import Engine
 from toolcode.engines.inprocess import UnsafeInProcessEngine
 from toolcode.engines.monty import MontyEngine
 from toolcode.exceptions import ConfigurationError
 
-__all__ = ["ENTRY_POINT_GROUP", "MontyEngine", "UnsafeInProcessEngine", "available_engines", "load_engine"]
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "ERROR_INFO_SOURCE",
+    "TOOLS_PACKAGE",
+    "ModuleFunction",
+    "MontyEngine",
+    "UnsafeInProcessEngine",
+    "async_names",
+    "available_engines",
+    "call_names",
+    "load_engine",
+]
+
+TOOLS_PACKAGE: Final = PACKAGE
+"""The package snippets import namespaces from (``from tools import github``): one module per
+entry of :meth:`toolcode.Tools.modules`."""
 
 ENTRY_POINT_GROUP = "toolcode.engines"
 """The entry-point group engines register under."""
