@@ -6,6 +6,8 @@ free local port):
 * ``fresh_ms_p50``: a run without a session (``x = 1``) — the reference fixed cost;
 * ``session_small_ms_p50``: the same kind of run continuing a session that holds a few variables;
 * ``session_1mb_ms_p50``: a run continuing a session that holds ~1 MB of data;
+* ``growth_bytes_per_run_short`` / ``growth_bytes_per_run_ten_lines``: how much a session's stored
+  state grows per run, for ``b = a + 1`` and for a ten-line snippet (the outcome's ``session.size_bytes``);
 * ``dump_store_ms_p50`` / ``load_restore_ms_p50``: the two halves of keeping that 1 MB session:
   dumping the interpreter state and writing it to the store, reading it back and restoring it in
   a fresh worker (measured on pydantic-monty and the store directly).
@@ -40,6 +42,10 @@ from toolcode.state import RedisStateStore, SQLiteStateStore, StateStore
 
 GOAL_RATIO = 2.0
 MB = "big = ['x' * 1000 + str(i) for i in range(1000)]"
+SHORT = "b = a + 1"
+"""The growth measurements' one-line snippet (9 characters)."""
+TEN_LINES = "\n".join(f"v{i} = a * {i} + len(str(a))  # step {i}" for i in range(10))
+"""Their ten-line snippet (about 340 characters)."""
 
 
 def _p50(xs: list[float]) -> float:
@@ -104,6 +110,21 @@ async def _components(store: StateStore, repeat: int) -> dict[str, float]:
     return {"state_bytes": size, "dump_store_ms_p50": _p50(dump_store), "load_restore_ms_p50": _p50(load_restore)}
 
 
+async def _growth(box: Toolbox, runs: int) -> dict[str, float]:
+    """Bytes a session's stored state grows by per run (the outcome's ``session.size_bytes``), per snippet."""
+    out: dict[str, float] = {}
+    for label, code in (("short", SHORT), ("ten_lines", TEN_LINES)):
+        first = await box.codemode.execute("a = 1", session=f"grow-{label}")
+        assert first.ok, first.error
+        sizes: list[int] = []
+        for _ in range(runs):
+            o = await box.codemode.execute(code, session=f"grow-{label}")
+            assert o.ok and o.session is not None, o.error
+            sizes.append(o.session.size_bytes)
+        out[f"growth_bytes_per_run_{label}"] = round((sizes[-1] - sizes[0]) / (runs - 1), 1)
+    return out
+
+
 async def measure(name: str, settings: Settings, store: StateStore, repeat: int) -> dict[str, Any]:
     async with Toolbox([], settings=settings) as box:
         await box.codemode.execute("x = 0", session="small")
@@ -113,6 +134,7 @@ async def measure(name: str, settings: Settings, store: StateStore, repeat: int)
         fresh = await _timed(box, "x = 1", None, repeat)
         small = await _timed(box, "x = x + 1", "small", repeat)
         big = await _timed(box, "n = len(big)", "big", repeat)
+        growth = await _growth(box, max(10, repeat // 2))
     parts = await _components(store, max(5, repeat // 4))
     return {
         "store": name,
@@ -120,6 +142,7 @@ async def measure(name: str, settings: Settings, store: StateStore, repeat: int)
         "session_small_ms_p50": small,
         "session_1mb_ms_p50": big,
         "ratio_small_to_fresh": round(small / fresh, 2),
+        **growth,
         **parts,
         "goal_met": small <= GOAL_RATIO * fresh,
     }
@@ -182,6 +205,11 @@ def main() -> None:
     for name, why in report["skipped"].items():
         print(f"{name}: skipped ({why})")
     print(f"1 MB session state: {report['stores'][0]['state_bytes']:,} bytes; goal: {report['goal']}")
+    growth = report["stores"][0]
+    print(
+        f"stored state grows per run: {growth['growth_bytes_per_run_short']:g} B for {SHORT!r}, "
+        f"{growth['growth_bytes_per_run_ten_lines']:g} B for a ten-line snippet of {len(TEN_LINES)} characters"
+    )
 
 
 if __name__ == "__main__":
