@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -54,3 +55,19 @@ def test_a_server_that_cannot_start_says_why_and_what_to_do(tmp_path: Path) -> N
     assert "error: set WIDGET_API_KEY" in done.stderr  # in the mcp.unavailable warning, for the operator
     assert "stdio servers start with a minimal environment" in done.stderr
     assert 'add it to the server\'s "env", or set "inheritEnv": true' in done.stderr
+
+
+def test_the_chain_example_of_the_snippet_api_page_runs_against_the_memory_server(tmp_path: Path) -> None:
+    page = (Path(__file__).resolve().parents[2] / "docs" / "snippet-api.md").read_text()
+    section = page[page.index("## Chains without code") :]
+    steps = tmp_path / "steps.json"
+    example = re.search(r"```json\n(.*?)\n```", section, re.DOTALL)
+    assert example is not None
+    steps.write_text(example.group(1))
+    memory = {"command": str(npm_server("mcp-server-memory")), "env": {"MEMORY_FILE_PATH": str(tmp_path / "m.jsonl")}}
+    config = _config(tmp_path, {"memory": memory})
+    done = _toolcode("chain", "--config", config, "--steps", f"@{steps}", "--json")
+    assert done.returncode == 0, done.stderr
+    chain = json.loads(done.stdout)
+    assert not chain["aborted"] and [s["ok"] for s in chain["steps"]] == [True, True, True]
+    assert chain["final"] == {"results": [{"entityName": "Ada", "addedObservations": ["found as Ada"]}]}

@@ -393,3 +393,15 @@ def test_the_resume_hint_is_a_command_that_works_as_pasted(tmp_path: Path) -> No
     gone = _toolcode("exec", "--config", "mcp.json", "--no-state", "-c", snippet, env=env, cwd=tmp_path)
     assert gone.returncode == 6 and "continue with" not in gone.stderr
     assert "--no-state keeps no paused run after this command" in gone.stderr
+
+
+def test_the_next_page_hint_is_a_command_that_works_as_pasted(capsys: pytest.CaptureFixture[str]) -> None:
+    import shlex
+
+    code, out, _ = run(capsys, "tools", "--demo", "--limit", "2")
+    assert code == 0
+    hint = next(line for line in out.splitlines() if line.startswith("more: "))
+    argv = shlex.split(hint.removeprefix("more: "))
+    assert argv[argv.index("toolcode") + 1 :][:2] == ["tools", "--cursor"] and "--demo" in argv
+    code, more, _ = run(capsys, *argv[argv.index("toolcode") + 1 :])
+    assert code == 0 and "2 tools" in more

@@ -343,7 +343,8 @@ async def cmd_result(args: argparse.Namespace) -> int:
         else:
             sys.stdout.write(page.text)
             if page.next_offset is not None:
-                _stderr().print(f"\n[{page.total_chars:,} chars; more: --offset {page.next_offset}]", markup=False)
+                more = _again(args, "result", args.ref, "--offset", str(page.next_offset))
+                _stderr().print(f"\n[{page.total_chars:,} chars; more: {more}]", markup=False)
     return 0
 
 
@@ -430,13 +431,14 @@ async def cmd_describe(args: argparse.Namespace) -> int:
     return await _operation(args, lambda box: box.codemode.describe_tool(ids, args.level), _show_docs)
 
 
-def _show_tools(out: Console, r: Any) -> None:
+def _show_tools(args: argparse.Namespace, out: Console, r: Any) -> None:
     table = _table(f"{len(r.tools)} tools", "id", "summary")
     for t in r.tools:
         table.add_row(escape(safe(t.id)), escape(safe(t.summary)))
     out.print(table)
     if r.next_cursor:
-        out.print(f"more: --cursor {r.next_cursor}", markup=False)
+        page = ["--limit", str(args.limit)] + (["--namespace", args.namespace] if args.namespace else [])
+        out.print(f"more: {_again(args, 'tools', '--cursor', r.next_cursor, *page)}", markup=False)
 
 
 async def cmd_tools(args: argparse.Namespace) -> int:
@@ -466,7 +468,9 @@ async def cmd_tools(args: argparse.Namespace) -> int:
 
         return await _operation(args, quarantined, show)
     return await _operation(
-        args, lambda box: box.codemode.list_tools(args.namespace, args.cursor, args.limit), _show_tools
+        args,
+        lambda box: box.codemode.list_tools(args.namespace, args.cursor, args.limit),
+        lambda out, r: _show_tools(args, out, r),
     )
 
 
