@@ -15,6 +15,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import anyio
@@ -61,8 +62,11 @@ def _clone(folder: Path) -> Path:
 
 
 def _env() -> dict[str, str]:
-    # The user's shell: not inside this checkout's virtual environment.
-    return {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "UV_RUN_RECURSION_DEPTH")}
+    # The user's shell: not inside this checkout's virtual environment (nor with its `toolcode` on PATH).
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "UV_RUN_RECURSION_DEPTH")}
+    ours = str(Path(sys.executable).parent)
+    env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if p != ours)
+    return env
 
 
 def _run(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
