@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import base64
 import contextlib
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Annotated, Any
+from urllib.parse import quote
 
 import anyio
 import pytest
 import structlog
+from pydantic import StringConstraints
 
 from toolindex import AmbiguousToolIDError, BackendRef, InMemoryIndex, Tool, ToolNotFoundError
 from toolrun import (
@@ -25,6 +28,7 @@ from toolrun import (
     Progress,
     ProgressEvent,
     ProviderBackend,
+    Redactor,
     ResultRecorder,
     Runner,
     RunResult,
@@ -717,3 +721,95 @@ async def test_a_backend_failing_to_enter_exits_those_already_entered() -> None:
         async with runner:
             pytest.fail("the body must not run")
     assert log == ["enter", "exit"]
+
+
+# -- secrets -------------------------------------------------------------------------
+
+SECRET = "runner-s3cret/+="
+
+
+def leaky_backend() -> LocalBackend:
+    local = LocalBackend()
+
+    @local.tool
+    async def token() -> Annotated[str, StringConstraints(pattern=r"^runner-s3cret/\+=$")]:
+        """The schema accepts the secret only: "***" would not match."""
+        return SECRET
+
+    @local.tool
+    async def page() -> dict[str, Any]:
+        return {
+            "next": f"/items?page=2&key={quote(SECRET, safe='')}",
+            "auth": base64.b64encode(b"u:" + SECRET.encode()).decode(),
+        }
+
+    @local.tool
+    async def wrong() -> int:
+        return f"not a number: {SECRET}"  # type: ignore[return-value]
+
+    @local.tool
+    async def steps(progress: Progress) -> str:
+        await progress.report(1, 1, f"using {SECRET}")
+        return "done"
+
+    return local
+
+
+@pytest.mark.anyio
+async def test_every_result_is_masked_once_it_is_validated() -> None:
+    recorder = Recorder()
+    kept = {"items": list(range(100))}
+
+    async def clean() -> BackendResult:
+        return BackendResult(kept)
+
+    provider = ProviderBackend("p", DictProvider({"clean": ({"inputSchema": {"type": "object"}}, clean)}))
+    backends = [leaky_backend(), provider]
+    async with DefaultRunner(InMemoryIndex(), backends, store=recorder, redactor=Redactor([SECRET])) as runner:
+        await runner.attach()
+        # Checked against the schema as it came (the pattern accepts only the secret), then masked.
+        assert (await runner.run("local:token")).value == "***"
+        page = (await runner.run("local:page")).value
+        assert page == {"next": "/items?page=2&key=***", "auth": "dT***"}  # "u:" stays readable
+        # A result without a secret is the tool's own value: not copied.
+        assert (await runner.run("p:clean")).structured is kept
+    assert recorder.calls == [("local:token", "***"), ("local:page", page), ("p:clean", kept)]
+
+
+@pytest.mark.anyio
+async def test_validation_problems_that_quote_the_result_are_masked() -> None:
+    index = InMemoryIndex()
+    async with DefaultRunner(index, [leaky_backend()], redactor=Redactor([SECRET])) as runner:
+        await runner.attach()
+        with pytest.raises(OutputValidationError) as caught:
+            await runner.run("local:wrong")
+    assert "not a number: ***" in str(caught.value) and SECRET not in str(caught.value)
+    async with DefaultRunner(InMemoryIndex(), [leaky_backend()], validation="warn", redactor=Redactor([SECRET])) as r:
+        await r.attach()
+        with structlog.testing.capture_logs() as logs:
+            assert (await r.run("local:wrong")).value == "not a number: ***"
+    (warning,) = [e for e in logs if e["event"] == "runner.output_invalid"]
+    assert "not a number: ***" in warning["problems"][0] and SECRET not in str(warning)
+
+
+@pytest.mark.anyio
+async def test_progress_messages_are_masked() -> None:
+    async with DefaultRunner(InMemoryIndex(), [leaky_backend()], redactor=Redactor([SECRET])) as runner:
+        await runner.attach()
+        items = [item async for item in runner.stream("local:steps")]
+    assert items[0] == ProgressEvent("local:steps", 1, 1, "using ***")
+
+
+@pytest.mark.anyio
+async def test_a_result_that_contains_itself_and_a_secret_fails_the_call() -> None:
+    loop: list[Any] = [SECRET]
+    loop.append(loop)
+
+    async def cyclic() -> BackendResult:
+        return BackendResult(loop)
+
+    backend = ProviderBackend("p", DictProvider({"cyclic": ({"inputSchema": {"type": "object"}}, cyclic)}))
+    async with DefaultRunner(InMemoryIndex(), [backend], redactor=Redactor([SECRET])) as runner:
+        await runner.attach()
+        with pytest.raises(ToolExecutionError, match="cannot be checked for secrets"):
+            await runner.run("p:cyclic")

@@ -53,11 +53,13 @@ _LIMIT_HINTS = {
 
 def message_of(exc: BaseException) -> str:
     """The message of an error: redacted, and clipped to :data:`MAX_MESSAGE` characters."""
-    return redact(_message_of(exc))
+    # Redacted before the clip (a secret cut in two would no longer be found), over a bounded
+    # stretch: redaction reads every character, and a message can be megabytes long.
+    return clip(redact(_message_of(exc)[: 4 * MAX_MESSAGE]), MAX_MESSAGE)
 
 
 def _message_of(exc: BaseException) -> str:
-    """The message of an error, clipped.
+    """The message of an error (not clipped: :func:`message_of` clips it once redacted).
 
     Code and tool id travel in their own fields, so a snippet's uncaught tool failure reads
     ``ToolError: <the tool's message>`` rather than repeating them.
@@ -75,7 +77,7 @@ def _message_of(exc: BaseException) -> str:
         text = exc.message
     else:
         text = str(exc) or type(exc).__name__
-    return clip(text, MAX_MESSAGE)
+    return text
 
 
 def _op_of(exc: BaseException) -> str:
@@ -166,7 +168,7 @@ def error_info(exc: BaseException, view: CatalogView | None = None) -> ErrorInfo
     diagnostics = None
     if isinstance(exc, TypeCheckError):
         diagnostics = [
-            Diagnostic(line=d.line, column=d.column, message=redact(clip(d.message, MAX_MESSAGE)))
+            Diagnostic(line=d.line, column=d.column, message=clip(redact(d.message[: 4 * MAX_MESSAGE]), MAX_MESSAGE))
             for d in exc.diagnostics[:_MAX_DIAGNOSTICS]
         ]
     return ErrorInfo(

@@ -16,7 +16,15 @@ from toolrun._mcp import MCPBackend
 from toolrun._mcp_reader import find_request_id
 from toolrun._openapi import DEFAULT_MAX_RESPONSE_BYTES, OpenAPIProvider
 from toolrun._provider import Provider, ProviderBackend
-from toolrun._redact import RedactingFilter, redact, redact_processor, redact_url, register_secrets
+from toolrun._redact import (
+    RedactingFilter,
+    Redactor,
+    mask_secrets,
+    redact,
+    redact_processor,
+    redact_url,
+    register_secrets,
+)
 from toolrun._runner import DEFAULT_MAX_CHAIN_STEPS, BackendChooser, DefaultRunner, ResultRecorder
 from toolrun._schema_limits import DEFAULT_SCHEMA_LIMITS, SchemaLimits
 from toolrun._spawn import WATCHDOG_SUPPORTED, watchdog_command, watchdog_executable
@@ -89,6 +97,7 @@ __all__ = [
     "Provider",
     "ProviderBackend",
     "RedactingFilter",
+    "Redactor",
     "ResultRecorder",
     "RunResult",
     "Runner",
@@ -112,6 +121,7 @@ __all__ = [
     "find_request_id",
     "json_path",
     "load_config",
+    "mask_secrets",
     "open_backends",
     "redact",
     "redact_processor",

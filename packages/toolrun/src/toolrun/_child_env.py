@@ -13,6 +13,9 @@ import os
 from collections.abc import Mapping
 from typing import Final
 
+from toolrun._config import url_secrets
+from toolrun._redact import looks_secret, register_secrets
+
 __all__ = ["BASE_ENV", "NETWORK_ENV", "child_env"]
 
 BASE_ENV: Final = (
@@ -96,7 +99,11 @@ def child_env(
     source = os.environ if environ is None else environ
     if inherit:
         out = dict(source)
+        # The whole environment goes to the child: its credentials are secrets like the config's.
+        register_secrets(v for k, v in out.items() if looks_secret(k))
     else:
         out = {k: source[k] for k in (*BASE_ENV, *NETWORK_ENV) if k in source}
+    # A proxy URL may carry a user and password.
+    register_secrets(s for v in out.values() if "://" in v for s in url_secrets(v))
     out.update(env)
     return out

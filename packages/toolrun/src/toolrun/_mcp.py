@@ -696,7 +696,7 @@ class MCPBackend:
         if isinstance(message, types.ToolListChangedNotification):
             self._schedule_refresh()
         elif isinstance(message, Exception):
-            self._log.debug("mcp.transport_error", error=redact(repr(message)[:500]))
+            self._log.debug("mcp.transport_error", error=redact(repr(message))[:500])
 
     @staticmethod
     def _announces_list_changed(client: Client) -> bool:

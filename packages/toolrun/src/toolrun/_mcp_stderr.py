@@ -168,7 +168,8 @@ class StderrPump:
         if not text.strip():
             return
         if len(text) > MAX_LINE:
-            text = text[:MAX_LINE] + "…"
+            # Redacted before the cut: a secret cut in two would no longer be found.
+            text = redact(text)[:MAX_LINE] + "…"
         self._tail.append(text)
         self._tail_len += len(text) + 1
         while self._tail_len > TAIL_CHARS and len(self._tail) > 1:

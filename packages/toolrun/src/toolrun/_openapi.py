@@ -510,8 +510,12 @@ def _invalid_path(tool_id: str, op: Operation, e: PathError) -> InputValidationE
 
 
 def _excerpt(body: bytes, encoding: str) -> str:
-    text = body[: _EXCERPT_CHARS * 4].decode(encoding, errors="replace")
-    text = " ".join(text.split())
+    window = _EXCERPT_CHARS * 4
+    words = body[:window].decode(encoding, errors="replace").split()
+    if len(body) > window and words:
+        words.pop()  # it may be a secret cut in two, which redaction would no longer find
+    # Redacted before the cut, for the same reason.
+    text = redact(" ".join(words))
     return text if len(text) <= _EXCERPT_CHARS else text[: _EXCERPT_CHARS - 1] + "…"
 
 

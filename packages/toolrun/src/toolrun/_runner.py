@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
@@ -14,6 +15,7 @@ import anyio
 from toolindex import BackendKind, BackendRef, ChangeEvent, Index, Tool, ToolIndexError
 from toolindex.log import get_logger
 from toolrun._arguments import DEFAULT_ARGUMENT_LIMITS, ArgumentLimits, check_arguments
+from toolrun._redact import Redactor, default_redactor
 from toolrun._schema_limits import DEFAULT_SCHEMA_LIMITS, SchemaLimits
 from toolrun._types import (
     Backend,
@@ -102,7 +104,15 @@ class DefaultRunner:
     arguments against the input schema → call (with the timeout) → the backend normalises
     the result → a tool-level error (MCP ``isError``, an exception in a local function)
     raises ``ToolExecutionError`` → validate ``structured`` against the output schema per
-    the policy → hand the value to the ``store`` → return a :class:`RunResult`.
+    the policy → mask every registered secret in ``structured`` and ``content`` → hand the
+    value to the ``store`` → return a :class:`RunResult`.
+
+    **Secrets.** Every result passes one place before anything else sees it: each value
+    registered with :func:`~toolrun.register_secrets` (the backends register their
+    configuration's headers, ``env`` values, query keys and URL credentials) is replaced by
+    ``***`` in it — as it is, percent-encoded, JSON-escaped or base64-encoded, in strings and
+    keys at any depth. Traces, stored results, audit entries and a snippet's values are all
+    made from the masked result. A result without a secret is returned as it came (no copy).
 
     **Backend precedence.** The candidates are the tool's backend references in the order
     the index holds them (registration order), each paired with the first of this runner's
@@ -141,6 +151,7 @@ class DefaultRunner:
         chooser: BackendChooser | None = None,
         schema_limits: SchemaLimits = DEFAULT_SCHEMA_LIMITS,
         argument_limits: ArgumentLimits = DEFAULT_ARGUMENT_LIMITS,
+        redactor: Redactor | None = None,
     ) -> None:
         """Create a runner.
 
@@ -157,6 +168,8 @@ class DefaultRunner:
             schema_limits: Bounds every tool schema must stay within to be compiled; a tool
                 over them fails every call with ``InputValidationError`` saying which bound.
             argument_limits: Depth and size bounds on arguments (checked on every call).
+            redactor: Whose secrets are masked in every result (default: the process-wide
+                registry that :func:`~toolrun.register_secrets` and the backends fill).
 
         Raises:
             ValueError: If ``validation``, ``max_chain_steps`` or ``default_timeout`` is invalid.
@@ -178,6 +191,7 @@ class DefaultRunner:
         self._chooser = chooser
         self._schemas = SchemaCache(limits=schema_limits)
         self._argument_limits = argument_limits
+        self._redactor = redactor if redactor is not None else default_redactor()
         self._entries: dict[str, _Entry] = {}
         self._generation = 0
         self._closed = False
@@ -390,7 +404,12 @@ class DefaultRunner:
             out = entry.output
             if out is None or (res.structured is None and res.content) or not out.is_valid(res.structured):
                 self._check_output(entry, res)  # says why, then raises or warns per the policy
-        result = RunResult(entry.tool_id, entry.ref, res.structured, res.content, False, (perf_counter() - start) * 1e3)
+        # Checked as the tool returned it, then masked: a secret must not fail a valid result,
+        # and nothing downstream (caller, trace, stored result, audit, store) sees it.
+        structured, content = res.structured, res.content
+        if self._redactor.secrets:
+            structured, content = self._mask(entry, structured, content)
+        result = RunResult(entry.tool_id, entry.ref, structured, content, False, (perf_counter() - start) * 1e3)
         if self._store is not None:
             try:
                 self._store.record_result(entry.tool_id, result.value)
@@ -409,6 +428,15 @@ class DefaultRunner:
         except TimeoutError as e:
             raise ToolTimeoutError(entry.tool_id, timeout) from e
 
+    def _mask(
+        self, entry: _Entry, structured: Any, content: tuple[dict[str, Any], ...]
+    ) -> tuple[Any, tuple[dict[str, Any], ...]]:
+        mask = self._redactor.mask
+        try:
+            return mask(structured), (mask(content) if content else content)
+        except ValueError as e:  # a value that contains itself: it cannot be shown masked
+            raise ToolExecutionError(entry.tool_id, f"the result cannot be checked for secrets: {e}") from e
+
     def _check_output(self, entry: _Entry, res: BackendResult) -> None:
         schema = entry.output
         problems: list[ValidationProblem]
@@ -419,7 +447,9 @@ class DefaultRunner:
         elif schema.is_valid(res.structured):
             return
         else:
-            problems = schema.problems(res.structured)
+            # The problems may quote the result: they are masked like it.
+            mask = self._redactor.mask
+            problems = [ValidationProblem(mask(p.path), mask(p.message)) for p in schema.problems(res.structured)]
         if self.validation == "error":
             raise OutputValidationError(entry.tool_id, problems) from entry.output_error
         _log.warning(
@@ -457,7 +487,11 @@ class DefaultRunner:
         outcome: list[RunResult] = []
         failure: list[Exception] = []
 
+        mask = self._redactor.mask
+
         async def on_progress(event: ProgressEvent) -> None:
+            if event.message:
+                event = dataclasses.replace(event, message=mask(event.message))
             try:
                 send.send_nowait(event)
             except (anyio.ClosedResourceError, anyio.BrokenResourceError):

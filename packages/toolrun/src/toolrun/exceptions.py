@@ -19,9 +19,11 @@ re-exported here (it is a ``toolindex.ToolIndexError`` and a ``LookupError``)::
     └── ChainError                a chain is invalid (too many steps, a malformed step)
     toolindex.ToolNotFoundError   (re-exported) no such tool
 
-Messages never carry secrets: the text of ``ConfigError``, ``ToolExecutionError`` and
-``BackendUnavailableError`` goes through :func:`toolrun.redact` (URL credentials, secret-looking
-parameters and every secret value a loaded configuration registered become ``***``).
+Messages never carry secrets: the text of ``ConfigError``, ``ToolExecutionError``,
+``HTTPStatusError`` and ``BackendUnavailableError`` goes through :func:`toolrun.redact` (URL
+credentials, secret-looking parameters and every registered secret value, in any of its
+encodings, become ``***``); the problems of an ``OutputValidationError`` are masked like the
+result they quote.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolindex.exceptions import ToolNotFoundError
-from toolrun._redact import redact
+from toolrun._redact import mask_secrets, redact
 
 __all__ = [
     "BackendUnavailableError",
@@ -156,7 +158,9 @@ class ToolExecutionError(ToolRunError):
 
 
 def _redact_block(block: dict[str, Any]) -> dict[str, Any]:
-    # Error results are upstream text that travels to the caller: the text fields get the same treatment.
+    # Error results are upstream text that travels to the caller: every string of the block loses
+    # the registered secrets (a resource's text and URI too), and the text what looks like a credential.
+    block = mask_secrets(block)
     text = block.get("text")
     if isinstance(text, str) and (clean := redact(text)) != text:
         return {**block, "text": clean}

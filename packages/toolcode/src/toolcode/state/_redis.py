@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 from toolcode.exceptions import ConfigurationError, StateConflictError, StateUnavailableError
 from toolcode.state._protocol import ANY, Expect, LogEntry, Record, RecordInfo, Release, check_key
-from toolrun import redact
+from toolrun import redact, register_secrets
+from toolrun._config import url_secrets
 
 if TYPE_CHECKING:
     import redis.asyncio as aredis
@@ -85,6 +86,7 @@ class RedisStateStore:
             ) from e
         check_key("prefix", prefix)
         self._prefix = prefix
+        register_secrets(url_secrets(url))  # its password is masked wherever it might show, results included
         self._shown = redact(url)
         try:
             # Commands are never retried by the client (a write whose reply was lost must not run
