@@ -2,7 +2,7 @@
 
 Run: ``python openapi_service.py --port PORT``; it prints uvicorn's "Uvicorn running on" when
 ready. Credentials it accepts come from the environment: ``PETS_TOKEN`` (bearer, for adding a
-pet) and ``PETS_API_KEY`` (``X-API-Key``, for ``/secure/whoami``).
+pet) and ``PETS_API_KEY`` (``X-API-Key``, for ``/secure/whoami`` and ``/secure/account``).
 
 For the tests of where requests and credentials go, it records every request (method, raw path,
 query, ``Authorization`` and ``X-API-Key``) except those to ``/_test/...``, its control routes:
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import gzip
 import json
 import os
@@ -163,6 +164,23 @@ async def whoami(request: Request) -> Response:
     return PlainTextResponse("the test suite")
 
 
+async def account(request: Request) -> Response:
+    # An API that echoes the key it was sent, as careless ones do: a pagination link carries it
+    # percent-encoded, a debug field base64-encoded, alone and inside a Basic credential.
+    key = request.headers.get("x-api-key", "")
+    if key != os.environ["PETS_API_KEY"]:
+        return PlainTextResponse("wrong or missing API key", status_code=403)
+    b64 = base64.b64encode(key.encode()).decode()
+    return JSONResponse(
+        {
+            "owner": "the test suite",
+            "key": key,
+            "next": str(request.url.include_query_params(page=2)),
+            "debug": {"key_b64": b64, "upstream_auth": "Basic " + base64.b64encode(f"svc:{key}".encode()).decode()},
+        }
+    )
+
+
 async def weather(request: Request) -> Response:
     key = os.environ["PETS_API_KEY"]
     appid = request.query_params.get("appid", "")
@@ -211,6 +229,7 @@ app = Starlette(
         Route("/echo/{word:path}", echo),
         Route("/notes/{id}", put_note, methods=["PUT"]),
         Route("/secure/whoami", whoami),
+        Route("/secure/account", account),
         Route("/secure/weather", weather),
         Route("/slow", slow),
         Route("/big", big),
