@@ -289,3 +289,19 @@ def test_an_error_excerpt_is_redacted_before_it_is_cut() -> None:
     body = b"y" * 995 + b" excerpt-cut-s3cret " + b"z" * 5000
     text = _excerpt(body, "utf-8")
     assert "excerpt" not in text and text.startswith("y" * 995 + " ***")
+
+
+def test_content_blocks_are_masked_in_every_field() -> None:
+    r = Redactor([SECRET])
+    blob = _b64(b"\x89PNG header " + SECRET.encode() + b" more bytes")
+    content = (
+        {"type": "text", "text": f"token {SECRET}"},
+        {"type": "resource", "resource": {"uri": f"mem://x?k={quote(SECRET, safe='')}", "text": SECRET}},
+        {"type": "image", "data": blob, "mimeType": "image/png"},
+        {"type": "text", "text": "clean", "annotations": {"audience": ["user"]}},
+    )
+    text, resource, image, clean = r.mask(content)
+    assert text == {"type": "text", "text": "token ***"}
+    assert resource == {"type": "resource", "resource": {"uri": "mem://x?k=***", "text": "***"}}
+    assert MASK in image["data"] and image["mimeType"] == "image/png"  # the secret's bytes in binary data too
+    assert clean is content[3]
