@@ -272,6 +272,8 @@ async def test_a_stderr_line_is_redacted_before_it_is_cut() -> None:
         def warning(self, event: str, **kw: Any) -> None:
             logged.append({"event": event, **kw})
 
+        info = warning
+
     pump = StderrPump(Log())
     writer = pump.open()
     # The secret straddles the cut: cut first, its first half would no longer be recognised.
