@@ -19,7 +19,6 @@ for the docs, definitions and search rows, catalog tools built from the same JSO
 
 from __future__ import annotations
 
-import asyncio
 import importlib.metadata
 import json
 import logging
@@ -31,6 +30,8 @@ import time
 import warnings
 from collections.abc import Awaitable, Callable
 from typing import Any
+
+import anyio
 
 Handler = Callable[[dict[str, Any]], Awaitable[Any]]
 
@@ -341,9 +342,8 @@ async def protocol(which: str) -> None:
     else:
         raise SystemExit(f"unknown system {which!r}")
     table = handlers(system)
-    loop = asyncio.get_running_loop()
     while True:
-        line = await loop.run_in_executor(None, sys.stdin.readline)
+        line = await anyio.to_thread.run_sync(sys.stdin.readline)
         if not line:
             break
         try:
@@ -381,13 +381,13 @@ def main() -> None:
     _quiet_fastmcp()
     mode = sys.argv[1] if len(sys.argv) > 1 else ""
     if mode == "protocol" and len(sys.argv) == 3:
-        asyncio.run(protocol(sys.argv[2]))
+        anyio.run(protocol, sys.argv[2])
     elif mode == "serve-fastmcp":
-        asyncio.run(serve_fastmcp())
+        anyio.run(serve_fastmcp)
     elif mode == "serve-fastmcp-proxy" and len(sys.argv) == 3:
         with open(sys.argv[2], encoding="utf-8") as fh:
             config = json.load(fh)
-        asyncio.run(serve_fastmcp_proxy(config))
+        anyio.run(serve_fastmcp_proxy, config)
     else:
         raise SystemExit(__doc__)
 

@@ -567,8 +567,11 @@ class Bench:
     # -- search
 
     async def search(self) -> dict[str, Any]:
+        import bm25s  # noqa: F401  (search_quality's reference BM25; its import sets its logger to DEBUG)
+
         from search_quality import Engines, default_sets
 
+        logging.getLogger("bm25s").setLevel(logging.WARNING)
         sets, _ = default_sets(self.args.data, self.args.max_queries)
         semantic = E.semantic_available()
         engines: dict[int, Engines] = {}
@@ -870,7 +873,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     from toolcode.server import log_to_stderr
 
     log_to_stderr(logging.WARNING)  # stdout carries the report
-    logging.getLogger("bm25s").setLevel(logging.WARNING)  # the reference BM25 of search_quality's engines
     peer_python = ensure_peers_env(args.peers_env, args.refresh_peers)
     report = anyio.run(run, args, peer_python)
     print(json.dumps(report, indent=2) if args.json else table(report))
