@@ -1,6 +1,6 @@
 """toolrun: run tools on local functions, MCP servers, OpenAPI documents and providers."""
 
-from toolrun._arguments import DEFAULT_ARGUMENT_LIMITS, ArgumentLimits
+from toolrun._arguments import DEFAULT_ARGUMENT_LIMITS, ArgumentLimits, check_arguments
 from toolrun._config import (
     DEFAULT_MCP_TIMEOUT,
     HttpServerConfig,
@@ -117,6 +117,7 @@ __all__ = [
     "ValidationPolicy",
     "ValidationProblem",
     "backends_from_config",
+    "check_arguments",
     "compile_schema",
     "find_request_id",
     "json_path",
