@@ -134,7 +134,10 @@ async def test_agent_searches_describes_and_runs_a_snippet_after_a_type_error(
     assert searched.startswith("time:get_current_time — ")
     assert "def get_current_time(" in described
     # The type error is the tool's output (the SDK's convention), worded as over MCP; the run goes on.
-    assert type_error.startswith("error [type_error] at line 2:") and "Expected `str`" in type_error
+    assert (
+        type_error.startswith("error [type_error] at line 2:")
+        and '$.timezone: 42 is not of type "string"' in type_error
+    )
     assert without_timing(type_error) == without_timing(over_mcp.content[0].text)  # type: ignore[union-attr]
     assert done.startswith('{"zone": "Europe/Paris", "untracked": true}\n[2 tool calls, ')
     # The tools, descriptions and schemas are the MCP server's, and so are the instructions.

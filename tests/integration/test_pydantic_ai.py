@@ -120,7 +120,7 @@ async def test_agent_searches_describes_and_runs_a_snippet_after_a_type_error(
     # The type error comes back as a failed result (no tool ran), worded as over MCP.
     assert retried.outcome == "failed"
     assert str(retried.content).startswith("error [type_error] at line 2:")
-    assert "Expected `str`" in str(retried.content)
+    assert '$.timezone: 42 is not of type "string"' in str(retried.content)
     mcp_text = over_mcp.content[0].text  # type: ignore[union-attr]
     assert over_mcp.is_error and without_timing(str(retried.content)) == without_timing(mcp_text)
     # The correct snippet's reply: the value, and the whole outcome as metadata for the host.

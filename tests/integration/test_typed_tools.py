@@ -29,7 +29,7 @@ BROKEN: dict[str, tuple[str, int, str]] = {
     "unknown tool": (
         "from tools import memory, everything\n" + WRITE + "everything.echoo(message='hi')",
         3,
-        "has no member `echoo`; did you mean 'echo'",
+        "module 'tools.everything' has no attribute 'echoo'; did you mean 'echo'",
     ),
     "misspelt parameter": (
         "from tools import memory, time_\n" + WRITE + "time_.get_current_time(timezon='UTC')",
@@ -39,23 +39,23 @@ BROKEN: dict[str, tuple[str, int, str]] = {
     "missing parameter": (
         "from tools import memory, time_\n" + WRITE + "time_.convert_time(source_timezone='UTC', time='10:00')",
         3,
-        "No argument provided for required parameter `target_timezone`",
+        "invalid arguments for tool 'time:convert_time': $.target_timezone: required property is missing",
     ),
     "wrong type": (
         "from tools import memory, everything\n" + WRITE + "everything.get_sum(a='1', b=2)",
         3,
-        "Expected `float`, found `Literal['1']`",
+        'invalid arguments for tool \'everything:get-sum\': $.a: "1" is not of type "number"',
     ),
     "enum value": (
         "from tools import memory, everything\n" + WRITE + "everything.get_structured_content(location='Paris')",
         3,
-        "found `Literal['Paris']`",
+        '$.location: "Paris" is not one of',
     ),
     "nested object key": (
         "from tools import memory\n" + WRITE + "memory.create_entities(entities=[{'name': 'a', 'entity_type': 'b', "
         "'observations': []}])",
         3,
-        "entity_type",
+        "$.entities[0].entityType: required property is missing",
     ),
     "typed result key": (
         "from tools import memory\n" + WRITE + "g = memory.read_graph()\nprintln(g['entitys'])",
@@ -65,7 +65,7 @@ BROKEN: dict[str, tuple[str, int, str]] = {
     "literal id": (
         "from tools import memory\n" + WRITE + "run_tool('time:get_current_time', timezone='UTC', tz='x')",
         3,
-        "time:get_current_time has no parameter 'tz'",
+        "invalid arguments for tool 'time:get_current_time': $.tz: unexpected property (not in the schema)",
     ),
 }
 

@@ -133,7 +133,8 @@ def test_exec_type_error_runs_nothing(capsys: pytest.CaptureFixture[str]) -> Non
     assert err["code"] == "type_error" and (err["line"], err["column"]) == (2, 10)
     [diag] = err["diagnostics"]
     assert (diag["line"], diag["column"]) == (2, 10)
-    assert diag["message"].startswith("unknown tool 'helpdesk:list_tickts'; did you mean 'helpdesk:list_tickets'")
+    assert diag["message"].startswith("unknown tool 'helpdesk:list_tickts'; nearest tools: helpdesk:list_tickets")
+    assert diag["code"] == "unknown_tool"  # what the run would have failed with
     assert doc["calls"]["count"] == 0 and doc["trace"] == []
 
 

@@ -73,69 +73,96 @@ class _Calls:
         self._stop()
 
 
-# (snippet, line, column, words of the message): each snippet first makes a write, then errs.
-# Both call styles, every kind of mistake the check must catch.
-BROKEN: dict[str, tuple[str, int, int, str]] = {
+# (snippet, line, column, words of the message, code): each snippet first makes a write, then errs.
+# Both call styles, every kind of mistake the check must catch; the code is the one the run fails with.
+BROKEN: dict[str, tuple[str, int, int, str, str]] = {
     "unknown tool (module)": (
         "from tools import helpdesk\nhelpdesk.assign_ticket(ticket_id='PAR-1', engineer='Ana')\n"
         "helpdesk.list_ticket(office='Paris')",
         3,
         1,
-        "has no member `list_ticket`; did you mean 'list_tickets'",
+        "module 'tools.helpdesk' has no attribute 'list_ticket'; did you mean 'list_tickets'",
+        "unknown_tool",
+    ),
+    "unknown tool (imported by name)": (
+        "from tools.helpdesk import assign_ticket, list_ticket\nassign_ticket(ticket_id='PAR-1', engineer='Ana')\n"
+        "list_ticket(office='Paris')",
+        1,
+        1,
+        "module 'tools.helpdesk' has no attribute 'list_ticket'",
+        "unknown_tool",
     ),
     "unknown tool (literal id)": (
         "run_tool('helpdesk:assign_ticket', ticket_id='PAR-1', engineer='Ana')\n"
         "run_tool('helpdesk:list_tickts', office='Paris')",
         2,
         10,
-        "unknown tool 'helpdesk:list_tickts'; did you mean 'helpdesk:list_tickets'",
+        "unknown tool 'helpdesk:list_tickts'; nearest tools: helpdesk:list_tickets",
+        "unknown_tool",
     ),
     "misspelt parameter (module)": (
         "from tools import helpdesk\nhelpdesk.assign_ticket(ticket_id='PAR-1', engineer='Ana')\n"
         "x = helpdesk.list_tickets(ofice='Paris')",
         3,
         27,
-        "Argument `ofice` does not match any known parameter of function `list_tickets`; did you mean 'office'",
+        "invalid arguments for tool 'helpdesk:list_tickets': $.ofice: unexpected property (not in the schema); "
+        "did you mean 'office'?",
+        "invalid_arguments",
     ),
     "misspelt parameter (literal id)": (
         "run_tool('helpdesk:assign_ticket', {'ticket_id': 'PAR-1', 'engineer': 'Ana'})\n"
         "run_tool('helpdesk:list_tickets', {'ofice': 'Paris'})",
         2,
         36,
-        "helpdesk:list_tickets has no parameter 'ofice'; did you mean 'office'",
+        "invalid arguments for tool 'helpdesk:list_tickets': $.ofice: unexpected property (not in the schema); "
+        "did you mean 'office'?",
+        "invalid_arguments",
     ),
     "missing parameter (module)": (
         "from tools import helpdesk\nhelpdesk.assign_ticket(ticket_id='PAR-1', engineer='Ana')\nhelpdesk.on_call()",
         3,
         1,
-        "No argument provided for required parameter `office`",
+        "invalid arguments for tool 'helpdesk:on_call': $.office: required property is missing",
+        "invalid_arguments",
     ),
     "missing parameter (literal id)": (
         "run_tool('helpdesk:assign_ticket', ticket_id='PAR-1', engineer='Ana')\nrun_tool('helpdesk:on_call')",
         2,
         1,
-        "helpdesk:on_call needs 'office'",
+        "invalid arguments for tool 'helpdesk:on_call': $.office: required property is missing",
+        "invalid_arguments",
     ),
     "wrong type (module)": (
         "from tools import helpdesk\nhelpdesk.assign_ticket(ticket_id='PAR-1', engineer='Ana')\n"
         "helpdesk.on_call(office=42)",
         3,
-        18,
-        "Expected `str`, found `Literal[42]`",
+        25,
+        "invalid arguments for tool 'helpdesk:on_call': $.office: 42 is not of type \"string\"",
+        "invalid_arguments",
     ),
     "wrong type (literal id)": (
         "run_tool('helpdesk:assign_ticket', ticket_id='PAR-1', engineer='Ana')\n"
         "run_tool('helpdesk:on_call', office=42)",
         2,
         37,
-        "argument 'office' of helpdesk:on_call: 42 is not of type \"string\"",
+        "invalid arguments for tool 'helpdesk:on_call': $.office: 42 is not of type \"string\"",
+        "invalid_arguments",
+    ),
+    "wrong literal bound to a name (module)": (
+        "from tools import helpdesk\nwhere = ['Paris']\nhelpdesk.assign_ticket(ticket_id='PAR-1', engineer='Ana')\n"
+        "helpdesk.on_call(office=where)",
+        4,
+        25,
+        'invalid arguments for tool \'helpdesk:on_call\': $.office: ["Paris"] is not of type "string"',
+        "invalid_arguments",
     ),
     "wrong enum value (module)": (
         "from tools import helpdesk\nhelpdesk.assign_ticket(ticket_id='PAR-1', engineer='Ana')\n"
         "helpdesk.list_tickets(office='Paris', status='merged')",
         3,
-        39,
-        'Expected `Literal["open", "closed"]`, found `Literal["merged"]`',
+        46,
+        'invalid arguments for tool \'helpdesk:list_tickets\': $.status: "merged" is not one of "open" or "closed"',
+        "invalid_arguments",
     ),
     "wrong enum value (literal id)": (
         "run_tool('helpdesk:assign_ticket', ticket_id='PAR-1', engineer='Ana')\n"
@@ -143,13 +170,16 @@ BROKEN: dict[str, tuple[str, int, int, str]] = {
         2,
         58,
         '"merged" is not one of "open" or "closed"',
+        "invalid_arguments",
     ),
-    "wrong arity (module)": (
+    "positional argument (module)": (
         "from tools import helpdesk\nhelpdesk.assign_ticket(ticket_id='PAR-1', engineer='Ana')\n"
         "helpdesk.on_call('Paris')",
         3,
         18,
-        "Too many positional arguments to function `on_call`",
+        "tools.helpdesk.on_call() takes keyword arguments only (got 1 positional); name each argument as in its "
+        "signature",
+        "invalid_arguments",
     ),
     "unknown key of a typed result": (
         "from tools import helpdesk\nhelpdesk.assign_ticket(ticket_id='PAR-1', engineer='Ana')\n"
@@ -157,6 +187,7 @@ BROKEN: dict[str, tuple[str, int, int, str]] = {
         4,
         15,
         'Unknown key "titel" for TypedDict `Ticket`',
+        "runtime_error",
     ),
     "method the value does not have": (
         "from tools import helpdesk\nhelpdesk.assign_ticket(ticket_id='PAR-1', engineer='Ana')\n"
@@ -164,12 +195,14 @@ BROKEN: dict[str, tuple[str, int, int, str]] = {
         4,
         10,
         "has no attribute `uper`",
+        "runtime_error",
     ),
     "unknown module": (
         "from tools import helpdesk, heldesk\nhelpdesk.assign_ticket(ticket_id='PAR-1', engineer='Ana')",
         1,
         1,
         "no namespace module `tools.heldesk`; did you mean 'helpdesk'",
+        "unknown_tool",
     ),
     "typed result of a real MCP server": (
         "from tools import helpdesk, time_\nhelpdesk.assign_ticket(ticket_id='PAR-1', engineer='Ana')\n"
@@ -177,13 +210,14 @@ BROKEN: dict[str, tuple[str, int, int, str]] = {
         4,
         5,
         'Unknown key "datetme" for TypedDict',
+        "runtime_error",
     ),
 }
 
 
 @pytest.mark.parametrize("name", list(BROKEN))
 async def test_each_kind_of_mistake_is_caught_before_anything_runs(box: Toolbox, name: str) -> None:
-    code, line, column, words = BROKEN[name]
+    code, line, column, words, error_code = BROKEN[name]
     calls = _Calls(box)
     try:
         out = await box.codemode.execute(code, options={"trace": "full"})
@@ -191,21 +225,25 @@ async def test_each_kind_of_mistake_is_caught_before_anything_runs(box: Toolbox,
         calls.close()
     assert not out.ok and out.error is not None and out.error.code == "type_error", out
     diagnostics = out.error.diagnostics or []
-    assert any((d.line, d.column) == (line, column) and words in d.message for d in diagnostics), (
-        f"{name}: {[(d.line, d.column, d.message) for d in diagnostics]}"
+    assert any((d.line, d.column, d.code) == (line, column, error_code) and words in d.message for d in diagnostics), (
+        f"{name}: {[(d.line, d.column, d.code, d.message) for d in diagnostics]}"
     )
     assert words in out.error.message  # the rendered text, for a model that reads only the message
     assert calls.records == [] and out.calls.count == 0 and out.trace == [], "a tool ran before the check"
 
 
 @pytest.mark.parametrize("name", list(BROKEN))
-async def test_with_the_check_off_the_same_snippet_runs(box: Toolbox, name: str) -> None:
-    code, *_ = BROKEN[name]
+async def test_with_the_check_off_the_run_fails_with_the_same_code(box: Toolbox, name: str) -> None:
+    code, _, _, words, error_code = BROKEN[name]
     out = await box.codemode.execute(code, options={"type_check": "off", "trace": "full"})
-    # It runs (the first call, a write, happens) and fails, or not, on its own.
-    if name != "unknown module":
+    # It runs (the first call, a write, happens) and fails where the check said, with the check's code.
+    if not name.startswith("unknown module") and name != "unknown tool (imported by name)":  # those fail at import
         assert out.trace and out.trace[0].tool_id == "helpdesk:assign_ticket", out
-    assert out.error is None or out.error.code != "type_error"
+    assert out.error is not None and out.error.code == error_code, out.error
+    if words.startswith("invalid arguments for tool"):
+        # The same words: the check validated the call as the run does.
+        tool, problem = words.split("; did you mean")[0].split("': ", 1)
+        assert f"ToolError: {tool}': " in out.error.message and problem in out.error.message, out.error.message
 
 
 # Correct snippets, both call styles: the check must let every one run, unchanged.
@@ -346,7 +384,7 @@ async def test_a_namespace_outside_the_view_is_not_a_module(box: Toolbox) -> Non
         "from tools import helpdesk\nhelpdesk.list_offices()",
         options={"allowed_namespaces": ["time"], "type_check": "off"},
     )
-    assert out.error is not None and out.error.code == "runtime_error" and "helpdesk" in out.error.message
+    assert out.error is not None and out.error.code == "unknown_tool" and "helpdesk" in out.error.message
 
 
 async def test_a_checker_that_cannot_answer_lets_the_run_go_on() -> None:
@@ -358,9 +396,35 @@ async def test_a_checker_that_cannot_answer_lets_the_run_go_on() -> None:
         return a
 
     await local.attach(index)
+    view = CatalogView(index, None)
+    answering = TypeChecker(ToolModules(index))
+    try:
+        [misuse] = await answering.check("from tools import x\nx.f(a=1).upper()", view)
+    finally:
+        await answering.aclose()
+    assert misuse.code == "runtime_error" and "has no attribute `upper`" in misuse.message
     checker = TypeChecker(ToolModules(index), timeout=1e-6)
     try:
-        found = await checker.check("from tools import x\nx.f(a='wrong')", CatalogView(index, None))
+        # What ty would find (an int has no .upper): fail open, the run is not refused for the
+        # checker's own failure.
+        assert await checker.check("from tools import x\nx.f(a=1).upper()", view) == []
+        # The arguments are checked without a worker: that part still answers.
+        [found] = await checker.check("from tools import x\nx.f(a='wrong')", view)
     finally:
         await checker.aclose()
-    assert found == []  # fail open: the run is not refused for the checker's own failure
+    assert found.code == "invalid_arguments" and '"wrong" is not of type "integer"' in found.message
+
+
+async def test_a_problem_the_snippet_handles_is_not_refused(box: Toolbox) -> None:
+    # Trying a tool and falling back to another works whatever the first call does: not refused.
+    fallback = (
+        "try:\n    r = run_tool('helpdesk:list_tickets_v2', {'office': 'Paris'})\nexcept ToolError:\n"
+        "    r = run_tool('helpdesk:list_tickets', {'office': 'Paris'})\nlen(r)"
+    )
+    out = await box.codemode.execute(fallback)
+    assert out.ok and out.value == 13, out.error
+    # A handler for another exception does not catch it: refused, with the code the run fails with.
+    out = await box.codemode.execute(fallback.replace("except ToolError", "except KeyError"))
+    assert out.error is not None and out.error.code == "type_error"
+    assert [d.code for d in out.error.diagnostics or []] == ["unknown_tool"]
+

@@ -168,7 +168,12 @@ def error_info(exc: BaseException, view: CatalogView | None = None) -> ErrorInfo
     diagnostics = None
     if isinstance(exc, TypeCheckError):
         diagnostics = [
-            Diagnostic(line=d.line, column=d.column, message=clip(redact(d.message[: 4 * MAX_MESSAGE]), MAX_MESSAGE))
+            Diagnostic(
+                line=d.line,
+                column=d.column,
+                message=clip(redact(d.message[: 4 * MAX_MESSAGE]), MAX_MESSAGE),
+                code=str(code) if (code := getattr(d, "code", None)) is not None else None,
+            )
             for d in exc.diagnostics[:_MAX_DIAGNOSTICS]
         ]
     return ErrorInfo(

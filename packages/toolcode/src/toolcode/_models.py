@@ -60,6 +60,9 @@ class Diagnostic(_Model):
     line: int
     column: int
     message: str
+    code: str | None = None
+    """The error the run would have met there had it started (a value of
+    :class:`toolcode.exceptions.ErrorCode`: ``unknown_tool``, ``invalid_arguments`` or ``runtime_error``)."""
 
 
 class ErrorInfo(_Model):

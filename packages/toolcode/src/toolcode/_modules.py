@@ -43,6 +43,7 @@ __all__ = [
     "ToolModules",
     "function_names",
     "module_names",
+    "positional_message",
 ]
 
 PACKAGE: Final = "tools"
@@ -333,6 +334,22 @@ class ToolModules:
             f"describe_tool(id) shows each of these tools:\n# {listing}"
         )
         return "\n\n\n".join(parts) + "\n\n\n" + note[: max(0, max_chars - used - 6)] + "\n"
+
+
+def positional_message(function: str, count: int) -> str:
+    """Why a call of ``tools.<function>`` with positional arguments fails (the check and the run say it alike).
+
+    Args:
+        function: ``<module>.<function>``.
+        count: The positional arguments given.
+
+    Returns:
+        The message.
+    """
+    return (
+        f"{PACKAGE}.{function}() takes keyword arguments only (got {count} positional); "
+        "name each argument as in its signature"
+    )
 
 
 def _function_map(names: Mapping[str, str]) -> dict[str, ModuleFunction]:

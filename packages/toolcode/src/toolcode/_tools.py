@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from toolcode._limits import CallBudget, OutputBuffer
-from toolcode._modules import PACKAGE, ModuleFunction, ToolModules
+from toolcode._modules import PACKAGE, ModuleFunction, ToolModules, positional_message
 from toolcode._operations import Operations
 from toolcode._results import StoredResults
 from toolcode._snippets import SnippetLibrary
@@ -165,12 +165,7 @@ class DefaultTools:
         if fn is None:
             raise ToolError("", f"{label} is not a tool of this run", "resolve", code=ErrorCode.UNKNOWN_TOOL)
         if args:
-            raise ToolError(
-                fn.tool_id,
-                f"{label}() takes keyword arguments only (got {len(args)} positional); "
-                "name each argument as in its signature",
-                "validate_input",
-            )
+            raise ToolError(fn.tool_id, positional_message(f"{module}.{function}", len(args)), "validate_input")
         try:
             return await self.ops.call_tool(fn.tool_id, None, dict(kwargs))
         except InvalidArgumentsError as e:

@@ -28,9 +28,10 @@ code is derived from them by one table (:data:`toolcode.cli.EXIT_CODES`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
     from toolcode._types import ExecuteResult, ToolCallRecord
@@ -58,6 +59,18 @@ MAX_ECHO = 200
 """Characters of caller- or upstream-controlled text (ids, names, values) an error message repeats."""
 MAX_MESSAGE = 2_000
 """Characters of one error message (a snippet's exception, an upstream server's error text) kept."""
+
+
+_MISSING_NAME_TYPES: Final = frozenset({"AttributeError", "ImportError", "ModuleNotFoundError"})
+_MISSING_TOOL: Final = re.compile(
+    r"^module 'tools\.\w+' has no attribute|^cannot import name '\w+' from 'tools(\.\w+)?'|^No module named 'tools\."
+)
+"""How both engines say that a snippet named a namespace module or a tool function that does not exist."""
+
+
+def _code_of(diagnostic: Any) -> str | None:
+    code = getattr(diagnostic, "code", None)
+    return str(code) if code is not None else None
 
 
 def clip(text: str, limit: int = MAX_ECHO) -> str:
@@ -233,13 +246,19 @@ class CodeExecutionError(ToolCodeError):
 
     @property
     def code(self) -> ErrorCode:
-        """``syntax_error``, the uncaught tool failure's own code, or ``runtime_error``."""
+        """``syntax_error``, the uncaught tool failure's own code, ``unknown_tool`` or ``runtime_error``.
+
+        ``unknown_tool`` also for a name the ``tools`` package or one of its modules does not have
+        (an ``AttributeError`` or ``ImportError`` of the engine).
+        """
         if self.exc_type == "SyntaxError":
             return ErrorCode.SYNTAX_ERROR
         if self.tool_code is not None:
             return self.tool_code
         if self.tool_id is not None:
             return ErrorCode.TOOL_ERROR
+        if self.exc_type in _MISSING_NAME_TYPES and _MISSING_TOOL.search(self.message):
+            return ErrorCode.UNKNOWN_TOOL
         return ErrorCode.RUNTIME_ERROR
 
 
@@ -247,8 +266,8 @@ class TypeCheckError(ToolCodeError):
     """The snippet calls its tools wrongly: found by the check before anything ran.
 
     Attributes:
-        diagnostics: Every problem found, each with ``line``, ``column``, ``message`` and
-            ``rule`` (``toolcode._typecheck.Diagnostic``).
+        diagnostics: Every problem found, each with ``line``, ``column``, ``message``, ``rule`` and
+            ``code``: the error the run would have met there (``toolcode._typecheck.Diagnostic``).
     """
 
     def __init__(self, diagnostics: Sequence[Any]) -> None:
@@ -267,9 +286,11 @@ class TypeCheckError(ToolCodeError):
         return ErrorCode.TYPE_ERROR
 
     def to_error(self) -> dict[str, Any]:
-        """The error JSON, with ``diagnostics``: ``[{line, column, message}]``."""
+        """The error JSON, with ``diagnostics``: ``[{line, column, message, code}]``."""
         out = super().to_error()
-        out["diagnostics"] = [{"line": d.line, "column": d.column, "message": d.message} for d in self.diagnostics]
+        out["diagnostics"] = [
+            {"line": d.line, "column": d.column, "message": d.message, "code": _code_of(d)} for d in self.diagnostics
+        ]
         return out
 
 

@@ -1,0 +1,389 @@
+"""A tool call's arguments, checked before the run by the run's own check, on what the text settles.
+
+At run time every call's arguments are validated against the tool's input schema (toolrun's
+validator), and a failure is ``invalid_arguments``: ``invalid arguments for tool 'ns:x': $.path:
+why``. Before the run, the same validator is applied to what the snippet's text settles of each
+call (see :mod:`toolcode._typecheck._calls` for the calls found), so a problem found early has the
+same code and message as the run would give, and nothing is refused that the run would accept:
+
+- a value written as a literal (``office=42``, ``{"name": "c", "observations": ["x"]}``), a name
+  bound once to such a literal before the call and passed along untouched
+  (``ents = [...]; memory.create_entities(entities=ents)``), and the known parts of a value
+  partly built at run time (``{"name": n, "entityType": "service"}``) are checked;
+- a part computed at run time (a variable, a call, an f-string, a comprehension) is unknown: a
+  problem at it, inside it or about a value that contains it (``anyOf`` over the whole object,
+  say) is not reported, and an object with a ``**spread`` or a computed key may hold any key;
+- an argument the tool does not declare is refused even where the schema lets undeclared keys
+  through silently (it is a misspelling the tool would ignore), as is a positional argument to a
+  module function, which the run refuses.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, cast
+
+from toolcode._errors import as_tool_error
+from toolcode._modules import positional_message
+from toolcode._typecheck._calls import Scan, ToolCall
+from toolcode._typecheck._diagnostic import Diagnostic, Positions
+from toolcode._view import CatalogView
+from toolcode.exceptions import ErrorCode
+from tooldocs import py_identifier
+from toolindex import Tool, ToolIndexError
+from toolrun import CompiledSchema, InputValidationError, ValidationProblem, check_arguments, json_path
+
+__all__ = ["ArgumentChecker"]
+
+
+class _Unknown:
+    """A part of a value the snippet computes at run time."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<unknown>"
+
+
+UNKNOWN: Final = _Unknown()
+
+_SAFE_CALLS: Final = frozenset({"len", "print", "println", "str", "repr"})
+"""Calls that cannot change a list or dict passed to them."""
+_SEGMENT = re.compile(r'\.[^.\[]+|\[\d+\]|\["(?:[^"\\]|\\.)*"\]')
+_UNEXPECTED: Final = "unexpected property (not in the schema)"
+_MAX_PARTS: Final = 10_000
+"""Parts of one call's arguments read from the text (a bigger literal's rest is left to the run)."""
+
+
+@dataclass(slots=True)
+class _Value:
+    """A call's arguments as far as the text settles them, with where each part is written."""
+
+    value: dict[str, Any] = field(default_factory=dict[str, Any])
+    unknown: list[str] = field(default_factory=list[str])
+    """JSON paths of the parts computed at run time."""
+    open: set[str] = field(default_factory=set[str])
+    """JSON paths of objects that may hold keys the text does not show (``**spread``, computed keys)."""
+    where: dict[str, ast.AST] = field(default_factory=dict[str, ast.AST])
+    """JSON path → the node that writes that part."""
+    keys: dict[str, ast.AST] = field(default_factory=dict[str, ast.AST])
+    """JSON path → the node that writes its key (a dict key, a keyword)."""
+
+
+class _Constants:
+    """Names bound once, by a top-level ``name = <literal>`` before the call, and never changed.
+
+    A list or dict qualifies only when every use of the name hands it whole to a tool call (or to
+    a call that cannot change it), so that what the tool receives is what the literal says.
+    """
+
+    def __init__(self, tree: ast.Module, found: Scan, tool_call_nodes: set[ast.Call]) -> None:
+        self._found = found
+        self._calls = tool_call_nodes
+        self.bound: dict[str, tuple[ast.expr, tuple[int, int]]] = {}
+        for stmt in tree.body:
+            if (
+                isinstance(stmt, ast.Assign)
+                and len(stmt.targets) == 1
+                and isinstance(stmt.targets[0], ast.Name)
+                and found.bindings[stmt.targets[0].id] == 1
+            ):
+                end = (stmt.end_lineno or stmt.lineno, stmt.end_col_offset or 0)
+                self.bound[stmt.targets[0].id] = (stmt.value, end)
+        mutable = {n for n, (v, _) in self.bound.items() if isinstance(v, ast.Dict | ast.List | ast.Tuple)}
+        if mutable:
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Name) and node.id in mutable and isinstance(node.ctx, ast.Load):
+                    if not self._handed_whole(node):
+                        mutable.discard(node.id)
+                        self.bound.pop(node.id, None)
+
+    def _handed_whole(self, node: ast.Name) -> bool:
+        child: ast.AST = node
+        parent = self._found.parents.get(node)
+        # Inside a display that is itself an argument (``{"entities": ents}``): the tool gets it whole too.
+        while isinstance(parent, ast.Dict | ast.List | ast.Tuple) and not (
+            isinstance(parent, ast.Dict) and child in parent.keys
+        ):
+            child, parent = parent, self._found.parents.get(parent)
+        if isinstance(parent, ast.keyword):
+            parent = self._found.parents.get(parent)
+        if isinstance(parent, ast.FormattedValue):
+            return True
+        if not isinstance(parent, ast.Call) or node is parent.func:
+            return False
+        if parent in self._calls:
+            return True
+        return (
+            isinstance(parent.func, ast.Name)
+            and parent.func.id in _SAFE_CALLS
+            and not self._found.bindings[parent.func.id]
+        )
+
+    def get(self, node: ast.Name) -> ast.expr | None:
+        hit = self.bound.get(node.id)
+        if hit is None or (node.lineno, node.col_offset) <= hit[1]:
+            return None  # used before (or while) it is bound: an earlier run's value, say
+        return hit[0]
+
+
+class _Builder:
+    """Turns argument expressions into a :class:`_Value`."""
+
+    def __init__(self, constants: _Constants) -> None:
+        self._constants = constants
+        self.out = _Value()
+        self._depth = 0
+        self._budget = _MAX_PARTS
+
+    def put(self, path: tuple[str | int, ...], node: ast.expr) -> Any:
+        here = json_path(path)
+        self.out.where.setdefault(here, node)
+        self._budget -= 1
+        if self._depth > 64 or self._budget < 0:
+            return self._unknown(here)  # past what a check should spend on one literal: left to the run
+        self._depth += 1
+        try:
+            return self._value(path, here, node)
+        finally:
+            self._depth -= 1
+
+    def _unknown(self, here: str) -> _Unknown:
+        self.out.unknown.append(here)
+        return UNKNOWN
+
+    def _value(self, path: tuple[str | int, ...], here: str, node: ast.expr) -> Any:
+        if isinstance(node, ast.Constant):
+            return node.value  # ``...`` or bytes too: the run refuses them as it refuses them here
+        if (
+            isinstance(node, ast.UnaryOp)
+            and isinstance(node.op, ast.USub | ast.UAdd)
+            and isinstance(node.operand, ast.Constant)
+            and isinstance(node.operand.value, int | float)
+            and not isinstance(node.operand.value, bool)
+        ):
+            return -node.operand.value if isinstance(node.op, ast.USub) else node.operand.value
+        if isinstance(node, ast.List | ast.Tuple):
+            if any(isinstance(e, ast.Starred) for e in node.elts):
+                return self._unknown(here)
+            return [self.put((*path, i), e) for i, e in enumerate(node.elts)]
+        if isinstance(node, ast.Dict):
+            obj: dict[str, Any] = {}
+            self.merge(path, here, obj, zip(node.keys, node.values, strict=True))
+            return obj
+        if isinstance(node, ast.Name):
+            bound = self._constants.get(node)
+            if bound is not None:
+                return self._value(path, here, bound)
+        return self._unknown(here)
+
+    def merge(
+        self,
+        path: tuple[str | int, ...],
+        here: str,
+        obj: dict[str, Any],
+        items: Iterable[tuple[ast.expr | None, ast.expr]],
+    ) -> None:
+        """Add ``key: value`` items (``None`` keys are ``**spread``) to the object at ``path``."""
+        for k, v in items:
+            if k is None:
+                spread = (self._constants.get(v) or v) if isinstance(v, ast.Name) else v
+                if isinstance(spread, ast.Dict):
+                    self.merge(path, here, obj, zip(spread.keys, spread.values, strict=True))
+                else:
+                    self.out.open.add(here)  # keys known only at run time
+            elif isinstance(k, ast.Constant) and isinstance(k.value, str):
+                self.out.keys[json_path((*path, k.value))] = k
+                obj[k.value] = self.put((*path, k.value), v)
+            else:
+                self.out.open.add(here)
+
+
+def _as_json(value: Any) -> Any:
+    """What the validator sees: unknown parts as ``None`` (problems there are not reported)."""
+    if value is UNKNOWN:
+        return None
+    if isinstance(value, dict):
+        return {k: _as_json(v) for k, v in cast(dict[str, Any], value).items()}
+    if isinstance(value, list):
+        return [_as_json(v) for v in cast(list[Any], value)]
+    return value
+
+
+def _related(path: str, other: str) -> bool:
+    """Whether ``path`` is ``other``, inside it or contains it."""
+    if path == other:
+        return True
+    inner, outer = (path, other) if len(path) > len(other) else (other, path)
+    return inner.startswith(outer) and inner[len(outer)] in ".["
+
+
+def _parent(path: str) -> str:
+    segments = _SEGMENT.findall(path[1:])
+    return "$" + "".join(segments[:-1])
+
+
+def _declared(schema: Mapping[str, Any], top: bool = True) -> set[str] | None:
+    """The argument names a tool declares (``None``: it takes any, or its schema does not say plainly).
+
+    A schema without ``properties`` anywhere declares nothing, which means "any arguments" (as
+    the signature shows it: ``**kwargs``); ``"properties": {}`` means "no arguments".
+    """
+    extra = schema.get("additionalProperties")
+    if extra is True or isinstance(extra, dict) or schema.get("patternProperties") or "$ref" in schema:
+        return None
+    props = schema.get("properties")
+    names: set[str] = set(cast(dict[str, Any], props)) if isinstance(props, dict) else set()
+    said = isinstance(props, dict)
+    for key in ("allOf", "anyOf", "oneOf"):
+        branches = schema.get(key)
+        for b in cast(list[Any], branches) if isinstance(branches, list) else []:
+            if not isinstance(b, dict):
+                continue
+            branch = _declared(cast(dict[str, Any], b), top=False)
+            if branch is None:
+                return None
+            said = said or bool(branch)
+            names |= branch
+    return names if said or not top else None
+
+
+def _uses_if(schema: Any, depth: int = 0) -> bool:
+    # ``if`` chooses what applies from a value: an unknown part could choose differently.
+    if depth > 32:
+        return True
+    if isinstance(schema, dict):
+        s = cast(dict[str, Any], schema)
+        return "if" in s or any(_uses_if(v, depth + 1) for v in s.values())
+    if isinstance(schema, list):
+        return any(_uses_if(v, depth + 1) for v in cast(list[Any], schema))
+    return False
+
+
+class ArgumentChecker:
+    """Checks the tool calls a snippet's text shows (see the module docstring).
+
+    Args:
+        view: The caller's view of the catalog.
+        schemas: A tool's compiled input schema (``None``: it cannot be compiled; the run says why).
+    """
+
+    def __init__(self, view: CatalogView, schemas: Callable[[Tool], CompiledSchema | None]) -> None:
+        self._view = view
+        self._schemas = schemas
+
+    def check(
+        self, tree: ast.Module, found: Scan, calls: Sequence[tuple[ToolCall, Tool]], positions: Positions
+    ) -> list[Diagnostic]:
+        """Problems of ``calls`` (each with the tool it calls), found before the run.
+
+        Args:
+            tree: The parsed snippet.
+            found: What :func:`~toolcode._typecheck._calls.scan` found in it.
+            calls: The calls to check and the tool of each.
+            positions: Where nodes are.
+
+        Returns:
+            The diagnostics, in the run's own words (``invalid arguments for tool ...``).
+        """
+        constants = _Constants(tree, found, {c.node for c, _ in calls})
+        out: list[Diagnostic] = []
+        for call, tool in calls:
+            out.extend(self._call(call, tool, constants, positions))
+        return out
+
+    def unknown_tool(self, call: ToolCall, positions: Positions) -> Diagnostic | None:
+        """The run's ``unknown tool`` failure for a literal id no visible tool has (``None``: it has one)."""
+        assert call.tool_id is not None and call.id_node is not None
+        try:
+            self._view.get(call.tool_id)
+        except ToolIndexError as e:
+            err = as_tool_error(e, call.tool_id, self._view)
+            return positions.at(call.id_node, str(err.message), "unknown-tool", err.code)
+        return None
+
+    def _call(self, call: ToolCall, tool: Tool, constants: _Constants, positions: Positions) -> list[Diagnostic]:
+        if call.positional and not any(isinstance(a, ast.Starred) for a in call.positional):
+            assert call.module is not None
+            label = f"{call.module.module}.{call.module.name}"
+            message = positional_message(label, len(call.positional))
+            return [positions.at(call.positional[0], message, "positional", ErrorCode.INVALID_ARGUMENTS)]
+        schema = tool.input_schema
+        props = schema.get("properties")
+        renamed = {py_identifier(w): w for w in cast(dict[str, Any], props)} if isinstance(props, dict) else {}
+        build = _Builder(constants)
+        given = build.out.value
+        if call.args is not None:
+            top = build.put((), call.args)
+            if isinstance(top, dict):
+                given.update(cast(dict[str, Any], top))
+            else:
+                build.out.open.add("$")
+                build.out.unknown = [u for u in build.out.unknown if u != "$"]
+        build.merge(
+            (),
+            "$",
+            given,
+            (
+                (None if k.arg is None else ast.copy_location(ast.Constant(renamed.get(k.arg, k.arg)), k), k.value)
+                for k in call.keywords
+            ),
+        )
+        value = build.out
+        declared = _declared(schema)
+        undeclared = [k for k in given if declared is not None and k not in declared]
+        problems = [ValidationProblem(json_path([k]), _UNEXPECTED) for k in undeclared]
+        problems += self._problems(tool, value, closed=declared is not None)
+        out: list[Diagnostic] = []
+        for p in problems:
+            node = (value.keys.get(p.path) if p.message == _UNEXPECTED else None) or self._node_of(p, value)
+            node = node or call.node
+            err = as_tool_error(InputValidationError(tool.id, [p]), tool.id, self._view)
+            message = str(err.message)
+            if p.message == _UNEXPECTED and p.path.startswith("$."):
+                message += _near(
+                    p.path[2:], [py_identifier(w) for w in renamed.values()] if call.module else renamed.values()
+                )
+            out.append(positions.at(node, message, "arguments", err.code, fails_at=call.node))
+        return out
+
+    def _problems(self, tool: Tool, value: _Value, *, closed: bool) -> list[ValidationProblem]:
+        plain = _as_json(value.value)
+        # First what the run checks first: plain, bounded JSON (``...`` is not).
+        bad = check_arguments(plain)
+        if bad is not None:
+            return [] if any(_related(bad.path, u) for u in value.unknown) else [bad]
+        if value.unknown and _uses_if(tool.input_schema):
+            return []
+        compiled = self._schemas(tool)
+        if compiled is None:
+            return []  # the run reports what is wrong with the schema itself
+        problems = compiled.problems(plain)
+        out: list[ValidationProblem] = []
+        for p in problems:
+            if any(_related(p.path, u) for u in value.unknown):
+                continue
+            if p.message == "required property is missing" and _parent(p.path) in value.open:
+                continue
+            if closed and p.message == _UNEXPECTED and _parent(p.path) == "$":
+                continue  # already reported, with a suggestion
+            out.append(p)
+        return out
+
+    @staticmethod
+    def _node_of(problem: ValidationProblem, value: _Value) -> ast.AST | None:
+        path = problem.path
+        while True:
+            node = value.where.get(path)
+            if node is not None or path == "$":
+                return node
+            path = _parent(path)
+
+
+def _near(name: str, choices: Iterable[str]) -> str:
+    found = difflib.get_close_matches(name, list(choices), n=3, cutoff=0.6)
+    return f"; did you mean {', '.join(repr(f) for f in found)}?" if found else ""

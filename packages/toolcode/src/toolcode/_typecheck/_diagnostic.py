@@ -1,0 +1,143 @@
+"""One problem the check before the run found, and where it is in the snippet."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Final
+
+from toolcode.exceptions import ErrorCode
+
+__all__ = ["Diagnostic", "Handlers", "Positions"]
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnostic:
+    """One problem found before the run, at a line and column of the snippet."""
+
+    line: int
+    column: int
+    message: str
+    rule: str = "type"
+    """What found it: the argument check (``arguments``, ``unknown-tool``, ...) or ``ty``'s rule."""
+    code: ErrorCode = ErrorCode.RUNTIME_ERROR
+    """The error the run would have met here had it started: ``unknown_tool``, ``invalid_arguments``
+    (the same code and message as the run's own check of the call) or ``runtime_error``."""
+    raises: str = "Exception"
+    """The exception the snippet would see (``ToolError``, ``KeyError``, ...): a ``try`` that
+    catches it makes the problem the snippet's own business."""
+    fails_at: tuple[int, int] | None = None
+    """Where the run would raise it, when not where the problem is written (the call of a
+    literal bound to a name earlier)."""
+
+    def render(self) -> str:
+        """``line L, column C: message``."""
+        return f"line {self.line}, column {self.column}: {self.message}"
+
+
+class Positions:
+    """Line and column (1-based, in characters) of AST nodes of one source text.
+
+    ``ast`` counts columns in UTF-8 bytes; people and ``ty`` count characters.
+    """
+
+    __slots__ = ("_lines",)
+
+    def __init__(self, source: str) -> None:
+        self._lines = source.split("\n")
+
+    def char_column(self, line: int, byte_offset: int) -> int:
+        """The 0-based character column of a 0-based UTF-8 byte offset on a 1-based line."""
+        if not 1 <= line <= len(self._lines):
+            return byte_offset
+        text = self._lines[line - 1]
+        if text.isascii():
+            return byte_offset
+        return len(text.encode("utf-8")[:byte_offset].decode("utf-8", errors="ignore"))
+
+    def of(self, node: ast.AST) -> tuple[int, int]:
+        """``(line, column)`` of a node's start, both 1-based."""
+        line = getattr(node, "lineno", 1)
+        return line, self.char_column(line, getattr(node, "col_offset", 0)) + 1
+
+    def at(
+        self,
+        node: ast.AST,
+        message: str,
+        rule: str,
+        code: ErrorCode,
+        raises: str = "ToolError",
+        fails_at: ast.AST | None = None,
+    ) -> Diagnostic:
+        """A diagnostic at the start of ``node`` (the run raising at ``fails_at``, when given)."""
+        line, col = self.of(node)
+        return Diagnostic(line, col, message, rule, code, raises, self.of(fails_at) if fails_at else None)
+
+
+_CATCHERS: Final[dict[str, frozenset[str]]] = {
+    "ToolError": frozenset({"ToolError", "RuntimeError", "Exception", "BaseException"}),
+    "KeyError": frozenset({"KeyError", "LookupError", "Exception", "BaseException"}),
+    "AttributeError": frozenset({"AttributeError", "Exception", "BaseException"}),
+    "TypeError": frozenset({"TypeError", "Exception", "BaseException"}),
+    "ImportError": frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}),
+}
+"""The handler types that catch each exception the check foresees (``ToolError`` is a ``RuntimeError``)."""
+
+
+class Handlers:
+    """Where a snippet catches exceptions: a problem a surrounding ``try`` catches does not fail the run.
+
+    ``try: run_tool("ns:new_tool", ...) except ToolError: run_tool("ns:old_tool", ...)`` is a
+    program that works whatever the first call does.
+    """
+
+    __slots__ = ("_tries",)
+
+    def __init__(self, tree: ast.AST, positions: Positions) -> None:
+        self._tries: list[tuple[tuple[int, int], tuple[int, int], list[ast.ExceptHandler]]] = []
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Try | ast.TryStar) and node.handlers and node.body:
+                first, last = node.body[0], node.body[-1]
+                end = (
+                    last.end_lineno or last.lineno,
+                    positions.char_column(last.end_lineno or last.lineno, last.end_col_offset or 0) + 1,
+                )
+                self._tries.append((positions.of(first), end, node.handlers))
+
+    def catch(self, d: Diagnostic) -> bool:
+        """Whether a ``try`` around ``d`` has a handler for what ``d`` would raise."""
+        at = d.fails_at or (d.line, d.column)
+        catchers = _CATCHERS.get(d.raises)
+        for start, end, handlers in self._tries:
+            if start <= at <= end and any(_catches(h, catchers) for h in handlers):
+                return True
+        return False
+
+
+def _catches(handler: ast.ExceptHandler, catchers: frozenset[str] | None) -> bool:
+    if handler.type is None or catchers is None:
+        return True  # a bare except, or an exception the table does not know
+    types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    for t in types:
+        name = t.id if isinstance(t, ast.Name) else t.attr if isinstance(t, ast.Attribute) else None
+        if name is None or name in catchers or name not in _KNOWN:
+            return True  # a name the check cannot judge: the handler may catch it
+    return False
+
+
+_KNOWN: Final[frozenset[str]] = frozenset[str]().union(*_CATCHERS.values()) | {
+    "ValueError",
+    "IndexError",
+    "ZeroDivisionError",
+    "NameError",
+    "StopIteration",
+    "OSError",
+    "ArithmeticError",
+    "AssertionError",
+    "UnicodeError",
+    "NotImplementedError",
+    "OverflowError",
+    "RecursionError",
+    "TimeoutError",
+}
+"""Exception names whose place in the hierarchy the table above settles."""
