@@ -346,18 +346,21 @@ def test_module_names_follow_the_documented_rule() -> None:
     }
 
 
-async def test_describe_tool_shows_exactly_the_stub_the_checker_reads(box: Toolbox) -> None:
+async def test_describe_tool_shows_the_stub_the_checker_reads(box: Toolbox) -> None:
     modules = box.executor.modules
     for tool_id in ("helpdesk:list_tickets", "time:convert_time"):
         tool = box.index.get(tool_id)
         stub = modules.tool_stub(tool)
-        assert stub is not None
+        signature = modules.signature(tool)
+        assert stub is not None and signature is not None
         doc = await box.codemode.describe_tool(tool_id, "schema")
         assert doc.text == f"# {tool_id}\n{stub}"
         module = modules.module(tool.namespace)
         assert module is not None
-        assert stub.startswith(module.import_line + "\n\n")
-        assert stub.removeprefix(module.import_line + "\n\n") in module.stub  # what the checker loads
+        # The import line, the classes and the function the checker loads, and the awaitable form named.
+        awaitable = f"# {tool.name}_async(...): the same call, awaitable (for asyncio.gather)"
+        assert stub == f"{module.import_line}\n\n{signature}\n{awaitable}"
+        assert signature in module.stub
     hits = await box.codemode.search_tools("tickets of an office", limit=1, detail="schema")
     assert hits.hits[0].signature is not None and hits.hits[0].signature in (modules.module("helpdesk") or "").stub  # type: ignore[union-attr]
 
@@ -428,3 +431,13 @@ async def test_a_problem_the_snippet_handles_is_not_refused(box: Toolbox) -> Non
     assert out.error is not None and out.error.code == "type_error"
     assert [d.code for d in out.error.diagnostics or []] == ["unknown_tool"]
 
+
+async def test_what_describe_tool_shows_has_no_internal_lines(box: Toolbox) -> None:
+    texts = [(await box.codemode.describe_tool(t, "schema")).text for t in ("helpdesk:on_call", "time:convert_time")]
+    texts += [(await box.codemode.describe_tool(ns, "module")).text for ns in ("helpdesk", "time")]
+    for text in texts:
+        assert "_awaitable" not in text and "ParamSpec" not in text and "TypeVar" not in text, text
+        assert "_async(...): the same call, awaitable (for asyncio.gather)" in text
+    # The checker still knows the awaitable forms (the module's stub binds them).
+    module = box.executor.modules.module("helpdesk")
+    assert module is not None and "on_call_async = _awaitable(on_call)" in module.stub

@@ -41,6 +41,7 @@ __all__ = [
     "ModuleFunction",
     "NamespaceModule",
     "ToolModules",
+    "awaitable_note",
     "function_names",
     "module_names",
     "positional_message",
@@ -144,9 +145,10 @@ class NamespaceModule:
     functions: Mapping[str, ModuleFunction]
     """Function name → what it calls, the awaitable forms (``<name>_async``) included."""
     stub: str
-    """The module's ``.pyi`` text, as the type checker reads it."""
+    """The module's ``.pyi`` text, as the type checker reads it (the awaitable forms bound to a helper)."""
     tool_stubs: Mapping[str, str]
-    """Tool id → the part of the stub for that tool, with the import line a snippet writes."""
+    """Tool id → what ``describe_tool`` shows: the import line a snippet writes, the tool's classes
+    and function as the stub has them, and a comment naming the awaitable form."""
     signatures: Mapping[str, str]
     """Tool id → the tool's function as the stub has it (no import line, no awaitable form)."""
     collisions: tuple[str, ...] = ()
@@ -284,10 +286,11 @@ class ToolModules:
             signatures[tool.id] = text
             alias = sig.name + ASYNC_SUFFIX
             if functions.get(alias) == ModuleFunction(tool.id, awaitable=True):
-                text += f"\n{alias} = _awaitable({sig.name})"
+                parts.append(f"{text}\n{alias} = _awaitable({sig.name})")
+                text += "\n" + awaitable_note(sig.name)
             else:
+                parts.append(text)
                 collisions.append(f"{tool.id}: no awaitable form ({alias!r} is another tool)")
-            parts.append(text)
             tool_stubs[tool.id] = f"from {PACKAGE} import {name}\n\n{text}"
         stub = "\n\n\n".join(parts) + "\n"
         hit = NamespaceModule(namespace, name, functions, stub, tool_stubs, signatures, tuple(collisions))
@@ -305,24 +308,25 @@ class ToolModules:
         return module.signatures.get(tool.id) if module is not None else None
 
     def module_text(self, namespace: str, max_chars: int) -> str | None:
-        """A namespace's whole module as the checker reads it, within ``max_chars``.
+        """A namespace's whole module as ``describe_tool`` shows it, within ``max_chars``.
 
-        Past ``max_chars`` the remaining functions are listed by name only (with the way to get
-        each one's stub). ``None`` when the namespace has no module.
+        Each tool as :attr:`NamespaceModule.tool_stubs` has it (without the import line, said once
+        at the top). Past ``max_chars`` the remaining functions are listed by name only (with the
+        way to get each one's stub). ``None`` when the namespace has no module.
         """
         module = self.module(namespace)
         if module is None:
             return None
         head = f"# {module.import_line}  (namespace {namespace!r})\n"
-        if len(head) + len(module.stub) <= max_chars:
-            return head + module.stub
-        parts = [head + _STUB_HEAD]
-        used = len(parts[0])
-        names = {f.tool_id: n for n, f in module.functions.items() if not f.awaitable}
+        prefix = module.import_line + "\n\n"
+        blocks = [(tool_id, text.removeprefix(prefix)) for tool_id, text in module.tool_stubs.items()]
+        whole = head + "\n\n\n".join(b for _, b in blocks) + "\n"
+        if len(whole) <= max_chars:
+            return whole
+        parts = [head.rstrip("\n")]
+        used = len(head)
         rest: list[str] = []
-        for tool_id, text in module.signatures.items():
-            alias = names[tool_id] + ASYNC_SUFFIX
-            block = text + (f"\n{alias} = _awaitable({names[tool_id]})" if alias in module.functions else "")
+        for tool_id, block in blocks:
             if not rest and used + len(block) + 3 <= max_chars - 400:
                 parts.append(block)
                 used += len(block) + 3
@@ -334,6 +338,18 @@ class ToolModules:
             f"describe_tool(id) shows each of these tools:\n# {listing}"
         )
         return "\n\n\n".join(parts) + "\n\n\n" + note[: max(0, max_chars - used - 6)] + "\n"
+
+
+def awaitable_note(function: str) -> str:
+    """The comment that names a tool function's awaitable form where ``describe_tool`` shows the function.
+
+    Args:
+        function: The function's name.
+
+    Returns:
+        One comment line.
+    """
+    return f"# {function}{ASYNC_SUFFIX}(...): the same call, awaitable (for asyncio.gather)"
 
 
 def positional_message(function: str, count: int) -> str:
