@@ -1,19 +1,29 @@
-"""The check before the run: what it catches, what it never refuses, and what it costs.
+"""The check before the run: it never refuses working code, it catches broken code, and what it costs.
 
-Loads GitHub's 117-tool MCP server, several MCP-Bench and LiveMCPBench servers (vendored
-catalogs; each tool answers any call its schema accepts) and the demo help-desk tools (typed
-results) into one toolbox on the Monty engine, then runs the corpus of ``bench/typecheck_corpus.py``:
+Two corpora, each in both call styles (``from tools import ns`` and ``run_tool("ns:name", ...)``),
+over one toolbox on the Monty engine:
 
-* every correct snippet with the check off (it must run: the corpus is checked first) and on;
-* every broken snippet with the check on: *caught* when the run is refused with ``type_error``
-  before any tool call (and with the check off, to count those that would fail at run time:
-  a misspelt optional parameter is accepted by a schema that does not close its object, and
-  silently ignored by the tool).
+* **Correct snippets** (``bench/typecheck_corpus.py``): every snippet the docs show (found in
+  docs/*.md and README.md), snippets written the way models write them over the demo help desk,
+  the real ``mcp-server-time`` and the recorded tools of ``mcp-server-git`` and the npm
+  ``server-filesystem``, ``server-memory`` and ``server-everything`` (answered by local fakes of
+  their behaviour, ``bench/typecheck_tools.py``), and one call per tool of a sample of vendored
+  catalogs (GitHub's MCP server, MCP-Bench and LiveMCPBench servers; each tool answers any call its
+  schema accepts). Each runs with the check off (it must succeed: the corpus is checked first) and
+  on: a **false reject** is a run refused with ``type_error``.
+* **Broken snippets**: one mistake each, of every kind the check catches (unknown tool or module,
+  misspelt, missing or positional argument, a literal of the wrong type or outside an enum, a
+  wrong literal inside a nested argument, misuse of a typed result), written by hand and derived
+  from the vendored calls. *Caught* means refused with ``type_error`` before any tool call. Each
+  also runs with the check off: where that run fails, the error code it fails with must be the
+  code of one of the check's diagnostics (``code_agreement``); a misspelt optional argument of a
+  tool whose schema lets unknown keys through does not fail when run (the tool ignores it).
 
-Cost: ``check_ms_p50`` times the check alone (warm) for a snippet importing a 2-tool namespace
-and one importing the 117-tool GitHub namespace; ``unchecked_ms_p50`` and ``checked_ms_p50`` time
-the whole run of the GitHub snippet with the check off and on, side by side in this process;
-``added_ms_p50`` is their difference. Goals: caught >= 0.95, false rejects 0, added <= 15 ms.
+Cost: ``check_ms_p50`` times the check alone (warm) for a snippet importing a 2-tool namespace and
+one importing the 117-tool GitHub namespace; ``unchecked_ms_p50`` and ``checked_ms_p50`` time the
+whole run of the GitHub snippet with the check off and on, side by side in this process;
+``added_ms_p50`` is their difference. Goals: 0 false rejects on >= 200 correct snippets (every doc
+example among them), >= 0.95 of the broken ones caught before any call in each style, added <= 15 ms.
 
 Usage: ``uv run python bench/typecheck.py [--json] [--repeat N]``
 """
@@ -28,20 +38,32 @@ import statistics
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _eval import DATA_DIR, load_data
-from toolcode import Toolbox
+from toolcode import Settings, Toolbox
 from toolcode._view import CatalogView
-from toolcode.demo import helpdesk_backend
 from toolcode.server import log_to_stderr
 from toolrun import ProviderBackend
-from typecheck_corpus import CALLS, DEMO, NAMESPACES
+from typecheck_corpus import (
+    BROKEN_ARGUMENTS,
+    BROKEN_MODULE,
+    CALLS,
+    DEMO,
+    IDIOMS,
+    LITERAL_BROKEN,
+    LITERAL_IDIOMS,
+    NAMESPACES,
+    doc_examples,
+    literal_style,
+)
+from typecheck_tools import corpus_backends, reset
 
+CORRECT_GOAL = 200
 CAUGHT_GOAL = 0.95
 ADDED_MS_GOAL = 15.0
 MUTATIONS = ("misspelt_parameter", "missing_parameter", "wrong_type", "enum_value", "unknown_tool", "positional")
@@ -70,10 +92,16 @@ class Snippet:
     broken: bool
     style: str
     kind: str
+    source: str
+    """``docs``, ``idioms`` (written here), ``catalogs`` (vendored calls) or ``demo``."""
+    input: Any = None
+    session: str | None = None
+    run: bool = True
+    """``False``: checked only (a saved snippet's code: its input comes from a later call)."""
 
 
 def _backends() -> list[Any]:
-    out: list[Any] = [helpdesk_backend()]
+    out: list[Any] = corpus_backends()
     for file, namespaces in NAMESPACES.items():
         tools = load_data(DATA_DIR, file)["tools"]
         for ns in namespaces:
@@ -82,21 +110,17 @@ def _backends() -> list[Any]:
     return out
 
 
-def _py(value: Any) -> str:
-    return repr(value)
-
-
 def _call(
     style: str, module: str, function: str, tool_id: str, args: Mapping[str, Any], positional: bool = False
 ) -> str:
     if style == "module":
         if positional:
             first, *rest = args.items()
-            parts = [_py(first[1])] + [f"{k}={_py(v)}" for k, v in rest]
+            parts = [repr(first[1])] + [f"{k}={v!r}" for k, v in rest]
         else:
-            parts = [f"{k}={_py(v)}" for k, v in args.items()]
+            parts = [f"{k}={v!r}" for k, v in args.items()]
         return f"from tools import {module}\nr = {module}.{function}({', '.join(parts)})\nr"
-    return f"r = run_tool({tool_id!r}, {_py(dict(args))})\nr"
+    return f"r = run_tool({tool_id!r}, {dict(args)!r})\nr"
 
 
 def _mutate(kind: str, schema: Mapping[str, Any], args: dict[str, Any]) -> tuple[dict[str, Any], str] | None:
@@ -127,9 +151,33 @@ def _mutate(kind: str, schema: Mapping[str, Any], args: dict[str, Any]) -> tuple
     return None
 
 
+def _style_of(code: str) -> str:
+    return "module" if "from tools" in code or "import tools" in code else "literal"
+
+
 def corpus(box: Toolbox) -> list[Snippet]:
     modules = box.executor.modules
     out: list[Snippet] = []
+
+    def resolve(module: str, function: str) -> tuple[str, bool] | None:
+        ns = modules.namespace_of(module)
+        fn = modules.functions(ns).get(function) if ns is not None else None
+        return (fn.tool_id, fn.awaitable) if fn is not None else None
+
+    for ex in doc_examples():
+        # An example the docs show as refused (``python refused``) belongs to the broken corpus.
+        style, kind = _style_of(ex.code), "docs" if ex.refused else "correct"
+        run = ex.kind != "saved"
+        out.append(Snippet(ex.where, ex.code, ex.refused, style, kind, "docs", ex.input, ex.session, run))
+    for name, code in IDIOMS:
+        out.append(Snippet(name, code, False, "module", "correct", "idioms"))
+        out.append(Snippet(name, literal_style(code, resolve), False, "literal", "correct", "idioms"))
+    out.extend(Snippet(name, code, False, "literal", "correct", "idioms") for name, code in LITERAL_IDIOMS)
+    for name, code, kind in BROKEN_ARGUMENTS:
+        out.append(Snippet(name, code, True, "module", kind, "idioms"))
+        out.append(Snippet(name, literal_style(code, resolve), True, "literal", kind, "idioms"))
+    out.extend(Snippet(name, code, True, "module", kind, "idioms") for name, code, kind in BROKEN_MODULE)
+    out.extend(Snippet(name, code, True, "literal", kind, "idioms") for name, code, kind in LITERAL_BROKEN)
     for i, (tool_id, args) in enumerate(CALLS):
         tool = box.index.get(tool_id)
         module = modules.module_name(tool.namespace)
@@ -137,7 +185,7 @@ def corpus(box: Toolbox) -> list[Snippet]:
         function = next(f for f, fn in modules.functions(tool.namespace).items() if fn.tool_id == tool_id)
         for style in ("module", "literal"):
             code = _call(style, module, function, tool_id, args)
-            out.append(Snippet(f"{tool_id} {style}", code, False, style, "correct"))
+            out.append(Snippet(f"{tool_id} {style}", code, False, style, "correct", "catalogs"))
         # Two mistakes per call, the kinds in turn, the styles alternating.
         made = 0
         for k in range(len(MUTATIONS)):
@@ -152,12 +200,13 @@ def corpus(box: Toolbox) -> list[Snippet]:
                 code = _call(style, module, fn, tid, new_args)
             else:
                 code = _call(style, module, function, tool_id, new_args, positional=special == "positional")
-            out.append(Snippet(f"{tool_id} {kind} {style}", code, True, style, kind))
+            out.append(Snippet(f"{tool_id} {kind} {style}", code, True, style, kind, "catalogs"))
             made += 1
             if made == 2:
                 break
     for name, code, broken in DEMO:
-        out.append(Snippet(f"helpdesk: {name}", code, broken, "module", "typed_result" if broken else "correct"))
+        kind = "typed_result" if broken else "correct"
+        out.append(Snippet(f"helpdesk: {name}", code, broken, "module", kind, "demo"))
     return out
 
 
@@ -192,8 +241,31 @@ async def timing(box: Toolbox, repeat: int) -> dict[str, Any]:
     }
 
 
+@dataclass
+class _Tally:
+    correct: dict[str, int]
+    false_rejects: list[str]
+    broken: dict[str, int]
+    caught: dict[str, int]
+    missed: list[str]
+    by_kind: dict[str, list[int]]
+    failing_unchecked: int = 0
+    codes_agree: int = 0
+    code_mismatches: list[str] | None = None
+    checked_only: int = 0
+    runs_unchecked: list[str] = field(default_factory=list[str])
+    """Broken snippets caught by the check whose unchecked run does not fail."""
+
+
+async def _run(box: Toolbox, s: Snippet, backends: Sequence[Any], check: str) -> Any:
+    reset(backends)
+    session = f"{s.session}-{check}" if s.session else None
+    return await box.codemode.execute(s.code, input=s.input, session=session, options={"type_check": check})
+
+
 async def run(repeat: int) -> dict[str, Any]:
-    async with Toolbox(_backends(), engine="monty") as box:
+    backends = _backends()
+    async with Toolbox(backends, engine="monty", settings=_settings()) as box:
         # The first check after the catalog loads: stubs rendered, checker session started.
         t0 = time.perf_counter()
         await box.executor.checker.check(
@@ -201,48 +273,84 @@ async def run(repeat: int) -> dict[str, Any]:
         )
         cold = (time.perf_counter() - t0) * 1000
         snippets = corpus(box)
-        fail_unchecked = 0
+        styles = ("module", "literal")
+        t = _Tally(
+            {k: 0 for k in styles}, [], {k: 0 for k in styles}, {k: 0 for k in styles}, [], {}, code_mismatches=[]
+        )
         corpus_errors: list[str] = []
-        caught: list[str] = []
-        missed: list[str] = []
-        false_rejects: list[str] = []
+        docs = [s for s in snippets if s.source == "docs" and not s.broken]
         for s in snippets:
-            plain = await box.codemode.execute(s.code, options={"type_check": "off"})
-            if not s.broken and not plain.ok:
-                corpus_errors.append(f"{s.name}: does not run: {plain.error}")
+            if s.run:
+                plain = await _run(box, s, backends, "off")
+                if not s.broken and not plain.ok:
+                    corpus_errors.append(f"{s.name} ({s.style}): does not run: {plain.error}")
+                    continue
+            else:
+                plain = None
+                t.checked_only += 1
+            checked = await _run(box, s, backends, "strict")
+            err = checked.error
+            refused = err is not None and err.code == "type_error" and checked.calls.count == 0
+            if not s.broken:
+                t.correct[s.style] += 1
+                if err is not None and err.code == "type_error":
+                    t.false_rejects.append(f"{s.name} ({s.style}): {err.message}")
                 continue
-            fail_unchecked += s.broken and not plain.ok
-            checked = await box.codemode.execute(s.code)
-            refused = checked.error is not None and checked.error.code == "type_error" and checked.calls.count == 0
-            if s.broken:
-                (caught if refused else missed).append(s.name)
-            elif refused:
-                assert checked.error is not None
-                false_rejects.append(f"{s.name}: {checked.error.message}")
+            t.broken[s.style] += 1
+            t.by_kind.setdefault(s.kind, [0, 0])[1] += 1
+            if refused:
+                t.caught[s.style] += 1
+                t.by_kind[s.kind][0] += 1
+            else:
+                t.missed.append(f"{s.name} ({s.style})")
+            if plain is not None and plain.ok and refused:
+                t.runs_unchecked.append(f"{s.name} ({s.style})")
+            if plain is not None and not plain.ok and refused and err is not None:
+                t.failing_unchecked += 1
+                codes = {d.code for d in err.diagnostics or []}
+                assert plain.error is not None, (s.name, s.style, plain)
+                if plain.error.code in codes:
+                    t.codes_agree += 1
+                else:
+                    assert t.code_mismatches is not None
+                    t.code_mismatches.append(
+                        f"{s.name} ({s.style}): run {plain.error.code}, check {sorted(map(str, codes))}"
+                    )
         if corpus_errors:
             raise SystemExit("the corpus is wrong:\n" + "\n".join(corpus_errors))
-        broken = sum(s.broken for s in snippets)
+        correct = sum(t.correct.values())
+        broken = sum(t.broken.values())
+        caught_by_style = {k: round(t.caught[k] / t.broken[k], 4) for k in styles if t.broken[k]}
         result: dict[str, Any] = {
-            "caught_before_run": round(len(caught) / broken, 4),
-            "false_rejects": len(false_rejects),
+            "correct": {"total": correct, **t.correct, "docs": len(docs), "checked_only": t.checked_only},
+            "false_rejects": len(t.false_rejects),
+            "broken": {"total": broken, **t.broken},
+            "caught_before_run": round(sum(t.caught.values()) / broken, 4),
+            "caught_by_style": caught_by_style,
+            "by_kind": {k: f"{v[0]}/{v[1]}" for k, v in sorted(t.by_kind.items())},
+            "broken_failing_unchecked": t.failing_unchecked,
+            "code_agreement": f"{t.codes_agree}/{t.failing_unchecked}",
             **(await timing(box, repeat)),
             "check_ms_cold_117_tools": round(cold, 1),
-            "snippets": {"broken": broken, "correct": len(snippets) - broken},
-            "broken_failing_unchecked": fail_unchecked,
-            "by_kind": {
-                kind: f"{sum(1 for s in snippets if s.kind == kind and s.name in caught)}/"
-                f"{sum(1 for s in snippets if s.kind == kind)}"
-                for kind in (*MUTATIONS, "typed_result")
-            },
-            "missed": missed,
-            "false_reject_details": false_rejects,
+            "missed": t.missed,
+            "false_reject_details": t.false_rejects,
+            "code_mismatches": t.code_mismatches,
+            "caught_but_running_unchecked": t.runs_unchecked,
         }
         result["goals"] = {
-            "caught_before_run": result["caught_before_run"] >= CAUGHT_GOAL,
+            "correct_snippets": correct >= CORRECT_GOAL,
             "false_rejects": result["false_rejects"] == 0,
+            "caught_before_run": all(v >= CAUGHT_GOAL for v in caught_by_style.values()),
+            "code_agreement": t.codes_agree == t.failing_unchecked,
             "added_ms_p50": result["added_ms_p50"] <= ADDED_MS_GOAL,
         }
         return result
+
+
+def _settings() -> Settings:
+    # Sessions (the docs run some examples in one) need a state store: in memory here. Every call
+    # is allowed: the bench measures the check, not approvals.
+    return Settings.model_validate({"state": {"memory": True}, "policy": {"preset": "allow-all"}})
 
 
 def main() -> None:
@@ -255,15 +363,21 @@ def main() -> None:
     if args.json:
         print(json.dumps(result, indent=2))
         return
-    snip = result["snippets"]
+    c, b = result["correct"], result["broken"]
     print(
-        f"corpus: {snip['broken']} broken snippets ({result['broken_failing_unchecked']} of them also fail "
-        f"when run unchecked), {snip['correct']} correct ones"
+        f"correct snippets: {c['total']} ({c['module']} module style, {c['literal']} run_tool style; "
+        f"{c['docs']} from the docs, {c['checked_only']} checked only)"
     )
-    print(f"{'measure':<34}{'value':>12}{'goal':>12}")
+    print(
+        f"broken snippets: {b['total']} ({b['module']} module style, {b['literal']} run_tool style; "
+        f"{result['broken_failing_unchecked']} of those caught also fail when run unchecked)"
+    )
+    print(f"{'measure':<38}{'value':>12}{'goal':>12}")
     rows = [
-        ("caught before the run", f"{result['caught_before_run']:.3f}", f">= {CAUGHT_GOAL}"),
         ("false rejects", str(result["false_rejects"]), "0"),
+        ("caught before the run", f"{result['caught_before_run']:.3f}", f">= {CAUGHT_GOAL}"),
+        *((f"  caught, {k} style", f"{v:.3f}", f">= {CAUGHT_GOAL}") for k, v in result["caught_by_style"].items()),
+        ("run's code among the check's", result["code_agreement"], "all"),
         ("check, 2-tool module (ms p50)", f"{result['check_ms_p50']['2_tools']:.2f}", ""),
         ("check, 117-tool module (ms p50)", f"{result['check_ms_p50']['117_tools']:.2f}", ""),
         ("check, 117 tools, cold (ms)", f"{result['check_ms_cold_117_tools']:.1f}", ""),
@@ -272,12 +386,16 @@ def main() -> None:
         ("added by the check (ms p50)", f"{result['added_ms_p50']:.2f}", f"<= {ADDED_MS_GOAL:g}"),
     ]
     for name, value, goal in rows:
-        print(f"{name:<34}{value:>12}{goal:>12}")
+        print(f"{name:<38}{value:>12}{goal:>12}")
     print("by kind (caught/broken): " + ", ".join(f"{k} {v}" for k, v in result["by_kind"].items()))
     for name in result["missed"]:
         print(f"  missed: {name}")
     for line in result["false_reject_details"]:
         print(f"  false reject: {line}")
+    for line in result["code_mismatches"]:
+        print(f"  code mismatch: {line}")
+    for name in result["caught_but_running_unchecked"]:
+        print(f"  caught, but runs when unchecked: {name}")
     print("goals: " + ", ".join(f"{k} {'met' if v else 'NOT met'}" for k, v in result["goals"].items()))
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from toolcode._modules import ASYNC_SUFFIX, PACKAGE
 
-__all__ = ["ToolCall", "ToolReference", "scan"]
+__all__ = ["Scan", "ToolCall", "ToolReference", "scan"]
 
 RUN_TOOL: frozenset[str] = frozenset({"run_tool", "run_tool" + ASYNC_SUFFIX})
 RUN_TOOLS: frozenset[str] = frozenset({"run_tools", "run_tools" + ASYNC_SUFFIX})
