@@ -247,8 +247,10 @@ async def test_metatools_search_describe_run_chain(connect: ClientFactory, confi
     async with connect("auto") as client:
         ns = await client.call_tool("list_namespaces", {})
         assert ns.structured_content == {
-            "namespaces": [{"name": "git", "tool_count": 12}, {"name": "time", "tool_count": 2}],
-            "unavailable": {},
+            "namespaces": [
+                {"name": "git", "tool_count": 12, "unavailable": None},
+                {"name": "time", "tool_count": 2, "unavailable": None},
+            ],
         }
         doc = await client.call_tool("describe_tool", {"tool_id": "git:git_log"})
         assert doc.structured_content is not None and "repo_path" in doc.structured_content["text"]

@@ -239,11 +239,34 @@ def test_unreachable_server_is_reported_and_strict_fails_with_5(
     code, out, _ = run(capsys, "namespaces", "--config", str(cfg), "--json")
     assert code == 0
     doc = json.loads(out)
-    assert [(n["name"], n["tool_count"]) for n in doc["namespaces"]] == [("time", 2)]
-    assert "no-such-server" in doc["unavailable"]["nope"]
+    assert [(n["name"], n["tool_count"]) for n in doc["namespaces"]] == [("nope", 0), ("time", 2)]
+    assert "no-such-server" in doc["namespaces"][0]["unavailable"] and doc["namespaces"][1]["unavailable"] is None
+    code, out, _ = run(capsys, "namespaces", "--config", str(cfg))
+    assert code == 0 and "unavailable: cannot start" in out
     code, _, err = run(capsys, "namespaces", "--config", str(cfg), "--strict")
     assert code == 5
     assert "nope" in err
+
+
+@pytest.mark.parametrize(
+    "snippet", ['__out = run_tool("nope:x", {})', "from tools import nope\n__out = nope.x()"], ids=["id", "module"]
+)
+def test_exec_calling_a_server_that_failed_to_start_says_so_and_exits_5(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, snippet: str
+) -> None:
+    cfg = tmp_path / "mcp.json"
+    servers = {
+        "nope": {"command": str(tmp_path / "no-such-server")},
+        "time": {"command": sys.executable, "args": ["-m", "mcp_server_time"]},
+    }
+    cfg.write_text(json.dumps({"mcpServers": servers}))
+    code, out, _ = run(capsys, "exec", "--config", str(cfg), "--no-state", "--json", "-c", snippet)
+    assert code == 5
+    error = json.loads(out)["error"]
+    assert error["code"] == "server_unavailable"
+    assert "server 'nope' is unavailable" in error["message"] and "command not found" in error["message"]
+    code, _, err = run(capsys, "exec", "--config", str(cfg), "--no-state", "-c", snippet)
+    assert code == 5 and "server_unavailable" in err and "server 'nope' is unavailable" in err
 
 
 def test_any_json_value_is_an_input(capsys: pytest.CaptureFixture[str]) -> None:

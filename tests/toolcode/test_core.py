@@ -99,7 +99,7 @@ async def test_a_view_never_suggests_a_tool_the_caller_may_not_use(box: Toolbox,
     out = await box.codemode.execute('run_tool("admin:read_audit_fil", day="x")', options={"type_check": type_check})
     assert out.error is not None and "admin:read_audit_file" in out.error.message
     out = await box.codemode.execute("list_namespaces()['namespaces']", options=opts)
-    assert out.value == [{"name": "files", "tool_count": 3}]
+    assert out.value == [{"name": "files", "tool_count": 3, "unavailable": None}]
 
 
 async def test_the_output_budget_holds_for_everything_a_snippet_controls(box: Toolbox) -> None:

@@ -1,4 +1,4 @@
-"""``toolcode.search``: semantic search in the code-mode core, and "nothing fits"."""
+"""``toolcode.search``: semantic search in the code-mode core; weak matches marked, never left out."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 
 from toolcode import ConfigurationError, Settings, Toolbox
 from toolcode._settings import SearchSettings
-from toolindex import DEFAULT_MIN_RELEVANCE
+from toolindex import DEFAULT_WEAK_RELEVANCE
 from toolindex import _semantic as semantic_module
 from toolrun import LocalBackend
 
@@ -29,25 +29,27 @@ def _backend() -> LocalBackend:
     return local
 
 
-async def test_by_default_search_is_semantic_and_says_when_nothing_fits() -> None:
+async def test_by_default_search_is_semantic_and_marks_weak_matches_with_a_hint() -> None:
     async with Toolbox([_backend()], engine="inprocess") as box:
-        assert box.index.semantic and box.index.min_relevance == DEFAULT_MIN_RELEVANCE
+        assert box.index.semantic and box.index.weak_relevance == DEFAULT_WEAK_RELEVANCE
         cm = box.codemode
         found = await cm.search_tools("will it be sunny tomorrow in Lisbon")
-        assert found.hits[0].id == "weather:get_forecast" and found.hint is None
-        nothing = await cm.search_tools("fold the laundry and water the plants in the garden")
-        assert nothing.hits == []
-        assert nothing.hint is not None and "fits" in nothing.hint and "list_namespaces()" in nothing.hint
+        assert found.hits[0].id == "weather:get_forecast" and not found.hits[0].weak and found.hint is None
+        unserved = await cm.search_tools("fold the laundry and water the plants in the garden")
+        assert unserved.hits and all(h.weak for h in unserved.hits)
+        assert unserved.hint is not None and "weak" in unserved.hint
+        assert "list_namespaces()" in unserved.hint and "list_tools(" in unserved.hint
         # The same answer inside a snippet: one core, every door.
         out = await cm.execute('__out = search_tools("fold the laundry and water the plants in the garden")')
-        assert out.ok and out.value == {"hits": [], "hint": nothing.hint}, out
+        assert out.ok and out.value == unserved.model_dump(mode="json"), out
 
 
-async def test_min_relevance_zero_never_says_nothing_fits() -> None:
-    settings = Settings(search=SearchSettings(min_relevance=0))
+async def test_weak_relevance_zero_marks_nothing() -> None:
+    settings = Settings(search=SearchSettings(weak_relevance=0))
     async with Toolbox([_backend()], settings=settings, engine="inprocess") as box:
-        assert box.index.semantic and box.index.min_relevance is None
-        assert (await box.codemode.search_tools("fold the laundry and water the plants")).hits
+        assert box.index.semantic and box.index.weak_relevance is None
+        found = await box.codemode.search_tools("fold the laundry and water the plants")
+        assert found.hits and not any(h.weak for h in found.hits) and found.hint is None
 
 
 async def test_semantic_off_keeps_lexical_search() -> None:
@@ -55,7 +57,7 @@ async def test_semantic_off_keeps_lexical_search() -> None:
     async with Toolbox([_backend()], settings=settings, engine="inprocess") as box:
         assert not box.index.semantic
         result = await box.codemode.search_tools("fold the laundry")
-        assert result.hits == [] and result.hint is not None and "list_tools()" in result.hint
+        assert result.hits == [] and result.hint is not None and "list_namespaces()" in result.hint
 
 
 def test_semantic_on_without_the_extra_is_a_configuration_error(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -69,7 +71,10 @@ def test_semantic_on_without_the_extra_is_a_configuration_error(monkeypatch: pyt
 
 
 def test_search_settings_are_checked() -> None:
-    with pytest.raises(ValueError, match="min_relevance"):
-        Settings.model_validate({"search": {"min_relevance": 2}})
+    with pytest.raises(ValueError, match="weak_relevance"):
+        Settings.model_validate({"search": {"weak_relevance": 2}})
+    # The retired setting says what replaced it.
+    with pytest.raises(ValueError, match=r"min_relevance is retired.*weak_relevance"):
+        Settings.model_validate({"search": {"min_relevance": 0.2}})
     with pytest.raises(ValueError, match="sematic"):
         Settings.model_validate({"search": {"sematic": True}})

@@ -19,7 +19,7 @@ import numpy.typing as npt
 import pytest
 
 from toolindex import (
-    DEFAULT_MIN_RELEVANCE,
+    DEFAULT_WEAK_RELEVANCE,
     BackendRef,
     Embedder,
     InMemoryIndex,
@@ -102,22 +102,31 @@ def test_an_exact_name_outside_the_namespaces_asked_for_is_not_promoted() -> Non
     assert "github:create_issue" not in [h.id for h in hits]
 
 
-def test_min_relevance_answers_nothing_for_a_request_no_tool_serves() -> None:
-    index = build(min_relevance=DEFAULT_MIN_RELEVANCE)
-    assert index.search("fold the laundry and water the plants in the garden") == []
-    # ... and still answers a request a tool serves, worded its own way.
-    assert ids(index, "email my landlord about the broken heater")[0] == "mail:send_email"
-    # 0 turns the index's default off for one call.
-    assert index.search("fold the laundry and water the plants in the garden", min_relevance=0.0)
+def test_weak_matches_are_marked_and_never_left_out() -> None:
+    index = build(weak_relevance=DEFAULT_WEAK_RELEVANCE)
+    unserved = index.search("fold the laundry and water the plants in the garden")
+    assert unserved, "a weak match is returned, marked, not left out"
+    assert all(h.weak and (h.relevance or 0.0) < DEFAULT_WEAK_RELEVANCE for h in unserved)
+    # A request a tool serves, worded its own way: its tool comes first, not weak.
+    served = index.search("email my landlord about the broken heater")
+    assert served[0].id == "mail:send_email" and not served[0].weak
+    assert [h.weak for h in served] == [(h.relevance or 0.0) < DEFAULT_WEAK_RELEVANCE for h in served]
+    # Without weak_relevance nothing is marked; the hits are the same.
+    plain = build().search("fold the laundry and water the plants in the garden")
+    assert [h.id for h in plain] == [h.id for h in unserved] and not any(h.weak for h in plain)
 
 
-def test_min_relevance_needs_the_semantic_signal_and_a_value_in_range() -> None:
+def test_weak_relevance_needs_the_semantic_signal_and_a_value_in_range() -> None:
     with pytest.raises(ValueError, match="semantic"):
-        InMemoryIndex(min_relevance=0.2)
-    with pytest.raises(ValueError, match="semantic"):
-        InMemoryIndex().search("anything", min_relevance=0.2)
+        InMemoryIndex(weak_relevance=0.2)
     with pytest.raises(ValueError, match="between 0 and 1"):
-        build().search("anything", min_relevance=1.5)
+        build(weak_relevance=1.5)
+
+
+def test_lexical_hits_are_never_marked_weak() -> None:
+    index = InMemoryIndex()
+    index.register_many([(t, BackendRef.mcp(t.namespace)) for t in TOOLS])
+    assert index.search("play a song") and not any(h.weak for h in index.search("play a song"))
 
 
 def test_registration_is_incremental_and_unregistering_removes_the_vector() -> None:

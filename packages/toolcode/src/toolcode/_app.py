@@ -42,7 +42,14 @@ from toolcode.state import MemoryStateStore, StateStore, open_state_store
 from tooldocs import InMemoryStore
 from toolindex import BackendRef, InMemoryIndex, Tool, ToolIndexError
 from toolindex.log import get_logger
-from toolrun import Backend, DefaultRunner, ToolRunError, backends_from_config, load_config
+from toolrun import (
+    Backend,
+    BackendUnavailableError,
+    DefaultRunner,
+    ToolRunError,
+    backends_from_config,
+    load_config,
+)
 
 __all__ = ["UNSANDBOXED_WARNING", "ConnectEvent", "ConnectProgress", "Toolbox"]
 
@@ -142,6 +149,9 @@ class Toolbox:
         self._backends = list(backends)
         self.snippets: SnippetLibrary = SnippetLibrary(self.state, self.index)
         """Saved snippets (tools ``snippets:<name>``)."""
+        self.failed: dict[str, str] = {}
+        """Backends that failed to connect, with the reason; a later successful :meth:`connect` clears
+        its entry. Snippets and doors see each as an unavailable namespace (``server_unavailable``)."""
         self.runner: DefaultRunner = DefaultRunner(
             self.index, [*self._backends, self.snippets.backend], store=self.store
         )
@@ -152,6 +162,7 @@ class Toolbox:
                 runner=self.runner,
                 engine=self._engine(engine),
                 defaults=self.settings.limits,
+                unavailable=self.failed,
             )
         )
         self.snippets.executor = self.executor
@@ -172,8 +183,6 @@ class Toolbox:
         self.executor.results = self.results
         self.executor.keep_chars = self.settings.results.max_chars if self.settings.results.enabled else 0
         self._shapes = ShapeSync(self.store, self.state)
-        self.failed: dict[str, str] = {}
-        """Backends that failed to connect, with the reason."""
         self.codemode: CodeMode = CodeMode(
             self.index,
             self.store,
@@ -311,12 +320,15 @@ class Toolbox:
                 tools = await backend.attach(target)
             except (ToolRunError, ToolIndexError) as exc:  # the Backend contract: nothing else escapes attach
                 ms = (time.perf_counter() - started) * 1000
-                self.failed[name] = str(exc) or type(exc).__name__
+                # The reason alone: the model reads it as "server 'name' is unavailable: <reason>".
+                reason = exc.reason if isinstance(exc, BackendUnavailableError) else str(exc)
+                self.failed[name] = reason or type(exc).__name__
                 log.warning("toolbox.backend_failed", backend=name, error=self.failed[name])
                 errors.append(exc)
                 await emit(ConnectEvent(name, "failed", error=self.failed[name], duration_ms=ms))
                 return
             ms = (time.perf_counter() - started) * 1000
+            self.failed.pop(name, None)
             shown = [t for t in tools if not self.settings.excluded(t.key)]
             log.info("toolbox.backend_ready", backend=name, tools=len(shown), duration_ms=round(ms, 1))
             await emit(ConnectEvent(name, "ready", tools=len(shown), duration_ms=ms))

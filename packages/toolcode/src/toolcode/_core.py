@@ -180,7 +180,7 @@ class CodeMode:
             allowed = tuple(allowed_namespaces)
         else:
             allowed = tuple(n for n in allowed_namespaces if n in base)
-        return CatalogView(self.index, allowed)
+        return CatalogView(self.index, allowed, self.unavailable)
 
     def operations(
         self,
@@ -211,7 +211,6 @@ class CodeMode:
             self.store,
             self.runner,
             call_timeout=self.call_timeout,
-            unavailable=self.unavailable,
             modules=self.executor.modules,
             gate=gate,
             ask=ask,

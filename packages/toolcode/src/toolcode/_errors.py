@@ -8,7 +8,7 @@ the same words everywhere.
 from __future__ import annotations
 
 from toolcode._models import Diagnostic, ErrorInfo
-from toolcode._view import CatalogView
+from toolcode._view import UNAVAILABLE_HINT, CatalogView
 from toolcode.exceptions import (
     MAX_MESSAGE,
     CodeExecutionError,
@@ -109,6 +109,9 @@ def as_tool_error(exc: BaseException, tool_id: str, view: CatalogView | None = N
         return exc
     if isinstance(exc, ToolNotFoundError | DocNotFoundError):
         asked = exc.tool_id if isinstance(exc, ToolNotFoundError) else tool_id
+        down = view.unavailable_error(tool_id) if view is not None else None
+        if down is not None:
+            return down
         near = view.suggest(asked) if view is not None else list(getattr(exc, "suggestions", []))
         hint = f"nearest tools: {', '.join(near)}" if near else "use search_tools to find one"
         # The hint is in the message too: inside a snippet only the message travels.
@@ -145,6 +148,8 @@ def _hint(exc: BaseException, view: CatalogView | None) -> str | None:
         return _LIMIT_HINTS.get(exc.limit)
     if isinstance(exc, TypeCheckError):
         return "nothing ran: fix these calls (describe_tool shows each tool's signature)"
+    if isinstance(exc, CodeExecutionError) and exc.code is ErrorCode.SERVER_UNAVAILABLE:
+        return UNAVAILABLE_HINT
     if isinstance(exc, CodeExecutionError) and exc.code is ErrorCode.UNKNOWN_TOOL and exc.tool_id and view:
         near = view.suggest(exc.tool_id)
         return f"nearest tools: {', '.join(near)}" if near else "use search_tools to find one"

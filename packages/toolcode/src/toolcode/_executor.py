@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -32,6 +32,7 @@ from toolcode._sessions import owner_of
 from toolcode._tools import DefaultTools, DocStore
 from toolcode._trace import Trace
 from toolcode._typecheck import TypeChecker
+from toolcode._unavailable import unavailable_reference
 
 if TYPE_CHECKING:
     from toolcode._results import StoredResults
@@ -109,6 +110,13 @@ class ExecutorConfig:
     """Builds each run's snippet environment; ``None`` for :class:`~toolcode.DefaultTools`."""
     modules: ToolModules | None = None
     """The catalog's namespace modules (names and stubs); ``None`` builds them from ``index``."""
+    unavailable: Mapping[str, str] | None = None
+    """Configured servers that failed to start, with the reason (``Toolbox.failed``, a live
+    mapping): a snippet that names one fails with ``server_unavailable`` (see :class:`CatalogView`)."""
+
+
+_LOOKUP_ERRORS = frozenset({"ModuleNotFoundError", "ImportError", "AttributeError", "NameError"})
+"""What an engine raises for a module or module member that does not exist."""
 
 
 class Executor:
@@ -192,13 +200,29 @@ class Executor:
         resolved = params.options.resolve(self._config.defaults)
         return dataclasses.replace(params, resolved=resolved)
 
+    def _view(self, allowed_namespaces: Sequence[str] | None) -> CatalogView:
+        return CatalogView(self._config.index, allowed_namespaces, self._config.unavailable)
+
+    def _named_down_server(
+        self, code: str, allowed_namespaces: Sequence[str] | None, error: ToolCodeError
+    ) -> ToolCodeError:
+        """``error``, or ``server_unavailable`` when it is a failed import or lookup on a line naming a down server.
+
+        Unchecked runs (``type_check="off"``) reach ``from tools import bad`` of a server that
+        failed to start; the engine can only call the module missing.
+        """
+        if not (isinstance(error, CodeExecutionError) and error.exc_type in _LOOKUP_ERRORS and error.line is not None):
+            return error
+        down = unavailable_reference(code, self._view(allowed_namespaces), self.modules)
+        return down if down is not None and down.line == error.line else error
+
     def _tools(self, ctx: RunContext) -> Tools:
         factory = self._config.tools_factory
         if factory is not None:
             return factory(ctx)
         c = self._config
         ops = Operations(
-            CatalogView(c.index, ctx.options.allowed_namespaces),
+            self._view(ctx.options.allowed_namespaces),
             c.store,
             c.runner,
             budget=ctx.budget,
@@ -276,7 +300,7 @@ class Executor:
         budget = CallBudget(opts.max_tool_calls, opts.max_chain_steps)
         gate = Gate(
             self.policy,
-            CatalogView(self._config.index, opts.allowed_namespaces),
+            self._view(opts.allowed_namespaces),
             can_pause=self._engine.info.pauses and isinstance(self._engine, PausableEngine),
             quarantined=self.quarantined,
             caller=caller,
@@ -374,7 +398,10 @@ class Executor:
         with anyio.move_on_after(remaining) as scope:
             try:
                 if paused is None and opts.type_check == "strict":
-                    view = CatalogView(self._config.index, opts.allowed_namespaces)
+                    view = self._view(opts.allowed_namespaces)
+                    down = unavailable_reference(p.code, view, self.modules)
+                    if down is not None:
+                        raise down
                     preamble = p.session.imports if p.session is not None else ()
                     found = await self.checker.check(p.code, view, preamble=preamble)
                     if found:
@@ -391,7 +418,7 @@ class Executor:
             except RunPaused as e:
                 error = self._paused(p, ctx, e, paused, before + time.perf_counter() - t0)
             except ToolCodeError as e:
-                error = e
+                error = self._named_down_server(p.code, opts.allowed_namespaces, e)
             except Exception as e:  # an engine is pluggable code; anything it leaks is its failure
                 error = EngineError(info.name, f"{type(e).__name__}: {e}")
                 error.__cause__ = e

@@ -71,7 +71,7 @@ SNIPPET_GLOBALS: Final[tuple[SnippetGlobal, ...]] = (
     SnippetGlobal(
         "search_tools",
         'search_tools(query, limit=10, detail="summary") -> {hits, hint}',
-        "find tools; detail 'schema' adds signatures",
+        "find tools (weak matches marked); detail 'schema' adds signatures",
         "call",
         has_async=True,
     ),
@@ -88,7 +88,9 @@ SNIPPET_GLOBALS: Final[tuple[SnippetGlobal, ...]] = (
         "the catalog",
         "call",
     ),
-    SnippetGlobal("list_namespaces", "list_namespaces() -> {namespaces}", "namespaces and tool counts", "call"),
+    SnippetGlobal(
+        "list_namespaces", "list_namespaces() -> {namespaces}", "namespaces, tool counts, servers that failed", "call"
+    ),
     SnippetGlobal(
         "list_tool_examples", "list_tool_examples(tool_id, max=3) -> {id, examples}", "worked examples", "call"
     ),

@@ -27,7 +27,7 @@ from toolcode._core import CodeMode, PrintListener, ToolStart, outcome_text
 from toolcode._descriptions import INSTRUCTIONS, UNSANDBOXED_NOTE
 from toolcode._errors import error_info
 from toolcode._inputs import INPUT_MODELS, DeleteOutcome, ResetOutcome
-from toolcode._models import ErrorInfo, RunToolOutcome
+from toolcode._models import ErrorInfo, RunToolOutcome, SearchHitEntry
 from toolcode._policy import Asker
 from toolcode._settings import META_TOOLS
 from toolcode._types import OnToolCall
@@ -405,12 +405,20 @@ class _Hooks:
 _Operation = Callable[[CodeMode, dict[str, Any], _Hooks], Awaitable[MetaToolReply]]
 
 
+def _hit_text(hit: SearchHitEntry, signatures: bool) -> str:
+    mark = "[weak match] " if hit.weak else ""
+    if signatures:
+        return f"# {mark}\n{hit.signature or hit.id}" if mark else hit.signature or hit.id
+    return f"{hit.id} — {mark}{hit.summary}" if hit.summary else f"{mark}{hit.id}"
+
+
 async def _search_tools(cm: CodeMode, a: dict[str, Any], h: _Hooks) -> MetaToolReply:
     out = await cm.search_tools(a.get("query"), a.get("limit", 10), a.get("detail", "summary"))
-    lines = [f"{hit.id} — {hit.summary}" if hit.summary else hit.id for hit in out.hits]
-    if any(hit.signature for hit in out.hits):
-        lines = [hit.signature or hit.id for hit in out.hits]
-    return MetaToolReply("\n\n".join(lines) if lines else (out.hint or ""), out)
+    signatures = any(hit.signature for hit in out.hits)
+    lines = [_hit_text(hit, signatures) for hit in out.hits]
+    if out.hint:
+        lines.append(f"hint: {out.hint}" if lines else out.hint)
+    return MetaToolReply("\n\n".join(lines), out)
 
 
 async def _list_tools(cm: CodeMode, a: dict[str, Any], h: _Hooks) -> MetaToolReply:
@@ -423,7 +431,11 @@ async def _list_tools(cm: CodeMode, a: dict[str, Any], h: _Hooks) -> MetaToolRep
 
 async def _list_namespaces(cm: CodeMode, a: dict[str, Any], h: _Hooks) -> MetaToolReply:
     out = await cm.list_namespaces()
-    return MetaToolReply("\n".join(f"{n.name} ({n.tool_count} tools)" for n in out.namespaces), out)
+    lines = [
+        f"{n.name} (unavailable: {n.unavailable})" if n.unavailable else f"{n.name} ({n.tool_count} tools)"
+        for n in out.namespaces
+    ]
+    return MetaToolReply("\n".join(lines), out)
 
 
 async def _describe_tool(cm: CodeMode, a: dict[str, Any], h: _Hooks) -> MetaToolReply:

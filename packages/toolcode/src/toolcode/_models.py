@@ -91,14 +91,18 @@ class SearchHitEntry(_Model):
     """One line (``detail="summary"`` or ``"schema"``)."""
     signature: str | None = None
     """The Python signature, as ``describe_tool`` shows it (``detail="schema"``)."""
+    weak: bool = False
+    """A weak match (semantic search: its relevance is below ``toolcode.search.weak_relevance``):
+    it may not serve the request; read its summary before using it."""
 
 
 class SearchResult(_Model):
-    """Ranked hits, best first."""
+    """Ranked hits, best first (weak matches included, marked)."""
 
     hits: list[SearchHitEntry]
     hint: str | None = None
-    """Set when nothing matched: what to try instead."""
+    """Where to look further: set when nothing matched or every hit is weak, and when a configured
+    server failed to start (its tools are not searched)."""
 
 
 class ToolEntry(_Model):
@@ -121,14 +125,15 @@ class NamespaceEntry(_Model):
 
     name: str
     tool_count: int
+    unavailable: str | None = None
+    """Set for a configured server that failed to start: why (it has no tools in the catalog, and
+    a call to it answers ``server_unavailable``)."""
 
 
 class NamespacesResult(_Model):
-    """Every visible namespace, and the configured servers that could not be reached."""
+    """Every visible namespace, the configured servers that failed to start among them."""
 
     namespaces: list[NamespaceEntry]
-    unavailable: dict[str, str] = Field(default_factory=dict[str, str])
-    """Servers that failed to connect, with the reason (their tools are not in the catalog)."""
 
 
 class ToolDocEntry(_Model):

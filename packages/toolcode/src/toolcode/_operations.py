@@ -178,8 +178,6 @@ class Operations:
         trace: The run's trace (``None`` at a door: calls are not recorded).
         call_timeout: Seconds a direct call (``run_tool``/``run_chain`` at a door) may take
             when the caller gives none; inside a run the run's own timeout bounds every call.
-        unavailable: Servers that could not be reached, with the reason (reported by
-            ``list_namespaces``).
         modules: The catalog's namespace modules: signatures shown by ``describe_tool`` and
             ``search_tools`` are their stubs, exactly as the type checker reads them
             (``None``: the store's signatures).
@@ -197,7 +195,6 @@ class Operations:
         budget: CallBudget | None = None,
         trace: Trace | None = None,
         call_timeout: float | None = None,
-        unavailable: Mapping[str, str] | None = None,
         modules: ToolModules | None = None,
         gate: Gate | None = None,
         ask: Asker | None = None,
@@ -208,7 +205,6 @@ class Operations:
         """Awaited when each chain step starts and ends (a door's progress reporting)."""
         self.view = view
         self.modules = modules
-        self.unavailable = unavailable
         self.store = store
         self.runner = runner
         self.budget = budget
@@ -261,17 +257,29 @@ class Operations:
                     score=round(h.score, 3),
                     summary=self._marked(h.id, h.summary) if d != "name" else None,
                     signature=signature,
+                    weak=h.weak,
                 )
             )
-        hint = None
-        if not out:
-            hint = (
-                "no tool fits this request well: rephrase it with the task's own words, or call "
-                "list_namespaces() to see what the catalog covers"
-                if getattr(self.view.index, "min_relevance", None)
-                else "no tool matched: rephrase with other words, or call list_tools() to browse"
+        return SearchResult(hits=out, hint=self._search_hint(out, ns))
+
+    def _search_hint(self, hits: Sequence[SearchHitEntry], namespaces: Sequence[str] | None) -> str | None:
+        """Where to look further: when nothing matched, when every hit is weak, and which servers are down."""
+        parts: list[str] = []
+        further = "call list_namespaces() to see what the catalog covers, and list_tools(namespace) to browse one"
+        if not hits:
+            parts.append(f"no tool matched: rephrase it with the task's own words, or {further}")
+        elif all(h.weak for h in hits):
+            parts.append(
+                f"every hit is a weak match, so the catalog may have no tool for this: rephrase it with the "
+                f"task's own words, or {further}"
             )
-        return SearchResult(hits=out, hint=hint)
+        down = self.view.unavailable()
+        if namespaces is not None:
+            down = {n: why for n, why in down.items() if n in namespaces}
+        if down:
+            shown = "; ".join(f"{clip(n)!r} ({clip(why, 200)})" for n, why in list(down.items())[:5])
+            parts.append(f"servers that failed to start are not searched: {shown}")
+        return "; ".join(parts) if parts else None
 
     def _signature_text(self, tool_id: str) -> str | None:
         if self.modules is not None:
@@ -328,17 +336,18 @@ class Operations:
         return f"[quarantined] {summary}" if quarantined(tool) else summary
 
     async def list_namespaces(self) -> NamespacesResult:
-        """Every visible namespace with its tool count.
+        """Every visible namespace with its tool count; a server that failed to start is one, with the reason.
 
         Raises:
             LimitExceededError: If a limit already stopped the run.
         """
         self._check_budget()
-        down = {k: clip(v, 300) for k, v in (self.unavailable or {}).items() if self.view.visible(k)}
-        return NamespacesResult(
-            namespaces=[NamespaceEntry(name=n.name, tool_count=n.tool_count) for n in self.view.namespaces()],
-            unavailable=down,
-        )
+        down = self.view.unavailable()
+        entries = {n.name: NamespaceEntry(name=n.name, tool_count=n.tool_count) for n in self.view.namespaces()}
+        for name, reason in down.items():
+            count = entries[name].tool_count if name in entries else 0
+            entries[name] = NamespaceEntry(name=name, tool_count=count, unavailable=clip(reason, 300))
+        return NamespacesResult(namespaces=[entries[n] for n in sorted(entries)])
 
     async def describe_tool(self, tool_id: Any, level: Any = "schema") -> DocsResult:
         """Documentation of one or more tools (``tool_id`` may be a list of ids).

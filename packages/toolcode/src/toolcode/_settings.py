@@ -14,7 +14,7 @@
         "workers": {"max": 8},
         "state": {"url": "redis://127.0.0.1:6379/0"},
         "sessions": {"max_sessions": 20, "idle_ttl": 86400},
-        "search": {"semantic": true, "min_relevance": 0.2},
+        "search": {"semantic": true, "weak_relevance": 0.2},
         "policy": {"preset": "ask-writes", "rules": [{"tools": "github:get_*", "decision": "allow"}]}
       }
     }
@@ -33,12 +33,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final, cast
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from toolcode._options import ExecuteOptions
 from toolcode._policy import PolicySettings
 from toolcode.exceptions import ConfigurationError, clip
-from toolindex import DEFAULT_MIN_RELEVANCE, InMemoryIndex, SemanticUnavailableError
+from toolindex import DEFAULT_WEAK_RELEVANCE, InMemoryIndex, SemanticUnavailableError
 
 __all__ = [
     "DEFAULT_TOOLS",
@@ -165,12 +165,23 @@ class SearchSettings(BaseModel):
             "or unset: on when toolindex[semantic] is installed."
         ),
     )
-    min_relevance: float = Field(
-        default=DEFAULT_MIN_RELEVANCE,
+    weak_relevance: float = Field(
+        default=DEFAULT_WEAK_RELEVANCE,
         ge=0,
         le=1,
-        description="With semantic search: search_tools answers that nothing fits when no tool reaches it (0: never).",
+        description="With semantic search: search_tools marks a hit below this relevance as a weak match "
+        "(it is still returned; 0: mark none).",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _retired(cls, data: object) -> object:
+        if isinstance(data, Mapping) and "min_relevance" in cast("Mapping[str, object]", data):
+            raise ValueError(
+                "min_relevance is retired: search no longer answers nothing for weak matches, it marks them; "
+                "use weak_relevance"
+            )
+        return cast(object, data)
 
     def build_index(self) -> InMemoryIndex:
         """The index these settings ask for.
@@ -181,7 +192,7 @@ class SearchSettings(BaseModel):
         if self.semantic is False:
             return InMemoryIndex()
         try:
-            return InMemoryIndex(semantic=True, min_relevance=self.min_relevance or None)
+            return InMemoryIndex(semantic=True, weak_relevance=self.weak_relevance or None)
         except SemanticUnavailableError as e:
             if self.semantic:
                 raise ConfigurationError("toolcode.search.semantic", str(e)) from e

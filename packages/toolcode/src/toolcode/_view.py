@@ -3,18 +3,48 @@
 Every operation of the core goes through a view, so the filter applies the same way to search,
 listing, describe, suggestions and runs; a tool outside the view does not exist for the caller:
 it is never found, listed, suggested or run.
+
+A view also knows the configured servers that failed to start (``Toolbox.failed``): such a
+server is a namespace the caller can see, without tools, and asking for it or for one of its
+tools answers ``server_unavailable`` with the reason instead of ``unknown_tool``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import cast
 
+from toolcode.exceptions import ErrorCode, ToolError, clip
 from toolindex import AmbiguousToolIDError, Index, NamespaceInfo, SearchHit, Tool, ToolNotFoundError, ToolPage
 
-__all__ = ["CatalogView"]
+__all__ = ["UNAVAILABLE_HINT", "CatalogView", "server_unavailable"]
 
 _SUGGESTIONS = 3
+_MAX_REASON = 500
+UNAVAILABLE_HINT = (
+    "the server failed to start, so its tools cannot be called now: use other tools, or have its config entry fixed"
+)
+
+
+def server_unavailable(server: str, reason: str, tool_id: str | None = None) -> ToolError:
+    """The error for a call to (or a lookup in) a server that failed to start.
+
+    Args:
+        server: The server's name (its namespace).
+        reason: Why it is unavailable (``Toolbox.failed``).
+        tool_id: The id asked for (the server's name when the namespace itself was asked for).
+
+    Returns:
+        A :class:`ToolError` with code ``server_unavailable`` naming the server and the reason.
+    """
+    err = ToolError(
+        tool_id or server,
+        f"server {clip(server)!r} is unavailable: {clip(reason, _MAX_REASON)}",
+        "resolve",
+        code=ErrorCode.SERVER_UNAVAILABLE,
+    )
+    err.hint = UNAVAILABLE_HINT
+    return err
 
 
 class CatalogView:
@@ -23,13 +53,21 @@ class CatalogView:
     Args:
         index: The whole catalog.
         allowed_namespaces: The namespaces visible to the caller (``None``: all of them).
+        unavailable: Servers that failed to start, with the reason (a live mapping:
+            ``Toolbox.failed``, which a later successful connect clears).
     """
 
-    __slots__ = ("_allowed", "index")
+    __slots__ = ("_allowed", "_unavailable", "index")
 
-    def __init__(self, index: Index, allowed_namespaces: Sequence[str] | None = None) -> None:
+    def __init__(
+        self,
+        index: Index,
+        allowed_namespaces: Sequence[str] | None = None,
+        unavailable: Mapping[str, str] | None = None,
+    ) -> None:
         self.index = index
         self._allowed = frozenset(allowed_namespaces) if allowed_namespaces is not None else None
+        self._unavailable: Mapping[str, str] = unavailable if unavailable is not None else {}
 
     @property
     def allowed_namespaces(self) -> frozenset[str] | None:
@@ -39,6 +77,27 @@ class CatalogView:
     def visible(self, namespace: str) -> bool:
         """Whether tools of ``namespace`` are visible."""
         return self._allowed is None or namespace in self._allowed
+
+    def unavailable(self) -> dict[str, str]:
+        """Visible servers that failed to start, with the reason, by name."""
+        return {name: why for name, why in sorted(self._unavailable.items()) if self.visible(name)}
+
+    def unavailable_error(self, asked: str) -> ToolError | None:
+        """The ``server_unavailable`` error for an id (or a namespace) of a server that failed to start.
+
+        Args:
+            asked: A tool id (``server:name``) or a bare namespace.
+
+        Returns:
+            The error, or ``None`` when ``asked`` is not about an unavailable visible server.
+        """
+        if not self._unavailable:
+            return None
+        server = asked.split(":", 1)[0] if ":" in asked else asked
+        reason = self._unavailable.get(server)
+        if reason is None or not self.visible(server):
+            return None
+        return server_unavailable(server, reason, asked)
 
     def suggest(self, tool_id: str) -> list[str]:
         """Visible ids close to ``tool_id``, best first (at most three)."""
@@ -55,10 +114,15 @@ class CatalogView:
             ToolNotFoundError: If no visible tool has the id (suggestions are visible ids only).
             AmbiguousToolIDError: If a bare name matches several visible tools.
             toolindex.InvalidToolIDError: If the id is malformed.
+            ToolError: ``server_unavailable``, if the id (or a bare name) names a visible server
+                that failed to start.
         """
         try:
             tool = self.index.get(tool_id)
         except ToolNotFoundError:
+            down = self.unavailable_error(tool_id)
+            if down is not None:
+                raise down from None
             raise ToolNotFoundError(tool_id, self.suggest(tool_id)) from None
         except AmbiguousToolIDError as e:
             mine = [c for c in e.candidates if self.visible(c.split(":", 1)[0])]
@@ -86,8 +150,18 @@ class CatalogView:
         return [n for n in self.index.namespaces() if self.visible(n.name)]
 
     def list_tools(self, *, cursor: str | None, limit: int, namespace: str | None) -> ToolPage:
-        """A page of visible tools in id order (the index's cursors)."""
+        """A page of visible tools in id order (the index's cursors).
+
+        Raises:
+            ToolError: ``server_unavailable``, if ``namespace`` is a server that failed to start.
+            ValueError: If the cursor is not one the index made.
+        """
         if namespace is not None and not self.visible(namespace):
             return ToolPage(tools=(), next_cursor=None)
+        if namespace is not None and (down := self.unavailable_error(namespace)) is not None:
+            page = self.index.list_tools(cursor=cursor, limit=limit, namespace=namespace)
+            if not page.tools:
+                raise down
+            return page
         among = sorted(self._allowed) if self._allowed is not None else None
         return self.index.list_tools(cursor=cursor, limit=limit, namespace=namespace, namespaces=among)

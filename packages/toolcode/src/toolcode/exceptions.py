@@ -119,6 +119,8 @@ class ErrorCode(StrEnum):
     """Every sandbox worker, or the caller's share of them, stayed busy: try again shortly."""
     UPSTREAM_UNAVAILABLE = "upstream_unavailable"
     """An upstream server cannot be reached (not started, crashed, closed the connection)."""
+    SERVER_UNAVAILABLE = "server_unavailable"
+    """A configured server failed to start or connect: its tools are not in the catalog (the message says why)."""
     APPROVAL_REQUIRED = "approval_required"
     """The run is paused: a tool call waits for a decision."""
     APPROVAL_DENIED = "approval_denied"
@@ -150,6 +152,8 @@ ERROR_CODE_MEANINGS: dict[ErrorCode, str] = {
     ErrorCode.BUSY: "every sandbox worker, or the caller's share of them, stayed busy: try again shortly",
     ErrorCode.UPSTREAM_UNAVAILABLE: "an upstream server cannot be reached (not started, crashed, closed the "
     "connection)",
+    ErrorCode.SERVER_UNAVAILABLE: "a configured server failed to start or connect, so its tools are not in the "
+    "catalog; the message names the server and the reason",
     ErrorCode.APPROVAL_REQUIRED: "the run is paused: a tool call waits for a decision",
     ErrorCode.APPROVAL_DENIED: "a person (or the policy) denied a paused tool call",
     ErrorCode.INVALID_REFERENCE: "a chain step refers to a result path that does not exist",

@@ -24,7 +24,7 @@ from toolindex._model import (
 )
 from toolindex._protocol import ChangeCallback, Index, Unsubscribe
 from toolindex._search import FIELDS, SearchParams
-from toolindex._semantic import DEFAULT_MIN_RELEVANCE, Embedder, StaticEmbedder, default_embedder
+from toolindex._semantic import DEFAULT_WEAK_RELEVANCE, Embedder, StaticEmbedder, default_embedder
 from toolindex.exceptions import (
     AmbiguousToolIDError,
     DuplicateToolError,
@@ -36,8 +36,8 @@ from toolindex.exceptions import (
 )
 
 __all__ = [
-    "DEFAULT_MIN_RELEVANCE",
     "DEFAULT_NAMESPACE",
+    "DEFAULT_WEAK_RELEVANCE",
     "FIELDS",
     "AmbiguousToolIDError",
     "BackendKind",

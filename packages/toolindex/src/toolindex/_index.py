@@ -62,9 +62,9 @@ def _check_relevance(value: float | None, semantic: bool) -> float | None:
     if value is None:
         return None
     if not semantic:
-        raise ValueError("min_relevance needs semantic search (InMemoryIndex(semantic=True))")
+        raise ValueError("weak_relevance needs semantic search (InMemoryIndex(semantic=True))")
     if not 0.0 <= value <= 1.0:
-        raise ValueError(f"min_relevance must be between 0 and 1, got {value}")
+        raise ValueError(f"weak_relevance must be between 0 and 1, got {value}")
     return value
 
 
@@ -94,6 +94,8 @@ class InMemoryIndex:
 
     A query with no searchable word (empty, whitespace, punctuation or only stopwords
     such as "the of and") returns no hits (``[]``); use :meth:`list_tools` to enumerate.
+    Search never leaves out a match for being weak: with ``weak_relevance`` (semantic search)
+    a weak one is marked (``SearchHit.weak``), and the caller decides.
 
     All methods are thread-safe (one re-entrant lock; searches run under it too).
     See ``docs/toolindex.md`` for the search model and its measured quality.
@@ -104,7 +106,7 @@ class InMemoryIndex:
         *,
         search_params: SearchParams | None = None,
         semantic: bool | Embedder = False,
-        min_relevance: float | None = None,
+        weak_relevance: float | None = None,
     ) -> None:
         """Create an empty index.
 
@@ -116,12 +118,14 @@ class InMemoryIndex:
                 query is ranked on lexical and dense evidence fused, and hits carry a
                 ``relevance``. An :class:`~toolindex.Embedder` uses that model instead.
                 ``False`` (the default) keeps lexical search only.
-            min_relevance: The ``min_relevance`` of every :meth:`search` that gives none
-                (semantic search only; e.g. :data:`~toolindex.DEFAULT_MIN_RELEVANCE`).
+            weak_relevance: Semantic search only: a hit whose ``relevance`` is below this is
+                marked weak (``SearchHit.weak``) and returned all the same; ``None`` marks none.
+                :data:`~toolindex.DEFAULT_WEAK_RELEVANCE` is measured for the default model
+                (``docs/toolindex.md``).
 
         Raises:
             SemanticUnavailableError: If ``semantic=True`` and the extra is not installed.
-            ValueError: If ``min_relevance`` is given without the semantic signal, or is not in [0, 1].
+            ValueError: If ``weak_relevance`` is given without the semantic signal, or is not in [0, 1].
         """
         embedder: Embedder | None
         if semantic is True:
@@ -146,7 +150,7 @@ class InMemoryIndex:
         self._subscribers: dict[int, ChangeCallback] = {}
         self._next_sub = 0
         self._engine = SearchEngine(search_params, embedder)
-        self.min_relevance = _check_relevance(min_relevance, embedder is not None)
+        self.weak_relevance = _check_relevance(weak_relevance, embedder is not None)
         # namespace -> description (search metadata, e.g. an MCP server's instructions)
         self._ns_text: dict[str, str] = {}
 
@@ -463,7 +467,6 @@ class InMemoryIndex:
         limit: int = 10,
         namespaces: Sequence[str] | None = None,
         tags: Sequence[str] | None = None,
-        min_relevance: float | None = None,
     ) -> list[SearchHit]:
         """Rank tools for a free-text query.
 
@@ -479,23 +482,16 @@ class InMemoryIndex:
             limit: Maximum number of hits (must be >= 1).
             namespaces: Only tools in these namespaces.
             tags: Only tools carrying all of these tags (normalised like ``Tool.tags``).
-            min_relevance: Semantic search only: when no hit's ``relevance`` (the tool's cosine
-                with the query) reaches this, return ``[]``: no tool fits the query, and weak
-                matches that share a word with it are not worth reading. ``None`` takes the
-                index's default (the constructor's ``min_relevance``); ``0`` turns it off.
-                :data:`~toolindex.DEFAULT_MIN_RELEVANCE` is calibrated for the default model;
-                ``docs/toolindex.md`` gives the measured trade-off.
 
         Returns:
-            Hits, best first.
+            Hits, best first; with ``weak_relevance``, those below it marked ``weak``.
 
         Raises:
-            ValueError: If ``limit`` is below 1, or ``min_relevance`` is given to an index
-                without the semantic signal (lexical scores cannot tell "nothing fits").
+            ValueError: If ``limit`` is below 1.
         """
         if limit < 1:
             raise ValueError(f"limit must be at least 1, got {limit}")
-        threshold = self.min_relevance if min_relevance is None else _check_relevance(min_relevance, self.semantic)
+        weak_below = self.weak_relevance
         query = query[:MAX_QUERY_CHARS]
         if not query or not query.strip():
             return []
@@ -511,12 +507,11 @@ class InMemoryIndex:
                     summary=self._summaries[r.tid],
                     score=round(r.score, 6),
                     relevance=None if r.relevance is None else round(r.relevance, 4),
+                    weak=weak_below is not None and r.relevance is not None and r.relevance < weak_below,
                 )
                 for r in ranked
                 for t in (self._tools[r.tid],)
             ]
-        if threshold and not any((h.relevance or 0.0) >= threshold for h in hits):
-            return []
         return hits
 
     # -- listing ------------------------------------------------------------------

@@ -312,6 +312,10 @@ class SearchHit(BaseModel):
     relevance: float | None = None
     """Semantic search: how close the tool is to the query in meaning (cosine, in [0, 1]; 1 for
     a tool the query names exactly), comparable across queries; ``None`` for lexical search."""
+    weak: bool = False
+    """A weak match: its ``relevance`` is below the index's ``weak_relevance``. It is returned all
+    the same (the caller decides); when every hit is weak the catalog may have no tool for the
+    query. Always ``False`` for lexical search, whose scores cannot tell."""
 
 
 class NamespaceInfo(BaseModel):

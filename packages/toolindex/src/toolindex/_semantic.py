@@ -32,7 +32,7 @@ from toolindex._model import Tool
 from toolindex.exceptions import SemanticUnavailableError
 
 __all__ = [
-    "DEFAULT_MIN_RELEVANCE",
+    "DEFAULT_WEAK_RELEVANCE",
     "Embedder",
     "StaticEmbedder",
     "default_embedder",
@@ -51,10 +51,10 @@ _WEIGHTS = "weights/l2_supercat_256.safetensors"
 _TOKENIZER = "tokenizers/l2_supercat_tokenizer_config.json"
 _TENSOR = "embedding.weight"
 
-DEFAULT_MIN_RELEVANCE = 0.2
-"""The ``min_relevance`` below which a hit of the default model is weak enough to leave out:
-calibrated with ``bench/search_quality.py`` (out-of-catalog queries answered with no hits
-against hit@5 lost on the labelled sets; ``docs/toolindex.md`` has the table)."""
+DEFAULT_WEAK_RELEVANCE = 0.2
+"""The ``weak_relevance`` below which a hit of the default model is marked weak (``SearchHit.weak``):
+measured with ``bench/search_quality.py`` (out-of-catalog requests whose every hit is weak
+against labelled requests whose every hit is weak; ``docs/toolindex.md`` has the table)."""
 
 MAX_TOOL_TOKENS = 512
 """Tokens of a tool's text that are embedded (its name and the head of its description)."""

@@ -477,7 +477,9 @@ async def cmd_tools(args: argparse.Namespace) -> int:
 def _show_namespaces(out: Console, r: Any) -> None:
     table = _table("namespaces", "namespace", "tools")
     for n in r.namespaces:
-        table.add_row(escape(safe(n.name)), str(n.tool_count))
+        table.add_row(
+            escape(safe(n.name)), escape(safe(f"unavailable: {n.unavailable}")) if n.unavailable else str(n.tool_count)
+        )
     out.print(table)
 
 

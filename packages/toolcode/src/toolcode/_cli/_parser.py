@@ -22,7 +22,7 @@ EXIT_CODES: dict[int, str] = {
     3: "configuration error: config file, engine name, server entry (config_error)",
     4: "a limit stopped the run (timeout, tool_call_limit, output_limit, memory_limit, session_limit)",
     5: "an upstream server or the state store was unreachable, the engine failed or was busy "
-    "(upstream_unavailable, state_unavailable, engine_error, busy)",
+    "(upstream_unavailable, server_unavailable, state_unavailable, engine_error, busy)",
     6: "the run is paused, waiting for an approval (approval_required)",
     130: "interrupted (Ctrl-C)",
 }
@@ -44,6 +44,7 @@ EXIT_BY_CODE: dict[str, int] = {
     "memory_limit": 4,
     "busy": 5,
     "upstream_unavailable": 5,
+    "server_unavailable": 5,
     "engine_error": 5,
     "state_unavailable": 5,
     "session_limit": 4,
