@@ -78,6 +78,12 @@ DEFAULT_SETS: tuple[SetSpec, ...] = (
         lambda q: str(q["qid"]).startswith("in"),
         catalog="github_mcp_server_tools.json",
     ),
+    SetSpec(
+        "Everyday written",
+        "reference_servers_written_queries.json",
+        lambda q: str(q["qid"]).startswith("in"),
+        catalog="reference_servers_tools.json",
+    ),
 )
 OUT_OF_CATALOG_SETS: tuple[SetSpec, ...] = (
     SetSpec(
@@ -99,10 +105,17 @@ OUT_OF_CATALOG_SETS: tuple[SetSpec, ...] = (
         catalog="github_mcp_server_tools.json",
     ),
     SetSpec("MSC L5 (out of scope)", "msc_bench_mcp.json", lambda q: q.get("level") == 5),
+    SetSpec(
+        "Everyday written, out of catalog",
+        "reference_servers_written_queries.json",
+        lambda q: str(q["qid"]).startswith("out"),
+        catalog="reference_servers_tools.json",
+    ),
 )
-"""Queries no tool of their catalog serves: a search that can say "nothing fits" returns no hits.
-The written GitHub set is also split into its plain requests and those written to share a word
-or a sense with a GitHub tool (``shares_word``)."""
+"""Queries no tool of their catalog serves: a search that marks weak matches should mark every
+hit of these weak (its caller is then told to look further). The written GitHub set is also
+split into its plain requests and those written to share a word or a sense with a GitHub tool
+(``shares_word``)."""
 TYPO_SET = "MSC L1"
 """The set the no-argument ``--typos`` run perturbs."""
 
@@ -297,13 +310,13 @@ class ReferenceBM25:
 
 
 def metrics(queries: Sequence[Query], run: Callable[[str], list[str]]) -> dict[str, float | int]:
-    """MRR@10, hit@1, hit@5, recall@5 (in percent), the query count and the p50 query time.
+    """MRR@10, hit@1, hit@3, hit@5, recall@5 (in percent), the query count and the p50 query time.
 
     - MRR@10: reciprocal rank of the first gold id in the top 10 (0 if none).
     - hit@k: some gold id is in the top k.
     - recall@5: the share of needed steps (gold sets) with a member in the top 5.
     """
-    mrr = hit1 = hit5 = rec5 = 0.0
+    mrr = hit1 = hit3 = hit5 = rec5 = 0.0
     times: list[float] = []
     n = 0
     for q in queries:
@@ -319,14 +332,24 @@ def metrics(queries: Sequence[Query], run: Callable[[str], list[str]]) -> dict[s
                 mrr += 1 / (i + 1)
                 break
         hit1 += bool(ranked[:1] and ranked[0] in gold)
+        hit3 += bool(set(ranked[:3]) & gold)
         top5 = set(ranked[:5])
         hit5 += bool(top5 & gold)
         rec5 += sum(bool(top5 & s) for s in q.gold_sets) / len(q.gold_sets)
     if n == 0:
-        return {"mrr@10": 0.0, "hit@1": 0.0, "hit@5": 0.0, "recall@5": 0.0, "n_queries": 0, "p50_ms": 0.0}
+        return {
+            "mrr@10": 0.0,
+            "hit@1": 0.0,
+            "hit@3": 0.0,
+            "hit@5": 0.0,
+            "recall@5": 0.0,
+            "n_queries": 0,
+            "p50_ms": 0.0,
+        }
     return {
         "mrr@10": round(100 * mrr / n, 2),
         "hit@1": round(100 * hit1 / n, 2),
+        "hit@3": round(100 * hit3 / n, 2),
         "hit@5": round(100 * hit5 / n, 2),
         "recall@5": round(100 * rec5 / n, 2),
         "n_queries": n,

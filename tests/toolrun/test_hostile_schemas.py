@@ -367,7 +367,7 @@ CATALOGS = Path(__file__).parents[1] / "data" / "eval"
 
 
 def test_default_bounds_accept_every_real_tool_schema() -> None:
-    # 3,475 input schemas from five public tool catalogs (provenance in tests/data/eval/README.md).
+    # 3,512 input schemas from six public tool catalogs (provenance in tests/data/eval/README.md).
     schemas = []
     catalogs = 0
     for path in sorted(CATALOGS.glob("*.json.gz")):
@@ -376,8 +376,8 @@ def test_default_bounds_accept_every_real_tool_schema() -> None:
         if tools:
             catalogs += 1
             schemas.extend(t["input_schema"] for t in tools)
-    assert catalogs == 5, f"the evaluation catalogs are missing from {CATALOGS}"
-    assert len(schemas) == 3475
+    assert catalogs == 6, f"the evaluation catalogs are missing from {CATALOGS}"
+    assert len(schemas) == 3512
     invalid = 0
     for schema in schemas:
         check_schema_bounds(schema)  # never over a bound
