@@ -23,7 +23,7 @@ UNSANDBOXED_NOTE = " WARNING: this server runs code without a sandbox."
 """Appended to the instructions when the engine is not a sandbox."""
 
 DESCRIPTIONS: dict[str, str] = {
-    "search_tools": "Find tools by what you want to do. Returns ids, best first; weak matches marked.",
+    "search_tools": "Find tools by what you want to do. Returns ids, best first.",
     "list_tools": "Browse the catalog, a page at a time.",
     "list_namespaces": "The namespaces (one per server), their tool counts, and servers that failed to start.",
     "describe_tool": "Python signatures of tools by id ('namespace:name'), or level='module' for a namespace.",

@@ -71,7 +71,7 @@ SNIPPET_GLOBALS: Final[tuple[SnippetGlobal, ...]] = (
     SnippetGlobal(
         "search_tools",
         'search_tools(query, limit=10, detail="summary") -> {hits, hint}',
-        "find tools (weak matches marked); detail 'schema' adds signatures",
+        "find tools; detail 'schema' adds signatures",
         "call",
         has_async=True,
     ),
@@ -89,7 +89,7 @@ SNIPPET_GLOBALS: Final[tuple[SnippetGlobal, ...]] = (
         "call",
     ),
     SnippetGlobal(
-        "list_namespaces", "list_namespaces() -> {namespaces}", "namespaces, tool counts, servers that failed", "call"
+        "list_namespaces", "list_namespaces() -> {namespaces}", "namespaces, tool counts, failed servers", "call"
     ),
     SnippetGlobal(
         "list_tool_examples", "list_tool_examples(tool_id, max=3) -> {id, examples}", "worked examples", "call"
