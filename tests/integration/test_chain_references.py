@@ -106,9 +106,33 @@ def test_the_chain_schema_is_published() -> None:
     item = CHAIN_SCHEMA["items"]
     assert CHAIN_SCHEMA["type"] == "array" and set(item["properties"]) == {
         "tool_id",
+        "tool",
         "args",
         "id",
         "use_previous",
         "on_error",
     }
-    assert item["required"] == ["tool_id"]
+    assert item["anyOf"] == [{"required": ["tool_id"]}, {"required": ["tool"]}]
+
+
+async def test_witsy_style_steps_run_against_real_servers(tmp_path: Path) -> None:
+    steps: list[dict[str, Any]] = [
+        {
+            "id": "made",
+            "tool": "memory:create_entities",
+            "args": {"entities": [{"name": "Ada", "entityType": "person", "observations": ["engineer"]}]},
+        },
+        {"id": "found", "tool": "memory:search_nodes", "args": {"query": "{{made.result.entities[0].name}}"}},
+        {"id": "sum", "tool": "faults:add", "args": {"a": 2, "b": 3}},
+        {
+            "tool": "faults:echo",
+            "args": {
+                "text": "{{found.result.entities[0].entityType}}, {{found.entities[-1].observations[0]}}, "
+                "{{sum.result}}"
+            },
+        },
+    ]
+    async with _box(tmp_path) as box:
+        out = await box.codemode.run_chain(steps)
+    assert not out.aborted, out
+    assert out.final == {"text": "person, engineer, 5"}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
@@ -9,12 +10,14 @@ from typing import Annotated, Any, Literal
 import anyio
 import pytest
 from pydantic import BaseModel, Field
+from typing_extensions import TypedDict
 
 from toolindex import BackendRef, InMemoryIndex, InvalidToolError
 from toolrun import (
     DefaultRunner,
     InputValidationError,
     LocalBackend,
+    OutputValidationError,
     Progress,
     ProgressEvent,
     RunResult,
@@ -210,6 +213,58 @@ async def test_results_are_plain_json_values() -> None:
         assert (await runner.run("box")).structured == {"width": 2.5, "label": "b"}
         assert (await runner.run("pair")).structured == [1, "a"]
         assert (await runner.run("untyped")).structured == {"p": {"x": 1, "y": 0}, "t": [1, 2]}
+
+
+class Row(TypedDict):
+    id: int
+    name: str
+
+
+@pytest.mark.anyio
+async def test_json_text_is_parsed_when_the_tool_declares_json() -> None:
+    local, index = make()
+    rows = [{"id": 1, "name": "a"}, {"id": 2, "name": "b"}]
+
+    @local.tool
+    def as_dict() -> dict[str, Any]:
+        return json.dumps({"items": rows})  # type: ignore[return-value]
+
+    @local.tool
+    def as_rows() -> list[Row]:
+        return json.dumps(rows)  # type: ignore[return-value]
+
+    @local.tool
+    def as_model_or_none() -> Point | None:
+        return '{"x": 3, "y": 4}'  # type: ignore[return-value]
+
+    @local.tool
+    def as_text() -> str:
+        return json.dumps({"items": rows})
+
+    @local.tool
+    def untyped():  # type: ignore[no-untyped-def]
+        return "[1, 2]"
+
+    @local.tool
+    def not_json() -> dict[str, Any]:
+        return "nothing to parse"  # type: ignore[return-value]
+
+    @local.tool
+    def scalar_json() -> dict[str, Any]:
+        return "42"  # type: ignore[return-value]
+
+    async with DefaultRunner(index, [local]) as runner:
+        await runner.attach()
+        assert (await runner.run("as_dict")).structured == {"items": rows}
+        assert (await runner.run("as_rows")).structured == rows
+        assert (await runner.run("as_model_or_none")).structured == {"x": 3, "y": 4}
+        # A tool declared to return text, or nothing, returns text.
+        assert (await runner.run("as_text")).structured == json.dumps({"items": rows})
+        assert (await runner.run("untyped")).structured == "[1, 2]"
+        # Text that is not the JSON of an object or array stays text: the output check says so.
+        for name in ("not_json", "scalar_json"):
+            with pytest.raises(OutputValidationError):
+                await runner.run(name)
 
 
 @pytest.mark.anyio

@@ -12,6 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from toolcode._chain import one_tool_key
+
 __all__ = [
     "INPUT_MODELS",
     "ChainStepIn",
@@ -68,7 +70,10 @@ class RunToolIn(_In):
 
 
 class ChainStepIn(_In):
-    tool_id: str
+    model_config = ConfigDict(extra="forbid", json_schema_extra=one_tool_key)
+
+    tool_id: str | None = None
+    tool: str | None = Field(default=None, description="Same as tool_id.")
     args: dict[str, Any] = Field(
         default_factory=dict[str, Any], description="'{{steps.N.path}}' / '{{ID.path}}': an earlier result."
     )

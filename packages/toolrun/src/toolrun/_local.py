@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import functools
 import inspect
+import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, NotRequired, Required, TypeVar, get_origin, get_type_hints, overload
+from typing import Annotated, Any, NotRequired, Required, TypeVar, cast, get_origin, get_type_hints, overload
 
 import anyio
 import anyio.from_thread
@@ -156,6 +157,8 @@ class _LocalTool:
     result_adapter: TypeAdapter[Any] | None
     validate_args: Callable[[Any], Any]
     """``args_adapter.validate_python`` without the adapter's Python wrapper (same validator, same result)."""
+    json_text: bool = False
+    """The return annotation declares JSON (an object or an array): a ``str`` result is JSON text, parsed."""
 
 
 class LocalBackend:
@@ -163,7 +166,11 @@ class LocalBackend:
 
     The input schema comes from the parameters' type hints (pydantic), with parameter
     descriptions from the Google-style ``Args:`` section of the docstring; the output schema
-    from the return annotation (none when there is no annotation or it is ``None``). Sync
+    from the return annotation (none when there is no annotation or it is ``None``). A function
+    whose return annotation declares JSON — its output schema is an object or an array (``dict``,
+    ``list``, a ``TypedDict`` or a model; a union of them, ``None`` aside) — may return that
+    JSON as text: a ``str`` result is parsed, and kept as text only when it is not the JSON of an
+    object or an array (the output check then reports it). Sync
     functions run in a worker thread so they never block the event loop, unless registered
     with ``inline=True`` (for fast, pure functions). An exception raised by the function is
     a tool failure: the runner raises ``ToolExecutionError`` with its message, chained to it.
@@ -295,6 +302,8 @@ class LocalBackend:
             text = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
             return BackendResult(None, ({"type": "text", "text": text},), is_error=True, error=e)
         if type(value) in _JSON_SCALARS:
+            if spec.json_text and type(value) is str:
+                return BackendResult(_json_text(value))
             return BackendResult(value)
         try:
             structured = _to_json(value, spec.result_adapter)
@@ -407,6 +416,45 @@ class LocalBackend:
     def tools(self) -> list[Tool]:
         """The tools registered here, in registration order."""
         return [t.tool for t in self._tools.values()]
+
+
+def _json_text(text: str) -> Any:
+    """The object or array ``text`` holds as JSON; otherwise the text itself."""
+    try:
+        parsed: Any = json.loads(text)
+    except (ValueError, RecursionError):
+        return text
+    return cast(Any, parsed) if isinstance(parsed, dict | list) else text
+
+
+def declares_json(schema: Mapping[str, Any], root: Mapping[str, Any] | None = None) -> bool:
+    """Whether an output schema declares JSON: an object or an array, in every branch of a union.
+
+    ``null`` branches do not count (``dict | None`` declares JSON); a local ``$ref`` is followed
+    into the root's ``$defs``.
+    """
+    top = schema if root is None else root
+    ref = schema.get("$ref")
+    if isinstance(ref, str):
+        defs = top.get("$defs")
+        target = (
+            cast("Mapping[str, Any]", defs).get(ref.removeprefix("#/$defs/")) if isinstance(defs, Mapping) else None
+        )
+        return ref.startswith("#/$defs/") and isinstance(target, Mapping) and declares_json(_schema_of(target), top)
+    for key in ("anyOf", "oneOf"):
+        branches = schema.get(key)
+        if isinstance(branches, list):
+            kept = [_schema_of(b) for b in cast("list[Any]", branches) if not _is_null(b)]
+            return bool(kept) and all(declares_json(b, top) for b in kept)
+    return schema.get("type") in ("object", "array")
+
+
+def _schema_of(value: Any) -> Mapping[str, Any]:
+    return cast("Mapping[str, Any]", value) if isinstance(value, Mapping) else {}
+
+
+def _is_null(branch: Any) -> bool:
+    return _schema_of(branch).get("type") == "null"
 
 
 def _to_json(value: Any, adapter: TypeAdapter[Any] | None) -> Any:
@@ -529,4 +577,5 @@ def _build(
         args_adapter=args_adapter,
         result_adapter=result_adapter,
         validate_args=validate_args,
+        json_text=output_schema is not None and declares_json(output_schema),
     )
