@@ -39,7 +39,7 @@ from rapidfuzz.distance import OSA
 from toolindex._dense import DenseVectors
 from toolindex._limits import MAX_FIELD_CHARS, MAX_PARAM_CHARS, MAX_PARAMS, MAX_QUERY_CHARS, MAX_QUERY_WORDS
 from toolindex._model import Tool
-from toolindex._semantic import Embedder, gist_end, query_texts, tool_text
+from toolindex._semantic import Embedder, gist_text, query_texts, tool_text
 from toolindex._tokenize import STOPWORDS, split_words, stem, terms_of
 
 __all__ = ["FIELDS", "Prepared", "Ranked", "SearchEngine", "SearchParams", "document_fields"]
@@ -363,7 +363,7 @@ class SearchEngine:
         for start in range(0, len(tools), _EMBED_SLICE):
             part = tools[start : start + _EMBED_SLICE]
             texts = [tool_text(t) for t in part]
-            texts += [text[: gist_end(t, text)] for t, text in zip(part, texts, strict=True)]
+            texts += [gist_text(t, text) for t, text in zip(part, texts, strict=True)]
             vectors = self._dense.embedder.embed(texts)
             if vectors.shape != (len(texts), dim):
                 raise ValueError(f"the embedder returned shape {vectors.shape} for {len(texts)} texts")

@@ -37,6 +37,7 @@ __all__ = [
     "StaticEmbedder",
     "default_embedder",
     "gist_end",
+    "gist_text",
     "query_texts",
     "tool_gist",
     "tool_text",
@@ -339,10 +340,22 @@ def gist_end(tool: Tool, text: str) -> int:
     return min(len(text), end.start() if end else start + _GIST_CHARS)
 
 
+def gist_text(tool: Tool, text: str) -> str:
+    """A tool's gist, from its :func:`tool_text`: the head :func:`gist_end` marks, then its namespace in words.
+
+    The namespace is usually the server's name (``memory``, ``git``, ``weather``), which says in
+    one word what its tools are about when their own words do not ("remember that ..." for a
+    tool that creates entities in a knowledge graph). It goes in the gist alone: the gist is only
+    read for a query's best candidates, where the closer of the two vectors counts, so it can
+    lift a tool without diluting its main vector. Measured with ``bench/search_quality.py``: the
+    fused engine gains on every set but one (MSC L3, -0.07 MRR@10).
+    """
+    return f"{text[: gist_end(tool, text)]} {_words(tool.namespace)}"
+
+
 def tool_gist(tool: Tool) -> str:
-    """A tool's gist: the head of its :func:`tool_text` that :func:`gist_end` marks."""
-    text = tool_text(tool)
-    return text[: gist_end(tool, text)]
+    """A tool's gist: the head of its :func:`tool_text` that :func:`gist_end` marks, and its namespace."""
+    return gist_text(tool, tool_text(tool))
 
 
 # Where a request of several steps splits into its steps: after a sentence, or at "then",
