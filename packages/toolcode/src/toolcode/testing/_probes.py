@@ -15,6 +15,10 @@ changed in the host, if the host's event loop stalled, if the run did not end be
 if the runner reports that the host process died. Otherwise it is CONTAINED. Resource bombs must in
 addition be stopped by a limit (end with an error) or, for output floods, keep stdout bounded.
 
+Nothing here depends on how busy the machine is. The deadline only bounds a run that never ends, so it
+is generous (a minute). A stall is measured in the host process's CPU time: the event loop went
+without a tick while the host computed, which a busy machine does not fake (it only delays the tick).
+
 A runner that loses values, stdout or errors would let every probe pass vacuously, so
 :func:`verify_runner` proves the runner surfaces all three before any probe is judged.
 """
@@ -49,10 +53,14 @@ __all__ = [
     "verify_runner",
 ]
 
-DEFAULT_DEADLINE_S: Final = 15.0
-"""Seconds a run may take, host side, before the probe counts as escaped (the engine's limits did not stop it)."""
+DEFAULT_DEADLINE_S: Final = 60.0
+"""Seconds a run may take, host side, before the probe counts as escaped (the engine's limits did not stop it).
+
+It bounds a run that never ends, not a slow one: an engine's limits stop a bomb in seconds, and a
+loaded machine may stretch that several times over.
+"""
 DEFAULT_STALL_LIMIT_S: Final = 2.0
-"""Longest the host's event loop may go without a tick during a run before the host counts as unresponsive."""
+"""Most CPU time the host process may use while its event loop goes without a tick (more: the host is blocked)."""
 DEFAULT_MAX_STDOUT_CHARS: Final = 1_000_000
 """Most stdout an output-flood probe may produce before its output counts as unbounded."""
 _SHOWN_CHARS: Final = 600
@@ -218,16 +226,24 @@ def _unpack(result: object) -> tuple[object, str, str | None]:
 
 
 class _Heartbeat:
-    """Ticks on the host's event loop and records the longest gap, to notice a run that blocks the host."""
+    """Ticks on the host's event loop and records its gaps, to notice a run that blocks the host.
+
+    Each gap is measured twice: in wall time, and in the CPU time the host process used meanwhile. A
+    loaded machine stretches the first (the loop waits for a core) but not the second, so a stall is
+    judged by CPU time; a wall-time gap counts only beyond the run's deadline (a loop blocked waiting).
+    """
 
     def __init__(self) -> None:
         self.last = time.monotonic()
+        self.last_cpu = time.process_time()
         self.longest = 0.0
+        self.busiest = 0.0
 
     def mark(self) -> None:
-        now = time.monotonic()
+        now, cpu = time.monotonic(), time.process_time()
         self.longest = max(self.longest, now - self.last)
-        self.last = now
+        self.busiest = max(self.busiest, cpu - self.last_cpu)
+        self.last, self.last_cpu = now, cpu
 
     async def run(self) -> None:
         while True:
@@ -252,9 +268,10 @@ async def check_probe(
     Args:
         run: Runs a snippet in the engine under test (see :data:`ProbeRunner`).
         probe: The probe to run.
-        deadline_s: Host-side wall-time limit for the run; later counts as escaped (set it a little above
-            the engine's own timeout plus its grace).
-        stall_limit_s: Longest tolerated gap in the host event loop's heartbeat during the run.
+        deadline_s: Host-side wall-time limit for the run; later counts as escaped. It bounds a run the
+            engine never stops: set it well above the engine's own timeout plus its grace, with room for
+            a loaded machine.
+        stall_limit_s: Most CPU time the host process may use in one gap of the event loop's heartbeat.
         max_stdout_chars: Stdout bound for :attr:`Judge.BOUNDED_OUTPUT` probes.
 
     Returns:
@@ -278,6 +295,7 @@ async def check_probe(
         heartbeat = _Heartbeat()
         scope = anyio.move_on_after(deadline_s)
         started = time.monotonic()
+        duration = 0.0
         async with anyio.create_task_group() as tg:
             tg.start_soon(heartbeat.run)
             with scope:
@@ -294,8 +312,8 @@ async def check_probe(
                 except Exception as exc:
                     error = f"{type(exc).__name__}: {exc}"
             heartbeat.mark()
+            duration = time.monotonic() - started
             tg.cancel_scope.cancel()
-        duration = time.monotonic() - started
         if returned:
             value, raw_stdout, raw_error = _unpack(result)
             value_text, stdout, error = render_text(value), raw_stdout, raw_error or ""
@@ -306,10 +324,16 @@ async def check_probe(
         evidence.extend(trap.evidence({"value": value_text, "stdout": stdout, "error": error}))
         if crashed is not None:
             evidence.append(f"host process died: {crashed}")
-        if scope.cancelled_caught:
+        # A runner that holds the event loop cannot be cancelled, so a late return counts as well.
+        if scope.cancelled_caught or duration > deadline_s:
             evidence.append(f"run did not end within the {deadline_s:g}s deadline")
-        if heartbeat.longest > stall_limit_s:
-            evidence.append(f"host event loop blocked for {heartbeat.longest:.2f}s (limit {stall_limit_s:g}s)")
+        if heartbeat.busiest > stall_limit_s:
+            evidence.append(
+                f"host event loop blocked while the host computed for {heartbeat.busiest:.2f}s of CPU time"
+                f" (limit {stall_limit_s:g}s)"
+            )
+        if heartbeat.longest > deadline_s:
+            evidence.append(f"host event loop blocked for {heartbeat.longest:.2f}s, past the {deadline_s:g}s deadline")
         finished = returned or bool(error)
         if probe.judge is Judge.STOPPED and finished and not error:
             evidence.append("resource bomb completed without being stopped by a limit")
@@ -331,7 +355,7 @@ async def verify_runner(run: ProbeRunner, *, deadline_s: float = DEFAULT_DEADLIN
 
     Args:
         run: The runner to check.
-        deadline_s: Wall-time limit for each control run.
+        deadline_s: Wall-time limit for each control run (a bound for a run that never ends).
 
     Raises:
         ProbeHarnessError: The runner lost the value, the stdout or the error text of a control snippet.
@@ -364,8 +388,8 @@ async def run_probes(
     Args:
         run: Runs a snippet in the engine under test (see :data:`ProbeRunner`).
         probes: The probes to run; all of :data:`PROBES` by default.
-        deadline_s: Host-side wall-time limit per run.
-        stall_limit_s: Longest tolerated gap in the host event loop's heartbeat.
+        deadline_s: Host-side wall-time limit per run (a bound for a run that never ends).
+        stall_limit_s: Most CPU time the host process may use in one gap of the event loop's heartbeat.
         max_stdout_chars: Stdout bound for output-flood probes.
 
     Returns:
