@@ -18,7 +18,11 @@ pytestmark = pytest.mark.anyio
 
 # The tool call announces (through on_tool_call) that the run holds a worker and has reached the loop.
 SPIN = 'run_tool("t:add", {"a": 1})\nwhile True:\n    pass'
-TRIVIAL = ExecuteParams("__out = 6 * 7", options=ExecuteOptions(timeout=10))
+TRIVIAL = ExecuteParams("__out = 6 * 7", options=ExecuteOptions(timeout=60))
+# The spinners' timeout, and the bound on anything that must not wait for it: far apart, so that a
+# run that waited for a spinner to time out fails, and a run that was only slowed by load does not.
+SPIN_TIMEOUT_S = 600
+HANG_S = 60
 
 
 @pytest.fixture
@@ -36,7 +40,7 @@ async def start_spinning(ex: Executor, tg: anyio.abc.TaskGroup, caller: str | No
         busy.set()
 
     async def spin() -> None:
-        params = ExecuteParams(SPIN, options=ExecuteOptions(timeout=60))
+        params = ExecuteParams(SPIN, options=ExecuteOptions(timeout=SPIN_TIMEOUT_S))
         if caller is None:
             await ex.execute(params, on_tool_call=on_call)
         else:
@@ -44,7 +48,7 @@ async def start_spinning(ex: Executor, tg: anyio.abc.TaskGroup, caller: str | No
                 await ex.execute(params, on_tool_call=on_call)
 
     tg.start_soon(spin)
-    with anyio.fail_after(20):
+    with anyio.fail_after(HANG_S):
         await busy.wait()
 
 
@@ -57,7 +61,7 @@ async def test_trivial_run_answers_while_cpu_bound_runs_hold_workers(parts: tupl
         async with anyio.create_task_group() as tg:
             for _ in range(spinners):
                 await start_spinning(ex, tg)
-            with anyio.fail_after(2):
+            with anyio.fail_after(HANG_S):
                 assert (await ex.execute(TRIVIAL)).value == 42
             tg.cancel_scope.cancel()
 
@@ -72,7 +76,7 @@ async def test_one_caller_cannot_take_every_worker(parts: tuple[object, object, 
             with MontyEngine.caller("greedy"), pytest.raises(EngineError) as ei:
                 await ex.execute(TRIVIAL)
             assert "'greedy' already has 1 runs in progress (max_runs_per_caller)" in str(ei.value)
-            with MontyEngine.caller("other"), anyio.fail_after(2):
+            with MontyEngine.caller("other"), anyio.fail_after(HANG_S):
                 assert (await ex.execute(TRIVIAL)).value == 42
             tg.cancel_scope.cancel()
     finally:
@@ -86,12 +90,12 @@ async def test_a_full_pool_fails_clearly_after_the_queue_timeout(parts: tuple[ob
         ex = Executor(ExecutorConfig(index=index, store=store, runner=runner, engine=engine))  # type: ignore[arg-type]
         async with anyio.create_task_group() as tg:
             await start_spinning(ex, tg)
-            with anyio.fail_after(2), pytest.raises(EngineError) as ei:
+            with anyio.fail_after(HANG_S), pytest.raises(EngineError) as ei:
                 await ex.execute(TRIVIAL)
             assert "all 1 sandbox workers are busy (max_processes); none became free within 0.3 s" in str(ei.value)
             tg.cancel_scope.cancel()
         # The slot comes back once the CPU-bound run is gone.
-        with anyio.fail_after(10):
+        with anyio.fail_after(HANG_S):
             assert (await ex.execute(TRIVIAL)).value == 42
     finally:
         await engine.aclose()

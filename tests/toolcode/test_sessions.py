@@ -22,6 +22,30 @@ def _settings(state_dir: Path, **sessions: Any) -> Settings:
     return Settings(state=StateSettings(dir=str(state_dir)), sessions=SessionSettings(**sessions))
 
 
+class Gate:
+    """A tool ``gate:hold`` that says when a run has reached it and holds the run there until released.
+
+    Tests wait for ``held`` instead of sleeping and hoping the run got that far: a busy machine only
+    makes them wait longer.
+    """
+
+    def __init__(self) -> None:
+        self.held = anyio.Event()
+        self.release = anyio.Event()
+        self.backend = LocalBackend()
+
+        @self.backend.tool(namespace="gate")
+        async def hold() -> int:  # pyright: ignore[reportUnusedFunction]
+            """Hold the run until the test releases it."""
+            self.held.set()
+            await self.release.wait()
+            return 1
+
+    async def wait_held(self) -> None:
+        with anyio.fail_after(60):  # only a hang: the run reaches the gate in well under a second
+            await self.held.wait()
+
+
 def _local() -> LocalBackend:
     local = LocalBackend()
 
@@ -120,8 +144,8 @@ async def test_a_bad_session_name_is_refused(box: Toolbox, name: Any) -> None:
     assert out.error is not None and out.error.code == "invalid_arguments" and "session" in out.error.message
 
 
-async def test_limits_max_sessions_max_bytes_and_idle_ttl(tmp_path: Path) -> None:
-    settings = _settings(tmp_path / "state", max_sessions=2, max_bytes=64 * 1024, idle_ttl=1.0)
+async def test_limits_max_sessions_and_max_bytes(tmp_path: Path) -> None:
+    settings = _settings(tmp_path / "state", max_sessions=2, max_bytes=64 * 1024)
     async with Toolbox([], settings=settings) as box:
         cm = box.codemode
         assert (await cm.execute("a = 1", session="s1")).ok
@@ -133,7 +157,14 @@ async def test_limits_max_sessions_max_bytes_and_idle_ttl(tmp_path: Path) -> Non
         assert big.error is not None and big.error.code == "session_limit" and "max_bytes" in big.error.message
         assert big.value is None
         assert (await cm.execute("a", session="s1")).value == 2  # kept its state from before
-        await anyio.sleep(1.5)
+
+
+async def test_an_idle_session_expires_after_its_idle_ttl(tmp_path: Path) -> None:
+    async with Toolbox([], settings=_settings(tmp_path / "state", idle_ttl=1.0)) as box:
+        cm = box.codemode
+        assert (await cm.execute("a = 1", session="s1")).ok
+        assert [s.name for s in (await cm.list_sessions()).sessions] == ["s1"]
+        await anyio.sleep(1.5)  # past the idle TTL (a busy machine only waits longer)
         assert (await cm.list_sessions()).sessions == []
         expired = await cm.execute("a", session="s1")
         assert expired.session is not None and expired.session.new and expired.error is not None
@@ -161,17 +192,20 @@ async def test_runs_of_one_session_never_overlap(box: Toolbox) -> None:
 async def test_a_session_held_by_another_server_is_busy_after_the_queue_timeout(tmp_path: Path) -> None:
     # Two toolboxes on one state file stand for two servers.
     settings = _settings(tmp_path / "state", queue_timeout=0.5)
-    async with Toolbox([], settings=settings) as a, Toolbox([], settings=settings) as b:
+    gate = Gate()
+    async with Toolbox([gate.backend], settings=settings) as a, Toolbox([], settings=settings) as b:
         await a.codemode.execute("n = 0", session="shared")
         async with anyio.create_task_group() as tg:
             slow: list[Any] = []
 
             async def hold() -> None:
-                slow.append(await a.codemode.execute("import time\ntime.sleep(1.5)\nn = 1", session="shared"))
+                slow.append(await a.codemode.execute("run_tool('gate:hold')\nn = 1", session="shared"))
 
             tg.start_soon(hold)
-            await anyio.sleep(0.3)
-            busy = await b.codemode.execute("n", session="shared")
+            await gate.wait_held()  # A's run holds the session until B has given up
+            with anyio.fail_after(60):  # B gives up after 0.5 s; this bounds a B that waits for good
+                busy = await b.codemode.execute("n", session="shared")
+            gate.release.set()
         assert busy.error is not None and busy.error.code == "busy" and "in use" in busy.error.message
         assert slow[0].ok
         assert (await b.codemode.execute("n", session="shared")).value == 1
@@ -217,18 +251,20 @@ async def test_redis_sessions_continue_on_another_toolbox_and_survive_redis_goin
 
 async def test_redis_going_away_mid_run_loses_nothing_committed(redis_url: str, redis_server: Any) -> None:
     settings = Settings(state=StateSettings(url=redis_url), sessions=SessionSettings(queue_timeout=5))
-    async with Toolbox([], settings=settings) as box:
+    gate = Gate()
+    async with Toolbox([gate.backend], settings=settings) as box:
         cm = box.codemode
         assert (await cm.execute("x = 1", session="m")).ok
         outcome: list[Any] = []
 
         async def run() -> None:
-            outcome.append(await cm.execute("import time\ntime.sleep(1)\nx = 2", session="m"))
+            outcome.append(await cm.execute("run_tool('gate:hold')\nx = 2", session="m"))
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(run)
-            await anyio.sleep(0.3)
+            await gate.wait_held()  # mid-run
             redis_server.stop()
+            gate.release.set()
         assert outcome[0].error is not None and outcome[0].error.code == "state_unavailable", outcome[0]
         redis_server.start()
         await anyio.sleep(1.2)
