@@ -39,11 +39,16 @@ RECURSIVE_BOUND_S = 1.0
 
 
 @contextmanager
-def finishes_within(seconds: float) -> Iterator[None]:
-    start = time.perf_counter()
+def computes_within(seconds: float) -> Iterator[None]:
+    """Fail when the block uses more than ``seconds`` of this process's CPU time.
+
+    CPU time, not wall time: the bugs guarded against here computed for seconds to minutes, and a busy
+    machine stretches the wall time of a computation but not the CPU time it needs.
+    """
+    start = time.process_time()
     yield
-    elapsed = time.perf_counter() - start
-    assert elapsed < seconds, f"took {elapsed:.2f} s (bound {seconds} s)"
+    used = time.process_time() - start
+    assert used < seconds, f"computed for {used:.2f} s of CPU time (bound {seconds} s)"
 
 
 def parses(text: str) -> ast.Module:
@@ -125,7 +130,7 @@ RECURSIVE: dict[str, dict[str, Any]] = {
 def test_recursive_allof_renders_quickly_as_valid_python(name: str) -> None:
     schema = RECURSIVE[name]
     tool = Tool(name=name, namespace="hostile", input_schema=schema)
-    with finishes_within(RECURSIVE_BOUND_S):
+    with computes_within(RECURSIVE_BOUND_S):
         sig = tool_signature(tool)
         module = render_module([tool, tool.model_copy(update={"name": f"{name}_2"})])
         rendered = schema_to_python(schema, name="Hostile")
@@ -154,7 +159,7 @@ def test_recursion_through_allof_refers_to_the_class_by_name() -> None:
 
 def test_recursive_allof_with_strict_still_answers_quickly() -> None:
     tool = Tool(name="t", input_schema=RECURSIVE["split_dag_40_levels"])
-    with finishes_within(RECURSIVE_BOUND_S), pytest.raises(SchemaRenderError) as e:
+    with computes_within(RECURSIVE_BOUND_S), pytest.raises(SchemaRenderError) as e:
         tool_signature(tool, strict=True)
     assert "default:t" in str(e.value)
 
@@ -175,7 +180,7 @@ def test_a_30000_property_tool_registers_and_renders_within_bounds() -> None:
         description="A tool with far too many parameters.",
         input_schema=wide_schema(30_000),
     )
-    with finishes_within(BOUND_S):
+    with computes_within(BOUND_S):
         store = store_of(tool)
         sig = tool_signature(tool)
         docs = {level: store.describe(tool.id, level) for level in ("summary", "schema", "full")}
@@ -193,14 +198,14 @@ def test_a_30000_property_tool_registers_and_renders_within_bounds() -> None:
     for level, doc in docs.items():
         assert len(doc.render()) <= {"summary": 200, "schema": 1200, "full": 4000}[level]
     assert docs["schema"].warnings
-    with finishes_within(BOUND_S):
+    with computes_within(BOUND_S):
         many = store.describe_many([tool.id] * 10, "schema")
     assert sum(len(d.render()) + 1 for d in many) <= 6000
 
 
 def test_a_30000_property_output_schema_stands_in_as_a_dict() -> None:
     tool = Tool(name="wide_out", input_schema=obj({"a": {"type": "string"}}), output_schema=wide_schema(30_000))
-    with finishes_within(BOUND_S):
+    with computes_within(BOUND_S):
         sig = tool_signature(tool)
     parses(sig.text)
     assert sig.returns == "WideOutResult"
@@ -210,7 +215,7 @@ def test_a_30000_property_output_schema_stands_in_as_a_dict() -> None:
 
 def test_a_union_of_100000_branches_shows_as_any() -> None:
     schema = obj({"u": {"anyOf": [{"const": f"value-{i}-" * 5} for i in range(100_000)]}})
-    with finishes_within(BOUND_S):
+    with computes_within(BOUND_S):
         sig = tool_signature(Tool(name="union", input_schema=schema))
     parses(sig.text)
     assert "u: Any" in sig.text
@@ -230,7 +235,7 @@ def test_huge_names_refs_and_defaults_are_not_echoed() -> None:
             "odd_type": {"type": huge},
         },
     }
-    with finishes_within(BOUND_S):
+    with computes_within(BOUND_S):
         sig = tool_signature(Tool(name="huge", description=huge, input_schema=schema))
     parses(sig.text)
     assert len(sig.text) < 2_000
@@ -253,7 +258,7 @@ def test_strict_render_errors_are_clipped() -> None:
 def test_a_huge_description_costs_no_more_than_a_short_one() -> None:
     desc = "Fetches things from a place. " + "Word " * 8_000_000  # 40 MB
     tool = Tool(name="talker", namespace="hostile", description=desc, input_schema=obj({"q": {"type": "string"}}))
-    with finishes_within(BOUND_S):
+    with computes_within(BOUND_S):
         store = store_of(tool)
         docs = [store.describe(tool.id, level) for level in ("summary", "schema", "full")]
         store.add_notes(tool.id, "n" * 10_000_000)
@@ -277,7 +282,7 @@ def test_doc_errors_clip_what_they_echo() -> None:
         (InvalidExampleError, lambda: store.add_example("ns:t", {"id": huge, "args": {"a": "1", "b" * 1000: 1}})),
     ]
     for kind, call in cases:
-        with finishes_within(BOUND_S), pytest.raises(kind) as e:
+        with computes_within(BOUND_S), pytest.raises(kind) as e:
             call()
         assert len(str(e.value)) < 1_200, (kind, len(str(e.value)))
 
@@ -326,7 +331,7 @@ HOSTILE_RESULTS: dict[str, Callable[[], Any]] = {
 def test_shapes_of_hostile_results_stay_small(name: str) -> None:
     value = HOSTILE_RESULTS[name]()
     limits = ShapeLimits()
-    with finishes_within(BOUND_S):
+    with computes_within(BOUND_S):
         shape = infer_shape(value, limits)
     assert props_size(shape) <= limits.max_nodes
     assert len(json.dumps(shape)) < 100_000
@@ -336,7 +341,7 @@ def test_a_shape_learned_from_ever_new_results_stays_small_and_renders() -> None
     tool = Tool(name="churn", namespace="hostile", input_schema=obj({}))
     store = store_of(tool)
     limits = ShapeLimits()
-    with finishes_within(BOUND_S * 2):
+    with computes_within(BOUND_S * 2):
         for call in range(300):
             store.record_result(tool.id, {f"k{call % 40}": {f"j{call}_{i}": {f"z{i}": {"q": [i]}} for i in range(40)}})
         shape = store.result_shape(tool.id)

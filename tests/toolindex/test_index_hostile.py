@@ -35,11 +35,16 @@ MESSAGE_CHARS = 1_000
 
 
 @contextmanager
-def finishes_within(seconds: float) -> Iterator[None]:
-    start = time.perf_counter()
+def computes_within(seconds: float) -> Iterator[None]:
+    """Fail when the block uses more than ``seconds`` of this process's CPU time.
+
+    CPU time, not wall time: the bugs guarded against here computed for seconds to minutes, and a busy
+    machine stretches the wall time of a computation but not the CPU time it needs.
+    """
+    start = time.process_time()
     yield
-    elapsed = time.perf_counter() - start
-    assert elapsed < seconds, f"took {elapsed:.2f} s (bound {seconds} s)"
+    used = time.process_time() - start
+    assert used < seconds, f"computed for {used:.2f} s of CPU time (bound {seconds} s)"
 
 
 def catalog() -> InMemoryIndex:
@@ -73,7 +78,7 @@ def random_words(n_chars: int, seed: int = 1) -> str:
 def test_a_4mb_query_answers_quickly() -> None:
     index = catalog()
     query = "weather in paris " + random_words(4_000_000)
-    with finishes_within(BOUND_S):
+    with computes_within(BOUND_S):
         hits = index.search(query)
     assert hits[0].id == "weather:get_weather"
 
@@ -120,7 +125,7 @@ HUGE = "a" * 40_000_000
 )
 def test_errors_for_huge_ids_are_quick_and_clipped(kind: type[Exception], call: Callable[[InMemoryIndex], Any]) -> None:
     index = catalog()
-    with finishes_within(BOUND_S), pytest.raises(kind) as e:
+    with computes_within(BOUND_S), pytest.raises(kind) as e:
         call(index)
     assert len(str(e.value)) < MESSAGE_CHARS
 
@@ -136,7 +141,7 @@ def test_a_not_found_error_keeps_the_whole_id_as_an_attribute() -> None:
 
 def test_suggestions_for_a_40mb_id_are_quick() -> None:
     index = catalog()
-    with finishes_within(BOUND_S):
+    with computes_within(BOUND_S):
         near = index.suggest("weather:get_wether" + "x" * 40_000_000)
         bare = index.suggest("get_wether")
     assert len(near) <= 3
@@ -178,7 +183,7 @@ def wide_tool(n: int) -> Tool:
 def test_a_30000_property_tool_registers_quickly_and_stays_searchable() -> None:
     index = catalog()
     tool = wide_tool(30_000)
-    with finishes_within(BOUND_S):
+    with computes_within(BOUND_S):
         index.register(tool, BackendRef.mcp("hostile"))
         hits = index.search("send message channel")
         index.unregister("hostile:wide")
@@ -205,7 +210,7 @@ def test_registration_indexes_a_bounded_amount_of_text() -> None:
             },
         },
     )
-    with finishes_within(BOUND_S):
+    with computes_within(BOUND_S):
         index.describe_namespace("hostile", huge)
         index.register(tool, BackendRef.mcp("hostile"))
         hits = index.search("news aloud")

@@ -170,9 +170,9 @@ def test_a_multi_step_request_is_also_embedded_clause_by_clause() -> None:
 def test_a_huge_query_costs_bounded_work() -> None:
     index = build()
     query = "weather " * 500_000  # 4 MB
-    start = time.perf_counter()
+    start = time.process_time()  # CPU time: "did not stall", not speed, and a busy machine does not stretch it
     hits = index.search(query)
-    assert time.perf_counter() - start < 2.0  # "did not stall", not speed
+    assert time.process_time() - start < 2.0
     assert hits[0].id == "weather:get_forecast"
 
 

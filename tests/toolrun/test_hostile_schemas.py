@@ -13,6 +13,7 @@ import json
 import threading
 import time
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,21 @@ from toolrun import (
 from toolrun._mcp_wire import parse_tool
 from toolrun._schema_limits import check_schema_bounds
 
-QUICK = 2.0  # seconds: "did not stall"
+QUICK = 2.0  # seconds of CPU time: "did not stall" (the bugs computed for minutes)
+HANG_S = 60.0  # seconds of wall time: a bound for a call that never returns, not a speed
+
+
+@contextmanager
+def computes_within(seconds: float) -> Iterator[None]:
+    """Fail when the block uses more than ``seconds`` of this process's CPU time.
+
+    CPU time, not wall time: a busy machine stretches the wall time of a computation but not the CPU
+    time it needs. Worker threads count too (they are this process).
+    """
+    start = time.process_time()
+    yield
+    used = time.process_time() - start
+    assert used < seconds, f"computed for {used:.2f} s of CPU time (bound {seconds} s)"
 
 
 class Recorder:
@@ -147,7 +162,7 @@ async def test_runner_never_contacts_a_ref_url_and_never_calls_the_backend(
     base, seen = http_server
     runner, backend = runner_with({"type": "object", "properties": {"a": {"$ref": f"{base}/schema.json"}}})
     async with runner:
-        with anyio.fail_after(QUICK), pytest.raises(InputValidationError) as info:
+        with anyio.fail_after(HANG_S), pytest.raises(InputValidationError) as info:
             await runner.run("p:t", {"a": 1})
     assert "points outside this schema" in str(info.value)
     assert backend.calls == []
@@ -181,23 +196,21 @@ async def test_file_ref_secret_never_reaches_a_caller(tmp_path: Path) -> None:
 
 
 def test_ref_to_dev_zero_returns_promptly() -> None:
-    start = time.perf_counter()
-    with pytest.raises(InvalidSchemaError, match="points outside this schema"):
-        compile_schema({"type": "object", "properties": {"a": {"$ref": "file:///dev/zero"}}})
-    with pytest.raises(ValueError, match="points outside this schema"):
-        parse_tool(tool_entry({"type": "object", "$ref": "file:///dev/zero"}), "srv")
-    assert time.perf_counter() - start < QUICK
+    with computes_within(QUICK):
+        with pytest.raises(InvalidSchemaError, match="points outside this schema"):
+            compile_schema({"type": "object", "properties": {"a": {"$ref": "file:///dev/zero"}}})
+        with pytest.raises(ValueError, match="points outside this schema"):
+            parse_tool(tool_entry({"type": "object", "$ref": "file:///dev/zero"}), "srv")
 
 
 def test_catastrophic_backtracking_pattern_is_answered_fast() -> None:
     schema = {"type": "object", "properties": {"s": {"type": "string", "pattern": "^(a+)+$"}}}
     compiled = compile_schema(schema)
     evil = {"s": "a" * 40 + "b"}
-    start = time.perf_counter()
-    assert not compiled.is_valid(evil)
-    problems = compiled.problems(evil)
-    assert compiled.is_valid({"s": "a" * 100_000})
-    assert time.perf_counter() - start < QUICK
+    with computes_within(QUICK):
+        assert not compiled.is_valid(evil)
+        problems = compiled.problems(evil)
+        assert compiled.is_valid({"s": "a" * 100_000})
     assert [p.path for p in problems] == ["$.s"]
     assert "does not match" in problems[0].message
 
@@ -206,7 +219,7 @@ def test_catastrophic_backtracking_pattern_is_answered_fast() -> None:
 async def test_catastrophic_backtracking_pattern_through_the_runner() -> None:
     runner, backend = runner_with({"type": "object", "properties": {"s": {"type": "string", "pattern": "^(a+)+$"}}})
     async with runner:
-        with anyio.fail_after(QUICK):
+        with anyio.fail_after(HANG_S), computes_within(QUICK):
             for _ in range(20):
                 with pytest.raises(InputValidationError, match=r"\$\.s"):
                     await runner.run("p:t", {"s": "a" * 40 + "b"})
@@ -242,12 +255,11 @@ def _nested(levels: int) -> dict[str, Any]:
 
 def test_schema_nested_5000_levels_is_refused_quickly() -> None:
     schema = _nested(5000)
-    start = time.perf_counter()
-    with pytest.raises(SchemaLimitError) as info:
-        compile_schema(schema)
-    with pytest.raises(ValueError, match="max_depth") as listed:
-        parse_tool(tool_entry(schema), "srv")
-    assert time.perf_counter() - start < QUICK
+    with computes_within(QUICK):
+        with pytest.raises(SchemaLimitError) as info:
+            compile_schema(schema)
+        with pytest.raises(ValueError, match="max_depth") as listed:
+            parse_tool(tool_entry(schema), "srv")
     assert info.value.limit == "max_depth"
     assert info.value.pointer.startswith("/properties/a/properties/a")
     assert len(str(info.value)) < 500  # the pointer is clipped, not 5,000 levels long
@@ -256,12 +268,11 @@ def test_schema_nested_5000_levels_is_refused_quickly() -> None:
 
 def test_schema_with_30000_properties_is_refused_quickly() -> None:
     schema = {"type": "object", "properties": {f"p{i}": {"type": "string"} for i in range(30_000)}}
-    start = time.perf_counter()
-    with pytest.raises(SchemaLimitError) as info:
-        compile_schema(schema)
-    with pytest.raises(ValueError, match="max_properties"):
-        parse_tool(tool_entry(schema), "srv")
-    assert time.perf_counter() - start < QUICK
+    with computes_within(QUICK):
+        with pytest.raises(SchemaLimitError) as info:
+            compile_schema(schema)
+        with pytest.raises(ValueError, match="max_properties"):
+            parse_tool(tool_entry(schema), "srv")
     assert info.value.limit == "max_properties"
     assert info.value.pointer == "/properties"
     assert "30,000 members" in str(info.value)
@@ -271,7 +282,7 @@ def test_schema_with_30000_properties_is_refused_quickly() -> None:
 async def test_over_bound_schema_fails_the_call_with_the_reason_and_never_calls_the_backend() -> None:
     runner, backend = runner_with(_nested(5000))
     async with runner:
-        with anyio.fail_after(QUICK):
+        with anyio.fail_after(HANG_S), computes_within(QUICK):
             for _ in range(3):  # the verdict is kept: no second walk, same reason
                 with pytest.raises(InputValidationError, match="max_depth bound"):
                     await runner.run("p:t", {})
@@ -282,20 +293,18 @@ def test_exponential_ref_expansion_is_refused_quickly() -> None:
     # Each definition uses the next one twice: 2**40 subschema evaluations per check.
     defs: dict[str, Any] = {f"d{i}": {"allOf": [{"$ref": f"#/$defs/d{i + 1}"}] * 2} for i in range(40)}
     defs["d40"] = {"type": "integer"}
-    start = time.perf_counter()
-    with pytest.raises(SchemaLimitError) as info:
-        compile_schema({"$defs": defs, "$ref": "#/$defs/d0"})
-    assert time.perf_counter() - start < QUICK
+    with computes_within(QUICK):
+        with pytest.raises(SchemaLimitError) as info:
+            compile_schema({"$defs": defs, "$ref": "#/$defs/d0"})
     assert info.value.limit == "max_expanded_nodes"
 
 
 def test_recursive_ref_applied_twice_to_one_value_is_refused() -> None:
     # Validating a value 30 levels deep against this took minutes: 2**30 evaluations.
     schema = {"type": "object", "properties": {"c": {"allOf": [{"$ref": "#"}, {"$ref": "#"}]}}}
-    start = time.perf_counter()
-    with pytest.raises(SchemaLimitError) as info:
-        compile_schema(schema)
-    assert time.perf_counter() - start < QUICK
+    with computes_within(QUICK):
+        with pytest.raises(SchemaLimitError) as info:
+            compile_schema(schema)
     assert info.value.limit == "max_applications"
     with pytest.raises(ValueError, match="max_applications"):
         parse_tool(tool_entry(schema), "srv")
@@ -342,9 +351,8 @@ def test_ordinary_recursive_schemas_are_accepted(schema: dict[str, Any]) -> None
     value: Any = {}
     for _ in range(200):
         value = {"left": value, "children": [{"children": []}], "parent": None}
-    start = time.perf_counter()
-    compiled.is_valid(value)
-    assert time.perf_counter() - start < QUICK
+    with computes_within(QUICK):
+        compiled.is_valid(value)
 
 
 @pytest.mark.parametrize(
