@@ -1,4 +1,8 @@
-"""Fixtures every test folder may use: a real ``redis-server`` on a free local port."""
+"""Fixtures every test folder may use: a real ``redis-server`` on a free local port.
+
+Also the Hypothesis settings of the whole suite: property tests judge behaviour, never speed, so no
+example has a deadline and data generation is never "too slow" (a busy machine must not fail them).
+"""
 
 from __future__ import annotations
 
@@ -11,6 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile("toolcode", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("toolcode")
+
+# Waits for a server to start or answer are bounds on a hang, not speeds: generous on purpose.
+START_S = 60.0
 
 
 @dataclass
@@ -54,17 +65,17 @@ def _spawn(port: int, directory: Path) -> subprocess.Popen[bytes]:
     args += ["--appendfsync", "always"]
     args += ["--dir", str(directory), "--protected-mode", "yes"]
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + START_S
     while time.monotonic() < deadline:
         try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2) as s:
+            with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
                 s.sendall(b"PING\r\n")
                 if s.recv(16).startswith(b"+PONG"):
                     return proc
         except OSError:
             time.sleep(0.02)
     proc.kill()
-    pytest.fail(f"redis-server did not answer on port {port} within 10 s")
+    pytest.fail(f"redis-server did not answer on port {port} within {START_S:g} s")
 
 
 @pytest.fixture(scope="session")
@@ -84,7 +95,7 @@ def redis_url(redis_server: RedisServer) -> Iterator[str]:
     """The URL of the session's Redis, emptied before each test."""
     if redis_server.process.poll() is not None:
         redis_server.start()
-    with socket.create_connection(("127.0.0.1", redis_server.port), timeout=2) as s:
+    with socket.create_connection(("127.0.0.1", redis_server.port), timeout=START_S) as s:
         s.sendall(b"FLUSHALL\r\n")
         s.recv(16)
     yield redis_server.url

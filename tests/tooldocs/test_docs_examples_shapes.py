@@ -137,7 +137,7 @@ json_values = st.recursive(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(json_values, json_values, json_values)
 def test_merging_is_idempotent_so_learning_converges(a: Any, b: Any, c: Any) -> None:
     m = merge_shapes(merge_shapes(infer_shape(a), infer_shape(b)), infer_shape(c))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tooldocs import STUB_IMPORTS, RenderOptions, cap_text, py_identifier, render_module, tool_signature
@@ -120,7 +120,7 @@ def check_signature(tool: Tool, options: RenderOptions, shape: dict[str, Any] | 
     }
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300)
 @given(name=tool_names, schema=input_schemas(), desc=st.text(max_size=200), tier=st.sampled_from(RENDER_TIERS))
 def test_any_input_schema_renders_valid_python_keeping_all_parameters(
     name: str, schema: dict[str, Any], desc: str, tier: RenderOptions
@@ -129,7 +129,7 @@ def test_any_input_schema_renders_valid_python_keeping_all_parameters(
     check_signature(tool, tier)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150)
 @given(name=tool_names, schema=input_schemas(), out=schemas)
 def test_any_output_schema_or_shape_renders_valid_python(name: str, schema: dict[str, Any], out: Any) -> None:
     if isinstance(out, dict):
@@ -144,7 +144,7 @@ json_values = st.recursive(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(value=st.one_of(schemas, json_values))
 def test_schema_to_python_never_crashes_on_any_json(value: Any) -> None:
     r = to_py(value if isinstance(value, dict | bool) else {"const": value}, name="Value")
@@ -152,7 +152,7 @@ def test_schema_to_python_never_crashes_on_any_json(value: Any) -> None:
     compile(source, "<type>", "exec")
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60)
 @given(st.lists(st.tuples(tool_names, st.sampled_from(["a", "b"]), input_schemas()), min_size=1, max_size=5))
 def test_modules_of_many_tools_are_valid_with_unique_function_names(
     specs: list[tuple[str, str, dict[str, Any]]],

@@ -24,7 +24,7 @@ OPS = st.lists(
 )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(OPS)
 def test_search_agrees_with_the_registry_after_any_history(ops: list[tuple[str, object]]) -> None:
     index = InMemoryIndex()

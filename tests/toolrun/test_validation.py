@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from toolrun import CompiledSchema, InvalidSchemaError, SchemaCache, json_path
@@ -318,7 +318,7 @@ def _schemas() -> st.SearchStrategy[Any]:
     return st.recursive(leaf, extend, max_leaves=6)
 
 
-@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=600)
 @given(schema=_schemas(), value=_values)
 def test_verdicts_agree_with_jsonschema(schema: Any, value: Any) -> None:
     compiled = CompiledSchema(schema)
