@@ -139,9 +139,10 @@ async def test_a_paused_run_survives_a_restart_and_time_spent_waiting_does_not_c
 ) -> None:
     code = 'x = 40\nrun_tool("fs:write_file", path=input["dir"] + "/later.txt", content="ok")\n__out = x + 2'
     async with _box(files_dir, tmp_path) as box:
-        out = await box.codemode.execute(code, input={"dir": str(files_dir)}, options={"timeout": 2})
+        # The timeout leaves room for a busy machine to run the snippet; the wait below outlasts it.
+        out = await box.codemode.execute(code, input={"dir": str(files_dir)}, options={"timeout": 10})
         assert out.approval is not None
-    await anyio.sleep(2.5)  # longer than the run's timeout: waiting for a person is not running
+    await anyio.sleep(10.5)  # longer than the run's timeout: waiting for a person is not running
     async with _box(files_dir, tmp_path) as box:
         done = await box.codemode.resume(out.approval.execution_id, "approve")
         assert done.ok and done.value == 42, done
@@ -340,7 +341,7 @@ async def test_quarantine_blocks_a_tool_whose_description_changes_until_approved
         assert await anyio.to_thread.run_sync(main, argv) == 0
         argv = ["tools", "approve", "faults:echo", "--config", str(cfg), "--state-dir", str(tmp_path / "state")]
         assert await anyio.to_thread.run_sync(main, argv) == 0
-        with anyio.fail_after(10):
+        with anyio.fail_after(60):  # a hang bound
             while not (ok := await cm.execute("run_tool('faults:echo', text='hi')")).ok:  # noqa: ASYNC110 - waits for the 2 s sync
                 await anyio.sleep(0.2)
         assert ok.value is not None
@@ -348,7 +349,7 @@ async def test_quarantine_blocks_a_tool_whose_description_changes_until_approved
         flag.write_text("1")
         await box.quarantine.approve([box.index.get("faults:add_tool")], "operator")
         assert (await cm.execute("run_tool('faults:add_tool', name='extra')")).ok  # announces list_changed
-        with anyio.fail_after(10):
+        with anyio.fail_after(60):  # a hang bound
             while "changed" not in box.index.get("faults:echo").description:  # noqa: ASYNC110 - the server's notification re-lists
                 await anyio.sleep(0.05)
         blocked = await cm.execute("run_tool('faults:echo', text='hi')")

@@ -25,7 +25,9 @@ pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
 HOSTILE = Path(__file__).parent / "servers" / "hostile_server.py"
 SECRET = "hostile-secret-8f3c2a91d7"
-BYSTANDER_BOUND_S = 3.0  # generous: the attacks stalled every caller for 20 s to minutes before
+# Only a stall: the attacks stalled every caller for 20 s to minutes before, and a busy machine stretches a
+# trivial run to seconds. The bystander's latency itself is measured by bench/bystander.py.
+BYSTANDER_BOUND_S = 15.0
 
 
 @pytest.fixture(scope="module")
@@ -164,7 +166,8 @@ async def test_a_hung_upstream_behind_the_direct_run_tool_times_out(server_url: 
 
     t0 = time.perf_counter()
     res, latency = await _with_bystander(server_url, attack)
-    assert _error(res)["code"] == "timeout" and time.perf_counter() - t0 < 15
+    # The upstream's per-call timeout is 2 s, the default 60 s: ending well before that shows which applied.
+    assert _error(res)["code"] == "timeout" and time.perf_counter() - t0 < 30
     assert latency < BYSTANDER_BOUND_S
 
 

@@ -4,8 +4,9 @@ A real server (stdio, driven by the mcp ``Client``) with real upstream stdio ser
 (mcp-server-time, once directly and once behind a wrapper shell) runs a CPU-bound snippet; then
 the server is killed (SIGKILL, SIGTERM) or its stdin is closed. Every process it started — Monty
 workers, the upstream servers and the wrapper's child, the watchdog launchers in front of them —
-must be gone within a few seconds, checked in the process table by the pids recorded while the
-server ran.
+must be gone, checked in the process table by the pids recorded while the server ran. They go in
+well under a second; the bound is generous (a busy machine) and still far below the spinning
+run's own 120 s timeout, the next thing that would end a worker left behind.
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ async def main():
 
 anyio.run(main)
 """
-GONE_WITHIN_S = 5.0
+GONE_WITHIN_S = 30.0
 
 
 @pytest.fixture

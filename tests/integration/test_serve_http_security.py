@@ -119,7 +119,7 @@ class Door:
         with self._changed:
             return "\n".join(self.lines)
 
-    def wait_for(self, pattern: str, timeout: float = 20) -> re.Match[str]:
+    def wait_for(self, pattern: str, timeout: float = 60) -> re.Match[str]:
         """The first output line matching ``pattern``, waiting for it to be printed."""
         regex = re.compile(pattern)
         found: list[re.Match[str]] = []

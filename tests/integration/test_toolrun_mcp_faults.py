@@ -30,6 +30,10 @@ from toolrun._child_env import NETWORK_ENV
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 
+HANG_S = 60
+"""Seconds after which a call or a wait counts as hung: a bound for a hang, not a speed (a busy machine
+stretches calls that take milliseconds here to seconds)."""
+
 STATIC_TOOLS = {
     "echo",
     "add",
@@ -118,13 +122,13 @@ async def test_crash_mid_call_then_the_next_call_reconnects(
 ) -> None:
     async with mcp_runner({"fault": fault}) as (runner, _):
         assert (await runner.run("fault:echo", {"text": "before"})).structured == {"text": "before"}
-        with anyio.fail_after(20):
+        with anyio.fail_after(HANG_S):
             with pytest.raises(BackendUnavailableError) as ei:
                 await runner.run("fault:crash")
         assert ei.value.backend == "mcp:fault"
         assert "closed the connection during a call to 'crash'" in ei.value.reason
         if "command" in fault:  # over HTTP the server is gone for good: see the restart test below
-            with anyio.fail_after(20):
+            with anyio.fail_after(HANG_S):
                 res = await runner.run("fault:echo", {"text": "after"})
             assert res.structured == {"text": "after"}
             stats = await runner.run("fault:stats")
@@ -133,12 +137,12 @@ async def test_crash_mid_call_then_the_next_call_reconnects(
 
 async def test_hang_times_out_and_the_server_is_told(mcp_runner: Callable[..., Any], fault: dict[str, Any]) -> None:
     async with mcp_runner({"fault": fault}) as (runner, _):
-        with anyio.fail_after(10):
+        with anyio.fail_after(HANG_S):
             with pytest.raises(ToolTimeoutError) as ei:
                 await runner.run("fault:hang", timeout=0.5)
         assert ei.value.timeout == 0.5
         # notifications/cancelled reached the server: its handler was cancelled.
-        with anyio.fail_after(10):
+        with anyio.fail_after(HANG_S):
             while (await runner.run("fault:stats")).structured["cancelled"] < 1:
                 await anyio.wait_all_tasks_blocked()
         assert (await runner.run("fault:echo", {"text": "ok"})).structured == {"text": "ok"}
@@ -146,11 +150,11 @@ async def test_hang_times_out_and_the_server_is_told(mcp_runner: Callable[..., A
 
 async def test_cancelling_the_caller_cancels_the_call(mcp_runner: Callable[..., Any]) -> None:
     async with mcp_runner({"fault": fault_stdio()}) as (runner, _):
-        with anyio.fail_after(10):
+        with anyio.fail_after(HANG_S):
             with anyio.move_on_after(0.3) as scope:
                 await runner.run("fault:hang")
         assert scope.cancelled_caught
-        with anyio.fail_after(10):
+        with anyio.fail_after(HANG_S):
             while (await runner.run("fault:stats")).structured["cancelled"] < 1:
                 await anyio.wait_all_tasks_blocked()
 
@@ -161,7 +165,7 @@ async def test_backend_timeout_without_runner_timeout() -> None:
     async with MCPBackend("fault", cfg) as backend:
         await backend.attach(index)
         tool = index.get("fault:hang")
-        with anyio.fail_after(10), pytest.raises(ToolTimeoutError):
+        with anyio.fail_after(HANG_S), pytest.raises(ToolTimeoutError):
             await backend.call(index.backends(tool.id)[0], tool, {})
 
 
@@ -202,7 +206,7 @@ async def test_list_changed_updates_the_index(
 
         unsubscribe = index.subscribe(on_change)
         await runner.run("fault:add_tool", {"name": "late_arrival"})
-        with anyio.fail_after(10):
+        with anyio.fail_after(HANG_S):
             await changed.wait()
         assert events[0].kind == "registered"
         assert events[0].tool_ids == ("fault:late_arrival",)
@@ -211,7 +215,7 @@ async def test_list_changed_updates_the_index(
 
         changed = anyio.Event()
         await runner.run("fault:remove_tool", {"name": "late_arrival"})
-        with anyio.fail_after(10):
+        with anyio.fail_after(HANG_S):
             await changed.wait()
         assert events[-1].kind == "unregistered"
         with pytest.raises(ToolNotFoundError):
@@ -222,7 +226,7 @@ async def test_list_changed_updates_the_index(
 async def test_big_result_over_http(mcp_runner: Callable[..., Any], fault_http: RunningServer) -> None:
     size = 3 * 1024 * 1024
     async with mcp_runner({"fault": {"url": fault_http.url}}) as (runner, _):
-        with anyio.fail_after(30):
+        with anyio.fail_after(HANG_S):
             res = await runner.run("fault:big", {"size": size})
         assert len(res.content) == 1
         assert len(res.content[0]["text"]) == size
@@ -235,7 +239,7 @@ async def test_200_concurrent_calls_share_one_session(mcp_runner: Callable[..., 
         async def one(i: int) -> None:
             results[i] = (await runner.run("fault:echo", {"text": f"call-{i}"})).structured
 
-        with anyio.fail_after(60):
+        with anyio.fail_after(HANG_S):
             async with anyio.create_task_group() as tg:
                 for i in range(200):
                     tg.start_soon(one, i)
@@ -260,7 +264,7 @@ async def test_concurrent_first_calls_open_one_session() -> None:
         async def one(i: int) -> None:
             got.append((await backend.call(ref, echo, {"text": str(i)})).structured)
 
-        with anyio.fail_after(30):
+        with anyio.fail_after(HANG_S):
             async with anyio.create_task_group() as tg:
                 for i in range(20):
                     tg.start_soon(one, i)
@@ -290,7 +294,7 @@ async def test_unentered_backend_says_how_to_start_it() -> None:
 async def test_command_not_found() -> None:
     cfg = StdioServerConfig(command="definitely-not-an-mcp-server-xyz")
     async with MCPBackend("nope", cfg) as backend:
-        with anyio.fail_after(10), pytest.raises(BackendUnavailableError) as ei:
+        with anyio.fail_after(HANG_S), pytest.raises(BackendUnavailableError) as ei:
             await backend.attach(InMemoryIndex())
     assert ei.value.backend == "mcp:nope"
     assert "command not found" in ei.value.reason
@@ -306,7 +310,7 @@ async def test_server_that_exits_at_start_reports_its_stderr() -> None:
     for expose in (False, True):
         cfg = StdioServerConfig(command=sys.executable, args=("-c", code), exposeStderr=expose)
         async with MCPBackend("broken", cfg) as backend:
-            with anyio.fail_after(20), pytest.raises(BackendUnavailableError) as ei:
+            with anyio.fail_after(HANG_S), pytest.raises(BackendUnavailableError) as ei:
                 await backend.attach(InMemoryIndex())
         assert ("missing API key FOO_TOKEN" in ei.value.reason) is expose
         assert ("stderr is in the log" in ei.value.reason) is not expose
@@ -343,7 +347,7 @@ async def test_silent_server_hits_the_connect_timeout() -> None:
         {"mcpServers": {"mute": {"command": sys.executable, "args": ["-c", code], "connectTimeout": 1}}}
     ).servers["mute"]
     async with MCPBackend("mute", cfg) as backend:
-        with anyio.fail_after(20), pytest.raises(BackendUnavailableError) as ei:
+        with anyio.fail_after(HANG_S), pytest.raises(BackendUnavailableError) as ei:
             await backend.attach(InMemoryIndex())
     assert "no MCP handshake within 1 s" in ei.value.reason
     assert ei.value.fix is not None and '"connectTimeout"' in ei.value.fix
@@ -354,7 +358,7 @@ async def test_http_connection_refused() -> None:
 
     cfg = load_config({"mcpServers": {"gone": {"url": f"http://127.0.0.1:{free_port()}/mcp"}}}).servers["gone"]
     async with MCPBackend("gone", cfg) as backend:
-        with anyio.fail_after(20), pytest.raises(BackendUnavailableError) as ei:
+        with anyio.fail_after(HANG_S), pytest.raises(BackendUnavailableError) as ei:
             await backend.attach(InMemoryIndex())
     assert "cannot reach http://127.0.0.1" in ei.value.reason
 
@@ -380,7 +384,7 @@ async def test_mcp_param_headers_learned_on_mismatch(fault_http: RunningServer) 
     cfg = load_config({"mcpServers": {"fault": {"url": fault_http.url}}}).servers["fault"]
     region = Tool(name="region", namespace="fault", input_schema={"type": "object"})
     async with MCPBackend("fault", cfg) as backend:
-        with anyio.fail_after(20):
+        with anyio.fail_after(HANG_S):
             res = await backend.call(BackendRef.mcp("fault", tool="region"), region, {"region": "us"})
     assert res.content == ({"type": "text", "text": "us"},)
 
@@ -391,11 +395,11 @@ async def test_http_server_restart_is_survived(
     command = [sys.executable, str(FAULT_SERVER), "--http", "--port", "{port}"]
     first = http_server(command, ready=r"Uvicorn running on")
     async with mcp_runner({"fault": {"url": first.url}}) as (runner, _):
-        with anyio.fail_after(20), pytest.raises(BackendUnavailableError):
+        with anyio.fail_after(HANG_S), pytest.raises(BackendUnavailableError):
             await runner.run("fault:crash")
         await anyio.to_thread.run_sync(first.process.wait, 10)
         http_server(command, ready=r"Uvicorn running on", port=first.port)
-        with anyio.fail_after(20):
+        with anyio.fail_after(HANG_S):
             res = await runner.run("fault:echo", {"text": "second life"})
         assert res.structured == {"text": "second life"}
 

@@ -6,6 +6,9 @@ import pytest
 
 from toolindex import BackendRef, ChangeEvent, InMemoryIndex, Tool
 
+HANG_S = 120
+"""Seconds after which the writers and readers count as deadlocked: a bound for a hang, not a speed."""
+
 N_WRITERS = 8
 PER_WRITER = 40
 
@@ -91,7 +94,7 @@ async def test_tasks_registering_and_searching_concurrently() -> None:
             searches += 1
             await anyio.lowlevel.checkpoint()
 
-    with anyio.fail_after(30):
+    with anyio.fail_after(HANG_S):
         async with anyio.create_task_group() as tg:
             tg.start_soon(search)
             async with anyio.create_task_group() as writers:

@@ -18,6 +18,10 @@ from toolrun import (
     ToolTimeoutError,
 )
 
+HANG_S = 60
+"""Seconds after which a call counts as hung: a bound for a hang, not a speed (the calls bounded by it take
+milliseconds, or their own timeout of a fraction of a second; a busy machine stretches that to seconds)."""
+
 
 def backend(calls: list[str]) -> LocalBackend:
     local = LocalBackend()
@@ -184,7 +188,7 @@ async def test_empty_chain() -> None:
 async def test_per_step_timeout() -> None:
     calls: list[str] = []
     async with await runner_with(calls) as runner:
-        with anyio.fail_after(5):
+        with anyio.fail_after(HANG_S):
             chain = await runner.run_chain(
                 [ChainStep("c:hang", on_error="continue"), ChainStep("c:start", {"n": 1})], timeout=0.05
             )

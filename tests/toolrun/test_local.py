@@ -26,6 +26,10 @@ from toolrun import (
 )
 from toolrun._local import parse_docstring
 
+HANG_S = 60
+"""Seconds after which a call counts as hung: a bound for a hang, not a speed (the calls bounded by it take
+milliseconds, or their own timeout of a fraction of a second; a busy machine stretches that to seconds)."""
+
 
 class Point(BaseModel):
     x: int
@@ -338,7 +342,7 @@ async def test_sync_function_runs_in_a_worker_thread_and_the_loop_stays_free() -
         async def call() -> None:
             results.append(await runner.run("blocking"))
 
-        with anyio.fail_after(5):
+        with anyio.fail_after(HANG_S):
             async with anyio.create_task_group() as tg:
                 tg.start_soon(call)
                 while not threads:
@@ -390,7 +394,7 @@ async def test_max_threads_limits_concurrent_sync_calls() -> None:
         async def call(i: int) -> None:
             out.append((await runner.run("work", {"i": i})).structured)
 
-        with anyio.fail_after(10):
+        with anyio.fail_after(HANG_S):
             async with anyio.create_task_group() as tg:
                 for i in range(6):
                     tg.start_soon(call, i)
@@ -448,7 +452,7 @@ async def test_hung_sync_function_times_out() -> None:
     try:
         async with DefaultRunner(index, [local]) as runner:
             await runner.attach()
-            with anyio.fail_after(5), pytest.raises(ToolTimeoutError) as info:
+            with anyio.fail_after(HANG_S), pytest.raises(ToolTimeoutError) as info:
                 await runner.run("hang", timeout=0.2)
         assert info.value.tool_id == "local:hang"
         assert info.value.timeout == 0.2
@@ -466,7 +470,7 @@ async def test_backend_enforces_timeout_when_called_directly() -> None:
         return 1
 
     tool = local.tools[0]
-    with anyio.fail_after(5), pytest.raises(ToolTimeoutError):
+    with anyio.fail_after(HANG_S), pytest.raises(ToolTimeoutError):
         await local.call(BackendRef.local("local:hang"), tool, {}, timeout=0.1)
 
 

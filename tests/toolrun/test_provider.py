@@ -23,6 +23,10 @@ from toolrun import (
     ToolTimeoutError,
 )
 
+HANG_S = 60
+"""Seconds after which a call counts as hung: a bound for a hang, not a speed (the calls bounded by it take
+milliseconds, or their own timeout of a fraction of a second; a busy machine stretches that to seconds)."""
+
 
 class NotesProvider:
     """A small in-memory notes service: the kind of tool source a provider wraps."""
@@ -150,7 +154,7 @@ async def test_provider_failures() -> None:
             await runner.run("notes:stats")
         with pytest.raises(OutputValidationError):
             await runner.run("notes:count_wrong")
-        with anyio.fail_after(5), pytest.raises(ToolTimeoutError):
+        with anyio.fail_after(HANG_S), pytest.raises(ToolTimeoutError):
             await runner.run("notes:slow", timeout=0.05)
 
 

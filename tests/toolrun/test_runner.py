@@ -37,6 +37,10 @@ from toolrun import (
     ToolTimeoutError,
 )
 
+HANG_S = 60
+"""Seconds after which a call counts as hung: a bound for a hang, not a speed (the calls bounded by it take
+milliseconds, or their own timeout of a fraction of a second; a busy machine stretches that to seconds)."""
+
 
 class Recorder:
     def __init__(self) -> None:
@@ -312,7 +316,7 @@ async def test_a_failing_store_does_not_fail_the_call() -> None:
 async def test_timeout_raises_tool_timeout_error() -> None:
     runner, _ = await make_runner()
     async with runner:
-        with anyio.fail_after(5), pytest.raises(ToolTimeoutError) as info:
+        with anyio.fail_after(HANG_S), pytest.raises(ToolTimeoutError) as info:
             await runner.run("local:hang", timeout=0.05)
     assert info.value.tool_id == "local:hang"
     assert isinstance(info.value, TimeoutError)
@@ -322,7 +326,7 @@ async def test_timeout_raises_tool_timeout_error() -> None:
 async def test_default_timeout_applies_when_none_is_given() -> None:
     runner, _ = await make_runner(default_timeout=0.05)
     async with runner:
-        with anyio.fail_after(5), pytest.raises(ToolTimeoutError):
+        with anyio.fail_after(HANG_S), pytest.raises(ToolTimeoutError):
             await runner.run("local:hang")
         assert (await runner.run("local:add", {"a": 1})).structured == 2
 
@@ -346,7 +350,7 @@ async def test_cancelling_the_caller_cancels_the_call() -> None:
     index = InMemoryIndex()
     async with DefaultRunner(index, [local]) as runner:
         await runner.attach()
-        with anyio.fail_after(5):
+        with anyio.fail_after(HANG_S):
             async with anyio.create_task_group() as tg:
                 tg.start_soon(runner.run, "wait_forever")
                 await started.wait()
@@ -379,7 +383,7 @@ async def test_many_concurrent_runs_overlap_and_get_their_own_results() -> None:
         async def one(i: int) -> None:
             results[i] = (await runner.run("ident", {"i": i})).structured
 
-        with anyio.fail_after(10):
+        with anyio.fail_after(HANG_S):
             async with anyio.create_task_group() as tg:
                 for i in range(n):
                     tg.start_soon(one, i)
@@ -531,7 +535,7 @@ async def test_stream_delivers_events_while_the_call_runs() -> None:
     async with DefaultRunner(index, [local]) as runner:
         await runner.attach()
         seen: list[Any] = []
-        with anyio.fail_after(5):
+        with anyio.fail_after(HANG_S):
             async for item in runner.stream("gated"):
                 seen.append(item)
                 consumer_saw_first.set()
@@ -587,7 +591,7 @@ async def test_closing_a_stream_early_cancels_the_call() -> None:
     index = InMemoryIndex()
     async with DefaultRunner(index, [local]) as runner:
         await runner.attach()
-        with anyio.fail_after(5):
+        with anyio.fail_after(HANG_S):
             async with contextlib.aclosing(runner.stream("endless")) as events:
                 async for event in events:
                     assert isinstance(event, ProgressEvent)
@@ -600,7 +604,7 @@ async def test_closing_a_stream_early_cancels_the_call() -> None:
 async def test_stream_timeout() -> None:
     runner, _ = await make_runner()
     async with runner:
-        with anyio.fail_after(5), pytest.raises(ToolTimeoutError):
+        with anyio.fail_after(HANG_S), pytest.raises(ToolTimeoutError):
             async for _ in runner.stream("local:hang", timeout=0.05):
                 pass
 

@@ -31,6 +31,10 @@ PARENT = textwrap.dedent(
 )
 
 
+GONE_S = 60.0
+"""How long the processes may take to go: they go at once; a process left behind sleeps for 300 s."""
+
+
 def run(command: str, args: list[str], **kwargs: object) -> subprocess.CompletedProcess[bytes]:
     program, argv = watchdog_command(command, args)
     return subprocess.run([program, *argv], timeout=30, check=False, **kwargs)  # type: ignore[call-overload]
@@ -95,7 +99,7 @@ def test_the_command_and_its_children_die_with_the_parent(sig: signal.Signals, s
             assert len(tree) == 4  # the launcher, `sh` and the two `sleep`s
             parent.send_signal(sig)
             parent.wait(timeout=10)
-            assert wait_gone([p.pid for p in tree], 5.0) == []
+            assert wait_gone([p.pid for p in tree], GONE_S) == []
         finally:
             parent.kill()
 
@@ -110,7 +114,7 @@ def test_the_command_dies_when_the_launcher_is_killed() -> None:
             (child,) = psutil.Process(launcher.pid).children()
             launcher.kill()
             assert launcher.wait(timeout=10) == -signal.SIGKILL
-            assert wait_gone([child.pid], 5.0) == []
+            assert wait_gone([child.pid], GONE_S) == []
         finally:
             launcher.kill()
 
