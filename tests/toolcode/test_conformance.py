@@ -95,3 +95,24 @@ async def test_overlap_checks_fail_an_engine_that_makes_one_call_at_a_time(
         await engine.aclose()
     assert outcome.status == "failed"
     assert "calls were in flight at once" in outcome.detail, outcome.detail
+
+
+class _SlowToStartEngine(UnsafeInProcessEngine):
+    """An engine on a busy machine: each run takes 0.7 s to reach the snippet."""
+
+    async def execute(self, params: ExecuteParams, tools: Tools) -> ExecuteResult:
+        await anyio.sleep(0.7)
+        return await super().execute(params, tools)
+
+
+@pytest.mark.anyio
+async def test_a_timeout_that_fires_before_the_snippet_reaches_its_call_is_tried_again_longer() -> None:
+    # With the 0.5 s timeout the run ends before its tool call starts; the check does not fail the
+    # engine for that, it tries again with a longer timeout and then finds the cut call in the trace.
+    check = next(c for c in CHECKS if c.id == "limits.timeout_tool")
+    engine = _SlowToStartEngine()
+    try:
+        outcome = await run_check(engine, check)
+    finally:
+        await engine.aclose()
+    assert outcome.status == "passed", outcome.detail
