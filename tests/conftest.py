@@ -15,10 +15,21 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import structlog
 from hypothesis import HealthCheck, settings
 
 settings.register_profile("toolcode", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("toolcode")
+
+
+@pytest.fixture(autouse=True)
+def _logging_configuration_stays_with_its_test() -> Iterator[None]:
+    # A test that runs the CLI configures structlog for the whole process (warnings only, to
+    # stderr): restore what was there, so a later test in the same worker sees what it set up.
+    before = structlog.get_config()
+    yield
+    structlog.configure(**before)
+
 
 # Waits for a server to start or answer are bounds on a hang, not speeds: generous on purpose.
 START_S = 60.0

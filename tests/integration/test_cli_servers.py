@@ -33,7 +33,7 @@ def test_a_servers_ordinary_stderr_shows_only_with_v(tmp_path: Path, files_dir: 
     )
     quiet = _toolcode("namespaces", "--config", config, "--json")
     assert quiet.returncode == 0, quiet.stderr
-    assert json.loads(quiet.stdout)["namespaces"] == [{"name": "files", "tool_count": 14}]
+    assert json.loads(quiet.stdout)["namespaces"] == [{"name": "files", "tool_count": 14, "unavailable": None}]
     assert quiet.stderr == ""  # no warnings: nothing went wrong
     verbose = _toolcode("-v", "namespaces", "--config", config, "--json")
     assert verbose.returncode == 0

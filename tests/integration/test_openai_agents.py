@@ -203,7 +203,7 @@ async def test_three_mistakes_in_a_row_then_working_code_is_an_ordinary_run_with
     garbled, syntax, typed, done = tool_outputs(result)
     assert garbled.startswith("error [invalid_arguments]: invalid 'arguments': not valid JSON")
     assert syntax.startswith("error [syntax_error] at line ")
-    assert typed.startswith("error [type_error] at line 2:") and "Expected `str`" in typed
+    assert typed.startswith("error [type_error] at line 2:") and 'is not of type "string"' in typed
     assert done.startswith('{"zone": "Europe/Paris", "untracked": true}\n[2 tool calls, ')
 
 

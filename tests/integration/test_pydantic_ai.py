@@ -157,7 +157,9 @@ async def test_three_mistakes_in_a_row_then_working_code_is_an_ordinary_run_with
     assert [r.outcome for r in (garbled, syntax, typed, done)] == ["failed", "failed", "failed", "success"]
     assert str(garbled.content).startswith("error [invalid_arguments]: invalid 'arguments': not valid JSON")
     assert str(syntax.content).startswith("error [syntax_error] at line ")
-    assert str(typed.content).startswith("error [type_error] at line 2:") and "Expected `str`" in str(typed.content)
+    assert str(typed.content).startswith("error [type_error] at line 2:") and 'is not of type "string"' in str(
+        typed.content
+    )
 
 
 async def test_every_failure_is_a_failed_result_the_model_reads(config: dict[str, Any]) -> None:
