@@ -7,14 +7,30 @@ stop by seconds. The time to stop on a quiet machine is a benchmark's figure (``
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
 from _toolcode_support import make_runner
 
-from toolcode import ExecuteOptions, ExecuteParams, Executor, ExecutorConfig, LimitExceededError, load_engine
+from toolcode import (
+    CodeExecutionError,
+    ExecuteOptions,
+    ExecuteParams,
+    Executor,
+    ExecutorConfig,
+    LimitExceededError,
+    Settings,
+    Toolbox,
+    load_engine,
+)
+from toolcode._settings import StateSettings, WorkerSettings
+from toolcode.exceptions import ErrorCode
+from toolrun import LocalBackend
 
 pytestmark = pytest.mark.anyio
 
@@ -55,7 +71,8 @@ async def test_cpu_loop_is_stopped_by_its_1s_timeout(executor: Executor) -> None
 @pytest.mark.parametrize(
     ("code", "limit"),
     [
-        ("x = 10**10**8", "timeout"),  # 41 MB of digits: under the memory limit, too slow for 1 s
+        ("x = 10**10**8", "max_memory"),  # Monty's estimate (191 MiB) is over the limit: refused before computing
+        ("x = 10**(3 * 10**7)", "timeout"),  # its estimate (57 MiB) fits: computed, too slow for 1 s
         ("x = 'a' * 10**10", "max_memory"),
         ("x = 7 ** (10**7)\nlen(str(x))", "timeout"),
         ("x = []\nwhile True:\n    x.append('y' * 10**6)", "max_memory"),
@@ -73,8 +90,63 @@ async def test_bombs_are_stopped_and_the_host_survives(monty: Executor, code: st
     assert (await monty.execute(ExecuteParams(code="sum(range(10))"))).value == 45
 
 
-async def test_memory_limit_reports_configured_and_reached(monty: Executor) -> None:
-    err, _ = await _stopped(monty, "x = 'a' * 10**10")
-    assert err.configured == 256 * 1024 * 1024 and err.reached is not None and err.reached >= 10**10
-    assert str(err).startswith("limit max_memory exceeded: configured 256 MiB, reached ") and " GiB" in str(err)
-    assert err.result is not None and err.result.limits.applied["max_memory"] == 256 * 1024 * 1024
+async def test_memory_limit_reports_configured_reached_and_what_was_too_big(monty: Executor) -> None:
+    err, _ = await _stopped(monty, "n = 10\nx = 'a' * 10**n")
+    assert err.configured == 128 * 1024 * 1024 and err.reached is not None and err.reached >= 10**10
+    assert str(err).startswith("limit max_memory exceeded: configured 128 MiB, reached ") and " GiB" in str(err)
+    assert str(err).endswith("(line 2: 'a' * 10**n)"), str(err)
+    assert err.code == ErrorCode.MEMORY_LIMIT
+    assert err.result is not None and err.result.limits.applied["max_memory"] == 128 * 1024 * 1024
+
+
+@pytest.mark.parametrize("code", ["10**10**8", "2**10**9", "'x' * 10**10", "[0] * 10**10"])
+async def test_what_cannot_fit_the_memory_limit_fails_at_once_under_default_limits(monty: Executor, code: str) -> None:
+    # Default limits (30 s): before, 10**10**8 computed until the host killed it at the timeout.
+    with anyio.fail_after(25):  # a hang bound only; these fail in milliseconds
+        err, _ = await _stopped(monty, f"__out = {code}", timeout=30.0)
+    assert err.limit == "max_memory" and err.code == ErrorCode.MEMORY_LIMIT, str(err)
+    assert f"(line 1: {code})" in str(err)
+    assert (await monty.execute(ExecuteParams(code="6 * 7"))).value == 42  # the worker was not killed
+
+
+async def test_the_default_memory_limit_holds_a_large_tool_result(tmp_path: Path) -> None:
+    # 4 MiB of JSON (OpenAPI's default response cap) takes ~50 MiB of the sandbox's heap.
+    local = LocalBackend()
+    records = [
+        {
+            "id": i,
+            "title": f"issue {i}",
+            "state": "open" if i % 3 else "closed",
+            "labels": [{"name": "bug"}, {"name": f"area-{i % 7}"}],
+            "user": {"login": f"user{i % 101}", "id": 5000 + i},
+            "body": "steps to reproduce: run it and watch it fail. " * 4,
+        }
+        for i in range(14_000)
+    ]
+    assert len(json.dumps(records)) > 4 * 1024 * 1024
+
+    @local.tool(namespace="big")
+    def issues() -> list[dict[str, Any]]:
+        """Many records."""
+        return records
+
+    async with Toolbox([local], settings=Settings(state=StateSettings(dir=str(tmp_path)))) as box:
+        out = await box.codemode.execute(
+            "r = run_tool('big:issues')\n__out = sum(1 for x in r if x['state'] == 'open')"
+        )
+    assert out.ok and out.value == sum(1 for x in records if x["state"] == "open"), out.error
+
+
+async def test_workers_max_memory_sets_the_engines_limit(tmp_path: Path) -> None:
+    settings = Settings(state=StateSettings(dir=str(tmp_path)), workers=WorkerSettings(max_memory=32 * 1024 * 1024))
+    async with Toolbox([], settings=settings) as box:
+        assert box.codemode.executor.engine.info.limits["max_memory"] == 32 * 1024 * 1024
+        out = await box.codemode.execute("x = [0] * (8 * 1024 * 1024)\nlen(x)")  # 64 MiB of list slots
+    assert out.error is not None and out.error.code == "memory_limit" and "configured 32 MiB" in out.error.message
+
+
+async def test_an_int_too_long_to_print_is_a_clear_error_not_a_crash(executor: Executor) -> None:
+    with pytest.raises(CodeExecutionError) as ei:
+        await executor.execute(ExecuteParams(code="__out = [1, 10**5000]"))
+    assert "$[1] is an int of about 5,001 digits" in str(ei.value)
+    assert (await executor.execute(ExecuteParams(code="__out = 10**4000 // 10**3990"))).value == 10**10

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Final, cast
@@ -218,11 +219,19 @@ class PayloadBudget:
         return {"…": DROPPED_PAYLOAD} if kept is DROPPED_PAYLOAD else args
 
 
+_LOG10_2 = math.log10(2)
+
+
 def _path_of_bad(value: Any, path: str = "$", depth: int = 0) -> str | None:
     if depth > _MAX_DEPTH:
         return f"{path} (nested more than {_MAX_DEPTH} levels)"
-    if value is None or isinstance(value, bool | int | str):
+    if value is None or isinstance(value, bool | str):
         return None
+    if isinstance(value, int):
+        # CPython refuses to print an int longer than this (quadratic time); JSON text is printing.
+        most = sys.get_int_max_str_digits()
+        digits = int(value.bit_length() * _LOG10_2) + 1
+        return f"{path} is an int of about {digits:,} digits (more than {most:,})" if most and digits > most else None
     if isinstance(value, float):
         return None if math.isfinite(value) else f"{path} is {value!r}"
     if isinstance(value, list | tuple):

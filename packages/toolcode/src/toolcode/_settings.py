@@ -82,7 +82,7 @@ within ``execute_code`` (MCP elicitation)."""
 
 
 class WorkerSettings(BaseModel):
-    """The sandbox worker pool (the default engine's): size, and admission per caller."""
+    """The sandbox worker pool (the default engine's): size, admission per caller, and memory per run."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -99,6 +99,9 @@ class WorkerSettings(BaseModel):
     nice: int | None = Field(
         default=None, ge=0, le=19, description="How much lower the workers' CPU priority is (default 10)."
     )
+    max_memory: int | None = Field(
+        default=None, ge=1024 * 1024, description="Heap limit per run, in bytes (default 134217728: 128 MiB)."
+    )
 
     def engine_kwargs(self) -> dict[str, Any]:
         """The ``MontyEngine`` arguments these settings set."""
@@ -108,6 +111,7 @@ class WorkerSettings(BaseModel):
             "per_caller": "max_runs_per_caller",
             "queue_timeout": "queue_timeout",
             "nice": "worker_nice",
+            "max_memory": "max_memory",
         }
         return {names[k]: v for k, v in self.model_dump(exclude_none=True).items()}
 

@@ -316,7 +316,7 @@ class EngineInfo:
     sandboxed: bool
     """Whether untrusted code is isolated from the host (no files, network, host objects)."""
     limits: Mapping[str, float | int] = field(default_factory=lambda: _no_limits())
-    """Engine-side limits beyond the executor's own, with their values (e.g. ``{"max_memory": 268435456}``)."""
+    """Engine-side limits beyond the executor's own, with their values (e.g. ``{"max_memory": 134217728}``)."""
     unsupported: Mapping[str, str] = field(default_factory=dict[str, str])
     """Conformance categories the engine declares unsupported, with the reason (e.g. ``{"escape": ...}``)."""
     sessions: bool = False

@@ -39,7 +39,7 @@ from toolcode.exceptions import (
 from toolindex.log import get_logger
 from toolrun import watchdog_executable
 
-__all__ = ["MontyEngine", "default_max_processes"]
+__all__ = ["DEFAULT_MAX_MEMORY", "MontyEngine", "default_max_processes"]
 
 _log = get_logger("toolcode.engines.monty")
 
@@ -85,6 +85,12 @@ ModuleMap = Mapping[str, Mapping[str, ModuleFunction]]
 _MODULE_PREFIX = PACKAGE + "."
 _IMPORT = "import"
 _MODULE_CACHE = 16
+
+DEFAULT_MAX_MEMORY = 128 * 1024 * 1024
+"""Heap limit per run. Monty refuses an operation whose estimated result does not fit before computing
+it: ``10**10**8`` (estimated 191 MiB) fails at once, where a limit above its estimate lets it compute
+until the run's timeout. Tool results cost 8 to 13 times their JSON size in the heap: a 4 MiB one
+needs about 50 MiB (``bench/memory_limit.py``)."""
 
 _caller: ContextVar[str | None] = ContextVar("toolcode_monty_caller", default=None)
 _SETTLE_S = 1.0
@@ -132,7 +138,9 @@ class MontyEngine:
     Args:
         min_processes: Workers kept warm.
         max_processes: Cap on concurrent runs and workers (default: :func:`default_max_processes`).
-        max_memory: Heap limit per run, in bytes.
+        max_memory: Heap limit per run, in bytes (default :data:`DEFAULT_MAX_MEMORY`, 128 MiB). An
+            operation whose result Monty estimates would not fit (``10**10**8``, ``'x' * 10**10``)
+            fails at once with :class:`~toolcode.exceptions.LimitExceededError` (``max_memory``).
         max_recursion_depth: Call-stack depth limit.
         kill_grace: Seconds the pool waits past the time limit before killing a worker.
         max_runs_per_caller: Cap on one caller's concurrent runs (default: half of
@@ -157,7 +165,7 @@ class MontyEngine:
         *,
         min_processes: int = 1,
         max_processes: int | None = None,
-        max_memory: int = 256 * 1024 * 1024,
+        max_memory: int = DEFAULT_MAX_MEMORY,
         max_recursion_depth: int = 200,
         kill_grace: float = 0.5,
         max_runs_per_caller: int | None = None,
@@ -480,7 +488,7 @@ class MontyEngine:
         if isinstance(inner, MemoryError):
             m = _MEMORY_RE.search(msg)
             if m:
-                return LimitExceededError("max_memory", self._max_memory, int(m.group(1)))
+                return LimitExceededError("max_memory", self._max_memory, int(m.group(1)), _what_needed(e))
         if isinstance(inner, RecursionError):
             return LimitExceededError("max_recursion_depth", self._max_depth, None, msg)
         return _code_error(e, type(inner).__name__, raised)
@@ -938,6 +946,21 @@ def _decode_settled(d: Mapping[str, Any], raised: dict[str, ToolError]) -> pm.Ex
     name, message = d.get("error", ["RuntimeError", "failed"])
     kind = {"TypeError": TypeError, "ValueError": ValueError}.get(str(name), RuntimeError)
     return {"exception": kind(str(message))}
+
+
+def _what_needed(e: pm.MontyRuntimeError) -> str:
+    """Where the memory ran out: the line, and the expression when Monty points at one."""
+    frames = e.traceback()
+    if not frames:
+        return ""
+    f = frames[-1]
+    source = f.source_line or ""
+    if f.end_line == f.line and 1 <= f.column < f.end_column <= len(source) + 1:
+        what = source[f.column - 1 : f.end_column - 1]
+    else:
+        what = source.strip()
+    what = what if len(what) <= 80 else what[:79] + "…"
+    return f"line {f.line}: {what}" if what else f"line {f.line}"
 
 
 def _code_error(
