@@ -27,6 +27,7 @@ from toolcode._globals import ERROR_INFO_SOURCE, async_names, call_names
 from toolcode._modules import PACKAGE, ModuleFunction
 from toolcode._policy import ApprovalNeeded, PendingCall
 from toolcode._types import EngineInfo, ExecuteParams, ExecuteResult, PauseState, RunPaused, SessionState, Tools
+from toolcode.engines import _monty_state as _state
 from toolcode.exceptions import (
     CodeExecutionError,
     EngineBusyError,
@@ -58,20 +59,6 @@ try:
     __toolcode_out = (True, __out)
 except NameError:
     __toolcode_out = (False, None)
-__toolcode_out
-"""
-# In a session ``__out`` would survive from the run before, and Monty has no ``del``: each run
-# starts with ``__out`` bound to a marker instead, and a run that did not set it returns its
-# trailing expression, as a fresh run does.
-_SESSION_PRELUDE = """\
-class _ToolcodeNoOut:
-    pass
-__toolcode_no_out = _ToolcodeNoOut()
-__out = __toolcode_no_out
-"""
-_FETCH_SESSION_OUT = """\
-__toolcode_out = (__out is not __toolcode_no_out, __out)
-__out = __toolcode_no_out
 __toolcode_out
 """
 _SLEEPS = frozenset({"time.sleep", "system.sleep"})
@@ -319,21 +306,29 @@ class MontyEngine:
 
         package = self._package(modules) if modules else None
         shape = (tuple(sorted(limits.items())), timeout, id(package))
+
+        def open_checkout() -> Any:
+            return pool.checkout(
+                script_name="snippet.py",
+                limits=limits,
+                os_policy={"sleep": "system", "sleep_system_max": timeout},
+                external_modules=package,
+            )
+
+        head, dump = _state.decode(keep.state) if keep is not None else (None, None)
+        if head is not None and resume is not None and "session" in resume.drive:
+            head = _state.SessionHead.from_json(resume.drive["session"])  # as it was when the run paused
         hot = self._take_hot(keep, shape)
         if hot is not None and resume is not None:
             self._closing.append(hot)  # the paused run's snapshot is the state now
             hot = None
         try:
             if hot is not None:
-                checkout, session = hot.checkout, hot.session
+                worker = _Worker(hot.checkout, hot.session)
             else:
-                checkout = pool.checkout(
-                    script_name="snippet.py",
-                    limits=limits,
-                    os_policy={"sleep": "system", "sleep_system_max": timeout},
-                    external_modules=package,
-                )
-                session = await checkout.__aenter__()
+                checkout = open_checkout()
+                worker = _Worker(checkout, await checkout.__aenter__())
+            session = worker.session
             keep_hot = False
             try:
                 restored: pm.AsyncSnapshot | None = None
@@ -342,17 +337,19 @@ class MontyEngine:
                         restored = await session.load_snapshot(resume.snapshot, print_callback=on_print)
                     except pm.MontyError as e:
                         raise EngineError("monty", f"the paused run cannot be restored: {e}") from None
-                elif hot is None:
-                    if keep is not None and keep.state is not None:
+                elif keep is None:
+                    await session.feed_run(_PRELUDE)
+                else:
+                    assert head is not None
+                    if hot is None and dump is not None:
                         try:
-                            await session.load_session(keep.state)
+                            await session.load_session(dump)
                         except pm.MontyError as e:
                             raise EngineError("monty", f"session {keep.name!r} cannot be restored: {e}") from None
-                    if keep is None:
-                        await session.feed_run(_PRELUDE)
-                    elif keep.state is None:
-                        await session.feed_run(_PRELUDE + _SESSION_PRELUDE)
-                    # A restored session has the prelude already; __out was reset before its dump.
+                    # A new session gets its definitions; a helper is defined when first mentioned.
+                    prelude = head.prelude(params.code, new=dump is None)
+                    if prelude:
+                        await session.feed_run(prelude)
                 if keep is not None:
                     keep.ran = True
                 try:
@@ -364,10 +361,10 @@ class MontyEngine:
                     else:
                         assert restored is not None
                         value = await drive.resume(restored, resume.drive)
+                    # Only a snippet that names __out can have set it (no exec, no globals()).
                     if keep is not None:
-                        # Only a snippet that names __out can have set it (no exec, no globals()).
                         if "__out" in params.code:
-                            has_out, out = await session.feed_run(_FETCH_SESSION_OUT)
+                            has_out, out, _ = await session.feed_run(_state.FETCH_OUT)
                             if has_out:
                                 value = out
                     elif "__out" in params.code:
@@ -375,19 +372,22 @@ class MontyEngine:
                         if has_out:
                             value = out
                 except _Paused as p:
-                    if keep is not None:
+                    drive_state = p.drive
+                    if keep is not None and head is not None:
                         keep.paused = True
-                    state = PauseState(p.snap.dump(), p.drive, p.pending, _line_of(params.code, p.snap))
+                        drive_state = {**p.drive, "session": head.to_json()}
+                    state = PauseState(p.snap.dump(), drive_state, p.pending, _line_of(params.code, p.snap))
                     raise RunPaused(state) from None
                 except (pm.MontySyntaxError, pm.MontyRuntimeError) as e:
                     # The snippet's own error: a session keeps what it did up to there (a REPL
                     # does the same); a limit (time, memory, depth) resets it.
-                    if keep is not None and not self._is_limit(e):
-                        await self._keep(session, keep, reset_out=True)
+                    if keep is not None and head is not None and not self._is_limit(e):
+                        await self._keep(worker, keep, head, params.code, open_checkout, new=dump is None, ok=False)
                     raise
-                if keep is not None:
-                    await self._keep(session, keep, reset_out=False)  # the fetch reset __out
-                    keep_hot = keep.kept is not None
+                if keep is not None and head is not None:
+                    keep_hot = await self._keep(
+                        worker, keep, head, params.code, open_checkout, new=dump is None, ok=True
+                    )
                 cut = _cut_path(value, self._max_depth)
                 if cut is not None:
                     raise CodeExecutionError(
@@ -398,12 +398,13 @@ class MontyEngine:
             except BaseException:
                 keep_hot = False
                 with anyio.CancelScope(shield=True):
-                    await _exit_quietly(checkout)
+                    if worker.checkout is not None:
+                        await _exit_quietly(worker.checkout)
                 raise
-            if keep_hot and keep is not None:
-                await self._put_hot(keep, checkout, session, shape)
-            else:
-                await checkout.__aexit__(None, None, None)
+            if keep_hot and keep is not None and worker.checkout is not None:
+                await self._put_hot(keep, worker.checkout, worker.session, shape)
+            elif worker.checkout is not None:
+                await worker.checkout.__aexit__(None, None, None)
         except pm.MontySyntaxError as e:
             raise _code_error(e, "SyntaxError", drive.raised) from None
         except pm.MontyRuntimeError as e:
@@ -469,16 +470,75 @@ class MontyEngine:
             isinstance(inner, TimeoutError) and "time limit exceeded" in str(inner)
         )
 
-    @staticmethod
-    async def _keep(session: pm.AsyncMontySession, keep: SessionState, *, reset_out: bool) -> None:
+    async def _keep(
+        self,
+        worker: _Worker,
+        keep: SessionState,
+        head: _state.SessionHead,
+        code: str,
+        open_checkout: Callable[[], Any],
+        *,
+        new: bool,
+        ok: bool,
+    ) -> bool:
+        """Set the state to store after a run (``keep.kept``); rebuild it first when its history outweighs it.
+
+        Returns whether ``worker`` (possibly a new one, after a rebuild) holds exactly that state
+        and may stay hot.
+        """
         try:
-            if reset_out:
-                await session.feed_run("__out = __toolcode_no_out")
-            keep.kept = await session.dump()
-            keep.token = uuid.uuid4().hex
+            if not ok:
+                await worker.session.feed_run(_state.RESET_OUT)
+            head.note_run(code, completed=ok)
+            dump = await worker.session.dump()
         except pm.MontyError as e:
             _log.warning("monty.session_dump_failed", session=keep.name, error=repr(e)[:300])
             keep.kept = None
+            return False
+        exact = True
+        if new:
+            head.base = len(dump)
+        elif head.due(len(dump)):
+            rebuilt = await self._rebuild(worker, head, open_checkout)
+            if rebuilt is None:
+                exact = False  # the worker ran the export, or holds a partial rebuild
+            else:
+                dump = rebuilt
+            head.base = len(dump)  # after a failure: try again once the history has doubled
+        keep.kept = _state.encode(head, dump)
+        keep.token = uuid.uuid4().hex
+        return exact
+
+    async def _rebuild(
+        self, worker: _Worker, head: _state.SessionHead, open_checkout: Callable[[], Any]
+    ) -> bytes | None:
+        """Re-create the session in a fresh worker from its namespace (see ``_monty_state``); its dump, or ``None``.
+
+        ``worker`` ends up holding the fresh worker (or none), whatever happens.
+        """
+        try:
+            data, bad, names = await worker.session.feed_run(_state.EXPORT, inputs=head.export_inputs(self._max_depth))
+        except pm.MontyError as e:
+            _log.debug("monty.session_export_failed", error=repr(e)[:300])
+            return None
+        if bad or not _state.plain_data(data) or _cut_path(data, self._max_depth) is not None:
+            _log.debug("monty.session_not_rebuilt", names=[str(n)[:40] for n in bad[:10]])
+            return None
+        old, worker.checkout = worker.checkout, None
+        await _exit_quietly(old)
+        definitions, replay = head.rebuild_source()
+        try:
+            checkout = open_checkout()
+            worker.session = await checkout.__aenter__()
+            worker.checkout = checkout
+            await worker.session.feed_run(definitions)
+            got = await worker.session.feed_run(replay, inputs=data)
+            if {n for n in got if not _state.engine_name(n)} != {n for n in names if not _state.engine_name(n)}:
+                return None
+            return await worker.session.dump()
+        except pm.MontyError as e:
+            _log.debug("monty.session_rebuild_failed", error=repr(e)[:300])
+            return None
 
     def _map_runtime(self, e: pm.MontyRuntimeError, timeout: float, raised: dict[str, ToolError]) -> ToolCodeError:
         inner = e.exception()
@@ -548,6 +608,14 @@ class _Hot:
     """The run settings it was checked out with (limits, modules)."""
     pool_token: object
     used: float
+
+
+@dataclass(slots=True)
+class _Worker:
+    """The worker a run holds (its checkout and session); ``checkout`` is ``None`` once given back."""
+
+    checkout: Any
+    session: pm.AsyncMontySession
 
 
 async def _exit_quietly(checkout: Any) -> None:
