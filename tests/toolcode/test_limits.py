@@ -80,9 +80,9 @@ async def test_cpu_loop_is_stopped_by_its_1s_timeout(executor: Executor) -> None
     ],
 )
 async def test_bombs_are_stopped_and_the_host_survives(monty: Executor, code: str, limit: str) -> None:
-    # A memory bomb gets time enough to reach the memory limit on a busy machine too (under
-    # load, appending 1 MB strings took longer than 1 s and the timeout stopped it first).
-    timeout = 10.0 if limit == "max_memory" else 1.0
+    # A memory bomb's timeout only bounds a hang: the limit fires when the memory is used, and a
+    # busy machine (the workers run niced) can take tens of seconds of wall time to get there.
+    timeout = 120.0 if limit == "max_memory" else 1.0
     err, elapsed = await _stopped(monty, code, timeout)
     assert err.limit == limit, str(err)
     if limit == "timeout":
