@@ -35,7 +35,7 @@ from typing import Any
 import pydantic_monty as pm
 
 import toolcode._otel as otel
-from toolcode import ExecuteOptions, ExecuteParams, Executor, ExecutorConfig, MontyEngine, UnsafeInProcessEngine
+from toolcode import ExecuteOptions, ExecuteParams, Executor, MontyEngine, Services, UnsafeInProcessEngine
 from toolindex import InMemoryIndex
 from toolrun import DefaultRunner, LocalBackend
 
@@ -101,8 +101,8 @@ async def bench(repeat: int) -> dict[str, dict[str, float]]:
     local.add(f, name="f", namespace="bench")
     await local.attach(index)
     runner = DefaultRunner(index, [local])
-    monty_ex = Executor(ExecutorConfig(index=index, store=None, runner=runner, engine=MontyEngine()))
-    inproc_ex = Executor(ExecutorConfig(index=index, store=None, runner=runner, engine=UnsafeInProcessEngine()))
+    monty_ex = Executor(Services.of(index, runner, engine=MontyEngine()))
+    inproc_ex = Executor(Services.of(index, runner, engine=UnsafeInProcessEngine()))
     codes = {n: compile(f"for i in range({n}):\n    g(i)\n", "<raw>", "exec") for n in CALLS}
 
     async with pm.AsyncMonty(min_processes=1) as pool, monty_ex, inproc_ex:

@@ -21,7 +21,7 @@ import statistics
 import sys
 import time
 
-from toolcode import ExecuteParams, Executor, ExecutorConfig
+from toolcode import ExecuteParams, Executor, Services
 from toolindex import InMemoryIndex
 from toolrun import DefaultRunner, LocalBackend
 
@@ -47,7 +47,7 @@ async def bench(repeat: int) -> dict[str, dict[str, dict[str, float]]]:
     async with DefaultRunner(index, [local]) as runner:
         await runner.attach()
         for engine in ("monty", "inprocess"):
-            async with Executor(ExecutorConfig(index=index, store=None, runner=runner, engine=engine)) as ex:
+            async with Executor(Services.of(index, runner, engine=engine)) as ex:
                 await ex.execute(ExecuteParams(code="1"))  # start the engine before timing
                 out[engine] = {}
                 for form, code in FORMS.items():

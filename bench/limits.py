@@ -33,7 +33,7 @@ import time
 
 import anyio
 
-from toolcode import ExecuteOptions, ExecuteParams, Executor, ExecutorConfig, LimitExceededError
+from toolcode import ExecuteOptions, ExecuteParams, Executor, LimitExceededError, Services
 from toolindex import InMemoryIndex
 from toolrun import DefaultRunner, LocalBackend
 
@@ -73,7 +73,7 @@ async def bench(repeat: int) -> dict[str, dict[str, dict[str, float]]]:
     async with DefaultRunner(index, [local]) as runner:
         await runner.attach()
         for engine in ("monty", "inprocess"):
-            async with Executor(ExecutorConfig(index=index, store=None, runner=runner, engine=engine)) as ex:
+            async with Executor(Services.of(index, runner, engine=engine)) as ex:
                 await ex.execute(ExecuteParams(code="1"))  # start the engine before timing
                 out[engine] = {}
                 for case, (code, timeout, engines) in CASES.items():

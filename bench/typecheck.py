@@ -156,7 +156,7 @@ def _style_of(code: str) -> str:
 
 
 def corpus(box: Toolbox) -> list[Snippet]:
-    modules = box.executor.modules
+    modules = box.services.modules
     out: list[Snippet] = []
 
     def resolve(module: str, function: str) -> tuple[str, bool] | None:
@@ -216,7 +216,7 @@ def _p50(xs: Sequence[float]) -> float:
 
 async def timing(box: Toolbox, repeat: int) -> dict[str, Any]:
     view = CatalogView(box.index, None)
-    checker = box.executor.checker
+    checker = box.services.checker
     two = "from tools import bing_cn_mcp\nr = bing_cn_mcp.bing_search(query='weather', num_results=3)\nr"
     gh = "from tools import github\nr = github.list_issues(owner='octo', repo='hello', perPage=5)\nr"
     out: dict[str, list[float]] = {"2_tools": [], "117_tools": [], "checked": [], "unchecked": []}
@@ -268,7 +268,7 @@ async def run(repeat: int) -> dict[str, Any]:
     async with Toolbox(backends, engine="monty", settings=_settings()) as box:
         # The first check after the catalog loads: stubs rendered, checker session started.
         t0 = time.perf_counter()
-        await box.executor.checker.check(
+        await box.services.checker.check(
             "from tools import github\ngithub.list_issues(owner='octo', repo='hello')", CatalogView(box.index, None)
         )
         cold = (time.perf_counter() - t0) * 1000

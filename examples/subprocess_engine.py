@@ -16,8 +16,9 @@ coroutines are answered concurrently, so they overlap as in the built-in engines
 
 Use it as any engine::
 
-    from toolcode import ExecutorConfig
-    config = ExecutorConfig(index=..., store=..., runner=..., engine=SubprocessEngine())
+    from toolcode import Services, Toolbox
+    box = Toolbox(backends, engine=SubprocessEngine())        # or, without a toolbox:
+    services = Services.of(index, runner, engine=SubprocessEngine())
 
 or register it under the ``toolcode.engines`` entry-point group to pick it by name.
 """

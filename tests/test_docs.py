@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from toolcode import DEFAULT_TOOLS, META_TOOLS, SETTINGS_SCHEMA, ErrorCode
+from toolcode import ErrorCode
 from toolcode._cli._parser import EXIT_BY_CODE, EXIT_CODES
 from toolcode._globals import SNIPPET_GLOBALS, snippet_api_table
 from toolcode.cli import main
 from toolcode.exceptions import ERROR_CODE_MEANINGS
-from toolcode.server import DESCRIPTIONS
+from toolcode.server import DEFAULT_TOOLS, DESCRIPTIONS, META_TOOLS, SETTINGS_SCHEMA
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 

@@ -22,7 +22,7 @@ import anyio
 import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from toolcode import DEFAULT_TOOLS
+from toolcode._settings import DEFAULT_TOOLS
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

@@ -19,8 +19,7 @@ import pytest
 from mcp_support import npm_server
 
 from toolcode import Settings, Toolbox
-from toolcode._policy import PolicySettings
-from toolcode._settings import StateSettings
+from toolcode._settings import PolicySettings, StateSettings
 from toolcode.exceptions import ErrorCode, ToolError
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
@@ -238,7 +237,7 @@ async def test_the_audit_log_records_calls_and_decisions(files_dir: Path, tmp_pa
         out = await cm.execute(WRITE, input={"dir": str(files_dir)})
         assert out.approval is not None
         await cm.resume(out.approval.execution_id, "approve")
-        entries = await box.audit_log.read()
+        entries = await box.stores.audit.read()
     kinds = [(e["tool_id"], e["decision"]) for e in entries]
     assert ("fs:list_directory", "call") in kinds
     assert ("fs:write_file", "ask") in kinds
@@ -263,7 +262,7 @@ __out = 1
         assert out.approval is not None
         done = await box.codemode.resume(out.approval.execution_id, "deny")
         assert done.ok, done.error
-        entries = await box.audit_log.read()
+        entries = await box.stores.audit.read()
     decisions = [e["decision"] for e in entries if e.get("execution_id") == out.approval.execution_id]
     assert decisions.count("denied") == 1, decisions
     assert decisions.count("ask") == 1, decisions
@@ -325,7 +324,7 @@ async def test_quarantine_blocks_a_tool_whose_description_changes_until_approved
     settings = Settings(state=StateSettings(dir=str(tmp_path / "state")), policy=PolicySettings(quarantine=True))
     async with Toolbox.from_config({"mcpServers": servers}, settings=settings) as box:
         cm = box.codemode
-        assert box.quarantine is not None
+        assert box.stores.quarantine is not None
         first = await cm.execute("run_tool('faults:echo', text='hi')")
         assert first.error is not None and first.error.code == "not_allowed" and "quarantined" in first.error.message
         listed = await cm.list_tools("faults")
@@ -347,14 +346,14 @@ async def test_quarantine_blocks_a_tool_whose_description_changes_until_approved
         assert ok.value is not None
         # The server changes the tool's description and announces it (tools/list_changed).
         flag.write_text("1")
-        await box.quarantine.approve([box.index.get("faults:add_tool")], "operator")
+        await box.stores.quarantine.approve([box.index.get("faults:add_tool")], "operator")
         assert (await cm.execute("run_tool('faults:add_tool', name='extra')")).ok  # announces list_changed
         with anyio.fail_after(60):  # a hang bound
             while "changed" not in box.index.get("faults:echo").description:  # noqa: ASYNC110 - the server's notification re-lists
                 await anyio.sleep(0.05)
         blocked = await cm.execute("run_tool('faults:echo', text='hi')")
         assert blocked.error is not None and "quarantined" in blocked.error.message, blocked
-        await box.quarantine.approve([box.index.get("faults:echo")], "operator")
+        await box.stores.quarantine.approve([box.index.get("faults:echo")], "operator")
         assert (await cm.execute("run_tool('faults:echo', text='hi')")).ok
 
 

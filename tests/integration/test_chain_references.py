@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 from mcp_support import FAULT_SERVER, npm_server
 
-from toolcode import CHAIN_SCHEMA, Settings, Toolbox
+from toolcode import Settings, Toolbox
 from toolcode._settings import StateSettings
 from toolcode.exceptions import InvalidArgumentsError
+from toolcode.server import CHAIN_SCHEMA
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 

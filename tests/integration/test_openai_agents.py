@@ -20,7 +20,8 @@ from mcp import Client
 from mcp_support import TIME_GIT_SNIPPET, TYPE_ERROR_SNIPPET
 from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
 
-from toolcode import DEFAULT_TOOLS, Toolbox
+from toolcode import Toolbox
+from toolcode._settings import DEFAULT_TOOLS
 from toolcode.integrations.openai_agents import codemode_instructions, codemode_tools
 from toolcode.server import CodeModeServer
 

@@ -35,7 +35,8 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import FunctionToolset
 
-from toolcode import DEFAULT_TOOLS, Settings, Toolbox
+from toolcode import Settings, Toolbox
+from toolcode._settings import DEFAULT_TOOLS
 from toolcode.integrations.pydantic_ai import CodeModeToolset, ToolsetProvider, toolset_backend
 from toolcode.server import CodeModeServer
 

@@ -32,8 +32,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 import toolcode._otel as otel
 from toolcode import ExecuteOptions, Settings, Toolbox
-from toolcode._policy import AuditSettings, PolicySettings
-from toolcode._settings import StateSettings
+from toolcode._settings import AuditSettings, PolicySettings, StateSettings
 from toolcode._types import ToolCallRecord
 from toolrun import LocalBackend, register_secrets
 
@@ -207,7 +206,7 @@ async def test_no_secret_reaches_a_caller_through_any_result_path(
             (stored,) = [s for s in out.stored if s.what == "value"]
             page = await cm.read_result(stored.ref, 0, 1_000_000)
             assert page.next_offset is None
-            audit = await box.audit_log.read()
+            audit = await box.stores.audit.read()
             with anyio.fail_after(30):  # the child's stderr is read by a task of its own
                 await stderr_logged.wait()
 

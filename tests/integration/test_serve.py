@@ -19,10 +19,11 @@ from mcp.client.stdio import StdioServerParameters
 from mcp_support import toolcode_serve_args, toolcode_serve_http
 
 import toolcode
+import toolcode.server
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
-META_TOOLS = set(toolcode.META_TOOLS)
+META_TOOLS = set(toolcode.server.META_TOOLS)
 ALL_TOOLS = {"toolcode": {"tools": ["*"]}}  # every code-mode tool, not only the default few
 
 GIT_COMMIT = ("commit", "-q", "--allow-empty", "-m", "first commit")

@@ -14,7 +14,8 @@ from toolcode import (
     ExecuteOptions,
     ExecuteParams,
     Executor,
-    ExecutorConfig,
+    Listeners,
+    Services,
     ToolCallRecord,
     load_engine,
 )
@@ -43,9 +44,7 @@ async def executor(request: pytest.FixtureRequest, mcp_servers: dict[str, Any]) 
         runner = await stack.enter_async_context(DefaultRunner(index, [*backends, local]))
         await runner.attach()
         engine = load_engine(request.param)
-        ex = Executor(
-            ExecutorConfig(index=index, store=InMemoryStore(index, autosave=False), runner=runner, engine=engine)
-        )
+        ex = Executor(Services.of(index, runner, docs=InMemoryStore(index, autosave=False), engine=engine))
         try:
             yield ex
         finally:
@@ -91,7 +90,7 @@ async def test_snippet_over_real_servers_and_local_functions(executor: Executor)
 
     with anyio.fail_after(120):  # a hang bound: the first call starts the npm servers
         result = await executor.execute(
-            ExecuteParams(code=SNIPPET, input={"zones": ["UTC", "Asia/Tokyo"]}), on_tool_call=listener
+            ExecuteParams(code=SNIPPET, input={"zones": ["UTC", "Asia/Tokyo"]}), Listeners(listener)
         )
     v = result.value
     assert v["tool"] == "time:get_current_time" and v["has_signature"]

@@ -6,6 +6,7 @@ from typing import Any
 
 import anyio
 
+from toolcode import Executor, Services, Settings
 from tooldocs import InMemoryStore
 from toolindex import InMemoryIndex
 from toolrun import DefaultRunner, LocalBackend
@@ -57,3 +58,9 @@ async def make_runner() -> tuple[InMemoryIndex, InMemoryStore, DefaultRunner]:
 
     await local.attach(index)
     return index, InMemoryStore(index, autosave=False), DefaultRunner(index, [local])
+
+
+def executor_of(*, index: Any, store: Any, runner: Any, engine: Any = None, defaults: Any = None) -> Executor:
+    """An executor over these parts (the engine made from a name is closed with the executor)."""
+    settings = Settings(limits=defaults) if defaults is not None else None
+    return Executor(Services.of(index, runner, docs=store, engine=engine, settings=settings))

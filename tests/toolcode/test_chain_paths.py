@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 
-from toolcode import CHAIN_SCHEMA, Settings, Toolbox
+from toolcode import Settings, Toolbox
 from toolcode._settings import StateSettings
 from toolcode.exceptions import InvalidArgumentsError
+from toolcode.server import CHAIN_SCHEMA
 from toolrun import LocalBackend
 
 pytestmark = pytest.mark.anyio

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from toolcode import DEFAULT_TOOLS
+from toolcode._settings import DEFAULT_TOOLS
 from toolcode.cli import EXIT_CODES, main
 
 SUBCOMMANDS = [

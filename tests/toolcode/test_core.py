@@ -18,8 +18,8 @@ from toolcode import (
     ToolError,
     load_settings,
 )
-from toolcode._core import outcome_text
 from toolcode._metatools import call_exposed, exposed_description, exposed_tools
+from toolcode._outcome import outcome_text
 from toolcode.exceptions import clip
 from toolcode.server import CodeModeServer
 from toolrun import LocalBackend

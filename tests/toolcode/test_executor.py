@@ -9,7 +9,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from _toolcode_support import make_runner
+from _toolcode_support import executor_of, make_runner
 
 import toolcode
 from toolcode import (
@@ -22,9 +22,9 @@ from toolcode import (
     ExecuteParams,
     ExecuteResult,
     Executor,
-    ExecutorConfig,
     InvalidArgumentsError,
     LimitExceededError,
+    Listeners,
     MontyEngine,
     ToolCallRecord,
     ToolCodeError,
@@ -50,7 +50,7 @@ async def parts() -> AsyncIterator[tuple[Any, Any, Any]]:
 @pytest.fixture
 async def executor(parts: tuple[Any, Any, Any]) -> AsyncIterator[Executor]:
     index, store, runner = parts
-    async with Executor(ExecutorConfig(index=index, store=store, runner=runner, engine="inprocess")) as ex:
+    async with executor_of(index=index, store=store, runner=runner, engine="inprocess") as ex:
         yield ex
 
 
@@ -171,7 +171,7 @@ async def test_any_json_value_is_an_input(executor: Executor) -> None:
 async def test_an_engine_that_is_not_an_engine_is_refused(parts: tuple[Any, Any, Any]) -> None:
     index, store, runner = parts
     with pytest.raises(ConfigurationError) as ei:
-        Executor(ExecutorConfig(index=index, store=store, runner=runner, engine=object()))  # type: ignore[arg-type]
+        executor_of(index=index, store=store, runner=runner, engine=object())  # type: ignore[arg-type]
     assert ei.value.field == "engine" and "object" in str(ei.value)
 
 
@@ -195,7 +195,7 @@ def test_entry_points_point_at_the_engines() -> None:
 
 async def test_default_engine_is_monty(parts: tuple[Any, Any, Any]) -> None:
     index, store, runner = parts
-    async with Executor(ExecutorConfig(index=index, store=store, runner=runner)) as ex:
+    async with executor_of(index=index, store=store, runner=runner) as ex:
         assert ex.engine.info.name == "monty" and ex.engine.info.sandboxed
         assert (await ex.execute(ExecuteParams(code="run_tool('t:add', a=1)"))).value == 2
 
@@ -213,7 +213,7 @@ async def test_listener_failure_does_not_change_the_run(executor: Executor) -> N
     async def broken(rec: ToolCallRecord) -> None:
         raise RuntimeError("listener bug")
 
-    r = await executor.execute(ExecuteParams(code="run_tool('t:add', a=1)"), on_tool_call=broken)
+    r = await executor.execute(ExecuteParams(code="run_tool('t:add', a=1)"), Listeners(broken))
     assert r.value == 2 and len(r.tool_calls) == 1
 
 
@@ -228,8 +228,8 @@ async def test_result_to_dict_is_json(executor: Executor) -> None:
 async def test_allowed_namespaces_default_from_config(parts: tuple[Any, Any, Any]) -> None:
     index, store, runner = parts
     defaults = ExecuteOptions(allowed_namespaces=("other",))
-    cfg = ExecutorConfig(index=index, store=store, runner=runner, engine="inprocess", defaults=defaults)
-    async with Executor(cfg) as ex:
+    cfg = dict(index=index, store=store, runner=runner, engine="inprocess", defaults=defaults)
+    async with executor_of(**cfg) as ex:
         r = await ex.execute(ExecuteParams(code="[list_namespaces()['namespaces'], search_tools('add')['hits']]"))
         assert r.value == [[], []]
         code = "[n['name'] for n in list_namespaces()['namespaces']]"
@@ -251,7 +251,7 @@ class _LeakyEngine:
 
 async def test_engine_leaks_become_engine_error(parts: tuple[Any, Any, Any]) -> None:
     index, store, runner = parts
-    ex = Executor(ExecutorConfig(index=index, store=store, runner=runner, engine=_LeakyEngine()))
+    ex = executor_of(index=index, store=store, runner=runner, engine=_LeakyEngine())
     with pytest.raises(EngineError) as ei:
         await ex.execute(ExecuteParams(code="1"))
     assert ei.value.engine == "leaky" and "KeyError" in str(ei.value)
@@ -261,7 +261,7 @@ async def test_engine_leaks_become_engine_error(parts: tuple[Any, Any, Any]) -> 
 async def test_unknown_engine_name_in_config(parts: tuple[Any, Any, Any]) -> None:
     index, store, runner = parts
     with pytest.raises(ConfigurationError) as ei:
-        Executor(ExecutorConfig(index=index, store=store, runner=runner, engine="quantum"))
+        executor_of(index=index, store=store, runner=runner, engine="quantum")
     assert ei.value.field == "engine"
 
 
@@ -306,7 +306,7 @@ async def test_run_tool_keywords_use_the_signature_names(engine: str) -> None:
     runner = DefaultRunner(index, [ProviderBackend("r", provider)])
     await runner.attach()
     store = InMemoryStore(index, autosave=False)
-    async with Executor(ExecutorConfig(index=index, store=store, runner=runner, engine=engine)) as ex:
+    async with executor_of(index=index, store=store, runner=runner, engine=engine) as ex:
         doc = await ex.execute(ExecuteParams(code='describe_tool("r:span")["text"]'))
         assert "from_: int" in doc.value and "per_page" in doc.value
         code = 'run_tool("r:span", from_=2, to=7, per_page=3)["n"] + run_tool("r:span", {"from": 1, "to": 2})["n"]'

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import pytest
-from _toolcode_support import MEET_WAIT_S, make_runner
+from _toolcode_support import MEET_WAIT_S, executor_of, make_runner
 
-from toolcode import CodeExecutionError, ExecuteOptions, ExecuteParams, Executor, ExecutorConfig
+from toolcode import CodeExecutionError, ExecuteOptions, ExecuteParams, Executor
 
 pytestmark = pytest.mark.anyio
 
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.anyio
 @pytest.fixture(params=["monty", "inprocess"])
 async def executor(request: pytest.FixtureRequest) -> AsyncIterator[Executor]:
     index, store, runner = await make_runner()
-    async with Executor(ExecutorConfig(index=index, store=store, runner=runner, engine=request.param)) as ex:
+    async with executor_of(index=index, store=store, runner=runner, engine=request.param) as ex:
         yield ex
     await runner.aclose()
 

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from toolcode import META_TOOLS, Toolbox
+from toolcode import Toolbox
 from toolcode._inputs import INPUT_MODELS
 from toolcode._metatools import (  # pyright: ignore[reportPrivateUsage]
     _OPERATIONS,
@@ -15,6 +15,7 @@ from toolcode._metatools import (  # pyright: ignore[reportPrivateUsage]
     input_schema,
     parse_arguments,
 )
+from toolcode._settings import META_TOOLS
 from toolcode.exceptions import ConfigurationError, InvalidArgumentsError
 from toolcode.state import MemoryStateStore
 

@@ -15,14 +15,13 @@ from typing import Any
 
 import anyio
 import pytest
-from _toolcode_support import make_runner
+from _toolcode_support import executor_of, make_runner
 
 from toolcode import (
     CodeExecutionError,
     ExecuteOptions,
     ExecuteParams,
     Executor,
-    ExecutorConfig,
     LimitExceededError,
     Settings,
     Toolbox,
@@ -41,7 +40,7 @@ HANG_S = 30.0
 @pytest.fixture(params=["monty", "inprocess"])
 async def executor(request: pytest.FixtureRequest) -> AsyncIterator[Executor]:
     index, store, runner = await make_runner()
-    async with Executor(ExecutorConfig(index=index, store=store, runner=runner, engine=request.param)) as ex:
+    async with executor_of(index=index, store=store, runner=runner, engine=request.param) as ex:
         yield ex
     await runner.aclose()
 
@@ -49,7 +48,7 @@ async def executor(request: pytest.FixtureRequest) -> AsyncIterator[Executor]:
 @pytest.fixture
 async def monty() -> AsyncIterator[Executor]:
     index, store, runner = await make_runner()
-    async with Executor(ExecutorConfig(index=index, store=store, runner=runner, engine=load_engine("monty"))) as ex:
+    async with executor_of(index=index, store=store, runner=runner, engine=load_engine("monty")) as ex:
         yield ex
     await runner.aclose()
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from toolcode import TRUNCATION_MARKER, ToolCallRecord
-from toolcode._limits import OutputBuffer, _size, check_json, fit_output_budget, json_text  # pyright: ignore[reportPrivateUsage]
+from toolcode import ToolCallRecord
+from toolcode._limits import TRUNCATION_MARKER, OutputBuffer, _size, check_json, fit_output_budget, json_text  # pyright: ignore[reportPrivateUsage]
 from toolcode._trace import Trace
 
 MARK = TRUNCATION_MARKER.split("{", 1)[0]

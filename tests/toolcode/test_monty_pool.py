@@ -10,9 +10,9 @@ import anyio
 import anyio.abc
 import psutil
 import pytest
-from _toolcode_support import make_runner
+from _toolcode_support import executor_of, make_runner
 
-from toolcode import EngineError, ExecuteOptions, ExecuteParams, Executor, ExecutorConfig, MontyEngine, ToolCallRecord
+from toolcode import EngineError, ExecuteOptions, ExecuteParams, Executor, Listeners, MontyEngine, ToolCallRecord
 
 pytestmark = pytest.mark.anyio
 
@@ -42,10 +42,10 @@ async def start_spinning(ex: Executor, tg: anyio.abc.TaskGroup, caller: str | No
     async def spin() -> None:
         params = ExecuteParams(SPIN, options=ExecuteOptions(timeout=SPIN_TIMEOUT_S))
         if caller is None:
-            await ex.execute(params, on_tool_call=on_call)
+            await ex.execute(params, Listeners(on_call))
         else:
             with MontyEngine.caller(caller):
-                await ex.execute(params, on_tool_call=on_call)
+                await ex.execute(params, Listeners(on_call))
 
     tg.start_soon(spin)
     with anyio.fail_after(HANG_S):
@@ -57,7 +57,7 @@ async def test_trivial_run_answers_while_cpu_bound_runs_hold_workers(parts: tupl
     # for one of them to time out.
     index, store, runner = parts
     spinners = min((os.cpu_count() or 1) + 1, 8)
-    async with Executor(ExecutorConfig(index=index, store=store, runner=runner)) as ex:  # type: ignore[arg-type]
+    async with executor_of(index=index, store=store, runner=runner) as ex:  # type: ignore[arg-type]
         async with anyio.create_task_group() as tg:
             for _ in range(spinners):
                 await start_spinning(ex, tg)
@@ -70,7 +70,7 @@ async def test_one_caller_cannot_take_every_worker(parts: tuple[object, object, 
     index, store, runner = parts
     engine = MontyEngine(max_processes=3, max_runs_per_caller=1, queue_timeout=0.5)
     try:
-        ex = Executor(ExecutorConfig(index=index, store=store, runner=runner, engine=engine))  # type: ignore[arg-type]
+        ex = executor_of(index=index, store=store, runner=runner, engine=engine)  # type: ignore[arg-type]
         async with anyio.create_task_group() as tg:
             await start_spinning(ex, tg, caller="greedy")
             with MontyEngine.caller("greedy"), pytest.raises(EngineError) as ei:
@@ -87,7 +87,7 @@ async def test_a_full_pool_fails_clearly_after_the_queue_timeout(parts: tuple[ob
     index, store, runner = parts
     engine = MontyEngine(max_processes=1, queue_timeout=0.3)
     try:
-        ex = Executor(ExecutorConfig(index=index, store=store, runner=runner, engine=engine))  # type: ignore[arg-type]
+        ex = executor_of(index=index, store=store, runner=runner, engine=engine)  # type: ignore[arg-type]
         async with anyio.create_task_group() as tg:
             await start_spinning(ex, tg)
             with anyio.fail_after(HANG_S), pytest.raises(EngineError) as ei:
@@ -108,7 +108,7 @@ async def test_workers_run_at_a_lower_priority_under_the_watchdog(parts: tuple[o
     # Other tests' engines may still have workers alive in this process: look at this engine's only.
     before = {p.pid for p in psutil.Process().children(recursive=True)}
     try:
-        ex = Executor(ExecutorConfig(index=index, store=store, runner=runner, engine=engine))  # type: ignore[arg-type]
+        ex = executor_of(index=index, store=store, runner=runner, engine=engine)  # type: ignore[arg-type]
         assert (await ex.execute(TRIVIAL)).value == 42
         started = [p for p in psutil.Process().children(recursive=True) if p.pid not in before]
         workers = [p for p in started if p.cmdline()[0].endswith("monty")]

@@ -6,20 +6,23 @@ from typing import Any
 
 import pytest
 
+from toolcode._audit import AuditTrail
 from toolcode._paused import PausedRun
-from toolcode._policy import (
+from toolcode._settings import AuditSettings, PolicySettings
+from toolcode._types import PauseState
+from toolcode._view import CatalogView
+from toolcode.calls import Call, Layer, cannot_pause
+from toolcode.calls._gate import Gate
+from toolcode.calls._policy import (
     ApprovalNeeded,
     Approvals,
-    Gate,
+    Checkpoint,
     PendingCall,
     Policy,
-    PolicySettings,
     call_key,
     literal_tool_ids,
     tier_of_annotations,
 )
-from toolcode._types import PauseState
-from toolcode._view import CatalogView
 from toolcode.exceptions import ErrorCode, ToolError
 from toolindex import BackendRef, InMemoryIndex, Tool
 
@@ -137,8 +140,18 @@ def test_literal_tool_ids() -> None:
     assert literal_tool_ids("def (", None, known) == ([], True)
 
 
-def test_the_gate_asks_denies_and_remembers_decisions(view: CatalogView) -> None:
-    gate = Gate(Policy(), view)
+def _checkpoint(view: CatalogView) -> Checkpoint:
+    return Checkpoint(Policy(), view, AuditTrail(AuditSettings()))
+
+
+class _Unreached(Layer):
+    async def call(self, call: Call) -> Any:
+        raise AssertionError(f"{call.tool_id} reached the next layer")
+
+
+@pytest.mark.anyio
+async def test_the_gate_asks_denies_and_remembers_decisions(view: CatalogView) -> None:
+    gate = _checkpoint(view)
     assert [v.decision for v in gate.check([("fs:read_file", {}), ("fs:touch", {})])] == ["allow", "allow"]
     with pytest.raises(ApprovalNeeded) as asked:
         gate.check([("fs:read_file", {}), ("fs:delete_file", {"path": "a"})])
@@ -153,9 +166,9 @@ def test_the_gate_asks_denies_and_remembers_decisions(view: CatalogView) -> None
     assert denied.value.code == ErrorCode.APPROVAL_DENIED
     gate.approvals.tools.add("fs:delete_file")
     gate.check([("fs:delete_file", {"path": "c"})])
-    # A gate that cannot pause refuses instead of asking.
+    # A run that cannot pause refuses instead of asking (and never reaches the next layer).
     with pytest.raises(ToolError) as refused:
-        Gate(Policy(), view, can_pause=False).check([("fs:delete_file", {})])
+        await Gate(_Unreached(None), _checkpoint(view), cannot_pause).call(Call("fs:delete_file", {}))
     assert refused.value.code == ErrorCode.NOT_ALLOWED
     # Unknown tools are left to the call itself (which reports them with suggestions).
     assert gate.check([("fs:nope", {})]) == []

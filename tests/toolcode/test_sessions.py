@@ -353,10 +353,10 @@ async def test_snippets_saved_by_one_server_reach_another(tmp_path: Path) -> Non
     settings = _settings(tmp_path / "state")
     async with Toolbox([], settings=settings) as a, Toolbox([], settings=settings) as b:
         await a.codemode.save_snippet("hello", "'hello ' + input['who']", "Greet someone.")
-        await b.snippets.sync()  # what b's background task does every 2 s
+        await b.stores.snippets.sync()  # what b's background task does every 2 s
         assert (await b.codemode.run_tool("snippets:hello", {"who": "b"})).value == "hello b"
         await a.codemode.delete_snippet("hello")
-        await b.snippets.sync()
+        await b.stores.snippets.sync()
         assert "snippets:hello" not in [t.id for t in (await b.codemode.list_tools()).tools]
 
 

@@ -347,7 +347,7 @@ def test_module_names_follow_the_documented_rule() -> None:
 
 
 async def test_describe_tool_shows_the_stub_the_checker_reads(box: Toolbox) -> None:
-    modules = box.executor.modules
+    modules = box.services.modules
     for tool_id in ("helpdesk:list_tickets", "time:convert_time"):
         tool = box.index.get(tool_id)
         stub = modules.tool_stub(tool)
@@ -372,7 +372,7 @@ async def test_describe_module_returns_a_whole_namespace_within_a_budget(box: To
     # By module name, and by a tool of the namespace, too.
     assert (await box.codemode.describe_tool("time_", "module")).text == doc.text
     assert (await box.codemode.describe_tool("time:convert_time", "module")).text == doc.text
-    small = box.executor.modules.module_text("helpdesk", 1_200)
+    small = box.services.modules.module_text("helpdesk", 1_200)
     assert small is not None and len(small) <= 1_200
     assert "more functions, not shown" in small and "helpdesk:" in small
 
@@ -439,5 +439,5 @@ async def test_what_describe_tool_shows_has_no_internal_lines(box: Toolbox) -> N
         assert "_awaitable" not in text and "ParamSpec" not in text and "TypeVar" not in text, text
         assert "_async(...): the same call, awaitable (for asyncio.gather)" in text
     # The checker still knows the awaitable forms (the module's stub binds them).
-    module = box.executor.modules.module("helpdesk")
+    module = box.services.modules.module("helpdesk")
     assert module is not None and "on_call_async = _awaitable(on_call)" in module.stub

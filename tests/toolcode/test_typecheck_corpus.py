@@ -62,7 +62,7 @@ async def box(backends: list[Any]) -> AsyncIterator[Toolbox]:
 
 
 def _resolve(box: Toolbox) -> Callable[[str, str], tuple[str, bool] | None]:
-    modules = box.executor.modules
+    modules = box.services.modules
 
     def resolve(module: str, function: str) -> tuple[str, bool] | None:
         ns = modules.namespace_of(module)
@@ -73,7 +73,7 @@ def _resolve(box: Toolbox) -> Callable[[str, str], tuple[str, bool] | None]:
 
 
 async def _check(box: Toolbox, code: str) -> list[tuple[int, int, str, str]]:
-    found = await box.executor.checker.check(code, CatalogView(box.index, None))
+    found = await box.services.checker.check(code, CatalogView(box.index, None))
     return [(d.line, d.column, str(d.code), d.message) for d in found]
 
 

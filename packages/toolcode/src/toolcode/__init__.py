@@ -6,53 +6,33 @@ in a sandbox that calls many tools::
     async with Toolbox.from_config("mcp.json") as box:
         outcome = await box.codemode.execute('__out = run_tool("time:get_current_time", timezone="UTC")')
 
-:class:`CodeMode` is the one core: every operation (search, list, describe, run, chain,
-execute) with the result models every door returns. :class:`Executor` runs snippets on a
-pluggable :class:`Engine`.
+:class:`Toolbox` connects the configured servers and builds the :class:`Services` bundle;
+:class:`CodeMode` is the one core every door goes through; :class:`Executor` runs snippets on
+a pluggable :class:`Engine`. The result models are in :mod:`toolcode.models`, the errors in
+:mod:`toolcode.exceptions`, engines in :mod:`toolcode.engines`, the MCP server in
+:mod:`toolcode.server`, the state stores in :mod:`toolcode.state`, the conformance suite in
+:mod:`toolcode.testing`.
 """
 
-from toolcode._app import UNSANDBOXED_WARNING, ConnectEvent, Toolbox
-from toolcode._chain import CHAIN_SCHEMA
-from toolcode._core import CodeMode, outcome_text
-from toolcode._executor import Executor, ExecutorConfig, RunContext, ToolsFactory
-from toolcode._globals import SNIPPET_GLOBALS, SnippetGlobal, error_info
-from toolcode._limits import TRUNCATION_MARKER
-from toolcode._models import (
-    CallFailure,
-    CallSummary,
-    ChainOutcome,
-    ChainStepOutcome,
-    DocsResult,
-    ErrorInfo,
-    ExamplesResult,
-    ExecuteOutcome,
-    NamespaceEntry,
-    NamespacesResult,
-    RunToolOutcome,
-    SearchHitEntry,
-    SearchResult,
-    ToolDocEntry,
-    ToolEntry,
-    ToolListResult,
-    TraceEntry,
-)
-from toolcode._operations import Operations
-from toolcode._options import DEFAULT_OPTIONS, UNLIMITED, ExecuteOptions, ResolvedOptions
-from toolcode._settings import DEFAULT_TOOLS, META_TOOLS, SETTINGS_SCHEMA, Settings, load_settings
-from toolcode._tools import DefaultTools, DocStore
-from toolcode._trace import Trace
+from toolcode._app import ConnectEvent, Toolbox
+from toolcode._core import CodeMode
+from toolcode._errors import error_info
+from toolcode._executor import Executor, Listeners
+from toolcode._globals import SNIPPET_GLOBALS
+from toolcode._options import DEFAULT_OPTIONS, ExecuteOptions
+from toolcode._outcome import outcome_text
+from toolcode._services import DocStore, Services, Stores
+from toolcode._settings import Settings, load_settings
 from toolcode._types import (
     Engine,
     EngineInfo,
     ExecuteParams,
     ExecuteResult,
-    LimitName,
     LimitsReport,
     OnToolCall,
     ToolCallRecord,
     Tools,
 )
-from toolcode._view import CatalogView
 from toolcode.engines import MontyEngine, UnsafeInProcessEngine, available_engines, load_engine
 from toolcode.exceptions import (
     CodeExecutionError,
@@ -64,68 +44,40 @@ from toolcode.exceptions import (
     ToolCodeError,
     ToolError,
 )
+from toolcode.models import ErrorInfo, ExecuteOutcome
 
 __all__ = [
-    "CHAIN_SCHEMA",
     "DEFAULT_OPTIONS",
-    "DEFAULT_TOOLS",
-    "META_TOOLS",
-    "SETTINGS_SCHEMA",
     "SNIPPET_GLOBALS",
-    "TRUNCATION_MARKER",
-    "UNLIMITED",
-    "UNSANDBOXED_WARNING",
-    "CallFailure",
-    "CallSummary",
-    "CatalogView",
-    "ChainOutcome",
-    "ChainStepOutcome",
     "CodeExecutionError",
     "CodeMode",
     "ConfigurationError",
     "ConnectEvent",
-    "DefaultTools",
     "DocStore",
-    "DocsResult",
     "Engine",
     "EngineError",
     "EngineInfo",
     "ErrorCode",
     "ErrorInfo",
-    "ExamplesResult",
     "ExecuteOptions",
     "ExecuteOutcome",
     "ExecuteParams",
     "ExecuteResult",
     "Executor",
-    "ExecutorConfig",
     "InvalidArgumentsError",
     "LimitExceededError",
-    "LimitName",
     "LimitsReport",
+    "Listeners",
     "MontyEngine",
-    "NamespaceEntry",
-    "NamespacesResult",
     "OnToolCall",
-    "Operations",
-    "ResolvedOptions",
-    "RunContext",
-    "RunToolOutcome",
-    "SearchHitEntry",
-    "SearchResult",
+    "Services",
     "Settings",
-    "SnippetGlobal",
+    "Stores",
     "ToolCallRecord",
     "ToolCodeError",
-    "ToolDocEntry",
-    "ToolEntry",
     "ToolError",
-    "ToolListResult",
     "Toolbox",
     "Tools",
-    "ToolsFactory",
-    "Trace",
-    "TraceEntry",
     "UnsafeInProcessEngine",
     "available_engines",
     "error_info",

@@ -23,20 +23,12 @@ from typing import Any, Literal, cast
 
 import anyio
 
-from toolcode._audit import AuditLog, Quarantine
 from toolcode._core import CodeMode
-from toolcode._executor import Executor, ExecutorConfig
-from toolcode._models import ExecuteOutcome
 from toolcode._options import ExecuteOptions
-from toolcode._paused import PausedRuns
-from toolcode._policy import Policy
-from toolcode._results import StoredResults
-from toolcode._sessions import Sessions
+from toolcode._services import Services, Stores
 from toolcode._settings import Settings, StateSettings, load_settings
 from toolcode._shapes import ShapeSync
-from toolcode._snippets import SnippetLibrary
 from toolcode._types import Engine, ExecuteResult, ToolCallRecord
-from toolcode.engines import load_engine
 from toolcode.exceptions import ConfigurationError, StateUnavailableError
 from toolcode.state import MemoryStateStore, StateStore, open_state_store
 from tooldocs import InMemoryStore
@@ -143,79 +135,37 @@ class Toolbox:
         self._owns_state = state is None
         self.state: StateStore = state if state is not None else _open_state(self.settings)
         """Where sessions, saved snippets and learned shapes live."""
-        self.sessions: Sessions = Sessions(self.state, self.settings.sessions)
         self.index: InMemoryIndex = self.settings.search.build_index()
         self.store: InMemoryStore = InMemoryStore(self.index)
         self._backends = list(backends)
-        self.snippets: SnippetLibrary = SnippetLibrary(self.state, self.index)
-        """Saved snippets (tools ``snippets:<name>``)."""
         self.failed: dict[str, str] = {}
         """Backends that failed to connect, with the reason; a later successful :meth:`connect` clears
         its entry. Snippets and doors see each as an unavailable namespace (``server_unavailable``)."""
+        stores = self.stores = Stores.of(self.state, self.index, self.settings)
+        """Sessions, saved snippets, paused runs, stored results, the audit log and the quarantine."""
         self.runner: DefaultRunner = DefaultRunner(
-            self.index, [*self._backends, self.snippets.backend], store=self.store
+            self.index, [*self._backends, stores.snippets.backend], store=self.store
         )
-        self.executor: Executor = Executor(
-            ExecutorConfig(
-                index=self.index,
-                store=self.store,
-                runner=self.runner,
-                engine=self._engine(engine),
-                defaults=self.settings.limits,
-                unavailable=self.failed,
-            )
-        )
-        self.snippets.executor = self.executor
-        self.executor.snippets = self.snippets
-        policy = self.settings.policy
-        self.executor.policy = Policy(policy, snippet_code=self._snippet_code, modules=self.executor.modules)
-        self.paused: PausedRuns = PausedRuns(self.state, policy.pause_ttl)
-        """Runs that wait for a decision (``execute`` answered ``approval_required``)."""
-        self.audit_log: AuditLog = AuditLog(self.state)
-        """Every call made from code and every decision (``toolcode audit``)."""
-        self.executor.audit = self.audit_log.write if policy.audit.enabled else None
-        self.quarantine: Quarantine | None = Quarantine(self.state, self.index) if policy.quarantine else None
-        """Approved tool definitions (``policy.quarantine``; ``None`` when off)."""
-        if self.quarantine is not None:
-            self.executor.quarantined = self.quarantine.quarantined
-        self.results: StoredResults = StoredResults(self.state, self.settings.results)
-        """What the output budget cut, kept whole for its caller (``read_result``, ``load_result``)."""
-        self.executor.results = self.results
-        self.executor.keep_chars = self.settings.results.max_chars if self.settings.results.enabled else 0
-        self._shapes = ShapeSync(self.store, self.state)
-        self.codemode: CodeMode = CodeMode(
+        self.services: Services = Services.of(
             self.index,
-            self.store,
             self.runner,
-            self.executor,
-            defaults=self.settings.limits,
-            call_timeout=self.settings.call_timeout,
+            docs=self.store,
+            engine=engine,
+            settings=self.settings,
+            stores=stores,
             unavailable=self.failed,
-            sessions=self.sessions,
-            snippets=self.snippets,
-            paused=self.paused,
-            audit_log=self.audit_log if policy.audit.enabled else None,
-            quarantine=self.quarantine,
-            results=self.results,
         )
+        """Everything the core runs on, built once."""
+        self.codemode: CodeMode = CodeMode(self.services)
         """The code-mode core: every operation, as every door offers it."""
-        if not self.executor.engine.info.sandboxed:
-            log.warning(
-                "toolbox.unsandboxed_engine", warning=UNSANDBOXED_WARNING.format(engine=self.executor.engine.info.name)
-            )
+        self._shapes = ShapeSync(self.store, self.state)
+        info = self.services.engine.info
+        if not info.sandboxed:
+            log.warning("toolbox.unsandboxed_engine", warning=UNSANDBOXED_WARNING.format(engine=info.name))
         self._strict = strict
         self._closed = False
         self._stack = AsyncExitStack()
         self._runner_entered = False
-
-    def _engine(self, engine: Engine | str | None) -> Engine | str | None:
-        chosen = engine if engine is not None else self.settings.engine
-        if chosen is not None and not isinstance(chosen, str):
-            return chosen
-        kwargs = self.settings.workers.engine_kwargs()
-        if (chosen is None or chosen == "monty") and kwargs:
-            return load_engine("monty", **kwargs)
-        return chosen
 
     @classmethod
     def from_config(
@@ -291,21 +241,22 @@ class Toolbox:
 
         # The runner enters the backends that hold sessions (MCP); it must be entered, and later
         # exited, by the task that owns the toolbox.
+        stores = self.stores
         if not self._runner_entered:
             await self._stack.enter_async_context(self.runner)
             self._runner_entered = True
             try:
-                await self.snippets.sync()
+                await stores.snippets.sync()
                 await self._shapes.load()
-                if self.quarantine is not None:
-                    await self.quarantine.sync()
+                if stores.quarantine is not None:
+                    await stores.quarantine.sync()
             except StateUnavailableError as e:
                 log.warning("toolbox.state_unavailable", store=self.state.name, error=str(e)[:300])
             tg = await self._stack.enter_async_context(anyio.create_task_group())
-            tg.start_soon(self.snippets.keep_in_sync)
+            tg.start_soon(stores.snippets.keep_in_sync)
             tg.start_soon(self._shapes.keep_in_sync)
-            if self.quarantine is not None:
-                tg.start_soon(self.quarantine.keep_in_sync)
+            if stores.quarantine is not None:
+                tg.start_soon(stores.quarantine.keep_in_sync)
             self._stack.callback(tg.cancel_scope.cancel)
         errors: list[BaseException] = []
         target: Any = self.index
@@ -372,30 +323,6 @@ class Toolbox:
         """
         return await self.codemode.run(code, input=input, options=options, on_tool_call=on_tool_call, session=session)
 
-    async def resume(
-        self,
-        execution_id: str,
-        decision: str,
-        *,
-        on_tool_call: Callable[[ToolCallRecord], Awaitable[None]] | None = None,
-    ) -> ExecuteOutcome:
-        """Decide about a paused run and continue it from the call it stopped at.
-
-        Args:
-            execution_id: From :class:`~toolcode.exceptions.ApprovalRequiredError` (or the
-                outcome's ``approval``).
-            decision: ``approve``, ``approve_run``, ``deny`` or ``abort``.
-            on_tool_call: Awaited after each tool call completes.
-
-        Returns:
-            The run's outcome (``status == "approval_required"`` again if it stops at another call).
-        """
-        return await self.codemode.resume(execution_id, decision, on_tool_call=on_tool_call)
-
-    def _snippet_code(self, name: str) -> str | None:
-        saved = self.snippets.snippets.get(name)
-        return saved.code if saved is not None else None
-
     def observe_tool_calls(self, callback: Callable[[ToolCallRecord], Awaitable[None]]) -> Callable[[], None]:
         """Be told of every tool call any snippet makes through this toolbox, whatever the door (auditing).
 
@@ -426,7 +353,7 @@ class Toolbox:
                     await self._shapes.save()
                 except StateUnavailableError as e:
                     log.warning("toolbox.shapes_not_saved", store=self.state.name, error=str(e)[:300])
-                await self.executor.aclose()
+                await self.services.aclose()
                 if not self._runner_entered:
                     await self.runner.aclose()
         finally:

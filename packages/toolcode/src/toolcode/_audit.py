@@ -20,19 +20,121 @@ from typing import Any, Final, Literal, cast
 
 import anyio
 
-from toolcode._policy import SNIPPETS_NAMESPACE, AuditEntry, tool_hash
+from toolcode._settings import AuditSettings
 from toolcode.exceptions import StateUnavailableError
 from toolcode.state import StateStore
 from toolindex import Index, Tool
 from toolindex.log import get_logger
 
-__all__ = ["AuditLog", "Quarantine", "ToolApproval"]
+__all__ = ["AuditEntry", "AuditLog", "AuditTrail", "Quarantine", "ToolApproval", "tool_hash"]
 
 _log = get_logger("toolcode.audit")
 
 AUDIT_KIND: Final = "audit"
 APPROVED_KIND: Final = "approved-tool"
 _SYNC_EVERY_S: Final = 2.0
+_SNIPPETS: Final = "snippets"
+
+
+@dataclass(frozen=True, slots=True)
+class AuditEntry:
+    """One line of the audit log."""
+
+    at: float
+    tool_id: str
+    tier: str | None
+    decision: str
+    """``allow``, ``deny``, ``ask``, ``approved``, ``denied``, ``aborted`` or ``quarantined``."""
+    decided_by: str
+    """``policy``, or who decided (``person``, ``person:<caller>``, ``flag:--approve``)."""
+    caller: str | None = None
+    execution_id: str | None = None
+    ok: bool | None = None
+    code: str | None = None
+    duration_ms: float | None = None
+    args: Any = None
+    result: Any = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data, without the fields that are not set."""
+        out: dict[str, Any] = {
+            "at": round(self.at, 3),
+            "tool_id": self.tool_id,
+            "tier": self.tier,
+            "decision": self.decision,
+            "decided_by": self.decided_by,
+        }
+        for k in ("caller", "execution_id", "ok", "code", "duration_ms", "args", "result"):
+            v = getattr(self, k)
+            if v is not None:
+                out[k] = v
+        return out
+
+
+class AuditTrail:
+    """One run's (or door call's) audit entries, written to the log when it ends or pauses.
+
+    Args:
+        settings: What the entries keep (``enabled: false``: nothing is kept).
+        caller: Who the calls are for.
+        execution_id: The run's id (the same across its pauses).
+    """
+
+    __slots__ = ("caller", "entries", "execution_id", "settings")
+
+    def __init__(self, settings: AuditSettings, caller: str | None = None, execution_id: str | None = None) -> None:
+        self.settings = settings
+        self.caller = caller
+        self.execution_id = execution_id
+        self.entries: list[AuditEntry] = []
+
+    def add(self, tool_id: str, tier: str | None, decision: str, by: str) -> None:
+        """Record a decision (the policy's or a person's)."""
+        if self.settings.enabled:
+            self.entries.append(AuditEntry(time.time(), tool_id, tier, decision, by, self.caller, self.execution_id))
+
+    def call(self, tool_id: str, args: Any, *, ok: bool, code: str | None, duration_ms: float, result: Any) -> None:
+        """Record a call that was made."""
+        s = self.settings
+        if not s.enabled:
+            return
+        self.entries.append(
+            AuditEntry(
+                time.time(),
+                tool_id,
+                None,
+                "call",
+                "policy",
+                self.caller,
+                self.execution_id,
+                ok=ok,
+                code=code,
+                duration_ms=round(duration_ms, 3),
+                args=dict(args) if s.args else None,
+                result=_clip_json(result) if s.results and ok else None,
+            )
+        )
+
+    def take(self) -> list[AuditEntry]:
+        """The entries so far, handed over once (the trail is empty afterwards)."""
+        out, self.entries = self.entries, []
+        return out
+
+
+def _clip_json(value: Any, limit: int = 2000) -> Any:
+    text = json.dumps(value, default=repr, ensure_ascii=False)
+    return value if len(text) <= limit else text[:limit] + "…"
+
+
+def tool_hash(tool: Tool) -> str:
+    """A digest of what a person approves in a tool: description, schemas and annotations."""
+    body = {
+        "description": tool.description,
+        "input_schema": tool.input_schema,
+        "output_schema": tool.output_schema,
+        "annotations": tool.annotations,
+    }
+    return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()[:32]
 
 
 class AuditLog:
@@ -130,7 +232,7 @@ class Quarantine:
 
     def quarantined(self, tool: Tool) -> bool:
         """Whether calls of this tool are blocked (new, or changed since approved). Saved snippets never are."""
-        if tool.namespace == SNIPPETS_NAMESPACE:
+        if tool.namespace == _SNIPPETS:
             return False
         approved = self._approved.get(tool.id)
         return approved is None or approved[0] != self._hash(tool)

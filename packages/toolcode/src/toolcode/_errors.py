@@ -7,7 +7,6 @@ the same words everywhere.
 
 from __future__ import annotations
 
-from toolcode._models import Diagnostic, ErrorInfo
 from toolcode._view import UNAVAILABLE_HINT, CatalogView
 from toolcode.exceptions import (
     MAX_MESSAGE,
@@ -19,6 +18,7 @@ from toolcode.exceptions import (
     TypeCheckError,
     clip,
 )
+from toolcode.models import Diagnostic, ErrorInfo
 from tooldocs import ToolDocsError
 from tooldocs.exceptions import DocNotFoundError, InvalidDetailLevelError
 from toolindex import AmbiguousToolIDError, InvalidToolIDError, ToolIndexError, ToolNotFoundError

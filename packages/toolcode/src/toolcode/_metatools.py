@@ -23,15 +23,16 @@ from typing import Any, Final, cast
 
 from pydantic import BaseModel
 
-from toolcode._core import CodeMode, PrintListener, ToolStart, outcome_text
+from toolcode._core import CodeMode, PrintListener, ToolStart
 from toolcode._descriptions import INSTRUCTIONS, UNSANDBOXED_NOTE
 from toolcode._errors import error_info
 from toolcode._inputs import INPUT_MODELS, DeleteOutcome, ResetOutcome
-from toolcode._models import ErrorInfo, RunToolOutcome, SearchHitEntry
-from toolcode._policy import Asker
+from toolcode._outcome import outcome_text
 from toolcode._settings import META_TOOLS
 from toolcode._types import OnToolCall
+from toolcode.calls import Asker
 from toolcode.exceptions import InvalidArgumentsError, ToolCodeError, clip
+from toolcode.models import ErrorInfo, RunToolOutcome, SearchHitEntry
 from toolindex import Tool
 
 __all__ = [
@@ -263,7 +264,7 @@ def _is_base64(data: str) -> bool:
 
 def instructions(codemode: CodeMode) -> str:
     """The instructions that go with the code-mode tools (with a warning when the engine is no sandbox)."""
-    return INSTRUCTIONS + ("" if codemode.executor.engine.info.sandboxed else UNSANDBOXED_NOTE)
+    return INSTRUCTIONS + ("" if codemode.services.engine.info.sandboxed else UNSANDBOXED_NOTE)
 
 
 def compact_schema(schema: Any) -> Any:
@@ -364,7 +365,7 @@ async def call_metatool(
 
     Args:
         codemode: The core (with the caller's ceilings applied).
-        name: A code-mode tool (:data:`toolcode.META_TOOLS`).
+        name: A code-mode tool (:data:`toolcode.server.META_TOOLS`).
         args: The arguments as the model sent them.
         caller: Who the call is for (sessions, paused runs and stored results are the caller's).
         ask: Asks a person about direct calls the policy asks for (``None``: they fail with

@@ -2,7 +2,7 @@
 
 :class:`Operations` is bound to one caller's view of the catalog and, inside a run, to that
 run's call budget and trace. The snippet environment, the MCP server and the CLI all call these
-methods and return the same result models (:mod:`toolcode._models`); none of them
+methods and return the same result models (:mod:`toolcode.models`); none of them
 re-implements an operation.
 
 Arguments are checked here, at the boundary: a wrong type or value raises
@@ -19,7 +19,6 @@ import keyword
 import math
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Final, cast
 
 import anyio
@@ -27,7 +26,11 @@ import anyio
 from toolcode._chain import ChainStep, parse_steps, resolve_args
 from toolcode._errors import as_tool_error, error_info, message_of
 from toolcode._limits import CallBudget
-from toolcode._models import (
+from toolcode._services import Services
+from toolcode._view import CatalogView
+from toolcode.calls import Call, Layer
+from toolcode.exceptions import InvalidArgumentsError, LimitExceededError, ToolCodeError, ToolError, clip
+from toolcode.models import (
     ChainOutcome,
     ChainStepOutcome,
     DocsResult,
@@ -43,16 +46,10 @@ from toolcode._models import (
     ToolEntry,
     ToolListResult,
 )
-from toolcode._modules import ToolModules
-from toolcode._otel import call_span
-from toolcode._policy import SNIPPETS_NAMESPACE, ApprovalNeeded, Asker, Gate, call_key
-from toolcode._trace import Trace
-from toolcode._view import CatalogView
-from toolcode.exceptions import ErrorCode, InvalidArgumentsError, LimitExceededError, ToolCodeError, ToolError, clip
 from tooldocs import Signature, tool_signature
 from toolindex import ToolIndexError
 from toolindex.log import get_logger
-from toolrun import Runner, RunResult, ToolRunError
+from toolrun import RunResult, ToolRunError
 
 __all__ = [
     "LEVELS",
@@ -79,8 +76,6 @@ MAX_EXAMPLES: Final = 20
 _MAX_ID_CHARS = 400  # namespace (128) + name (128) + version (64) + separators, with room
 _UNSEEN: Any = object()
 _log = get_logger("toolcode.operations")
-_SNIPPETS_PREFIX: Final = SNIPPETS_NAMESPACE + ":"
-"""A tool whose signature ``call_tool`` has not looked up yet in this run."""
 
 
 # -- argument checks -------------------------------------------------------------------
@@ -170,46 +165,27 @@ async def _maybe_await(value: Any) -> Any:
 class Operations:
     """The operations of one caller (and, inside a run, of one run).
 
+    Discovery (search, list, namespaces, describe, examples) reads the caller's view; every call
+    (``run_tool``, ``run_tools``, chains, namespace modules, a door's direct call) goes down the
+    run's or door's call stack (:mod:`toolcode.calls`), which applies the policy, the budget, the
+    record and the view.
+
     Args:
+        services: The core's services (docs, namespace modules).
         view: The caller's view of the catalog.
-        store: The documentation store (``tooldocs.Store``); ``None`` falls back to the index's fields.
-        runner: Runs the tools.
+        stack: The call stack every call goes down.
         budget: The run's call budget (``None`` at a door: calls are not counted).
-        trace: The run's trace (``None`` at a door: calls are not recorded).
-        call_timeout: Seconds a direct call (``run_tool``/``run_chain`` at a door) may take
-            when the caller gives none; inside a run the run's own timeout bounds every call.
-        modules: The catalog's namespace modules: signatures shown by ``describe_tool`` and
-            ``search_tools`` are their stubs, exactly as the type checker reads them
-            (``None``: the store's signatures).
-        gate: The policy checkpoint every call passes (``None``: no policy).
-        ask: At a door, asks a person about calls the policy asks for (``None``: such a direct
-            call fails with ``approval_required``; a run pauses instead).
     """
 
-    def __init__(
-        self,
-        view: CatalogView,
-        store: Any,
-        runner: Runner,
-        *,
-        budget: CallBudget | None = None,
-        trace: Trace | None = None,
-        call_timeout: float | None = None,
-        modules: ToolModules | None = None,
-        gate: Gate | None = None,
-        ask: Asker | None = None,
-    ) -> None:
-        self.gate = gate
-        self.ask = ask
+    def __init__(self, services: Services, view: CatalogView, stack: Layer, budget: CallBudget | None = None) -> None:
+        self.view = view
+        self.stack = stack
+        self.budget = budget
+        self.store = services.docs
+        self.modules = services.modules
         self.on_step: Callable[[dict[str, Any]], Awaitable[None]] | None = None
         """Awaited when each chain step starts and ends (a door's progress reporting)."""
-        self.view = view
-        self.modules = modules
-        self.store = store
-        self.runner = runner
-        self.budget = budget
-        self.trace = trace
-        self.call_timeout = call_timeout
+        self._quarantined = services.policy.quarantined
         self._signatures: dict[str, Signature | None] = {}
 
     def _check_budget(self) -> None:
@@ -282,19 +258,10 @@ class Operations:
         return "; ".join(parts) if parts else None
 
     def _signature_text(self, tool_id: str) -> str | None:
-        if self.modules is not None:
-            try:
-                return self.modules.signature(self.view.get(tool_id))
-            except ToolIndexError:
-                return None
-        if self.store is None:
-            return None
         try:
-            doc = self.store.describe(tool_id, "schema")
-        except Exception:  # a doc that cannot be rendered leaves the hit without a signature
+            return self.modules.signature(self.view.get(tool_id))
+        except (ToolIndexError, ToolError):
             return None
-        signature = getattr(doc, "signature", None)
-        return signature if isinstance(signature, str) else None
 
     async def list_tools(self, namespace: Any = None, cursor: Any = None, limit: Any = 100) -> ToolListResult:
         """A page of the visible catalog, in id order.
@@ -326,7 +293,7 @@ class Operations:
 
     def _marked(self, tool_id: str, summary: str) -> str:
         """A summary, marked when the tool is quarantined (not callable until an operator approves it)."""
-        quarantined = self.gate.quarantined if self.gate is not None else None
+        quarantined = self._quarantined
         if quarantined is None:
             return summary
         try:
@@ -397,7 +364,7 @@ class Operations:
             return self._describe_module(tool_id)
         try:
             tool = self.view.get(tool_id)
-            stub = self.modules.tool_stub(tool) if self.modules is not None and level == "schema" else None
+            stub = self.modules.tool_stub(tool) if level == "schema" else None
             if stub is not None:
                 text = f"# {tool.id}\n{stub}"
             elif self.store is None:
@@ -414,18 +381,9 @@ class Operations:
 
     def _describe_module(self, name: str) -> ToolDocEntry:
         """A namespace's module: ``name`` is a namespace, a module name, or a tool id of the namespace."""
-        if self.modules is None:
-            raise ToolError(
-                name, "namespace modules are not available here", "describe", code=ErrorCode.INVALID_ARGUMENTS
-            )
 
         def known(ns: str | None) -> bool:
-            return (
-                ns is not None
-                and self.modules is not None
-                and self.modules.module_name(ns) is not None
-                and (self.view.visible(ns))
-            )
+            return ns is not None and self.modules.module_name(ns) is not None and self.view.visible(ns)
 
         namespace = name if known(name) else (self.modules.namespace_of(name) or "")
         if not known(namespace):
@@ -466,7 +424,7 @@ class Operations:
     # -- running --------------------------------------------------------------------
 
     async def run_tool(self, tool_id: Any, args: Any = None, *, timeout: Any = None) -> RunToolOutcome:
-        """Run one tool directly (at a door) and return its whole result.
+        """Run one tool directly (at a door) and return its value.
 
         Args:
             tool_id: The tool.
@@ -478,13 +436,9 @@ class Operations:
 
         Raises:
             InvalidArgumentsError: If an argument is invalid.
-            ToolError: If the tool is unknown, its arguments are invalid, or it fails.
+            ToolError: If the tool is unknown, its arguments are invalid, the policy refuses it, or it fails.
         """
-        tid = check_tool_id("tool_id", tool_id)
-        call_args = check_args(args, tid)
-        await self._door_check(((tid, call_args),))
-        with self._scope(tid):
-            result = await self._call(tid, call_args, None if timeout is None else _check_timeout(timeout))
+        result = await self.run_result(tool_id, args, timeout=timeout)
         return RunToolOutcome(tool_id=result.tool_id, value=result.value, duration_ms=round(result.duration_ms, 3))
 
     async def run_result(self, tool_id: Any, args: Any = None, *, timeout: Any = None) -> RunResult:
@@ -492,60 +446,21 @@ class Operations:
 
         Raises:
             InvalidArgumentsError: If an argument is invalid.
-            ToolError: If the tool is unknown, its arguments are invalid, or it fails.
+            ToolError: If the tool is unknown, its arguments are invalid, the policy refuses it, or it fails.
         """
         tid = check_tool_id("tool_id", tool_id)
         call_args = check_args(args, tid)
-        await self._door_check(((tid, call_args),))
-        with self._scope(tid):
-            return await self._call(tid, call_args, None if timeout is None else _check_timeout(timeout))
-
-    def _scope(self, tool_id: str) -> AbstractContextManager[None]:
-        if self.gate is None or not tool_id.startswith(_SNIPPETS_PREFIX):
-            return nullcontext()
-        return self.gate.scope(tool_id)
-
-    async def _door_check(self, calls: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
-        """The policy for direct calls at a door: ask a person now, or refuse with ``approval_required``."""
-        gate = self.gate
-        if gate is None:
-            return
-        try:
-            gate.check(calls)
-        except ApprovalNeeded as e:
-            if self.ask is None:
-                first = e.pending[0]
-                raise ToolError(
-                    first.tool_id,
-                    f"needs approval ({first.reason}); call it from execute_code, where the run pauses "
-                    "for the decision and resume_execution continues it",
-                    "not_allowed",
-                    code=ErrorCode.APPROVAL_REQUIRED,
-                ) from None
-            decision, who = await self.ask(e.pending, None)
-            gate.approvals.who = who
-            if decision == "deny" or decision == "abort":
-                gate.log_decision(e.pending, "denied", who)
-                raise ToolError(
-                    e.pending[0].tool_id, f"{who} denied this call", "not_allowed", code=ErrorCode.APPROVAL_DENIED
-                ) from None
-            gate.log_decision(e.pending, "approved", who)
-            for p in e.pending:
-                gate.approvals.once.append(call_key(p.tool_id, p.args))
-            gate.check(calls)
+        return await self.stack.call(Call(tid, call_args, None if timeout is None else _check_timeout(timeout)))
 
     async def call_tool(self, tool_id: Any, args: Any = None, kwargs: dict[str, Any] | None = None) -> Any:
-        """Run one tool from a snippet: counted against the budget, recorded in the trace.
+        """Run one tool from a snippet and return its value.
 
         ``args`` is keyed by the tool's wire names; ``kwargs`` may use either the wire name
         or the identifier ``describe_tool``'s signature shows for it (``from_`` for ``from``).
 
-        Returns:
-            The tool's value.
-
         Raises:
             InvalidArgumentsError: If an argument is invalid (before anything is counted).
-            ToolError: If the tool is unknown, its arguments are invalid, or it fails.
+            ToolError: If the tool is unknown, its arguments are invalid, the policy refuses it, or it fails.
             LimitExceededError: If ``max_tool_calls`` is reached.
         """
         if type(tool_id) is not str or len(tool_id) > _MAX_ID_CHARS:
@@ -561,22 +476,14 @@ class Operations:
             call_args = cast("dict[str, Any]", args)
         else:
             call_args = check_args(args, tool_id)
-        gate = self.gate
-        if gate is not None:
-            gate.check(((tool_id, call_args),))
-        if self.budget is not None:
-            self.budget.take()
-        if gate is not None and tool_id.startswith(_SNIPPETS_PREFIX):
-            with gate.scope(tool_id):
-                return (await self._traced(tool_id, call_args)).value
-        return (await self._traced(tool_id, call_args)).value
+        return (await self.stack.call(Call(tool_id, call_args))).value
 
     def _wire_kwargs(self, tool_id: str, kwargs: dict[str, Any]) -> dict[str, Any]:
         sig = self._signatures.get(tool_id, _UNSEEN)  # looked up once per run: calls in a loop stay cheap
         if sig is _UNSEEN:
             try:
                 tool = self.view.get(tool_id)
-            except ToolIndexError:
+            except (ToolIndexError, ToolError):
                 return kwargs  # the call itself reports the unknown tool, with suggestions
             props = tool.input_schema.get("properties")
             names: Mapping[str, Any] = cast("Mapping[str, Any]", props) if isinstance(props, Mapping) else {}
@@ -588,112 +495,6 @@ class Operations:
             return sig.wire_args(kwargs)
         except ValueError as e:
             raise ToolError(tool_id, message_of(e), "validate_input") from e
-
-    async def _call(self, tool_id: str, args: dict[str, Any], timeout: float | None) -> RunResult:
-        """One call through the view and the runner, failures mapped to ``ToolError``.
-
-        ``timeout`` is the caller's own; without one, the backend's (an MCP server's configured
-        timeout) applies, and at a door the door's ``call_timeout`` bounds the call as well.
-        """
-        started = time.perf_counter()
-        span = call_span(tool_id) if self.trace is None else None  # inside a run, _traced has one
-        try:
-            run_id = tool_id if self.view.allowed_namespaces is None else self.view.get(tool_id).id
-            with span.current() if span is not None else nullcontext():
-                if self.call_timeout is None or timeout is not None:
-                    result = await self.runner.run(run_id, args, timeout=timeout)
-                else:
-                    with anyio.fail_after(self.call_timeout):
-                        result = await self.runner.run(run_id, args)
-        except (ToolRunError, ToolIndexError) as e:  # a tool's own timeout included (ToolTimeoutError)
-            err = as_tool_error(e, tool_id, self.view)
-            self._log_door_call(tool_id, args, started, err, None)
-            if span is not None:
-                span.end(tool_id=tool_id, ok=False, code=err.code.value, backend_kind=None)
-            raise err from None
-        except TimeoutError:  # the door's bound
-            err = ToolError(tool_id, f"the call did not finish within {self.call_timeout:g} s", "timeout")
-            self._log_door_call(tool_id, args, started, err, None)
-            if span is not None:
-                span.end(tool_id=tool_id, ok=False, code=err.code.value, backend_kind=None)
-            raise err from None
-        self._log_door_call(result.tool_id, args, started, None, result.value)
-        if span is not None:
-            span.end(tool_id=result.tool_id, ok=True, code=None, backend_kind=result.backend.kind)
-        return result
-
-    def _log_door_call(
-        self, tool_id: str, args: Mapping[str, Any], started: float, err: ToolError | None, value: Any
-    ) -> None:
-        """A direct call at a door, for the audit log (inside a run, :meth:`_traced` records calls)."""
-        gate = self.gate
-        if gate is None or gate.audit is None or self.trace is not None:
-            return
-        duration = (time.perf_counter() - started) * 1000.0
-        gate.log_call(
-            tool_id, args, ok=err is None, code=err.code.value if err else None, duration_ms=duration, result=value
-        )
-
-    async def _traced(self, tool_id: str, args: dict[str, Any], timeout: float | None = None) -> RunResult:
-        trace = self.trace
-        if trace is None:
-            return await self._call(tool_id, args, timeout)
-        slot, started = trace.start()
-        if trace.on_start is not None:
-            await trace.on_start(tool_id)
-        span = call_span(tool_id)
-        try:
-            if timeout is None and self.call_timeout is None and self.view.allowed_namespaces is None:
-                # The common case inside a run, inline (one frame less per call): see _call.
-                try:
-                    if span is None:
-                        result = await self.runner.run(tool_id, args)
-                    else:
-                        with span.current():
-                            result = await self.runner.run(tool_id, args)
-                except (ToolRunError, ToolIndexError) as e:
-                    raise as_tool_error(e, tool_id, self.view) from None
-            elif span is None:
-                result = await self._call(tool_id, args, timeout)
-            else:
-                with span.current():
-                    result = await self._call(tool_id, args, timeout)
-        except ToolError as e:
-            record = trace.finish(
-                slot, started, tool_id, args, error=e.message, error_op=e.error_op, code=e.code.value,
-                backend_kind=self._backend_kind(tool_id) if e.error_op not in ("resolve", "validate_input") else None,
-            )  # fmt: skip
-            if self.gate is not None and self.gate.audit is not None:
-                self.gate.log_call(
-                    tool_id, args, ok=False, code=e.code.value, duration_ms=record.duration_ms, result=None
-                )
-            if span is not None:
-                span.end(tool_id=tool_id, ok=False, code=e.code.value, backend_kind=record.backend_kind)
-            if trace.has_listener:
-                await trace.notify(record)
-            raise
-        except anyio.get_cancelled_exc_class():
-            trace.cancelled(slot, started, tool_id, args)
-            if span is not None:
-                span.end(tool_id=tool_id, ok=False, code="cancelled", backend_kind=None)
-            raise
-        record = trace.succeeded(slot, started, result.tool_id, args, result.value, result.backend.kind)
-        if span is not None:
-            span.end(tool_id=result.tool_id, ok=True, code=None, backend_kind=result.backend.kind)
-        if self.gate is not None and self.gate.audit is not None:
-            self.gate.log_call(
-                result.tool_id, args, ok=True, code=None, duration_ms=result.duration_ms, result=result.value
-            )
-        if record is not None:
-            await trace.notify(record)
-        return result
-
-    def _backend_kind(self, tool_id: str) -> str | None:
-        try:
-            refs = self.view.index.backends(self.view.get(tool_id).id)
-        except ToolIndexError:
-            return None
-        return refs[0].kind if refs else None
 
     async def call_tools(self, calls: Any) -> list[Any]:
         """Run several tools concurrently from a snippet; results in the order of ``calls``.
@@ -709,24 +510,20 @@ class Operations:
         """
         if isinstance(calls, str | bytes | Mapping) or not isinstance(calls, Sequence):
             raise _bad("calls", f"must be a list of calls, got {_kind(cast(object, calls))}")
-        parsed = [_parse_call(i, c) for i, c in enumerate(cast("Sequence[Any]", calls))]
-        if self.gate is not None:
-            self.gate.check(parsed)  # all judged before any is made
-        if self.budget is not None:
-            self.budget.take(len(parsed))
-        results: list[Any] = [None] * len(parsed)
-        errors: list[BaseException | None] = [None] * len(parsed)
+        planned = [Call(*_parse_call(i, c)) for i, c in enumerate(cast("Sequence[Any]", calls))]
+        await self.stack.plan(planned)  # all judged and counted before any is made
+        results: list[Any] = [None] * len(planned)
+        errors: list[BaseException | None] = [None] * len(planned)
 
-        async def one(i: int, tool_id: str, call_args: dict[str, Any]) -> None:
+        async def one(i: int, call: Call) -> None:
             try:
-                with self._scope(tool_id):
-                    results[i] = (await self._traced(tool_id, call_args)).value
+                results[i] = (await self.stack.call(call)).value
             except ToolError as e:
                 errors[i] = e
 
         async with anyio.create_task_group() as tg:
-            for i, (tool_id, call_args) in enumerate(parsed):
-                tg.start_soon(one, i, tool_id, call_args)
+            for i, call in enumerate(planned):
+                tg.start_soon(one, i, call)
         for e in errors:
             if e is not None:
                 raise e
@@ -782,16 +579,13 @@ class Operations:
             except ToolIndexError as e:
                 message = message_of(as_tool_error(e, step.tool_id, self.view))
                 raise _bad(f"steps[{step.index}].tool_id", message, step.tool_id) from None
-        steps_calls = [(step.tool_id, step.args) for step in chain]
-        if self.trace is None:
-            await self._door_check(steps_calls)  # a door's chain: every step judged before the first runs
-        elif self.gate is not None:
-            self.gate.check(steps_calls)
+        planned = [Call(step.tool_id, dict(step.args)) for step in chain]
+        await self.stack.plan(planned)  # every step judged (and counted) before the first runs
         ids = {step.id: step.index for step in chain if step.id is not None}
         out: list[ChainStepOutcome] = []
         done: list[tuple[bool, Any]] = []
         aborted = False
-        for step in chain:
+        for step, plan in zip(chain, planned, strict=True):
             i, tid = step.index, step.tool_id
             started = time.perf_counter()
             await self._step_progress(step, "started", None)
@@ -800,11 +594,7 @@ class Operations:
                     raise ToolError(
                         tid, f"step {i} uses the previous result, but step {i - 1} failed", "validate_input"
                     )
-                call_args = resolve_args(step, done, ids)
-                if self.budget is not None:
-                    self.budget.take()
-                with self._scope(tid):
-                    result = await self._traced(tid, call_args)
+                result = await self.stack.call(Call(tid, resolve_args(step, done, ids), planned=plan))
             except ToolError as e:
                 outcome = _step_failed(i, tid, e, started, self.view)
                 done.append((False, None))

@@ -19,9 +19,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Final, Literal, cast, get_args
 
 from toolcode._options import ResolvedOptions
-from toolcode._policy import Approvals, PendingCall, call_key
 from toolcode._sessions import owner_of
 from toolcode._types import PauseState, ToolCallRecord
+from toolcode.calls import Approvals, PendingCall, call_key
 from toolcode.exceptions import InvalidArgumentsError, StateConflictError
 from toolcode.state import StateStore
 

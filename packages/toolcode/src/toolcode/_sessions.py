@@ -25,7 +25,6 @@ from typing import Any, Final
 
 import anyio
 
-from toolcode._models import SessionEntry
 from toolcode._modules import PACKAGE
 from toolcode._settings import SessionSettings
 from toolcode._types import SessionState
@@ -35,6 +34,7 @@ from toolcode.exceptions import (
     SessionLimitError,
     StateUnavailableError,
 )
+from toolcode.models import SessionEntry
 from toolcode.state import ABSENT, Record, Release, StateStore
 from toolindex.log import get_logger
 

@@ -31,12 +31,11 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Final, cast
+from typing import Any, Final, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from toolcode._options import ExecuteOptions
-from toolcode._policy import PolicySettings
 from toolcode.exceptions import ConfigurationError, clip
 from toolindex import DEFAULT_WEAK_RELEVANCE, InMemoryIndex, SemanticUnavailableError
 
@@ -44,11 +43,16 @@ __all__ = [
     "DEFAULT_TOOLS",
     "META_TOOLS",
     "SETTINGS_SCHEMA",
+    "AuditSettings",
+    "Decision",
+    "PolicyRule",
+    "PolicySettings",
     "ResultSettings",
     "SearchSettings",
     "SessionSettings",
     "Settings",
     "StateSettings",
+    "Tier",
     "WorkerSettings",
     "load_settings",
 ]
@@ -79,6 +83,77 @@ DEFAULT_TOOLS: Final = ("search_tools", "describe_tool", "execute_code", "run_to
 definition is paid for in a model's context on every turn). ``list_tools`` is one call away in
 code (``list_tools()``), and ``resume_execution`` is not listed to clients that can be asked
 within ``execute_code`` (MCP elicitation)."""
+
+
+Tier = Literal["read", "write", "destructive"]
+"""How much a tool can change: from its MCP annotations, unless ``policy.tiers`` names it."""
+Decision = Literal["allow", "ask", "deny"]
+"""What the policy says about a call."""
+
+
+class PolicyRule(BaseModel):
+    """One rule: which calls it matches (every field given must match) and the decision."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    decision: Decision = Field(description="allow, ask or deny.")
+    tier: Tier | None = Field(default=None, description="Match tools of this tier.")
+    namespace: str | None = Field(default=None, description="Match tools of this namespace (a glob).")
+    tools: str | None = Field(default=None, description="Match tool ids by this glob (e.g. 'github:delete_*').")
+
+    @model_validator(mode="after")
+    def _matches_something(self) -> PolicyRule:
+        if self.tier is None and self.namespace is None and self.tools is None:
+            raise ValueError("a rule needs at least one of tier, namespace, tools")
+        return self
+
+    def matches(self, tool_id: str, namespace: str, tier: Tier) -> bool:
+        """Whether this rule applies to a call of ``tool_id``."""
+        return (
+            (self.tier is None or self.tier == tier)
+            and (self.namespace is None or fnmatch.fnmatchcase(namespace, self.namespace))
+            and (self.tools is None or fnmatch.fnmatchcase(tool_id, self.tools))
+        )
+
+    def describe(self) -> str:
+        """The rule as a short phrase, for messages (``"rule tools='fs:*' → ask"``)."""
+        parts = [f"{k}={v!r}" for k, v in (("tier", self.tier), ("namespace", self.namespace), ("tools", self.tools))]
+        return f"rule {' '.join(p for p in parts if not p.endswith('=None'))} → {self.decision}"
+
+
+class AuditSettings(BaseModel):
+    """What the audit log keeps of each call made from code."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    enabled: bool = Field(default=True, description="Append every call and decision to the state store's audit log.")
+    args: bool = Field(default=False, description="Keep each call's arguments (may hold personal data).")
+    results: bool = Field(default=False, description="Keep each call's result (clipped to 2,000 characters).")
+
+
+class PolicySettings(BaseModel):
+    """The ``policy`` section: tiers, rules, approvals and the audit log."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    preset: Literal["default", "ask-writes", "read-only", "allow-all"] = Field(
+        default="default",
+        description="Decision per tier when no rule matches. default: destructive asks; ask-writes: write and "
+        "destructive ask; read-only: write and destructive are denied; allow-all: nothing asks.",
+    )
+    tiers: dict[str, Tier] = Field(
+        default_factory=dict[str, Tier],
+        description="Tool-id glob → tier, over the tools' own annotations (first matching glob wins).",
+    )
+    rules: tuple[PolicyRule, ...] = Field(default=(), description="Checked in order; the first that matches decides.")
+    quarantine: bool = Field(
+        default=False,
+        description="A tool seen for the first time, or whose definition changed, is not callable until approved.",
+    )
+    pause_ttl: float = Field(
+        default=86_400.0, gt=0, allow_inf_nan=False, description="Seconds a paused run waits for its decision."
+    )
+    audit: AuditSettings = Field(default_factory=AuditSettings)
 
 
 class WorkerSettings(BaseModel):

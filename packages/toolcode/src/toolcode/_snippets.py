@@ -9,6 +9,11 @@ calls count against that run's budget and appear in that run's trace.
 Saved snippets are shared by every caller of a toolbox (they are catalog entries, like the
 upstream tools), and by every replica that shares the state store: each replica picks up the
 others' changes within :data:`SYNC_INTERVAL` seconds.
+
+The library keeps them; it does not run them. A call of ``snippets:<name>`` goes down the call
+stack like any tool call: toolrun checks its arguments against its input schema and hands them to
+this module's provider, which runs the snippet with the function the call stack put in place for
+that call (:func:`running_snippets`): within the calling run, or as a run of its own at a door.
 """
 
 from __future__ import annotations
@@ -16,28 +21,28 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, cast
+from typing import Any, Final, cast
 
 import anyio
 
-from toolcode._view import CatalogView
 from toolcode.exceptions import InvalidArgumentsError, ToolCodeError, TypeCheckError
 from toolcode.state import StateStore
 from toolindex import BackendRef, Index, Tool
 from toolindex.log import get_logger
 from toolrun import CompiledSchema, ProviderBackend, ToolRunError
 
-if TYPE_CHECKING:
-    from toolcode._executor import Executor, RunContext
-
 __all__ = [
     "NAMESPACE",
     "SYNC_INTERVAL",
+    "Check",
+    "RunSnippet",
     "SavedSnippet",
     "SnippetLibrary",
+    "running_snippets",
 ]
 
 _log = get_logger("toolcode.snippets")
@@ -55,7 +60,22 @@ _NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 _KIND = "snippet"
 _DEFAULT_SCHEMA: Final[dict[str, Any]] = {"type": "object"}
 
-_depth: ContextVar[int] = ContextVar("toolcode_snippet_depth", default=0)
+Check = Callable[[str], Awaitable[Sequence[Any]]]
+"""Type-checks a snippet's code: the problems found (``TypeCheckError`` diagnostics)."""
+RunSnippet = Callable[["SavedSnippet", Mapping[str, Any]], Awaitable[Any]]
+"""Runs a saved snippet with its (checked) arguments as ``input`` and returns its value."""
+
+_running: ContextVar[RunSnippet | None] = ContextVar("toolcode_running_snippets", default=None)
+
+
+@contextmanager
+def running_snippets(run: RunSnippet) -> Generator[None]:
+    """Within the block, a call of a saved snippet that reaches its provider is run by ``run``."""
+    token = _running.set(run)
+    try:
+        yield
+    finally:
+        _running.reset(token)
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,7 +147,10 @@ class _Provider:
         return [s.tool() for s in self._library.snippets.values()]
 
     async def call_tool(self, name: str, args: Mapping[str, Any]) -> Any:
-        return await self._library.call(name, args)
+        run = _running.get()
+        if run is None:
+            raise InvalidArgumentsError("name", "a saved snippet runs only through toolcode's call stack")
+        return await run(self._library.get(name), args)
 
 
 class SnippetLibrary:
@@ -136,29 +159,20 @@ class SnippetLibrary:
     Args:
         store: Where snippets live.
         index: The catalog they appear in.
-        executor: Runs them (and checks them when saved); may be set later (:attr:`executor`),
-            since the executor's runner holds this library's :attr:`backend`.
     """
 
-    def __init__(self, store: StateStore, index: Index, executor: Executor | None = None) -> None:
+    def __init__(self, store: StateStore, index: Index) -> None:
         self.store = store
         self.index = index
-        self._executor = executor
         self.snippets: dict[str, SavedSnippet] = {}
         self._versions: dict[str, int] = {}
         self.backend = ProviderBackend(PROVIDER_ID, _Provider(self), namespace=NAMESPACE)
         self._lock = anyio.Lock()
 
-    @property
-    def executor(self) -> Executor:
-        """Runs the snippets."""
-        if self._executor is None:
-            raise RuntimeError("SnippetLibrary.executor is not set")
-        return self._executor
-
-    @executor.setter
-    def executor(self, executor: Executor) -> None:
-        self._executor = executor
+    def code_of(self, name: str) -> str | None:
+        """A saved snippet's code (``None`` when there is none by that name)."""
+        saved = self.snippets.get(name)
+        return saved.code if saved is not None else None
 
     # -- the catalog ---------------------------------------------------------------------
 
@@ -207,10 +221,8 @@ class SnippetLibrary:
 
     # -- operations ----------------------------------------------------------------------
 
-    async def save(
-        self, name: Any, code: Any, description: Any, input_schema: Any = None, *, view: CatalogView | None = None
-    ) -> SavedSnippet:
-        """Save (or replace) a snippet, after checking it.
+    async def save(self, name: Any, code: Any, description: Any, input_schema: Any, check: Check) -> SavedSnippet:
+        """Save (or replace) a snippet, after checking its fields, then its code with ``check``.
 
         Raises:
             InvalidArgumentsError: If a field is invalid (names it).
@@ -235,7 +247,7 @@ class SnippetLibrary:
             raise InvalidArgumentsError("code", f"line {e.lineno}: {e.msg}") from None
         except (ValueError, MemoryError, RecursionError) as e:
             raise InvalidArgumentsError("code", f"cannot be compiled: {type(e).__name__}") from None
-        found = await self.executor.checker.check(code, view or CatalogView(self.index, None))
+        found = await check(code)
         # A snippet may call itself (stopped at MAX_NESTING), though it is not a tool yet.
         found = [d for d in found if not _names_itself(d.message, name)]
         if found:
@@ -300,30 +312,3 @@ class SnippetLibrary:
         return raw
 
     # -- running -------------------------------------------------------------------------
-
-    async def call(self, name: str, args: Mapping[str, Any]) -> Any:
-        """Run a saved snippet with ``args`` as its ``input`` and return its value.
-
-        Inside a run, it runs within that run (its budget, trace, output and deadline);
-        otherwise as a run of its own with the executor's defaults.
-
-        Raises:
-            ToolCodeError: Whatever the run raises (a tool failure, a limit, ...).
-        """
-        snippet = self.get(name)
-        depth = _depth.get()
-        if depth >= MAX_NESTING:
-            raise InvalidArgumentsError(
-                "name", f"saved snippets nested {MAX_NESTING} deep (a snippet calling itself?): refused"
-            )
-        token = _depth.set(depth + 1)
-        try:
-            from toolcode._executor import current_run
-            from toolcode._types import ExecuteParams
-
-            parent: RunContext | None = current_run()
-            params = ExecuteParams(code=snippet.code, input=dict(args))
-            result = await self.executor.execute(params, within=parent)
-            return result.value
-        finally:
-            _depth.reset(token)

@@ -10,37 +10,16 @@ with code ``invalid_arguments``, never an engine failure.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any
 
-from toolcode._limits import CallBudget, OutputBuffer
-from toolcode._modules import PACKAGE, ModuleFunction, ToolModules, positional_message
+from toolcode._limits import OutputBuffer
+from toolcode._modules import PACKAGE, ModuleFunction, positional_message
 from toolcode._operations import Operations
-from toolcode._results import StoredResults
-from toolcode._snippets import SnippetLibrary
-from toolcode._trace import Trace
+from toolcode._services import Services
 from toolcode._types import Stream
-from toolcode._view import CatalogView
 from toolcode.exceptions import ErrorCode, InvalidArgumentsError, ToolError, TypeCheckError
-from toolindex import Index
-from toolrun import Runner
 
-__all__ = ["DefaultTools", "DocStore"]
-
-
-class DocStore(Protocol):
-    """What the tools environment needs from a documentation store (``tooldocs.Store`` fits).
-
-    ``describe`` returns an object with ``render()`` (and ``signature``); ``examples`` a list
-    of objects with ``to_dict()`` (or ``model_dump()``) or plain dicts.
-    """
-
-    def describe(self, tool_id: str, level: Any = ..., /) -> Any:
-        """Documentation of one tool at a detail level."""
-        ...
-
-    def examples(self, tool_id: str, max: int = ..., /) -> Any:
-        """Examples of one tool."""
-        ...
+__all__ = ["DefaultTools"]
 
 
 def _as_tool_error(op: str, e: InvalidArgumentsError) -> ToolError:
@@ -52,52 +31,20 @@ def _as_tool_error(op: str, e: InvalidArgumentsError) -> ToolError:
 class DefaultTools:
     """The snippet environment of one run: the operations, counted and traced, as plain data.
 
-    The executor makes one per run; build one yourself to drive an engine directly (for
-    example in an engine's own tests).
+    The executor makes one per run (with the run's operations, output and budget).
 
     Args:
-        index: The tool catalog.
-        store: Documentation store (``tooldocs.InMemoryStore``); ``None`` makes
-            ``describe_tool`` fall back to the index's own fields.
-        runner: Runs the tools.
-        allowed_namespaces: When set, only tools in these namespaces are visible.
-        budget: Tool-call counting; unlimited when ``None``.
-        trace: Where the calls are recorded; a fresh trace when ``None``.
-        output: Where ``println``/``print`` go; a 1 MiB capture when ``None``.
-        operations: Use these operations instead of building them from the arguments above.
-        modules: The catalog's namespace modules (``from tools import github``); built from
-            ``index`` when ``None``. Share one per catalog: it caches names and stubs.
-        snippets: The saved snippets (``None``: ``save_snippet`` fails with ``invalid_arguments``).
-        results: Stored results (``None``: ``load_result`` fails with ``invalid_arguments``).
+        services: The core's services (namespace modules, saved snippets, stored results).
+        ops: The run's operations (its view and call stack).
+        output: Where ``println``/``print`` go.
         caller: Whose stored results ``load_result`` reads.
     """
 
-    def __init__(
-        self,
-        index: Index,
-        store: DocStore | None,
-        runner: Runner,
-        *,
-        allowed_namespaces: Sequence[str] | None = None,
-        budget: CallBudget | None = None,
-        trace: Trace | None = None,
-        output: OutputBuffer | None = None,
-        operations: Operations | None = None,
-        modules: ToolModules | None = None,
-        snippets: SnippetLibrary | None = None,
-        results: StoredResults | None = None,
-        caller: str | None = None,
-    ) -> None:
-        self._snippets = snippets
-        self._results = results
+    def __init__(self, services: Services, ops: Operations, output: OutputBuffer, caller: str | None) -> None:
+        self.ops = ops
+        self.output = output
+        self._services = services
         self._caller = caller
-        self.budget = budget if budget is not None else CallBudget(2**62, 2**62)
-        self.trace = trace if trace is not None else Trace()
-        self.output = output if output is not None else OutputBuffer(1 << 20)
-        self.ops = operations or Operations(
-            CatalogView(index, allowed_namespaces), store, runner, budget=self.budget, trace=self.trace
-        )
-        self._modules = modules if modules is not None else ToolModules(self.ops.view.index)
         self._module_map: dict[str, dict[str, ModuleFunction]] | None = None
 
     async def _plain(self, op: str, call: Callable[[], Awaitable[Any]]) -> Any:
@@ -149,13 +96,14 @@ class DefaultTools:
 
     async def run_chain(self, steps: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         """``{steps: [{index, tool_id, ok, value, error, duration_ms}], aborted, final}``."""
-        max_steps = self.budget.max_chain_steps
+        budget = self.ops.budget
+        max_steps = budget.max_chain_steps if budget is not None else None
         return await self._plain("run_chain", lambda: self.ops.run_chain(steps, max_steps=max_steps))
 
     def modules(self) -> Mapping[str, Mapping[str, ModuleFunction]]:
         """``{module: {function: ModuleFunction}}`` of the namespaces this run may use."""
         if self._module_map is None:
-            self._module_map = self._modules.runtime(self.ops.view.allowed_namespaces)
+            self._module_map = self._services.modules.runtime(self.ops.view.allowed_namespaces)
         return self._module_map
 
     async def call_function(self, module: str, function: str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
@@ -173,10 +121,14 @@ class DefaultTools:
 
     async def save_snippet(self, name: Any, code: Any, description: Any, input_schema: Any = None) -> dict[str, Any]:
         """Save a parameterised snippet as the tool ``snippets:<name>``."""
+        stores = self._services.stores
+        view = self.ops.view
         try:
-            if self._snippets is None:
+            if stores is None:
                 raise InvalidArgumentsError("name", "saved snippets need a state store (this run has none)")
-            saved = await self._snippets.save(name, code, description, input_schema, view=self.ops.view)
+            saved = await stores.snippets.save(
+                name, code, description, input_schema, lambda text: self._services.checker.check(text, view)
+            )
         except InvalidArgumentsError as e:
             raise _as_tool_error("save_snippet", e) from None
         except TypeCheckError as e:
@@ -185,10 +137,11 @@ class DefaultTools:
 
     async def load_result(self, ref: Any) -> Any:
         """A stored result of this run's caller, whole: the value itself, or the text of stdout."""
+        stores = self._services.stores
         try:
-            if self._results is None:
+            if stores is None:
                 raise InvalidArgumentsError("ref", "stored results need a state store (this run has none)")
-            return await self._results.load(ref, self._caller)
+            return await stores.results.load(ref, self._caller)
         except InvalidArgumentsError as e:
             raise _as_tool_error("load_result", e) from None
 

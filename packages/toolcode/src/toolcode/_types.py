@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from toolcode._modules import ModuleFunction
 
 __all__ = [
+    "CallPaused",
     "Engine",
     "EngineInfo",
     "ExecuteParams",
@@ -358,8 +359,8 @@ class Engine(Protocol):
           before the snippet and sets ``params.session.kept`` after it (also when the snippet
           raised); ``__out`` and the trailing expression mean the same as in a fresh run.
         - Pauses: an engine whose ``info.pauses`` is true implements :class:`PausableEngine`:
-          when a tool method raises :class:`toolcode._policy.ApprovalNeeded`, it raises
-          :class:`RunPaused` holding the suspended run, and holds no worker for it.
+          when a tool method raises :class:`CallPaused`, it raises :class:`RunPaused` holding
+          the suspended run, and holds no worker for it.
         - Ownership: ``aclose`` releases workers; ``execute`` after ``aclose`` may restart them.
     """
 
@@ -386,9 +387,21 @@ class PauseState:
     drive: dict[str, Any]
     """JSON data the engine keeps beside the snapshot (calls in flight, their results)."""
     pending: list[Any]
-    """The calls that wait (:class:`toolcode._policy.PendingCall`)."""
+    """The calls that wait (:class:`toolcode.calls.PendingCall`)."""
     line: int | None = None
     """1-based line of the snippet where it stopped."""
+
+
+class CallPaused(Exception):  # a signal, not an error: nothing in a snippet can catch it
+    """Raised by a tool method of :class:`Tools` when its call waits for a person's decision.
+
+    An engine that pauses (``info.pauses``) stops the run there and raises :class:`RunPaused`;
+    one that cannot never sees it (such calls fail with ``not_allowed`` instead).
+    """
+
+    def __init__(self, pending: list[Any]) -> None:
+        self.pending = pending
+        super().__init__(f"{len(pending)} call(s) wait for a decision")
 
 
 class RunPaused(Exception):

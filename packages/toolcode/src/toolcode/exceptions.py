@@ -458,7 +458,10 @@ class ToolError(ToolCodeError, RuntimeError):
         message: The tool's (or the runner's) own message.
         error_op: The step that failed: ``"resolve"``, ``"validate_input"``, ``"call"``,
             ``"validate_output"``, ``"timeout"``, ``"backend"``, ``"describe"``, ``"not_allowed"``.
+        backend_kind: The kind of backend the call reached (``"mcp"``, ``"local"``, ...), if any.
     """
+
+    backend_kind: str | None = None
 
     def __init__(self, tool_id: str, message: str, error_op: str = "call", *, code: ErrorCode | None = None) -> None:
         self.tool_id = clip(str(tool_id))

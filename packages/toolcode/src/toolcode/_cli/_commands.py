@@ -31,10 +31,10 @@ from toolcode._app import UNSANDBOXED_WARNING, ConnectEvent, Toolbox
 from toolcode._cli._parser import SNIPPET_FAILED_EXIT, USAGE_EXIT, exit_code
 from toolcode._cli._render import print_json, render_outcome, safe
 from toolcode._errors import describe_error, error_info
-from toolcode._models import ApprovalRequest, ExecuteOutcome
-from toolcode._policy import Asker, PendingCall
 from toolcode._settings import Settings, StateSettings
+from toolcode.calls import Asker, PendingCall
 from toolcode.exceptions import ConfigurationError, ToolCodeError
+from toolcode.models import ApprovalRequest, ExecuteOutcome
 
 __all__ = ["Handled", "UsageError", "connected", "run_command"]
 
@@ -95,7 +95,7 @@ async def connected(args: argparse.Namespace) -> AsyncGenerator[Toolbox]:
     """A connected toolbox for the command, with progress on a terminal; closed on exit."""
     box = _build_toolbox(args)
     err = _stderr()
-    info = box.executor.engine.info
+    info = box.services.engine.info
     if not info.sandboxed:
         err.print(f"[bold red]warning:[/] {escape(UNSANDBOXED_WARNING.format(engine=info.name))}")
     try:
@@ -377,7 +377,7 @@ def _since(value: str | None) -> float | None:
 async def cmd_audit(args: argparse.Namespace) -> int:
     since = _since(args.since)
     async with connected(args) as box:
-        entries = await box.audit_log.read(since=since, limit=max(1, args.limit))
+        entries = await box.stores.audit.read(since=since, limit=max(1, args.limit))
         if args.json:
             print_json({"entries": entries})
             return 0

@@ -18,8 +18,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from toolcode._models import ExecuteOutcome, TraceEntry
 from toolcode._types import ToolCallRecord
+from toolcode.models import ExecuteOutcome, TraceEntry
 
 __all__ = ["TERMINAL_LINES", "print_json", "render_outcome", "safe", "show_block", "trace_table"]
 

@@ -25,8 +25,16 @@ from pydantic_monty._binary import find_monty_binary
 
 from toolcode._globals import ERROR_INFO_SOURCE, async_names, call_names
 from toolcode._modules import PACKAGE, ModuleFunction
-from toolcode._policy import ApprovalNeeded, PendingCall
-from toolcode._types import EngineInfo, ExecuteParams, ExecuteResult, PauseState, RunPaused, SessionState, Tools
+from toolcode._types import (
+    CallPaused,
+    EngineInfo,
+    ExecuteParams,
+    ExecuteResult,
+    PauseState,
+    RunPaused,
+    SessionState,
+    Tools,
+)
 from toolcode.engines import _monty_state as _state
 from toolcode.exceptions import (
     CodeExecutionError,
@@ -764,7 +772,7 @@ class _Drive:
         self._changed = anyio.Event()
         self._inflight = 0
         """Awaitable calls running as tasks."""
-        self._waiting: dict[int, tuple[str, tuple[Any, ...], dict[str, Any], list[PendingCall]]] = {}
+        self._waiting: dict[int, tuple[str, tuple[Any, ...], dict[str, Any], list[Any]]] = {}
         """Awaitable calls that stopped for a decision: name, arguments, what they wait for."""
 
     def _module_function(self, name: str) -> bool:
@@ -797,7 +805,7 @@ class _Drive:
             self._done[call_id] = {"return_value": await handler(*args, **kwargs)}
         except (ToolCodeError, TypeError, ValueError) as e:
             self._done[call_id] = self._failure(e)
-        except ApprovalNeeded as e:
+        except CallPaused as e:
             self._waiting[call_id] = (name, args, kwargs, e.pending)
         finally:
             self._inflight -= 1
@@ -818,7 +826,7 @@ class _Drive:
 
     # -- pauses -------------------------------------------------------------------------------
 
-    async def _pause(self, snap: _Suspended, pending: list[PendingCall]) -> _Paused:
+    async def _pause(self, snap: _Suspended, pending: list[Any]) -> _Paused:
         """Stop here for a decision: let the calls in flight finish, then describe what is left."""
         while self._inflight:
             await self._changed.wait()
@@ -877,7 +885,7 @@ class _Drive:
                 value = await handler(*snap.args, **snap.kwargs)
             except (ToolCodeError, TypeError, ValueError) as e:
                 snap = await snap.resume(self._failure(e))
-            except ApprovalNeeded as e:
+            except CallPaused as e:
                 raise await self._pause(snap, e.pending) from None
             else:
                 snap = await snap.resume({"return_value": value})
@@ -928,7 +936,7 @@ class _Drive:
                     value = await handler(*snap.args, **snap.kwargs)
                 except (ToolCodeError, TypeError, ValueError) as e:
                     return await snap.resume(self._failure(e))
-                except ApprovalNeeded as e:
+                except CallPaused as e:
                     raise await self._pause(snap, e.pending) from None
                 return await snap.resume({"return_value": value})
             handler = self._async.get(name)
@@ -978,7 +986,7 @@ _Suspended = pm.AsyncFunctionSnapshot | pm.AsyncFutureSnapshot
 
 
 class _Paused(Exception):
-    def __init__(self, snap: _Suspended, drive: dict[str, Any], pending: list[PendingCall]) -> None:
+    def __init__(self, snap: _Suspended, drive: dict[str, Any], pending: list[Any]) -> None:
         self.snap = snap
         self.drive = drive
         self.pending = pending

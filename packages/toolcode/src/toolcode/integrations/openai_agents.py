@@ -101,7 +101,7 @@ def codemode_tools(
     Args:
         toolbox: The toolbox (connected by the host before the agent runs, closed after).
         tools: Code-mode tools to offer (default: the config's ``toolcode.tools``, else
-            :data:`toolcode.DEFAULT_TOOLS`).
+            :data:`toolcode.server.DEFAULT_TOOLS`).
         caller: Who the calls are for: sessions, paused runs and stored results are the
             caller's (default: ``None``, the local caller, as in the CLI).
         expose: Patterns of upstream tools to offer directly as well (``namespace:name``,

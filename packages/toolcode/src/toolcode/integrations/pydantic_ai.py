@@ -143,7 +143,7 @@ class CodeModeToolset(AbstractToolset[Any]):
     Args:
         toolbox: A toolbox, or a function that builds a new (unconnected) one each time.
         tools: Code-mode tools to offer (default: the toolbox config's ``toolcode.tools``,
-            else :data:`toolcode.DEFAULT_TOOLS`).
+            else :data:`toolcode.server.DEFAULT_TOOLS`).
         caller: Who the calls are for: sessions, paused runs and stored results are the
             caller's (default: ``None``, the local caller, as in the CLI and ``toolcode serve``
             over stdio).
@@ -297,7 +297,7 @@ class CodeModeToolset(AbstractToolset[Any]):
         defs = [
             ToolDefinition(name=n, description=DESCRIPTIONS[n], parameters_json_schema=input_schema(n)) for n in names
         ]
-        at = (codemode, codemode.index.version, expose)
+        at = (codemode, codemode.services.index.version, expose)
         last = self._exposed_at
         if last is None or last[0] is not codemode or last[1:] != at[1:]:  # read again when the catalog changed
             exposed = exposed_tools(codemode, expose, reserved=names)

@@ -12,7 +12,9 @@ Over HTTP off loopback, callers need a bearer token (see :class:`BearerTokens`):
     await serve_http(box, "0.0.0.0", 8808, tokens=BearerTokens.load(file="/etc/toolcode/tokens"))
 """
 
+from toolcode._chain import CHAIN_SCHEMA
 from toolcode._descriptions import DESCRIPTIONS, INSTRUCTIONS
+from toolcode._settings import DEFAULT_TOOLS, META_TOOLS, SETTINGS_SCHEMA
 from toolcode.server._http_guard import CALLER_SCOPE_KEY, HTTPGuard, http_caller, is_loopback, parse_http_address
 from toolcode.server._http_tokens import MIN_TOKEN_LENGTH, TOKENS_ENV, BearerTokens
 from toolcode.server._serve import log_to_stderr, serve_http, serve_stdio
@@ -20,10 +22,14 @@ from toolcode.server._server import EXPOSED_SEPARATOR, CodeModeServer
 
 __all__ = [
     "CALLER_SCOPE_KEY",
+    "CHAIN_SCHEMA",
+    "DEFAULT_TOOLS",
     "DESCRIPTIONS",
     "EXPOSED_SEPARATOR",
     "INSTRUCTIONS",
+    "META_TOOLS",
     "MIN_TOKEN_LENGTH",
+    "SETTINGS_SCHEMA",
     "TOKENS_ENV",
     "BearerTokens",
     "CodeModeServer",

@@ -24,7 +24,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel, TypeAdapter
 
 from toolcode._app import Toolbox
-from toolcode._core import CodeMode, outcome_text
+from toolcode._core import CodeMode
 from toolcode._descriptions import DESCRIPTIONS
 from toolcode._metatools import (
     EXPOSED_SEPARATOR,
@@ -38,12 +38,13 @@ from toolcode._metatools import (
     input_schema,
     instructions,
 )
-from toolcode._models import ExecuteOutcome, StoredResultInfo
+from toolcode._outcome import outcome_text
 from toolcode._paused import DECISIONS
-from toolcode._policy import Asker, PendingCall
 from toolcode._results import RESULT_URI_PREFIX, result_ref_of_uri
 from toolcode._types import ToolCallRecord
+from toolcode.calls import Asker, PendingCall
 from toolcode.exceptions import InvalidArgumentsError, ToolCodeError, clip
+from toolcode.models import ExecuteOutcome, StoredResultInfo
 from toolindex import ChangeEvent, Tool
 from toolindex.log import get_logger
 
@@ -105,7 +106,7 @@ def _reply(reply: MetaToolReply) -> types.CallToolResult:
 class CodeModeServer:
     """An MCP server exposing code mode over a :class:`~toolcode.Toolbox`.
 
-    Tools: the code-mode tools chosen by ``tools`` (default :data:`toolcode.DEFAULT_TOOLS`),
+    Tools: the code-mode tools chosen by ``tools`` (default :data:`toolcode.server.DEFAULT_TOOLS`),
     plus any upstream tools selected with ``expose`` (patterns ``namespace:name``, ``*``
     allowed), published as ``namespace__name``.
 

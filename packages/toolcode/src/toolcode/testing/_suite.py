@@ -24,9 +24,11 @@ from typing import Any, Literal
 
 import anyio
 
-from toolcode._executor import Executor, ExecutorConfig
+from toolcode._executor import Executor, Listeners
 from toolcode._limits import TRUNCATION_MARKER
 from toolcode._options import ExecuteOptions, parse_options
+from toolcode._services import Services
+from toolcode._settings import Settings
 from toolcode._types import Engine, ExecuteParams, ExecuteResult, ToolCallRecord
 from toolcode.exceptions import CodeExecutionError, InvalidArgumentsError, LimitExceededError, ToolCodeError
 from toolcode.testing._probes import PROBES, EscapeProbe, ProbeRun, check_probe, verify_runner
@@ -82,14 +84,9 @@ class Harness:
         self._define_tools()
         self.runner = DefaultRunner(self.index, [self.local])
         self.store = InMemoryStore(self.index, autosave=False)
+        settings = Settings(limits=ExecuteOptions(timeout=timeout, type_check="off"))
         self.executor = Executor(
-            ExecutorConfig(
-                index=self.index,
-                store=self.store,
-                runner=self.runner,
-                engine=engine,
-                defaults=ExecuteOptions(timeout=timeout, type_check="off"),
-            )
+            Services.of(self.index, self.runner, docs=self.store, engine=engine, settings=settings)
         )
 
     def _define_tools(self) -> None:
@@ -619,7 +616,7 @@ async def _on_tool_call(h: Harness) -> None:
         seen.append(rec.tool_id)
 
     r = await h.executor.execute(
-        ExecuteParams(code="run_tool('conf:add', a=1)\nrun_tool('conf:echo', value=2)"), on_tool_call=listener
+        ExecuteParams(code="run_tool('conf:add', a=1)\nrun_tool('conf:echo', value=2)"), Listeners(listener)
     )
     assert seen == ["conf:add", "conf:echo"] == [x.tool_id for x in r.tool_calls], seen
 

@@ -1,4 +1,4 @@
-"""Result models of the code-mode operations: the same shapes in every door.
+"""The result models every door returns: the same names and fields from the MCP server, the CLI, Python and a snippet.
 
 A snippet receives them as plain dicts (``model_dump(mode="json")``), the MCP server returns
 them as ``structuredContent``, ``toolcode ... --json`` prints them, and Python callers get the

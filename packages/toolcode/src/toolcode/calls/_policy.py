@@ -1,20 +1,20 @@
-"""Policy: every tool call made from code gets a tier and a decision before it is made.
+"""The policy: every tool call gets a tier and a decision before it is made.
 
 A tool's **tier** is ``read``, ``write`` or ``destructive``: from its MCP annotations
 (``readOnlyHint`` → read, ``destructiveHint`` → destructive, anything else → write), unless a
 ``tiers`` glob of the config names it. **Rules** map tiers, namespaces or tool-id globs to a
 **decision**: ``allow``, ``ask`` or ``deny`` (the first rule that matches wins; then the preset).
-The default preset allows ``read`` and ``write`` and asks for ``destructive``.
+The default preset allows ``read`` and ``write`` and asks for ``destructive``. A quarantined tool
+(new, or changed since it was approved) is refused whatever the rules say.
 
 A saved snippet (``snippets:<name>``) is judged by what it calls: its tier is the highest tier of
 the tools its code names literally (``write`` when it names a tool id it computes), and its
 decision the strictest of its own and theirs, so a snippet never launders a write.
 
-One :class:`Gate` per run applies the policy on every path a call can take (the operations
-funnel ``run_tool``, ``run_tools``, ``run_chain``, namespace modules and saved snippets through
-it, and the doors' direct calls too). ``deny`` raises a catchable
-:class:`~toolcode.exceptions.ToolError` with code ``not_allowed``; ``ask`` raises
-:class:`ApprovalNeeded`, which the engine turns into a pause (see :mod:`toolcode._paused`).
+One :class:`Checkpoint` per run (or door call) holds the run's approvals and applies the policy;
+the gate layer (:mod:`toolcode.calls._gate`) puts it in front of every call. ``deny`` raises a
+catchable :class:`~toolcode.exceptions.ToolError` with code ``not_allowed``; ``ask`` raises
+:class:`ApprovalNeeded`, which the gate hands to a person, or turns into a pause.
 """
 
 from __future__ import annotations
@@ -23,16 +23,15 @@ import ast
 import fnmatch
 import hashlib
 import json
-import time
 from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal, cast, get_args
+from typing import Any, Final, cast, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
-
+from toolcode._audit import AuditTrail
 from toolcode._modules import PACKAGE, ToolModules
+from toolcode._settings import Decision, PolicySettings, Tier
 from toolcode._view import CatalogView
 from toolcode.exceptions import ErrorCode, ToolError
 from toolindex import Tool, ToolIndexError
@@ -42,22 +41,14 @@ __all__ = [
     "ApprovalNeeded",
     "Approvals",
     "Asker",
-    "AuditSettings",
-    "Decision",
-    "Gate",
+    "Checkpoint",
     "PendingCall",
     "Policy",
-    "PolicyRule",
-    "PolicySettings",
-    "Tier",
     "Verdict",
     "call_key",
     "literal_tool_ids",
-    "tool_hash",
 ]
 
-Tier = Literal["read", "write", "destructive"]
-Decision = Literal["allow", "ask", "deny"]
 TIERS: Final[tuple[Tier, ...]] = get_args(Tier)
 DECISIONS: Final[tuple[Decision, ...]] = get_args(Decision)
 _TIER_RANK: Final = {t: i for i, t in enumerate(TIERS)}
@@ -72,71 +63,7 @@ PRESETS: Final[dict[str, dict[Tier, Decision]]] = {
 """What each tier gets when no rule matches (``policy.preset``)."""
 
 SNIPPETS_NAMESPACE: Final = "snippets"
-
-
-class PolicyRule(BaseModel):
-    """One rule: which calls it matches (every field given must match) and the decision."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    decision: Decision = Field(description="allow, ask or deny.")
-    tier: Tier | None = Field(default=None, description="Match tools of this tier.")
-    namespace: str | None = Field(default=None, description="Match tools of this namespace (a glob).")
-    tools: str | None = Field(default=None, description="Match tool ids by this glob (e.g. 'github:delete_*').")
-
-    @model_validator(mode="after")
-    def _matches_something(self) -> PolicyRule:
-        if self.tier is None and self.namespace is None and self.tools is None:
-            raise ValueError("a rule needs at least one of tier, namespace, tools")
-        return self
-
-    def matches(self, tool_id: str, namespace: str, tier: Tier) -> bool:
-        """Whether this rule applies to a call of ``tool_id``."""
-        return (
-            (self.tier is None or self.tier == tier)
-            and (self.namespace is None or fnmatch.fnmatchcase(namespace, self.namespace))
-            and (self.tools is None or fnmatch.fnmatchcase(tool_id, self.tools))
-        )
-
-    def describe(self) -> str:
-        """The rule as a short phrase, for messages (``"rule tools='fs:*' → ask"``)."""
-        parts = [f"{k}={v!r}" for k, v in (("tier", self.tier), ("namespace", self.namespace), ("tools", self.tools))]
-        return f"rule {' '.join(p for p in parts if not p.endswith('=None'))} → {self.decision}"
-
-
-class AuditSettings(BaseModel):
-    """What the audit log keeps of each call made from code."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    enabled: bool = Field(default=True, description="Append every call and decision to the state store's audit log.")
-    args: bool = Field(default=False, description="Keep each call's arguments (may hold personal data).")
-    results: bool = Field(default=False, description="Keep each call's result (clipped to 2,000 characters).")
-
-
-class PolicySettings(BaseModel):
-    """The ``policy`` section: tiers, rules, approvals and the audit log."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    preset: Literal["default", "ask-writes", "read-only", "allow-all"] = Field(
-        default="default",
-        description="Decision per tier when no rule matches. default: destructive asks; ask-writes: write and "
-        "destructive ask; read-only: write and destructive are denied; allow-all: nothing asks.",
-    )
-    tiers: dict[str, Tier] = Field(
-        default_factory=dict[str, Tier],
-        description="Tool-id glob → tier, over the tools' own annotations (first matching glob wins).",
-    )
-    rules: tuple[PolicyRule, ...] = Field(default=(), description="Checked in order; the first that matches decides.")
-    quarantine: bool = Field(
-        default=False,
-        description="A tool seen for the first time, or whose definition changed, is not callable until approved.",
-    )
-    pause_ttl: float = Field(
-        default=86_400.0, gt=0, allow_inf_nan=False, description="Seconds a paused run waits for its decision."
-    )
-    audit: AuditSettings = Field(default_factory=AuditSettings)
+_SNIPPETS_PREFIX: Final = SNIPPETS_NAMESPACE + ":"
 
 
 # -- tiers and verdicts ----------------------------------------------------------------------
@@ -244,17 +171,6 @@ def _known_in(view: CatalogView | None) -> Callable[[str], bool]:
     return known
 
 
-def tool_hash(tool: Tool) -> str:
-    """A digest of what a person approves in a tool: description, schemas and annotations."""
-    body = {
-        "description": tool.description,
-        "input_schema": tool.input_schema,
-        "output_schema": tool.output_schema,
-        "annotations": tool.annotations,
-    }
-    return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()[:32]
-
-
 class Policy:
     """Tiers and decisions for tool calls (stateless; share one per catalog).
 
@@ -263,16 +179,18 @@ class Policy:
         snippet_code: Returns a saved snippet's code by name (``None`` when there is none),
             so that a snippet is judged by the tools it calls.
         modules: The catalog's namespace modules (to read ``fs.write_file`` in snippet code).
+        quarantined: Whether a tool is quarantined (``None``: quarantine is off).
     """
 
     def __init__(
         self,
         settings: PolicySettings | None = None,
-        *,
         snippet_code: Callable[[str], str | None] | None = None,
         modules: ToolModules | None = None,
+        quarantined: Callable[[Tool], bool] | None = None,
     ) -> None:
         self.settings = settings or PolicySettings()
+        self.quarantined = quarantined
         self._preset = PRESETS[self.settings.preset]
         self._snippet_code = snippet_code
         self._modules = modules
@@ -410,41 +328,6 @@ class ApprovalNeeded(Exception):  # a signal, not an error: the run pauses
         super().__init__(", ".join(p.tool_id for p in self.pending) + " need approval")
 
 
-@dataclass(frozen=True, slots=True)
-class AuditEntry:
-    """One line of the audit log."""
-
-    at: float
-    tool_id: str
-    tier: str | None
-    decision: str
-    """``allow``, ``deny``, ``ask``, ``approved``, ``denied``, ``aborted`` or ``quarantined``."""
-    decided_by: str
-    """``policy``, or who decided (``person``, ``person:<caller>``, ``flag:--approve``)."""
-    caller: str | None = None
-    execution_id: str | None = None
-    ok: bool | None = None
-    code: str | None = None
-    duration_ms: float | None = None
-    args: Any = None
-    result: Any = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain data, without the fields that are not set."""
-        out: dict[str, Any] = {
-            "at": round(self.at, 3),
-            "tool_id": self.tool_id,
-            "tier": self.tier,
-            "decision": self.decision,
-            "decided_by": self.decided_by,
-        }
-        for k in ("caller", "execution_id", "ok", "code", "duration_ms", "args", "result"):
-            v = getattr(self, k)
-            if v is not None:
-                out[k] = v
-        return out
-
-
 Asker = Callable[[Sequence[PendingCall], "int | None"], Awaitable[tuple[str, str]]]
 """Asks a person about pending calls (and the snippet line, when there is one); returns the
 decision (``approve``, ``approve_run``, ``deny`` or ``abort``) and who made it."""
@@ -453,60 +336,34 @@ decision (``approve``, ``approve_run``, ``deny`` or ``abort``) and who made it."
 _scope: ContextVar[frozenset[str] | None] = ContextVar("toolcode_policy_scope", default=None)
 
 
-class Gate:
-    """One run's (or one door call's) checkpoint in front of every tool call.
+class Checkpoint:
+    """One run's (or one door call's) application of the policy, with the run's approvals.
 
     Args:
         policy: The policy.
         view: The caller's view of the catalog.
-        approvals: The run's decisions so far.
-        can_pause: Whether an ``ask`` may be raised as :class:`ApprovalNeeded` (the engine pauses
-            the run; a door asks a person or refuses); otherwise an ``ask`` that nobody approved
-            fails with ``not_allowed``.
-        quarantined: Returns whether a tool is quarantined (``None``: quarantine is off).
-        caller: Who the run is for (recorded in the audit log).
-        audit: Where audit entries go (``None``: not recorded).
-        audit_settings: What the entries keep.
-        execution_id: The run's id, for the audit log.
+        audit: The run's audit trail (decisions are recorded there).
+        approvals: The run's decisions so far (a resumed run's).
     """
 
+    __slots__ = ("_allowed", "approvals", "audit", "policy", "view")
+
     def __init__(
-        self,
-        policy: Policy,
-        view: CatalogView,
-        *,
-        approvals: Approvals | None = None,
-        can_pause: bool = True,
-        quarantined: Callable[[Tool], bool] | None = None,
-        caller: str | None = None,
-        audit: list[AuditEntry] | None = None,
-        audit_settings: AuditSettings | None = None,
-        execution_id: str | None = None,
+        self, policy: Policy, view: CatalogView, audit: AuditTrail, approvals: Approvals | None = None
     ) -> None:
         self.policy = policy
         self.view = view
-        self.approvals = approvals if approvals is not None else Approvals()
-        self.can_pause = can_pause
-        self.quarantined = quarantined
-        """Whether a tool is quarantined (``None``: quarantine is off)."""
-        self.caller = caller
         self.audit = audit
-        self._audit_settings = audit_settings or policy.settings.audit
+        self.approvals = approvals if approvals is not None else Approvals()
         self._allowed: dict[str, tuple[Any, Verdict]] = {}
-        self.execution_id: str | None = execution_id
-        """The run's id (the same across its pauses): groups its audit entries."""
-
-    def _log(self, tool_id: str, tier: str | None, decision: str, by: str, **extra: Any) -> None:
-        if self.audit is None or not self._audit_settings.enabled:
-            return
-        self.audit.append(AuditEntry(time.time(), tool_id, tier, decision, by, self.caller, self.execution_id, **extra))
 
     def check(self, calls: Iterable[tuple[str, Mapping[str, Any]]]) -> list[Verdict]:
         """Judge calls about to be made together; returns their verdicts if all may go.
 
         Raises:
-            ToolError: ``not_allowed`` (denied, or quarantined, or an ``ask`` that cannot
-                pause) or ``approval_denied`` (a person denied it).
+            ToolError: ``not_allowed`` (denied, quarantined, or asked about inside a saved
+                snippet's run, which cannot stop for a person) or ``approval_denied`` (a person
+                denied it).
             ApprovalNeeded: Some calls need a decision; none of ``calls`` was made.
         """
         version = getattr(self.view.index, "version", None)
@@ -521,13 +378,14 @@ class Gate:
         pending: list[PendingCall] = []
         pending_keys: list[str] = []
         scope = _scope.get()
+        quarantined = self.policy.quarantined
         for tool_id, args in calls:
             try:
                 tool = self.view.get(tool_id)
-            except ToolIndexError:
-                continue  # the call itself reports the unknown tool, with suggestions
-            if self.quarantined is not None and self.quarantined(tool):
-                self._log(tool.id, None, "quarantined", "policy")
+            except (ToolIndexError, ToolError):
+                continue  # the call itself reports the unknown (or unavailable) tool
+            if quarantined is not None and quarantined(tool):
+                self.audit.add(tool.id, None, "quarantined", "policy")
                 raise ToolError(
                     tool.id,
                     "quarantined: this tool is new or its definition changed since it was approved; "
@@ -537,7 +395,7 @@ class Gate:
                 )
             v = self.policy.verdict(tool, self.view)
             if v.decision == "deny":
-                self._log(tool.id, v.tier, "deny", "policy")
+                self.audit.add(tool.id, v.tier, "deny", "policy")
                 raise ToolError(
                     tool.id, f"the policy denies it ({v.reason})", "not_allowed", code=ErrorCode.NOT_ALLOWED
                 )
@@ -562,71 +420,48 @@ class Gate:
                 continue
             pending.append(PendingCall(tool.id, dict(args), v.tier, v.reason))
         if pending:
-            if not self.can_pause or scope is not None:
+            if scope is not None:
                 first = pending[0]
                 raise ToolError(
                     first.tool_id,
-                    f"needs approval ({first.reason}), and this run cannot pause for it "
-                    "(a saved snippet's own run, or an engine without pauses): approve the calling "
-                    "snippet, or add an allow rule",
+                    f"needs approval ({first.reason}), and a saved snippet's own run cannot pause for it: "
+                    "approve the calling snippet, or add an allow rule",
                     "not_allowed",
                     code=ErrorCode.NOT_ALLOWED,
                 )
             for p in pending:
-                self._log(p.tool_id, p.tier, "ask", "policy")
+                self.audit.add(p.tool_id, p.tier, "ask", "policy")
             raise ApprovalNeeded(pending)
         for key in pending_keys:
             self.approvals.once.remove(key)
         return verdicts
 
-    def log_decision(self, pending: Sequence[PendingCall], decision: str, by: str) -> None:
-        """Record a person's decision on paused calls."""
-        for p in pending:
-            self._log(p.tool_id, p.tier, decision, by)
+    def approve_once(self, pending: Sequence[PendingCall]) -> None:
+        """A person approved these calls, once each."""
+        self.approvals.once.extend(call_key(p.tool_id, p.args) for p in pending)
 
-    def log_call(
-        self, tool_id: str, args: Mapping[str, Any], *, ok: bool, code: str | None, duration_ms: float, result: Any
-    ) -> None:
-        """Record a call that was made."""
-        if self.audit is None or not self._audit_settings.enabled:
-            return
-        s = self._audit_settings
-        self._log(
-            tool_id,
-            None,
-            "call",
-            "policy",
-            ok=ok,
-            code=code,
-            duration_ms=round(duration_ms, 3),
-            args=dict(args) if s.args else None,
-            result=_clip_json(result) if s.results and ok else None,
-        )
+    def log_decision(self, pending: Sequence[PendingCall], decision: str, by: str) -> None:
+        """Record a person's decision on calls."""
+        for p in pending:
+            self.audit.add(p.tool_id, p.tier, decision, by)
 
     def scope(self, tool_id: str) -> AbstractContextManager[None]:
         """Around a call that passed :meth:`check`: a saved snippet runs with what it names approved."""
+        if not tool_id.startswith(_SNIPPETS_PREFIX):
+            return nullcontext()
         try:
             tool = self.view.get(tool_id)
-        except ToolIndexError:
+        except (ToolIndexError, ToolError):
             return nullcontext()
-        return Gate.within([self.policy.verdict(tool, self.view)])
-
-    @staticmethod
-    @contextmanager
-    def within(verdicts: Sequence[Verdict]) -> Generator[None]:
-        """Around a saved snippet's call: the tools it names were approved with it."""
-        if not any(v.tool_id.startswith(SNIPPETS_NAMESPACE + ":") for v in verdicts):
-            yield
-            return
-        names = frozenset(t for v in verdicts for t in v.calls)
-        outer = _scope.get()
-        token = _scope.set(names | outer if outer is not None else names)
-        try:
-            yield
-        finally:
-            _scope.reset(token)
+        return _within(self.policy.verdict(tool, self.view))
 
 
-def _clip_json(value: Any, limit: int = 2000) -> Any:
-    text = json.dumps(value, default=repr, ensure_ascii=False)
-    return value if len(text) <= limit else text[:limit] + "…"
+@contextmanager
+def _within(verdict: Verdict) -> Generator[None]:
+    names = frozenset(verdict.calls)
+    outer = _scope.get()
+    token = _scope.set(names | outer if outer is not None else names)
+    try:
+        yield
+    finally:
+        _scope.reset(token)

@@ -1,0 +1,170 @@
+"""The doors' view of a run: the outcome model and the text a model reads of it."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Sequence
+
+from toolcode._errors import error_info
+from toolcode._paused import PausedRun
+from toolcode._types import ExecuteResult, LimitsReport, ToolCallRecord
+from toolcode._view import CatalogView
+from toolcode.exceptions import ApprovalRequiredError, ToolCodeError, clip
+from toolcode.models import (
+    ApprovalRequest,
+    CallFailure,
+    CallSummary,
+    ErrorInfo,
+    ExecuteOutcome,
+    PendingCallInfo,
+    TraceEntry,
+)
+
+__all__ = ["APPROVAL_OP", "outcome", "outcome_text", "paused_result"]
+
+_SUMMARY_FAILURES = 3
+_SUMMARY_MESSAGE = 160
+
+
+def outcome(
+    result: ExecuteResult | None,
+    error: ToolCodeError | None,
+    detail: str,
+    started: float | None = None,
+    view: CatalogView | None = None,
+) -> ExecuteOutcome:
+    """The door's view of a run: value and output, error info, call summary, trace on request.
+
+    ``view`` is the run's view of the catalog: hints name only tools the run could use.
+    """
+    records: tuple[ToolCallRecord, ...] = result.tool_calls if result is not None else ()
+    failures = [r for r in records if r.error is not None]
+    calls = sum(1 for r in records if r.error_op != APPROVAL_OP)
+    summary = CallSummary(
+        count=calls,
+        failed=len(failures),
+        failures=[
+            CallFailure(tool_id=r.tool_id, code=r.code or "tool_error", message=clip(r.error or "", _SUMMARY_MESSAGE))
+            for r in failures[:_SUMMARY_FAILURES]
+        ],
+    )
+    budget = int(result.limits.applied.get("max_output_chars", 0)) if result is not None else 0
+    trace = _trace_entries(records, budget or sys.maxsize) if detail == "full" else None
+    info: ErrorInfo | None = None
+    approval: ApprovalRequest | None = None
+    if isinstance(error, ApprovalRequiredError):
+        paused: PausedRun = error.paused
+        approval = ApprovalRequest(
+            execution_id=paused.execution_id,
+            pending=[PendingCallInfo(**p.to_dict()) for p in paused.pending],
+            line=paused.state.line,
+            may_call=paused.may_call,
+            expires=round(paused.expires, 3) if paused.expires is not None else None,
+        )
+    elif error is not None:
+        info = error_info(error, view)
+    duration = result.duration_ms if result is not None else 0.0
+    if started is not None and result is None:
+        duration = (time.perf_counter() - started) * 1000
+    truncated = list(result.limits.truncated) if result is not None else []
+    if trace is not None and len(trace) < len(records) and "trace" not in truncated:
+        truncated.append("trace")
+    return ExecuteOutcome(
+        ok=error is None,
+        value=result.value if result is not None and error is None else None,
+        stdout=result.stdout if result is not None else "",
+        stderr=result.stderr if result is not None else "",
+        error=info,
+        calls=summary,
+        trace=trace,
+        truncated=truncated,
+        duration_ms=round(duration, 1),
+        status="approval_required" if approval is not None else ("ok" if error is None else "error"),
+        approval=approval,
+    )
+
+
+APPROVAL_OP = "approval"
+"""``error_op`` of the trace entry that records a decision on a paused run (not a tool call)."""
+
+
+def paused_result(run: PausedRun) -> ExecuteResult:
+    """What a paused run had produced when it stopped (its value is not known yet)."""
+    return ExecuteResult(
+        value=None,
+        stdout=run.stdout,
+        stderr=run.stderr,
+        tool_calls=tuple(run.trace),
+        duration_ms=run.elapsed * 1000.0,
+        limits=LimitsReport(applied=run.options.applied(), tool_calls=run.calls, output_chars=0),
+    )
+
+
+def _trace_entries(records: Sequence[ToolCallRecord], budget: int) -> list[TraceEntry]:
+    # Payloads were already cut to the run's budget; drop whole entries beyond it (the summary
+    # still counts every call).
+    out: list[TraceEntry] = []
+    used = 0
+    for r in records:
+        entry = TraceEntry(
+            tool_id=r.tool_id,
+            ok=r.error is None,
+            duration_ms=round(r.duration_ms, 2),
+            error=r.error,
+            code=r.code,
+            args=dict(r.args) if r.args else {},
+            result=r.structured,
+        )
+        size = len(json.dumps(entry.model_dump(mode="json"), default=str))
+        if out and used + size > budget:
+            break
+        out.append(entry)
+        used += size
+    return out
+
+
+def outcome_text(outcome: ExecuteOutcome) -> str:
+    """What a model reads of a run: the value, stdout, stderr, the error, and one summary line.
+
+    The summary line is the only overhead: ``[13 tool calls, 412 ms]``, with the failures
+    (tool id and code) when there are some; the full trace stays in the structured result.
+    """
+    parts: list[str] = []
+    if outcome.approval is not None:
+        a = outcome.approval
+        where = f"line {a.line} calls" if a.line is not None else "the run calls"
+        for p in a.pending[:5]:
+            shown = clip(json.dumps(p.args, ensure_ascii=False, default=str), 300)
+            parts.append(f"approval required: {where} {p.tool_id} {shown} ({p.tier}; {p.reason})")
+        parts.append(
+            f"paused, execution_id {a.execution_id}: decide with resume_execution(execution_id, decision) — "
+            "approve, approve_run, deny or abort"
+        )
+    elif outcome.ok:
+        parts.append(json.dumps(outcome.value, ensure_ascii=False, default=str))
+    elif outcome.error is not None:
+        e = outcome.error
+        where = f" at line {e.line}" if e.line is not None else ""
+        parts.append(f"error [{e.code}]{where}: {e.message}")
+        if e.hint and e.hint not in e.message:
+            parts.append(f"hint: {e.hint}")
+    if outcome.stdout:
+        parts.append("stdout:\n" + outcome.stdout.rstrip("\n"))
+    if outcome.stderr:
+        parts.append("stderr:\n" + outcome.stderr.rstrip("\n"))
+    c = outcome.calls
+    line = f"[{c.count} tool call{'s' if c.count != 1 else ''}"
+    if c.failed:
+        shown = ", ".join(f"{f.tool_id} ({f.code})" for f in c.failures)
+        more = f" +{c.failed - len(c.failures)}" if c.failed > len(c.failures) else ""
+        line += f", {c.failed} failed: {shown}{more}"
+    line += f", {outcome.duration_ms:.0f} ms"
+    # A cut value, stdout or stderr carries its own marker (how much, and where the rest is); a
+    # trace that is not shown (trace="summary") is not reported as cut either.
+    cut = [t for t in outcome.truncated if t == "error" or (t == "trace" and outcome.trace is not None)]
+    if cut:
+        line += f"; truncated: {', '.join(cut)}"
+    parts.append(line + "]")
+    return "\n".join(parts)

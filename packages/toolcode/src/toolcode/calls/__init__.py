@@ -1,0 +1,85 @@
+"""The one call stack that every tool call passes, composed once per run or door call.
+
+A call from a snippet, a chain, a saved snippet, an exposed tool or a door's ``run_tool`` goes
+down the same layers, put together by :func:`build`::
+
+    Gate (policy: allow / ask / deny, quarantine, approvals)
+      → Budget (max_tool_calls; in runs)
+        → Record (trace, audit trail, span)
+          → Deadline (a door's bound on a direct call)
+            → Run (the caller's view, then toolrun)
+
+Each layer is a small class that calls the next once (:class:`Layer`); a concern that applies to
+every call is a new layer and one line in :func:`build`. Only this package (the gate and its
+policy) reads the policy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from toolcode._audit import AuditTrail
+from toolcode._limits import CallBudget
+from toolcode._snippets import RunSnippet
+from toolcode._trace import Trace
+from toolcode._view import CatalogView
+from toolcode.calls._budget import Budget
+from toolcode.calls._deadline import Deadline
+from toolcode.calls._gate import Decide, Gate, ask_person, cannot_pause, pause, refuse
+from toolcode.calls._layer import Call, Layer
+from toolcode.calls._policy import Approvals, Asker, Checkpoint, PendingCall, Policy, call_key, literal_tool_ids
+from toolcode.calls._record import Record
+from toolcode.calls._run import Run
+from toolrun import Runner
+
+__all__ = [
+    "Approvals",
+    "Asker",
+    "Call",
+    "Checkpoint",
+    "Decide",
+    "Layer",
+    "PendingCall",
+    "Policy",
+    "Scope",
+    "ask_person",
+    "build",
+    "call_key",
+    "cannot_pause",
+    "literal_tool_ids",
+    "pause",
+    "refuse",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """What one run's (or one door call's) calls are made within."""
+
+    view: CatalogView
+    """What the caller may see."""
+    checkpoint: Checkpoint
+    """The policy, with the run's approvals."""
+    decide: Decide
+    """What happens to a call the policy asks about (pause the run, ask a person, refuse)."""
+    trace: Trace
+    """Where each call is recorded (a door's is thrown away)."""
+    audit: AuditTrail
+    """The run's audit entries."""
+    run_snippet: RunSnippet
+    """Runs a saved snippet for a call."""
+    budget: CallBudget | None = None
+    """The run's call budget (``None`` at a door: direct calls are not counted)."""
+    deadline: float | None = None
+    """A door's bound on a direct call that gives no timeout of its own."""
+
+
+def build(runner: Runner, scope: Scope) -> Layer:
+    """The call stack of one run or door call: the one place where layers are put together."""
+    stack: Layer = Run(scope.view, runner, scope.run_snippet)
+    if scope.deadline is not None:
+        stack = Deadline(stack, scope.deadline)
+    stack = Record(stack, scope.trace, scope.audit)
+    if scope.budget is not None:
+        stack = Budget(stack, scope.budget)
+    return Gate(stack, scope.checkpoint, scope.decide)

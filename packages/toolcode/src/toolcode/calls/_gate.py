@@ -1,0 +1,104 @@
+"""The policy gate: every call is judged before it goes on; what needs a person waits for one."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+
+from toolcode._types import CallPaused
+from toolcode.calls._layer import Call, Layer
+from toolcode.calls._policy import ApprovalNeeded, Asker, Checkpoint, PendingCall
+from toolcode.exceptions import ErrorCode, ToolError
+from toolrun import RunResult
+
+_SNIPPETS_PREFIX = "snippets:"
+
+__all__ = ["Decide", "Gate", "ask_person", "cannot_pause", "pause", "refuse"]
+
+Decide = Callable[[Checkpoint, Sequence[PendingCall]], Awaitable[None]]
+"""What a gate does with calls the policy asks about: returns once a person approved them, else raises."""
+
+
+async def pause(checkpoint: Checkpoint, pending: Sequence[PendingCall]) -> None:
+    """Inside a run: stop the run at this call (the engine turns the signal into a paused run)."""
+    raise CallPaused(list(pending))
+
+
+async def cannot_pause(checkpoint: Checkpoint, pending: Sequence[PendingCall]) -> None:
+    """Inside a run of an engine that cannot pause: the call fails."""
+    first = pending[0]
+    raise ToolError(
+        first.tool_id,
+        f"needs approval ({first.reason}), and this run cannot pause for it (its engine cannot pause "
+        "runs): add an allow rule, or use an engine that pauses (monty)",
+        "not_allowed",
+        code=ErrorCode.NOT_ALLOWED,
+    )
+
+
+async def refuse(checkpoint: Checkpoint, pending: Sequence[PendingCall]) -> None:
+    """At a door nobody can ask: the call fails and says where it could wait for a decision."""
+    first = pending[0]
+    raise ToolError(
+        first.tool_id,
+        f"needs approval ({first.reason}); call it from execute_code, where the run pauses "
+        "for the decision and resume_execution continues it",
+        "not_allowed",
+        code=ErrorCode.APPROVAL_REQUIRED,
+    )
+
+
+def ask_person(asker: Asker) -> Decide:
+    """At a door whose client can ask its user: ask now, within the call."""
+
+    async def decide(checkpoint: Checkpoint, pending: Sequence[PendingCall]) -> None:
+        decision, who = await asker(pending, None)
+        checkpoint.approvals.who = who
+        if decision in ("deny", "abort"):
+            checkpoint.log_decision(pending, "denied", who)
+            raise ToolError(
+                pending[0].tool_id, f"{who} denied this call", "not_allowed", code=ErrorCode.APPROVAL_DENIED
+            )
+        checkpoint.log_decision(pending, "approved", who)
+        checkpoint.approve_once(pending)
+
+    return decide
+
+
+class Gate(Layer):
+    """Judges each call with the policy (allow, ask, deny, quarantine) before it goes on.
+
+    Calls planned together are judged together, before the first of them is made, and not again.
+    A call of a saved snippet goes on with the tools its code names approved with it.
+    """
+
+    __slots__ = ("_checkpoint", "_decide", "_planned")
+
+    def __init__(self, inner: Layer, checkpoint: Checkpoint, decide: Decide) -> None:
+        super().__init__(inner)
+        self._checkpoint = checkpoint
+        self._decide = decide
+        self._planned: set[int] = set()
+
+    async def _judge(self, calls: Sequence[Call]) -> None:
+        judged = [(c.tool_id, c.args) for c in calls]
+        try:
+            self._checkpoint.check(judged)
+        except ApprovalNeeded as e:
+            await self._decide(self._checkpoint, e.pending)
+            self._checkpoint.check(judged)
+
+    async def plan(self, calls: Sequence[Call]) -> None:
+        await self._judge(calls)
+        self._planned.update(id(c) for c in calls)
+        await self.inner.plan(calls)
+
+    async def call(self, call: Call) -> RunResult:
+        key = id(call.planned if call.planned is not None else call)
+        if key in self._planned:
+            self._planned.discard(key)
+        else:
+            await self._judge((call,))
+        if not call.tool_id.startswith(_SNIPPETS_PREFIX):
+            return await self.inner.call(call)
+        with self._checkpoint.scope(call.tool_id):  # a saved snippet: what it names goes with it
+            return await self.inner.call(call)

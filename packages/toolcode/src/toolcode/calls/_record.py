@@ -1,0 +1,69 @@
+"""The record of each call, with three outputs: the run's trace, the audit trail and an OpenTelemetry span."""
+
+from __future__ import annotations
+
+import anyio
+
+from toolcode._audit import AuditTrail
+from toolcode._otel import call_span
+from toolcode._trace import Trace
+from toolcode.calls._layer import Call, Layer
+from toolcode.exceptions import ToolError
+from toolrun import RunResult
+
+__all__ = ["Record"]
+
+_NO_BACKEND = frozenset({"resolve", "validate_input"})
+"""Failures before any backend was chosen: their record names none."""
+
+
+class Record(Layer):
+    """Records every call that passed the gate and the budget, whether it succeeds, fails or is cancelled.
+
+    The trace keeps one record per call in the order calls started (its listeners hear of each as
+    it starts and ends); the audit trail gets one ``call`` entry; the span is a child of the run's,
+    current while the call is made, so an upstream's own spans join the trace.
+    """
+
+    __slots__ = ("_audit", "_trace")
+
+    def __init__(self, inner: Layer, trace: Trace, audit: AuditTrail) -> None:
+        super().__init__(inner)
+        self._trace = trace
+        self._audit = audit
+
+    async def call(self, call: Call) -> RunResult:
+        trace, tool_id, args = self._trace, call.tool_id, call.args
+        slot, started = trace.start()
+        if trace.on_start is not None:
+            await trace.on_start(tool_id)
+        span = call_span(tool_id)
+        try:
+            if span is None:
+                result = await self.inner.call(call)
+            else:
+                with span.current():
+                    result = await self.inner.call(call)
+        except ToolError as e:
+            kind = None if e.error_op in _NO_BACKEND else e.backend_kind
+            record = trace.finish(
+                slot, started, tool_id, args, error=e.message, error_op=e.error_op, code=e.code.value, backend_kind=kind
+            )
+            self._audit.call(tool_id, args, ok=False, code=e.code.value, duration_ms=record.duration_ms, result=None)
+            if span is not None:
+                span.end(tool_id=tool_id, ok=False, code=e.code.value, backend_kind=kind)
+            if trace.has_listener:
+                await trace.notify(record)
+            raise
+        except anyio.get_cancelled_exc_class():
+            trace.cancelled(slot, started, tool_id, args)
+            if span is not None:
+                span.end(tool_id=tool_id, ok=False, code="cancelled", backend_kind=None)
+            raise
+        done = trace.succeeded(slot, started, result.tool_id, args, result.value, result.backend.kind)
+        self._audit.call(result.tool_id, args, ok=True, code=None, duration_ms=result.duration_ms, result=result.value)
+        if span is not None:
+            span.end(tool_id=result.tool_id, ok=True, code=None, backend_kind=result.backend.kind)
+        if done is not None:
+            await trace.notify(done)
+        return result

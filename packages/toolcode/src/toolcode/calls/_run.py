@@ -1,0 +1,61 @@
+"""The last layer: the tool resolved in the caller's view, then run by toolrun."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from toolcode._errors import as_tool_error
+from toolcode._snippets import NAMESPACE, RunSnippet, running_snippets
+from toolcode._view import CatalogView
+from toolcode.calls._layer import Call, Layer
+from toolcode.exceptions import ToolError
+from toolindex import ToolIndexError
+from toolrun import Runner, RunResult, ToolRunError
+
+__all__ = ["Run"]
+
+_SNIPPETS_PREFIX = NAMESPACE + ":"
+
+
+class Run(Layer):
+    """Resolves the call's tool in the caller's view and makes the call; any failure is a :class:`ToolError`.
+
+    A tool outside the view does not exist here (``unknown_tool``, with the nearest visible ids).
+    A call is bounded by the caller's own timeout when it gives one, else by its backend's
+    configured one. A saved snippet is run by ``snippet`` (within the calling run, or as a run of
+    its own at a door): toolrun checks its arguments as any tool's, then hands them to it.
+    """
+
+    __slots__ = ("_runner", "_snippet", "_view")
+
+    def __init__(self, view: CatalogView, runner: Runner, snippet: RunSnippet) -> None:
+        self._view = view
+        self._runner = runner
+        self._snippet = snippet
+
+    async def plan(self, calls: Sequence[Call]) -> None:
+        return
+
+    async def call(self, call: Call) -> RunResult:
+        view, timeout = self._view, call.timeout
+        try:
+            # Without a filter the runner resolves the id itself (one lookup less per call).
+            tool_id = call.tool_id if view.allowed_namespaces is None else view.get(call.tool_id).id
+            if not tool_id.startswith(_SNIPPETS_PREFIX):
+                return await self._runner.run(tool_id, call.args, timeout=timeout)
+            with running_snippets(self._snippet):
+                return await self._runner.run(tool_id, call.args, timeout=timeout)
+        except (ToolRunError, ToolIndexError) as e:  # a tool's own timeout included (ToolTimeoutError)
+            err = as_tool_error(e, call.tool_id, view)
+        except ToolError as e:  # the view's server_unavailable
+            err = e
+        if err.backend_kind is None and err.error_op not in ("resolve", "validate_input"):
+            err.backend_kind = self._backend_kind(call.tool_id)
+        raise err from None
+
+    def _backend_kind(self, tool_id: str) -> str | None:
+        try:
+            refs = self._view.index.backends(self._view.get(tool_id).id)
+        except (ToolIndexError, ToolError):
+            return None
+        return refs[0].kind if refs else None
