@@ -20,7 +20,6 @@ import anyio.to_thread
 import httpx2
 import mcp_types as types
 from mcp import Client, ClientSession, MCPError, StdioServerParameters
-from mcp.client._transport import TransportStreams
 from mcp.client.session import IncomingMessage
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
@@ -31,6 +30,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from toolindex import BackendKind, BackendRef, Index, Tool, ToolNotFoundError
 from toolindex.log import get_logger
 from toolrun._child_env import child_env
+from toolrun._compat_mcp import TransportStreams, is_closed
 from toolrun._config import HttpServerConfig, ServerConfig, StdioServerConfig, check_server_name
 from toolrun._mcp_reader import (
     MALFORMED,
@@ -41,7 +41,7 @@ from toolrun._mcp_reader import (
     nested_deeper_than,
 )
 from toolrun._mcp_stderr import LogLimiter, StderrPump
-from toolrun._mcp_wire import is_closed, learn_param_headers, normalise_result, parse_tool, raw_request
+from toolrun._mcp_wire import learn_param_headers, normalise_result, parse_tool, raw_request
 from toolrun._redact import redact, redact_url, register_secrets
 from toolrun._spawn import watchdog_command
 from toolrun._types import BackendResult, ProgressCallback, ProgressEvent

@@ -31,9 +31,10 @@ import anyio.to_thread
 import httpx2
 import mcp_types as types
 import pydantic_core
-from mcp.client._transport import TransportStreams
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
+
+from toolrun._compat_mcp import TransportStreams
 
 __all__ = [
     "MALFORMED",

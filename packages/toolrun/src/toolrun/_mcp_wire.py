@@ -17,12 +17,13 @@ from mcp.shared.dispatcher import CallOptions, ProgressFnT
 from mcp.shared.inbound import find_invalid_x_mcp_header, x_mcp_header_map
 
 from toolindex import InvalidToolError, Tool
+from toolrun._compat_mcp import header_maps, send_raw
 from toolrun._schema_limits import DEFAULT_SCHEMA_LIMITS, SchemaLimits
 from toolrun._types import BackendResult
 from toolrun._validation import compile_schema
 from toolrun.exceptions import InvalidSchemaError, SchemaLimitError
 
-__all__ = ["error_text", "is_closed", "learn_param_headers", "normalise_result", "parse_tool", "raw_request"]
+__all__ = ["error_text", "learn_param_headers", "normalise_result", "parse_tool", "raw_request"]
 
 
 async def raw_request(
@@ -40,15 +41,10 @@ async def raw_request(
     Raises:
         MCPError: An error response, or ``CONNECTION_CLOSED`` when the transport is gone.
     """
-    data: dict[str, Any] = {"method": method, "params": dict(params) if params else {}}
     opts: CallOptions = {}
     if progress is not None:
         opts["on_progress"] = progress
-    # Private seams of ClientSession (mcp 2.3): the public send_request validates the result
-    # against the protocol surface, which is exactly what a tolerant client must avoid.
-    session._stamp(data, opts)  # pyright: ignore[reportPrivateUsage]
-    dispatcher = session._dispatcher  # pyright: ignore[reportPrivateUsage]
-    return await dispatcher.send_raw_request(data["method"], data.get("params"), opts)
+    return await send_raw(session, method, params or {}, opts)
 
 
 def learn_param_headers(session: ClientSession, tools: list[dict[str, Any]]) -> None:
@@ -58,7 +54,7 @@ def learn_param_headers(session: ClientSession, tools: list[dict[str, Any]]) -> 
     bypasses that, so the maps are filled here (tools with an invalid annotation were dropped
     by :func:`parse_tool`).
     """
-    maps: dict[str, Any] = session._x_mcp_header_maps  # pyright: ignore[reportPrivateUsage]
+    maps = header_maps(session)
     for t in tools:
         name, schema = t.get("name"), t.get("inputSchema")
         if isinstance(name, str) and isinstance(schema, dict):
@@ -67,12 +63,6 @@ def learn_param_headers(session: ClientSession, tools: list[dict[str, Any]]) -> 
                 maps[name] = header_map
             else:
                 maps.pop(name, None)
-
-
-def is_closed(session: ClientSession) -> bool:
-    """Whether the session's transport has ended (the server exited or the connection dropped)."""
-    dispatcher = session._dispatcher  # pyright: ignore[reportPrivateUsage]
-    return bool(getattr(dispatcher, "_closed", False))
 
 
 def _check_schema(schema: Any, what: str, limits: SchemaLimits) -> None:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Final, cast
 from toolrun._schema_limits import DEFAULT_SCHEMA_LIMITS
 
 if TYPE_CHECKING:
-    from referencing._core import Resolver  # the type of Registry.resolver(), not exported by name
+    from toolrun._compat_referencing import Resolver
 
 __all__ = ["CYCLE_STEPS", "MAX_DEFS", "MAX_SCHEMA_DEPTH", "SchemaConverter", "Skip", "unique_name"]
 
@@ -148,10 +148,13 @@ class SchemaConverter:
         """
         if not isinstance(ref, str):
             raise Skip(f"a $ref is not a string ({type(ref).__name__})")
-        key = (resolver._base_uri, ref)  # pyright: ignore[reportPrivateUsage]
+        from referencing.exceptions import Unresolvable
+
+        from toolrun._compat_referencing import base_uri
+
+        key = (base_uri(resolver), ref)
         if (known := self._resolved.get(key)) is not None:
             return known
-        from referencing.exceptions import Unresolvable
 
         try:
             resolved = resolver.lookup(ref)

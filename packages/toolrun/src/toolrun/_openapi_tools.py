@@ -37,7 +37,7 @@ from toolrun._schema_limits import DEFAULT_SCHEMA_LIMITS
 from toolrun.exceptions import ConfigError
 
 if TYPE_CHECKING:
-    from referencing._core import Resolver  # public as Registry.resolver()'s type, not exported by name
+    from toolrun._compat_referencing import Resolver
 
 __all__ = ["METHODS", "BodySpec", "BuiltTools", "Operation", "ParamSpec", "build_tools", "tool_name"]
 

@@ -36,7 +36,7 @@ from typing import Any, Final, cast
 
 import anyio
 import pydantic_monty as pm
-from pydantic_monty._binary import find_monty_binary  # pyright: ignore[reportPrivateUsage]
+from toolcode._compat_monty import find_monty_binary
 
 from toolcode._globals import globals_stub
 from toolcode._modules import PACKAGE, ToolModules

@@ -1,0 +1,36 @@
+"""The private parts of the ``mcp`` SDK that toolrun relies on, in one place (checked on mcp 2.3).
+
+The SDK validates whole responses, which a tolerant client must avoid (one malformed tool would
+lose the whole catalog): toolrun sends raw requests through the session's own stamping and
+dispatcher, fills the session's ``Mcp-Param-*`` header maps itself, and reads whether the
+transport has closed. ``tests/toolrun/test_compat_mcp.py`` fails loudly when an upgrade moves any
+of these.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from mcp import ClientSession
+from mcp.client._transport import TransportStreams  # pyright: ignore[reportPrivateImportUsage]
+from mcp.shared.dispatcher import CallOptions
+
+__all__ = ["TransportStreams", "header_maps", "is_closed", "send_raw"]
+
+
+async def send_raw(session: ClientSession, method: str, params: Mapping[str, Any], opts: CallOptions) -> dict[str, Any]:
+    """Send one request as ``ClientSession.send_request`` would write it, and return the raw JSON result."""
+    data: dict[str, Any] = {"method": method, "params": dict(params)}
+    session._stamp(data, opts)  # pyright: ignore[reportPrivateUsage]
+    return await session._dispatcher.send_raw_request(data["method"], data.get("params"), opts)  # pyright: ignore[reportPrivateUsage]
+
+
+def header_maps(session: ClientSession) -> dict[str, Any]:
+    """The session's tool name → ``Mcp-Param-*`` header map (filled by its own ``list_tools()`` only)."""
+    return session._x_mcp_header_maps  # pyright: ignore[reportPrivateUsage]
+
+
+def is_closed(session: ClientSession) -> bool:
+    """Whether the session's transport has ended (the server exited or the connection dropped)."""
+    return bool(getattr(session._dispatcher, "_closed", False))  # pyright: ignore[reportPrivateUsage]

@@ -1,0 +1,52 @@
+"""The private parts of dependencies that toolcode and toolrun rely on are still where they were.
+
+Each lives behind one compat module (``toolcode._compat_monty``, ``toolrun._compat_mcp``,
+``toolrun._compat_referencing``, the provider peek in ``toolcode._otel``); these tests fail loudly
+on an upgrade that moves one, before anything else breaks in a subtler way.
+"""
+
+from __future__ import annotations
+
+import inspect
+from importlib.metadata import version
+from pathlib import Path
+
+import opentelemetry.trace
+from mcp import ClientSession
+from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
+
+from toolcode._compat_monty import find_monty_binary
+from toolrun._compat_mcp import TransportStreams
+from toolrun._compat_referencing import Resolver, base_uri
+
+
+def test_pydantic_monty_resolves_its_worker_binary() -> None:
+    binary = find_monty_binary(None)
+    assert Path(binary).is_file(), binary
+    assert version("pydantic-monty").startswith("1.4."), version("pydantic-monty")
+
+
+def test_the_mcp_client_session_seams_are_there() -> None:
+    source = inspect.getsource(ClientSession)
+    for seam in ("self._dispatcher:", "self._x_mcp_header_maps:", "self._stamp:"):
+        assert seam in source, seam
+    dispatcher = inspect.getsource(JSONRPCDispatcher)
+    assert "def send_raw_request(" in dispatcher and "self._closed" in dispatcher
+    assert TransportStreams is not None
+    assert version("mcp").startswith("2.3."), version("mcp")
+
+
+def test_referencing_resolvers_have_a_base_uri() -> None:
+    from referencing import Registry
+    from referencing.jsonschema import DRAFT202012
+
+    registry = Registry().with_resource("urn:doc", DRAFT202012.create_resource({"$defs": {"a": {}}}))
+    resolver = registry.resolver("urn:doc")
+    assert isinstance(resolver, Resolver)
+    assert base_uri(resolver) == "urn:doc"
+    assert version("referencing").startswith("0.3"), version("referencing")
+
+
+def test_the_opentelemetry_provider_peek_is_there() -> None:
+    # toolcode._otel reads this module global on every call to skip the API's own lookup.
+    assert hasattr(opentelemetry.trace, "_TRACER_PROVIDER")
