@@ -39,7 +39,6 @@ from toolrun.exceptions import (
     StreamNotSupportedError,
     ToolExecutionError,
     ToolRunError,
-    ToolTimeoutError,
     ValidationProblem,
 )
 
@@ -393,11 +392,9 @@ class DefaultRunner:
                 raise InputValidationError(entry.tool_id, [problem]) from entry.input_error
             if not schema.is_valid(a):
                 raise InputValidationError(entry.tool_id, schema.problems(a))
+        # One deadline per call: the backend enforces it (the Backend contract), not a second scope here.
         t = timeout if timeout is not None else self.default_timeout
-        if t is None:
-            res = await entry.backend.call(entry.ref, entry.tool, a, progress=progress)
-        else:
-            res = await self._call_with_timeout(entry, a, t, progress)
+        res = await entry.backend.call(entry.ref, entry.tool, a, timeout=t, progress=progress)
         if res.is_error:
             raise ToolExecutionError(entry.tool_id, _error_text(res), res.content) from res.error
         if entry.tool.output_schema is not None and self.validation != "off":
@@ -416,17 +413,6 @@ class DefaultRunner:
             except Exception:  # the call succeeded; a store bug must not turn it into a failure
                 _log.exception("runner.record_result_failed", tool_id=entry.tool_id)
         return result
-
-    async def _call_with_timeout(
-        self, entry: _Entry, args: dict[str, Any], timeout: float, progress: ProgressCallback | None
-    ) -> BackendResult:
-        try:
-            with anyio.fail_after(timeout):
-                return await entry.backend.call(entry.ref, entry.tool, args, timeout=timeout, progress=progress)
-        except ToolTimeoutError:
-            raise
-        except TimeoutError as e:
-            raise ToolTimeoutError(entry.tool_id, timeout) from e
 
     def _mask(
         self, entry: _Entry, structured: Any, content: tuple[dict[str, Any], ...]
