@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from toolcode._audit import AuditTrail
+from toolcode._discovery import Discovery
 from toolcode._executor import Executor, Listeners
 from toolcode._limits import NARROW_HINT
 from toolcode._operations import Operations
@@ -165,7 +166,7 @@ class CodeMode:
         checkpoint = Checkpoint(s.policy, view, audit)
         decide = ask_person(ask) if ask is not None else refuse
         scope = Scope(view, checkpoint, decide, Trace(), audit, snippet, deadline=s.settings.call_timeout)
-        return Operations(s, view, build(s.runner, scope)), audit
+        return Operations(view, build(s.runner, scope)), audit
 
     @asynccontextmanager
     async def _door(self, name: str, ask: Asker | None, caller: str | None) -> AsyncGenerator[Operations]:
@@ -187,23 +188,23 @@ class CodeMode:
         self, query: Any, limit: Any = 10, detail: Any = "summary", namespaces: Any = None
     ) -> SearchResult:
         """Rank the visible tools for a free-text query (see :meth:`Operations.search_tools`)."""
-        return await self._door_ops(None, None)[0].search_tools(query, limit, detail, namespaces)
+        return await Discovery(self.services, self.view()).search_tools(query, limit, detail, namespaces)
 
     async def list_tools(self, namespace: Any = None, cursor: Any = None, limit: Any = 100) -> ToolListResult:
         """A page of the visible catalog (see :meth:`Operations.list_tools`)."""
-        return await self._door_ops(None, None)[0].list_tools(namespace, cursor, limit)
+        return await Discovery(self.services, self.view()).list_tools(namespace, cursor, limit)
 
     async def list_namespaces(self) -> NamespacesResult:
         """Every visible namespace with its tool count."""
-        return await self._door_ops(None, None)[0].list_namespaces()
+        return await Discovery(self.services, self.view()).list_namespaces()
 
     async def describe_tool(self, tool_id: Any, level: Any = "schema") -> DocsResult:
         """Documentation of one tool or a list of tools (see :meth:`Operations.describe_tool`)."""
-        return await self._door_ops(None, None)[0].describe_tool(tool_id, level)
+        return await Discovery(self.services, self.view()).describe_tool(tool_id, level)
 
     async def list_tool_examples(self, tool_id: Any, max: Any = 3) -> ExamplesResult:
         """Usage examples of one tool."""
-        return await self._door_ops(None, None)[0].list_tool_examples(tool_id, max)
+        return await Discovery(self.services, self.view()).list_tool_examples(tool_id, max)
 
     async def run_tool(
         self,

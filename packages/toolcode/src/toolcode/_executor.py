@@ -212,7 +212,7 @@ class Executor:
             nested,
             run.budget,
         )
-        ops = Operations(s, view, build(s.runner, scope), run.budget)
+        ops = Operations(view, build(s.runner, scope), run.budget)
         return DefaultTools(s, ops, run.output, run.caller)
 
     async def _nested(self, run: _Run, snippet: SavedSnippet, args: Mapping[str, Any]) -> Any:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
+from toolcode._discovery import Discovery
 from toolcode._limits import OutputBuffer
 from toolcode._modules import PACKAGE, ModuleFunction, positional_message
 from toolcode._operations import Operations
@@ -42,6 +43,7 @@ class DefaultTools:
 
     def __init__(self, services: Services, ops: Operations, output: OutputBuffer, caller: str | None) -> None:
         self.ops = ops
+        self.discovery = Discovery(services, ops.view, ops.budget)
         self.output = output
         self._services = services
         self._caller = caller
@@ -60,23 +62,23 @@ class DefaultTools:
         self, query: Any, limit: Any = 10, detail: Any = "summary", namespaces: Any = None
     ) -> dict[str, Any]:
         """``{hits: [{id, namespace, name, score, summary, signature}], hint}``, best first."""
-        return await self._plain("search_tools", lambda: self.ops.search_tools(query, limit, detail, namespaces))
+        return await self._plain("search_tools", lambda: self.discovery.search_tools(query, limit, detail, namespaces))
 
     async def list_tools(self, namespace: Any = None, cursor: Any = None, limit: Any = 100) -> dict[str, Any]:
         """``{tools: [{id, summary}], next_cursor}``: one page of the catalog."""
-        return await self._plain("list_tools", lambda: self.ops.list_tools(namespace, cursor, limit))
+        return await self._plain("list_tools", lambda: self.discovery.list_tools(namespace, cursor, limit))
 
     async def list_namespaces(self) -> dict[str, Any]:
         """``{namespaces: [{name, tool_count}]}``."""
-        return await self._plain("list_namespaces", self.ops.list_namespaces)
+        return await self._plain("list_namespaces", self.discovery.list_namespaces)
 
     async def describe_tool(self, tool_id: Any, level: Any = "schema") -> dict[str, Any]:
         """``{text, docs: [{id, level, text}], errors}`` for one id or a list of ids."""
-        return await self._plain("describe_tool", lambda: self.ops.describe_tool(tool_id, level))
+        return await self._plain("describe_tool", lambda: self.discovery.describe_tool(tool_id, level))
 
     async def list_tool_examples(self, tool_id: Any, max: Any = 3) -> dict[str, Any]:
         """``{id, examples}``."""
-        return await self._plain("list_tool_examples", lambda: self.ops.list_tool_examples(tool_id, max))
+        return await self._plain("list_tool_examples", lambda: self.discovery.list_tool_examples(tool_id, max))
 
     # -- running --------------------------------------------------------------------
 

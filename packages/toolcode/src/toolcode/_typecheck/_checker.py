@@ -36,8 +36,8 @@ from typing import Any, Final, cast
 
 import anyio
 import pydantic_monty as pm
-from toolcode._compat_monty import find_monty_binary
 
+from toolcode._compat_monty import find_monty_binary
 from toolcode._globals import globals_stub
 from toolcode._modules import PACKAGE, ToolModules
 from toolcode._typecheck._arguments import ArgumentChecker

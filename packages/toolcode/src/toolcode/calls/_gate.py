@@ -96,7 +96,7 @@ class Gate(Layer):
         key = id(call.planned if call.planned is not None else call)
         if key in self._planned:
             self._planned.discard(key)
-        else:
+        elif not self._checkpoint.allowed(call.tool_id):
             await self._judge((call,))
         if not call.tool_id.startswith(_SNIPPETS_PREFIX):
             return await self.inner.call(call)

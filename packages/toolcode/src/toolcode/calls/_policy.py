@@ -368,12 +368,6 @@ class Checkpoint:
         """
         version = getattr(self.view.index, "version", None)
         calls = list(calls) if not isinstance(calls, list) else calls
-        if len(calls) == 1 and version is not None:
-            # The common case, on every call of a loop: one tool already judged "allow" (and not
-            # quarantined) at this catalog version. A changed definition changes the version.
-            hit = self._allowed.get(calls[0][0])
-            if hit is not None and hit[0] == version:
-                return [hit[1]]
         verdicts: list[Verdict] = []
         pending: list[PendingCall] = []
         pending_keys: list[str] = []
@@ -435,6 +429,15 @@ class Checkpoint:
         for key in pending_keys:
             self.approvals.once.remove(key)
         return verdicts
+
+    def allowed(self, tool_id: str) -> bool:
+        """Whether ``tool_id`` was judged "allow" at the catalog's current version.
+
+        The common case, on every call of a loop: nothing to judge again (a changed definition
+        changes the version).
+        """
+        hit = self._allowed.get(tool_id)
+        return hit is not None and hit[0] == getattr(self.view.index, "version", None)
 
     def approve_once(self, pending: Sequence[PendingCall]) -> None:
         """A person approved these calls, once each."""

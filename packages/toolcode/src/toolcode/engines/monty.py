@@ -21,8 +21,8 @@ import anyio
 import anyio.abc
 import anyio.lowlevel
 import pydantic_monty as pm
-from toolcode._compat_monty import find_monty_binary
 
+from toolcode._compat_monty import find_monty_binary
 from toolcode._globals import ERROR_INFO_SOURCE, async_names, call_names
 from toolcode._modules import PACKAGE, ModuleFunction
 from toolcode._types import (
