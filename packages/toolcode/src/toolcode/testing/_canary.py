@@ -1,19 +1,12 @@
 """Canaries planted in the host before each escape probe, and the evidence that one was reached.
 
-A probe escapes when it can read something only the host can read, or change something only the
-host can change. :class:`CanaryTrap` plants one of each before a probe runs and inspects them after:
-
-* an environment variable ``TOOLCODE_CANARY`` holding a fresh random secret (host environment);
-* a file at a fresh random path holding another secret (host filesystem, read);
-* a fresh empty directory around it where nothing may appear (host filesystem, write: the
-  "witness" path a probe tries to create lives there);
-* :data:`HOST_MEMORY_SECRET`, a global of this module holding a third secret (host memory: only
-  a walk through the host's modules, frames or heap can find it);
-* a listening TCP socket on 127.0.0.1 that nothing may connect to (network).
-
-The secrets are never passed to the probe: it gets only the paths and the port, which are
-substituted into its code. A secret in the probe's value, stdout or error text can therefore only
-have come from an escape.
+A probe escapes when it reads what only the host can read or changes what only the host can change.
+:class:`CanaryTrap` plants, before each probe: a secret in the environment variable ``TOOLCODE_CANARY``,
+a secret in a file at a fresh random path, a fresh directory around it where nothing may appear (the
+"witness" path a probe tries to create lives there), a secret in :data:`HOST_MEMORY_SECRET` (only a
+walk through the host's modules, frames or heap finds it) and a listening socket on 127.0.0.1 that
+nothing may connect to. The probe gets only the paths and the port, never a secret: a secret in its
+value, stdout or error text can only have come from an escape.
 """
 
 from __future__ import annotations
@@ -23,11 +16,11 @@ import secrets
 import shutil
 import socket
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Final, cast
+from typing import Any, Final
 
 __all__ = ["CANARY_ENV_VAR", "HOST_MEMORY_SECRET", "Canaries", "CanaryTrap", "render_text"]
 
@@ -42,6 +35,11 @@ _CANARY_FILE_NAME: Final = "canary.txt"
 _active_traps: list[CanaryTrap] = []
 _TEXT_BUDGET: Final = 4_000_000
 _MAX_DEPTH: Final = 64
+# The built-in types' own methods, from their class dicts: a subclass overriding them runs nothing here.
+_DICT_ITEMS: Final[Callable[[Any], Iterable[tuple[object, object]]]] = vars(dict)["items"]
+_ITERATE: Final[dict[type, Callable[[Any], Iterator[object]]]] = {
+    base: vars(base)["__iter__"] for base in (list, tuple, set, frozenset)
+}
 
 
 def _new_secret(kind: str) -> str:
@@ -84,9 +82,8 @@ class Canaries:
 def render_text(value: object) -> str:
     """Render a run's value as text for the secret search without running any of the value's own code.
 
-    An engine should return plain data, but a broken one may hand back a live object from the snippet,
-    whose ``__repr__`` or ``__iter__`` would then run in the host; only C-level methods of the built-in
-    types are used here, and any other object is shown by ``object.__repr__``.
+    A broken engine may hand back a live object whose ``__repr__`` or ``__iter__`` would run in the host:
+    only the built-in types' own C-level methods are used, and any other object is shown by ``object.__repr__``.
 
     Args:
         value: The value a run returned.
@@ -118,27 +115,25 @@ def render_text(value: object) -> str:
         elif isinstance(item, float):
             emit(float.__repr__(item))
         elif isinstance(item, dict):
-            pairs = cast("Iterable[tuple[object, object]]", dict.items(item))  # pyright: ignore[reportUnknownMemberType]
-            for key, sub in pairs:
+            for key, sub in _DICT_ITEMS(item):
                 walk(key, depth + 1)
                 walk(sub, depth + 1)
-        elif isinstance(item, list | tuple | set | frozenset):
-            for sub in _builtin_iter(item):  # pyright: ignore[reportUnknownArgumentType]
-                walk(sub, depth + 1)
         else:
-            emit(object.__repr__(item))
+            iterate = next((it for base, it in _ITERATE.items() if isinstance(item, base)), None)
+            if iterate is None:
+                emit(object.__repr__(item))
+            else:
+                for sub in iterate(item):
+                    walk(sub, depth + 1)
         emit(" ")
 
     walk(value, 0)
     return "".join(parts)
 
 
-def _builtin_iter(items: list[object] | tuple[object, ...] | set[object] | frozenset[object]) -> Iterable[object]:
-    # The base type's own __iter__, so that a subclass overriding it runs nothing here.
-    base: type = list if isinstance(items, list) else tuple if isinstance(items, tuple) else set
-    if isinstance(items, frozenset):
-        base = frozenset
-    return base.__iter__(items)  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+def _plant_memory_secret(secret: str) -> None:
+    global HOST_MEMORY_SECRET
+    HOST_MEMORY_SECRET = secret  # pyright: ignore[reportConstantRedefinition]
 
 
 class CanaryTrap:
@@ -171,7 +166,6 @@ class CanaryTrap:
             RuntimeError: Another trap is planted in this process (the canaries are process-wide).
             OSError: The canary file or the listening socket could not be created.
         """
-        global HOST_MEMORY_SECRET
         if _active_traps:
             raise RuntimeError("another CanaryTrap is active in this process: run escape probes one at a time")
         directory = Path(tempfile.mkdtemp(prefix=f"tc-{secrets.token_hex(6)}-"))
@@ -198,7 +192,7 @@ class CanaryTrap:
         )
         self._saved_env = os.environ.get(CANARY_ENV_VAR)
         os.environ[CANARY_ENV_VAR] = canaries.env_secret
-        HOST_MEMORY_SECRET = canaries.memory_secret  # pyright: ignore[reportConstantRedefinition]
+        _plant_memory_secret(canaries.memory_secret)
         self._canaries = canaries
         _active_traps.append(self)
         return canaries
@@ -206,9 +200,8 @@ class CanaryTrap:
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        global HOST_MEMORY_SECRET
         canaries = self.canaries
-        HOST_MEMORY_SECRET = ""  # pyright: ignore[reportConstantRedefinition]
+        _plant_memory_secret("")
         if self._saved_env is None:
             os.environ.pop(CANARY_ENV_VAR, None)
         else:
