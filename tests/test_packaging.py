@@ -117,8 +117,9 @@ def test_package_installs_and_imports_on_its_own(
     cmd = [uv, "run", "--isolated", "--no-project", "--quiet"]
     for w in withs:
         cmd += ["--with", str(ROOT / "packages" / w)]
-    # Imports the package (its server too, for toolcode) and lists which unwanted modules are installed.
-    extra = "import toolcode.server; " if name == "toolcode" else ""
+    # Imports the package (for toolcode its server too, and its testing module, which reads the escape-probe
+    # catalogue shipped as package data) and lists which unwanted modules are installed.
+    extra = "import toolcode.server, toolcode.testing; assert toolcode.testing.PROBES; " if name == "toolcode" else ""
     probe = (
         f"import importlib.util, {name}; {extra}"
         f"print({name}.__name__, [m for m in {absent!r} if importlib.util.find_spec(m) is not None])"
