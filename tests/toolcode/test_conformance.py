@@ -7,7 +7,7 @@ import anyio
 import pytest
 
 from toolcode import ExecuteParams, ExecuteResult, MontyEngine, Tools, UnsafeInProcessEngine
-from toolcode.testing import CHECKS, EngineConformance, _suite, run_check
+from toolcode.testing import CHECKS, EngineConformance, _harness, run_check
 
 
 class TestMontyEngine(EngineConformance):
@@ -85,7 +85,7 @@ async def test_overlap_checks_fail_an_engine_that_makes_one_call_at_a_time(
 ) -> None:
     # The checks hold however busy the machine is: calls wait for one another, with no wall-time figure.
     # A short wait keeps this test quick; the suite waits HANG_S.
-    monkeypatch.setattr(_suite, "HANG_S", 0.5)
+    monkeypatch.setattr(_harness, "HANG_S", 0.5)
     check = next(c for c in CHECKS if c.id == check_id)
     engine = _SerialEngine()
     try:

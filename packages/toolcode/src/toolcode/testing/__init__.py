@@ -17,13 +17,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from toolcode.testing._harness import Harness
 from toolcode.testing._probes import PROBES, EscapeProbe, ProbeOutcome, ProbeRun, check_probe, run_probes, verify_runner
 from toolcode.testing._suite import (
     CHECKS,
     CheckOutcome,
     ConformanceCheck,
     ConformanceReport,
-    Harness,
     run_check,
     run_conformance,
 )

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from toolcode._types import Engine
-from toolcode.testing._suite import CHECKS, ConformanceCheck, Harness
+from toolcode.testing._harness import ConformanceCheck, Harness
+from toolcode.testing._suite import CHECKS
 
 __all__ = ["EngineConformance"]
 
