@@ -11,7 +11,7 @@ from toolrun import RunResult
 __all__ = ["Call", "Layer"]
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(slots=True, eq=False)  # not frozen: one is built per call, and a frozen init costs twice as much
 class Call:
     """One tool call on its way down the stack (compared by identity: two calls of one tool are two calls)."""
 
