@@ -150,6 +150,27 @@ async def test_unknown_and_ambiguous_ids() -> None:
 
 
 @pytest.mark.anyio
+async def test_except_toolrunerror_catches_every_lookup_failure() -> None:
+    import toolindex
+    import toolrun
+
+    runner, index = await make_runner()
+    index.register(Tool(name="add", namespace="other"), BackendRef.local("other:add"))
+    async with runner:
+        for tool_id, index_error, run_error in (
+            ("local:ad", toolindex.ToolNotFoundError, toolrun.ToolNotFoundError),
+            ("add", toolindex.AmbiguousToolIDError, toolrun.AmbiguousToolIDError),
+            ("bad id!", toolindex.InvalidToolIDError, toolrun.InvalidToolIDError),
+        ):
+            with pytest.raises(toolrun.ToolRunError) as info:
+                await runner.run(tool_id, {})
+            # One root for the runner's failures, and still the toolindex class, with its message and attributes.
+            assert type(info.value) is run_error and isinstance(info.value, index_error)
+            assert isinstance(info.value.__cause__, index_error) and str(info.value) == str(info.value.__cause__)
+            assert vars(info.value) == vars(info.value.__cause__)
+
+
+@pytest.mark.anyio
 async def test_input_validation_lists_every_problem_with_its_path() -> None:
     runner, _ = await make_runner()
     async with runner:

@@ -43,12 +43,14 @@ from toolrun._types import (
 )
 from toolrun._validation import DEFAULT_VALIDATION_POLICY, CompiledSchema, SchemaCache, compile_schema, json_path
 from toolrun.exceptions import (
+    AmbiguousToolIDError,
     BackendUnavailableError,
     ChainError,
     ConfigError,
     HTTPStatusError,
     InputValidationError,
     InvalidSchemaError,
+    InvalidToolIDError,
     NoBackendError,
     OutputValidationError,
     SchemaLimitError,
@@ -69,6 +71,7 @@ __all__ = [
     "DEFAULT_SCHEMA_LIMITS",
     "DEFAULT_VALIDATION_POLICY",
     "WATCHDOG_SUPPORTED",
+    "AmbiguousToolIDError",
     "ArgumentLimits",
     "Backend",
     "BackendChooser",
@@ -84,6 +87,7 @@ __all__ = [
     "HttpServerConfig",
     "InputValidationError",
     "InvalidSchemaError",
+    "InvalidToolIDError",
     "LocalBackend",
     "MCPBackend",
     "NoBackendError",

@@ -40,6 +40,7 @@ from toolrun.exceptions import (
     ToolExecutionError,
     ToolRunError,
     ValidationProblem,
+    from_index_error,
 )
 
 __all__ = ["DEFAULT_MAX_CHAIN_STEPS", "BackendChooser", "DefaultRunner", "ResultRecorder"]
@@ -273,8 +274,11 @@ class DefaultRunner:
 
     def _resolve(self, tool_id: str) -> _Entry:
         generation = self._generation
-        tool = self.index.get(tool_id)
-        refs = self.index.backends(tool.id)
+        try:
+            tool = self.index.get(tool_id)
+            refs = self.index.backends(tool.id)
+        except ToolIndexError as e:  # raised as toolrun's own: ``except ToolRunError`` catches every failure
+            raise from_index_error(e) from e
         ref, backend = self._choose(tool, refs)
         input_schema, input_error = self._compile(tool.input_schema)
         output_schema: CompiledSchema | None = None
@@ -345,9 +349,9 @@ class DefaultRunner:
             The result.
 
         Raises:
-            ToolNotFoundError: If no tool has this id (toolindex's, with suggestions).
-            toolindex.AmbiguousToolIDError: If a bare name exists in several namespaces.
-            toolindex.InvalidToolIDError: If the id is malformed.
+            ToolNotFoundError: If no tool has this id (with suggestions; also toolindex's class).
+            AmbiguousToolIDError: If a bare name exists in several namespaces.
+            InvalidToolIDError: If the id is malformed.
             NoBackendError: If none of this runner's backends serves the tool.
             InputValidationError: If the arguments do not match the input schema.
             ToolTimeoutError: If the call takes longer than the timeout.
@@ -516,9 +520,8 @@ class DefaultRunner:
         A step with ``use_previous=True`` gets the previous step's ``RunResult.value`` under
         ``args["previous"]``; if the previous step failed, that step fails with ``ChainError``.
         A failing step with ``on_error="abort"`` stops the chain (``aborted=True``); with
-        ``"continue"`` the failure is recorded and the chain goes on. Failures of a step are
-        ``ToolRunError`` and ``toolindex.ToolIndexError`` (unknown tool); they are recorded,
-        not raised.
+        ``"continue"`` the failure is recorded and the chain goes on. Failures of a step
+        (``ToolRunError``) are recorded, not raised.
 
         Args:
             steps: The steps.
@@ -547,7 +550,7 @@ class DefaultRunner:
                     args["previous"] = prev.result.value
                 result = await self.run(step.tool_id, args, timeout=timeout)
                 done.append(StepResult(step, i, result, None, (perf_counter() - step_start) * 1e3))
-            except (ToolRunError, ToolIndexError) as e:
+            except ToolRunError as e:
                 done.append(StepResult(step, i, None, e, (perf_counter() - step_start) * 1e3))
                 if step.on_error == "abort":
                     aborted = True

@@ -227,8 +227,8 @@ class Runner(Protocol):
     Contract:
         - Concurrency: all methods are safe to call from many tasks at once.
         - Cancellation: cancelling the caller cancels the backend call.
-        - Errors: ``ToolNotFoundError`` (from toolindex) or ``ToolRunError`` subclasses;
-          a lower layer's error is chained with ``from``.
+        - Errors: ``ToolRunError`` subclasses (an unknown id is toolrun's ``ToolNotFoundError``,
+          also toolindex's); a lower layer's error is chained with ``from``.
         - Ownership: the runner owns the backends it was given; ``aclose`` closes them.
     """
 

@@ -1,9 +1,13 @@
 """Errors raised by toolrun.
 
-Every error derives from :class:`ToolRunError`; ``ToolNotFoundError`` is toolindex's own,
-re-exported here (it is a ``toolindex.ToolIndexError`` and a ``LookupError``)::
+Every error derives from :class:`ToolRunError`, so ``except ToolRunError`` catches every failure
+of a runner. The three lookup errors are toolindex's, raised as toolrun's own (each is also the
+toolindex class of the same name); :data:`INDEX_ERRORS` is the one table that maps them::
 
     ToolRunError
+    ├── ToolNotFoundError         no tool has the id (also toolindex.ToolNotFoundError; suggestions)
+    ├── AmbiguousToolIDError      a bare name matches several namespaces (also toolindex's; candidates)
+    ├── InvalidToolIDError        the id is malformed (also toolindex.InvalidToolIDError)
     ├── ConfigError               bad server configuration (names the server and the field)
     ├── NoBackendError            the tool has no backend this runner can use
     ├── InputValidationError      args do not match the input schema (JSON path of each problem)
@@ -17,7 +21,6 @@ re-exported here (it is a ``toolindex.ToolIndexError`` and a ``LookupError``)::
     ├── BackendUnavailableError   the backend cannot be reached (server crashed, failed to start)
     ├── StreamNotSupportedError   the backend cannot stream progress
     └── ChainError                a chain is invalid (too many steps, a malformed step)
-    toolindex.ToolNotFoundError   (re-exported) no such tool
 
 Messages never carry secrets: the text of ``ConfigError``, ``ToolExecutionError``,
 ``HTTPStatusError`` and ``BackendUnavailableError`` goes through :func:`toolrun.redact` (URL
@@ -28,20 +31,23 @@ result they quote.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
-from toolindex.exceptions import ToolNotFoundError
+import toolindex.exceptions as index_errors
 from toolrun._redact import mask_secrets, redact
 
 __all__ = [
+    "INDEX_ERRORS",
+    "AmbiguousToolIDError",
     "BackendUnavailableError",
     "ChainError",
     "ConfigError",
     "HTTPStatusError",
     "InputValidationError",
     "InvalidSchemaError",
+    "InvalidToolIDError",
     "NoBackendError",
     "OutputValidationError",
     "SchemaLimitError",
@@ -52,11 +58,46 @@ __all__ = [
     "ToolTimeoutError",
     "UpstreamProtocolError",
     "ValidationProblem",
+    "from_index_error",
 ]
 
 
 class ToolRunError(Exception):
-    """Root of every error raised by toolrun (except the re-exported ``ToolNotFoundError``)."""
+    """Root of every error raised by toolrun."""
+
+
+class ToolNotFoundError(index_errors.ToolNotFoundError, ToolRunError):
+    """No tool has the id: toolindex's error (``tool_id``, ``suggestions``), raised by the runner."""
+
+
+class AmbiguousToolIDError(index_errors.AmbiguousToolIDError, ToolRunError):
+    """A bare name matches tools in several namespaces: toolindex's error (``candidates``), raised by the runner."""
+
+
+class InvalidToolIDError(index_errors.InvalidToolIDError, ToolRunError):
+    """The id is malformed: toolindex's error (``raw``, ``reason``), raised by the runner."""
+
+
+INDEX_ERRORS: Final[Mapping[type[index_errors.ToolIndexError], type[ToolRunError]]] = {
+    index_errors.ToolNotFoundError: ToolNotFoundError,
+    index_errors.AmbiguousToolIDError: AmbiguousToolIDError,
+    index_errors.InvalidToolIDError: InvalidToolIDError,
+}
+"""Each toolindex error a runner meets, and the toolrun error it raises in its place."""
+
+
+def from_index_error(error: index_errors.ToolIndexError) -> ToolRunError:
+    """The toolrun error that stands for a toolindex error (:data:`INDEX_ERRORS`), with its attributes.
+
+    An error the table does not name (none of toolindex's lookups raise one) becomes a plain
+    :class:`ToolRunError` with its message.
+    """
+    cls = INDEX_ERRORS.get(type(error))
+    if cls is None:
+        return ToolRunError(str(error))
+    lifted = cls.__new__(cls, *error.args)
+    lifted.__dict__.update(vars(error))
+    return lifted
 
 
 class ConfigError(ToolRunError, ValueError):
