@@ -1,12 +1,19 @@
 """One mapping from any error of the stack to toolcode's errors, codes and hints.
 
-Every door reports failures through :func:`error_info` (the JSON shape) or
-:func:`describe_error` (a paragraph for a person), so the same failure has the same code and
-the same words everywhere.
+The lower packages' errors map by one table, :data:`LOWER_ERRORS` (error class → the step that
+failed, the code, a hint), looked up along the error's class hierarchy, as httpx maps its
+transport's errors. Every door reports failures through :func:`error_info` (the JSON shape) or
+:func:`describe_error` (a paragraph for a person), so a failure has the same code and the same
+words everywhere.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, Final, NamedTuple
+
+import toolindex.exceptions as ix
+import toolrun.exceptions as rn
 from toolcode._view import UNAVAILABLE_HINT, CatalogView
 from toolcode.exceptions import (
     MAX_MESSAGE,
@@ -19,24 +26,10 @@ from toolcode.exceptions import (
     clip,
 )
 from toolcode.models import Diagnostic, ErrorInfo
-from tooldocs import ToolDocsError
-from tooldocs.exceptions import DocNotFoundError, InvalidDetailLevelError
-from toolindex import AmbiguousToolIDError, InvalidToolIDError, ToolIndexError, ToolNotFoundError
-from toolrun import (
-    BackendUnavailableError,
-    ChainError,
-    InputValidationError,
-    NoBackendError,
-    OutputValidationError,
-    ToolExecutionError,
-    ToolRunError,
-    ToolTimeoutError,
-    redact,
-)
-from toolrun.exceptions import ConfigError
+from tooldocs import exceptions as dc
+from toolrun import redact
 
-__all__ = ["MAX_MESSAGE", "as_tool_error", "describe_error", "error_info", "message_of"]
-
+__all__ = ["LOWER_ERRORS", "MAX_MESSAGE", "Lower", "as_tool_error", "describe_error", "error_info", "message_of"]
 
 _MAX_DIAGNOSTICS = 50
 """Diagnostics an error carries (a snippet with more problems than this says so in its message)."""
@@ -51,6 +44,75 @@ _LIMIT_HINTS = {
 }
 
 
+class Lower(NamedTuple):
+    """How an error of a lower package maps: the step that failed, its code, what to try next."""
+
+    op: str
+    """The :attr:`ToolError.error_op` it becomes."""
+    code: ErrorCode
+    hint: Callable[[Any], str | None] | None = None
+
+
+def _qualify(e: ix.AmbiguousToolIDError) -> str:
+    return "qualify the name: " + ", ".join(e.candidates[:5])
+
+
+def _restart(e: rn.BackendUnavailableError) -> str:
+    # A server that never started says what would fix it; one that went away is restarted by the next call.
+    return e.fix or "the server may be restarting; try again, or use another tool"
+
+
+_UNKNOWN: Final = Lower("resolve", ErrorCode.UNKNOWN_TOOL)
+"""An unknown id: the message and the hint name the nearest visible tools (see :func:`as_tool_error`)."""
+_INVALID: Final = Lower("validate_input", ErrorCode.INVALID_ARGUMENTS)
+_FAILED: Final = Lower("call", ErrorCode.TOOL_ERROR)
+_UNREACHABLE: Final = Lower("backend", ErrorCode.UPSTREAM_UNAVAILABLE)
+_CONFIG: Final = Lower("call", ErrorCode.CONFIG_ERROR)
+
+LOWER_ERRORS: Final[dict[type[Exception], Lower]] = {
+    ix.ToolIndexError: _FAILED,
+    ix.ToolNotFoundError: _UNKNOWN,
+    ix.AmbiguousToolIDError: Lower("resolve", ErrorCode.UNKNOWN_TOOL, _qualify),
+    ix.InvalidToolIDError: _INVALID,
+    ix.InvalidToolError: _FAILED,
+    ix.DuplicateToolError: _FAILED,
+    ix.SemanticUnavailableError: _CONFIG,
+    dc.ToolDocsError: _FAILED,
+    dc.DocNotFoundError: _UNKNOWN,
+    dc.InvalidDetailLevelError: _INVALID,
+    dc.ArgsTooLargeError: _FAILED,
+    dc.InvalidExampleError: _FAILED,
+    dc.SchemaRenderError: _FAILED,
+    rn.ToolRunError: _FAILED,
+    rn.ToolNotFoundError: _UNKNOWN,
+    rn.AmbiguousToolIDError: Lower("resolve", ErrorCode.UNKNOWN_TOOL, _qualify),
+    rn.InvalidToolIDError: _INVALID,
+    rn.ConfigError: _CONFIG,
+    rn.NoBackendError: _UNREACHABLE,
+    rn.InputValidationError: _INVALID,
+    rn.OutputValidationError: Lower("validate_output", ErrorCode.TOOL_ERROR),
+    rn.InvalidSchemaError: _FAILED,
+    rn.SchemaLimitError: _FAILED,
+    rn.ToolExecutionError: _FAILED,
+    rn.UpstreamProtocolError: _FAILED,
+    rn.HTTPStatusError: _FAILED,
+    rn.ToolTimeoutError: Lower("timeout", ErrorCode.TIMEOUT),
+    rn.BackendUnavailableError: Lower("backend", ErrorCode.UPSTREAM_UNAVAILABLE, _restart),
+    rn.StreamNotSupportedError: _FAILED,
+    rn.ChainError: _INVALID,
+}
+"""Every public error of toolindex, tooldocs and toolrun, and how it maps (a test checks that none is missing)."""
+
+
+def lower_error(exc: BaseException) -> Lower | None:
+    """The mapping of a lower package's error (its nearest class in :data:`LOWER_ERRORS`), else ``None``."""
+    for cls in type(exc).__mro__:
+        found = LOWER_ERRORS.get(cls)
+        if found is not None:
+            return found
+    return None
+
+
 def message_of(exc: BaseException) -> str:
     """The message of an error: redacted, and clipped to :data:`MAX_MESSAGE` characters."""
     # Redacted before the clip (a secret cut in two would no longer be found), over a bounded
@@ -59,39 +121,22 @@ def message_of(exc: BaseException) -> str:
 
 
 def _message_of(exc: BaseException) -> str:
-    """The message of an error (not clipped: :func:`message_of` clips it once redacted).
-
-    Code and tool id travel in their own fields, so a snippet's uncaught tool failure reads
-    ``ToolError: <the tool's message>`` rather than repeating them.
-    """
+    # Code and tool id travel in their own fields, so a snippet's uncaught tool failure reads
+    # ``ToolError: <the tool's message>`` rather than repeating them.
     if isinstance(exc, CodeExecutionError):
         text = exc.message
         if exc.tool_id and text.startswith("["):
             head = f"] {exc.tool_id}: "
             cut = text.find(head)
             text = text[cut + len(head) :] if cut != -1 else text
-        text = f"{exc.exc_type}: {text}"
-    elif isinstance(exc, ToolExecutionError):
-        text = exc.message
-    elif isinstance(exc, ToolError):
-        text = exc.message
-    else:
-        text = str(exc) or type(exc).__name__
-    return text
+        return f"{exc.exc_type}: {text}"
+    if isinstance(exc, rn.ToolExecutionError | ToolError):
+        return exc.message
+    return str(exc) or type(exc).__name__
 
 
-def _op_of(exc: BaseException) -> str:
-    if isinstance(exc, ToolNotFoundError | AmbiguousToolIDError | DocNotFoundError):
-        return "resolve"
-    if isinstance(exc, InputValidationError | InvalidToolIDError | ChainError | InvalidDetailLevelError):
-        return "validate_input"
-    if isinstance(exc, OutputValidationError):
-        return "validate_output"
-    if isinstance(exc, ToolTimeoutError):
-        return "timeout"
-    if isinstance(exc, BackendUnavailableError | NoBackendError):
-        return "backend"
-    return "call"
+def _nearest(near: list[str]) -> str:
+    return f"nearest tools: {', '.join(near)}" if near else "use search_tools to find one"
 
 
 def as_tool_error(exc: BaseException, tool_id: str, view: CatalogView | None = None) -> ToolError:
@@ -107,35 +152,28 @@ def as_tool_error(exc: BaseException, tool_id: str, view: CatalogView | None = N
     """
     if isinstance(exc, ToolError):
         return exc
-    if isinstance(exc, ToolNotFoundError | DocNotFoundError):
-        asked = exc.tool_id if isinstance(exc, ToolNotFoundError) else tool_id
+    lower = lower_error(exc) or _FAILED
+    if lower is _UNKNOWN:
         down = view.unavailable_error(tool_id) if view is not None else None
         if down is not None:
             return down
-        near = view.suggest(asked) if view is not None else list(getattr(exc, "suggestions", []))
-        hint = f"nearest tools: {', '.join(near)}" if near else "use search_tools to find one"
+        asked = exc.tool_id if isinstance(exc, ix.ToolNotFoundError) else tool_id
+        hint = _nearest(view.suggest(asked) if view is not None else list(getattr(exc, "suggestions", [])))
         # The hint is in the message too: inside a snippet only the message travels.
-        err = ToolError(tool_id, f"unknown tool {clip(asked)!r}; {hint}", "resolve")
-        err.hint = hint
-        return err
-    if isinstance(exc, AmbiguousToolIDError):
-        err = ToolError(tool_id, message_of(exc), "resolve")
-        err.hint = "qualify the name: " + ", ".join(exc.candidates[:5])
-        return err
-    err = ToolError(tool_id, message_of(exc), _op_of(exc))
-    if isinstance(exc, BackendUnavailableError):
-        # A server that never started says what would fix it; one that went away is restarted by the next call.
-        err.hint = exc.fix or "the server may be restarting; try again, or use another tool"
+        err = ToolError(tool_id, f"unknown tool {clip(asked)!r}; {hint}", lower.op, code=lower.code)
+    else:
+        err = ToolError(tool_id, message_of(exc), lower.op, code=lower.code)
+        hint = lower.hint(exc) if lower.hint is not None else None
+    err.hint = hint
     return err
 
 
 def _code(exc: BaseException) -> ErrorCode:
     if isinstance(exc, ToolCodeError):
         return exc.code
-    if isinstance(exc, ConfigError):
-        return ErrorCode.CONFIG_ERROR
-    if isinstance(exc, ToolRunError | ToolIndexError | ToolDocsError):
-        return as_tool_error(exc, "").code
+    lower = lower_error(exc)
+    if lower is not None:
+        return lower.code
     if isinstance(exc, FileNotFoundError | IsADirectoryError | PermissionError):
         return ErrorCode.CONFIG_ERROR
     return ErrorCode.RUNTIME_ERROR
@@ -151,15 +189,14 @@ def _hint(exc: BaseException, view: CatalogView | None) -> str | None:
     if isinstance(exc, CodeExecutionError) and exc.code is ErrorCode.SERVER_UNAVAILABLE:
         return UNAVAILABLE_HINT
     if isinstance(exc, CodeExecutionError) and exc.code is ErrorCode.UNKNOWN_TOOL and exc.tool_id and view:
-        near = view.suggest(exc.tool_id)
-        return f"nearest tools: {', '.join(near)}" if near else "use search_tools to find one"
-    if isinstance(exc, ToolRunError | ToolIndexError | ToolDocsError):
+        return _nearest(view.suggest(exc.tool_id))
+    if lower_error(exc) is not None:
         return as_tool_error(exc, getattr(exc, "tool_id", "") or "", view).hint
     return None
 
 
 def error_info(exc: BaseException, view: CatalogView | None = None) -> ErrorInfo:
-    """The JSON shape of a failure: ``{code, message, line, column, tool_id, hint}``.
+    """The JSON shape of a failure: ``{code, message, line, column, tool_id, hint, diagnostics}``.
 
     Args:
         exc: Any error (toolcode's, a lower layer's, or anything else).
