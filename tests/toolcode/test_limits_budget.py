@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 
 from toolcode import ToolCallRecord
-from toolcode._limits import TRUNCATION_MARKER, OutputBuffer, _size, check_json, fit_output_budget, json_text  # pyright: ignore[reportPrivateUsage]
+from toolcode._limits import TRUNCATION_MARKER, OutputBuffer, _size, check_json, fit_output_budget  # pyright: ignore[reportPrivateUsage]
 from toolcode._trace import Trace
+from tooldocs import json_text
 
 MARK = TRUNCATION_MARKER.split("{", 1)[0]
 

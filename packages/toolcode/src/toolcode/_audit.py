@@ -23,6 +23,7 @@ import anyio
 from toolcode._settings import AuditSettings
 from toolcode.exceptions import StateUnavailableError
 from toolcode.state import StateStore
+from tooldocs import json_text
 from toolindex import Index, Tool
 from toolindex.log import get_logger
 
@@ -122,7 +123,7 @@ class AuditTrail:
 
 
 def _clip_json(value: Any, limit: int = 2000) -> Any:
-    text = json.dumps(value, default=repr, ensure_ascii=False)
+    text = json_text(value)
     return value if len(text) <= limit else text[:limit] + "…"
 
 
@@ -147,7 +148,7 @@ class AuditLog:
         """Append a run's entries (one append: they land together). A store failure is logged, not raised."""
         if not entries:
             return
-        blob = json.dumps([e.to_dict() for e in entries], default=repr, ensure_ascii=False)
+        blob = json_text([e.to_dict() for e in entries])
         try:
             await self.store.append(AUDIT_KIND, blob.encode("utf-8", "surrogatepass"))
         except StateUnavailableError as e:

@@ -27,7 +27,6 @@ from toolcode._limits import (
     as_json_data,
     check_json,
     fit_output_budget,
-    json_text,
 )
 from toolcode._operations import Operations
 from toolcode._options import ExecuteOptions, ResolvedOptions
@@ -51,6 +50,7 @@ from toolcode.exceptions import (
     ToolCodeError,
     TypeCheckError,
 )
+from tooldocs import json_text
 from toolindex import ToolIndexError
 
 __all__ = ["Executor", "Listeners"]

@@ -10,7 +10,6 @@ payloads only up to :class:`PayloadBudget`'s allowance, whatever the snippet sen
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 from collections.abc import Callable, Mapping
@@ -19,6 +18,7 @@ from typing import Any, Final, cast
 
 from toolcode._types import ToolCallRecord
 from toolcode.exceptions import LimitExceededError
+from tooldocs import json_text
 
 __all__ = [
     "DROPPED_PAYLOAD",
@@ -32,7 +32,6 @@ __all__ = [
     "as_json_data",
     "check_json",
     "fit_output_budget",
-    "json_text",
 ]
 
 NARROW_HINT: Final = "narrow the query or return fewer fields"
@@ -274,11 +273,6 @@ def as_json_data(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: as_json_data(v) for k, v in value.items()}  # pyright: ignore[reportUnknownVariableType]
     return value
-
-
-def json_text(value: Any) -> str:
-    """A value as the output budget measures it, and as a cut value is kept whole: compact JSON."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
 def _size(value: Any) -> int:

@@ -33,6 +33,7 @@ from toolcode._types import OnToolCall
 from toolcode.calls import Asker
 from toolcode.exceptions import InvalidArgumentsError, ToolCodeError, clip
 from toolcode.models import ErrorInfo, RunToolOutcome, SearchHitEntry
+from tooldocs import json_text
 from toolindex import Tool
 
 __all__ = [
@@ -248,8 +249,8 @@ async def call_exposed(
         elif kind == "image":
             texts.append("[an image whose data is not base64: left out]")
         else:
-            texts.append(_dumps(block))
-    text = "\n".join(texts) if result.content else _dumps(result.structured)
+            texts.append(json_text(block))
+    text = "\n".join(texts) if result.content else json_text(result.structured)
     outcome = RunToolOutcome(tool_id=result.tool_id, value=result.value, duration_ms=round(result.duration_ms, 3))
     return MetaToolReply(text, outcome, images=tuple(images))
 
@@ -340,10 +341,6 @@ def input_schema(name: str) -> dict[str, Any]:
         KeyError: If ``name`` is not a code-mode tool.
     """
     return cast(dict[str, Any], json.loads(_schema_text(name)))
-
-
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
 async def call_metatool(
@@ -451,17 +448,17 @@ async def _describe_tool(cm: CodeMode, a: dict[str, Any], h: _Hooks) -> MetaTool
 
 async def _list_tool_examples(cm: CodeMode, a: dict[str, Any], h: _Hooks) -> MetaToolReply:
     out = await cm.list_tool_examples(a.get("tool_id"), a.get("max", 3))
-    return MetaToolReply(_dumps(out.model_dump(mode="json")), out)
+    return MetaToolReply(json_text(out.model_dump(mode="json")), out)
 
 
 async def _run_tool(cm: CodeMode, a: dict[str, Any], h: _Hooks) -> MetaToolReply:
     out = await cm.run_tool(a.get("tool_id"), a.get("args"), timeout=a.get("timeout"), ask=h.ask, caller=h.caller)
-    return MetaToolReply(_dumps(out.value), out)
+    return MetaToolReply(json_text(out.value), out)
 
 
 async def _run_chain(cm: CodeMode, a: dict[str, Any], h: _Hooks) -> MetaToolReply:
     out = await cm.run_chain(a.get("steps"), ask=h.ask, caller=h.caller, on_step=h.on_step)
-    text = _dumps(out.model_dump(mode="json"))
+    text = json_text(out.model_dump(mode="json"))
     if not out.aborted:
         return MetaToolReply(text, out)
     failed = next(s for s in reversed(out.steps) if not s.ok)
@@ -513,7 +510,7 @@ async def _approve_tools(cm: CodeMode, a: dict[str, Any], h: _Hooks) -> MetaTool
 
 async def _list_sessions(cm: CodeMode, a: dict[str, Any], h: _Hooks) -> MetaToolReply:
     out = await cm.list_sessions(h.caller)
-    return MetaToolReply(_dumps(out.model_dump(mode="json")["sessions"]), out)
+    return MetaToolReply(json_text(out.model_dump(mode="json")["sessions"]), out)
 
 
 async def _reset_session(cm: CodeMode, a: dict[str, Any], h: _Hooks) -> MetaToolReply:

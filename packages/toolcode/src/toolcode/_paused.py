@@ -24,6 +24,7 @@ from toolcode._types import PauseState, ToolCallRecord
 from toolcode.calls import Approvals, PendingCall, call_key
 from toolcode.exceptions import InvalidArgumentsError, StateConflictError
 from toolcode.state import StateStore
+from tooldocs import json_text
 
 __all__ = ["DECISIONS", "Decision", "PausedRun", "PausedRuns", "new_execution_id"]
 
@@ -116,11 +117,7 @@ class PausedRun:
             "paused_at": self.paused_at,
             "expires": self.expires,
         }
-        return (
-            json.dumps(header, default=repr, ensure_ascii=False).encode("utf-8", "surrogatepass")
-            + b"\n"
-            + (self.state.snapshot)
-        )
+        return json_text(header).encode("utf-8", "surrogatepass") + b"\n" + (self.state.snapshot)
 
     @classmethod
     def decode(cls, blob: bytes) -> PausedRun:

@@ -9,7 +9,7 @@ import anyio
 
 from toolcode.exceptions import StateConflictError, ToolCodeError
 from toolcode.state import ABSENT, StateStore
-from tooldocs import InMemoryStore
+from tooldocs import InMemoryStore, json_text
 from toolindex.log import get_logger
 
 __all__ = ["ShapeSync"]
@@ -53,7 +53,7 @@ class ShapeSync:
             if rec is not None:
                 self._docs.restore_shapes(_decode(rec.value))
             version = self._docs.shapes_version
-            blob = json.dumps(self._docs.learned_shapes(), separators=(",", ":")).encode()
+            blob = json_text(self._docs.learned_shapes()).encode("utf-8", "surrogatepass")
             try:
                 await self._state.put(_KIND, _KEY, blob, expect=rec.version if rec is not None else ABSENT)
             except StateConflictError:

@@ -14,13 +14,14 @@ both sides — more so for direct calling, which needs more turns. These are low
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, cast
 
 import tiktoken
+
+from tooldocs import json_text
 
 __all__ = ["ENCODING", "TokenLedger", "count_tokens", "definitions_report", "definitions_tokens", "result_text"]
 
@@ -46,10 +47,6 @@ def count_tokens(text: str) -> int:
     return len(_encoding().encode(text, disallowed_special=()))
 
 
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
-
-
 def definitions_tokens(tools: Iterable[Mapping[str, Any]]) -> int:
     """Tokens of tool definitions as a client lists them to the model (MCP wire form, JSON).
 
@@ -59,7 +56,7 @@ def definitions_tokens(tools: Iterable[Mapping[str, Any]]) -> int:
     Returns:
         The total token count.
     """
-    return sum(count_tokens(_dumps(dict(t))) for t in tools)
+    return sum(count_tokens(json_text(dict(t))) for t in tools)
 
 
 def result_text(result: Mapping[str, Any]) -> str:
@@ -80,9 +77,9 @@ def result_text(result: Mapping[str, Any]) -> str:
         if block.get("type") == "text":
             parts.append(str(block.get("text", "")))
         else:
-            parts.append(_dumps(block))
+            parts.append(json_text(block))
     if not parts and result.get("structuredContent") is not None:
-        parts.append(_dumps(result["structuredContent"]))
+        parts.append(json_text(result["structuredContent"]))
     return "\n".join(parts)
 
 
@@ -112,7 +109,7 @@ class TokenLedger:
 
     def add_call(self, name: str, arguments: Mapping[str, Any]) -> int:
         """Count one tool call the model writes; returns its tokens."""
-        n = count_tokens(_dumps({"name": name, "arguments": dict(arguments)}))
+        n = count_tokens(json_text({"name": name, "arguments": dict(arguments)}))
         self.calls += n
         self.tool_calls += 1
         self.items.append((f"call {name}", n))

@@ -34,7 +34,7 @@ from tooldocs._render import (
 )
 from tooldocs._shapes import ShapeFileWarning, ShapeLimits, infer_shape, merge_shapes
 from tooldocs._store import InMemoryStore, Store
-from tooldocs._text import cap_text
+from tooldocs._text import cap_text, json_text
 from tooldocs.exceptions import (
     ArgsTooLargeError,
     DocNotFoundError,
@@ -71,6 +71,7 @@ __all__ = [
     "ToolExample",
     "cap_text",
     "infer_shape",
+    "json_text",
     "merge_shapes",
     "parse_level",
     "py_identifier",

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from tooldocs._text import cap_text, one_line
+from tooldocs._text import cap_text, json_text, one_line
 from tooldocs.exceptions import ArgsTooLargeError, InvalidExampleError
 
 __all__ = ["ExampleCaps", "ToolExample"]
@@ -101,7 +101,7 @@ class ToolExample:
         if hint is not None:
             if not isinstance(hint, str):
                 try:
-                    hint = json.dumps(hint, ensure_ascii=False, separators=(",", ":"), default=str)
+                    hint = json_text(hint)
                 except (TypeError, ValueError):
                     hint = repr(hint)
             object.__setattr__(self, "result_hint", cap_text(hint.strip(), caps.result_hint_chars))

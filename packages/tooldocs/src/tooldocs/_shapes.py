@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
+from tooldocs._text import json_text
 from toolindex.log import get_logger
 
 __all__ = ["ShapeFileWarning", "ShapeLimits", "infer_shape", "merge_shapes"]
@@ -364,7 +365,7 @@ class ShapeFile:
             "version": FILE_VERSION,
             "tools": {k: {"count": v.count, "shape": v.shape} for k, v in sorted(shapes.items())},
         }
-        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), sort_keys=False)
+        text = json_text(data)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             if self._corrupt and self.path.exists():

@@ -8,7 +8,17 @@ import re
 import unicodedata
 from typing import Any
 
-__all__ = ["MARKER", "SCAN_CHARS", "cap_text", "first_sentence", "one_line", "py_comment", "py_literal", "py_str"]
+__all__ = [
+    "MARKER",
+    "SCAN_CHARS",
+    "cap_text",
+    "first_sentence",
+    "json_text",
+    "one_line",
+    "py_comment",
+    "py_literal",
+    "py_str",
+]
 
 MARKER = "…"
 """Appended to text that was cut (one character, U+2026)."""
@@ -23,6 +33,18 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z(\[`\"'])")
 _ZWJ = "\u200d"
 # A period that ends one of these does not end the sentence.
 _ABBREVIATION = re.compile(r"(?:\b(?:e\.g|i\.e|etc|vs|approx|incl|cf|no|Dr|Mr|Ms|Mrs|St)\.|\b[A-Z]\.)$", re.IGNORECASE)
+
+
+def json_text(value: Any) -> str:
+    """``value`` as compact JSON text: no spaces, non-ASCII kept as is, ``str()`` of anything that is not JSON.
+
+    The one JSON helper of the packages above: what an output budget measures, a result's text,
+    a stored record.
+
+    Raises:
+        ValueError: For a circular reference (or ``RecursionError`` for a value nested too deep).
+    """
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
 def _is_joiner(ch: str) -> bool:

@@ -20,6 +20,7 @@ from rich.text import Text
 
 from toolcode._types import ToolCallRecord
 from toolcode.models import ExecuteOutcome, TraceEntry
+from tooldocs import json_text
 
 __all__ = ["TERMINAL_LINES", "print_json", "render_outcome", "safe", "show_block", "trace_table"]
 
@@ -45,7 +46,7 @@ def print_json(data: Any) -> None:
 
 
 def _short(value: Any, limit: int = 60) -> str:
-    text = safe(json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str))
+    text = safe(json_text(value))
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

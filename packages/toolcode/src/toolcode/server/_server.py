@@ -9,7 +9,6 @@ with a compact text rendering for the model. A failure is ``isError`` with
 
 from __future__ import annotations
 
-import json
 import weakref
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -45,6 +44,7 @@ from toolcode._types import ToolCallRecord
 from toolcode.calls import Asker, PendingCall
 from toolcode.exceptions import InvalidArgumentsError, ToolCodeError, clip
 from toolcode.models import ExecuteOutcome, StoredResultInfo
+from tooldocs import json_text
 from toolindex import ChangeEvent, Tool
 from toolindex.log import get_logger
 
@@ -73,10 +73,6 @@ def _caller_of(ctx: ServerRequestContext[Any]) -> str:
     connection: Any = getattr(ctx.session, "_connection", None)
     session_id = getattr(connection, "session_id", None)
     return f"session:{session_id}" if isinstance(session_id, str) and session_id else "local"
-
-
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
 def _failure(exc: BaseException, codemode: CodeMode, extra: Mapping[str, Any] | None = None) -> types.CallToolResult:
@@ -334,7 +330,7 @@ class CodeModeServer:
     def _form(pending: Sequence[PendingCall], line: int | None, code: str) -> tuple[str, dict[str, Any]]:
         """The question a person answers about paused calls: message and form schema."""
         shown = "\n".join(
-            f"- {p.tool_id} ({p.tier}): {clip(_dumps(p.args), 600)}\n  why asked: {clip(p.reason, 200)}"
+            f"- {p.tool_id} ({p.tier}): {clip(json_text(p.args), 600)}\n  why asked: {clip(p.reason, 200)}"
             for p in pending[:10]
         )
         where = ""
@@ -467,7 +463,7 @@ class CodeModeServer:
             result = await self.codemode.run_result(tool.id, args, ask=self._asker(ctx), caller=_caller_of(ctx))
         except ToolCodeError as exc:
             return _failure(exc, self.codemode)
-        blocks = [types.TextContent(text=_dumps(result.structured))] if not result.content else []
+        blocks = [types.TextContent(text=json_text(result.structured))] if not result.content else []
         content: list[types.ContentBlock] = [
             *(_CONTENT_BLOCK.validate_python(dict(b)) for b in result.content),
             *blocks,
