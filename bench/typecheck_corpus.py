@@ -153,7 +153,7 @@ DEMO: list[tuple[str, str, bool]] = [
     (
         "error caught",
         "from tools import helpdesk\ntry:\n    helpdesk.list_tickets(office='Atlantis')\n"
-        "except ToolError as e:\n    r = error_info(e)['code']\nr",
+        "except ToolError as e:\n    r = tool_error_info(e)['code']\nr",
         False,
     ),
     (
@@ -437,7 +437,7 @@ IDIOMS: list[tuple[str, str]] = [
         "try except around a failing call",
         "from tools import helpdesk\nresults = {}\nfor city in ['Paris', 'Atlantis']:\n    try:\n"
         "        results[city] = len(helpdesk.list_tickets(office=city))\n    except ToolError as e:\n"
-        "        results[city] = error_info(e)['code']\nresults",
+        "        results[city] = tool_error_info(e)['code']\nresults",
     ),
     (
         "try except with fallback file",
@@ -449,7 +449,7 @@ IDIOMS: list[tuple[str, str]] = [
     (
         "error code checked",
         "from tools import git\ntry:\n    git.git_checkout(repo_path='/home/user/project', branch_name='nope')\n"
-        "    ok = True\nexcept ToolError as e:\n    ok = error_info(e)['code'] != 'tool_error'\nok",
+        "    ok = True\nexcept ToolError as e:\n    ok = tool_error_info(e)['code'] != 'tool_error'\nok",
     ),
     (
         "f-string report",
@@ -802,7 +802,7 @@ LITERAL_IDIOMS: list[tuple[str, str]] = [
     ),
     (
         "error info of a bad id",
-        "try:\n    run_tool('helpdesk:nope', {})\nexcept ToolError as e:\n    code = error_info(e)['code']\ncode",
+        "try:\n    run_tool('helpdesk:nope', {})\nexcept ToolError as e:\n    code = tool_error_info(e)['code']\ncode",
     ),
     (
         "search then call",

@@ -43,7 +43,7 @@ from toolcode import (
     ToolError,
     Tools,
 )
-from toolcode.engines import ERROR_INFO_SOURCE, TOOLS_PACKAGE, async_names, call_names
+from toolcode.engines import TOOL_ERROR_INFO_SOURCE, TOOLS_PACKAGE, async_names, call_names
 
 __all__ = ["SubprocessEngine"]
 
@@ -92,7 +92,7 @@ threading.Thread(target=answers, daemon=True).start()
 
 
 class ToolError(RuntimeError):
-    """A failed call: str(e) is "[code] tool_id: message", as error_info reads it."""
+    """A failed call: str(e) is "[code] tool_id: message", as tool_error_info reads it."""
 
 
 def request(name, args, kwargs, future=None):
@@ -152,7 +152,7 @@ def snippet_print(*values, sep=" ", end="\n", file=None, flush=False):
 
 glb = {"__name__": "__snippet__", "input": setup["input"], "ToolError": ToolError, "print": snippet_print}
 glb["println"] = lambda *values: write("stdout", " ".join(str(v) for v in values) + "\n")
-exec(setup["error_info"], glb)
+exec(setup["tool_error_info"], glb)
 for name in setup["calls"]:
     glb[name] = sync(name)
 for name, method in setup["async"].items():
@@ -274,7 +274,7 @@ class SubprocessEngine:
             "async": async_names(),
             "package": TOOLS_PACKAGE,
             "modules": {m: {f: fn.awaitable for f, fn in fns.items()} for m, fns in tools.modules().items()},
-            "error_info": ERROR_INFO_SOURCE,
+            "tool_error_info": TOOL_ERROR_INFO_SOURCE,
         }
         # -I: no user site or PYTHON* variables; -S: no site module (the child imports only the stdlib).
         process = await anyio.open_process([self._python, "-I", "-S", "-c", CHILD])

@@ -92,7 +92,7 @@ try:
     run_tool("fs:write_file", path=input["dir"] + "/denied.txt", content="x")
     __out = "wrote"
 except ToolError as e:
-    __out = {"fallback": True, "code": error_info(e)["code"]}
+    __out = {"fallback": True, "code": tool_error_info(e)["code"]}
 """
     async with _box(files_dir, tmp_path) as box:
         cm = box.codemode
@@ -433,7 +433,7 @@ async def test_mcp_elicitation_asks_within_the_same_request(files_dir: Path, tmp
         f"    run_tool('fs:write_file', path={d!r} + '/e2.txt', content='2')\n"
         "    second = 'written'\n"
         "except ToolError as e:\n"
-        "    second = error_info(e)['code']\n"
+        "    second = tool_error_info(e)['code']\n"
         "__out = second"
     )
     async with Client(_stdio(cfg), mode=mode, elicitation_callback=on_elicit) as client:  # type: ignore[arg-type]

@@ -278,7 +278,7 @@ try:
     desk.holidays(city="Atlantis")
     missing = None
 except ToolError as e:
-    missing = error_info(e)["message"]
+    missing = tool_error_info(e)["message"]
 zone = time_.get_current_time(timezone="Europe/Paris")["timezone"]
 __out = {"paris": paris, "missing": missing, "zone": zone}
 """

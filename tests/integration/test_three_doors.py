@@ -140,7 +140,9 @@ async def _mcp_and_snippet() -> dict[str, Any]:
                 res = await client.call_tool(tool, args)
                 assert res.is_error and res.structured_content is not None, (name, res.content)
                 got["mcp_errors"][name] = res.structured_content["error"]["code"]
-                snippet = f"try:\n    {stmt}\n    __out = 'no error'\nexcept ToolError as e:\n    __out = error_info(e)"
+                snippet = (
+                    f"try:\n    {stmt}\n    __out = 'no error'\nexcept ToolError as e:\n    __out = tool_error_info(e)"
+                )
                 # The failure at run time: with the check on, a literal mistake never reaches the call.
                 outcome = await box.codemode.execute(snippet, options={"type_check": "off"})
                 assert outcome.ok, (name, outcome.error)

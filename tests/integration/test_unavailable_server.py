@@ -77,7 +77,7 @@ async def test_library_shows_the_server_and_every_call_to_it_names_it_and_the_re
                     assert out.calls.count == 0  # refused before anything ran
 
         # An id the check cannot see fails at the call, where the snippet may catch it.
-        code = 'try:\n    run_tool("bad" + ":x", {})\nexcept ToolError as e:\n    __out = error_info(e)'
+        code = 'try:\n    run_tool("bad" + ":x", {})\nexcept ToolError as e:\n    __out = tool_error_info(e)'
         out = await cm.execute(code)
         assert out.ok and out.value["code"] == DOWN and "command not found" in out.value["message"]
 

@@ -54,7 +54,8 @@ async def test_arguments_too_deep_to_leave_the_sandbox_are_refused_before_the_ca
     async with Toolbox([ProviderBackend("p", _Deep())]) as box:
         code = (
             "v = []\nfor i in range(250):\n    v = [v]\n"
-            "try:\n    run_tool('p:echo', {'x': v})\n    r = 'called'\nexcept ToolError as e:\n    r = error_info(e)\nr"
+            "try:\n    run_tool('p:echo', {'x': v})\n    r = 'called'\n"
+            "except ToolError as e:\n    r = tool_error_info(e)\nr"
         )
         out = await box.codemode.execute(code)
         assert out.ok and out.value["code"] == "invalid_arguments", out

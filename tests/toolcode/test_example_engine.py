@@ -75,5 +75,5 @@ def test_the_contract_names_every_method_the_suite_uses_and_no_private_helper() 
     for name in methods:
         assert f"`{name}" in contract or f".{name}(" in contract, f"docs/engines.md does not describe Tools.{name}"
     assert not re.search(r"toolcode\._", text), "docs/engines.md points at a private module"
-    for public in ("call_names", "async_names", "TOOLS_PACKAGE", "ModuleFunction", "ERROR_INFO_SOURCE"):
+    for public in ("call_names", "async_names", "TOOLS_PACKAGE", "ModuleFunction", "TOOL_ERROR_INFO_SOURCE"):
         assert f"toolcode.engines.{public}" in contract or f"`{public}" in contract, public

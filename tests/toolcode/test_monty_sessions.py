@@ -14,7 +14,7 @@ from toolcode import Settings, Toolbox
 from toolcode._sessions import _encode, _Meta  # pyright: ignore[reportPrivateUsage]
 from toolcode._settings import StateSettings
 from toolcode.demo import helpdesk_backend
-from toolcode.engines import ERROR_INFO_SOURCE
+from toolcode.engines import TOOL_ERROR_INFO_SOURCE
 from toolcode.engines._monty_state import FLOOR
 
 pytestmark = pytest.mark.anyio
@@ -74,7 +74,7 @@ nested = {'k': (1, 2.5, None, True, b'x'), 's': {1, 2}, 'f': frozenset([3]), 'bi
 try:
     raise ValueError('boom')
 except ValueError as e:
-    info = error_info(e)
+    info = tool_error_info(e)
 n = 0
 """
 CHECK = (
@@ -151,7 +151,7 @@ async def test_what_cannot_be_rebuilt_exactly_keeps_its_history(
 # The definitions sessions started with before the stored state had a head.
 _OLD_PRELUDE = (
     "ToolError = RuntimeError\ndef println(*args):\n    print(*args)\n"
-    + ERROR_INFO_SOURCE
+    + TOOL_ERROR_INFO_SOURCE
     + "class _ToolcodeNoOut:\n    pass\n__toolcode_no_out = _ToolcodeNoOut()\n__out = __toolcode_no_out\n"
 )
 

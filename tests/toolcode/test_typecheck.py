@@ -301,7 +301,7 @@ VALID: dict[str, tuple[str, Any]] = {
     ),
     "tool error caught": (
         "from tools import helpdesk\ntry:\n    helpdesk.list_tickets(office='Atlantis')\n"
-        "except ToolError as e:\n    r = error_info(e)['code']\nr",
+        "except ToolError as e:\n    r = tool_error_info(e)['code']\nr",
         "tool_error",
     ),
 }

@@ -12,15 +12,15 @@ from typing import Any, Final, Literal
 
 __all__ = [
     "ASYNC_SUFFIX",
-    "ERROR_INFO_SOURCE",
     "SNIPPET_GLOBALS",
+    "TOOL_ERROR_INFO_SOURCE",
     "SnippetGlobal",
     "async_names",
     "call_names",
-    "error_info",
     "globals_stub",
     "snippet_api_table",
     "snippet_api_text",
+    "tool_error_info",
 ]
 
 ASYNC_SUFFIX: Final = "_async"
@@ -110,7 +110,10 @@ SNIPPET_GLOBALS: Final[tuple[SnippetGlobal, ...]] = (
     SnippetGlobal("input", "input", "the run's input value", "value"),
     SnippetGlobal("ToolError", "ToolError", "raised by failed calls (a RuntimeError): catch it", "helper"),
     SnippetGlobal(
-        "error_info", "error_info(e) -> {code, tool_id, message}", "the code and tool of a caught ToolError", "helper"
+        "tool_error_info",
+        "tool_error_info(e) -> {code, tool_id, message}",
+        "the code and tool of a caught ToolError",
+        "helper",
     ),
 )
 """Every snippet global, in the order the docs show them."""
@@ -138,7 +141,7 @@ _STUBS: Final = {
     "println": "def println(*values: object) -> None: ...",
     "input": "input: Any",
     "ToolError": "ToolError = RuntimeError",
-    "error_info": "def error_info(e: BaseException | str) -> dict[str, Any]: ...",
+    "tool_error_info": "def tool_error_info(e: BaseException | str) -> dict[str, Any]: ...",
 }
 
 
@@ -184,7 +187,7 @@ def snippet_api_table() -> str:
 _ERROR_RE = re.compile(r"^\[([a-z_]+)\] (?:([^()\n]*?): )?(.*)$", re.DOTALL)
 
 
-def error_info(e: BaseException | str) -> dict[str, Any]:
+def tool_error_info(e: BaseException | str) -> dict[str, Any]:
     """``{"code", "tool_id", "message"}`` of a caught tool failure (``ToolError``).
 
     Works on every engine: it reads the attributes where the engine keeps them and the
@@ -208,8 +211,8 @@ def error_info(e: BaseException | str) -> dict[str, Any]:
     return {"code": m.group(1), "tool_id": tool_id, "message": message}
 
 
-ERROR_INFO_SOURCE: Final = """\
-def error_info(e):
+TOOL_ERROR_INFO_SOURCE: Final = """\
+def tool_error_info(e):
     text = str(e)
     if not text.startswith("[") or "] " not in text:
         return {"code": "runtime_error", "tool_id": None, "message": text}
@@ -219,4 +222,4 @@ def error_info(e):
         return {"code": code, "tool_id": head, "message": tail}
     return {"code": code, "tool_id": None, "message": rest}
 """
-""":func:`error_info` as sandbox source (engines whose exceptions carry no attributes define it in the sandbox)."""
+""":func:`tool_error_info` as sandbox source (engines whose exceptions carry no attributes define it in the sandbox)."""

@@ -338,7 +338,7 @@ class Engine(Protocol):
         - Globals: every name in :data:`toolcode.SNIPPET_GLOBALS` — the ``call`` ones routed
           to the ``tools`` method of the same name (and ``<name>_async`` awaitable variants
           where declared), ``println`` and ``print`` routed to ``tools.write``, ``input``
-          (``params.input``), ``ToolError`` (catches failed calls) and ``error_info``.
+          (``params.input``), ``ToolError`` (catches failed calls) and ``tool_error_info``.
         - Modules: the package ``tools`` is importable, with one module per entry of
           ``tools.modules()``; calling a function routes to ``tools.call_function`` (awaited
           in place, or as an awaitable for the ``awaitable`` forms).

@@ -449,7 +449,7 @@ class ToolError(ToolCodeError, RuntimeError):
     Raised inside the snippet, where ``except ToolError`` catches it. In the Monty sandbox,
     where host classes cannot cross and exceptions carry no attributes, it arrives as a
     ``RuntimeError`` (``ToolError`` is bound to ``RuntimeError`` there) whose message is
-    ``"[code] tool_id: message"``; the snippet global ``error_info(e)`` returns
+    ``"[code] tool_id: message"``; the snippet global ``tool_error_info(e)`` returns
     ``{"code", "tool_id", "message"}`` on every engine. Uncaught, the run ends in
     :class:`CodeExecutionError` with ``exc_type="ToolError"``, ``tool_id`` and the code set.
 

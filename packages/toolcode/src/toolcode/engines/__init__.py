@@ -11,8 +11,8 @@ An engine binds the snippet globals and the ``tools`` package (docs/engines.md h
 contract); the names it needs to do so without copying lists are here: :func:`call_names` and
 :func:`async_names` (the globals answered by a :class:`~toolcode.Tools` method),
 :data:`TOOLS_PACKAGE` (the package of namespace modules, from :meth:`~toolcode.Tools.modules`),
-:class:`ModuleFunction` (what each module function calls) and :data:`ERROR_INFO_SOURCE`
-(``error_info`` as source, for an interpreter that cannot call back into the host for it).
+:class:`ModuleFunction` (what each module function calls) and :data:`TOOL_ERROR_INFO_SOURCE`
+(``tool_error_info`` as source, for an interpreter that cannot call back into the host for it).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from __future__ import annotations
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any, Final, cast
 
-from toolcode._globals import ERROR_INFO_SOURCE, async_names, call_names
+from toolcode._globals import TOOL_ERROR_INFO_SOURCE, async_names, call_names
 from toolcode._modules import PACKAGE, ModuleFunction
 from toolcode._types import Engine
 from toolcode.engines.inprocess import UnsafeInProcessEngine
@@ -29,8 +29,8 @@ from toolcode.exceptions import ConfigurationError
 
 __all__ = [
     "ENTRY_POINT_GROUP",
-    "ERROR_INFO_SOURCE",
     "TOOLS_PACKAGE",
+    "TOOL_ERROR_INFO_SOURCE",
     "ModuleFunction",
     "MontyEngine",
     "UnsafeInProcessEngine",

@@ -26,7 +26,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Final, cast
 
-from toolcode._globals import ERROR_INFO_SOURCE
+from toolcode._globals import TOOL_ERROR_INFO_SOURCE
 
 __all__ = [
     "EXPORT",
@@ -45,7 +45,7 @@ FLOOR: Final = 4096
 """History (bytes) a session gathers before a rebuild is worth its cost (a checkout and three feeds,
 about as much as one run): about 70 one-line runs."""
 
-ERROR_INFO: Final = "error_info"
+ERROR_INFO: Final = "tool_error_info"
 _PRELUDE: Final = "ToolError = RuntimeError\nprintln = print\n__toolcode_no_out = []\n__out = __toolcode_no_out\n"
 """A session's own definitions: ``__out`` starts each run bound to a marker (Monty has no ``del``)."""
 PRELUDE_NAMES: Final = frozenset({"ToolError", "println", ERROR_INFO})
@@ -170,7 +170,7 @@ class SessionHead:
     base: int = 0
     """Size of the dump after the session's last rebuild (or its first run): the state without history."""
     helpers: list[str] = field(default_factory=list[str])
-    """Sandbox helpers defined in the session (``error_info`` is defined on first mention)."""
+    """Sandbox helpers defined in the session (``tool_error_info`` is defined on first mention)."""
     recipes: dict[str, str | None] = field(default_factory=dict[str, str | None])
     """Global name -> the top-level statement that re-creates it (a ``def``, a ``name = lambda``, an
     import); ``None``: a helper name the snippet re-bound. Other names are carried as values."""
@@ -205,7 +205,7 @@ class SessionHead:
         parts = [_PRELUDE] if new else []
         if ERROR_INFO in code and ERROR_INFO not in self.helpers:
             self.helpers.append(ERROR_INFO)
-            parts.append(ERROR_INFO_SOURCE)
+            parts.append(TOOL_ERROR_INFO_SOURCE)
         return "".join(parts)
 
     def note_run(self, code: str, *, completed: bool) -> None:
@@ -267,7 +267,7 @@ class SessionHead:
 
         The values are bound as inputs of the second, which answers with the global names.
         """
-        helpers = ERROR_INFO_SOURCE if ERROR_INFO in self.helpers else ""
+        helpers = TOOL_ERROR_INFO_SOURCE if ERROR_INFO in self.helpers else ""
         replay: list[str] = []
         for recipe in self.recipes.values():
             if recipe is not None and recipe not in replay:

@@ -26,7 +26,7 @@ import anyio
 import anyio.lowlevel
 import greenlet
 
-from toolcode._globals import async_names, call_names, error_info
+from toolcode._globals import async_names, call_names, tool_error_info
 from toolcode._modules import PACKAGE
 from toolcode._types import EngineInfo, ExecuteParams, ExecuteResult, Tools
 from toolcode.exceptions import CodeExecutionError, EngineError, LimitExceededError, ToolCodeError, ToolError
@@ -327,7 +327,7 @@ class UnsafeInProcessEngine:
             "__name__": "__snippet__",
             "input": params.input,
             "ToolError": ToolError,
-            "error_info": error_info,
+            "tool_error_info": tool_error_info,
             "print": snippet_print,
             "println": println,
         }

@@ -23,7 +23,7 @@ import anyio.lowlevel
 import pydantic_monty as pm
 
 from toolcode._compat_monty import find_monty_binary
-from toolcode._globals import ERROR_INFO_SOURCE, async_names, call_names
+from toolcode._globals import TOOL_ERROR_INFO_SOURCE, async_names, call_names
 from toolcode._modules import PACKAGE, ModuleFunction
 from toolcode._types import (
     CallPaused,
@@ -60,7 +60,7 @@ ToolError = RuntimeError
 def println(*args):
     print(*args)
 """
-    + ERROR_INFO_SOURCE
+    + TOOL_ERROR_INFO_SOURCE
 )
 _FETCH_OUT = """\
 try:

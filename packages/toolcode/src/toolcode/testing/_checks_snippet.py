@@ -214,18 +214,18 @@ async def _invalid_arguments_caught(h: Harness) -> None:
         "for call in (lambda: search_tools('add', limit=float('inf')), lambda: list_tools(limit=0),\n"
         "             lambda: run_tool(42), lambda: run_tools('conf:add'), lambda: run_chain({'x': 1})):\n"
         "    try:\n        call()\n        out.append('no error')\n"
-        "    except ToolError as e:\n        out.append(error_info(e)['code'])\n"
+        "    except ToolError as e:\n        out.append(tool_error_info(e)['code'])\n"
         "out"
     )
     r = await h.run(code)
     assert r.value == ["invalid_arguments"] * 5 and r.tool_calls == (), r.value
 
 
-@_check("errors", "error_info gives the code and the tool id of a caught failure")
-async def _error_info(h: Harness) -> None:
+@_check("errors", "tool_error_info gives the code and the tool id of a caught failure")
+async def _tool_error_info(h: Harness) -> None:
     code = (
-        "try:\n    run_tool('conf:fail', message='disk on fire')\nexcept ToolError as e:\n    a = error_info(e)\n"
-        "try:\n    run_tool('conf:nope')\nexcept ToolError as e:\n    b = error_info(e)\n"
+        "try:\n    run_tool('conf:fail', message='disk on fire')\nexcept ToolError as e:\n    a = tool_error_info(e)\n"
+        "try:\n    run_tool('conf:nope')\nexcept ToolError as e:\n    b = tool_error_info(e)\n"
         "[a['code'], a['tool_id'], 'disk on fire' in a['message'], b['code'], b['tool_id']]"
     )
     r = await h.run(code)
