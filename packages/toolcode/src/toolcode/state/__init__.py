@@ -11,8 +11,10 @@ Three implementations of one protocol:
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
+from toolcode.exceptions import ConfigurationError
 from toolcode.state._local import MemoryStateStore, SQLiteStateStore
 from toolcode.state._protocol import (
     ABSENT,
@@ -48,21 +50,17 @@ __all__ = [
 
 DB_NAME = "state.sqlite3"
 """The SQLite file's name inside the state directory."""
-
-
 STATE_DIR_ENV = "TOOLCODE_STATE_DIR"
 """Environment variable that moves the default state directory."""
 
 
 def default_state_dir() -> Path:
     """``$TOOLCODE_STATE_DIR``, else the platform's user state directory (``~/.local/state/toolcode`` on Linux)."""
-    import os
-
-    import platformdirs
-
     override = os.environ.get(STATE_DIR_ENV)
     if override:
         return Path(override)
+    import platformdirs  # only when needed: most processes never read the default folder
+
     return Path(platformdirs.user_state_dir("toolcode", appauthor=False))
 
 
@@ -86,8 +84,6 @@ def open_state_store(
     if memory:
         return MemoryStateStore()
     if url is not None:
-        from toolcode.exceptions import ConfigurationError
-
         if not url.startswith(("redis://", "rediss://", "unix://")):
             raise ConfigurationError("state.url", "must be a redis://, rediss:// or unix:// URL")
         return RedisStateStore(url)

@@ -9,15 +9,26 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import anyio
 import anyio.to_thread
 
 from toolcode.exceptions import StateConflictError, StateUnavailableError
-from toolcode.state._protocol import ABSENT, ANY, Expect, LogEntry, Record, RecordInfo, Release, check_key
+from toolcode.state._protocol import (
+    ABSENT,
+    ANY,
+    Expect,
+    LogEntry,
+    Record,
+    RecordInfo,
+    Release,
+    check_expect,
+    check_key,
+    check_limit,
+    check_ttl,
+)
 
 __all__ = ["MemoryStateStore", "SQLiteStateStore"]
 
@@ -42,6 +53,7 @@ CREATE TABLE IF NOT EXISTS log (
 );
 CREATE INDEX IF NOT EXISTS log_kind ON log (kind, seq);
 """
+_LIVE = " AND (expires IS NULL OR expires > :now)"
 _UPSERT = (
     "INSERT INTO records (kind, key, value, version, created, updated, expires)"
     " VALUES (:kind, :key, :value, 1, :now, :now, :expires)"
@@ -53,149 +65,6 @@ _UPSERT = (
 """Write a record (new, expired or live): the version moves on, or starts over for a new or expired one."""
 _PURGE_EVERY = 256
 """Writes between two purges of expired records."""
-
-
-def _check_expect(expect: Expect) -> None:
-    if expect != ANY and (not isinstance(expect, int) or isinstance(expect, bool) or expect < 0):  # pyright: ignore[reportUnnecessaryIsInstance]
-        raise ValueError(f"expect must be a version (>= 0), ABSENT or ANY, got {expect!r}")
-
-
-def _check_ttl(ttl: float | None) -> float | None:
-    if ttl is None:
-        return None
-    if isinstance(ttl, bool) or not isinstance(ttl, int | float) or not ttl > 0:  # pyright: ignore[reportUnnecessaryIsInstance]
-        raise ValueError(f"ttl must be a number of seconds > 0 or None, got {ttl!r}")
-    return float(ttl)
-
-
-def _check_limit(limit: int) -> int:
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:  # pyright: ignore[reportUnnecessaryIsInstance]
-        raise ValueError(f"limit must be an int >= 1, got {limit!r}")
-    return limit
-
-
-@dataclass(slots=True)
-class _Row:
-    value: bytes
-    version: int
-    created: float
-    updated: float
-    expires: float | None
-
-
-class MemoryStateStore:
-    """State in this process only (``--no-state``): the same contract, gone when the process ends."""
-
-    def __init__(self) -> None:
-        self._rows: dict[tuple[str, str], _Row] = {}
-        self._log: list[tuple[int, str, float, bytes]] = []
-        self._locks: dict[str, tuple[object, float]] = {}
-        self._lock = threading.Lock()
-
-    @property
-    def name(self) -> str:
-        """``"memory"``."""
-        return "memory"
-
-    def _live(self, kind: str, key: str, now: float) -> _Row | None:
-        row = self._rows.get((kind, key))
-        if row is not None and row.expires is not None and row.expires <= now:
-            del self._rows[(kind, key)]
-            return None
-        return row
-
-    async def get(self, kind: str, key: str) -> Record | None:
-        """See :meth:`StateStore.get`."""
-        check_key("kind", kind)
-        check_key("key", key)
-        with self._lock:
-            row = self._live(kind, key, time.time())
-            if row is None:
-                return None
-            return Record(kind, key, row.version, len(row.value), row.created, row.updated, row.expires, row.value)
-
-    async def put(self, kind: str, key: str, value: bytes, *, ttl: float | None = None, expect: Expect = ANY) -> int:
-        """See :meth:`StateStore.put`."""
-        check_key("kind", kind)
-        check_key("key", key)
-        _check_expect(expect)
-        ttl = _check_ttl(ttl)
-        now = time.time()
-        with self._lock:
-            row = self._live(kind, key, now)
-            current = row.version if row is not None else ABSENT
-            if expect != ANY and expect != current:
-                raise StateConflictError(kind, key, expect, current)
-            version = current + 1
-            created = row.created if row is not None else now
-            self._rows[(kind, key)] = _Row(bytes(value), version, created, now, now + ttl if ttl else None)
-            return version
-
-    async def delete(self, kind: str, key: str, *, expect: Expect = ANY) -> bool:
-        """See :meth:`StateStore.delete`."""
-        check_key("kind", kind)
-        check_key("key", key)
-        _check_expect(expect)
-        with self._lock:
-            row = self._live(kind, key, time.time())
-            if row is None or (expect != ANY and expect != row.version):
-                return False
-            del self._rows[(kind, key)]
-            return True
-
-    async def list(self, kind: str, *, prefix: str = "", limit: int = 1000) -> list[RecordInfo]:
-        """See :meth:`StateStore.list`."""
-        check_key("kind", kind)
-        _check_limit(limit)
-        now = time.time()
-        with self._lock:
-            keys = sorted(k for (kd, k) in self._rows if kd == kind and k.startswith(prefix))
-            out: list[RecordInfo] = []
-            for k in keys:
-                row = self._live(kind, k, now)
-                if row is not None:
-                    out.append(RecordInfo(kind, k, row.version, len(row.value), row.created, row.updated, row.expires))
-                if len(out) >= limit:
-                    break
-            return out
-
-    async def append(self, kind: str, value: bytes) -> int:
-        """See :meth:`StateStore.append`."""
-        check_key("kind", kind)
-        with self._lock:
-            seq = (self._log[-1][0] if self._log else 0) + 1
-            self._log.append((seq, kind, time.time(), bytes(value)))
-            return seq
-
-    async def read_log(self, kind: str, *, after: int = 0, limit: int = 1000) -> list[LogEntry]:
-        """See :meth:`StateStore.read_log`."""
-        check_key("kind", kind)
-        _check_limit(limit)
-        with self._lock:
-            rows = [LogEntry(s, at, v) for s, k, at, v in self._log if k == kind and s > after]
-            return rows[:limit]
-
-    async def try_lock(self, name: str, *, ttl: float) -> Release | None:
-        """See :meth:`StateStore.try_lock`."""
-        check_key("name", name)
-        ttl = _check_ttl(ttl) or 0.0
-        now = time.monotonic()
-        token = object()
-        with self._lock:
-            held = self._locks.get(name)
-            if held is not None and held[1] > now:
-                return None
-            self._locks[name] = (token, now + ttl)
-
-        async def release() -> None:
-            with self._lock:
-                if self._locks.get(name, (None, 0.0))[0] is token:
-                    del self._locks[name]
-
-        return release
-
-    async def aclose(self) -> None:
-        """Nothing to release."""
 
 
 class SQLiteStateStore:
@@ -217,11 +86,18 @@ class SQLiteStateStore:
 
     def __init__(self, path: str | Path, *, busy_timeout: float = 5.0) -> None:
         self._path = Path(path)
-        self._busy = busy_timeout
         self._lock = threading.Lock()
-        self._conn: sqlite3.Connection | None = None
         self._writes = 0
-        self._open()
+        try:
+            if str(path) != ":memory:":
+                self._path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(path, timeout=busy_timeout, isolation_level=None, check_same_thread=False)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.executescript(_SCHEMA)
+        except (sqlite3.Error, OSError) as e:
+            raise StateUnavailableError(self.name, f"cannot open the state database: {e}") from e
+        self._conn: sqlite3.Connection | None = conn
 
     @property
     def name(self) -> str:
@@ -233,33 +109,17 @@ class SQLiteStateStore:
         """The database file."""
         return self._path
 
-    def _open(self) -> None:
-        try:
-            self._path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(self._path, timeout=self._busy, isolation_level=None, check_same_thread=False)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            conn.executescript(_SCHEMA)
-        except (sqlite3.Error, OSError) as e:
-            raise StateUnavailableError(self.name, f"cannot open the state database: {e}") from e
-        self._conn = conn
+    def _call(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        with self._lock:
+            if self._conn is None:
+                raise StateUnavailableError(self.name, "the state store is closed")
+            try:
+                return fn(self._conn)
+            except sqlite3.Error as e:
+                raise StateUnavailableError(self.name, f"{type(e).__name__}: {e}") from e
 
     async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        def call() -> T:
-            with self._lock:
-                if self._conn is None:
-                    raise StateUnavailableError(self.name, "the state store is closed")
-                try:
-                    return fn(self._conn)
-                except sqlite3.Error as e:
-                    raise StateUnavailableError(self.name, f"{type(e).__name__}: {e}") from e
-
-        return await anyio.to_thread.run_sync(call)
-
-    def _maybe_purge(self, conn: sqlite3.Connection, now: float) -> None:
-        self._writes += 1
-        if self._writes % _PURGE_EVERY == 0:
-            conn.execute("DELETE FROM records WHERE expires IS NOT NULL AND expires <= ?", (now,))
+        return await anyio.to_thread.run_sync(self._call, fn)
 
     async def get(self, kind: str, key: str) -> Record | None:
         """See :meth:`StateStore.get`."""
@@ -268,9 +128,9 @@ class SQLiteStateStore:
 
         def body(conn: sqlite3.Connection) -> Record | None:
             row = conn.execute(
-                "SELECT value, version, created, updated, expires FROM records WHERE kind = ? AND key = ?"
-                " AND (expires IS NULL OR expires > ?)",
-                (kind, key, time.time()),
+                "SELECT value, version, created, updated, expires FROM records WHERE kind = :kind AND key = :key"
+                + _LIVE,
+                {"kind": kind, "key": key, "now": time.time()},
             ).fetchone()
             if row is None:
                 return None
@@ -283,34 +143,31 @@ class SQLiteStateStore:
         """See :meth:`StateStore.put`."""
         check_key("kind", kind)
         check_key("key", key)
-        _check_expect(expect)
-        ttl = _check_ttl(ttl)
+        check_expect(expect)
+        ttl = check_ttl(ttl)
         data = bytes(value)
 
         def body(conn: sqlite3.Connection) -> int:
             # One statement, atomic on its own (no explicit transaction, one round trip).
             now = time.time()
-            expires = now + ttl if ttl else None
+            args = {"kind": kind, "key": key, "value": data, "now": now, "expires": now + ttl if ttl else None}
             if expect == ANY or expect == ABSENT:
                 guard = "" if expect == ANY else " WHERE records.expires IS NOT NULL AND records.expires <= :now"
-                row = conn.execute(
-                    _UPSERT + guard + " RETURNING version",
-                    {"kind": kind, "key": key, "value": data, "now": now, "expires": expires},
-                ).fetchone()
+                row = conn.execute(_UPSERT + guard + " RETURNING version", args).fetchone()
             else:
                 row = conn.execute(
                     "UPDATE records SET value = :value, version = version + 1, updated = :now, expires = :expires"
-                    " WHERE kind = :kind AND key = :key AND version = :expect"
-                    " AND (expires IS NULL OR expires > :now) RETURNING version",
-                    {"kind": kind, "key": key, "value": data, "now": now, "expires": expires, "expect": expect},
+                    " WHERE kind = :kind AND key = :key AND version = :expect" + _LIVE + " RETURNING version",
+                    {**args, "expect": expect},
                 ).fetchone()
             if row is None:
                 found = conn.execute(
-                    "SELECT version FROM records WHERE kind = ? AND key = ? AND (expires IS NULL OR expires > ?)",
-                    (kind, key, now),
+                    "SELECT version FROM records WHERE kind = :kind AND key = :key" + _LIVE, args
                 ).fetchone()
                 raise StateConflictError(kind, key, expect, int(found[0]) if found else ABSENT)
-            self._maybe_purge(conn, now)
+            self._writes += 1
+            if self._writes % _PURGE_EVERY == 0:
+                conn.execute("DELETE FROM records WHERE expires IS NOT NULL AND expires <= ?", (now,))
             return int(row[0])
 
         return await self._run(body)
@@ -319,38 +176,27 @@ class SQLiteStateStore:
         """See :meth:`StateStore.delete`."""
         check_key("kind", kind)
         check_key("key", key)
-        _check_expect(expect)
+        check_expect(expect)
+        versioned = "" if expect == ANY else " AND version = :expect"
+        sql = "DELETE FROM records WHERE kind = :kind AND key = :key" + versioned + _LIVE
 
         def body(conn: sqlite3.Connection) -> bool:
-            now = time.time()
-            if expect == ANY:
-                cur = conn.execute(
-                    "DELETE FROM records WHERE kind = ? AND key = ? AND (expires IS NULL OR expires > ?)",
-                    (kind, key, now),
-                )
-            else:
-                cur = conn.execute(
-                    "DELETE FROM records WHERE kind = ? AND key = ? AND version = ?"
-                    " AND (expires IS NULL OR expires > ?)",
-                    (kind, key, expect, now),
-                )
-            return cur.rowcount > 0
+            return conn.execute(sql, {"kind": kind, "key": key, "expect": expect, "now": time.time()}).rowcount > 0
 
         return await self._run(body)
 
     async def list(self, kind: str, *, prefix: str = "", limit: int = 1000) -> list[RecordInfo]:
         """See :meth:`StateStore.list`."""
         check_key("kind", kind)
-        _check_limit(limit)
-        upper = prefix + "\U0010ffff"
+        check_limit(limit)
 
         def body(conn: sqlite3.Connection) -> list[RecordInfo]:
             rows = conn.execute(
                 "SELECT key, version, length(value), created, updated, expires FROM records"
-                " WHERE kind = ? AND key >= ? AND key < ? AND (expires IS NULL OR expires > ?) ORDER BY key LIMIT ?",
-                (kind, prefix, upper, time.time(), limit),
+                " WHERE kind = :kind AND key >= :low AND key < :high" + _LIVE + " ORDER BY key LIMIT :limit",
+                {"kind": kind, "low": prefix, "high": prefix + "\U0010ffff", "now": time.time(), "limit": limit},
             ).fetchall()
-            return [RecordInfo(kind, *cast_row(r)) for r in rows]
+            return [RecordInfo(kind, str(k), int(v), int(n), float(c), float(u), e) for k, v, n, c, u, e in rows]
 
         return await self._run(body)
 
@@ -368,7 +214,7 @@ class SQLiteStateStore:
     async def read_log(self, kind: str, *, after: int = 0, limit: int = 1000) -> list[LogEntry]:
         """See :meth:`StateStore.read_log`."""
         check_key("kind", kind)
-        _check_limit(limit)
+        check_limit(limit)
 
         def body(conn: sqlite3.Connection) -> list[LogEntry]:
             rows = conn.execute(
@@ -385,7 +231,7 @@ class SQLiteStateStore:
         ends, so ``ttl`` is not needed (every holder of a SQLite store is on this machine).
         """
         check_key("name", name)
-        _check_ttl(ttl)
+        check_ttl(ttl)
         folder = self._path.parent / (self._path.name + ".locks")
         path = folder / (hashlib.sha256(name.encode()).hexdigest()[:32] + ".lock")
         try:
@@ -425,6 +271,43 @@ class SQLiteStateStore:
         await anyio.to_thread.run_sync(close)
 
 
-def cast_row(row: Any) -> tuple[str, int, int, float, float, float | None]:
-    key, version, size, created, updated, expires = row
-    return str(key), int(version), int(size), float(created), float(updated), expires
+class MemoryStateStore(SQLiteStateStore):
+    """State in this process only (``--no-state``): the same contract, gone when the process ends.
+
+    An in-memory SQLite database (the same statements as the file, so the same semantics), called
+    in place: nothing in it waits for a disk. Locks are held in this process.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(":memory:")
+        self._locks: dict[str, tuple[object, float]] = {}
+
+    @property
+    def name(self) -> str:
+        """``"memory"``."""
+        return "memory"
+
+    async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        return self._call(fn)
+
+    async def try_lock(self, name: str, *, ttl: float) -> Release | None:
+        """See :meth:`StateStore.try_lock`."""
+        check_key("name", name)
+        ttl = check_ttl(ttl) or 0.0
+        now = time.monotonic()
+        token = object()
+        with self._lock:
+            held = self._locks.get(name)
+            if held is not None and held[1] > now:
+                return None
+            self._locks[name] = (token, now + ttl)
+
+        async def release() -> None:
+            with self._lock:
+                if self._locks.get(name, (None, 0.0))[0] is token:
+                    del self._locks[name]
+
+        return release
+
+    async def aclose(self) -> None:
+        """Nothing to release: the data goes with the object."""

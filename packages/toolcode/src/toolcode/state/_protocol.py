@@ -17,7 +17,10 @@ __all__ = [
     "RecordInfo",
     "Release",
     "StateStore",
+    "check_expect",
     "check_key",
+    "check_limit",
+    "check_ttl",
 ]
 
 ANY: Final = "any"
@@ -31,16 +34,36 @@ Expect = int | Literal["any"]
 KEY_PATTERN: Final = re.compile(r"^[A-Za-z0-9_.:/@+=-]{1,512}$")
 """Kinds and keys: printable ASCII without spaces, 1 to 512 characters."""
 
+Release = Callable[[], Coroutine[Any, Any, None]]
+"""Gives a lock back (idempotent)."""
 
-def check_key(what: str, value: str) -> str:
+
+def check_key(what: str, value: object) -> str:
     """Return ``value`` if it is a valid kind or key, else raise ``ValueError`` naming ``what``."""
-    if not isinstance(value, str) or not KEY_PATTERN.match(value):  # pyright: ignore[reportUnnecessaryIsInstance]
+    if not isinstance(value, str) or not KEY_PATTERN.match(value):
         raise ValueError(f"{what} must match {KEY_PATTERN.pattern}, got {value!r:.80}")
     return value
 
 
-Release = Callable[[], Coroutine[Any, Any, None]]
-"""Gives a lock back (idempotent)."""
+def check_expect(expect: object) -> None:
+    """Raise ``ValueError`` unless ``expect`` is a version (``>= 0``), ``ABSENT`` or ``ANY``."""
+    if expect != ANY and (not isinstance(expect, int) or isinstance(expect, bool) or expect < 0):
+        raise ValueError(f"expect must be a version (>= 0), ABSENT or ANY, got {expect!r}")
+
+
+def check_ttl(ttl: object) -> float | None:
+    """``ttl`` as a float (``None`` stays ``None``); ``ValueError`` unless it is a number of seconds ``> 0``."""
+    if ttl is None:
+        return None
+    if isinstance(ttl, bool) or not isinstance(ttl, int | float) or not ttl > 0:
+        raise ValueError(f"ttl must be a number of seconds > 0 or None, got {ttl!r}")
+    return float(ttl)
+
+
+def check_limit(limit: object) -> None:
+    """Raise ``ValueError`` unless ``limit`` is an int ``>= 1``."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise ValueError(f"limit must be an int >= 1, got {limit!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,8 +123,8 @@ class StateStore(Protocol):
           (a file lock for SQLite, ``SET NX`` for Redis); a crashed holder's lock does not
           outlive ``ttl``.
         - Errors: a store that cannot be reached, read or written raises
-          :class:`StateUnavailableError` (nothing was written); invalid kinds or keys raise
-          ``ValueError``.
+          :class:`StateUnavailableError` (nothing was written); invalid kinds, keys and options
+          raise ``ValueError`` (see :func:`check_key`, :func:`check_expect`, :func:`check_ttl`).
         - Ownership: ``aclose`` releases connections; idempotent.
     """
 
@@ -136,14 +159,11 @@ class StateStore(Protocol):
         ...
 
     async def try_lock(self, name: str, *, ttl: float) -> Release | None:
-        """Take the lock ``name`` if nobody holds it (never waits).
+        """Take the lock ``name`` if nobody holds it (never waits); ``None`` when it is held.
 
-        A lock excludes every other holder sharing the store (tasks, processes, replicas). It
-        is held until released, or at most ``ttl`` seconds (a store whose locks die with their
-        process may release sooner: when the holder's process ends).
-
-        Returns:
-            The function that releases it, or ``None`` when it is held.
+        A lock excludes every other holder sharing the store (tasks, processes, replicas) until
+        released, or at most ``ttl`` seconds (a store whose locks die with their process may
+        release sooner: when the holder's process ends). Returns the function that releases it.
         """
         ...
 

@@ -5,10 +5,21 @@ from __future__ import annotations
 import secrets
 import time
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from toolcode.exceptions import ConfigurationError, StateConflictError, StateUnavailableError
-from toolcode.state._protocol import ANY, Expect, LogEntry, Record, RecordInfo, Release, check_key
+from toolcode.state._protocol import (
+    ANY,
+    Expect,
+    LogEntry,
+    Record,
+    RecordInfo,
+    Release,
+    check_expect,
+    check_key,
+    check_limit,
+    check_ttl,
+)
 from toolrun import redact, register_secrets
 from toolrun._config import url_secrets
 
@@ -154,14 +165,12 @@ class RedisStateStore:
         """See :meth:`StateStore.put`."""
         check_key("kind", kind)
         check_key("key", key)
-        if expect != ANY and (isinstance(expect, bool) or expect < 0):
-            raise ValueError(f"expect must be a version (>= 0), ABSENT or ANY, got {expect!r}")
-        if ttl is not None and (isinstance(ttl, bool) or not ttl > 0):
-            raise ValueError(f"ttl must be a number of seconds > 0 or None, got {ttl!r}")
+        check_expect(expect)
+        ttl = check_ttl(ttl)
         ttl_ms = max(1, int(ttl * 1000)) if ttl else 0
         args = [str(expect), bytes(value), repr(time.time()), ttl_ms, key]
         result = await self._call("put", lambda: self._put(keys=[self._key(kind, key), self._index(kind)], args=args))
-        version, current = (int(x) for x in cast("list[Any]", result))
+        version, current = (int(x) for x in result)
         if version < 0:
             raise StateConflictError(kind, key, expect, current)
         return version
@@ -170,14 +179,14 @@ class RedisStateStore:
         """See :meth:`StateStore.delete`."""
         check_key("kind", kind)
         check_key("key", key)
+        check_expect(expect)
         keys = [self._key(kind, key), self._index(kind)]
         return bool(await self._call("delete", lambda: self._delete(keys=keys, args=[str(expect), key])))
 
     async def list(self, kind: str, *, prefix: str = "", limit: int = 1000) -> list[RecordInfo]:
         """See :meth:`StateStore.list`."""
         check_key("kind", kind)
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ValueError(f"limit must be an int >= 1, got {limit!r}")
+        check_limit(limit)
         low = f"[{prefix}" if prefix else "-"
         high = f"[{prefix}\xff" if prefix else "+"
         out: list[RecordInfo] = []
@@ -186,7 +195,7 @@ class RedisStateStore:
             raw = await self._call(
                 "list", lambda start=start: self._client.zrangebylex(self._index(kind), low, high, start, limit)
             )
-            keys = [k.decode() if isinstance(k, bytes) else str(k) for k in cast("list[Any]", raw)]
+            keys = [k.decode() if isinstance(k, bytes) else str(k) for k in raw]
             if not keys:
                 break
             start += len(keys)
@@ -221,21 +230,22 @@ class RedisStateStore:
     async def read_log(self, kind: str, *, after: int = 0, limit: int = 1000) -> list[LogEntry]:
         """See :meth:`StateStore.read_log`."""
         check_key("kind", kind)
+        check_limit(limit)
         raw = await self._call(
             "read_log", lambda: self._client.xrange(f"{self._prefix}:log:{kind}", f"0-{after + 1}", "+", count=limit)
         )
         out: list[LogEntry] = []
-        for entry_id, fields in cast("list[Any]", raw):
+        for entry_id, fields in raw:
             eid = entry_id.decode() if isinstance(entry_id, bytes) else str(entry_id)
-            f = {(k.decode() if isinstance(k, bytes) else k): v for k, v in cast("dict[Any, Any]", fields).items()}
+            f = {(k.decode() if isinstance(k, bytes) else k): v for k, v in fields.items()}
             out.append(LogEntry(int(eid.split("-", 1)[1]), float(f["at"]), bytes(f["value"])))
         return out
 
     async def try_lock(self, name: str, *, ttl: float) -> Release | None:
         """See :meth:`StateStore.try_lock`: ``SET NX PX`` with a token only its holder can delete."""
         check_key("name", name)
-        if isinstance(ttl, bool) or not ttl > 0:
-            raise ValueError(f"ttl must be a number of seconds > 0, got {ttl!r}")
+        if check_ttl(ttl) is None:
+            raise ValueError("ttl must be a number of seconds > 0, got None")
         key = f"{self._prefix}:lock:{name}"
         token = secrets.token_hex(16)
         ok = await self._call("lock", lambda: self._client.set(key, token, nx=True, px=max(1, int(ttl * 1000))))
