@@ -1,15 +1,14 @@
-"""Parameters, results, trace records and the two seams: :class:`Tools` and :class:`Engine`."""
+"""Parameters and the two seams, :class:`Tools` and :class:`Engine`; the results are in :mod:`toolcode._records`."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
+from toolcode._modules import ModuleFunction
 from toolcode._options import ExecuteOptions, ResolvedOptions
-
-if TYPE_CHECKING:
-    from toolcode._modules import ModuleFunction
+from toolcode._records import ExecuteResult, LimitsReport, OnToolCall, ToolCallRecord
 
 __all__ = [
     "CallPaused",
@@ -17,7 +16,6 @@ __all__ = [
     "EngineInfo",
     "ExecuteParams",
     "ExecuteResult",
-    "LimitName",
     "LimitsReport",
     "OnToolCall",
     "PausableEngine",
@@ -29,10 +27,6 @@ __all__ = [
     "Tools",
 ]
 
-LimitName = Literal[
-    "timeout", "max_tool_calls", "max_chain_steps", "max_output_chars", "max_memory", "max_recursion_depth"
-]
-"""The limits an execution can be stopped (or truncated) by."""
 Stream = Literal["stdout", "stderr"]
 
 
@@ -115,107 +109,6 @@ class ExecuteParams:
     def allowed_namespaces(self) -> Sequence[str] | None:
         """When set, the snippet only sees tools in these namespaces."""
         return self.resolved.allowed_namespaces if self.resolved is not None else self.options.allowed_namespaces
-
-
-@dataclass(frozen=True, slots=True)
-class ToolCallRecord:
-    """One tool call made by a snippet (one per chain step, one per fan-out call)."""
-
-    tool_id: str
-    """The id the tool resolved to (the id as given when it did not resolve)."""
-    args: Mapping[str, Any]
-    """The arguments as passed (with ``previous`` for chain steps that use it)."""
-    structured: Any
-    """The result as plain data (``None`` on failure)."""
-    backend_kind: str | None
-    """``"local"``, ``"mcp"``, ``"provider"``, or ``None`` when no backend was reached."""
-    error: str | None
-    """The failure message, or ``None``."""
-    error_op: str | None
-    """The step that failed (see :class:`toolcode.exceptions.ToolError`), or ``None``."""
-    duration_ms: float
-    """Wall time of this call alone."""
-    started_ms: float = 0.0
-    """When the call started, in ms since the run started (orders overlapping calls)."""
-    code: str | None = None
-    """The failure's error code (see :class:`toolcode.exceptions.ErrorCode`), or ``None``."""
-
-    @property
-    def ok(self) -> bool:
-        """Whether the call succeeded."""
-        return self.error is None
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain-data form (for JSON)."""
-        return {
-            "tool_id": self.tool_id,
-            "args": dict(self.args),
-            "structured": self.structured,
-            "backend_kind": self.backend_kind,
-            "error": self.error,
-            "error_op": self.error_op,
-            "duration_ms": round(self.duration_ms, 3),
-            "started_ms": round(self.started_ms, 3),
-            "code": self.code,
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class LimitsReport:
-    """Which limits applied to a run, how much of each was used, and which one stopped it."""
-
-    applied: Mapping[str, float | int]
-    """Each limit in force and its value (``timeout`` in s, ``max_memory`` in bytes, ...)."""
-    tool_calls: int = 0
-    """Tool calls made."""
-    output_chars: int = 0
-    """Characters of result, stdout, stderr and trace before truncation."""
-    stopped_by: str | None = None
-    """The limit that stopped the run, or ``None``."""
-    truncated: tuple[str, ...] = ()
-    """What the output budget truncated: any of ``"value"``, ``"stdout"``, ``"stderr"``, ``"trace"``."""
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain-data form (for JSON)."""
-        return {
-            "applied": dict(self.applied),
-            "tool_calls": self.tool_calls,
-            "output_chars": self.output_chars,
-            "stopped_by": self.stopped_by,
-            "truncated": list(self.truncated),
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class ExecuteResult:
-    """The outcome of one run."""
-
-    value: Any
-    """``__out`` if the snippet set it, else its trailing expression's value (JSON-serialisable)."""
-    stdout: str = ""
-    stderr: str = ""
-    tool_calls: tuple[ToolCallRecord, ...] = ()
-    """Every tool call, in the order the calls started."""
-    duration_ms: float = 0.0
-    limits: LimitsReport = field(default_factory=lambda: LimitsReport(applied={}))
-    full: Mapping[str, str] = field(default_factory=dict[str, str])
-    """What the output budget cut, whole, when the executor keeps it (``value`` as JSON text,
-    ``stdout``): the core stores it and hands the caller a reference."""
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain-data form (for JSON)."""
-        return {
-            "value": self.value,
-            "stdout": self.stdout,
-            "stderr": self.stderr,
-            "tool_calls": [r.to_dict() for r in self.tool_calls],
-            "duration_ms": round(self.duration_ms, 3),
-            "limits": self.limits.to_dict(),
-        }
-
-
-OnToolCall = Callable[[ToolCallRecord], Awaitable[None]]
-"""Called as each tool call completes (in completion order)."""
 
 
 @runtime_checkable

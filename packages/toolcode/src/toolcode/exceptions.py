@@ -19,25 +19,24 @@ Every error derives from :class:`ToolCodeError` and carries a stable :class:`Err
 
 :meth:`toolcode.Executor.execute` raises the first five. Each carries ``result``: the partial
 :class:`~toolcode.ExecuteResult` of the run (stdout, stderr and the tool-call trace up to the
-failure), so a caller can still report what happened; ``tool_calls`` and ``stdout`` are shortcuts.
-
-The codes (:class:`ErrorCode`) are the machine-readable part: the MCP server puts them in the
-``structuredContent`` of a failed call, ``toolcode exec --json`` prints them, and the CLI's exit
-code is derived from them by one table (:data:`toolcode.cli.EXIT_CODES`).
+failure), so a caller can still report what happened. The codes are the machine-readable part:
+the MCP server's ``structuredContent``, ``toolcode exec --json``, and the CLI's exit code (one
+table, :data:`toolcode.cli.EXIT_CODES`).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
-if TYPE_CHECKING:
-    from toolcode._types import ExecuteResult, ToolCallRecord
+from toolcode._codes import ERROR_CODE_MEANINGS, MAX_ECHO, MAX_MESSAGE, ErrorCode, clip, limit_text
+from toolcode._records import ExecuteResult, ToolCallRecord
 
 __all__ = [
     "ERROR_CODE_MEANINGS",
+    "MAX_ECHO",
+    "MAX_MESSAGE",
     "ApprovalRequiredError",
     "CodeExecutionError",
     "ConfigurationError",
@@ -52,120 +51,39 @@ __all__ = [
     "ToolCodeError",
     "ToolError",
     "TypeCheckError",
+    "clip",
     "limit_text",
 ]
-
-MAX_ECHO = 200
-"""Characters of caller- or upstream-controlled text (ids, names, values) an error message repeats."""
-MAX_MESSAGE = 2_000
-"""Characters of one error message (a snippet's exception, an upstream server's error text) kept."""
-
 
 _MISSING_NAME_TYPES: Final = frozenset({"AttributeError", "ImportError", "ModuleNotFoundError"})
 _MISSING_TOOL: Final = re.compile(
     r"^module 'tools\.\w+' has no attribute|^cannot import name '\w+' from 'tools(\.\w+)?'|^No module named 'tools\."
 )
 """How both engines say that a snippet named a namespace module or a tool function that does not exist."""
-
-
-def _code_of(diagnostic: Any) -> str | None:
-    code = getattr(diagnostic, "code", None)
-    return str(code) if code is not None else None
-
-
-def clip(text: str, limit: int = MAX_ECHO) -> str:
-    """``text`` cut to ``limit`` characters with an ellipsis: error messages never echo megabytes.
-
-    Args:
-        text: Any text (an id, a value's repr, an upstream message).
-        limit: Maximum characters kept.
-
-    Returns:
-        The text, or its first ``limit - 1`` characters and ``…``.
-    """
-    return text if len(text) <= limit else text[: max(0, limit - 1)] + "…"
-
-
-class ErrorCode(StrEnum):
-    """Stable, machine-readable error codes, the same in every door (snippet, MCP, CLI, Python)."""
-
-    SYNTAX_ERROR = "syntax_error"
-    """The snippet does not parse."""
-    RUNTIME_ERROR = "runtime_error"
-    """The snippet raised an exception it did not catch (other than a tool failure)."""
-    TYPE_ERROR = "type_error"
-    """The snippet failed its type check before anything ran."""
-    TOOL_ERROR = "tool_error"
-    """A tool ran and reported failure (MCP ``isError``, an exception in a local function, a bad result)."""
-    UNKNOWN_TOOL = "unknown_tool"
-    """No visible tool has this id (the hint names the nearest visible ones)."""
-    INVALID_ARGUMENTS = "invalid_arguments"
-    """Arguments of a tool call or of an operation are invalid (which field, why)."""
-    NOT_ALLOWED = "not_allowed"
-    """The policy forbids this call."""
-    TIMEOUT = "timeout"
-    """A run or a tool call took longer than its timeout."""
-    TOOL_CALL_LIMIT = "tool_call_limit"
-    """The run reached ``max_tool_calls`` (or a chain exceeded ``max_chain_steps``)."""
-    OUTPUT_LIMIT = "output_limit"
-    """Output was over the budget (reported when it cannot be truncated instead)."""
-    MEMORY_LIMIT = "memory_limit"
-    """The sandbox ran out of its memory (or recursion-depth) allowance."""
-    ENGINE_ERROR = "engine_error"
-    """The engine failed for a reason that is not the snippet's (a crashed worker)."""
-    CONFIG_ERROR = "config_error"
-    """The configuration is invalid (file, server, engine, option)."""
-    BUSY = "busy"
-    """Every sandbox worker, or the caller's share of them, stayed busy: try again shortly."""
-    UPSTREAM_UNAVAILABLE = "upstream_unavailable"
-    """An upstream server cannot be reached (not started, crashed, closed the connection)."""
-    SERVER_UNAVAILABLE = "server_unavailable"
-    """A configured server failed to start or connect: its tools are not in the catalog (the message says why)."""
-    APPROVAL_REQUIRED = "approval_required"
-    """The run is paused: a tool call waits for a decision."""
-    APPROVAL_DENIED = "approval_denied"
-    """A person (or the policy) denied a paused tool call."""
-    INVALID_REFERENCE = "invalid_reference"
-    """A chain step refers to a result path that does not exist."""
-    STATE_UNAVAILABLE = "state_unavailable"
-    """The state store (the SQLite file, Redis) cannot be reached or written; nothing was half-written."""
-    SESSION_LIMIT = "session_limit"
-    """A session limit was hit: too many sessions, or a session's state over its size limit."""
-
-
-ERROR_CODE_MEANINGS: dict[ErrorCode, str] = {
-    ErrorCode.SYNTAX_ERROR: "the snippet does not parse",
-    ErrorCode.RUNTIME_ERROR: "the snippet raised an exception it did not catch (other than a tool failure)",
-    ErrorCode.TYPE_ERROR: "the snippet failed its type check before anything ran",
-    ErrorCode.TOOL_ERROR: "a tool ran and reported failure (MCP `isError`, an exception in a local function, "
-    "a result that breaks its output schema)",
-    ErrorCode.UNKNOWN_TOOL: "no visible tool has this id (the hint names the nearest visible ones)",
-    ErrorCode.INVALID_ARGUMENTS: "the arguments of a tool call, an operation or an option are invalid "
-    "(which field, why)",
-    ErrorCode.NOT_ALLOWED: "the policy forbids this call",
-    ErrorCode.TIMEOUT: "a run or a tool call took longer than its timeout",
-    ErrorCode.TOOL_CALL_LIMIT: "the run reached `max_tool_calls`, or a chain exceeded `max_chain_steps`",
-    ErrorCode.OUTPUT_LIMIT: "output was over the budget where it could not be cut instead",
-    ErrorCode.MEMORY_LIMIT: "the sandbox ran out of its memory (or recursion-depth) allowance",
-    ErrorCode.ENGINE_ERROR: "the engine failed for a reason that is not the snippet's (a crashed worker)",
-    ErrorCode.CONFIG_ERROR: "the configuration is invalid (file, server entry, engine, setting)",
-    ErrorCode.BUSY: "every sandbox worker, or the caller's share of them, stayed busy: try again shortly",
-    ErrorCode.UPSTREAM_UNAVAILABLE: "an upstream server cannot be reached (not started, crashed, closed the "
-    "connection)",
-    ErrorCode.SERVER_UNAVAILABLE: "a configured server failed to start or connect, so its tools are not in the "
-    "catalog; the message names the server and the reason",
-    ErrorCode.APPROVAL_REQUIRED: "the run is paused: a tool call waits for a decision",
-    ErrorCode.APPROVAL_DENIED: "a person (or the policy) denied a paused tool call",
-    ErrorCode.INVALID_REFERENCE: "a chain step refers to a result path that does not exist",
-    ErrorCode.STATE_UNAVAILABLE: "the state store (the SQLite file, Redis) cannot be reached or written; "
-    "nothing was half-written",
-    ErrorCode.SESSION_LIMIT: "a session limit was hit: too many sessions, or a session's state over its size limit",
+_LIMIT_CODES: Final = {
+    "timeout": ErrorCode.TIMEOUT,
+    "max_tool_calls": ErrorCode.TOOL_CALL_LIMIT,
+    "max_chain_steps": ErrorCode.TOOL_CALL_LIMIT,
+    "max_output_chars": ErrorCode.OUTPUT_LIMIT,
+    "max_memory": ErrorCode.MEMORY_LIMIT,
+    "max_recursion_depth": ErrorCode.MEMORY_LIMIT,
 }
-"""One line per code, as docs/errors.md shows them."""
+_OP_CODES: Final = {
+    "resolve": ErrorCode.UNKNOWN_TOOL,
+    "validate_input": ErrorCode.INVALID_ARGUMENTS,
+    "timeout": ErrorCode.TIMEOUT,
+    "backend": ErrorCode.UPSTREAM_UNAVAILABLE,
+    "not_allowed": ErrorCode.NOT_ALLOWED,
+    "approval_denied": ErrorCode.APPROVAL_DENIED,
+    "reference": ErrorCode.INVALID_REFERENCE,
+}
+"""The code of a :class:`ToolError` by the step that failed (``tool_error`` for the others)."""
 
 
 class ToolCodeError(Exception):
     """Root of every error raised by toolcode.
+
+    A subclass names its code in its bases (``class X(ToolCodeError, code=ErrorCode.BUSY)``).
 
     Attributes:
         result: The partial result of the run that failed (``None`` when nothing ran).
@@ -174,11 +92,17 @@ class ToolCodeError(Exception):
 
     result: ExecuteResult | None = None
     hint: str | None = None
+    _code: ErrorCode = ErrorCode.RUNTIME_ERROR
+
+    def __init_subclass__(cls, code: ErrorCode | None = None, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if code is not None:
+            cls._code = code
 
     @property
     def code(self) -> ErrorCode:
         """The stable error code (see :class:`ErrorCode`)."""
-        return ErrorCode.RUNTIME_ERROR
+        return self._code
 
     @property
     def tool_calls(self) -> list[ToolCallRecord]:
@@ -266,7 +190,7 @@ class CodeExecutionError(ToolCodeError):
         return ErrorCode.RUNTIME_ERROR
 
 
-class TypeCheckError(ToolCodeError):
+class TypeCheckError(ToolCodeError, code=ErrorCode.TYPE_ERROR):
     """The snippet calls its tools wrongly: found by the check before anything ran.
 
     Attributes:
@@ -284,21 +208,17 @@ class TypeCheckError(ToolCodeError):
         count = len(self.diagnostics)
         super().__init__(f"{count} problem{'s' if count != 1 else ''} found before running:\n{shown}{more}")
 
-    @property
-    def code(self) -> ErrorCode:
-        """Always ``type_error``."""
-        return ErrorCode.TYPE_ERROR
-
     def to_error(self) -> dict[str, Any]:
         """The error JSON, with ``diagnostics``: ``[{line, column, message, code}]``."""
         out = super().to_error()
         out["diagnostics"] = [
-            {"line": d.line, "column": d.column, "message": d.message, "code": _code_of(d)} for d in self.diagnostics
+            {"line": d.line, "column": d.column, "message": d.message, "code": None if d.code is None else str(d.code)}
+            for d in self.diagnostics
         ]
         return out
 
 
-class InvalidArgumentsError(ToolCodeError, ValueError):
+class InvalidArgumentsError(ToolCodeError, ValueError, code=ErrorCode.INVALID_ARGUMENTS):
     """An argument of an operation (or an execution option) is invalid.
 
     Attributes:
@@ -313,13 +233,8 @@ class InvalidArgumentsError(ToolCodeError, ValueError):
         self.tool_id = tool_id
         super().__init__(f"invalid {field!r}: {reason}")
 
-    @property
-    def code(self) -> ErrorCode:
-        """Always ``invalid_arguments``."""
-        return ErrorCode.INVALID_ARGUMENTS
 
-
-class ConfigurationError(ToolCodeError, ValueError):
+class ConfigurationError(ToolCodeError, ValueError, code=ErrorCode.CONFIG_ERROR):
     """The configuration is invalid (config file, engine, executor setup).
 
     Attributes:
@@ -332,47 +247,9 @@ class ConfigurationError(ToolCodeError, ValueError):
         self.reason = reason
         super().__init__(f"invalid {field!r}: {reason}")
 
-    @property
-    def code(self) -> ErrorCode:
-        """Always ``config_error``."""
-        return ErrorCode.CONFIG_ERROR
-
-
-_LIMIT_CODES = {
-    "timeout": ErrorCode.TIMEOUT,
-    "max_tool_calls": ErrorCode.TOOL_CALL_LIMIT,
-    "max_chain_steps": ErrorCode.TOOL_CALL_LIMIT,
-    "max_output_chars": ErrorCode.OUTPUT_LIMIT,
-    "max_memory": ErrorCode.MEMORY_LIMIT,
-    "max_recursion_depth": ErrorCode.MEMORY_LIMIT,
-}
-
-
-_BYTE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
-
-
-def limit_text(limit: str, value: float) -> str:
-    """A limit's value as a person reads it: ``256 MiB``, ``30 s``, ``50,000``.
-
-    Args:
-        limit: The limit's name (``max_memory`` is in bytes, ``timeout`` in seconds, the rest counts).
-        value: Its value.
-
-    Returns:
-        The value with its unit (bytes in binary units, one decimal at most; counts with separators).
-    """
-    if limit == "max_memory":
-        amount, unit = float(value), 0
-        while abs(amount) >= 1024 and unit < len(_BYTE_UNITS) - 1:
-            amount, unit = amount / 1024, unit + 1
-        return f"{amount:.1f}".removesuffix(".0") + f" {_BYTE_UNITS[unit]}"
-    if limit == "timeout":
-        return f"{value:g} s"
-    return f"{int(value):,}" if float(value).is_integer() else f"{value:g}"
-
 
 class LimitExceededError(ToolCodeError):
-    """A limit stopped the run.
+    """A limit stopped the run: its code is ``timeout``, ``tool_call_limit``, ``output_limit`` or ``memory_limit``.
 
     Attributes:
         limit: Which limit: ``"timeout"``, ``"max_tool_calls"``, ``"max_chain_steps"``,
@@ -389,17 +266,13 @@ class LimitExceededError(ToolCodeError):
         self.configured = configured
         self.reached = reached
         self.detail = detail
+        self._code = _LIMIT_CODES.get(limit, ErrorCode.RUNTIME_ERROR)
         got = f", reached {limit_text(limit, reached)}" if reached is not None else ""
         extra = f" ({clip(detail)})" if detail else ""
         super().__init__(f"limit {limit} exceeded: configured {limit_text(limit, configured)}{got}{extra}")
 
-    @property
-    def code(self) -> ErrorCode:
-        """``timeout``, ``tool_call_limit``, ``output_limit`` or ``memory_limit``."""
-        return _LIMIT_CODES.get(self.limit, ErrorCode.RUNTIME_ERROR)
 
-
-class EngineError(ToolCodeError):
+class EngineError(ToolCodeError, code=ErrorCode.ENGINE_ERROR):
     """The engine failed for a reason that is not the snippet's fault (a crashed worker, a broken engine).
 
     Attributes:
@@ -412,35 +285,14 @@ class EngineError(ToolCodeError):
         self.reason = reason
         super().__init__(f"engine {engine!r} failed: {clip(reason, 500)}")
 
-    @property
-    def code(self) -> ErrorCode:
-        """Always ``engine_error``."""
-        return ErrorCode.ENGINE_ERROR
 
-
-_OP_CODES = {
-    "resolve": ErrorCode.UNKNOWN_TOOL,
-    "validate_input": ErrorCode.INVALID_ARGUMENTS,
-    "timeout": ErrorCode.TIMEOUT,
-    "backend": ErrorCode.UPSTREAM_UNAVAILABLE,
-    "not_allowed": ErrorCode.NOT_ALLOWED,
-    "approval_denied": ErrorCode.APPROVAL_DENIED,
-    "reference": ErrorCode.INVALID_REFERENCE,
-}
-
-
-class EngineBusyError(EngineError):
+class EngineBusyError(EngineError, code=ErrorCode.BUSY):
     """No worker became free in time: every worker, or the caller's share of them, is busy.
 
     Attributes:
         engine: The engine's name.
         reason: Which cap was full, and for how long the run waited.
     """
-
-    @property
-    def code(self) -> ErrorCode:
-        """Always ``busy``."""
-        return ErrorCode.BUSY
 
 
 class ToolError(ToolCodeError, RuntimeError):
@@ -471,18 +323,12 @@ class ToolError(ToolCodeError, RuntimeError):
         head = f"[{self._code.value}] {self.tool_id}: " if self.tool_id else f"[{self._code.value}] "
         super().__init__(head + self.message)
 
-    @property
-    def code(self) -> ErrorCode:
-        """The failure's code (``unknown_tool``, ``invalid_arguments``, ``tool_error``, ``timeout``, ...)."""
-        return self._code
 
-
-class ApprovalRequiredError(ToolCodeError):
+class ApprovalRequiredError(ToolCodeError, code=ErrorCode.APPROVAL_REQUIRED):
     """The run paused at a tool call that needs a person's decision (not a failure).
 
-    The core keeps :attr:`paused` in the state store and answers with
-    ``status: "approval_required"``; ``resume(execution_id, decision)`` continues the run from
-    that call.
+    The core keeps :attr:`paused` in the state store; ``resume(execution_id, decision)``
+    continues the run from that call.
 
     Attributes:
         paused: The paused run (``toolcode._paused.PausedRun``): its id, the pending calls, the
@@ -499,13 +345,8 @@ class ApprovalRequiredError(ToolCodeError):
         where = f" at line {self.line}" if self.line is not None else ""
         super().__init__(f"paused{where}: {shown} needs a decision (execution_id {self.execution_id})")
 
-    @property
-    def code(self) -> ErrorCode:
-        """Always ``approval_required``."""
-        return ErrorCode.APPROVAL_REQUIRED
 
-
-class StateUnavailableError(ToolCodeError):
+class StateUnavailableError(ToolCodeError, code=ErrorCode.STATE_UNAVAILABLE):
     """The state store cannot be reached, read or written (nothing was half-written).
 
     Attributes:
@@ -518,14 +359,9 @@ class StateUnavailableError(ToolCodeError):
         self.reason = clip(reason, MAX_MESSAGE)
         super().__init__(f"state store {self.store}: {self.reason}")
 
-    @property
-    def code(self) -> ErrorCode:
-        """Always ``state_unavailable``."""
-        return ErrorCode.STATE_UNAVAILABLE
 
-
-class StateConflictError(StateUnavailableError):
-    """A conditional write found another version than it expected (another writer went first).
+class StateConflictError(StateUnavailableError, code=ErrorCode.BUSY):
+    """A conditional write found another version than it expected (another writer went first): try again.
 
     Attributes:
         kind: The record's kind.
@@ -542,13 +378,8 @@ class StateConflictError(StateUnavailableError):
         self.store = ""
         self.reason = str(self)
 
-    @property
-    def code(self) -> ErrorCode:
-        """Always ``busy``: try again."""
-        return ErrorCode.BUSY
 
-
-class SessionLimitError(ToolCodeError):
+class SessionLimitError(ToolCodeError, code=ErrorCode.SESSION_LIMIT):
     """A session limit was hit (``toolcode.sessions``): which one, its value, what was reached.
 
     Attributes:
@@ -563,8 +394,3 @@ class SessionLimitError(ToolCodeError):
             f"session {self.session!r}: {limit} is {configured:,}, this needs {reached:,}"
             + (f"; {detail}" if detail else "")
         )
-
-    @property
-    def code(self) -> ErrorCode:
-        """Always ``session_limit``."""
-        return ErrorCode.SESSION_LIMIT
