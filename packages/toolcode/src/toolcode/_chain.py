@@ -30,26 +30,17 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal, cast
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
 
+from toolcode._data import as_list, as_mapping
 from toolcode.exceptions import ErrorCode, InvalidArgumentsError, ToolError, clip
 
-__all__ = [
-    "CHAIN_SCHEMA",
-    "ChainStep",
-    "ChainStepSpec",
-    "Segment",
-    "one_tool_key",
-    "parse_reference",
-    "parse_steps",
-    "resolve_args",
-    "shape_of",
-]
+__all__ = ["CHAIN_SCHEMA", "ChainStep", "ChainStepSpec", "one_tool_key", "parse_steps", "resolve_args", "shape_of"]
 
 _REF: Final = re.compile(r"\{\{\s*([^{}\s]{1,300})\s*\}\}")
 _STEP_ID: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
@@ -65,30 +56,26 @@ Segment = str | int
 
 
 def parse_reference(ref: str) -> list[Segment] | None:
-    """A reference's segments: ``search.items[0].id`` → ``["search", "items", 0, "id"]``.
+    """``search.items[0].id`` → ``["search", "items", 0, "id"]``; ``None`` when malformed.
 
-    Returns:
-        The segments (the first is the step: ``steps`` or an id), or ``None`` when malformed
-        (an empty key, a bracket that is not an integer index).
+    The first segment is the step (``steps`` or an id); an empty key or a bracket that is not an
+    integer index is malformed.
     """
     out: list[Segment] = []
     for part in ref.split("."):
         m = _PART.fullmatch(part)
-        if m is None or (not m.group(1) and not m.group(2)):
-            return None
+        if m is None or (not m.group(1) and not m.group(2)) or (not m.group(1) and not out):
+            return None  # a path starts with the step's name
         if m.group(1):
             out.append(m.group(1))
-        elif not out:
-            return None  # a path starts with the step's name
         out.extend(int(i) for i in _INDEX.findall(m.group(2)))
     return out
 
 
 def one_tool_key(schema: dict[str, Any]) -> None:
     """A step's JSON Schema names its tool under ``tool_id`` or ``tool`` (neither has a default)."""
-    props = cast("dict[str, dict[str, Any]]", schema.get("properties", {}))
     for key in ("tool_id", "tool"):
-        props.get(key, {}).pop("default", None)
+        schema.get("properties", {}).get(key, {}).pop("default", None)
     schema["anyOf"] = [{"required": ["tool_id"]}, {"required": ["tool"]}]
 
 
@@ -113,11 +100,7 @@ class ChainStepSpec(BaseModel):
     on_error: Literal["abort", "continue"] = Field(default="abort", description="What a failure of this step does.")
 
 
-CHAIN_SCHEMA: Final[dict[str, Any]] = {
-    "type": "array",
-    "minItems": 1,
-    "items": ChainStepSpec.model_json_schema(),
-}
+CHAIN_SCHEMA: Final[dict[str, Any]] = {"type": "array", "minItems": 1, "items": ChainStepSpec.model_json_schema()}
 """The JSON Schema of a chain's ``steps`` (a client may validate a chain before sending it)."""
 
 
@@ -137,91 +120,78 @@ def _bad(field: str, reason: str, tool_id: str | None = None) -> InvalidArgument
     return InvalidArgumentsError(field, reason, tool_id=tool_id)
 
 
-def parse_steps(steps: Any, *, check_tool_id: Any, check_args: Any, check_choice: Any) -> list[ChainStep]:
+def parse_steps(
+    steps: Any,
+    *,
+    check_tool_id: Callable[[str, Any], str],
+    check_args: Callable[[Any, str], dict[str, Any]],
+    check_choice: Callable[[str, Any, tuple[str, ...]], str],
+) -> list[ChainStep]:
     """Parse and check a chain (the checkers are the operations' own, for one set of messages).
 
     Raises:
         InvalidArgumentsError: For a malformed step, a duplicate or malformed id, or a reference
             to a step that is not earlier in the chain (nothing runs then).
     """
-    if isinstance(steps, str | bytes | Mapping) or not isinstance(steps, Sequence):
-        raise _bad("steps", f"must be a list of steps, got {type(cast(object, steps)).__name__}")
-    items = cast("Sequence[Any]", steps)
+    items = as_list(steps)
+    if items is None:
+        raise _bad("steps", f"must be a list of steps, got {type(steps).__name__}")
     if not items:
         raise _bad("steps", "must have at least one step")
     out: list[ChainStep] = []
     ids: dict[str, int] = {}
     for i, raw in enumerate(items):
-        if not isinstance(raw, Mapping):
-            raise _bad(f"steps[{i}]", f"must be a dict with tool_id and args, got {type(raw).__name__}")
-        step = cast("Mapping[str, Any]", raw)
+        at = f"steps[{i}]"
+        step = as_mapping(raw)
+        if step is None:
+            raise _bad(at, f"must be a dict with tool_id and args, got {type(raw).__name__}")
         unknown = sorted(str(k) for k in step if k not in _STEP_KEYS)
         if unknown:
-            raise _bad(f"steps[{i}]", f"unknown keys {', '.join(clip(k, 40) for k in unknown[:5])}")
+            raise _bad(at, f"unknown keys {', '.join(clip(k, 40) for k in unknown[:5])}")
         key = "tool" if "tool" in step and "tool_id" not in step else "tool_id"
         if "tool" in step and "tool_id" in step and step["tool"] != step["tool_id"]:
-            raise _bad(f"steps[{i}]", "has both tool_id and tool (the same thing): keep one")
-        tid: str = check_tool_id(f"steps[{i}].{key}", step.get(key))
-        args: dict[str, Any] = check_args(step.get("args"), tid)
+            raise _bad(at, "has both tool_id and tool (the same thing): keep one")
+        tid = check_tool_id(f"{at}.{key}", step.get(key))
+        args = check_args(step.get("args"), tid)
         sid = step.get("id")
         if sid is not None:
             if not isinstance(sid, str) or not _STEP_ID.match(sid) or sid == "steps":
-                raise _bad(
-                    f"steps[{i}].id",
-                    f"must be a name (letters, digits, _ and -; not 'steps'), got {clip(repr(sid), 60)}",
-                    tid,
-                )
+                got = clip(repr(sid), 60)
+                raise _bad(f"{at}.id", f"must be a name (letters, digits, _ and -; not 'steps'), got {got}", tid)
             if sid in ids:
-                raise _bad(f"steps[{i}].id", f"{sid!r} is already the id of step {ids[sid]}", tid)
+                raise _bad(f"{at}.id", f"{sid!r} is already the id of step {ids[sid]}", tid)
             ids[sid] = i
         use_previous = step.get("use_previous", False)
         if not isinstance(use_previous, bool | str) or (isinstance(use_previous, str) and not use_previous.strip()):
-            raise _bad(
-                f"steps[{i}].use_previous",
-                f"must be true, false, an argument name or 'merge', got {clip(repr(use_previous), 60)}",
-                tid,
-            )
+            got = clip(repr(use_previous), 60)
+            raise _bad(f"{at}.use_previous", f"must be true, false, an argument name or 'merge', got {got}", tid)
         if use_previous is not False and i == 0:
-            raise _bad(f"steps[{i}].use_previous", "the first step has no previous result", tid)
+            raise _bad(f"{at}.use_previous", "the first step has no previous result", tid)
         target = "previous" if use_previous is True else use_previous
         if isinstance(target, str) and target != "merge" and target in args:
-            raise _bad(
-                f"steps[{i}].args",
-                f"has its own {target!r} while use_previous puts the previous value there; remove one",
-                tid,
-            )
-        on_error: str = check_choice(f"steps[{i}].on_error", step.get("on_error", "abort"), ("abort", "continue"))
+            reason = f"has its own {target!r} while use_previous puts the previous value there; remove one"
+            raise _bad(f"{at}.args", reason, tid)
+        on_error = check_choice(f"{at}.on_error", step.get("on_error", "abort"), ("abort", "continue"))
         for ref in _references(args):
-            parts = parse_reference(ref)
-            if parts is None:
-                raise _bad(
-                    f"steps[{i}].args",
-                    f"reference {{{{{clip(ref, 80)}}}}} is not a path of keys and indices "
-                    "('{{ID.key.0}}', '{{ID.items[0].id}}')",
-                    tid,
-                )
-            root = parts[0]
-            if root == "steps":
-                number = _step_number(parts[1]) if len(parts) > 1 else None
-                if number is None:
-                    raise _bad(
-                        f"steps[{i}].args", f"reference {{{{{clip(ref, 80)}}}}}: 'steps' needs a step number", tid
-                    )
-                if number >= i:
-                    raise _bad(
-                        f"steps[{i}].args",
-                        f"reference {{{{{clip(ref, 80)}}}}} points at step {number}, which is not before step {i}",
-                        tid,
-                    )
-            elif root not in ids:
-                known = ", ".join(sorted(ids)) or "none"
-                raise _bad(
-                    f"steps[{i}].args",
-                    f"reference {{{{{clip(ref, 80)}}}}}: no earlier step has the id {root!r} (ids so far: {known})",
-                    tid,
-                )
+            problem = _reference_problem(ref, i, ids)
+            if problem is not None:
+                raise _bad(f"{at}.args", f"reference {{{{{clip(ref, 80)}}}}}{problem}", tid)
         out.append(ChainStep(i, tid, args, use_previous, on_error, sid))
     return out
+
+
+def _reference_problem(ref: str, i: int, ids: Mapping[str, int]) -> str | None:
+    """What is wrong with a reference in step ``i`` (the end of a sentence), or ``None``."""
+    parts = parse_reference(ref)
+    if parts is None:
+        return " is not a path of keys and indices ('{{ID.key.0}}', '{{ID.items[0].id}}')"
+    if parts[0] != "steps":
+        known = ", ".join(sorted(ids)) or "none"
+        return None if parts[0] in ids else f": no earlier step has the id {parts[0]!r} (ids so far: {known})"
+    number = _step_number(parts[1]) if len(parts) > 1 else None
+    if number is None:
+        return ": 'steps' needs a step number"
+    return f" points at step {number}, which is not before step {i}" if number >= i else None
 
 
 def _references(value: Any) -> list[str]:
@@ -234,10 +204,10 @@ def _references(value: Any) -> list[str]:
         if isinstance(v, str):
             if "{{" in v:
                 found.extend(m.group(1) for m in _REF.finditer(v))
-        elif isinstance(v, Mapping):
-            stack.extend(cast("Mapping[str, Any]", v).values())
-        elif isinstance(v, list | tuple):
-            stack.extend(cast("Sequence[Any]", v))
+        elif (m := as_mapping(v)) is not None:
+            stack.extend(m.values())
+        elif (items := as_list(v)) is not None:
+            stack.extend(items)
     return found
 
 
@@ -247,26 +217,24 @@ class _Unresolved(Exception):
         super().__init__(message)
 
 
+_SCALARS: Final = ((bool, "bool"), (int, "int"), (float, "float"), (str, "str"))
+
+
 def shape_of(value: Any, depth: int = 2, max_keys: int = 12) -> str:
     """A short description of a value's shape: keys and types, nested ``depth`` levels, capped."""
-    if isinstance(value, Mapping):
-        items = list(cast("Mapping[Any, Any]", value).items())
+    if (m := as_mapping(value)) is not None:
         if depth <= 0:
-            return f"object with {len(items)} keys"
+            return f"object with {len(m)} keys"
+        items = list(m.items())
         shown = ", ".join(f"{clip(str(k), 40)}: {shape_of(v, depth - 1, max_keys)}" for k, v in items[:max_keys])
-        more = f", … +{len(items) - max_keys}" if len(items) > max_keys else ""
-        return "{" + shown + more + "}"
-    if isinstance(value, list | tuple):
-        seq = cast("Sequence[Any]", value)
-        if not seq:
-            return "list[0]"
-        return f"list[{len(seq)}] of {shape_of(seq[0], depth - 1, max_keys)}" if depth > 0 else f"list[{len(seq)}]"
+        return "{" + shown + (f", … +{len(items) - max_keys}" if len(items) > max_keys else "") + "}"
+    if (seq := as_list(value)) is not None:
+        if not seq or depth <= 0:
+            return f"list[{len(seq)}]"
+        return f"list[{len(seq)}] of {shape_of(seq[0], depth - 1, max_keys)}"
     if value is None:
         return "null"
-    for kind, name in ((bool, "bool"), (int, "int"), (float, "float"), (str, "str")):
-        if isinstance(value, kind):
-            return name
-    return type(cast(object, value)).__name__
+    return next((name for kind, name in _SCALARS if isinstance(value, kind)), type(value).__name__)
 
 
 def _step_number(segment: Segment) -> int | None:
@@ -278,57 +246,41 @@ def _step_number(segment: Segment) -> int | None:
 
 def _get(value: Any, seg: Segment) -> tuple[bool, Any]:
     """``value[seg]`` for an object key or a list index (a dotted digit string indexes a list too)."""
-    if isinstance(value, Mapping):
-        m = cast("Mapping[str, Any]", value)
-        key = str(seg)
-        return (True, m[key]) if key in m else (False, None)
-    if isinstance(value, list | tuple):
-        seq = cast("Sequence[Any]", value)
+    if (m := as_mapping(value)) is not None:
+        return (True, m[str(seg)]) if str(seg) in m else (False, None)
+    if (seq := as_list(value)) is not None:
         k = seg if isinstance(seg, int) else int(seg) if seg.lstrip("-").isdigit() else None
         if k is not None and -len(seq) <= k < len(seq):
             return True, seq[k]
     return False, None
 
 
-def _inside_wrapper(value: Any) -> tuple[bool, Any]:
-    """The value a ``{"result": ...}`` or ``{"data": ...}`` object holds (``result`` first)."""
-    if isinstance(value, Mapping):
-        m = cast("Mapping[str, Any]", value)
-        for key in _WRAPPERS:
-            if key in m:
-                return True, m[key]
-    return False, None
-
-
 def _missing(ref: str, tried: str, current: Any, seg: Segment) -> _Unresolved:
     shape = shape_of(current)
-    if isinstance(current, Mapping):
+    if as_mapping(current) is not None:
         return _Unresolved(ref, f"{tried} has no key {str(seg)!r}; {tried} is {shape}")
-    if isinstance(current, list | tuple):
-        n = len(cast("Sequence[Any]", current))
+    if (seq := as_list(current)) is not None:
         if isinstance(seg, str) and not seg.lstrip("-").isdigit():
             return _Unresolved(ref, f"{tried} is a list: {seg!r} is not an index; {tried} is {shape}")
-        return _Unresolved(ref, f"{tried} has {n} items, no index {seg}; {tried} is {shape}")
+        return _Unresolved(ref, f"{tried} has {len(seq)} items, no index {seg}; {tried} is {shape}")
     return _Unresolved(ref, f"{tried} is {shape}, not an object or a list: no {str(seg)!r} in it")
-
-
-def _has_key(value: Any, key: str) -> bool:
-    return isinstance(value, Mapping) and key in cast("Mapping[str, Any]", value)
 
 
 def _walk(ref: str, root_name: str, value: Any, path: Sequence[Segment]) -> Any:
     current: Any = value
     tried = root_name
     for pos, seg in enumerate(path):
-        if pos == 0 and seg == "result" and not _has_key(current, "result"):
+        if pos == 0 and seg == "result" and "result" not in (as_mapping(current) or {}):
             tried += ".result"  # Witsy's ``{{id.result...}}``: the step's result itself
             continue
         probe: Any = current
         found, got = _get(probe, seg)
         while not found:
-            inside, probe = _inside_wrapper(probe)
-            if not inside:
+            wrapper = as_mapping(probe) or {}
+            inner = next((k for k in _WRAPPERS if k in wrapper), None)
+            if inner is None:
                 raise _missing(ref, tried, current, seg)
+            probe = wrapper[inner]
             found, got = _get(probe, seg)
         current = got
         tried += f"[{seg}]" if isinstance(seg, int) else f".{seg}"
@@ -352,6 +304,10 @@ def _lookup(ref: str, done: Sequence[tuple[bool, Any]], ids: Mapping[str, int]) 
     return _walk(ref, name, value, path)
 
 
+def _reference_error(tool_id: str, message: str) -> ToolError:
+    return ToolError(tool_id, message, "validate_input", code=ErrorCode.INVALID_REFERENCE)
+
+
 def resolve_args(step: ChainStep, done: Sequence[tuple[bool, Any]], ids: Mapping[str, int]) -> dict[str, Any]:
     """The step's arguments with every reference replaced (``done``: (ok, value) of each earlier step).
 
@@ -359,46 +315,36 @@ def resolve_args(step: ChainStep, done: Sequence[tuple[bool, Any]], ids: Mapping
         ToolError: ``invalid_reference``, with the path tried and the shape of what it looked into.
     """
 
+    def text(m: re.Match[str]) -> str:
+        got = _lookup(m.group(1), done, ids)
+        return got if isinstance(got, str) else json.dumps(got, ensure_ascii=False, default=str)
+
     def sub(v: Any) -> Any:
         if isinstance(v, str):
             if "{{" not in v:
                 return v
             whole = _REF.fullmatch(v.strip())
-            if whole is not None:
-                return _lookup(whole.group(1), done, ids)
-
-            def text(m: re.Match[str]) -> str:
-                got = _lookup(m.group(1), done, ids)
-                return got if isinstance(got, str) else json.dumps(got, ensure_ascii=False, default=str)
-
-            return _REF.sub(text, v)
-        if isinstance(v, Mapping):
-            return {k: sub(x) for k, x in cast("Mapping[str, Any]", v).items()}
-        if isinstance(v, list | tuple):
-            return [sub(x) for x in cast("Sequence[Any]", v)]
+            return _lookup(whole.group(1), done, ids) if whole is not None else _REF.sub(text, v)
+        if (m := as_mapping(v)) is not None:
+            return {k: sub(x) for k, x in m.items()}
+        if (seq := as_list(v)) is not None:
+            return [sub(x) for x in seq]
         return v
 
     try:
-        args = cast("dict[str, Any]", sub(step.args))
+        args: dict[str, Any] = {k: sub(x) for k, x in step.args.items()}
     except _Unresolved as e:
-        raise ToolError(
-            step.tool_id,
-            clip(f"reference {{{{{e.ref}}}}} does not resolve: {e}", 1500),
-            "validate_input",
-            code=ErrorCode.INVALID_REFERENCE,
-        ) from None
+        raise _reference_error(step.tool_id, clip(f"reference {{{{{e.ref}}}}} does not resolve: {e}", 1500)) from None
     up = step.use_previous
-    if up is not False:
-        previous = done[step.index - 1][1]
-        if up == "merge":
-            if not isinstance(previous, Mapping):
-                raise ToolError(
-                    step.tool_id,
-                    f"use_previous 'merge' needs an object result; step {step.index - 1} returned {shape_of(previous)}",
-                    "validate_input",
-                    code=ErrorCode.INVALID_REFERENCE,
-                )
-            args = {**cast("Mapping[str, Any]", previous), **args}
-        else:
-            args = {**args, ("previous" if up is True else str(up)): previous}
-    return args
+    if up is False:
+        return args
+    previous = done[step.index - 1][1]
+    if up != "merge":
+        return {**args, ("previous" if up is True else str(up)): previous}
+    merged = as_mapping(previous)
+    if merged is None:
+        raise _reference_error(
+            step.tool_id,
+            f"use_previous 'merge' needs an object result; step {step.index - 1} returned {shape_of(previous)}",
+        )
+    return {**merged, **args}

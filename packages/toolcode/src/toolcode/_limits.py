@@ -14,15 +14,17 @@ import math
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Final, cast
+from typing import Any, Final
 
-from toolcode._types import ToolCallRecord
+from toolcode._data import as_dict, as_list
+from toolcode._records import ToolCallRecord
 from toolcode.exceptions import LimitExceededError
 from tooldocs import json_text
 
 __all__ = [
     "DROPPED_PAYLOAD",
     "MAX_TRACE_PAYLOAD_CHARS",
+    "NARROW_HINT",
     "TRUNCATION_MARKER",
     "CallBudget",
     "FittedOutput",
@@ -36,17 +38,15 @@ __all__ = [
 
 NARROW_HINT: Final = "narrow the query or return fewer fields"
 """The marker's advice when the whole content is not kept (replaced by a reference when it is)."""
-TRUNCATION_MARKER = "…[truncated {what}: {total} chars, {kept} shown; " + NARROW_HINT + "]"
+TRUNCATION_MARKER: Final = "…[truncated {what}: {total} chars, {kept} shown; " + NARROW_HINT + "]"
 """Appended where the output budget cut something, so the reader (a model) knows to ask for less."""
-
 MAX_TRACE_PAYLOAD_CHARS: Final = 16 * 1024 * 1024
 """Most characters of call arguments and results one run's trace keeps in host memory, whatever
 the limits (the trace keeps ``4 * max_output_chars`` up to this)."""
-
 DROPPED_PAYLOAD: Final = "…[truncated trace payload: not kept, the run's allowance for call payloads is used up]"
 """Stands in for call arguments or results the trace did not keep."""
-
-_MAX_DEPTH = 200
+_MAX_DEPTH: Final = 200
+_NUMBERS: Final = (int, float, bool)
 
 
 class CallBudget:
@@ -129,27 +129,21 @@ class OutputBuffer:
 def approx_size(value: Any, cap: int) -> int:
     """About how many characters ``value`` takes as JSON, counting no further than ``cap``.
 
-    The work done is proportional to ``min(size, cap)``, not to the value's size: the walk
-    stops as soon as the count passes ``cap`` (and then returns ``cap + 1``).
-
-    Args:
-        value: Plain data (dicts, lists, strings, numbers).
-        cap: Where to stop counting.
-
-    Returns:
-        The approximate JSON length, or ``cap + 1`` if it is larger than ``cap``.
+    The work is proportional to ``min(size, cap)``, not to the value's size: the walk stops as
+    soon as the count passes ``cap``, and then returns ``cap + 1``.
     """
-    t = cast(object, type(value))
+    # ``value.__class__`` on the hot paths: as cheap as ``type()``, and the checker leaves ``Any`` as it is.
+    t = value.__class__
     if t is str:
         return len(value) + 2
     if t is dict:
         # Flat objects (most arguments and many results) without the general walk.
         total = 2
-        for k, v in cast(dict[str, Any], value).items():
-            tv = cast(object, type(v))
+        for k, v in value.items():
+            tv = v.__class__
             if tv is str:
                 total += len(k) + len(v) + 6
-            elif tv is int or tv is float or tv is bool or v is None:
+            elif tv in _NUMBERS or v is None:
                 total += len(k) + 12
             else:
                 break
@@ -163,17 +157,16 @@ def approx_size(value: Any, cap: int) -> int:
         v = stack.pop()
         if isinstance(v, str):
             total += len(v) + 2
-        elif isinstance(v, dict):
+        elif (d := as_dict(v)) is not None:
             total += 2
-            for k, item in v.items():  # pyright: ignore[reportUnknownVariableType]
+            for k, item in d.items():
                 total += len(k) + 4 if isinstance(k, str) else 8
                 stack.append(item)
                 if total > cap:
                     return cap + 1
-        elif isinstance(v, list | tuple):
-            total += 2
-            stack.extend(v)  # pyright: ignore[reportUnknownArgumentType]
-            total += len(v)  # pyright: ignore[reportUnknownArgumentType]
+        elif (items := as_list(v)) is not None:
+            stack.extend(items)
+            total += 2 + len(items)
         else:
             total += 8
         if total > cap:
@@ -196,13 +189,9 @@ class PayloadBudget:
 
     def keep(self, value: Any) -> Any:
         """``value`` if it fits what is left (which shrinks by its size), else :data:`DROPPED_PAYLOAD`."""
-        t = cast(object, type(value))
-        if value is None or t is int or t is bool or t is float:
+        if value is None or value.__class__ in _NUMBERS:
             return value
-        if self.left <= 0:
-            self.dropped += 1
-            return DROPPED_PAYLOAD
-        size = approx_size(value, self.left)
+        size = approx_size(value, self.left) if self.left > 0 else 1
         if size > self.left:
             self.left = 0
             self.dropped += 1
@@ -214,8 +203,7 @@ class PayloadBudget:
         """:meth:`keep` for call arguments: a mapping either way."""
         if not args:
             return args
-        kept = self.keep(args)
-        return {"…": DROPPED_PAYLOAD} if kept is DROPPED_PAYLOAD else args
+        return {"…": DROPPED_PAYLOAD} if self.keep(args) is DROPPED_PAYLOAD else args
 
 
 _LOG10_2 = math.log10(2)
@@ -233,33 +221,23 @@ def _path_of_bad(value: Any, path: str = "$", depth: int = 0) -> str | None:
         return f"{path} is an int of about {digits:,} digits (more than {most:,})" if most and digits > most else None
     if isinstance(value, float):
         return None if math.isfinite(value) else f"{path} is {value!r}"
-    if isinstance(value, list | tuple):
-        for i, item in enumerate(value):  # pyright: ignore[reportUnknownArgumentType, reportUnknownVariableType]
-            bad = _path_of_bad(item, f"{path}[{i}]", depth + 1)
-            if bad:
+    if (items := as_list(value)) is not None:
+        for i, v in enumerate(items):
+            if bad := _path_of_bad(v, f"{path}[{i}]", depth + 1):
                 return bad
         return None
-    if isinstance(value, dict):
-        for k, v in value.items():  # pyright: ignore[reportUnknownVariableType]
+    if (d := as_dict(value)) is not None:
+        for k, v in d.items():
             if not isinstance(k, str):
-                return f"{path} has a {type(k).__name__} key {str(k)[:40]!r} (keys must be strings)"  # pyright: ignore[reportUnknownArgumentType]
-            bad = _path_of_bad(v, f"{path}.{k[:40]}", depth + 1)
-            if bad:
+                return f"{path} has a {type(k).__name__} key {str(k)[:40]!r} (keys must be strings)"
+            if bad := _path_of_bad(v, f"{path}.{k[:40]}", depth + 1):
                 return bad
         return None
     return f"{path} is a {type(value).__name__}"
 
 
 def check_json(value: Any, what: str = "the result") -> str | None:
-    """Say what in ``value`` is not JSON data, or return ``None`` when all of it is.
-
-    Args:
-        value: The snippet's result (or its input).
-        what: How to name the value in the message.
-
-    Returns:
-        ``None``, or a message naming the JSON path of the first offending value and its type.
-    """
+    """``None`` when ``value`` (named ``what``) is JSON data, else the JSON path and type of its first offender."""
     bad = _path_of_bad(value)
     if bad is None:
         return None
@@ -268,10 +246,10 @@ def check_json(value: Any, what: str = "the result") -> str | None:
 
 def as_json_data(value: Any) -> Any:
     """The value with tuples turned into lists (what a JSON round trip gives), other values as they are."""
-    if isinstance(value, tuple | list):
-        return [as_json_data(v) for v in value]  # pyright: ignore[reportUnknownVariableType]
-    if isinstance(value, dict):
-        return {k: as_json_data(v) for k, v in value.items()}  # pyright: ignore[reportUnknownVariableType]
+    if (items := as_list(value)) is not None:
+        return [as_json_data(v) for v in items]
+    if (d := as_dict(value)) is not None:
+        return {k: as_json_data(v) for k, v in d.items()}
     return value
 
 
@@ -279,7 +257,7 @@ def _size(value: Any) -> int:
     """JSON length of a trace payload, without serialising the common cases (scalars, flat containers)."""
     if value is None:
         return 0
-    t = cast(object, type(value))
+    t = value.__class__
     if t is dict or t is list or t is tuple:
         flat = _flat_size(value)
         return flat if flat >= 0 else len(json_text(value))
@@ -291,8 +269,8 @@ def _size(value: Any) -> int:
 
 
 def _scalar_size(v: Any) -> int:
-    """:func:`json_text` length of a plain scalar, or -1 when that needs the serialiser (escapes, NaN)."""
-    t = cast(object, type(v))
+    """``json_text`` length of a plain scalar, or -1 when that needs the serialiser (escapes, NaN)."""
+    t = v.__class__
     if t is str:
         return len(v) + 2 if v.isprintable() and '"' not in v and "\\" not in v else -1
     if t is int:
@@ -307,18 +285,16 @@ def _scalar_size(v: Any) -> int:
 
 
 def _flat_size(value: Any) -> int:
-    """:func:`json_text` length of a dict, list or tuple of plain scalars, or -1 for anything else."""
-    n = len(value)
-    total = 2 + max(0, n - 1)  # brackets and commas
-    if cast(object, type(value)) is dict:
-        items = cast(dict[Any, Any], value).items()
-        for k, v in items:
-            key, size = _scalar_size(k) if type(k) is str else -1, _scalar_size(v)
+    """``json_text`` length of a dict, list or tuple of plain scalars, or -1 for anything else."""
+    total = 1 + max(1, len(value))  # brackets and commas
+    if value.__class__ is dict:
+        for k, v in value.items():
+            key, size = _scalar_size(k) if k.__class__ is str else -1, _scalar_size(v)
             if key < 0 or size < 0:
                 return -1
             total += key + 1 + size  # "key":value
         return total
-    for v in cast(list[Any], value):
+    for v in value:
         size = _scalar_size(v)
         if size < 0:
             return -1
@@ -329,12 +305,6 @@ def _flat_size(value: Any) -> int:
 def _cut(text: str, keep: int, what: str) -> str:
     keep = max(0, keep)
     return text[:keep] + TRUNCATION_MARKER.format(what=what, total=len(text), kept=keep)
-
-
-def _cut_payload(value: Any, keep: int, what: str) -> Any:
-    if _size(value) <= keep:
-        return value
-    return _cut(json_text(value), keep, what)
 
 
 @dataclass(frozen=True, slots=True)
@@ -371,67 +341,44 @@ def fit_output_budget(
     are cut; then the error message; the value is cut last, into a string ending in a marker.
     Every cut leaves a :data:`TRUNCATION_MARKER`. Record ids and error texts are already
     clipped where they are made, so a trace of ``n`` calls takes at most a few hundred
-    characters per call beyond the budget's share.
-
-    Args:
-        value: The snippet's (JSON-serialisable) result.
-        stdout: Captured stdout.
-        stderr: Captured stderr.
-        records: The trace.
-        budget: ``max_output_chars``.
-        dropped: Characters the capture already discarded, per stream.
-        error: The error message of a failed run.
-
-    Returns:
-        The fitted output and what was truncated.
+    characters per call beyond the budget's share. ``dropped``: what the capture already
+    discarded, per stream.
     """
     dropped = dropped or {}
     value_json = json_text(value)
     truncated: list[str] = []
-    if dropped.get("stdout"):
-        stdout = stdout + TRUNCATION_MARKER.format(
-            what="stdout", total=len(stdout) + dropped["stdout"], kept=len(stdout)
-        )
-        truncated.append("stdout")
-    if dropped.get("stderr"):
-        stderr = stderr + TRUNCATION_MARKER.format(
-            what="stderr", total=len(stderr) + dropped["stderr"], kept=len(stderr)
-        )
-        truncated.append("stderr")
+    streams = {"stdout": stdout, "stderr": stderr}
+    for name, text in streams.items():
+        if dropped.get(name):
+            streams[name] = text + TRUNCATION_MARKER.format(what=name, total=len(text) + dropped[name], kept=len(text))
+            truncated.append(name)
     err_len = len(error or "")
     trace_chars = sum(_record_chars(r) for r in records)
-    total = len(value_json) + len(stdout) + len(stderr) + err_len + trace_chars
-    total += dropped.get("stdout", 0) + dropped.get("stderr", 0)
-    if len(value_json) + len(stdout) + len(stderr) + err_len + trace_chars <= budget:
-        return FittedOutput(value, stdout, stderr, records, total, tuple(truncated), error)
+    shown = len(value_json) + sum(map(len, streams.values())) + err_len
+    total = shown + trace_chars + dropped.get("stdout", 0) + dropped.get("stderr", 0)
+    if shown + trace_chars <= budget:
+        return FittedOutput(value, streams["stdout"], streams["stderr"], records, total, tuple(truncated), error)
 
     # The trace goes first: the value and the printed text are what the snippet chose to report.
-    room = max(0, budget - len(value_json) - len(stdout) - len(stderr) - err_len)
-    records = _fit_trace(records, room, truncated)
+    records = _fit_trace(records, max(0, budget - shown), truncated)
     trace_chars = sum(_record_chars(r) for r in records)
     room_left = budget - len(value_json) - trace_chars
     # Then the streams share what the value leaves, each at least a quarter of the budget.
-    for name in ("stdout", "stderr"):
-        text = stdout if name == "stdout" else stderr
+    for name, text in streams.items():
         cap = max(budget // 4, room_left // 2)
         if len(text) > cap:
-            text = _cut(text, cap, name)
+            streams[name] = text = _cut(text, cap, name)
             if name not in truncated:
                 truncated.append(name)
         room_left -= len(text)
-        if name == "stdout":
-            stdout = text
-        else:
-            stderr = text
     if error is not None and len(error) > max(budget // 4, room_left - len(value_json)):
         error = _cut(error, max(budget // 4, room_left - len(value_json)), "error")
         truncated.append("error")
-    used = len(stdout) + len(stderr) + len(error or "") + trace_chars
-    if len(value_json) > max(budget // 2, budget - used):
-        keep = max(budget // 2, budget - used)
+    keep = max(budget // 2, budget - sum(map(len, streams.values())) - len(error or "") - trace_chars)
+    if len(value_json) > keep:
         value = _cut(value_json, keep, "result")
         truncated.append("value")
-    return FittedOutput(value, stdout, stderr, records, total, tuple(truncated), error)
+    return FittedOutput(value, streams["stdout"], streams["stderr"], records, total, tuple(truncated), error)
 
 
 def _fit_trace(records: tuple[ToolCallRecord, ...], room: int, truncated: list[str]) -> tuple[ToolCallRecord, ...]:
@@ -442,7 +389,9 @@ def _fit_trace(records: tuple[ToolCallRecord, ...], room: int, truncated: list[s
     out: list[ToolCallRecord] = []
     cut = False
     for r in records:
-        structured = _cut_payload(r.structured, per // 2, "trace payload")
+        structured: Any = r.structured
+        if _size(structured) > per // 2:
+            structured = _cut(json_text(structured), per // 2, "trace payload")
         args: Any = r.args
         if args and _size(dict(args)) > per // 2:
             args = {"…": _cut(json_text(dict(args)), per // 2, "trace arguments")}
