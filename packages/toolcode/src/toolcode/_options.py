@@ -19,6 +19,7 @@ from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from toolcode._data import as_mapping
 from toolcode.exceptions import InvalidArgumentsError, clip, limit_text
 
 __all__ = [
@@ -64,13 +65,12 @@ class ExecuteOptions(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _explicit_null_is_unlimited(cls, data: Any) -> Any:
+    def _explicit_null_is_unlimited(cls, data: object) -> object:
         # In JSON, ``"timeout": null`` written on purpose means "no limit"; absent means "inherit".
-        if isinstance(data, Mapping):
-            raw: Mapping[str, Any] = data  # pyright: ignore[reportUnknownVariableType]
-            if any(raw.get(k, 0) is None for k in _LIMIT_FIELDS if k in raw):
-                return {k: (UNLIMITED if k in _LIMIT_FIELDS and v is None else v) for k, v in raw.items()}
-        return data  # pyright: ignore[reportUnknownVariableType]
+        raw = as_mapping(data)
+        if raw is not None and any(k in raw and raw[k] is None for k in _LIMIT_FIELDS):
+            return {k: (UNLIMITED if k in _LIMIT_FIELDS and v is None else v) for k, v in raw.items()}
+        return data
 
     def over(self, base: ExecuteOptions | None) -> ExecuteOptions:
         """These options with unset fields taken from ``base``.
@@ -81,10 +81,7 @@ class ExecuteOptions(BaseModel):
         Returns:
             The merged options.
         """
-        if base is None:
-            return self
-        mine = self.model_dump(exclude_none=True)
-        return base.model_copy(update=mine)
+        return self if base is None else base.model_copy(update=self.model_dump(exclude_none=True))
 
     def resolve(self, defaults: ExecuteOptions | None = None) -> ResolvedOptions:
         """Concrete values for a run: unset fields from ``defaults``, then the built-in defaults.
@@ -167,15 +164,7 @@ class ResolvedOptions:
 def parse_options(
     value: ExecuteOptions | Mapping[str, Any] | None, *, field: str = "options", **overrides: Any
 ) -> ExecuteOptions:
-    """Build :class:`ExecuteOptions` from a mapping (JSON) or options, with keyword overrides.
-
-    Args:
-        value: Options, a mapping in their JSON form, or ``None``.
-        field: Name of the argument, for error messages.
-        **overrides: Fields to set on top (``None`` values are ignored).
-
-    Returns:
-        The options.
+    """:class:`ExecuteOptions` from options, their JSON form or ``None``, with ``overrides`` on top (``None``: unset).
 
     Raises:
         InvalidArgumentsError: Naming the first invalid field and why.

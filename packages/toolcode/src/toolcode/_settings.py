@@ -1,27 +1,8 @@
 """The ``toolcode`` section of the config file: server-wide defaults next to ``mcpServers``.
 
-::
-
-    {
-      "mcpServers": {"github": {"command": "github-mcp-server", "args": ["stdio"]}},
-      "toolcode": {
-        "limits": {"timeout": 60, "max_tool_calls": 500},
-        "max_limits": {"timeout": 600},
-        "tools": ["search_tools", "describe_tool", "execute_code", "run_tool", "list_tools"],
-        "expose": ["github:get_me"],
-        "exclude": ["github:delete_*"],
-        "engine": "monty",
-        "workers": {"max": 8},
-        "state": {"url": "redis://127.0.0.1:6379/0"},
-        "sessions": {"max_sessions": 20, "idle_ttl": 86400},
-        "search": {"semantic": true, "weak_relevance": 0.2},
-        "policy": {"preset": "ask-writes", "rules": [{"tools": "github:get_*", "decision": "allow"}]}
-      }
-    }
-
 Every key is optional; an unknown key is an error that names it. ``${VAR}`` expansion applies
-as in ``mcpServers``. :data:`SETTINGS_SCHEMA` is the section's JSON Schema (published in
-docs/configuration.md).
+as in ``mcpServers``. :data:`SETTINGS_SCHEMA` is the section's JSON Schema; docs/configuration.md
+publishes it, with an example.
 """
 
 from __future__ import annotations
@@ -31,13 +12,16 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Final, Literal, cast
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from toolcode._data import as_dict, as_list, as_mapping
 from toolcode._options import ExecuteOptions
 from toolcode.exceptions import ConfigurationError, clip
 from toolindex import DEFAULT_WEAK_RELEVANCE, InMemoryIndex, SemanticUnavailableError
+from toolrun._config import expand_vars
+from toolrun.exceptions import ConfigError
 
 __all__ = [
     "DEFAULT_TOOLS",
@@ -85,16 +69,18 @@ code (``list_tools()``), and ``resume_execution`` is not listed to clients that 
 within ``execute_code`` (MCP elicitation)."""
 
 
+class _Section(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
 Tier = Literal["read", "write", "destructive"]
 """How much a tool can change: from its MCP annotations, unless ``policy.tiers`` names it."""
 Decision = Literal["allow", "ask", "deny"]
 """What the policy says about a call."""
 
 
-class PolicyRule(BaseModel):
+class PolicyRule(_Section):
     """One rule: which calls it matches (every field given must match) and the decision."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     decision: Decision = Field(description="allow, ask or deny.")
     tier: Tier | None = Field(default=None, description="Match tools of this tier.")
@@ -121,20 +107,16 @@ class PolicyRule(BaseModel):
         return f"rule {' '.join(p for p in parts if not p.endswith('=None'))} → {self.decision}"
 
 
-class AuditSettings(BaseModel):
+class AuditSettings(_Section):
     """What the audit log keeps of each call made from code."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     enabled: bool = Field(default=True, description="Append every call and decision to the state store's audit log.")
     args: bool = Field(default=False, description="Keep each call's arguments (may hold personal data).")
     results: bool = Field(default=False, description="Keep each call's result (clipped to 2,000 characters).")
 
 
-class PolicySettings(BaseModel):
+class PolicySettings(_Section):
     """The ``policy`` section: tiers, rules, approvals and the audit log."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     preset: Literal["default", "ask-writes", "read-only", "allow-all"] = Field(
         default="default",
@@ -156,10 +138,8 @@ class PolicySettings(BaseModel):
     audit: AuditSettings = Field(default_factory=AuditSettings)
 
 
-class WorkerSettings(BaseModel):
+class WorkerSettings(_Section):
     """The sandbox worker pool (the default engine's): size, admission per caller, and memory per run."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     min: int | None = Field(default=None, ge=1, le=256, description="Workers kept warm (default 1).")
     max: int | None = Field(
@@ -191,10 +171,8 @@ class WorkerSettings(BaseModel):
         return {names[k]: v for k, v in self.model_dump(exclude_none=True).items()}
 
 
-class StateSettings(BaseModel):
+class StateSettings(_Section):
     """Where sessions, saved snippets and learned result shapes live (see :mod:`toolcode.state`)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     dir: str | None = Field(
         default=None, description="Folder of the SQLite state file (default: the user state directory)."
@@ -205,10 +183,8 @@ class StateSettings(BaseModel):
     memory: bool = Field(default=False, description="Keep state in this process only (nothing on disk).")
 
 
-class SessionSettings(BaseModel):
+class SessionSettings(_Section):
     """Limits of sessions (``execute_code(session=...)``)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     max_sessions: int = Field(default=20, ge=0, description="Sessions per caller (0: no limit).")
     idle_ttl: float = Field(
@@ -220,10 +196,8 @@ class SessionSettings(BaseModel):
     )
 
 
-class ResultSettings(BaseModel):
+class ResultSettings(_Section):
     """Stored results (``toolcode.results``): what did not fit the output budget."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     enabled: bool = Field(default=True, description="Keep what the output budget cut, to be read back by reference.")
     ttl: float = Field(default=3_600.0, gt=0, allow_inf_nan=False, description="Seconds a stored result is kept.")
@@ -232,10 +206,8 @@ class ResultSettings(BaseModel):
     )
 
 
-class SearchSettings(BaseModel):
+class SearchSettings(_Section):
     """Tool search (``toolcode.search``)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     semantic: bool | None = Field(
         default=None,
@@ -255,12 +227,12 @@ class SearchSettings(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _retired(cls, data: object) -> object:
-        if isinstance(data, Mapping) and "min_relevance" in cast("Mapping[str, object]", data):
+        if "min_relevance" in (as_mapping(data) or {}):
             raise ValueError(
                 "min_relevance is retired: search no longer answers nothing for weak matches, it marks them; "
                 "use weak_relevance"
             )
-        return cast(object, data)
+        return data
 
     def build_index(self) -> InMemoryIndex:
         """The index these settings ask for.
@@ -278,10 +250,8 @@ class SearchSettings(BaseModel):
             return InMemoryIndex()
 
 
-class Settings(BaseModel):
+class Settings(_Section):
     """Server-wide defaults: the ``toolcode`` section of the config file."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     limits: ExecuteOptions = Field(
         default_factory=ExecuteOptions,
@@ -343,18 +313,15 @@ SETTINGS_SCHEMA: Final[dict[str, Any]] = Settings.model_json_schema()
 
 
 def _expand(data: Any, env: Mapping[str, str], path: str) -> Any:
-    from toolrun._config import expand_vars
-    from toolrun.exceptions import ConfigError
-
     if isinstance(data, str):
         try:
             return expand_vars(data, env)
         except ConfigError as e:
             raise ConfigurationError(path, e.reason) from None
-    if isinstance(data, list):
-        return [_expand(v, env, f"{path}[{i}]") for i, v in enumerate(data)]  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
-    if isinstance(data, dict):
-        return {k: _expand(v, env, f"{path}.{k}") for k, v in data.items()}  # pyright: ignore[reportUnknownVariableType]
+    if (items := as_list(data)) is not None:
+        return [_expand(v, env, f"{path}[{i}]") for i, v in enumerate(items)]
+    if (d := as_dict(data)) is not None:
+        return {k: _expand(v, env, f"{path}.{k}") for k, v in d.items()}
     return data
 
 
@@ -386,14 +353,15 @@ def load_settings(
             raise ConfigurationError("config", f"cannot read {clip(str(path))!r}: {e.strerror or e}") from e
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
             raise ConfigurationError("config", f"{clip(str(path))!r} is not valid UTF-8 JSON: {clip(str(e))}") from e
-    if not isinstance(data, Mapping):
+    config = as_mapping(data)
+    if config is None:
         raise ConfigurationError("config", f"must be a JSON object, got {type(data).__name__}")
-    section: Any = cast("Mapping[str, Any]", data).get("toolcode")
+    section = config.get("toolcode")
     if section is None:
         return Settings()
-    if not isinstance(section, Mapping):
+    if (values := as_mapping(section)) is None:
         raise ConfigurationError("toolcode", f"must be an object, got {type(section).__name__}")
-    expanded = _expand(dict(cast("Mapping[str, Any]", section)), os.environ if env is None else env, "toolcode")
+    expanded = _expand(dict(values), os.environ if env is None else env, "toolcode")
     try:
         return Settings.model_validate(expanded)
     except ValidationError as e:
