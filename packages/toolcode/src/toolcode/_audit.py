@@ -15,11 +15,12 @@ import hashlib
 import json
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any, Final, Literal, cast
+from dataclasses import asdict, dataclass, fields
+from typing import Any, Final, Literal
 
 import anyio
 
+from toolcode._data import as_dict, as_list
 from toolcode._settings import AuditSettings
 from toolcode.exceptions import StateUnavailableError
 from toolcode.state import StateStore
@@ -57,19 +58,9 @@ class AuditEntry:
     result: Any = None
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain data, without the fields that are not set."""
-        out: dict[str, Any] = {
-            "at": round(self.at, 3),
-            "tool_id": self.tool_id,
-            "tier": self.tier,
-            "decision": self.decision,
-            "decided_by": self.decided_by,
-        }
-        for k in ("caller", "execution_id", "ok", "code", "duration_ms", "args", "result"):
-            v = getattr(self, k)
-            if v is not None:
-                out[k] = v
-        return out
+        """Plain data, without the optional fields that are not set."""
+        out = {f.name: v for f in fields(self) if (v := getattr(self, f.name)) is not None or f.name == "tier"}
+        return out | {"at": round(self.at, 3)}
 
 
 class AuditTrail:
@@ -99,21 +90,10 @@ class AuditTrail:
         s = self.settings
         if not s.enabled:
             return
+        args, result = dict(args) if s.args else None, _clip_json(result) if s.results and ok else None
+        at, ms = time.time(), round(duration_ms, 3)
         self.entries.append(
-            AuditEntry(
-                time.time(),
-                tool_id,
-                None,
-                "call",
-                "policy",
-                self.caller,
-                self.execution_id,
-                ok=ok,
-                code=code,
-                duration_ms=round(duration_ms, 3),
-                args=dict(args) if s.args else None,
-                result=_clip_json(result) if s.results and ok else None,
-            )
+            AuditEntry(at, tool_id, None, "call", "policy", self.caller, self.execution_id, ok, code, ms, args, result)
         )
 
     def take(self) -> list[AuditEntry]:
@@ -168,13 +148,8 @@ class AuditLog:
                     items = json.loads(entry.value)
                 except ValueError:
                     continue
-                if not isinstance(items, list):
-                    continue
-                out.extend(
-                    cast("dict[str, Any]", item)
-                    for item in cast("list[Any]", items)
-                    if isinstance(item, dict) and (since is None or _at(cast("dict[str, Any]", item)) >= since)
-                )
+                dicts = (d for item in as_list(items) or () if (d := as_dict(item)) is not None)
+                out.extend(d for d in dicts if since is None or _at(d) >= since)
             if len(page) < 1000:
                 break
         return out[-limit:] if limit else out
@@ -198,12 +173,7 @@ class ToolApproval:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data."""
-        return {
-            "tool_id": self.tool_id,
-            "state": self.state,
-            "approved_by": self.approved_by,
-            "approved_at": self.approved_at,
-        }
+        return asdict(self)
 
 
 def _key(tool_id: str) -> str:

@@ -14,9 +14,9 @@ import math
 import re
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any, Final, Literal, cast, get_args
+from typing import Any, Final, Literal, get_args
 
 from toolcode._options import ResolvedOptions
 from toolcode._sessions import owner_of
@@ -94,30 +94,17 @@ class PausedRun:
 
     def encode(self) -> bytes:
         """One JSON header line, then the engine's snapshot bytes."""
-        header = {
+        o = self.options
+        header = {name: getattr(self, name) for name in _PLAIN} | {
             "v": 1,
-            "execution_id": self.execution_id,
-            "owner": self.owner,
-            "caller": self.caller,
-            "code": self.code,
-            "input": self.input,
-            "options": _options_data(self.options),
-            "session": self.session,
+            "options": {**asdict(o), "timeout": None if math.isinf(o.timeout) else o.timeout},
             "drive": self.state.drive,
             "pending": [p.to_dict() for p in self.pending],
             "line": self.state.line,
             "approvals": self.approvals.to_dict(),
             "trace": [r.to_dict() for r in self.trace],
-            "stdout": self.stdout,
-            "stderr": self.stderr,
-            "calls": self.calls,
-            "elapsed": self.elapsed,
-            "may_call": self.may_call,
-            "created": self.created,
-            "paused_at": self.paused_at,
-            "expires": self.expires,
         }
-        return json_text(header).encode("utf-8", "surrogatepass") + b"\n" + (self.state.snapshot)
+        return json_text(header).encode("utf-8", "surrogatepass") + b"\n" + self.state.snapshot
 
     @classmethod
     def decode(cls, blob: bytes) -> PausedRun:
@@ -131,55 +118,49 @@ class PausedRun:
             d = json.loads(head)
             if d.get("v") != 1:
                 raise ValueError(f"unknown paused-run format {d.get('v')!r}")
+            o: dict[str, Any] = dict(d["options"])
+            o["timeout"] = math.inf if o["timeout"] is None else o["timeout"]
+            if o["allowed_namespaces"] is not None:
+                o["allowed_namespaces"] = tuple(map(str, o["allowed_namespaces"]))
+            pending = [PendingCall.from_dict(p) for p in d["pending"]]
             return cls(
-                execution_id=str(d["execution_id"]),
-                owner=str(d["owner"]),
-                caller=d["caller"],
-                code=str(d["code"]),
-                input=d["input"],
-                options=_options_of(d["options"]),
-                session=d["session"],
-                state=PauseState(
-                    snapshot,
-                    dict(d["drive"]),
-                    [PendingCall.from_dict(p) for p in d["pending"]],
-                    d["line"],
-                ),
+                **{name: read(d[name]) for name, read in _PLAIN.items()},
+                options=ResolvedOptions(**o),
+                state=PauseState(snapshot, dict(d["drive"]), pending, d["line"]),
                 approvals=Approvals.from_dict(d["approvals"]),
                 trace=[_record_of(r) for r in d["trace"]],
-                stdout=str(d["stdout"]),
-                stderr=str(d["stderr"]),
-                calls=int(d["calls"]),
-                elapsed=float(d["elapsed"]),
-                may_call=[str(x) for x in d["may_call"]],
-                created=float(d["created"]),
-                paused_at=float(d["paused_at"]),
-                expires=d["expires"],
             )
         except (KeyError, TypeError, AttributeError) as e:
             raise ValueError(f"unreadable paused run: {type(e).__name__}: {e}") from None
 
 
-def _options_data(o: ResolvedOptions) -> dict[str, Any]:
-    d = asdict(o)
-    if math.isinf(o.timeout):
-        d["timeout"] = None
-    return d
+def _same(value: Any) -> Any:
+    return value
 
 
-def _options_of(d: Mapping[str, Any]) -> ResolvedOptions:
-    values = dict(d)
-    if values.get("timeout") is None:
-        values["timeout"] = math.inf
-    ns = values.get("allowed_namespaces")
-    values["allowed_namespaces"] = tuple(cast("Sequence[str]", ns)) if ns is not None else None
-    return ResolvedOptions(**values)
+_PLAIN: Final[dict[str, Callable[[Any], Any]]] = {
+    "execution_id": str,
+    "owner": str,
+    "caller": _same,
+    "code": str,
+    "input": _same,
+    "session": _same,
+    "stdout": str,
+    "stderr": str,
+    "calls": int,
+    "elapsed": float,
+    "may_call": lambda v: [str(x) for x in v],
+    "created": float,
+    "paused_at": float,
+    "expires": _same,
+}
+"""The fields stored as they are, and how each is read back (a record is checked as it is read)."""
 
 
 def _record_of(d: Mapping[str, Any]) -> ToolCallRecord:
     return ToolCallRecord(
         tool_id=str(d["tool_id"]),
-        args=dict(cast("Mapping[str, Any]", d.get("args") or {})),
+        args=dict(d.get("args") or {}),
         structured=d.get("structured"),
         backend_kind=d.get("backend_kind"),
         error=d.get("error"),

@@ -18,9 +18,10 @@ import hashlib
 import json
 import re
 import time
+import weakref
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Final
 
 import anyio
@@ -83,9 +84,7 @@ class _Meta:
 
 
 def _encode(meta: _Meta, state: bytes) -> bytes:
-    head = json.dumps(
-        {"created": meta.created, "runs": meta.runs, "imports": meta.imports, "token": meta.token}
-    ).encode()
+    head = json.dumps(asdict(meta)).encode()
     return _MAGIC + len(head).to_bytes(4, "big") + head + state
 
 
@@ -131,7 +130,8 @@ class Sessions:
     def __init__(self, store: StateStore, settings: SessionSettings | None = None) -> None:
         self.store = store
         self.settings = settings or SessionSettings()
-        self._locks: dict[str, tuple[anyio.Lock, int]] = {}
+        self._locks: weakref.WeakValueDictionary[str, anyio.Lock] = weakref.WeakValueDictionary()
+        """This server's queue per session (a lock lives while a run holds it or waits for it)."""
         self._unreleased: dict[str, Release] = {}
         """Locks this server took and could not give back (the store was away): given back first."""
 
@@ -151,21 +151,12 @@ class Sessions:
             self._unreleased[lock] = release
             _log.warning("sessions.unlock_failed", lock=lock, error=str(e)[:300])
 
-    @staticmethod
-    def _key(owner: str, name: str) -> str:
-        return f"{owner}/{name}"
-
     @asynccontextmanager
     async def use(self, caller: str | None, name: str, *, hold: float) -> AsyncGenerator[SessionRun]:
-        """Hold the session for one run: restore it, and store what the run left.
+        """Hold the session for one run of ``caller`` that may take ``hold`` seconds: restore it, store what it left.
 
-        The run sets ``run.state.kept`` (the engine does); on leaving, the state is stored with
-        the session's TTL. When nothing was kept (a limit stopped the run) the session is reset.
-
-        Args:
-            caller: The run's caller (its owner is :func:`owner_of`).
-            name: The session.
-            hold: Seconds the run may take (the cross-replica lease outlives it by a margin).
+        The run (its engine) sets ``run.state.kept``; on leaving, the state is stored with the
+        session's TTL. When nothing was kept (a limit stopped the run) the session is reset.
 
         Raises:
             InvalidArgumentsError: If the name is invalid.
@@ -176,7 +167,7 @@ class Sessions:
         """
         self.check_name(name)
         owner = owner_of(caller)
-        key = self._key(owner, name)
+        key = f"{owner}/{name}"
         async with self._local_lock(key):
             rec, release = await self._acquire(key, name, hold)
             decoded = _decode(rec.value) if rec is not None else None
@@ -246,32 +237,25 @@ class Sessions:
 
     @asynccontextmanager
     async def _local_lock(self, key: str) -> AsyncGenerator[None]:
-        lock, users = self._locks.get(key) or (anyio.Lock(), 0)
-        self._locks[key] = (lock, users + 1)
+        lock = self._locks.get(key)
+        if lock is None:
+            lock = self._locks[key] = anyio.Lock()
+        with anyio.move_on_after(self.settings.queue_timeout) as scope:
+            await lock.acquire()
+        if scope.cancelled_caught:
+            raise EngineBusyError(
+                "sessions", f"another run of this session did not finish within {self.settings.queue_timeout:g} s"
+            )
         try:
-            with anyio.move_on_after(self.settings.queue_timeout) as scope:
-                await lock.acquire()
-            if scope.cancelled_caught:
-                raise EngineBusyError(
-                    "sessions", f"another run of this session did not finish within {self.settings.queue_timeout:g} s"
-                )
-            try:
-                yield
-            finally:
-                lock.release()
+            yield
         finally:
-            lock, users = self._locks[key]
-            if users > 1:
-                self._locks[key] = (lock, users - 1)
-            else:
-                del self._locks[key]
+            lock.release()
 
     async def _acquire(self, key: str, name: str, hold: float) -> tuple[Record | None, Release]:
-        """Take the store's lock on the session, then read it.
+        """Take the store's lock on the session (it excludes runs on other servers), then read it.
 
-        The lock excludes runs on other servers sharing the store (this server's queue on
-        ``_local_lock`` first); a holder that dies releases it (file lock) or it expires with
-        the run's time limit plus a margin (Redis).
+        A holder that dies releases it (file lock), or it expires with the run's time limit plus
+        a margin (Redis).
         """
         ttl = min(hold, 86_400.0) + 30.0
         deadline = anyio.current_time() + self.settings.queue_timeout
@@ -301,18 +285,14 @@ class Sessions:
         for info in await self.store.list(_KIND, prefix=f"{owner}/", limit=10_000):
             rec = await self.store.get(_KIND, info.key)
             decoded = _decode(rec.value) if rec is not None else None
-            runs = decoded[0].runs if decoded is not None else 0
-            created = decoded[0].created if decoded is not None else info.created
-            name = info.key.split("/", 1)[1]
-            expires = round(info.expires, 3) if info.expires is not None else None
             out.append(
                 SessionEntry(
-                    name=name,
-                    created=round(created, 3),
+                    name=info.key.split("/", 1)[1],
+                    created=round(decoded[0].created if decoded is not None else info.created, 3),
                     last_used=round(info.updated, 3),
                     size_bytes=info.size,
-                    runs=runs,
-                    expires=expires,
+                    runs=decoded[0].runs if decoded is not None else 0,
+                    expires=round(info.expires, 3) if info.expires is not None else None,
                 )
             )
         return out
@@ -320,4 +300,4 @@ class Sessions:
     async def reset(self, caller: str | None, name: str) -> bool:
         """Forget a session's state; ``False`` when there was none."""
         self.check_name(name)
-        return await self.store.delete(_KIND, self._key(owner_of(caller), name))
+        return await self.store.delete(_KIND, f"{owner_of(caller)}/{name}")

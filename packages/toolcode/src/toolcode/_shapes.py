@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Final, cast
+from typing import Any, Final
 
 import anyio
 
+from toolcode._data import as_dict
 from toolcode.exceptions import StateConflictError, ToolCodeError
 from toolcode.state import ABSENT, StateStore
 from tooldocs import InMemoryStore, json_text
@@ -79,4 +80,4 @@ def _decode(blob: bytes) -> dict[str, Any]:
     except ValueError:
         _log.warning("shapes.unreadable")
         return {}
-    return cast(dict[str, Any], data) if isinstance(data, dict) else {}
+    return as_dict(data) or {}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, cast
+from typing import Any
 
 from toolcode._limits import PayloadBudget
 from toolcode._types import OnToolCall, ToolCallRecord
@@ -14,7 +14,6 @@ from toolindex.log import get_logger
 __all__ = ["Trace"]
 
 _log = get_logger("toolcode.trace")
-_UNUSED = ToolCallRecord("", {}, None, None, None, None, 0.0)
 # A slot holds a record, or (for a successful call nobody is listening to) the record's fields as a
 # plain tuple: building the frozen record costs about a microsecond, so it is deferred to records().
 _Slot = ToolCallRecord | tuple[Any, ...] | None
@@ -57,28 +56,17 @@ class Trace:
         tool_id: str,
         args: Mapping[str, Any],
         *,
-        structured: Any = None,
-        backend_kind: str | None = None,
-        error: str | None = None,
-        error_op: str | None = None,
-        duration_ms: float | None = None,
+        error: str,
+        error_op: str,
         code: str | None = None,
+        backend_kind: str | None = None,
     ) -> ToolCallRecord:
-        """Fill a slot; call :meth:`notify` with the record afterwards (when :attr:`has_listener`)."""
+        """Fill a slot for a failed call; :meth:`notify` the record afterwards (when :attr:`has_listener`)."""
+        if self.payloads is not None:
+            args = self.payloads.keep_args(args)
         now = time.perf_counter()
-        payloads = self.payloads
-        if payloads is not None:
-            args, structured = payloads.keep_args(args), payloads.keep(structured)
         record = ToolCallRecord(
-            tool_id,
-            args,
-            structured,
-            backend_kind,
-            error,
-            error_op,
-            (now - started) * 1000.0 if duration_ms is None else duration_ms,
-            (started - self._t0) * 1000.0,
-            code,
+            tool_id, args, None, backend_kind, error, error_op, (now - started) * 1e3, (started - self._t0) * 1e3, code
         )
         self._slots[slot] = record
         return record
@@ -95,16 +83,8 @@ class Trace:
         payloads = self.payloads
         if payloads is not None:
             args, structured = payloads.keep_args(args), payloads.keep(structured)
-        fields = (
-            tool_id,
-            args,
-            structured,
-            backend_kind,
-            None,
-            None,
-            (time.perf_counter() - started) * 1000.0,
-            (started - self._t0) * 1000.0,
-        )
+        ms, at = (time.perf_counter() - started) * 1e3, (started - self._t0) * 1e3
+        fields = (tool_id, args, structured, backend_kind, None, None, ms, at)
         if self._on_call is None:
             self._slots[slot] = fields
             return None
@@ -131,27 +111,12 @@ class Trace:
             with contextlib.suppress(ValueError, OSError):
                 _log.warning("trace.listener_failed", tool_id=record.tool_id, error=repr(e))
 
-    def cancelled(
-        self,
-        slot: int,
-        started: float,
-        tool_id: str,
-        args: Mapping[str, Any],
-        *,
-        error: str = "cancelled: the run ended before the call finished",
-        error_op: str = "cancelled",
-    ) -> None:
+    def cancelled(self, slot: int, started: float, tool_id: str, args: Mapping[str, Any]) -> None:
         """Fill a slot for a call that did not finish (no listener call: this runs while unwinding)."""
         now = time.perf_counter()
-        self._slots[slot] = ToolCallRecord(
-            tool_id, args, None, None, error, error_op, (now - started) * 1000.0, (started - self._t0) * 1000.0
-        )
-
-    def drop_unused(self, slots: list[int]) -> None:
-        """Forget reserved slots that no call used (a chain that stopped early)."""
-        for s in slots:
-            if self._slots[s] is None:
-                self._slots[s] = _UNUSED
+        error = "cancelled: the run ended before the call finished"
+        elapsed, at = (now - started) * 1e3, (started - self._t0) * 1e3
+        self._slots[slot] = ToolCallRecord(tool_id, args, None, None, error, "cancelled", elapsed, at)
 
     def restore(self, records: Sequence[ToolCallRecord]) -> None:
         """Start from records of an earlier part of the run (a run continued after a pause)."""
@@ -163,13 +128,10 @@ class Trace:
     def records(self) -> tuple[ToolCallRecord, ...]:
         """Finished records in start order (calls still running when the run ended are left out)."""
         slots = self._slots
-        out: list[ToolCallRecord] = []
         for i, r in enumerate(slots):
-            if type(r) is tuple:
-                r = slots[i] = ToolCallRecord(*r)  # built once: later calls return the same objects
-            if r is not None and r is not _UNUSED:
-                out.append(cast("ToolCallRecord", r))
-        return tuple(out)
+            if isinstance(r, tuple):
+                slots[i] = ToolCallRecord(*r)  # built once: later calls return the same objects
+        return tuple(r for r in slots if isinstance(r, ToolCallRecord))
 
     def __len__(self) -> int:
         return len(self._slots)
