@@ -1,29 +1,11 @@
 """Chains without code: steps whose arguments reference earlier steps' results.
 
-A step is ``{"tool_id", "args", "id", "use_previous", "on_error"}`` (``tool`` is another name for
-``tool_id``, as Witsy's workflow steps call it). Anywhere in ``args``, a string that is exactly
-``"{{steps.0.items.0.id}}"`` (or ``"{{search.items.0.id}}"`` for the step whose ``id`` is
-``search``) is replaced by the referenced value, with its type; inside a longer string the value
-is formatted as text (JSON for anything but a string). ``use_previous`` puts the previous step's
-value in the arguments: ``true`` under ``previous``, a name under that name, ``"merge"`` merges
-an object result into them.
-
-A reference's path is keys and list indices, written ``.key``, ``.0`` or ``[0]``
-(``{{search.items[0].id}}``). Two rules let references written for other tools' results work:
-
-- ``result`` right after the step names the step's result itself (``{{search.result.items[0]}}``
-  is ``{{search.items[0]}}``), unless the result is an object with a ``result`` key, which it
-  then names (the same value, for a ``{"result": ...}`` wrapper).
-- Wrappers are looked through: where a key or index is missing from an object that has a
-  ``result`` or ``data`` key, the walk goes on inside that value (``result`` first), so
-  ``{{search.items}}`` finds ``items`` in ``{"result": {"items": ...}}`` and ``{"data": {"items":
-  ...}}`` alike, and ``{{list.0.id}}`` finds the first item of ``{"data": [...]}``. A path that
-  exists as written is always taken as written.
-
-References are checked before anything runs (a step may only reference earlier steps, and a path
-must be well formed); one that does not resolve while the chain runs fails its step with
-``invalid_reference``, and the message shows the path tried and the shape of the value it was
-looking into.
+``"{{steps.0.items[0].id}}"`` or ``"{{ID.path}}"`` in a step's ``args`` is replaced by that
+value; ``use_previous`` passes the previous step's value. docs/snippet-api.md ("Chains") gives the
+rules, among them the two that let references written for other tools' results work:
+``{{ID.result...}}`` names the result itself, and ``result`` / ``data`` wrappers are looked through
+where a key is missing. References are checked before anything runs; one that does not resolve
+at run time fails its step with ``invalid_reference``, showing the path tried and the shape found.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ docs/snippet-api.md are written from this list, and a test checks each of them a
 
 from __future__ import annotations
 
-import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
@@ -184,33 +184,6 @@ def snippet_api_table() -> str:
     return "\n".join(rows)
 
 
-_ERROR_RE = re.compile(r"^\[([a-z_]+)\] (?:([^()\n]*?): )?(.*)$", re.DOTALL)
-
-
-def tool_error_info(e: BaseException | str) -> dict[str, Any]:
-    """``{"code", "tool_id", "message"}`` of a caught tool failure (``ToolError``).
-
-    Works on every engine: it reads the attributes where the engine keeps them and the
-    message format ``"[code] tool_id: message"`` otherwise. Anything else gets
-    ``code="runtime_error"`` and ``tool_id=None``.
-
-    Args:
-        e: The caught exception (or its message).
-
-    Returns:
-        The code, the tool id (``None`` when the failure concerns no tool) and the message.
-    """
-    code = getattr(e, "code", None)
-    if isinstance(code, str) and not isinstance(e, str):
-        return {"code": str(code), "tool_id": getattr(e, "tool_id", None) or None, "message": getattr(e, "message", "")}
-    m = _ERROR_RE.match(str(e))
-    if m is None:
-        return {"code": "runtime_error", "tool_id": None, "message": str(e)}
-    tool_id = m.group(2) if m.group(2) and ":" in m.group(2) else None
-    message = m.group(3) if tool_id is not None or m.group(2) is None else f"{m.group(2)}: {m.group(3)}"
-    return {"code": m.group(1), "tool_id": tool_id, "message": message}
-
-
 TOOL_ERROR_INFO_SOURCE: Final = """\
 def tool_error_info(e):
     text = str(e)
@@ -223,3 +196,14 @@ def tool_error_info(e):
     return {"code": code, "tool_id": None, "message": rest}
 """
 """:func:`tool_error_info` as sandbox source (engines whose exceptions carry no attributes define it in the sandbox)."""
+
+
+def _defined(source: str, name: str) -> Any:
+    namespace: dict[str, Any] = {}
+    exec(source, namespace)  # a constant of this module: the one definition, for the host as for the sandbox
+    return namespace[name]
+
+
+tool_error_info: Callable[[BaseException | str], dict[str, Any]] = _defined(TOOL_ERROR_INFO_SOURCE, "tool_error_info")
+"""``{"code", "tool_id", "message"}`` of a caught tool failure, read from its ``"[code] tool_id: message"`` text
+(anything else: ``runtime_error``): the sandbox's own definition, so every engine answers alike."""

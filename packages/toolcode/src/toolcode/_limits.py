@@ -1,11 +1,9 @@
 """Limit bookkeeping shared by every engine: call counting, output capture and the output budget.
 
-The output budget (``max_output_chars``) is one budget for everything that leaves a run: the
-value, stdout, stderr, the error message, and the trace (tool ids, arguments, results, error
-texts). :func:`fit_output_budget` cuts what does not fit, always leaving a visible
-:data:`TRUNCATION_MARKER`, so nothing a snippet (or an upstream server) controls can make a
-reply larger than the budget. Host memory is bounded the same way: the trace keeps call
-payloads only up to :class:`PayloadBudget`'s allowance, whatever the snippet sends or receives.
+The output budget (``max_output_chars``) is one budget for all that leaves a run: value, stdout,
+stderr, error message and trace. :func:`fit_output_budget` cuts what does not fit, leaving a visible
+:data:`TRUNCATION_MARKER`, so nothing a snippet or an upstream server controls makes a reply larger.
+Host memory is bounded too: the trace keeps call payloads up to :class:`PayloadBudget`'s allowance.
 """
 
 from __future__ import annotations
@@ -52,8 +50,7 @@ _NUMBERS: Final = (int, float, bool)
 class CallBudget:
     """Counts tool calls against ``max_tool_calls``; once tripped, stays tripped.
 
-    Not locked: every caller runs on one event loop thread, and the check-and-increment
-    has no await in between.
+    Not locked: every caller is on one event loop thread, with no await in a check-and-increment.
     """
 
     __slots__ = ("calls", "max_chain_steps", "max_tool_calls", "tripped")
@@ -239,9 +236,7 @@ def _path_of_bad(value: Any, path: str = "$", depth: int = 0) -> str | None:
 def check_json(value: Any, what: str = "the result") -> str | None:
     """``None`` when ``value`` (named ``what``) is JSON data, else the JSON path and type of its first offender."""
     bad = _path_of_bad(value)
-    if bad is None:
-        return None
-    return f"{what} must be JSON data (dicts with str keys, lists, str, numbers, bool, None): {bad}"
+    return bad and f"{what} must be JSON data (dicts with str keys, lists, str, numbers, bool, None): {bad}"
 
 
 def as_json_data(value: Any) -> Any:

@@ -1,16 +1,8 @@
-"""OpenTelemetry spans: one per run (or direct call at a door), one child per tool call.
+"""OpenTelemetry spans: one per run (or direct call at a door), one child per tool call (docs/telemetry.md).
 
 Active only when ``opentelemetry-api`` is installed (``toolcode[otel]``) *and* the application
-set a tracer provider (``trace.set_tracer_provider(...)``); otherwise every hook is a check of a
-module global and returns at once. Spans carry the tool id, namespace, backend kind, outcome and
-error code, and durations — never arguments or results.
-
-Span names: ``toolcode.execute`` (a snippet run; ``toolcode.resume`` when a paused one
-continues), ``toolcode.run_tool`` and ``toolcode.run_chain`` (direct calls at a door), and
-``toolcode.tool_call`` for each call, a child of the run that made it. Events on the run span:
-``limit`` (which limit stopped it) and ``approval_required`` (the calls it paused at). Each
-call's W3C trace context goes to the upstream server in the MCP request's ``_meta``
-(``traceparent``), so its spans can join the trace.
+set a tracer provider; otherwise every hook is a check of a module global and returns at once.
+Spans carry ids, outcomes, error codes and durations — never arguments or results.
 """
 
 from __future__ import annotations
@@ -28,28 +20,17 @@ except ImportError:  # pragma: no cover - exercised where the extra is absent
     _trace = None
 
 
-def _ok() -> Any:
+def _status(code: str | None) -> Any:
     from opentelemetry.trace import Status, StatusCode
 
-    return Status(StatusCode.OK)
-
-
-def _error(code: str) -> Any:
-    from opentelemetry.trace import Status, StatusCode
-
-    return Status(StatusCode.ERROR, code)
-
-
-_TRACER_NAME = "toolcode"
+    return Status(StatusCode.OK) if code is None else Status(StatusCode.ERROR, code)
 
 
 _cache: list[Any] = [None, None]
 """The provider the tracer below was made for, and that tracer (``None``: tracing is off)."""
-
-
 _NOT_READ: Any = object()
-# Whether a provider may come from the environment (the API loads it on first use).
 _PROVIDER_FROM_ENV = "OTEL_PYTHON_TRACER_PROVIDER" in os.environ
+"""Whether a provider may come from the environment (the API loads it on first use)."""
 
 
 def _tracer() -> Any:
@@ -66,7 +47,7 @@ def _tracer() -> Any:
     if _cache[0] is provider:
         return _cache[1]  # the common case, on every tool call: one lookup
     off = type(provider).__name__ in ("ProxyTracerProvider", "NoOpTracerProvider")
-    tracer = None if off else provider.get_tracer(_TRACER_NAME)  # off: nobody configured a provider
+    tracer = None if off else provider.get_tracer("toolcode")  # off: nobody configured a provider
     _cache[:] = [provider, tracer]
     return tracer
 
@@ -86,13 +67,10 @@ class RunSpan:
 
     def outcome(self, code: str | None) -> None:
         """Mark the run ok, or failed with an error code."""
-        if self.span is None:
-            return
-        if code is None:
-            self.span.set_status(_ok())
-        else:
-            self.span.set_attribute("toolcode.error_code", code)
-            self.span.set_status(_error(code))
+        if self.span is not None:
+            if code is not None:
+                self.span.set_attribute("toolcode.error_code", code)
+            self.span.set_status(_status(code))
 
 
 _OFF = RunSpan(None)
@@ -138,11 +116,9 @@ class CallSpan:
         span.set_attribute("toolcode.namespace", tool_id.split(":", 1)[0])
         if backend_kind is not None:
             span.set_attribute("toolcode.backend_kind", backend_kind)
-        if ok:
-            span.set_status(_ok())
-        else:
+        if not ok:
             span.set_attribute("toolcode.error_code", code or "tool_error")
-            span.set_status(_error(code or "tool_error"))
+        span.set_status(_status(None if ok else code or "tool_error"))
         span.end()
 
 

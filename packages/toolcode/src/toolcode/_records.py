@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 __all__ = ["ExecuteResult", "LimitsReport", "OnToolCall", "ToolCallRecord"]
+
+
+def _fields(record: Any) -> dict[str, Any]:
+    return {f.name: getattr(record, f.name) for f in fields(record)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,17 +43,8 @@ class ToolCallRecord:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-data form (for JSON)."""
-        return {
-            "tool_id": self.tool_id,
-            "args": dict(self.args),
-            "structured": self.structured,
-            "backend_kind": self.backend_kind,
-            "error": self.error,
-            "error_op": self.error_op,
-            "duration_ms": round(self.duration_ms, 3),
-            "started_ms": round(self.started_ms, 3),
-            "code": self.code,
-        }
+        ms = {"duration_ms": round(self.duration_ms, 3), "started_ms": round(self.started_ms, 3)}
+        return _fields(self) | {"args": dict(self.args)} | ms
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,13 +64,7 @@ class LimitsReport:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-data form (for JSON)."""
-        return {
-            "applied": dict(self.applied),
-            "tool_calls": self.tool_calls,
-            "output_chars": self.output_chars,
-            "stopped_by": self.stopped_by,
-            "truncated": list(self.truncated),
-        }
+        return _fields(self) | {"applied": dict(self.applied), "truncated": list(self.truncated)}
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,6 +27,7 @@ from toolcode.state._protocol import (
     check_expect,
     check_key,
     check_limit,
+    check_record,
     check_ttl,
 )
 
@@ -123,8 +124,7 @@ class SQLiteStateStore:
 
     async def get(self, kind: str, key: str) -> Record | None:
         """See :meth:`StateStore.get`."""
-        check_key("kind", kind)
-        check_key("key", key)
+        check_record(kind, key)
 
         def body(conn: sqlite3.Connection) -> Record | None:
             row = conn.execute(
@@ -141,8 +141,7 @@ class SQLiteStateStore:
 
     async def put(self, kind: str, key: str, value: bytes, *, ttl: float | None = None, expect: Expect = ANY) -> int:
         """See :meth:`StateStore.put`."""
-        check_key("kind", kind)
-        check_key("key", key)
+        check_record(kind, key)
         check_expect(expect)
         ttl = check_ttl(ttl)
         data = bytes(value)
@@ -174,8 +173,7 @@ class SQLiteStateStore:
 
     async def delete(self, kind: str, key: str, *, expect: Expect = ANY) -> bool:
         """See :meth:`StateStore.delete`."""
-        check_key("kind", kind)
-        check_key("key", key)
+        check_record(kind, key)
         check_expect(expect)
         versioned = "" if expect == ANY else " AND version = :expect"
         sql = "DELETE FROM records WHERE kind = :kind AND key = :key" + versioned + _LIVE

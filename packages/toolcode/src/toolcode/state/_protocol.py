@@ -20,6 +20,7 @@ __all__ = [
     "check_expect",
     "check_key",
     "check_limit",
+    "check_record",
     "check_ttl",
 ]
 
@@ -27,13 +28,10 @@ ANY: Final = "any"
 """``expect=ANY``: write whatever the record's current version."""
 ABSENT: Final = 0
 """``expect=ABSENT``: write only if the record does not exist (versions start at 1)."""
-
 Expect = int | Literal["any"]
 """What a conditional write expects of the record's current version: a version, ``ABSENT`` or ``ANY``."""
-
 KEY_PATTERN: Final = re.compile(r"^[A-Za-z0-9_.:/@+=-]{1,512}$")
 """Kinds and keys: printable ASCII without spaces, 1 to 512 characters."""
-
 Release = Callable[[], Coroutine[Any, Any, None]]
 """Gives a lock back (idempotent)."""
 
@@ -43,6 +41,12 @@ def check_key(what: str, value: object) -> str:
     if not isinstance(value, str) or not KEY_PATTERN.match(value):
         raise ValueError(f"{what} must match {KEY_PATTERN.pattern}, got {value!r:.80}")
     return value
+
+
+def check_record(kind: object, key: object) -> None:
+    """:func:`check_key` of a record's kind and key."""
+    check_key("kind", kind)
+    check_key("key", key)
 
 
 def check_expect(expect: object) -> None:

@@ -18,6 +18,7 @@ from toolcode.state._protocol import (
     check_expect,
     check_key,
     check_limit,
+    check_record,
     check_ttl,
 )
 from toolrun import redact, register_secrets
@@ -148,8 +149,7 @@ class RedisStateStore:
 
     async def get(self, kind: str, key: str) -> Record | None:
         """See :meth:`StateStore.get`."""
-        check_key("kind", kind)
-        check_key("key", key)
+        check_record(kind, key)
         k = self._key(kind, key)
         pipe = self._client.pipeline(transaction=True)
         pipe.hmget(k, "value", "version", "created", "updated")
@@ -163,8 +163,7 @@ class RedisStateStore:
 
     async def put(self, kind: str, key: str, value: bytes, *, ttl: float | None = None, expect: Expect = ANY) -> int:
         """See :meth:`StateStore.put`."""
-        check_key("kind", kind)
-        check_key("key", key)
+        check_record(kind, key)
         check_expect(expect)
         ttl = check_ttl(ttl)
         ttl_ms = max(1, int(ttl * 1000)) if ttl else 0
@@ -177,8 +176,7 @@ class RedisStateStore:
 
     async def delete(self, kind: str, key: str, *, expect: Expect = ANY) -> bool:
         """See :meth:`StateStore.delete`."""
-        check_key("kind", kind)
-        check_key("key", key)
+        check_record(kind, key)
         check_expect(expect)
         keys = [self._key(kind, key), self._index(kind)]
         return bool(await self._call("delete", lambda: self._delete(keys=keys, args=[str(expect), key])))
