@@ -1,12 +1,9 @@
-"""The audit log and the quarantine of tool definitions, both kept in the state store.
+"""The audit log and the quarantine of tool definitions, both kept in the state store (docs/security.md).
 
-* :class:`AuditLog`: every tool call made from code (tool, tier, decision, who decided,
-  duration, ok or error code; arguments and results only when configured) and every decision
-  on a paused run, appended to the store's ``audit`` log (one append per run: a run's entries
-  land together or not at all).
-* :class:`Quarantine`: with ``policy.quarantine`` on, a tool whose definition (description,
-  schemas, annotations) has no approved digest is not callable. Digests of approved
-  definitions live in the store (kind ``approved-tool``), so every replica agrees.
+* :class:`AuditLog`: every tool call made from code and every decision on a paused run, one
+  append per run (a run's entries land together or not at all).
+* :class:`Quarantine`: with ``policy.quarantine`` on, a tool whose definition has no approved
+  digest is not callable; the digests live in the store, so every replica agrees.
 """
 
 from __future__ import annotations

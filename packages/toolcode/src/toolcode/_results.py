@@ -1,11 +1,9 @@
 """Stored results: what did not fit the output budget is kept, and read back a page at a time.
 
-When a run's value or stdout, or a directly run tool's result, is over the output budget, the
-caller gets a preview, the total size and a reference; the full content is kept in the state
-store (kind ``result``, with a TTL and a size cap) for the caller who produced it. It is read
-back with ``read_result(ref, offset, limit)`` in every door, as the MCP resource
-``toolcode://results/<ref>``, or loaded whole by a later snippet with ``load_result(ref)``.
-Pages are character ranges of the stored text: concatenated, they are the content exactly.
+The full content is a record of the state store (kind ``result``, a TTL, a size cap) that only
+the caller who produced it reads: ``read_result(ref, offset, limit)`` in every door, the MCP
+resource ``toolcode://results/<ref>``, ``load_result(ref)`` in a snippet. Pages are character
+ranges of the stored text: concatenated, they are the content exactly.
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
-"""Sessions: variables, functions and imports that persist from one run to the next.
+"""Sessions: variables, functions and imports that persist from one run to the next (docs/state.md).
 
-A session belongs to an *owner*: the authenticated caller of the HTTP door (its bearer token's
-name), or ``local`` where the door knows no identity (stdio, the CLI, Python, loopback HTTP
-without tokens). Its state lives in the :class:`~toolcode.state.StateStore` (record kind
-``session``, key ``<owner>/<name>``), dumped after every run, so it survives a restart and can
-continue on another replica that shares the store.
-
-Runs of one session never overlap: in one process they queue on a lock; across processes and
-replicas the store's lock (:meth:`StateStore.try_lock`) makes a second run wait up to
-``queue_timeout`` seconds, then fail with ``busy``.
+A session belongs to an *owner* (:func:`owner_of`); its state is a record of the state store
+(kind ``session``, key ``<owner>/<name>``), written after every run, so it survives a restart and
+continues on any replica sharing the store. Runs of one session never overlap: they queue on a
+lock in one process and on the store's lock across processes, up to ``queue_timeout`` (then ``busy``).
 """
 
 from __future__ import annotations

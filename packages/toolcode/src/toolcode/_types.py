@@ -197,10 +197,6 @@ class Tools(Protocol):
         ...
 
 
-def _no_limits() -> dict[str, float | int]:
-    return {}
-
-
 @dataclass(frozen=True, slots=True)
 class EngineInfo:
     """What an engine is and what it guarantees."""
@@ -209,7 +205,7 @@ class EngineInfo:
     """Short name, e.g. ``"monty"``."""
     sandboxed: bool
     """Whether untrusted code is isolated from the host (no files, network, host objects)."""
-    limits: Mapping[str, float | int] = field(default_factory=lambda: _no_limits())
+    limits: Mapping[str, float | int] = field(default_factory=dict[str, float | int])
     """Engine-side limits beyond the executor's own, with their values (e.g. ``{"max_memory": 134217728}``)."""
     unsupported: Mapping[str, str] = field(default_factory=dict[str, str])
     """Conformance categories the engine declares unsupported, with the reason (e.g. ``{"escape": ...}``)."""
