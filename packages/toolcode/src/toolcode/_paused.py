@@ -43,9 +43,8 @@ def new_execution_id() -> str:
 
 def check_decision(value: Any) -> Decision:
     """``value`` if it is a decision; else :class:`InvalidArgumentsError` on ``decision``."""
-    for d in DECISIONS:
-        if value == d:
-            return d
+    if value in DECISIONS:
+        return value
     raise InvalidArgumentsError("decision", f"must be one of {', '.join(DECISIONS)}; got {str(value)[:40]!r}")
 
 

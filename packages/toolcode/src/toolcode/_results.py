@@ -49,18 +49,11 @@ def result_ref_of_uri(uri: str) -> tuple[str, int, int | None] | None:
     """``(ref, offset, limit)`` of a ``toolcode://results/<ref>[?offset=N&limit=M]`` URI, or ``None``."""
     if not uri.startswith(RESULT_URI_PREFIX):
         return None
-    rest = uri[len(RESULT_URI_PREFIX) :]
-    ref, _, query = rest.partition("?")
-    offset, limit = 0, None
-    for part in query.split("&") if query else ():
-        key, _, val = part.partition("=")
-        if not val.isdigit():
-            return None
-        if key == "offset":
-            offset = int(val)
-        elif key == "limit":
-            limit = int(val)
-    return ref, offset, limit
+    ref, _, query = uri.removeprefix(RESULT_URI_PREFIX).partition("?")
+    parts = {k: v for k, _, v in (p.partition("=") for p in query.split("&"))} if query else {}
+    if not all(val.isdigit() for val in parts.values()):
+        return None
+    return ref, int(parts.get("offset", 0)), int(parts["limit"]) if "limit" in parts else None
 
 
 class StoredResults:
