@@ -161,7 +161,7 @@ async def test_a_session_stored_as_a_bare_dump_still_continues_and_is_rebuilt(bo
         await session.feed_run(_OLD_PRELUDE)
         await session.feed_run("x = 41\n__toolcode_out = (True, 'old')")
         dump = await session.dump()
-    await box.sessions.store.put("session", "local/old", _encode(_Meta(time.time()), dump))
+    await box.stores.sessions.store.put("session", "local/old", _encode(_Meta(time.time()), dump))
     out = await box.codemode.execute("__out = x + 1", session="old")
     assert out.ok and out.value == 42 and out.session is not None and not out.session.new, out.error
     sizes = await _runs(box, "old", "x = x + 1" + PAD, 30)

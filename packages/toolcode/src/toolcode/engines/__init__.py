@@ -18,7 +18,7 @@ contract); the names it needs to do so without copying lists are here: :func:`ca
 from __future__ import annotations
 
 from importlib.metadata import EntryPoint, entry_points
-from typing import Any, Final, cast
+from typing import Any, Final
 
 from toolcode._globals import TOOL_ERROR_INFO_SOURCE, async_names, call_names
 from toolcode._modules import PACKAGE, ModuleFunction
@@ -84,7 +84,7 @@ def load_engine(name: str, **kwargs: Any) -> Engine:
             known = ", ".join(available_engines())
             raise ConfigurationError("engine", f"no engine named {name!r}; available: {known}")
         try:
-            cls = cast("type[Any]", eps[0].load())
+            cls = eps[0].load()
         except Exception as e:  # a third-party plug-in failing to import is a configuration problem
             raise ConfigurationError("engine", f"engine {name!r} ({eps[0].value}) failed to load: {e}") from e
     try:

@@ -20,27 +20,19 @@ Stored format: ``TCM1`` + 4-byte big-endian length + JSON head + the Monty dump.
 from __future__ import annotations
 
 import ast
-import datetime
-import decimal
 import json
+from collections.abc import Collection
 from dataclasses import dataclass, field
-from typing import Any, Final, cast
+from datetime import date, datetime, timedelta
+from decimal import Decimal
+from typing import Any, Final, TypeGuard
 
 from toolcode._globals import TOOL_ERROR_INFO_SOURCE
+from toolcode._guards import is_dict, is_list
 
-__all__ = [
-    "EXPORT",
-    "FETCH_OUT",
-    "RESET_OUT",
-    "SessionHead",
-    "decode",
-    "encode",
-    "engine_name",
-    "plain_data",
-]
+__all__ = ["EXPORT", "FETCH_OUT", "RESET_OUT", "SessionHead", "decode", "encode", "engine_name", "plain_data"]
 
 _MAGIC: Final = b"TCM1"
-_LEGACY: Final = b"MONTY"
 FLOOR: Final = 4096
 """History (bytes) a session gathers before a rebuild is worth its cost (a checkout and three feeds,
 about as much as one run): about 70 one-line runs."""
@@ -58,23 +50,12 @@ _ENGINE_NAMES: Final = frozenset({"__out", "input", "_ToolcodeNoOut"})
 """Names the engine binds itself (``input`` each run; ``_ToolcodeNoOut`` in sessions stored before the head)."""
 _ENGINE_PREFIX: Final = "__toolcode_"
 
-_PLAIN_KINDS: Final = (
-    "Decimal",
-    "NoneType",
-    "bool",
-    "bytes",
-    "complex",
-    "date",
-    "datetime",
-    "float",
-    "int",
-    "str",
-    "timedelta",
-)
-"""Type names, in the sandbox, of the values that cross to the host and back unchanged."""
+_HOST_PLAIN: Final = (type(None), bool, int, float, complex, str, bytes, Decimal, datetime, date, timedelta)
+"""The values that cross from the sandbox to the host and back unchanged (the same type names on both sides)."""
+_HOST_CONTAINERS: Final = (list, tuple, set, frozenset, dict)
 EXPORT: Final = f"""\
 def __toolcode_export(g, skip, functions, limit):
-    kinds = {{{", ".join(map(repr, _PLAIN_KINDS))}}}
+    kinds = {{{", ".join(repr(t.__name__) for t in _HOST_PLAIN)}}}
     data = {{}}
     bad = []
     seen = set()
@@ -119,48 +100,34 @@ __toolcode_export(locals(), __toolcode_skip, __toolcode_functions, __toolcode_li
 """Sandbox source: the session's plain data by name, the names that are neither plain data nor
 re-creatable, and every global name (the rebuild must end with the same names)."""
 
-_HOST_PLAIN: Final[tuple[type, ...]] = (
-    type(None),
-    bool,
-    int,
-    float,
-    complex,
-    str,
-    bytes,
-    datetime.datetime,
-    datetime.date,
-    datetime.timedelta,
-    decimal.Decimal,
-)
-_HOST_CONTAINERS: Final = (list, tuple, set, frozenset, dict)
-
 
 def engine_name(name: str) -> bool:
     """Whether a global is the engine's own (re-bound by the engine, never carried over)."""
     return name in _ENGINE_NAMES or name.startswith(_ENGINE_PREFIX)
 
 
-def plain_data(value: Any) -> bool:
+def plain_data(value: object) -> bool:
     """Whether what left the sandbox is plain data that goes back in unchanged (no proxies of sandbox objects)."""
     seen: set[int] = set()
-    stack: list[Any] = [value]
+    stack = [value]
     while stack:
-        x: object = stack.pop()
-        t: type = type(x)
-        if t in _HOST_PLAIN:
+        x = stack.pop()
+        if type(x) in _HOST_PLAIN:
             continue
-        if t not in _HOST_CONTAINERS:
+        if not _container(x):
             return False
-        if id(x) in seen:
-            continue
-        seen.add(id(x))
-        if t is dict:
-            items = cast("dict[Any, Any]", x)
-            stack.extend(items.keys())
-            stack.extend(items.values())
-        else:
-            stack.extend(cast("list[Any]", x))
+        if id(x) not in seen:
+            seen.add(id(x))
+            stack.extend([*x.keys(), *x.values()] if is_dict(x) else x)
     return True
+
+
+def _container(value: object) -> TypeGuard[Collection[Any]]:
+    return type(value) in _HOST_CONTAINERS
+
+
+def _strings(value: object) -> list[str]:
+    return [x for x in value if isinstance(x, str)] if is_list(value) else []
 
 
 @dataclass(slots=True)
@@ -178,23 +145,17 @@ class SessionHead:
     """Names a function declares ``global``: a call may re-bind them, so they are only carried as values."""
 
     @classmethod
-    def from_json(cls, data: Any) -> SessionHead:
-        """A head from its JSON form (a malformed one gives an empty head, which rebuilds nothing)."""
-        head = cls()
-        if not isinstance(data, dict):
-            return head
-        d = cast("dict[str, Any]", data)
-        base, helpers, recipes, declared = d.get("base"), d.get("helpers"), d.get("recipes"), d.get("global")
-        head.base = base if isinstance(base, int) else 0
-        if isinstance(helpers, list):
-            head.helpers = [h for h in cast("list[Any]", helpers) if isinstance(h, str)]
-        if isinstance(recipes, dict):
-            head.recipes = {
-                str(k): v if isinstance(v, str) else None for k, v in cast("dict[Any, Any]", recipes).items()
-            }
-        if isinstance(declared, list):
-            head.declared_global = [n for n in cast("list[Any]", declared) if isinstance(n, str)]
-        return head
+    def from_json(cls, data: object) -> SessionHead:
+        """A head from its JSON form (what is malformed in it is left out: it rebuilds nothing)."""
+        d = data if is_dict(data) else {}
+        base, recipes = d.get("base"), d.get("recipes")
+        recipes = recipes if is_dict(recipes) else {}
+        return cls(
+            base if isinstance(base, int) else 0,
+            _strings(d.get("helpers")),
+            {str(k): v if isinstance(v, str) else None for k, v in recipes.items()},
+            _strings(d.get("global")),
+        )
 
     def to_json(self) -> dict[str, Any]:
         """The head as JSON data."""

@@ -1,11 +1,4 @@
-"""``UnsafeInProcessEngine``: runs snippets with the host's own CPython. Fast, and NOT a sandbox.
-
-Use it only for code you would run yourself: a snippet can import ``os``, read files, open
-sockets and reach every object in the process. What it does give you is the same snippet API,
-result convention, limits (time, tool calls, chain steps, output) and trace as the sandbox,
-at a fraction of the cost per tool call: the snippet runs in a greenlet on the event loop
-thread and switches to the host for each call, as SQLAlchemy's asyncio layer does.
-"""
+"""``UnsafeInProcessEngine``: runs snippets with the host's own CPython, in a greenlet. Fast, and NOT a sandbox."""
 
 from __future__ import annotations
 
@@ -20,7 +13,7 @@ import traceback
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from types import CodeType, ModuleType
-from typing import Any, cast
+from typing import Any
 
 import anyio
 import anyio.lowlevel
@@ -58,29 +51,17 @@ def _compile(code: str) -> CodeType:
     return compile(tree, _FILENAME, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
 
 
-_CHECKPOINT = object()
-
-
-class _Future:
-    """Something a top-level-await snippet waits on (what its coroutine yielded), awaited by the host."""
-
-    __slots__ = ("_yielded",)
-
-    def __init__(self, yielded: Any) -> None:
-        self._yielded = yielded
-
-    async def wait(self) -> None:
-        if self._yielded is None:  # a bare yield: asyncio.sleep(0)
-            await anyio.lowlevel.checkpoint()
-            return
-        # An asyncio future; the snippet's coroutine reads its result (or exception) itself. Its
-        # "blocking" flag was set by the snippet's own await: reset it, as a Task would, or
-        # awaiting it again fails with "await wasn't used with future".
-        fut = self._yielded
-        if getattr(fut, "_asyncio_future_blocking", False):
-            fut._asyncio_future_blocking = False
-        with contextlib.suppress(Exception):
-            await fut
+async def _wait_for(yielded: Any) -> None:
+    """Await what a top-level-await snippet's coroutine yielded (the coroutine reads the result itself)."""
+    if yielded is None:  # a bare yield: asyncio.sleep(0)
+        await anyio.lowlevel.checkpoint()
+        return
+    # An asyncio future. Its "blocking" flag was set by the snippet's own await: reset it, as a
+    # Task would, or awaiting it again fails with "await wasn't used with future".
+    if getattr(yielded, "_asyncio_future_blocking", False):
+        yielded._asyncio_future_blocking = False
+    with contextlib.suppress(Exception):
+        await yielded
 
 
 def _drive(coro: Coroutine[Any, Any, Any], host: greenlet.greenlet) -> Any:
@@ -94,7 +75,7 @@ def _drive(coro: Coroutine[Any, Any, Any], host: greenlet.greenlet) -> Any:
             return e.value
         exc = None
         try:
-            send = host.switch(_Future(yielded))
+            send = host.switch((_wait_for, (yielded,), {}))
         except BaseException as e:  # passed on into the coroutine, so its own cleanup (cancel scopes) runs
             exc = e
 
@@ -157,15 +138,6 @@ class _Watchdog:
             time.sleep(0.01)
 
 
-def _snippet_position(exc: BaseException) -> tuple[int | None, int | None]:
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == _FILENAME]
-    if not frames:
-        return None, None
-    f = frames[-1]
-    colno: int | None = getattr(f, "colno", None)
-    return f.lineno, (colno + 1 if colno is not None else None)
-
-
 class UnsafeInProcessEngine:
     """Runs snippets in the host interpreter, on the event loop's own thread; NOT a sandbox.
 
@@ -218,7 +190,7 @@ class UnsafeInProcessEngine:
 
         def main(*_: Any) -> Any:
             if code.co_flags & _CO_COROUTINE:
-                _drive(cast("Coroutine[Any, Any, Any]", eval(code, glb)), host)
+                _drive(eval(code, glb), host)
             else:
                 exec(code, glb)
             return glb["__out"] if "__out" in glb else glb.get(_LAST)
@@ -250,20 +222,15 @@ class UnsafeInProcessEngine:
             except BaseException as e:  # the snippet's own uncaught exception: the run's outcome
                 if isinstance(e, anyio.get_cancelled_exc_class()):
                     raise
-                raise self._map_error(e) from e
+                raise _code_error(e) from e
             finally:
                 run.active = False
             if snippet.dead:
                 return request
             send, throw = None, None
             try:
-                if request is _CHECKPOINT:
-                    await anyio.lowlevel.checkpoint()
-                elif isinstance(request, _Future):
-                    send = await request.wait()
-                else:
-                    fn, args, kwargs = request
-                    send = await fn(*args, **kwargs)
+                fn, args, kwargs = request
+                send = await fn(*args, **kwargs)
             except anyio.get_cancelled_exc_class():
                 await self._unwind(snippet, run)
                 raise
@@ -283,18 +250,6 @@ class UnsafeInProcessEngine:
                 return
             finally:
                 run.active = False
-
-    @staticmethod
-    def _map_error(err: BaseException) -> ToolCodeError:
-        if isinstance(err, LimitExceededError):
-            return err
-        line, col = _snippet_position(err)
-        tb = "".join(traceback.format_exception(err))
-        if isinstance(err, ToolError):
-            return CodeExecutionError(
-                "ToolError", str(err), line=line, column=col, tool_id=err.tool_id, tool_code=err.code, traceback=tb
-            )
-        return CodeExecutionError(type(err).__name__, str(err), line=line, column=col, traceback=tb)
 
     @staticmethod
     def _globals(params: ExecuteParams, tools: Tools, call: Callable[..., Any]) -> dict[str, Any]:
@@ -342,6 +297,24 @@ class UnsafeInProcessEngine:
         """Nothing to release."""
 
 
+def _code_error(err: BaseException) -> ToolCodeError:
+    """The snippet's uncaught exception as the run's error, at the snippet's line."""
+    if isinstance(err, LimitExceededError):
+        return err
+    frames = [f for f in traceback.extract_tb(err.__traceback__) if f.filename == _FILENAME]
+    line, col = (frames[-1].lineno, frames[-1].colno) if frames else (None, None)
+    tool = err if isinstance(err, ToolError) else None
+    return CodeExecutionError(
+        "ToolError" if tool is not None else type(err).__name__,
+        str(err),
+        line=line,
+        column=col + 1 if col is not None else None,
+        tool_id=tool.tool_id if tool is not None else None,
+        tool_code=tool.code if tool is not None else None,
+        traceback="".join(traceback.format_exception(err)),
+    )
+
+
 def _tools_package(tools: Tools, call: Callable[..., Any]) -> ModuleType:
     """The ``tools`` package of one run: a module per namespace, a function per tool."""
     package = ModuleType(PACKAGE, "The namespaces of the catalog, one module each.")
@@ -355,19 +328,15 @@ def _tools_package(tools: Tools, call: Callable[..., Any]) -> ModuleType:
 
 
 def _module_function(tools: Tools, call: Callable[..., Any], module: str, function: str, awaitable: bool) -> Any:
-    if awaitable:
-
-        async def call_async(*args: Any, **kwargs: Any) -> Any:
-            return await tools.call_function(module, function, args, kwargs)
-
-        call_async.__name__ = function
-        return call_async
+    async def call_async(*args: Any, **kwargs: Any) -> Any:
+        return await tools.call_function(module, function, args, kwargs)
 
     def call_sync(*args: Any, **kwargs: Any) -> Any:
         return call(tools.call_function, module, function, args, kwargs)
 
-    call_sync.__name__ = function
-    return call_sync
+    fn = call_async if awaitable else call_sync
+    fn.__name__ = function
+    return fn
 
 
 def _builtins_with_tools(tools: Tools, call: Callable[..., Any]) -> dict[str, Any]:

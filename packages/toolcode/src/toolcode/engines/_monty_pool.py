@@ -1,0 +1,304 @@
+"""The Monty worker pool: one per event loop, shared by every run, with admission per caller and hot sessions.
+
+A run takes a slot (:meth:`WorkerPool.slot`: at most ``max_processes`` runs at once, at most
+``max_runs_per_caller`` of them for one caller), then a worker (:meth:`WorkerPool.worker`): a fresh
+checkout, or the hot one still holding its session's state. A worker is given back after the run,
+discarded when the run failed, or kept checked out (hot) for the session's next run.
+"""
+
+from __future__ import annotations
+
+import atexit
+import sys
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import anyio.lowlevel
+import pydantic_monty as pm
+
+from toolcode._compat_monty import find_monty_binary
+from toolcode._types import SessionState
+from toolcode.exceptions import EngineBusyError, EngineError
+from toolindex.log import get_logger
+from toolrun import watchdog_executable
+
+__all__ = ["CALLER", "Worker", "WorkerPool", "exit_quietly", "start_pool"]
+
+_log = get_logger("toolcode.engines.monty")
+
+CALLER: ContextVar[str | None] = ContextVar("toolcode_monty_caller", default=None)
+"""Who the runs started in this context are for (``MontyEngine.caller``)."""
+_HOT_IDLE_S = 60.0
+"""Seconds a hot session's worker stays checked out without a run."""
+_SETTLE_S = 1.0
+"""Longest wait, after the pool has closed, for its native threads to leave the interpreter."""
+
+
+@dataclass(slots=True)
+class Worker:
+    """The worker a run holds; ``session`` is ``None`` once given back."""
+
+    session: pm.AsyncMontySession | None
+    hot: bool = False
+    """It came hot: it holds the session's state already."""
+    keep_hot: bool = False
+    """Set by the run: the worker holds exactly the state stored for its session, and may stay hot."""
+
+
+@dataclass(slots=True)
+class _Hot:
+    session: pm.AsyncMontySession
+    token: str
+    """Identifies the state it holds (the one the store has when the token matches)."""
+    shape: tuple[Any, ...]
+    """The run settings it was checked out with (limits, modules)."""
+    pool: object
+    used: float
+
+
+async def start_pool(
+    binary_path: str | None, *, min_processes: int, max_processes: int, nice: int = 0, grace: float = 1.0
+) -> pm.AsyncMonty:
+    """A started pydantic-monty pool whose workers go through the watchdog launcher (they die with this process).
+
+    Raises:
+        EngineError: The worker binary cannot be found or the pool cannot start.
+    """
+    try:
+        binary = watchdog_executable(find_monty_binary(binary_path), nice=nice)
+    except (OSError, ValueError) as e:
+        raise EngineError("monty", f"cannot find the worker binary: {e}") from e
+    pool = pm.AsyncMonty(
+        binary_path=binary,
+        min_processes=min_processes,
+        max_processes=max_processes,
+        feed_duration_limit_grace=grace,
+        turn_duration_limit_grace=grace,
+    )
+    try:
+        await pool.__aenter__()
+    except Exception as e:  # the worker binary is missing or cannot start
+        raise EngineError("monty", f"cannot start the worker pool: {type(e).__name__}: {e}") from e
+    return pool
+
+
+class WorkerPool:
+    """pydantic-monty's pool for the running event loop, who may use it, and the hot sessions' workers."""
+
+    def __init__(
+        self,
+        start: Callable[[], Awaitable[pm.AsyncMonty]],
+        total: int,
+        per_caller: int,
+        queue_timeout: float,
+        max_hot: int,
+    ) -> None:
+        self._start = start
+        self._total = total
+        self._per_caller = per_caller
+        self._queue_timeout = queue_timeout
+        self._max_hot = max_hot
+        self._pool: pm.AsyncMonty | None = None
+        self._token: object = None
+        self._lock = anyio.Lock()
+        self._admission: _Admission | None = None
+        self._hot: OrderedDict[str, _Hot] = OrderedDict()
+        self._closing: list[pm.AsyncMontySession] = []
+
+    async def get(self) -> pm.AsyncMonty:
+        """The pool of the running event loop, started on first use.
+
+        Raises:
+            EngineError: It cannot start.
+        """
+        token = anyio.lowlevel.current_token()
+        if self._pool is not None and self._token == token:
+            return self._pool
+        async with self._lock:
+            if self._pool is not None and self._token != token:
+                # The pool's I/O is bound to the loop it was started on; a new loop needs a new pool.
+                old, self._pool = self._pool, None
+                try:
+                    await old.__aexit__(None, None, None)
+                except Exception as e:  # the old loop is gone; nothing more can be done for it
+                    _log.debug("monty.stale_pool_close_failed", error=repr(e))
+            if self._pool is None:
+                self._pool = await self._start()
+                self._token = token
+                # Semaphores belong to the loop they wait on, like the pool.
+                self._admission = _Admission(self._total, self._per_caller, self._queue_timeout)
+            return self._pool
+
+    @asynccontextmanager
+    async def slot(self, caller: str | None) -> AsyncGenerator[pm.AsyncMonty]:
+        """A place among the runs that hold a worker, for ``caller`` (or the one :data:`CALLER` names).
+
+        Raises:
+            EngineBusyError: No slot became free within ``queue_timeout`` (the message names the full cap).
+        """
+        pool = await self.get()
+        assert self._admission is not None
+        async with self._admission.slot(caller or CALLER.get()):
+            yield pool
+
+    @asynccontextmanager
+    async def worker(
+        self,
+        checkout: Callable[[], pm.AsyncMontySession],
+        session: SessionState | None,
+        shape: tuple[Any, ...],
+        *,
+        hot: bool,
+    ) -> AsyncGenerator[Worker]:
+        """A worker for one run: the session's hot one (when ``hot`` allows it and its state is current), or a new one.
+
+        After the run it is given back, kept hot for ``session`` when the run set ``keep_hot``, or
+        discarded when the run failed (a worker stopped mid-run is never reused).
+        """
+        found = self._take_hot(session, shape)
+        if found is not None and not hot:
+            self._closing.append(found.session)  # the state to run from is not the one it holds
+            found = None
+        if found is not None:
+            worker = Worker(found.session, hot=True)
+        else:
+            fresh = checkout()
+            worker = Worker(await fresh.__aenter__())
+        try:
+            yield worker
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                if worker.session is not None:
+                    await exit_quietly(worker.session)
+            raise
+        if worker.session is None:
+            return
+        if worker.keep_hot and session is not None:
+            await self._put_hot(session, worker.session, shape)
+        else:
+            await worker.session.__aexit__(None, None, None)
+
+    def _take_hot(self, session: SessionState | None, shape: tuple[Any, ...]) -> _Hot | None:
+        """The worker still holding exactly this session's state (same token, same run settings)."""
+        if session is None or not session.key:
+            return None
+        hot = self._hot.pop(session.key, None)
+        if hot is None:
+            return None
+        if hot.token == session.token and hot.shape == shape and hot.pool == self._token:
+            return hot
+        self._closing.append(hot.session)  # another server changed the session, or the settings differ
+        return None
+
+    async def _put_hot(self, session: SessionState, worker: pm.AsyncMontySession, shape: tuple[Any, ...]) -> None:
+        now = time.monotonic()
+        self._hot[session.key] = _Hot(worker, session.token or "", shape, self._token, now)
+        for key in [k for k, h in self._hot.items() if now - h.used > _HOT_IDLE_S]:
+            self._closing.append(self._hot.pop(key).session)
+        while len(self._hot) > self._max_hot:
+            self._closing.append(self._hot.pop(next(iter(self._hot))).session)
+        await self._close_pending()
+
+    async def _close_pending(self) -> None:
+        while self._closing:
+            await exit_quietly(self._closing.pop())
+
+    async def aclose(self) -> None:
+        """Give the hot workers back and shut the pool down; idempotent (a later run starts a new pool)."""
+        self._closing.extend(h.session for h in self._hot.values())
+        self._hot.clear()
+        await self._close_pending()
+        async with self._lock:
+            pool, self._pool = self._pool, None
+            if pool is not None:
+                await pool.__aexit__(None, None, None)
+                await _settle_native_threads()
+
+
+async def exit_quietly(session: pm.AsyncMontySession) -> None:
+    """Give a worker back, whatever state it is in."""
+    try:
+        await session.__aexit__(None, None, None)
+    except Exception as e:  # a worker that died or was killed: nothing to give back
+        _log.debug("monty.checkout_exit_failed", error=repr(e)[:300])
+
+
+class _Admission:
+    """At most ``total`` runs at once, ``per_caller`` of them for one caller; a bounded wait for a slot."""
+
+    def __init__(self, total: int, per_caller: int, wait: float) -> None:
+        self._total = total
+        self._slots = anyio.Semaphore(total)
+        self._per_caller = per_caller
+        self._callers: dict[str, tuple[anyio.Semaphore, int]] = {}
+        self._wait = wait
+
+    @asynccontextmanager
+    async def slot(self, caller: str | None) -> AsyncGenerator[None]:
+        busy = f"all {self._total} sandbox workers are busy (max_processes); none became free within {self._wait:g} s"
+        if caller is None:
+            async with self._acquire(self._slots, busy):
+                yield
+            return
+        sem, users = self._callers.get(caller) or (anyio.Semaphore(self._per_caller), 0)
+        self._callers[caller] = (sem, users + 1)
+        mine = (
+            f"caller {caller[:80]!r} already has {self._per_caller} runs in progress (max_runs_per_caller); "
+            f"none finished within {self._wait:g} s"
+        )
+        try:
+            async with self._acquire(sem, mine), self._acquire(self._slots, busy):
+                yield
+        finally:
+            sem, users = self._callers[caller]
+            if users > 1:
+                self._callers[caller] = (sem, users - 1)
+            else:
+                del self._callers[caller]
+
+    @asynccontextmanager
+    async def _acquire(self, sem: anyio.Semaphore, busy: str) -> AsyncGenerator[None]:
+        with anyio.move_on_after(self._wait) as scope:
+            await sem.acquire()
+        if scope.cancelled_caught:
+            raise EngineBusyError("monty", busy)
+        try:
+            yield
+        finally:
+            sem.release()
+
+
+# pydantic-monty completes each awaited call from one of its Rust threads through
+# loop.call_soon_threadsafe, which releases the GIL while it writes to the loop's wake-up socket.
+# The awaiting task can resume and the program reach interpreter shutdown before that thread
+# takes the GIL back; CPython then ends the thread with pthread_exit, which aborts the process
+# (SIGABRT) when it unwinds through Rust frames. So before the pool's owner goes on (aclose),
+# and again before the interpreter shuts down (atexit), wait until no thread that Python did not
+# start is inside Python code: its frames are visible while it waits for the GIL.
+
+
+def _native_threads_in_python() -> bool:
+    ours = {t.ident for t in threading.enumerate() if not isinstance(t, threading._DummyThread)}  # pyright: ignore[reportPrivateUsage]
+    return any(ident not in ours for ident in sys._current_frames())  # pyright: ignore[reportPrivateUsage]
+
+
+async def _settle_native_threads() -> None:
+    deadline = anyio.current_time() + _SETTLE_S
+    # No event tells when a foreign thread leaves Python; each short wait of the event loop
+    # releases the GIL to it.
+    while _native_threads_in_python() and anyio.current_time() < deadline:  # noqa: ASYNC110
+        await anyio.sleep(0.001)
+
+
+@atexit.register
+def _settle_native_threads_at_exit() -> None:
+    deadline = time.monotonic() + _SETTLE_S
+    while _native_threads_in_python() and time.monotonic() < deadline:
+        time.sleep(0.001)
