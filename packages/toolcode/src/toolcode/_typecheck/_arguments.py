@@ -21,16 +21,16 @@ same code and message as the run would give, and nothing is refused that the run
 from __future__ import annotations
 
 import ast
-import difflib
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, cast
+from typing import Any, Final
 
 from toolcode._errors import as_tool_error
+from toolcode._guards import is_dict, is_list
 from toolcode._modules import positional_message
 from toolcode._typecheck._calls import Scan, ToolCall
-from toolcode._typecheck._diagnostic import Diagnostic, Positions
+from toolcode._typecheck._diagnostic import Diagnostic, Positions, near
 from toolcode._view import CatalogView
 from toolcode.exceptions import ErrorCode
 from tooldocs import py_identifier
@@ -203,14 +203,14 @@ class _Builder:
                 self.out.open.add(here)
 
 
-def _as_json(value: Any) -> Any:
+def _as_json(value: object) -> Any:
     """What the validator sees: unknown parts as ``None`` (problems there are not reported)."""
     if value is UNKNOWN:
         return None
-    if isinstance(value, dict):
-        return {k: _as_json(v) for k, v in cast(dict[str, Any], value).items()}
-    if isinstance(value, list):
-        return [_as_json(v) for v in cast(list[Any], value)]
+    if is_dict(value):
+        return {k: _as_json(v) for k, v in value.items()}
+    if is_list(value):
+        return [_as_json(v) for v in value]
     return value
 
 
@@ -234,17 +234,17 @@ def _declared(schema: Mapping[str, Any], top: bool = True) -> set[str] | None:
     the signature shows it: ``**kwargs``); ``"properties": {}`` means "no arguments".
     """
     extra = schema.get("additionalProperties")
-    if extra is True or isinstance(extra, dict) or schema.get("patternProperties") or "$ref" in schema:
+    if extra is True or is_dict(extra) or schema.get("patternProperties") or "$ref" in schema:
         return None
     props = schema.get("properties")
-    names: set[str] = set(cast(dict[str, Any], props)) if isinstance(props, dict) else set()
-    said = isinstance(props, dict)
+    said = is_dict(props)
+    names: set[str] = set(props) if is_dict(props) else set()
     for key in ("allOf", "anyOf", "oneOf"):
         branches = schema.get(key)
-        for b in cast(list[Any], branches) if isinstance(branches, list) else []:
-            if not isinstance(b, dict):
+        for b in branches if is_list(branches) else []:
+            if not is_dict(b):
                 continue
-            branch = _declared(cast(dict[str, Any], b), top=False)
+            branch = _declared(b, top=False)
             if branch is None:
                 return None
             said = said or bool(branch)
@@ -252,16 +252,13 @@ def _declared(schema: Mapping[str, Any], top: bool = True) -> set[str] | None:
     return names if said or not top else None
 
 
-def _uses_if(schema: Any, depth: int = 0) -> bool:
+def _uses_if(schema: object, depth: int = 0) -> bool:
     # ``if`` chooses what applies from a value: an unknown part could choose differently.
     if depth > 32:
         return True
-    if isinstance(schema, dict):
-        s = cast(dict[str, Any], schema)
-        return "if" in s or any(_uses_if(v, depth + 1) for v in s.values())
-    if isinstance(schema, list):
-        return any(_uses_if(v, depth + 1) for v in cast(list[Any], schema))
-    return False
+    if is_dict(schema):
+        return "if" in schema or any(_uses_if(v, depth + 1) for v in schema.values())
+    return is_list(schema) and any(_uses_if(v, depth + 1) for v in schema)
 
 
 class ArgumentChecker:
@@ -314,13 +311,14 @@ class ArgumentChecker:
             return [positions.at(call.positional[0], message, "positional", ErrorCode.INVALID_ARGUMENTS)]
         schema = tool.input_schema
         props = schema.get("properties")
-        renamed = {py_identifier(w): w for w in cast(dict[str, Any], props)} if isinstance(props, dict) else {}
+        wire: list[str] = list(props) if is_dict(props) else []
+        renamed = {py_identifier(w): w for w in wire}
         build = _Builder(constants)
         given = build.out.value
         if call.args is not None:
             top = build.put((), call.args)
-            if isinstance(top, dict):
-                given.update(cast(dict[str, Any], top))
+            if is_dict(top):
+                given.update(top)
             else:
                 build.out.open.add("$")
                 build.out.unknown = [u for u in build.out.unknown if u != "$"]
@@ -345,7 +343,7 @@ class ArgumentChecker:
             err = as_tool_error(InputValidationError(tool.id, [p]), tool.id, self._view)
             message = str(err.message)
             if p.message == _UNEXPECTED and p.path.startswith("$."):
-                message += _near(
+                message += near(
                     p.path[2:], [py_identifier(w) for w in renamed.values()] if call.module else renamed.values()
                 )
             out.append(positions.at(node, message, "arguments", err.code, fails_at=call.node))
@@ -382,8 +380,3 @@ class ArgumentChecker:
             if node is not None or path == "$":
                 return node
             path = _parent(path)
-
-
-def _near(name: str, choices: Iterable[str]) -> str:
-    found = difflib.get_close_matches(name, list(choices), n=3, cutoff=0.6)
-    return f"; did you mean {', '.join(repr(f) for f in found)}?" if found else ""

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import ast
+import difflib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
 from toolcode.exceptions import ErrorCode
 
-__all__ = ["Diagnostic", "Handlers", "Positions"]
+__all__ = ["Diagnostic", "Handlers", "Positions", "near"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,3 +143,9 @@ _KNOWN: Final[frozenset[str]] = frozenset[str]().union(*_CATCHERS.values()) | {
     "TimeoutError",
 }
 """Exception names whose place in the hierarchy the table above settles."""
+
+
+def near(name: str, choices: Iterable[str]) -> str:
+    """``; did you mean ...?`` with the choices closest to ``name`` (``""``: none is close)."""
+    found = difflib.get_close_matches(name, list(choices), n=3, cutoff=0.6)
+    return f"; did you mean {', '.join(repr(f) for f in found)}?" if found else ""

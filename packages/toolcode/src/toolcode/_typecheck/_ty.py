@@ -1,0 +1,374 @@
+"""``ty``'s part of the check: what a snippet does with the tools' typed results, kept only when certain to fail.
+
+**What ty reads.** Python does not check types at run time, and ``ty``'s inference of what a
+snippet builds itself is narrower than what the run accepts: ``[{"name": "c", "observations":
+["x"]}]`` is a ``list[dict[str, str | list[str]]]`` to it, a list built with ``append`` takes the
+union of everything appended, a dict display keeps the type of its first values. Such types say
+nothing certain about the values at run time. So every list, dict and set the snippet builds (a
+display, a comprehension, a ``list()``/``dict()``/``set()`` call) is handed to ``ty`` as ``Any``
+(wrapped in a call of :data:`ANY_FUNCTION`), and so are the annotations the snippet writes, which
+Python does not enforce. What keeps its type: the tools' results (declared by their output
+schemas), scalars and tuples, and whatever flows from them.
+
+**What is kept.** ``ty`` reports what it cannot prove correct; a finding is kept when its rule
+says the operation fails for the type named (a key a ``TypedDict`` result does not have, an
+attribute or operator a type lacks) and every type it names is one value's type: a union (``str |
+None``, ``Literal["a", 1]``) fails only for some of its members, so a finding about one is left to
+the run. What it says about the tools themselves is the argument check's, in the run's own words.
+
+**Where it runs.** In a warm pydantic-monty session kept per set of modules and catalog version:
+the snippet is wrapped in a function that is only defined, never called, so nothing executes.
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import re
+import textwrap
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+import anyio
+import pydantic_monty as pm
+
+from toolcode._globals import globals_stub
+from toolcode._modules import PACKAGE, ToolModules
+from toolcode._typecheck._diagnostic import Diagnostic, Positions
+from toolcode.engines._monty_pool import start_pool
+from toolcode.exceptions import EngineError, ErrorCode
+from toolindex.log import get_logger
+
+__all__ = ["GLOBALS_STUB", "Ty", "checked_source"]
+
+_log = get_logger("toolcode.typecheck")
+
+GLOBALS_STUB: Final = globals_stub()
+"""What the type checker knows of the snippet globals (built from :data:`~toolcode.SNIPPET_GLOBALS`)."""
+ANY_FUNCTION: Final = "toolcode_dynamic"
+ANY_TYPE: Final = "ToolcodeDynamic"
+_HELPERS: Final = f"\n{ANY_TYPE} = Any\ndef {ANY_FUNCTION}(value: object, /) -> Any: ...\n"
+_BUILT = (ast.Dict, ast.List, ast.Set, ast.ListComp, ast.SetComp, ast.DictComp)
+_CONSTRUCTORS = frozenset({"dict", "list", "set"})
+_WRAP = "async def __toolcode_check__():\n"
+_CHECKS_PER_SESSION = 400
+_MAX_CHARS = 200_000
+"""Longer snippets are not type-checked (they run unchecked)."""
+
+_LINE: Final = re.compile(r"^[^:\n]*:(\d+):(\d+): error\[([\w-]+)\] (.*)$")
+_TYPE: Final = re.compile(r"`([^`]*)`")
+_RULES: Final = {
+    "invalid-key": "KeyError",  # t["titel"] on a TypedDict result (see _KEY)
+    "unresolved-attribute": "AttributeError",  # "x".uper(), a module member that does not exist
+    "unsupported-operator": "TypeError",  # "a" + 1
+    "not-iterable": "TypeError",  # for x in 3
+    "call-non-callable": "TypeError",  # a result called
+    "invalid-await": "TypeError",  # await of a plain (not awaitable) value
+}
+"""The rules whose findings fail at run time whenever the types they name are the values' types,
+and the exception the snippet meets there. Not here: ``not-subscriptable`` and the
+``__getitem__`` form of ``invalid-argument-type``, which ``ty`` reports for one member of a union
+without naming the union (``x = None`` then ``x = item`` in a loop: "cannot subscript ``None``");
+calls (``invalid-argument-type``, ``no-matching-overload``), whose expected types are often
+narrower than what the call accepts at run time; assignments, which Python does not check."""
+_KEY: Final = re.compile(r'^Unknown key "|got key of type `Literal\[-?\d+\]`')
+"""The ``invalid-key`` findings about a key written as a literal (a ``str`` variable may hold a valid key)."""
+
+
+@dataclass(slots=True)
+class _Warm:
+    """The warm session: type checking on, the snippet only ever defined, never run."""
+
+    session: pm.AsyncMontySession
+    version: int
+    modules: dict[str, str]
+    """Module name → namespace, for every module it can check."""
+    checks: int = 0
+
+
+class Ty:
+    """``ty``'s certain findings on snippets, from one warm session (see the module docstring).
+
+    The session holds the modules snippets have imported so far (up to ``max_modules``), and is
+    replaced by one holding one more module when a snippet imports a new one, or by a fresh one
+    when the catalog changes. Checks are serialised on it (a warm check takes about a millisecond);
+    one that fails (no worker, a timeout) finds nothing: it is logged and the run goes on unchecked.
+    """
+
+    def __init__(self, modules: ToolModules, max_modules: int, timeout: float) -> None:
+        self._modules = modules
+        self._max_modules = max_modules
+        self._timeout = timeout
+        self._pool: pm.AsyncMonty | None = None
+        self._lock = anyio.Lock()
+        self._warm: _Warm | None = None
+
+    async def findings(
+        self, code: str, tree: ast.Module, bindings: Mapping[str, int], visible: Mapping[str, str], positions: Positions
+    ) -> list[Diagnostic]:
+        """What the snippet does wrong with the typed results of the ``visible`` modules (name → namespace)."""
+        source = checked_source(code, tree, bindings)
+        wrapped = _wrapped(source.text)
+        if wrapped is None:
+            return []  # the engine reports what is wrong with it
+        try:
+            with anyio.fail_after(self._timeout):
+                async with self._lock:
+                    try:
+                        rendered = await self._check(await self._session_for(visible), wrapped)
+                    except BaseException:
+                        # A check cut short (the run's timeout, a failure) leaves the session in
+                        # an unknown state: it is not reused.
+                        with anyio.CancelScope(shield=True):
+                            await self._drop()
+                        raise
+        except (TimeoutError, pm.MontyError, OSError, EngineError) as e:
+            _log.warning("typecheck.unavailable", error=repr(e)[:300])
+            return []
+        stores = {
+            positions.of(n.slice): isinstance(n.ctx, ast.Store | ast.Del)
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Subscript)
+        }
+        out: list[Diagnostic] = []
+        for text in rendered.splitlines():
+            m = _LINE.match(text.strip())
+            if m is None or int(m.group(1)) < 2:
+                continue  # a warning or a note, or the wrapper's own line
+            at = source.original(int(m.group(1)) - 1, max(1, int(m.group(2)) - 4))
+            rule, message = m.group(3), m.group(4)
+            raised = _certain(rule, message, stores.get(at, True))
+            if raised is not None:
+                out.append(Diagnostic(at[0], at[1], message, rule, ErrorCode.RUNTIME_ERROR, raised))
+        return out
+
+    async def _check(self, warm: _Warm, wrapped: str) -> str:
+        """``ty``'s diagnostics for a wrapped snippet (concise format), or ``""``."""
+        warm.checks += 1
+        try:
+            await warm.session.feed_run(wrapped)
+        except pm.MontyTypingError as e:
+            return e.display()
+        except pm.MontyError:
+            # The wrapped snippet does not parse or define (a ``from __future__`` line, say): the
+            # engine reports what is wrong with it when it runs.
+            pass
+        return ""
+
+    async def _session_for(self, visible: Mapping[str, str]) -> _Warm:
+        """The warm session, replaced when it lacks a module, the catalog moved or it is worn."""
+        version = self._modules.version
+        needed = dict(visible)
+        old = self._warm
+        if old is not None and old.version == version and old.checks < _CHECKS_PER_SESSION:
+            if needed.keys() <= old.modules.keys():
+                return old
+            if len(old.modules) + len(needed) <= self._max_modules:
+                needed = {**old.modules, **needed}
+        await self._drop()
+        if self._pool is None:
+            self._pool = await start_pool(None, min_processes=1, max_processes=2)
+        package: dict[str, Any] = {}
+        for name, ns in needed.items():
+            module = self._modules.module(ns)
+            if module is not None:
+                package[name] = pm.ExternalModule(dict.fromkeys(module.functions, _placeholder), stubs=module.stub)
+        checkout = self._pool.checkout(
+            # The session only ever defines a function; limits in case a snippet finds a way out of it.
+            limits={"max_feed_duration_secs": self._timeout, "max_memory": 64 * 1024 * 1024, "max_suspensions": 10_000},
+            type_check=True,
+            type_check_stubs=GLOBALS_STUB + _HELPERS,
+            type_check_format="concise",
+            external_modules={PACKAGE: pm.ExternalModule(package, stubs="")},
+        )
+        self._warm = _Warm(await checkout.__aenter__(), version, needed)
+        if needed:
+            # Resolves the modules once, so the wrapped snippets can import them.
+            await checkout.feed_run("\n".join(f"import {PACKAGE}.{name}" for name in needed))
+        return self._warm
+
+    async def _drop(self) -> None:
+        warm, self._warm = self._warm, None
+        if warm is not None:
+            try:
+                await warm.session.__aexit__(None, None, None)
+            except pm.MontyError as e:
+                _log.debug("typecheck.session_close_failed", error=repr(e)[:300])
+
+    async def aclose(self) -> None:
+        """Close the warm session and the worker pool; idempotent (a later check starts them again)."""
+        async with self._lock:
+            await self._drop()
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            await pool.__aexit__(None, None, None)
+
+
+def _placeholder(**_kwargs: Any) -> None:
+    """Stands for a tool in the checker's modules (the checker never runs code)."""
+
+
+def _wrapped(code: str) -> str | None:
+    """The snippet as the body of a function that is defined, never called; ``None`` if it cannot be.
+
+    Every line is indented, so every statement is the function's; the result is parsed here to
+    make sure of it (a form feed, say, resets Python's indentation count), so that nothing of
+    the snippet runs in the checker.
+    """
+    if len(code) > _MAX_CHARS:
+        return None
+    wrapped = f"{_WRAP}{textwrap.indent(code, '    ')}\n    pass\n"
+    try:
+        tree = ast.parse(wrapped, "snippet.py", "exec")
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return None
+    if len(tree.body) != 1 or not isinstance(tree.body[0], ast.AsyncFunctionDef):
+        return None
+    fn = tree.body[0]
+    if fn.decorator_list or fn.args.defaults or fn.args.kw_defaults or fn.returns is not None:
+        return None
+    return wrapped
+
+
+@dataclass(frozen=True, slots=True)
+class CheckedSource:
+    """The rewritten text and the way back to the snippet's positions."""
+
+    text: str
+    _edits: tuple[tuple[int, int, int], ...]
+    """``(start, end, length)``: the snippet's characters ``start:end`` became ``length`` characters, in order."""
+    _line_starts: tuple[int, ...]
+    _new_line_starts: tuple[int, ...]
+
+    def original(self, line: int, column: int) -> tuple[int, int]:
+        """The snippet's ``(line, column)`` (1-based) of a position in :attr:`text`."""
+        if not 1 <= line <= len(self._new_line_starts):
+            return line, column
+        offset = self._new_line_starts[line - 1] + column - 1
+        shift = 0
+        orig = None
+        for start, end, length in self._edits:
+            if offset < start + shift:
+                break
+            if offset < start + shift + length:
+                orig = start  # inside rewritten text: where it stands in the snippet
+                break
+            shift += length - (end - start)
+        if orig is None:
+            orig = offset - shift
+        row = bisect.bisect_right(self._line_starts, orig) - 1
+        return row + 1, orig - self._line_starts[row] + 1
+
+
+def _line_starts(text: str) -> tuple[int, ...]:
+    return (0, *(i + 1 for i, ch in enumerate(text) if ch == "\n"))
+
+
+def checked_source(code: str, tree: ast.Module, bindings: Mapping[str, int]) -> CheckedSource:
+    """``code`` with what it builds wrapped as ``Any`` and its own annotations ``Any``.
+
+    Args:
+        code: The snippet.
+        tree: ``code`` parsed.
+        bindings: How many times each name is bound in the snippet (a rebound ``list`` is not
+            the constructor).
+
+    Returns:
+        The text to check and the map back to the snippet's positions.
+    """
+    positions = Positions(code)
+    starts = _line_starts(code)
+    edits: list[tuple[int, int, int, str]] = []  # (start, order, end, text): closings sort before openings
+
+    def span(node: ast.AST) -> tuple[int, int]:
+        line, end_line = getattr(node, "lineno", 1), getattr(node, "end_lineno", None) or 1
+        start = starts[line - 1] + positions.char_column(line, getattr(node, "col_offset", 0))
+        return start, starts[end_line - 1] + positions.char_column(end_line, getattr(node, "end_col_offset", None) or 0)
+
+    def wrap(node: ast.expr) -> None:
+        start, end = span(node)
+        edits.append((start, 1, start, f"{ANY_FUNCTION}("))
+        edits.append((end, 0, end, ")"))
+
+    def replace_annotation(node: ast.expr) -> None:
+        start, end = span(node)
+        edits.append((start, 1, end, ANY_TYPE))
+        skip.update(id(n) for n in ast.walk(node))
+
+    # Positions inside f-strings are not reliable before Python 3.12: left as written.
+    skip = {id(n) for f in ast.walk(tree) if isinstance(f, ast.JoinedStr) for n in ast.walk(f) if n is not f}
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, _BUILT) and not isinstance(getattr(node, "ctx", ast.Load()), ast.Store | ast.Del):
+            wrap(node)
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in _CONSTRUCTORS
+            and not bindings.get(node.func.id)
+        ):
+            wrap(node)
+        elif isinstance(node, ast.arg) and node.annotation is not None:
+            replace_annotation(node.annotation)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.returns is not None:
+            replace_annotation(node.returns)
+        elif isinstance(node, ast.AnnAssign):
+            replace_annotation(node.annotation)
+    edits.sort(key=lambda x: (x[0], x[1]))
+    parts: list[str] = []
+    last = 0
+    for start, _, end, text in edits:
+        parts.append(code[last:start])
+        parts.append(text)
+        last = end
+    parts.append(code[last:])
+    new = "".join(parts)
+    return CheckedSource(new, tuple((s, e, len(t)) for s, _, e, t in edits), starts, _line_starts(new))
+
+
+def _certain(rule: str, message: str, written: bool) -> str | None:
+    """The exception the run would certainly raise where a finding is (``None``: it may not fail).
+
+    ``written``: the finding is at a subscript written to (``t["k"] = v`` adds a key; only reading
+    a key a result lacks fails).
+    """
+    raised = _RULES.get(rule)
+    if raised is None or " in union " in message or re.search(r"\b(possibly|may)\b", message, re.IGNORECASE):
+        return None
+    if f"Module `{PACKAGE}" in message:
+        return None  # the tools' modules are the argument check's
+    if rule == "invalid-key" and (written or not _KEY.search(message)):
+        return None
+    # Backticks quote names too (an operator, an attribute): only the types matter here.
+    named = [t for t in _TYPE.findall(message) if not _is_name_quoted(t, message)]
+    return raised if all(_one_value_type(t) for t in named) else None
+
+
+def _is_name_quoted(t: str, message: str) -> bool:
+    return bool(re.search(rf"(Operator|operator|attribute|member|Attribute) `{re.escape(t)}`", message))
+
+
+def _one_value_type(t: str) -> bool:
+    """Whether ``t`` is the type of each value it stands for (no union, nothing unknown)."""
+    if not t or "Unknown" in t or "@Todo" in t or t == "Any" or _top_level(t, "|") > 1:
+        return False
+    return not (t.startswith("Literal[") and t.endswith("]") and _top_level(t[8:-1], ",") > 1)
+
+
+def _top_level(text: str, sep: str) -> int:
+    """How many parts ``text`` has, split at ``sep`` outside brackets and quotes."""
+    depth, parts, quote = 0, 1, ""
+    for ch in text:
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "[(":
+            depth += 1
+        elif ch in "])":
+            depth -= 1
+        elif ch == sep and depth == 0:
+            parts += 1
+    return parts
