@@ -23,7 +23,6 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Final
 
 from toolcode._errors import as_tool_error
@@ -40,38 +39,14 @@ from toolrun import CompiledSchema, InputValidationError, ValidationProblem, che
 __all__ = ["ArgumentChecker"]
 
 
-class _Unknown:
-    """A part of a value the snippet computes at run time."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "<unknown>"
-
-
-UNKNOWN: Final = _Unknown()
-
+UNKNOWN: Final = object()
+"""A part of a value the snippet computes at run time."""
 _SAFE_CALLS: Final = frozenset({"len", "print", "println", "str", "repr"})
 """Calls that cannot change a list or dict passed to them."""
 _SEGMENT = re.compile(r'\.[^.\[]+|\[\d+\]|\["(?:[^"\\]|\\.)*"\]')
 _UNEXPECTED: Final = "unexpected property (not in the schema)"
 _MAX_PARTS: Final = 10_000
 """Parts of one call's arguments read from the text (a bigger literal's rest is left to the run)."""
-
-
-@dataclass(slots=True)
-class _Value:
-    """A call's arguments as far as the text settles them, with where each part is written."""
-
-    value: dict[str, Any] = field(default_factory=dict[str, Any])
-    unknown: list[str] = field(default_factory=list[str])
-    """JSON paths of the parts computed at run time."""
-    open: set[str] = field(default_factory=set[str])
-    """JSON paths of objects that may hold keys the text does not show (``**spread``, computed keys)."""
-    where: dict[str, ast.AST] = field(default_factory=dict[str, ast.AST])
-    """JSON path → the node that writes that part."""
-    keys: dict[str, ast.AST] = field(default_factory=dict[str, ast.AST])
-    """JSON path → the node that writes its key (a dict key, a keyword)."""
 
 
 class _Constants:
@@ -131,18 +106,26 @@ class _Constants:
         return hit[0]
 
 
-class _Builder:
-    """Turns argument expressions into a :class:`_Value`."""
+class _Arguments:
+    """A call's arguments as far as the text settles them, with where each part is written."""
 
     def __init__(self, constants: _Constants) -> None:
         self._constants = constants
-        self.out = _Value()
         self._depth = 0
         self._budget = _MAX_PARTS
+        self.value: dict[str, Any] = {}
+        self.unknown: list[str] = []
+        """JSON paths of the parts computed at run time."""
+        self.open: set[str] = set()
+        """JSON paths of objects that may hold keys the text does not show (``**spread``, computed keys)."""
+        self.where: dict[str, ast.AST] = {}
+        """JSON path → the node that writes that part."""
+        self.keys: dict[str, ast.AST] = {}
+        """JSON path → the node that writes its key (a dict key, a keyword)."""
 
     def put(self, path: tuple[str | int, ...], node: ast.expr) -> Any:
         here = json_path(path)
-        self.out.where.setdefault(here, node)
+        self.where.setdefault(here, node)
         self._budget -= 1
         if self._depth > 64 or self._budget < 0:
             return self._unknown(here)  # past what a check should spend on one literal: left to the run
@@ -152,8 +135,8 @@ class _Builder:
         finally:
             self._depth -= 1
 
-    def _unknown(self, here: str) -> _Unknown:
-        self.out.unknown.append(here)
+    def _unknown(self, here: str) -> object:
+        self.unknown.append(here)
         return UNKNOWN
 
     def _value(self, path: tuple[str | int, ...], here: str, node: ast.expr) -> Any:
@@ -195,12 +178,12 @@ class _Builder:
                 if isinstance(spread, ast.Dict):
                     self.merge(path, here, obj, zip(spread.keys, spread.values, strict=True))
                 else:
-                    self.out.open.add(here)  # keys known only at run time
+                    self.open.add(here)  # keys known only at run time
             elif isinstance(k, ast.Constant) and isinstance(k.value, str):
-                self.out.keys[json_path((*path, k.value))] = k
+                self.keys[json_path((*path, k.value))] = k
                 obj[k.value] = self.put((*path, k.value), v)
             else:
-                self.out.open.add(here)
+                self.open.add(here)
 
 
 def _as_json(value: object) -> Any:
@@ -313,27 +296,21 @@ class ArgumentChecker:
         props = schema.get("properties")
         wire: list[str] = list(props) if is_dict(props) else []
         renamed = {py_identifier(w): w for w in wire}
-        build = _Builder(constants)
-        given = build.out.value
+        value = _Arguments(constants)
         if call.args is not None:
-            top = build.put((), call.args)
+            top = value.put((), call.args)
             if is_dict(top):
-                given.update(top)
+                value.value.update(top)
             else:
-                build.out.open.add("$")
-                build.out.unknown = [u for u in build.out.unknown if u != "$"]
-        build.merge(
-            (),
-            "$",
-            given,
-            (
-                (None if k.arg is None else ast.copy_location(ast.Constant(renamed.get(k.arg, k.arg)), k), k.value)
-                for k in call.keywords
-            ),
-        )
-        value = build.out
+                value.open.add("$")
+                value.unknown = [u for u in value.unknown if u != "$"]
+        keys = [
+            None if k.arg is None else ast.copy_location(ast.Constant(renamed.get(k.arg, k.arg)), k)
+            for k in call.keywords
+        ]
+        value.merge((), "$", value.value, zip(keys, (k.value for k in call.keywords), strict=True))
         declared = _declared(schema)
-        undeclared = [k for k in given if declared is not None and k not in declared]
+        undeclared = [k for k in value.value if declared is not None and k not in declared]
         problems = [ValidationProblem(json_path([k]), _UNEXPECTED) for k in undeclared]
         problems += self._problems(tool, value, closed=declared is not None)
         out: list[Diagnostic] = []
@@ -343,13 +320,11 @@ class ArgumentChecker:
             err = as_tool_error(InputValidationError(tool.id, [p]), tool.id, self._view)
             message = str(err.message)
             if p.message == _UNEXPECTED and p.path.startswith("$."):
-                message += near(
-                    p.path[2:], [py_identifier(w) for w in renamed.values()] if call.module else renamed.values()
-                )
+                message += near(p.path[2:], list(renamed) if call.module else list(renamed.values()))
             out.append(positions.at(node, message, "arguments", err.code, fails_at=call.node))
         return out
 
-    def _problems(self, tool: Tool, value: _Value, *, closed: bool) -> list[ValidationProblem]:
+    def _problems(self, tool: Tool, value: _Arguments, *, closed: bool) -> list[ValidationProblem]:
         plain = _as_json(value.value)
         # First what the run checks first: plain, bounded JSON (``...`` is not).
         bad = check_arguments(plain)
@@ -373,7 +348,7 @@ class ArgumentChecker:
         return out
 
     @staticmethod
-    def _node_of(problem: ValidationProblem, value: _Value) -> ast.AST | None:
+    def _node_of(problem: ValidationProblem, value: _Arguments) -> ast.AST | None:
         path = problem.path
         while True:
             node = value.where.get(path)

@@ -127,20 +127,9 @@ def _catches(handler: ast.ExceptHandler, catchers: frozenset[str] | None) -> boo
     return False
 
 
-_KNOWN: Final[frozenset[str]] = frozenset[str]().union(*_CATCHERS.values()) | {
-    "ValueError",
-    "IndexError",
-    "ZeroDivisionError",
-    "NameError",
-    "StopIteration",
-    "OSError",
-    "ArithmeticError",
-    "AssertionError",
-    "UnicodeError",
-    "NotImplementedError",
-    "OverflowError",
-    "RecursionError",
-    "TimeoutError",
+_KNOWN: Final = frozenset[str]().union(*_CATCHERS.values()) | {
+    *"ValueError IndexError ZeroDivisionError NameError StopIteration OSError ArithmeticError AssertionError".split(),
+    *"UnicodeError NotImplementedError OverflowError RecursionError TimeoutError".split(),
 }
 """Exception names whose place in the hierarchy the table above settles."""
 

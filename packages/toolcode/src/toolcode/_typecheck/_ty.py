@@ -212,9 +212,8 @@ def _placeholder(**_kwargs: Any) -> None:
 def _wrapped(code: str) -> str | None:
     """The snippet as the body of a function that is defined, never called; ``None`` if it cannot be.
 
-    Every line is indented, so every statement is the function's; the result is parsed here to
-    make sure of it (a form feed, say, resets Python's indentation count), so that nothing of
-    the snippet runs in the checker.
+    The result is parsed to make sure every statement is the function's (a form feed, say, resets
+    Python's indentation count), so that nothing of the snippet runs in the checker.
     """
     if len(code) > _MAX_CHARS:
         return None
@@ -266,16 +265,9 @@ def _line_starts(text: str) -> tuple[int, ...]:
 
 
 def checked_source(code: str, tree: ast.Module, bindings: Mapping[str, int]) -> CheckedSource:
-    """``code`` with what it builds wrapped as ``Any`` and its own annotations ``Any``.
+    """``code`` with what it builds wrapped as ``Any`` and its own annotations ``Any``, and the way back.
 
-    Args:
-        code: The snippet.
-        tree: ``code`` parsed.
-        bindings: How many times each name is bound in the snippet (a rebound ``list`` is not
-            the constructor).
-
-    Returns:
-        The text to check and the map back to the snippet's positions.
+    ``bindings`` counts how many times each name is bound (a rebound ``list`` is not the constructor).
     """
     positions = Positions(code)
     starts = _line_starts(code)

@@ -1,10 +1,10 @@
 """The drive: answers a Monty run's suspensions from the host until the run completes or pauses.
 
-Synchronous-looking API calls (``run_tool``) are awaited in place and the sandbox resumed with the
+Synchronous-looking calls (``run_tool``) are awaited in place and the sandbox resumed with the
 result. Awaitable ones (``run_tool_async``) and ``asyncio.sleep`` are answered with a future: the
 call runs as a task of the drive, and each future snapshot is resumed with whatever has finished,
-so gathered calls overlap. A call that needs a decision stops the drive (:class:`Paused`), with
-what :meth:`Drive.resume` needs to go on from the restored snapshot.
+so gathered calls overlap. A call that needs a decision stops the drive (:class:`Paused`) with
+what it needs to go on from the restored snapshot.
 """
 
 from __future__ import annotations
@@ -36,7 +36,6 @@ _ASYNC_NAMES = async_names()
 _SLEEPS = frozenset({"time.sleep", "system.sleep"})
 _ASYNC_SLEEPS = frozenset({"asyncio.sleep", "system.async_sleep"})
 _MODULE_PREFIX = PACKAGE + "."
-_IMPORT = "import"
 _CONTAINERS = (dict, list, tuple)
 _CUT = "<deeply nested>"
 """What Monty puts in place of a value nested deeper than its recursion limit when it leaves the sandbox."""
@@ -49,7 +48,7 @@ class Paused(Exception):
         super().__init__("paused")
         self.snap = snap
         self.drive = drive
-        """What :meth:`Drive.resume` needs: the settled calls, the sleeps, the calls to make again."""
+        """What :meth:`Drive.run` needs to go on: the settled calls, the sleeps, the calls to make again."""
         self.pending = pending
 
     def line(self, code: str) -> int | None:
@@ -91,7 +90,7 @@ class Drive:
     async def run(self, snap: pm.AsyncSnapshot, paused: Mapping[str, Any] | None = None) -> Any:
         """Drive a fed snippet to its end, or a restored one on from its :attr:`Paused.drive`; the snippet's value.
 
-        A restored snapshot makes the call it stopped at again (now decided).
+        The call a restored snapshot stopped at is made again (now decided).
         """
         failure: pm.MontyError | Paused | None = None
         value: Any = None

@@ -55,11 +55,8 @@ class Worker:
 @dataclass(slots=True)
 class _Hot:
     session: pm.AsyncMontySession
-    token: str
-    """Identifies the state it holds (the one the store has when the token matches)."""
-    shape: tuple[Any, ...]
-    """The run settings it was checked out with (limits, modules)."""
-    pool: object
+    holds: tuple[object, ...]
+    """The token of the state it holds (the store's state when it matches), the run settings, the pool."""
     used: float
 
 
@@ -93,31 +90,22 @@ class WorkerPool:
     """pydantic-monty's pool for the running event loop, who may use it, and the hot sessions' workers."""
 
     def __init__(
-        self,
-        start: Callable[[], Awaitable[pm.AsyncMonty]],
-        total: int,
-        per_caller: int,
-        queue_timeout: float,
-        max_hot: int,
+        self, start: Callable[[], Awaitable[pm.AsyncMonty]], total: int, per_caller: int, wait: float, max_hot: int
     ) -> None:
         self._start = start
         self._total = total
         self._per_caller = per_caller
-        self._queue_timeout = queue_timeout
+        self._wait = wait
         self._max_hot = max_hot
         self._pool: pm.AsyncMonty | None = None
         self._token: object = None
         self._lock = anyio.Lock()
-        self._admission: _Admission | None = None
+        self._slots = anyio.Semaphore(total)
+        self._callers: dict[str, tuple[anyio.Semaphore, int]] = {}
         self._hot: OrderedDict[str, _Hot] = OrderedDict()
         self._closing: list[pm.AsyncMontySession] = []
 
-    async def get(self) -> pm.AsyncMonty:
-        """The pool of the running event loop, started on first use.
-
-        Raises:
-            EngineError: It cannot start.
-        """
+    async def _get(self) -> pm.AsyncMonty:
         token = anyio.lowlevel.current_token()
         if self._pool is not None and self._token == token:
             return self._pool
@@ -130,47 +118,70 @@ class WorkerPool:
                 except Exception as e:  # the old loop is gone; nothing more can be done for it
                     _log.debug("monty.stale_pool_close_failed", error=repr(e))
             if self._pool is None:
-                self._pool = await self._start()
-                self._token = token
+                self._pool, self._token = await self._start(), token
                 # Semaphores belong to the loop they wait on, like the pool.
-                self._admission = _Admission(self._total, self._per_caller, self._queue_timeout)
+                self._slots, self._callers = anyio.Semaphore(self._total), {}
             return self._pool
 
     @asynccontextmanager
     async def slot(self, caller: str | None) -> AsyncGenerator[pm.AsyncMonty]:
-        """A place among the runs that hold a worker, for ``caller`` (or the one :data:`CALLER` names).
+        """The pool, and a place among the runs that hold a worker, for ``caller`` (default: :data:`CALLER`).
 
         Raises:
-            EngineBusyError: No slot became free within ``queue_timeout`` (the message names the full cap).
+            EngineError: The pool cannot start.
+            EngineBusyError: No place became free within ``queue_timeout`` (the message names the full cap).
         """
-        pool = await self.get()
-        assert self._admission is not None
-        async with self._admission.slot(caller or CALLER.get()):
-            yield pool
+        pool = await self._get()
+        busy = f"all {self._total} sandbox workers are busy (max_processes); none became free within {self._wait:g} s"
+        caller = caller or CALLER.get()
+        if caller is None:
+            async with self._acquire(self._slots, busy):
+                yield pool
+            return
+        sem, users = self._callers.get(caller) or (anyio.Semaphore(self._per_caller), 0)
+        self._callers[caller] = (sem, users + 1)
+        mine = (
+            f"caller {caller[:80]!r} already has {self._per_caller} runs in progress (max_runs_per_caller); "
+            f"none finished within {self._wait:g} s"
+        )
+        try:
+            async with self._acquire(sem, mine), self._acquire(self._slots, busy):
+                yield pool
+        finally:
+            sem, users = self._callers[caller]
+            if users > 1:
+                self._callers[caller] = (sem, users - 1)
+            else:
+                del self._callers[caller]
+
+    @asynccontextmanager
+    async def _acquire(self, sem: anyio.Semaphore, busy: str) -> AsyncGenerator[None]:
+        with anyio.move_on_after(self._wait) as scope:
+            await sem.acquire()
+        if scope.cancelled_caught:
+            raise EngineBusyError("monty", busy)
+        try:
+            yield
+        finally:
+            sem.release()
 
     @asynccontextmanager
     async def worker(
-        self,
-        checkout: Callable[[], pm.AsyncMontySession],
-        session: SessionState | None,
-        shape: tuple[Any, ...],
-        *,
-        hot: bool,
+        self, checkout: Callable[[], pm.AsyncMontySession], session: SessionState | None, shape: Any, *, hot: bool
     ) -> AsyncGenerator[Worker]:
-        """A worker for one run: the session's hot one (when ``hot`` allows it and its state is current), or a new one.
+        """A worker for one run: the session's hot one (when ``hot`` allows and its state is current), or a new one.
 
         After the run it is given back, kept hot for ``session`` when the run set ``keep_hot``, or
         discarded when the run failed (a worker stopped mid-run is never reused).
         """
-        found = self._take_hot(session, shape)
-        if found is not None and not hot:
-            self._closing.append(found.session)  # the state to run from is not the one it holds
+        found, holds = None, None
+        if session is not None and session.key:
+            found, holds = self._hot.pop(session.key, None), (session.token, shape, self._token)
+        if found is not None and not (hot and found.holds == holds):
+            # Another server changed the session, the settings differ, or the run starts from another state.
+            self._closing.append(found.session)
             found = None
-        if found is not None:
-            worker = Worker(found.session, hot=True)
-        else:
-            fresh = checkout()
-            worker = Worker(await fresh.__aenter__())
+        worker = Worker(found.session, hot=True) if found is not None else Worker(await checkout().__aenter__())
         try:
             yield worker
         except BaseException:
@@ -178,33 +189,16 @@ class WorkerPool:
                 if worker.session is not None:
                     await exit_quietly(worker.session)
             raise
-        if worker.session is None:
-            return
-        if worker.keep_hot and session is not None:
-            await self._put_hot(session, worker.session, shape)
-        else:
+        if worker.session is not None and worker.keep_hot and session is not None:
+            now = time.monotonic()
+            self._hot[session.key] = _Hot(worker.session, (session.token, shape, self._token), now)
+            for key in [k for k, h in self._hot.items() if now - h.used > _HOT_IDLE_S]:
+                self._closing.append(self._hot.pop(key).session)
+            while len(self._hot) > self._max_hot:
+                self._closing.append(self._hot.pop(next(iter(self._hot))).session)
+            await self._close_pending()
+        elif worker.session is not None:
             await worker.session.__aexit__(None, None, None)
-
-    def _take_hot(self, session: SessionState | None, shape: tuple[Any, ...]) -> _Hot | None:
-        """The worker still holding exactly this session's state (same token, same run settings)."""
-        if session is None or not session.key:
-            return None
-        hot = self._hot.pop(session.key, None)
-        if hot is None:
-            return None
-        if hot.token == session.token and hot.shape == shape and hot.pool == self._token:
-            return hot
-        self._closing.append(hot.session)  # another server changed the session, or the settings differ
-        return None
-
-    async def _put_hot(self, session: SessionState, worker: pm.AsyncMontySession, shape: tuple[Any, ...]) -> None:
-        now = time.monotonic()
-        self._hot[session.key] = _Hot(worker, session.token or "", shape, self._token, now)
-        for key in [k for k, h in self._hot.items() if now - h.used > _HOT_IDLE_S]:
-            self._closing.append(self._hot.pop(key).session)
-        while len(self._hot) > self._max_hot:
-            self._closing.append(self._hot.pop(next(iter(self._hot))).session)
-        await self._close_pending()
 
     async def _close_pending(self) -> None:
         while self._closing:
@@ -228,51 +222,6 @@ async def exit_quietly(session: pm.AsyncMontySession) -> None:
         await session.__aexit__(None, None, None)
     except Exception as e:  # a worker that died or was killed: nothing to give back
         _log.debug("monty.checkout_exit_failed", error=repr(e)[:300])
-
-
-class _Admission:
-    """At most ``total`` runs at once, ``per_caller`` of them for one caller; a bounded wait for a slot."""
-
-    def __init__(self, total: int, per_caller: int, wait: float) -> None:
-        self._total = total
-        self._slots = anyio.Semaphore(total)
-        self._per_caller = per_caller
-        self._callers: dict[str, tuple[anyio.Semaphore, int]] = {}
-        self._wait = wait
-
-    @asynccontextmanager
-    async def slot(self, caller: str | None) -> AsyncGenerator[None]:
-        busy = f"all {self._total} sandbox workers are busy (max_processes); none became free within {self._wait:g} s"
-        if caller is None:
-            async with self._acquire(self._slots, busy):
-                yield
-            return
-        sem, users = self._callers.get(caller) or (anyio.Semaphore(self._per_caller), 0)
-        self._callers[caller] = (sem, users + 1)
-        mine = (
-            f"caller {caller[:80]!r} already has {self._per_caller} runs in progress (max_runs_per_caller); "
-            f"none finished within {self._wait:g} s"
-        )
-        try:
-            async with self._acquire(sem, mine), self._acquire(self._slots, busy):
-                yield
-        finally:
-            sem, users = self._callers[caller]
-            if users > 1:
-                self._callers[caller] = (sem, users - 1)
-            else:
-                del self._callers[caller]
-
-    @asynccontextmanager
-    async def _acquire(self, sem: anyio.Semaphore, busy: str) -> AsyncGenerator[None]:
-        with anyio.move_on_after(self._wait) as scope:
-            await sem.acquire()
-        if scope.cancelled_caught:
-            raise EngineBusyError("monty", busy)
-        try:
-            yield
-        finally:
-            sem.release()
 
 
 # pydantic-monty completes each awaited call from one of its Rust threads through

@@ -94,10 +94,9 @@ class _Run:
 class _Watchdog:
     """Stops a snippet that holds the event loop past its deadline (a CPU loop), from another thread.
 
-    The snippet runs on the loop thread, so while it computes nothing else on the loop runs
-    and no cancel scope can fire. Past the run's effective deadline (the executor's timeout,
-    or any enclosing cancel scope's), the watchdog raises ``_Interrupted`` in the loop thread,
-    but only while the snippet holds it; the engine then lets the loop deliver the cancellation.
+    While the snippet computes on the loop thread no cancel scope can fire. Past the run's
+    effective deadline (the timeout, or an enclosing scope's), the watchdog raises ``_Interrupted``
+    in the loop thread, only while the snippet holds it; the loop then delivers the cancellation.
     """
 
     def __init__(self) -> None:
@@ -141,21 +140,13 @@ class _Watchdog:
 class UnsafeInProcessEngine:
     """Runs snippets in the host interpreter, on the event loop's own thread; NOT a sandbox.
 
-    For trusted code only (your own scripts, tests, benchmarks): the snippet has the full
-    power of the host process. The snippet runs in a greenlet on the event loop thread and
-    switches to the host for each tool call (about a microsecond, instead of a thread hop),
-    so a tool call costs little more than the runner itself.
-
-    Limits still hold: tool-call, chain and output limits as for every engine; the timeout
-    (and any enclosing cancel scope's deadline) through the awaits of each tool call and,
-    for a CPU-bound snippet, through a watchdog thread that raises an exception in the
-    snippet once the deadline has passed. While a snippet computes, it holds the event loop:
-    other tasks wait, and a single long C operation (``10**10**8``, ``time.sleep``) cannot be
-    interrupted until it returns.
-
-    Snippet API: the tool functions are plain synchronous calls; for fan-out use
-    ``run_tools([...])``, or ``await asyncio.gather(run_tool_async(...), ...)`` at top level
-    (asyncio only).
+    For trusted code only (your own scripts, tests, benchmarks): the snippet has the full power
+    of the host process. It runs in a greenlet and switches to the host for each tool call (about
+    a microsecond), so a call costs little more than the runner itself. The limits hold: the
+    timeout through each call's await and, for a CPU-bound snippet, through a watchdog thread
+    that raises in it once the deadline has passed; but while it computes it holds the event
+    loop, and one long C operation (``10**10**8``, ``time.sleep``) runs to its end. For fan-out:
+    ``run_tools([...])``, or ``await asyncio.gather(run_tool_async(...), ...)`` at top level.
     """
 
     def __init__(self) -> None:
@@ -253,20 +244,14 @@ class UnsafeInProcessEngine:
 
     @staticmethod
     def _globals(params: ExecuteParams, tools: Tools, call: Callable[..., Any]) -> dict[str, Any]:
-        def write(stream: str, text: str) -> None:
-            tools.write("stderr" if stream == "stderr" else "stdout", text)
-
         def snippet_print(
             *args: Any, sep: str | None = " ", end: str | None = "\n", file: Any = None, flush: bool = False
         ) -> None:
             if file is None or file is sys.stdout or file is sys.stderr:
-                stream = "stderr" if file is sys.stderr else "stdout"
-                write(stream, (" " if sep is None else sep).join(str(a) for a in args) + ("\n" if end is None else end))
+                text = (" " if sep is None else sep).join(str(a) for a in args) + ("\n" if end is None else end)
+                tools.write("stderr" if file is sys.stderr else "stdout", text)
             else:
                 builtins.print(*args, sep=sep, end=end, file=file, flush=flush)
-
-        def println(*args: Any) -> None:
-            write("stdout", " ".join(str(a) for a in args) + "\n")
 
         def sync(name: str) -> Callable[..., Any]:
             fn = getattr(tools, name)
@@ -284,7 +269,7 @@ class UnsafeInProcessEngine:
             "ToolError": ToolError,
             "tool_error_info": tool_error_info,
             "print": snippet_print,
-            "println": println,
+            "println": snippet_print,
         }
         for name in call_names():
             glb[name] = sync(name)

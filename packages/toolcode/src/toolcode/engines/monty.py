@@ -1,9 +1,8 @@
-"""``MontyEngine``: snippets run in pydantic-monty's sandboxed interpreter, in a pool of worker processes.
+"""``MontyEngine``: snippets run in pydantic-monty's sandbox, in a pool of worker processes.
 
-The engine is made of the pool (:mod:`._monty_pool`: workers, admission, hot sessions), the drive
-that answers a run's suspensions (:mod:`._monty_drive`) and a session's state
-(:mod:`._monty_session`, :mod:`._monty_state`); this module runs a snippet with them and maps
-Monty's errors to toolcode's.
+Made of the pool (:mod:`._monty_pool`), the drive that answers a run's suspensions
+(:mod:`._monty_drive`) and a session's state (:mod:`._monty_session`); this module runs a snippet
+with them and maps Monty's errors to toolcode's.
 """
 
 from __future__ import annotations
@@ -48,10 +47,9 @@ needs about 50 MiB (``bench/memory_limit.py``)."""
 def default_max_processes() -> int:
     """The default pool size: twice the CPU count, at least 8 and at most 32.
 
-    More workers than cores on purpose: a CPU-bound snippet holds its worker until its timeout,
-    and the operating system time-slices busy workers, so a short run still answers in
-    milliseconds while long ones compute (see docs/engines.md for the measurements). The cap
-    bounds memory: each worker may use up to ``max_memory``.
+    More workers than cores on purpose: a CPU-bound snippet holds its worker until its timeout, and
+    the system time-slices busy workers, so a short run still answers in milliseconds (docs/engines.md
+    has the measurements). The cap bounds memory: each worker may use up to ``max_memory``.
     """
     return min(32, max(8, 2 * (os.cpu_count() or 1)))
 
@@ -59,53 +57,33 @@ def default_max_processes() -> int:
 class MontyEngine:
     """The default engine: a real sandbox (pydantic-monty) with host-enforced limits.
 
-    Each run checks one worker out of a shared pool (created on first use), feeds it the
-    snippet, and answers every tool call from the host. The sandbox has no file system,
-    network, environment or host objects; memory, recursion depth and CPU time are limited
-    inside the worker, and a worker that overruns (a huge integer computation cannot be
-    interrupted from inside) is killed by the pool. A session that timed out or ran out of
-    memory is discarded, never reused.
-
-    Snippet API: the tool functions are plain synchronous calls (``run_tool(...)`` returns
-    the result). For fan-out, use ``run_tools([...])``, or the awaitable variants
-    ``run_tool_async`` / ``run_chain_async`` / ``describe_tool_async`` with
-    ``await asyncio.gather(...)``; either way the calls overlap on the host.
-
-    Limits: Monty has no class inheritance and no ``yield``; sleeps are capped at the run's
-    timeout. Requires the asyncio event loop (pydantic-monty's async pool is asyncio-based).
-
-    Process lifetime: on Linux every worker is started through toolrun's watchdog launcher
-    (:func:`toolrun.watchdog_executable`), so workers die with this process however it ends,
-    ``SIGKILL`` included, within about a second.
-
-    Admission: at most ``max_processes`` runs hold a worker at once, and at most
-    ``max_runs_per_caller`` of them for one caller (see :meth:`caller`). A run beyond either cap
-    waits up to ``queue_timeout`` seconds for a slot (its own timeout still applies), then fails
-    with :class:`~toolcode.exceptions.EngineError` saying which cap was full.
+    Each run checks a worker out of a shared pool (started on first use, through toolrun's
+    watchdog launcher so that workers die with this process, ``SIGKILL`` included), feeds it the
+    snippet and answers every tool call from the host; awaitable calls overlap. The sandbox has no
+    file system, network, environment or host objects; memory, recursion depth and time are
+    limited in the worker, which the pool kills when it overruns. Monty has no class inheritance
+    and no ``yield``; the engine needs asyncio. docs/engines.md tells the whole story.
 
     Args:
         min_processes: Workers kept warm.
         max_processes: Cap on concurrent runs and workers (default: :func:`default_max_processes`).
-        max_memory: Heap limit per run, in bytes (default :data:`DEFAULT_MAX_MEMORY`, 128 MiB). An
-            operation whose result Monty estimates would not fit (``10**10**8``, ``'x' * 10**10``)
-            fails at once with :class:`~toolcode.exceptions.LimitExceededError` (``max_memory``).
+        max_memory: Heap limit per run, in bytes (default :data:`DEFAULT_MAX_MEMORY`): an operation
+            whose result would not fit fails at once (``LimitExceededError``, ``max_memory``).
         max_recursion_depth: Call-stack depth limit.
         kill_grace: Seconds the pool waits past the time limit before killing a worker.
-        max_runs_per_caller: Cap on one caller's concurrent runs (default: half of
-            ``max_processes``, at least 1); applies to runs started under :meth:`caller`.
-        queue_timeout: Seconds a run waits for a free slot before failing.
-        worker_nice: How much lower the workers' scheduling priority is than the host's (0 to
-            19, Linux): under CPU contention the host's event loop, and with it every other
-            caller, goes first.
-        binary_path: The ``monty`` worker binary (default: pydantic-monty's own resolution,
-            ``MONTY_BIN`` or the environment's scripts directory).
-        max_hot_sessions: Sessions whose worker stays checked out between runs (default: a
-            quarter of ``max_processes``): the next run of such a session skips restoring its
-            state. Idle ones are released after a minute; the stored state stays the truth.
+        max_runs_per_caller: Cap on one caller's concurrent runs under :meth:`caller` (default:
+            half of ``max_processes``, at least 1).
+        queue_timeout: Seconds a run waits for a slot under either cap before failing with
+            ``EngineBusyError`` (naming the cap).
+        worker_nice: How much lower the workers' scheduling priority is (0 to 19, Linux): under CPU
+            contention the host's event loop, and with it every other caller, goes first.
+        binary_path: The ``monty`` worker binary (default: pydantic-monty's own resolution).
+        max_hot_sessions: Sessions whose worker stays checked out between runs, so that the next
+            run skips restoring the state (default: a quarter of ``max_processes``; idle ones are
+            released after a minute).
 
     Raises:
-        ValueError: If a count is below 1, ``queue_timeout`` is negative or ``worker_nice`` is
-            not from 0 to 19.
+        ValueError: A count below 1, a negative ``queue_timeout``, or ``worker_nice`` not from 0 to 19.
     """
 
     def __init__(
@@ -154,19 +132,16 @@ class MontyEngine:
     @staticmethod
     @contextmanager
     def caller(caller_id: str) -> Generator[None]:
-        """Count the runs started inside this block against ``caller_id``'s share of the pool.
+        """Count the runs started in this block (and its tasks) against ``caller_id``'s ``max_runs_per_caller``.
 
         A door that serves several clients wraps each client's runs in it, so that one client's
-        CPU-bound runs cannot take every worker (``max_runs_per_caller``)::
-
-            with MontyEngine.caller(session_id):
-                await executor.execute(params)
+        CPU-bound runs cannot take every worker.
 
         Args:
             caller_id: Who the runs are for (an MCP session id, a user name).
 
         Yields:
-            Nothing; the id applies to runs started in the block (and in tasks it starts).
+            Nothing.
         """
         token = CALLER.set(caller_id)
         try:
