@@ -1,19 +1,14 @@
-"""Check a snippet's tool calls before anything runs, refusing only what would certainly fail.
-
-The check refuses a snippet only for what its run would certainly fail on, and says it as the
-run would (the diagnostic's ``code`` is the run's error code):
+"""Check a snippet's tool calls before anything runs, refusing only what would certainly fail, as the run would say it.
 
 - **Names** (``unknown_tool``): a ``tools`` module the caller cannot use, a function its module
-  does not have, a literal tool id (``run_tool("ns:x", ...)``, ``run_tools([...])``) no visible
-  tool has.
+  lacks, a literal tool id (``run_tool("ns:x", ...)``, ``run_tools([...])``) no visible tool has.
 - **Arguments** (``invalid_arguments``, :mod:`._arguments`): in both call styles (:mod:`._calls`),
-  what the text settles of each call's arguments is validated by the run's own validator.
-- **Typed results** (``runtime_error``, :mod:`._ty`): ``ty`` checks what the snippet does with
-  the tools' typed results, and only what fails for every value of the types named is kept.
+  what the text settles of each call's arguments, validated by the run's own validator.
+- **Typed results** (``runtime_error``, :mod:`._ty`): what the snippet does with the tools' typed
+  results, kept only when it fails for every value of the types named.
 
 What the text cannot settle (a value computed at run time, a tool id built from strings) is left
-to the run, which checks each call against its schema with the same code and message. A problem
-inside a ``try`` whose handler catches what it raises is not one (the snippet handles it).
+to the run. A problem inside a ``try`` whose handler catches what it raises is the snippet's own.
 """
 
 from __future__ import annotations

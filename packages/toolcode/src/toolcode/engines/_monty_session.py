@@ -15,12 +15,12 @@ from toolcode.engines._monty_pool import Worker, exit_quietly
 from toolcode.exceptions import EngineError
 from toolindex.log import get_logger
 
-__all__ = ["SessionRun"]
+__all__ = ["SessionTurn"]
 
 _log = get_logger("toolcode.engines.monty")
 
 
-class SessionRun:
+class SessionTurn:
     """What the engine does for a run in ``session`` (resuming ``paused``, when given).
 
     Args:

@@ -23,7 +23,7 @@ from toolcode._types import EngineInfo, ExecuteParams, ExecuteResult, PauseState
 from toolcode.engines import _monty_state as _state
 from toolcode.engines._monty_drive import Drive, ModuleMap, Paused, cut_path
 from toolcode.engines._monty_pool import CALLER, WorkerPool, start_pool
-from toolcode.engines._monty_session import SessionRun
+from toolcode.engines._monty_session import SessionTurn
 from toolcode.exceptions import CodeExecutionError, EngineError, LimitExceededError, ToolCodeError, ToolError
 
 __all__ = ["DEFAULT_MAX_MEMORY", "MontyEngine", "default_max_processes"]
@@ -187,7 +187,7 @@ class MontyEngine:
         package = self._package(modules) if modules else None
         shape = (tuple(sorted(limits.items())), timeout, id(package))
         drive = Drive(tools, timeout, self._max_depth, modules)
-        session = SessionRun(params.session, paused, self._max_depth) if params.session is not None else None
+        session = SessionTurn(params.session, paused, self._max_depth) if params.session is not None else None
 
         def on_print(stream: str, text: str) -> None:
             tools.write("stderr" if stream == "stderr" else "stdout", text)
