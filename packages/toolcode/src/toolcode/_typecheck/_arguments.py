@@ -259,17 +259,7 @@ class ArgumentChecker:
     def check(
         self, tree: ast.Module, found: Scan, calls: Sequence[tuple[ToolCall, Tool]], positions: Positions
     ) -> list[Diagnostic]:
-        """Problems of ``calls`` (each with the tool it calls), found before the run.
-
-        Args:
-            tree: The parsed snippet.
-            found: What :func:`~toolcode._typecheck._calls.scan` found in it.
-            calls: The calls to check and the tool of each.
-            positions: Where nodes are.
-
-        Returns:
-            The diagnostics, in the run's own words (``invalid arguments for tool ...``).
-        """
+        """The problems of ``calls`` (each with its tool) in the run's own words (``invalid arguments for tool ...``)."""
         constants = _Constants(tree, found, {c.node for c, _ in calls})
         out: list[Diagnostic] = []
         for call, tool in calls:

@@ -159,14 +159,7 @@ class _Names:
 
 
 def scan(tree: ast.AST) -> Scan:
-    """Everything the snippet's text says about its tools.
-
-    Args:
-        tree: The parsed snippet.
-
-    Returns:
-        The modules, references and calls found.
-    """
+    """Everything the parsed snippet's text says about its tools: the modules, references and calls."""
     out = Scan()
     nodes: list[ast.AST] = []
     todo = deque([tree])
