@@ -259,7 +259,7 @@ class ArgumentChecker:
     def check(
         self, tree: ast.Module, found: Scan, calls: Sequence[tuple[ToolCall, Tool]], positions: Positions
     ) -> list[Diagnostic]:
-        """The problems of ``calls`` (each with its tool) in the run's own words (``invalid arguments for tool ...``)."""
+        """The problems of ``calls`` (each with its tool), in the run's words (``invalid arguments for tool ...``)."""
         constants = _Constants(tree, found, {c.node for c, _ in calls})
         out: list[Diagnostic] = []
         for call, tool in calls:
