@@ -18,7 +18,7 @@ from toolcode import (
     ToolError,
     load_settings,
 )
-from toolcode._metatools import call_exposed, exposed_description, exposed_tools
+from toolcode._exposed import call_exposed, exposed_description, exposed_tools
 from toolcode._outcome import outcome_text
 from toolcode.exceptions import clip
 from toolcode.server import CodeModeServer
@@ -182,9 +182,9 @@ async def test_exposed_name_collisions_are_reported_at_start() -> None:
         # Both stay reachable, each under a name of its own that does not depend on the other.
         names = [n for n in server.tool_names() if n.startswith("a")]
         assert len(names) == 2 and all(n.startswith("a__x__b_") and len(n) == len("a__x__b_") + 6 for n in names)
-        assert {server._exposed[n].id for n in names} == {"a:x__b", "a__x:b"}  # pyright: ignore[reportPrivateUsage]
+        assert {server.door.exposed()[n].id for n in names} == {"a:x__b", "a__x:b"}
         assert len(server.collisions) == 2 and all("'a__x__b' is taken" in c for c in server.collisions)
-        replies = {(await call_exposed(box.codemode, server._exposed[n], {})).text for n in names}  # pyright: ignore[reportPrivateUsage]
+        replies = {(await call_exposed(box.codemode, server.door.exposed()[n], {})).text for n in names}
         assert replies == {'"1"', '"2"'}  # the JSON of each tool's own value
         alone = CodeModeServer(box, expose=["a:*"])  # without the other, the plain name
         assert [n for n in alone.tool_names() if n.startswith("a")] == ["a__x__b"]

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from toolcode import Toolbox
-from toolcode._inputs import INPUT_MODELS
+from toolcode._descriptions import INPUT_SCHEMAS
 from toolcode._metatools import (  # pyright: ignore[reportPrivateUsage]
     _OPERATIONS,
     call_metatool,
@@ -27,7 +27,7 @@ def _python(code: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_every_code_mode_tool_has_one_operation_and_one_input_model() -> None:
-    assert set(_OPERATIONS) == set(META_TOOLS) == set(INPUT_MODELS)
+    assert set(_OPERATIONS) == set(META_TOOLS) == set(INPUT_SCHEMAS)
     for name in META_TOOLS:
         schema = input_schema(name)
         assert schema["type"] == "object" and "title" not in schema and "$defs" not in schema, name

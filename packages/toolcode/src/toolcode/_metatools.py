@@ -1,56 +1,64 @@
-"""The code-mode tools as every door offers them to a model: definitions, one call, one reply text.
+"""The code-mode tools as every door offers them to a model: one call, one reply text, one error shape.
 
-The MCP server (:mod:`toolcode.server`) and the agent-framework integrations
-(:mod:`toolcode.integrations`) are thin doors over the same pieces: each tool's description
-(:data:`~toolcode._descriptions.DESCRIPTIONS`), its input schema (:func:`input_schema`, from the
-models in :mod:`toolcode._inputs`) and :func:`call_metatool`, which checks the argument names,
-calls the core operation of the same name (:class:`~toolcode.CodeMode`) and renders the text the
-model reads. A failure is a reply too, in the one error shape (:func:`toolcode.error_info`), so
-the same mistake reads the same through every door.
+:func:`call_metatool` checks the argument names, calls the core operation of the same name
+(:class:`~toolcode.CodeMode`) and makes its result a :class:`MetaToolReply` (:func:`reply_of`: the
+text the model reads, one renderer per result model). A failure is a reply too, in the one error
+shape (:func:`toolcode.error_info`), so the same mistake reads the same through every door
+(:class:`toolcode._door.Door` is what the doors hold).
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
-import fnmatch
-import functools
-import hashlib
+import copy
 import json
-from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final, cast
+from typing import Any, Final
 
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from toolcode._core import CodeMode, PrintListener, ToolStart
-from toolcode._descriptions import INSTRUCTIONS, UNSANDBOXED_NOTE
+from toolcode._descriptions import INPUT_SCHEMAS, INSTRUCTIONS, UNSANDBOXED_NOTE
 from toolcode._errors import error_info
-from toolcode._inputs import INPUT_MODELS, DeleteOutcome, ResetOutcome
+from tooldocs import json_text
 from toolcode._outcome import outcome_text
 from toolcode._settings import META_TOOLS
 from toolcode._types import OnToolCall
 from toolcode.calls import Asker
 from toolcode.exceptions import InvalidArgumentsError, ToolCodeError, clip
-from toolcode.models import ErrorInfo, RunToolOutcome, SearchHitEntry
-from tooldocs import json_text
-from toolindex import Tool
+from toolcode.models import (
+    ChainOutcome,
+    DocsResult,
+    ErrorInfo,
+    ExamplesResult,
+    ExecuteOutcome,
+    NamespacesResult,
+    PausedResult,
+    ResultPage,
+    RunToolOutcome,
+    SearchHitEntry,
+    SearchResult,
+    SessionsResult,
+    SnippetEntry,
+    SnippetsResult,
+    ToolApprovalsResult,
+    ToolListResult,
+)
+from toolrun import RunResult
 
 __all__ = [
-    "EXPOSED_SEPARATOR",
     "PERSON_TOOLS",
-    "Exposed",
+    "DeleteOutcome",
     "MetaToolReply",
+    "ResetOutcome",
     "StepListener",
-    "call_exposed",
+    "as_object",
     "call_metatool",
-    "compact_schema",
-    "exposed_description",
-    "exposed_tools",
     "failure_reply",
     "input_schema",
     "instructions",
     "parse_arguments",
+    "reply_of",
 ]
 
 StepListener = Callable[[dict[str, Any]], Awaitable[None]]
@@ -62,9 +70,26 @@ definitions): the MCP server marks them ``destructiveHint``, Pydantic AI defers 
 host's approval, the OpenAI Agents SDK marks them ``needs_approval``."""
 
 
+_OBJECT: TypeAdapter[dict[str, Any]] = TypeAdapter(dict[str, Any])
+
+
+class ResetOutcome(BaseModel):
+    """``reset_session``'s result."""
+
+    session: str
+    reset: bool
+
+
+class DeleteOutcome(BaseModel):
+    """``delete_snippet``'s result."""
+
+    name: str
+    deleted: bool
+
+
 @dataclass(frozen=True, slots=True)
 class MetaToolReply:
-    """What one call of a code-mode tool answers, in every door's terms."""
+    """What one call of a door's tool answers, in every door's terms."""
 
     text: str
     """What the model reads (the MCP server's text content)."""
@@ -77,6 +102,8 @@ class MetaToolReply:
     images: tuple[tuple[str, str], ...] = ()
     """Images an exposed upstream tool answered with, as ``(mime type, base64 data)``: the door
     hands them to the model as images (``text`` only says where they were)."""
+    run: RunResult | None = None
+    """An exposed upstream tool's whole result, for a door that passes it on as it came."""
 
     def structured(self) -> dict[str, Any]:
         """The result as JSON: the result model's fields, or ``{"ok": false, "error": {...}}``."""
@@ -86,252 +113,49 @@ class MetaToolReply:
         return {"ok": False, "error": error}
 
 
-def failure_text(info: ErrorInfo) -> str:
-    """What the model reads of a failed call: ``error [code]: message`` and the hint (unless the message has it)."""
-    hint = f"\nhint: {info.hint}" if info.hint and info.hint not in info.message else ""
-    return f"error [{info.code}]: {info.message}{hint}"
-
-
 def failure_reply(exc: BaseException, codemode: CodeMode) -> MetaToolReply:
-    """The reply for a call that failed with ``exc`` (hints name only tools the caller can see)."""
+    """The reply for a call that failed with ``exc`` (hints name only tools the caller can see).
+
+    The text is ``error [code]: message`` and the hint (unless the message has it).
+    """
     info = error_info(exc, codemode.view())
-    return MetaToolReply(text=failure_text(info), error=info, is_error=True)
+    hint = f"\nhint: {info.hint}" if info.hint and info.hint not in info.message else ""
+    return MetaToolReply(text=f"error [{info.code}]: {info.message}{hint}", error=info, is_error=True)
 
 
-def parse_arguments(text: str | bytes | bytearray) -> dict[str, Any]:
-    """A model's arguments sent as JSON text: the object they hold (empty text is no arguments).
+def as_object(value: object) -> dict[str, Any] | None:
+    """``value`` as a JSON object (a dict with string keys; a shallow copy), or ``None`` when it is none."""
+    try:
+        return _OBJECT.validate_python(value, strict=True)
+    except ValidationError:
+        return None
+
+
+def parse_arguments(raw: object) -> dict[str, Any]:
+    """A model's arguments as the object they hold: a mapping, or JSON text (empty text: no arguments).
 
     Doors whose framework hands over the raw text use it, so malformed arguments are a failure
     the model reads (``invalid_arguments``), like any other mistake, not a framework error.
 
     Raises:
-        InvalidArgumentsError: If the text is not JSON, or not a JSON object (field ``arguments``).
+        InvalidArgumentsError: If they are not a JSON object (field ``arguments``).
     """
-    raw = text if isinstance(text, str) else bytes(text).decode("utf-8", errors="replace")
-    try:
-        args: Any = json.loads(raw) if raw.strip() else {}
-    except json.JSONDecodeError as e:
-        raise InvalidArgumentsError("arguments", f"not valid JSON ({e.msg})") from None
-    if not isinstance(args, dict):
+    value: object = raw
+    if isinstance(raw, str | bytes | bytearray):
+        text = raw if isinstance(raw, str) else bytes(raw).decode("utf-8", errors="replace")
+        try:
+            value = json.loads(text) if text.strip() else dict[str, Any]()
+        except json.JSONDecodeError as e:
+            raise InvalidArgumentsError("arguments", f"not valid JSON ({e.msg})") from None
+    args = as_object(value)
+    if args is None:
         raise InvalidArgumentsError("arguments", "must be a JSON object")
-    return cast("dict[str, Any]", args)
-
-
-EXPOSED_SEPARATOR = "__"
-"""Joins namespace and name of a directly exposed upstream tool (``github__list_issues``);
-``:`` is not allowed in MCP tool names and some clients reject ``.``."""
-
-_EXPOSED_NAME_MAX = 128
-"""Longest exposed name: MCP's limit for a tool name (OpenAI's function names stop at 64)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Exposed:
-    """The upstream tools a door publishes directly, beside the code-mode tools."""
-
-    tools: dict[str, Tool]
-    """Exposed name (``namespace__name``) → tool, in name order."""
-    collisions: list[str]
-    """Matched tools published under a name of their own (two mapped to one name, or to a
-    code-mode tool's), or left out (a name the door cannot carry), each with the reason."""
-
-
-def exposed_description(tool: Tool) -> str:
-    """What the model reads about an exposed tool: its id, then its description."""
-    return f"[{tool.id}] {tool.description}"
-
-
-def _distinct(name: str, tool: Tool) -> str:
-    # The same tool always gets the same suffix, whichever other tool it collides with.
-    return f"{name}_{hashlib.sha256(tool.id.encode()).hexdigest()[:6]}"
-
-
-def exposed_tools(
-    codemode: CodeMode,
-    patterns: Sequence[str],
-    *,
-    reserved: Collection[str] = (),
-    max_name: int = _EXPOSED_NAME_MAX,
-    punctuation: str = "_.-",
-) -> Exposed:
-    """The visible upstream tools matching ``patterns``, each under the name a door publishes it as.
-
-    A tool is published as ``namespace__name``. When two tools map to one such name
-    (``x:y__ok`` and ``x__y:ok``), or a tool maps to a code-mode tool's name, each of them is
-    published as that name plus ``_`` and six hex digits of its id's digest instead: every
-    matched tool stays reachable, under a name that does not depend on the others.
-
-    Args:
-        codemode: The core whose view is read.
-        patterns: ``namespace:name`` patterns (``fnmatch``: ``github:list_*``, ``*``), matched
-            against each tool's key and id.
-        reserved: Names already taken (the door's code-mode tools).
-        max_name: Longest name the door's clients accept.
-        punctuation: The characters besides ASCII letters and digits a name may hold (MCP:
-            ``_.-``; OpenAI function names: ``_-``).
-
-    Returns:
-        The published tools and, for each matched tool renamed or left out, why.
-    """
-    collisions: list[str] = []
-    if not patterns:
-        return Exposed({}, collisions)
-
-    def valid(name: str) -> bool:
-        return len(name) <= max_name and all(c.isascii() and (c.isalnum() or c in punctuation) for c in name)
-
-    by_name: dict[str, list[Tool]] = {}
-    view = codemode.view()
-    cursor: str | None = None
-    while True:
-        page = view.list_tools(cursor=cursor, limit=1000, namespace=None)
-        for tool in page.tools:
-            if not any(fnmatch.fnmatchcase(tool.key, p) or fnmatch.fnmatchcase(tool.id, p) for p in patterns):
-                continue
-            key = f"{tool.namespace}{EXPOSED_SEPARATOR}{tool.name}"
-            if valid(key):
-                by_name.setdefault(key, []).append(tool)
-            else:
-                collisions.append(f"{tool.id}: {clip(key, 80)!r} is not a valid tool name here; not exposed")
-        if page.next_cursor is None:
-            break
-        cursor = page.next_cursor
-    out: dict[str, Tool] = {}
-    for key, tools in by_name.items():
-        if len(tools) == 1 and key not in reserved:
-            out[key] = tools[0]
-            continue
-        why = "a code-mode tool's name" if key in reserved else " and ".join(t.id for t in tools) + " all map to it"
-        for tool in tools:
-            name = _distinct(key, tool)
-            if not valid(name) or name in reserved or name in out:
-                collisions.append(f"{tool.id}: {key!r} is taken ({why}) and {name!r} cannot be used; not exposed")
-                continue
-            out[name] = tool
-            collisions.append(f"{tool.id} is exposed as {name!r}: {key!r} is taken ({why})")
-    return Exposed(dict(sorted(out.items())), sorted(collisions))
-
-
-async def call_exposed(
-    codemode: CodeMode, tool: Tool, args: Mapping[str, Any], *, caller: str | None = None, ask: Asker | None = None
-) -> MetaToolReply:
-    """Call an exposed upstream tool as ``toolcode serve`` does: ``run_tool``'s checks, policy and errors.
-
-    What the tool answered is kept as the MCP server passes it on: its text blocks are the reply
-    text (the structured result as JSON when there are none), its images are ``images``, and any
-    other block (an embedded resource, audio) is its JSON in the text.
-
-    Args:
-        codemode: The core (with the caller's ceilings applied).
-        tool: The exposed tool (from :func:`exposed_tools`).
-        args: The arguments as the model sent them.
-        caller: Who the call is for.
-        ask: Asks a person about a call the policy asks for (``None``: it fails with
-            ``approval_required``).
-
-    Returns:
-        The reply (a failure is a reply with ``error`` set, never an exception).
-    """
-    try:
-        result = await codemode.run_result(tool.id, dict(args), ask=ask, caller=caller)
-    except ToolCodeError as exc:
-        return failure_reply(exc, codemode)
-    texts: list[str] = []
-    images: list[tuple[str, str]] = []
-    for block in result.content:
-        kind = block.get("type")
-        if kind == "text":
-            texts.append(str(block.get("text", "")))
-        elif kind == "image" and isinstance(block.get("data"), str) and _is_base64(block["data"]):
-            mime = str(block.get("mimeType") or "image/png")
-            images.append((mime, block["data"]))
-            texts.append(f"[image {len(images)}: {clip(mime, 80)}]")
-        elif kind == "image":
-            texts.append("[an image whose data is not base64: left out]")
-        else:
-            texts.append(json_text(block))
-    text = "\n".join(texts) if result.content else json_text(result.structured)
-    outcome = RunToolOutcome(tool_id=result.tool_id, value=result.value, duration_ms=round(result.duration_ms, 3))
-    return MetaToolReply(text, outcome, images=tuple(images))
-
-
-def _is_base64(data: str) -> bool:
-    try:
-        base64.b64decode(data, validate=True)
-    except (binascii.Error, ValueError):
-        return False
-    return True
+    return args
 
 
 def instructions(codemode: CodeMode) -> str:
     """The instructions that go with the code-mode tools (with a warning when the engine is no sandbox)."""
     return INSTRUCTIONS + ("" if codemode.services.engine.info.sandboxed else UNSANDBOXED_NOTE)
-
-
-def compact_schema(schema: Any) -> Any:
-    """A JSON Schema without the noise pydantic adds (titles, ``anyOf`` with null), same meaning.
-
-    Every definition token is paid on every turn by every client, so the wire schemas are kept lean.
-    """
-    if isinstance(schema, list):
-        return [compact_schema(s) for s in cast(list[Any], schema)]
-    if not isinstance(schema, dict):
-        return schema
-    src = cast(dict[str, Any], schema)
-    out: dict[str, Any] = {}
-    for key, value in src.items():
-        if key == "title":
-            continue
-        if key in ("properties", "$defs") and isinstance(value, dict):
-            props = cast(dict[str, Any], value)
-            out[key] = {k: compact_schema(v) for k, v in props.items()}
-        elif key == "additionalProperties" and value is True:
-            continue
-        else:
-            out[key] = compact_schema(value)
-    any_of = out.get("anyOf")
-    null: dict[str, Any] = {"type": "null"}
-    if isinstance(any_of, list):
-        options = cast(list[Any], any_of)
-        others = [o for o in options if o != null]
-        simple = all(isinstance(o, dict) and set(cast(dict[str, Any], o)) <= {"type", "items"} for o in others)
-        if len(others) < len(options) and simple:
-            # "X or null" with a default of null: optional already says it.
-            del out["anyOf"]
-            types_ = [cast(dict[str, Any], o)["type"] for o in others if "type" in o]
-            if len(others) == 1:
-                out.update(cast(dict[str, Any], others[0]))
-            elif types_:
-                out["type"] = types_
-    if out.get("default", ...) is None:
-        del out["default"]
-    return out
-
-
-def _inline(schema: dict[str, Any]) -> dict[str, Any]:
-    """Replace ``$ref``s to ``$defs`` by the definitions themselves (smaller and clearer on the wire)."""
-    defs = cast(dict[str, Any], schema.pop("$defs", {}))
-
-    def walk(node: Any) -> Any:
-        if isinstance(node, list):
-            return [walk(n) for n in cast(list[Any], node)]
-        if not isinstance(node, dict):
-            return node
-        d = cast(dict[str, Any], node)
-        ref = d.get("$ref")
-        if isinstance(ref, str) and ref.startswith("#/$defs/") and ref[8:] in defs:
-            return walk(defs[ref[8:]])
-        return {k: walk(v) for k, v in d.items()}
-
-    return cast(dict[str, Any], walk(schema))
-
-
-@functools.cache
-def _schema_text(name: str) -> str:
-    schema = cast(dict[str, Any], compact_schema(_inline(INPUT_MODELS[name].model_json_schema())))
-    # Unknown arguments are refused by the door itself (naming the argument): not worth tokens here.
-    schema.pop("additionalProperties", None)
-    return json.dumps(schema)
 
 
 def input_schema(name: str) -> dict[str, Any]:
@@ -340,7 +164,17 @@ def input_schema(name: str) -> dict[str, Any]:
     Raises:
         KeyError: If ``name`` is not a code-mode tool.
     """
-    return cast(dict[str, Any], json.loads(_schema_text(name)))
+    return copy.deepcopy(INPUT_SCHEMAS[name])
+
+
+@dataclass(frozen=True, slots=True)
+class _Hooks:
+    caller: str | None
+    ask: Asker | None
+    on_step: StepListener | None
+    on_tool_call: OnToolCall | None
+    on_tool_start: ToolStart | None
+    on_print: PrintListener | None
 
 
 async def call_metatool(
@@ -355,7 +189,7 @@ async def call_metatool(
     on_tool_start: ToolStart | None = None,
     on_print: PrintListener | None = None,
 ) -> MetaToolReply:
-    """Call the code-mode tool ``name`` with a model's arguments: the core operation and its reply text.
+    """Call the code-mode tool ``name`` with a model's arguments: the core operation and its reply.
 
     Argument values are checked by the core's operations (the same checks for every door); this
     refuses unknown argument names, naming the first one.
@@ -378,29 +212,80 @@ async def call_metatool(
     """
     hooks = _Hooks(caller, ask, on_step, on_tool_call, on_tool_start, on_print)
     try:
-        model = INPUT_MODELS.get(name)
-        if model is None:
-            known = ", ".join(META_TOOLS)
-            raise InvalidArgumentsError("name", f"unknown tool {clip(name)!r}; code-mode tools: {known}")
-        unknown = sorted(set(args) - set(model.model_fields))
+        schema = INPUT_SCHEMAS.get(name)
+        if schema is None:
+            raise InvalidArgumentsError(
+                "name", f"unknown tool {clip(name)!r}; code-mode tools: {', '.join(META_TOOLS)}"
+            )
+        unknown = sorted(set(args) - set(schema["properties"]))
         if unknown:
             raise InvalidArgumentsError(clip(unknown[0], 60), f"{name} has no such argument")
-        return await _OPERATIONS[name](codemode, dict(args), hooks)
+        return reply_of(await _OPERATIONS[name](codemode, dict(args), hooks))
     except ToolCodeError as exc:
         return failure_reply(exc, codemode)
 
 
-@dataclass(frozen=True, slots=True)
-class _Hooks:
-    caller: str | None
-    ask: Asker | None
-    on_step: StepListener | None
-    on_tool_call: OnToolCall | None
-    on_tool_start: ToolStart | None
-    on_print: PrintListener | None
+async def _reset_session(cm: CodeMode, a: dict[str, Any], h: _Hooks) -> ResetOutcome:
+    return ResetOutcome(session=str(a.get("session")), reset=await cm.reset_session(a.get("session"), h.caller))
 
 
-_Operation = Callable[[CodeMode, dict[str, Any], _Hooks], Awaitable[MetaToolReply]]
+async def _delete_snippet(cm: CodeMode, a: dict[str, Any], h: _Hooks) -> DeleteOutcome:
+    return DeleteOutcome(name=str(a.get("name")), deleted=await cm.delete_snippet(a.get("name")))
+
+
+_OPERATIONS: dict[str, Callable[[CodeMode, dict[str, Any], _Hooks], Awaitable[BaseModel]]] = {
+    "search_tools": lambda cm, a, h: cm.search_tools(a.get("query"), a.get("limit", 10), a.get("detail", "summary")),
+    "list_tools": lambda cm, a, h: cm.list_tools(a.get("namespace"), a.get("cursor"), a.get("limit", 100)),
+    "list_namespaces": lambda cm, a, h: cm.list_namespaces(),
+    "describe_tool": lambda cm, a, h: cm.describe_tool(a.get("tool_id"), a.get("level", "schema")),
+    "list_tool_examples": lambda cm, a, h: cm.list_tool_examples(a.get("tool_id"), a.get("max", 3)),
+    "run_tool": lambda cm, a, h: cm.run_tool(
+        a.get("tool_id"), a.get("args"), timeout=a.get("timeout"), ask=h.ask, caller=h.caller
+    ),
+    "run_chain": lambda cm, a, h: cm.run_chain(a.get("steps"), ask=h.ask, caller=h.caller, on_step=h.on_step),
+    "execute_code": lambda cm, a, h: cm.execute(
+        a.get("code"),
+        input=a.get("input"),
+        options=a.get("options"),
+        on_tool_call=h.on_tool_call,
+        caller=h.caller,
+        session=a.get("session"),
+        on_tool_start=h.on_tool_start,
+        on_print=h.on_print,
+    ),
+    "list_sessions": lambda cm, a, h: cm.list_sessions(h.caller),
+    "reset_session": _reset_session,
+    "save_snippet": lambda cm, a, h: cm.save_snippet(
+        a.get("name"), a.get("code"), a.get("description"), a.get("input_schema")
+    ),
+    "list_snippets": lambda cm, a, h: cm.list_snippets(),
+    "delete_snippet": _delete_snippet,
+    "resume_execution": lambda cm, a, h: cm.resume(
+        a.get("execution_id"),
+        a.get("decision"),
+        caller=h.caller,
+        on_tool_call=h.on_tool_call,
+        on_tool_start=h.on_tool_start,
+        on_print=h.on_print,
+    ),
+    "list_paused": lambda cm, a, h: cm.list_paused(h.caller),
+    "approve_tools": lambda cm, a, h: cm.approve_tools(a.get("tools"), by=f"operator:{h.caller or 'local'}"),
+    "read_result": lambda cm, a, h: cm.read_result(a.get("ref"), a.get("offset", 0), a.get("limit"), caller=h.caller),
+}
+"""Each code-mode tool's core operation (the defaults are the published schemas')."""
+
+
+def reply_of(result: BaseModel) -> MetaToolReply:
+    """The reply for an operation's result: the text the model reads, and the failure it reports (if any).
+
+    Raises:
+        KeyError: If ``result`` is not the result model of a code-mode tool.
+    """
+    return _REPLIES[type(result)](result)
+
+
+def _text(render: Callable[[Any], str]) -> Callable[[Any], MetaToolReply]:
+    return lambda out: MetaToolReply(render(out), out)
 
 
 def _hit_text(hit: SearchHitEntry, signatures: bool) -> str:
@@ -410,54 +295,23 @@ def _hit_text(hit: SearchHitEntry, signatures: bool) -> str:
     return f"{hit.id} — {mark}{hit.summary}" if hit.summary else f"{mark}{hit.id}"
 
 
-async def _search_tools(cm: CodeMode, a: dict[str, Any], h: _Hooks) -> MetaToolReply:
-    out = await cm.search_tools(a.get("query"), a.get("limit", 10), a.get("detail", "summary"))
+def _search_text(out: SearchResult) -> str:
     signatures = any(hit.signature for hit in out.hits)
     lines = [_hit_text(hit, signatures) for hit in out.hits]
     if out.hint:
         lines.append(f"hint: {out.hint}" if lines else out.hint)
-    return MetaToolReply("\n\n".join(lines), out)
+    return "\n\n".join(lines)
 
 
-async def _list_tools(cm: CodeMode, a: dict[str, Any], h: _Hooks) -> MetaToolReply:
-    out = await cm.list_tools(a.get("namespace"), a.get("cursor"), a.get("limit", 100))
-    text = "\n".join(f"{t.id} — {t.summary}" for t in out.tools)
-    if out.next_cursor:
-        text += f"\nnext_cursor: {out.next_cursor}"
-    return MetaToolReply(text, out)
-
-
-async def _list_namespaces(cm: CodeMode, a: dict[str, Any], h: _Hooks) -> MetaToolReply:
-    out = await cm.list_namespaces()
-    lines = [
-        f"{n.name} (unavailable: {n.unavailable})" if n.unavailable else f"{n.name} ({n.tool_count} tools)"
-        for n in out.namespaces
-    ]
-    return MetaToolReply("\n".join(lines), out)
-
-
-async def _describe_tool(cm: CodeMode, a: dict[str, Any], h: _Hooks) -> MetaToolReply:
-    out = await cm.describe_tool(a.get("tool_id"), a.get("level", "schema"))
+def _describe_reply(out: DocsResult) -> MetaToolReply:
     text = out.text
     for e in out.errors:
         text += f"\nerror [{e.code}] {e.tool_id}: {e.message}" + (f" ({e.hint})" if e.hint else "")
     # Some ids described is a result; none described is the caller's mistake (not an MCP error, though).
-    error = out.errors[0] if out.errors and not out.docs else None
-    return MetaToolReply(text.strip(), out, error=error)
+    return MetaToolReply(text.strip(), out, error=out.errors[0] if out.errors and not out.docs else None)
 
 
-async def _list_tool_examples(cm: CodeMode, a: dict[str, Any], h: _Hooks) -> MetaToolReply:
-    out = await cm.list_tool_examples(a.get("tool_id"), a.get("max", 3))
-    return MetaToolReply(json_text(out.model_dump(mode="json")), out)
-
-
-async def _run_tool(cm: CodeMode, a: dict[str, Any], h: _Hooks) -> MetaToolReply:
-    out = await cm.run_tool(a.get("tool_id"), a.get("args"), timeout=a.get("timeout"), ask=h.ask, caller=h.caller)
-    return MetaToolReply(json_text(out.value), out)
-
-
-async def _run_chain(cm: CodeMode, a: dict[str, Any], h: _Hooks) -> MetaToolReply:
-    out = await cm.run_chain(a.get("steps"), ask=h.ask, caller=h.caller, on_step=h.on_step)
+def _chain_reply(out: ChainOutcome) -> MetaToolReply:
     text = json_text(out.model_dump(mode="json"))
     if not out.aborted:
         return MetaToolReply(text, out)
@@ -468,98 +322,44 @@ async def _run_chain(cm: CodeMode, a: dict[str, Any], h: _Hooks) -> MetaToolRepl
     return MetaToolReply(text, out, error=err, is_error=True)
 
 
-async def _execute_code(cm: CodeMode, a: dict[str, Any], h: _Hooks) -> MetaToolReply:
-    out = await cm.execute(
-        a.get("code"),
-        input=a.get("input"),
-        options=a.get("options"),
-        on_tool_call=h.on_tool_call,
-        caller=h.caller,
-        session=a.get("session"),
-        on_tool_start=h.on_tool_start,
-        on_print=h.on_print,
-    )
-    return MetaToolReply(outcome_text(out), out, error=out.error, is_error=out.status == "error")
-
-
-async def _resume_execution(cm: CodeMode, a: dict[str, Any], h: _Hooks) -> MetaToolReply:
-    out = await cm.resume(
-        a.get("execution_id"),
-        a.get("decision"),
-        caller=h.caller,
-        on_tool_call=h.on_tool_call,
-        on_tool_start=h.on_tool_start,
-        on_print=h.on_print,
-    )
-    return MetaToolReply(outcome_text(out), out, error=out.error, is_error=out.status == "error")
-
-
-async def _list_paused(cm: CodeMode, a: dict[str, Any], h: _Hooks) -> MetaToolReply:
-    out = await cm.list_paused(h.caller)
+def _paused_text(out: PausedResult) -> str:
     lines = [
         f"{r.execution_id}: " + ", ".join(p.tool_id for p in r.pending) + (f" at line {r.line}" if r.line else "")
         for r in out.paused
-    ] or ["no paused runs"]
-    return MetaToolReply("\n".join(lines), out)
+    ]
+    return "\n".join(lines or ["no paused runs"])
 
 
-async def _approve_tools(cm: CodeMode, a: dict[str, Any], h: _Hooks) -> MetaToolReply:
-    out = await cm.approve_tools(a.get("tools"), by=f"operator:{h.caller or 'local'}")
-    return MetaToolReply("approved: " + (", ".join(out.approved) or "nothing (no tool matched)"), out)
-
-
-async def _list_sessions(cm: CodeMode, a: dict[str, Any], h: _Hooks) -> MetaToolReply:
-    out = await cm.list_sessions(h.caller)
-    return MetaToolReply(json_text(out.model_dump(mode="json")["sessions"]), out)
-
-
-async def _reset_session(cm: CodeMode, a: dict[str, Any], h: _Hooks) -> MetaToolReply:
-    name = a.get("session")
-    gone = await cm.reset_session(name, h.caller)
-    out = ResetOutcome(session=str(name), reset=gone)
-    return MetaToolReply(f"session {name!r} " + ("reset" if gone else "had no state"), out)
-
-
-async def _save_snippet(cm: CodeMode, a: dict[str, Any], h: _Hooks) -> MetaToolReply:
-    out = await cm.save_snippet(a.get("name"), a.get("code"), a.get("description"), a.get("input_schema"))
-    return MetaToolReply(f"saved as {out.tool_id}", out)
-
-
-async def _list_snippets(cm: CodeMode, a: dict[str, Any], h: _Hooks) -> MetaToolReply:
-    out = await cm.list_snippets()
-    lines = [f"{e.tool_id} — {e.description}" for e in out.snippets] or ["no saved snippets"]
-    return MetaToolReply("\n".join(lines), out)
-
-
-async def _delete_snippet(cm: CodeMode, a: dict[str, Any], h: _Hooks) -> MetaToolReply:
-    name = a.get("name")
-    gone = await cm.delete_snippet(name)
-    out = DeleteOutcome(name=str(name), deleted=gone)
-    return MetaToolReply(f"snippets:{name} " + ("deleted" if gone else "did not exist"), out)
-
-
-async def _read_result(cm: CodeMode, a: dict[str, Any], h: _Hooks) -> MetaToolReply:
-    out = await cm.read_result(a.get("ref"), a.get("offset", 0), a.get("limit"), caller=h.caller)
-    more = f"\n[next_offset: {out.next_offset}]" if out.next_offset is not None else ""
-    return MetaToolReply(out.text + more, out)
-
-
-_OPERATIONS: dict[str, _Operation] = {
-    "search_tools": _search_tools,
-    "list_tools": _list_tools,
-    "list_namespaces": _list_namespaces,
-    "describe_tool": _describe_tool,
-    "list_tool_examples": _list_tool_examples,
-    "run_tool": _run_tool,
-    "run_chain": _run_chain,
-    "execute_code": _execute_code,
-    "list_sessions": _list_sessions,
-    "reset_session": _reset_session,
-    "save_snippet": _save_snippet,
-    "list_snippets": _list_snippets,
-    "delete_snippet": _delete_snippet,
-    "resume_execution": _resume_execution,
-    "list_paused": _list_paused,
-    "approve_tools": _approve_tools,
-    "read_result": _read_result,
+_REPLIES: dict[type[BaseModel], Callable[[Any], MetaToolReply]] = {
+    SearchResult: _text(_search_text),
+    ToolListResult: _text(
+        lambda out: (
+            "\n".join(f"{t.id} — {t.summary}" for t in out.tools)
+            + (f"\nnext_cursor: {out.next_cursor}" if out.next_cursor else "")
+        )
+    ),
+    NamespacesResult: _text(
+        lambda out: "\n".join(
+            f"{n.name} (unavailable: {n.unavailable})" if n.unavailable else f"{n.name} ({n.tool_count} tools)"
+            for n in out.namespaces
+        )
+    ),
+    DocsResult: _describe_reply,
+    ExamplesResult: _text(lambda out: json_text(out.model_dump(mode="json"))),
+    RunToolOutcome: _text(lambda out: json_text(out.value)),
+    ChainOutcome: _chain_reply,
+    ExecuteOutcome: lambda out: MetaToolReply(outcome_text(out), out, error=out.error, is_error=out.status == "error"),
+    SessionsResult: _text(lambda out: json_text(out.model_dump(mode="json")["sessions"])),
+    ResetOutcome: _text(lambda out: f"session {out.session!r} " + ("reset" if out.reset else "had no state")),
+    SnippetEntry: _text(lambda out: f"saved as {out.tool_id}"),
+    SnippetsResult: _text(
+        lambda out: "\n".join([f"{e.tool_id} — {e.description}" for e in out.snippets] or ["no saved snippets"])
+    ),
+    DeleteOutcome: _text(lambda out: f"snippets:{out.name} " + ("deleted" if out.deleted else "did not exist")),
+    PausedResult: _text(_paused_text),
+    ToolApprovalsResult: _text(lambda out: "approved: " + (", ".join(out.approved) or "nothing (no tool matched)")),
+    ResultPage: _text(
+        lambda out: out.text + (f"\n[next_offset: {out.next_offset}]" if out.next_offset is not None else "")
+    ),
 }
+"""The one text renderer of each operation's result model."""

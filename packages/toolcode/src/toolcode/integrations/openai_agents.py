@@ -47,33 +47,16 @@ except ImportError as _missing:  # the extra is not installed (or is too old)
     ) from _missing
 
 from toolcode._app import Toolbox
-from toolcode._core import CodeMode
-from toolcode._descriptions import DESCRIPTIONS
-from toolcode._metatools import (
-    PERSON_TOOLS,
-    MetaToolReply,
-    call_exposed,
-    call_metatool,
-    exposed_description,
-    exposed_tools,
-    failure_reply,
-    input_schema,
-    instructions,
-    parse_arguments,
-)
-from toolcode.exceptions import InvalidArgumentsError
-from toolindex import Tool
-from toolindex.log import get_logger
+from toolcode._door import Door
+from toolcode._metatools import instructions
 
 __all__ = ["CallerOf", "codemode_instructions", "codemode_tools"]
-
-log = get_logger("toolcode.integrations.openai_agents")
 
 CallerOf = str | Callable[[ToolContext[Any]], str | None] | None
 """Who the calls are for: a fixed name, or a function of the tool context (e.g. of ``ctx.context``)."""
 
-_FUNCTION_NAME_MAX = 64
-"""Longest function tool name the OpenAI API accepts (``^[a-zA-Z0-9_-]{1,64}$``)."""
+_FUNCTION_NAMES = (64, "_-")
+"""What a function tool's name may be (``^[a-zA-Z0-9_-]{1,64}$``)."""
 
 
 def codemode_instructions(toolbox: Toolbox) -> str:
@@ -114,60 +97,25 @@ def codemode_tools(
     Raises:
         ConfigurationError: If ``tools`` names a tool that is not a code-mode tool.
     """
-    settings = toolbox.settings
-    if tools is not None:
-        settings = settings.model_copy(update={"tools": tuple(tools)})
-    names = settings.meta_tools()
-    # The model picks its own limits: the operator's ceilings apply, as at the MCP door.
-    codemode = toolbox.codemode.with_ceilings(settings.max_limits)
-    out = [
+    door = Door(toolbox, tools, expose, _FUNCTION_NAMES)
+    return [
         FunctionTool(
-            name=name,
-            description=DESCRIPTIONS[name],
-            params_json_schema=input_schema(name),
-            on_invoke_tool=partial(_invoke, codemode, name, caller, None),
+            name=d.name,
+            description=d.description,
+            params_json_schema=d.input_schema,
+            on_invoke_tool=partial(_invoke, door, d.name, caller),
             strict_json_schema=False,
-            needs_approval=name in PERSON_TOOLS,
+            needs_approval=d.person,
         )
-        for name in names
+        for d in door.definitions()
     ]
-    patterns = tuple(expose) if expose is not None else settings.expose
-    exposed = exposed_tools(codemode, patterns, reserved=names, max_name=_FUNCTION_NAME_MAX, punctuation="_-")
-    for c in exposed.collisions:
-        log.warning("openai_agents.expose_collision", detail=c)
-    out += [
-        FunctionTool(
-            name=key,
-            description=exposed_description(tool),
-            params_json_schema=tool.input_schema,
-            on_invoke_tool=partial(_invoke, codemode, key, caller, tool),
-            strict_json_schema=False,
-        )
-        for key, tool in exposed.tools.items()
-    ]
-    return out
 
 
 async def _invoke(
-    codemode: CodeMode, name: str, caller: CallerOf, tool: Tool | None, ctx: ToolContext[Any], input_json: str
+    door: Door, name: str, caller: CallerOf, ctx: ToolContext[Any], input_json: str
 ) -> str | list[ToolOutputText | ToolOutputImage]:
-    """One call of a code-mode tool (``tool`` is ``None``) or of the exposed upstream ``tool``.
-
-    The reply text; with the images an exposed tool answered with, the text and the images.
-    """
-    who = caller(ctx) if callable(caller) else caller
-    reply: MetaToolReply
-    try:
-        args = parse_arguments(input_json)
-    except InvalidArgumentsError as e:
-        reply = failure_reply(e, codemode)
-    else:
-        if tool is not None:
-            reply = await call_exposed(codemode, tool, args, caller=who)
-        else:
-            reply = await call_metatool(codemode, name, args, caller=who)
-    if reply.error is not None:
-        log.info("openai_agents.tool_failed", tool=name, code=reply.error.code)
+    """One call: the reply text; with the images an exposed tool answered with, the text and the images."""
+    reply = await door.call(name, input_json, caller=caller(ctx) if callable(caller) else caller)
     if reply.images:
         images = [ToolOutputImage(image_url=f"data:{mime};base64,{data}") for mime, data in reply.images]
         return [ToolOutputText(text=reply.text), *images]

@@ -33,7 +33,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from functools import partial
-from typing import Any, Self, cast
+from typing import Any, Self
 
 import anyio
 from pydantic import ValidationError
@@ -52,23 +52,11 @@ except ImportError as _missing:  # the extra is not installed (or is too old)
     ) from _missing
 
 from toolcode._app import Toolbox
-from toolcode._core import CodeMode
-from toolcode._descriptions import DESCRIPTIONS, INSTRUCTIONS
-from toolcode._metatools import (
-    PERSON_TOOLS,
-    MetaToolReply,
-    call_exposed,
-    call_metatool,
-    exposed_description,
-    exposed_tools,
-    failure_reply,
-    input_schema,
-    instructions,
-    parse_arguments,
-)
+from toolcode._descriptions import INSTRUCTIONS
+from toolcode._door import Door
+from toolcode._metatools import PERSON_TOOLS, as_object, instructions
 from toolcode._settings import Settings, StateSettings
-from toolcode.exceptions import MAX_MESSAGE, InvalidArgumentsError, clip
-from toolindex import Tool
+from toolcode.exceptions import MAX_MESSAGE, clip
 from toolindex.log import get_logger
 from toolrun import BackendResult, ProviderBackend
 
@@ -76,50 +64,29 @@ __all__ = ["CallerOf", "CodeModeToolset", "ToolsetProvider", "toolset_backend"]
 
 log = get_logger("toolcode.integrations.pydantic_ai")
 
-_TOOL_FAILURES = (ModelRetry, ToolFailed)
-"""What a Pydantic AI tool raises to report its own failure to the model (each has ``message``)."""
 
-_RAW_ARGUMENTS = "\x00toolcode:arguments"
-"""Key under which :class:`_Arguments` hands over arguments it did not parse (no JSON name clashes with it)."""
+class _AsSent:
+    """The code-mode tools' argument validator: hands the arguments on as they were sent, never fails.
 
-
-class _Arguments:
-    """The code-mode tools' argument validator: never fails, so Pydantic AI spends no retry on arguments.
-
-    The door checks argument names and the core checks values, as over MCP (the same messages);
-    arguments Pydantic AI would refuse (text that is not JSON, JSON that is not an object) reach
-    :meth:`CodeModeToolset.call_tool` as they were sent and fail there as ``invalid_arguments``.
+    Pydantic AI spends a retry on arguments its validator refuses; here the door checks them
+    instead, as over MCP (the same messages): text that is not JSON, or JSON that is not an
+    object, fails as ``invalid_arguments`` in :meth:`CodeModeToolset.call_tool`.
     """
 
     def validate_json(self, input: str | bytes | bytearray, **kwargs: Any) -> dict[str, Any]:
-        return {_RAW_ARGUMENTS: input if isinstance(input, str) else bytes(input).decode("utf-8", errors="replace")}
+        return {_AS_SENT: input}
 
     def validate_python(self, input: Any, **kwargs: Any) -> dict[str, Any]:
-        if isinstance(input, dict) and all(isinstance(k, str) for k in cast(dict[Any, Any], input)):
-            return cast(dict[str, Any], input)
-        return {_RAW_ARGUMENTS: input}
+        args = as_object(input)
+        return args if args is not None else {_AS_SENT: input}
 
 
-def _arguments(tool_args: dict[str, Any]) -> dict[str, Any]:
-    """The arguments the model sent, as an object (:class:`_Arguments` left them as they came).
-
-    Raises:
-        InvalidArgumentsError: If they are not a JSON object (field ``arguments``).
-    """
-    if _RAW_ARGUMENTS not in tool_args:
-        return tool_args
-    raw = tool_args[_RAW_ARGUMENTS]
-    if isinstance(raw, str):
-        return parse_arguments(raw)
-    raise InvalidArgumentsError("arguments", "must be a JSON object")
+_AS_SENT = "\x00toolcode:arguments"
+"""Key under which :class:`_AsSent` hands the arguments on (no JSON name clashes with it)."""
 
 
 CallerOf = str | Callable[[RunContext[Any]], str | None] | None
 """Who the calls are for: a fixed name, or a function of the run context (e.g. of ``ctx.deps``)."""
-
-_Bound = tuple[Toolbox, CodeMode, tuple[str, ...], tuple[str, ...]]
-"""The toolbox in use, its core with the operator's ceilings, the code-mode tools offered and the
-``expose`` patterns."""
 
 
 class CodeModeToolset(AbstractToolset[Any]):
@@ -169,9 +136,9 @@ class CodeModeToolset(AbstractToolset[Any]):
         expose: Sequence[str] | None = None,
     ) -> None:
         self._source = toolbox
-        self._choice = tuple(tools) if tools is not None else None
-        if self._choice is not None:
-            Settings(tools=self._choice).meta_tools()  # names a wrong tool now, not at the first run
+        self._tools = tuple(tools) if tools is not None else None
+        if self._tools is not None:
+            Settings(tools=self._tools).meta_tools()  # names a wrong tool now, not at the first run
         self._caller = caller
         self.max_retries = max_retries
         self._id = id
@@ -179,12 +146,9 @@ class CodeModeToolset(AbstractToolset[Any]):
         self._entered = 0
         self._stack: AsyncExitStack | None = None
         self._expose = tuple(expose) if expose is not None else None
-        self._bound: _Bound | None = None
-        self._exposed: dict[str, Tool] = {}
-        self._exposed_at: tuple[CodeMode, int, tuple[str, ...]] | None = None  # (core, catalog version, patterns)
-        self._reported: set[str] = set()
+        self._bound: tuple[Toolbox, Door] | None = None
         if isinstance(toolbox, Toolbox):
-            self._bound = self._bind(toolbox)
+            self._bound = (toolbox, Door(toolbox, self._tools, self._expose))
 
     @classmethod
     def from_config(
@@ -228,15 +192,7 @@ class CodeModeToolset(AbstractToolset[Any]):
         build = partial(Toolbox.from_config, config, engine=engine, strict=strict, settings=settings, state=state)
         return cls(build, tools=tools, caller=caller, max_retries=max_retries, id=id, expose=expose)
 
-    def _bind(self, box: Toolbox) -> _Bound:
-        settings = box.settings
-        if self._choice is not None:
-            settings = settings.model_copy(update={"tools": self._choice})
-        expose = self._expose if self._expose is not None else settings.expose
-        # The model picks its own limits: the operator's ceilings apply, as at the MCP door.
-        return box, box.codemode.with_ceilings(settings.max_limits), settings.meta_tools(), expose
-
-    def _current(self) -> _Bound:
+    def _current(self) -> tuple[Toolbox, Door]:
         if self._bound is None:
             raise UserError(f"{self.label} builds its toolbox when entered: use `async with agent:` or run the agent")
         return self._bound
@@ -262,7 +218,7 @@ class CodeModeToolset(AbstractToolset[Any]):
                     box = self._source()
                     stack.push_async_callback(box.aclose)  # also after a failed connect (strict)
                     await box.connect()
-                    bound = self._bind(box)
+                    bound = (box, Door(box, self._tools, self._expose))
                     log.info("pydantic_ai.toolbox_ready", toolset=self.label, tools=len(box.index))
                     # Kept only once everything succeeded; a failure above closes the toolbox.
                     self._stack = stack.pop_all()
@@ -277,13 +233,12 @@ class CodeModeToolset(AbstractToolset[Any]):
             self._entered -= 1
             if self._entered == 0 and self._stack is not None:
                 stack, self._stack, self._bound = self._stack, None, None
-                self._exposed, self._exposed_at = {}, None
                 await stack.aclose()
         return None
 
     async def get_instructions(self, ctx: RunContext[Any]) -> str | None:
         """The code-mode instructions (warning when the engine is no sandbox), as ``toolcode serve`` gives them."""
-        return instructions(self._bound[1]) if self._bound is not None else INSTRUCTIONS
+        return instructions(self._bound[0].codemode) if self._bound is not None else INSTRUCTIONS
 
     async def get_tools(self, ctx: RunContext[Any]) -> dict[str, ToolsetTool[Any]]:
         """The code-mode tools, with the descriptions and input schemas of every door, and the exposed tools.
@@ -291,27 +246,17 @@ class CodeModeToolset(AbstractToolset[Any]):
         Raises:
             UserError: If the toolset owns its toolbox and is not entered.
         """
-        _, codemode, names, expose = self._current()
+        door = self._current()[1]
         retries = self.max_retries if self.max_retries is not None else ctx.max_retries
-        validator = _Arguments()
-        defs = [
-            ToolDefinition(name=n, description=DESCRIPTIONS[n], parameters_json_schema=input_schema(n)) for n in names
-        ]
-        at = (codemode, codemode.services.index.version, expose)
-        last = self._exposed_at
-        if last is None or last[0] is not codemode or last[1:] != at[1:]:  # read again when the catalog changed
-            exposed = exposed_tools(codemode, expose, reserved=names)
-            self._exposed, self._exposed_at = exposed.tools, at
-            for c in exposed.collisions:
-                if c not in self._reported:
-                    self._reported.add(c)
-                    log.warning("pydantic_ai.expose_collision", toolset=self.label, detail=c)
-        defs += [
-            ToolDefinition(name=key, description=exposed_description(tool), parameters_json_schema=tool.input_schema)
-            for key, tool in self._exposed.items()
-        ]
+        validator = _AsSent()
         return {
-            d.name: ToolsetTool(toolset=self, tool_def=d, max_retries=retries, args_validator=validator) for d in defs
+            d.name: ToolsetTool(
+                toolset=self,
+                tool_def=ToolDefinition(name=d.name, description=d.description, parameters_json_schema=d.input_schema),
+                max_retries=retries,
+                args_validator=validator,
+            )
+            for d in door.definitions()
         }
 
     async def call_tool(
@@ -329,27 +274,11 @@ class CodeModeToolset(AbstractToolset[Any]):
             ApprovalRequired: For ``resume_execution`` / ``approve_tools`` not yet approved.
             UserError: If the toolset owns its toolbox and is not entered.
         """
-        _, codemode, names, _ = self._current()
+        door = self._current()[1]
         if name in PERSON_TOOLS and not ctx.tool_call_approved:
             raise ApprovalRequired()
         caller = self._caller(ctx) if callable(self._caller) else self._caller
-        exposed = self._exposed.get(name) if name not in names else None
-        reply: MetaToolReply
-        try:
-            args = _arguments(tool_args)
-        except InvalidArgumentsError as e:
-            reply = failure_reply(e, codemode)
-        else:
-            if exposed is not None:
-                reply = await call_exposed(codemode, exposed, args, caller=caller)
-            else:
-                reply = await call_metatool(codemode, name, args, caller=caller)
-        return self._answer(name, reply)
-
-    @staticmethod
-    def _answer(name: str, reply: MetaToolReply) -> Any:
-        if reply.error is not None:
-            log.info("pydantic_ai.tool_failed", tool=name, code=reply.error.code)
+        reply = await door.call(name, tool_args.get(_AS_SENT, tool_args), caller=caller)
         if reply.is_error:
             raise ToolFailed(reply.text)
         images = [BinaryContent(data=base64.b64decode(data), media_type=mime) for mime, data in reply.images]
@@ -431,11 +360,9 @@ class ToolsetProvider:
             return _failed(f"invalid arguments: {e}", e)
         except (ApprovalRequired, CallDeferred) as e:
             return _failed(f"{clip(name)} asks for approval or an external result, which code mode cannot give", e)
-        except _TOOL_FAILURES as e:  # the tool's own message, without the class name
-            return _failed(str(getattr(e, "message", e)), e)
-        if isinstance(result, ToolReturn):
-            return cast("ToolReturn[Any]", result).return_value
-        return result
+        except (ModelRetry, ToolFailed) as e:  # the tool's own message, without the class name
+            return _failed(e.message, e)
+        return result.return_value if isinstance(result, ToolReturn) else result
 
 
 def _failed(message: str, error: BaseException | None) -> BackendResult:

@@ -1,0 +1,152 @@
+"""Asking the client's user about a paused run: within the request (MCP elicitation), or by a retry.
+
+A 2025-11-25 client that declares elicitation is asked with ``elicitation/create`` while the request
+waits; a 2026-07-28 client gets an ``InputRequiredResult``, asks its user, and retries the call with
+the answer. A dismissed question leaves the run paused (``resume_execution`` continues it later).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import mcp_types as types
+from mcp.server import ServerRequestContext
+
+from toolcode._core import CodeMode
+from tooldocs import json_text
+from toolcode._paused import DECISIONS
+from toolcode._types import OnToolCall
+from toolcode.calls import Asker, PendingCall
+from toolcode.exceptions import clip
+from toolcode.models import ExecuteOutcome
+from toolindex.log import get_logger
+
+__all__ = ["asker", "can_ask_by_retry", "continue_by_retry", "decide_now", "input_required"]
+
+log = get_logger("toolcode.server")
+
+_MAX_ASKS_PER_REQUEST = 100
+"""Decisions asked for within one execute_code request, at most (then the run stays paused)."""
+_BY = "person (elicitation)"
+_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "decision": {
+            "type": "string",
+            "title": "Decision",
+            "enum": list(DECISIONS),
+            "enumNames": ["Approve this call", "Approve these tools for this run", "Deny this call", "Stop the run"],
+        }
+    },
+    "required": ["decision"],
+}
+"""The form a person fills in about paused calls."""
+
+
+def _message(pending: Sequence[PendingCall], line: int | None, code: str) -> str:
+    """The question a person answers about paused calls."""
+    shown = "\n".join(
+        f"- {p.tool_id} ({p.tier}): {clip(json_text(p.args), 600)}\n  why asked: {clip(p.reason, 200)}"
+        for p in pending[:10]
+    )
+    lines = code.splitlines()
+    where = (
+        f"\nat line {line}: {clip(lines[line - 1].strip(), 300)}" if line is not None and 0 < line <= len(lines) else ""
+    )
+    return (
+        f"A program run by the assistant wants to make {len(pending)} call(s) that need your decision:\n{shown}{where}"
+    )
+
+
+def _decision_of(result: types.ElicitResult) -> str:
+    """A person's answer as a decision; ``cancel`` leaves the run paused."""
+    if result.action == "decline":
+        return "deny"
+    if result.action != "accept" or not result.content:
+        return "cancel"
+    decision = result.content.get("decision")
+    return decision if isinstance(decision, str) and decision in DECISIONS else "cancel"
+
+
+def _can_elicit(ctx: ServerRequestContext[Any]) -> bool:
+    caps = ctx.session.client_capabilities
+    return caps is not None and caps.elicitation is not None
+
+
+def can_ask_by_retry(ctx: ServerRequestContext[Any]) -> bool:
+    """2026-07-28: the client asks its user when the result says input is required, then retries."""
+    return _can_elicit(ctx) and not ctx.session.can_send_request
+
+
+async def _elicit(
+    ctx: ServerRequestContext[Any], pending: Sequence[PendingCall], line: int | None, code: str
+) -> tuple[str, str]:
+    try:
+        result = await ctx.session.elicit_form(
+            _message(pending, line, code), _SCHEMA, related_request_id=ctx.request_id
+        )
+    except Exception as e:  # the client failed to ask: the run stays paused, to resume later
+        log.warning("server.elicitation_failed", error=repr(e)[:300])
+        return "cancel", "nobody"
+    return _decision_of(result), _BY
+
+
+def asker(ctx: ServerRequestContext[Any]) -> Asker | None:
+    """Asks the client's user (MCP elicitation) when the client declared it can; else ``None``."""
+    if not _can_elicit(ctx) or not ctx.session.can_send_request:
+        return None
+
+    async def ask(pending: Sequence[PendingCall], line: int | None, code: str = "") -> tuple[str, str]:
+        return await _elicit(ctx, pending, line, code)
+
+    return ask
+
+
+def _pending(out: ExecuteOutcome) -> tuple[str, list[PendingCall], int | None]:
+    approval = out.approval
+    assert approval is not None
+    return approval.execution_id, [PendingCall.from_dict(p.model_dump()) for p in approval.pending], approval.line
+
+
+def input_required(out: ExecuteOutcome, code: str) -> types.InputRequiredResult:
+    """The question about a paused run, for a client that asks its user and retries with the answer."""
+    execution_id, pending, line = _pending(out)
+    params = types.ElicitRequestFormParams(message=_message(pending, line, code), requested_schema=_SCHEMA)
+    return types.InputRequiredResult(
+        input_requests={"decision": types.ElicitRequest(params=params)}, request_state=execution_id
+    )
+
+
+async def continue_by_retry(
+    codemode: CodeMode, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams, caller: str
+) -> ExecuteOutcome | types.InputRequiredResult:
+    """The retry of an execute_code that asked for a decision: continue the paused run with it."""
+    answer = (params.input_responses or {}).get("decision")
+    decision = _decision_of(answer) if isinstance(answer, types.ElicitResult) else "cancel"
+    if decision == "cancel":  # dismissed: the run stays paused, as the 2025-11-25 era answers
+        return await codemode.paused_outcome(params.request_state, caller)
+    out = await codemode.resume(params.request_state, decision, caller=caller, by=_BY)
+    return input_required(out, str((params.arguments or {}).get("code") or "")) if out.approval is not None else out
+
+
+async def decide_now(
+    codemode: CodeMode,
+    ctx: ServerRequestContext[Any],
+    out: ExecuteOutcome,
+    code: str,
+    caller: str,
+    on_tool_call: OnToolCall | None,
+) -> ExecuteOutcome:
+    """While the run waits and the client can ask its user, ask within this request and continue."""
+    if asker(ctx) is None:
+        return out
+    for _ in range(_MAX_ASKS_PER_REQUEST):
+        if out.approval is None:
+            break
+        execution_id, pending, line = _pending(out)
+        decision, who = await _elicit(ctx, pending, line, code)
+        if decision == "cancel":
+            break  # left paused: resume_execution continues it later
+        out = await codemode.resume(execution_id, decision, caller=caller, on_tool_call=on_tool_call, by=who)
+    return out
