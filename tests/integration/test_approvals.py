@@ -593,11 +593,11 @@ async def test_a_run_paused_on_one_replica_continues_on_another(
 def test_cli_asks_at_a_terminal_for_exec_run_and_chain(
     files_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import toolcode._cli._commands as commands
+    import toolcode._cli._common as common
     from toolcode.cli import main
 
     answers = iter(["r", "y", "n"])
-    monkeypatch.setattr(commands, "_interactive", lambda: True)
+    monkeypatch.setattr(common, "interactive", lambda: True)
     monkeypatch.setattr("builtins.input", lambda *a: next(answers))
     cfg = tmp_path / "cli.json"
     cfg.write_text(json.dumps({"mcpServers": _servers(files_dir, tmp_path)}))

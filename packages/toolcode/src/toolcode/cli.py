@@ -26,7 +26,7 @@ def _configure_logging(verbosity: int) -> None:
 
 def exit_code_for(exc: BaseException) -> int:
     """The documented exit code for an error that ended a command."""
-    from toolcode._cli._commands import Handled, UsageError
+    from toolcode._cli._common import Handled, UsageError
     from toolcode._errors import error_info
 
     if isinstance(exc, UsageError):
@@ -69,7 +69,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from rich.console import Console
         from rich.text import Text
 
-        from toolcode._cli._commands import Handled, UsageError, run_command
+        from toolcode._cli._commands import run_command
+        from toolcode._cli._common import Handled, UsageError
         from toolcode._cli._render import safe
     except ModuleNotFoundError as exc:
         return _missing_extra(exc)

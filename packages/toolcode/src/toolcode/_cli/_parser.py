@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from toolcode._settings import DEFAULT_TOOLS, META_TOOLS
 
@@ -77,36 +78,18 @@ def _catalog_options(p: argparse.ArgumentParser) -> None:
     st.add_argument("--no-state", action="store_true", help="keep state in memory only, for this command")
 
 
-def _http_address(value: str) -> tuple[str, int]:
-    from toolcode.server import parse_http_address
+def _http_check(name: str) -> Callable[[str], Any]:
+    """An option's type: a check of the HTTP door's (``toolcode.server`` is imported only when the option is given)."""
 
-    try:
-        return parse_http_address(value)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from exc
+    def check(value: str) -> Any:
+        from toolcode.server import _http_address
 
+        try:
+            return getattr(_http_address, name)(value)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from exc
 
-def _allowed_host(value: str) -> str:
-    from toolcode.server._http_guard import split_authority
-
-    try:
-        split_authority(value)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from exc
-    return value
-
-
-def _allowed_origin(value: str) -> str:
-    from toolcode.server._http_guard import normalize_origin
-
-    try:
-        return normalize_origin(value)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from exc
-
-
-def _json_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--json", action="store_true", help="print one JSON document instead of tables")
+    return check
 
 
 def _tool_list(names: Sequence[str]) -> str:
@@ -126,31 +109,37 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="log more (to stderr); repeat for debug")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    with_options: list[tuple[argparse.ArgumentParser, bool, bool]] = []
 
-    p = sub.add_parser(
+    def command(
+        name: str, help: str, description: str | None = None, *, catalog: bool = True, json: bool = True
+    ) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help, description=description, epilog=_EPILOG, formatter_class=fmt)
+        with_options.append((p, catalog, json))  # added last: after the command's own, in --help too
+        return p
+
+    p = command(
         "demo",
-        help="walk through code mode on an embedded catalog (no config, no network)",
-        description="Build an embedded catalog (local demo tools and the mcp-server-time server), then search, "
+        "walk through code mode on an embedded catalog (no config, no network)",
+        "Build an embedded catalog (local demo tools and the mcp-server-time server), then search, "
         "describe, run one snippet that loops over several tools, show the trace and the token comparison.",
-        epilog=_EPILOG,
-        formatter_class=fmt,
+        catalog=False,
     )
-    _json_option(p)
 
-    p = sub.add_parser(
+    p = command(
         "serve",
-        help="run the code-mode MCP server in front of the configured servers",
-        description=f"Serve the code-mode tools over stdio (default) or streamable HTTP: {_tool_list(DEFAULT_TOOLS)} "
+        "run the code-mode MCP server in front of the configured servers",
+        f"Serve the code-mode tools over stdio (default) or streamable HTTP: {_tool_list(DEFAULT_TOOLS)} "
         "(resume_execution only to clients that cannot be asked within execute_code), or those the config's "
         "toolcode.tools lists (any of: " + ", ".join(META_TOOLS) + "), and upstream tools published with --expose.",
-        epilog=_EPILOG,
-        formatter_class=fmt,
+        catalog=False,
+        json=False,
     )
-    _catalog_options(p)
+    _catalog_options(p)  # before the HTTP door's own options, in --help too
     p.add_argument(
         "--http",
         metavar="HOST:PORT",
-        type=_http_address,
+        type=_http_check("parse_http_address"),
         help="serve streamable HTTP at http://HOST:PORT/mcp ([IPv6]:PORT; :PORT for every interface; PORT 0: any); "
         "off loopback, bearer tokens are required",
     )
@@ -166,7 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="HOST[:PORT]",
         action="append",
         default=[],
-        type=_allowed_host,
+        type=_http_check("allowed_host"),
         help="also accept this Host header, e.g. the public name behind a reverse proxy (repeatable)",
     )
     g.add_argument(
@@ -174,7 +163,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="ORIGIN",
         action="append",
         default=[],
-        type=_allowed_origin,
+        type=_http_check("normalize_origin"),
         help="also accept requests from this browser Origin, e.g. https://app.example.com (repeatable; "
         "default: same-host origins only)",
     )
@@ -187,13 +176,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--engine", metavar="NAME", help="sandbox engine (entry point of toolcode.engines)")
 
-    p = sub.add_parser(
+    p = command(
         "exec",
-        help="run a snippet against the catalog",
-        description="Run Python code (from FILE, -c CODE, or stdin) that calls tools; print its value, stdout and "
+        "run a snippet against the catalog",
+        "Run Python code (from FILE, -c CODE, or stdin) that calls tools; print its value, stdout and "
         "the summary of its tool calls. Limits: 0 switches one off.",
-        epilog=_EPILOG,
-        formatter_class=fmt,
     )
     p.add_argument("file", nargs="?", metavar="FILE", help="file with the code (UTF-8; '-' or nothing: stdin)")
     p.add_argument("-c", dest="code", metavar="CODE", help="the code as a string")
@@ -222,69 +209,41 @@ def build_parser() -> argparse.ArgumentParser:
         "gets approval_denied). Without it, a terminal prompts; otherwise the run stays paused (exit 6)",
     )
     p.add_argument("--engine", metavar="NAME", help="sandbox engine (entry point of toolcode.engines)")
-    _catalog_options(p)
-    _json_option(p)
 
-    p = sub.add_parser(
+    p = command(
         "resume",
-        help="decide about a paused run and continue it",
-        description="Continue a run that paused at a call the policy asks about (`exec` exited with 6).",
-        epilog=_EPILOG,
-        formatter_class=fmt,
+        "decide about a paused run and continue it",
+        "Continue a run that paused at a call the policy asks about (`exec` exited with 6).",
     )
     p.add_argument("execution_id", metavar="EXECUTION_ID")
     p.add_argument("decision", choices=("approve", "approve_run", "deny", "abort"))
-    _catalog_options(p)
-    _json_option(p)
 
-    p = sub.add_parser(
-        "result",
-        help="read a stored result (what did not fit a reply), or write it whole to a file",
-        epilog=_EPILOG,
-        formatter_class=fmt,
-    )
+    p = command("result", "read a stored result (what did not fit a reply), or write it whole to a file")
     p.add_argument("ref", metavar="REF", help="the reference a truncated reply gave (r-...)")
     p.add_argument("--offset", type=int, default=0, help="first character (default: %(default)s)")
     p.add_argument("--limit", type=int, help="characters to read (default: 100,000)")
     p.add_argument("--output", "-o", metavar="FILE", help="write the whole content to FILE instead")
-    _catalog_options(p)
-    _json_option(p)
 
-    p = sub.add_parser("paused", help="list the runs that wait for a decision", epilog=_EPILOG, formatter_class=fmt)
-    _catalog_options(p)
-    _json_option(p)
+    p = command("paused", "list the runs that wait for a decision")
 
-    p = sub.add_parser(
-        "audit",
-        help="print the audit log: every tool call made from code and every decision",
-        epilog=_EPILOG,
-        formatter_class=fmt,
-    )
+    p = command("audit", "print the audit log: every tool call made from code and every decision")
     p.add_argument(
         "--since", metavar="WHEN", help="only entries since: an ISO date/time, or an age such as 30m, 2h, 7d"
     )
     p.add_argument("--limit", type=int, default=1000, help="most entries, the newest (default: %(default)s)")
-    _catalog_options(p)
-    _json_option(p)
 
-    p = sub.add_parser(
+    p = command(
         "sessions",
-        help="list or reset sessions",
-        description="The sessions of the state store (`exec --session NAME`, `execute_code(session=...)`).",
-        epilog=_EPILOG,
-        formatter_class=fmt,
+        "list or reset sessions",
+        "The sessions of the state store (`exec --session NAME`, `execute_code(session=...)`).",
     )
     p.add_argument("action", nargs="?", choices=("list", "reset"), default="list")
     p.add_argument("name", nargs="?", metavar="NAME", help="the session to reset")
-    _catalog_options(p)
-    _json_option(p)
 
-    p = sub.add_parser(
+    p = command(
         "snippets",
-        help="list, show, save or delete saved snippets",
-        description="Saved snippets are programs that read `input`, offered as the tools snippets:<NAME>.",
-        epilog=_EPILOG,
-        formatter_class=fmt,
+        "list, show, save or delete saved snippets",
+        "Saved snippets are programs that read `input`, offered as the tools snippets:<NAME>.",
     )
     p.add_argument("action", nargs="?", choices=("list", "show", "save", "delete"), default="list")
     p.add_argument("name", nargs="?", metavar="NAME")
@@ -292,71 +251,52 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-c", dest="code", metavar="CODE", help="save: the code as a string")
     p.add_argument("--description", metavar="TEXT", help="save: what the snippet does")
     p.add_argument("--input-schema", metavar="JSON", help="save: JSON Schema of its arguments")
-    _catalog_options(p)
-    _json_option(p)
 
-    p = sub.add_parser("search", help="search the catalog", epilog=_EPILOG, formatter_class=fmt)
+    p = command("search", "search the catalog")
     p.add_argument("query", help="what you want to do, in words")
     p.add_argument("--limit", type=int, default=10, help="maximum hits, 1-50 (default: %(default)s)")
     p.add_argument("--detail", choices=("name", "summary", "schema"), default="summary", help="what each hit shows")
     p.add_argument("--namespace", action="append", metavar="NS", help="only this namespace (repeatable)")
-    _catalog_options(p)
-    _json_option(p)
 
-    p = sub.add_parser("describe", help="show tools' documentation", epilog=_EPILOG, formatter_class=fmt)
+    p = command("describe", "show tools' documentation")
     p.add_argument("tool_id", metavar="ID", nargs="+", help="tool id(s), namespace:name")
     p.add_argument("--level", choices=("summary", "schema", "full"), default="schema", help="detail (default: schema)")
-    _catalog_options(p)
-    _json_option(p)
 
-    p = sub.add_parser(
+    p = command(
         "tools",
-        help="list the tools of the catalog, a page at a time; approve quarantined ones",
-        description="list: the catalog, a page at a time. quarantined: the tools that are new or changed since "
+        "list the tools of the catalog, a page at a time; approve quarantined ones",
+        "list: the catalog, a page at a time. quarantined: the tools that are new or changed since "
         "approved (policy.quarantine). approve PATTERN...: approve the current definitions of these tools.",
-        epilog=_EPILOG,
-        formatter_class=fmt,
     )
     p.add_argument("action", nargs="?", choices=("list", "quarantined", "approve"), default="list")
     p.add_argument("patterns", nargs="*", metavar="PATTERN", help="approve: tool ids or globs ('github:*')")
     p.add_argument("--namespace", metavar="NS", help="only this namespace")
     p.add_argument("--cursor", metavar="CURSOR", help="continue after an earlier page")
     p.add_argument("--limit", type=int, default=1000, help="page size, 1-1000 (default: %(default)s)")
-    _catalog_options(p)
-    _json_option(p)
 
-    p = sub.add_parser("run", help="call one tool directly", epilog=_EPILOG, formatter_class=fmt)
+    p = command("run", "call one tool directly")
     p.add_argument("tool_id", metavar="ID", help="tool id, namespace:name")
     p.add_argument("--args", metavar="JSON", help="the tool's arguments as a JSON object")
     p.add_argument("--timeout", type=float, metavar="SECONDS", help="seconds before the call is abandoned")
-    _catalog_options(p)
-    _json_option(p)
 
-    p = sub.add_parser(
+    p = command(
         "chain",
-        help="run tools in sequence without code",
-        description='Run a chain of steps: [{"tool_id", "args", "use_previous", "on_error"}, ...].',
-        epilog=_EPILOG,
-        formatter_class=fmt,
+        "run tools in sequence without code",
+        'Run a chain of steps: [{"tool_id", "args", "use_previous", "on_error"}, ...].',
     )
     p.add_argument("--steps", metavar="JSON", required=True, help="the steps as JSON, or @FILE")
-    _catalog_options(p)
-    _json_option(p)
 
-    p = sub.add_parser(
-        "namespaces", help="list the namespaces and their tool counts", epilog=_EPILOG, formatter_class=fmt
-    )
-    _catalog_options(p)
-    _json_option(p)
+    p = command("namespaces", "list the namespaces and their tool counts")
 
-    p = sub.add_parser(
+    p = command(
         "report",
-        help="context tokens of your servers' tool definitions vs the code-mode server's",
-        description="Connect to the configured servers and count (tiktoken cl100k_base) the tokens their tool "
+        "context tokens of your servers' tool definitions vs the code-mode server's",
+        "Connect to the configured servers and count (tiktoken cl100k_base) the tokens their tool "
         "definitions take in a model's context, against the code-mode server's definitions.",
-        epilog=_EPILOG,
-        formatter_class=fmt,
     )
-    _catalog_options(p)
-    _json_option(p)
+    for p, catalog, json in with_options:
+        if catalog:
+            _catalog_options(p)
+        if json:
+            p.add_argument("--json", action="store_true", help="print one JSON document instead of tables")
     return parser

@@ -16,7 +16,8 @@ from toolcode._chain import CHAIN_SCHEMA
 from toolcode._descriptions import DESCRIPTIONS, INSTRUCTIONS
 from toolcode._exposed import EXPOSED_SEPARATOR
 from toolcode._settings import DEFAULT_TOOLS, META_TOOLS, SETTINGS_SCHEMA
-from toolcode.server._http_guard import CALLER_SCOPE_KEY, HTTPGuard, http_caller, is_loopback, parse_http_address
+from toolcode.server._http_address import is_loopback, parse_http_address
+from toolcode.server._http_guard import CALLER_SCOPE_KEY, HTTPGuard, http_caller
 from toolcode.server._http_tokens import MIN_TOKEN_LENGTH, TOKENS_ENV, BearerTokens
 from toolcode.server._serve import log_to_stderr, serve_http, serve_stdio
 from toolcode.server._server import CodeModeServer

@@ -19,27 +19,26 @@ identity, put in the ASGI scope under :data:`CALLER_SCOPE_KEY`; request handlers
 from __future__ import annotations
 
 import ipaddress
-import re
-from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping, Sequence
+from typing import Any
 
-from toolcode.exceptions import ConfigurationError
+from mcp.server import ServerRequestContext
+
+from toolcode.exceptions import ConfigurationError, clip
+from toolcode.server._http_address import (
+    DEFAULT_PORTS,
+    LOOPBACK_NAMES,
+    canon_name,
+    is_loopback,
+    is_wildcard,
+    normalize_origin,
+    parse_origin,
+    split_authority,
+)
 from toolcode.server._http_tokens import BearerTokens
 from toolindex.log import get_logger
 
-if TYPE_CHECKING:
-    from mcp.server import ServerRequestContext
-
-__all__ = [
-    "CALLER_SCOPE_KEY",
-    "HTTPGuard",
-    "check_bind",
-    "http_caller",
-    "is_loopback",
-    "normalize_origin",
-    "parse_http_address",
-    "split_authority",
-]
+__all__ = ["CALLER_SCOPE_KEY", "HTTPGuard", "http_caller"]
 
 log = get_logger("toolcode.server")
 
@@ -52,186 +51,9 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 CALLER_SCOPE_KEY = "toolcode.caller"
 """ASGI scope key holding the authenticated caller's identity (``str``); absent without tokens."""
 
-_HOSTNAME_RE = re.compile(r"[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?\.?")
-_PORT_RE = re.compile(r"[0-9]{1,5}")
-_ORIGIN_RE = re.compile(r"([a-z][a-z0-9+.-]*)://(\[[^\]/]*\]|[^:/\[\]]+)(?::([0-9]{1,5}))?")
-_DEFAULT_PORTS = {"http": 80, "https": 443}
-_LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
-
-
-def _clip(text: str, limit: int) -> str:
-    """``text`` cut to ``limit`` characters: what a caller sends is echoed in errors and logs, never whole."""
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-# ------------------------------------------------------------------------------ addresses
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` is a loopback address: ``localhost``, any of 127.0.0.0/8, or ``::1``.
-
-    Args:
-        host: A host name or IP address (an IPv6 address with or without brackets).
-
-    Returns:
-        ``True`` only for those; any other name, the empty host and wildcard addresses are not.
-    """
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
-def _is_wildcard(host: str) -> bool:
-    if not host:
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_unspecified
-    except ValueError:
-        return False
-
-
-def _parse_port(text: str, value: str) -> int:
-    if not _PORT_RE.fullmatch(text) or int(text) > 65535:
-        raise ValueError(f"port {_clip(text, 20)!r} in {_clip(value, 80)!r} is not a number from 0 to 65535")
-    return int(text)
-
-
-def _canon_name(name: str) -> str:
-    """Lower case, IP literals in their compressed form (IPv6 in brackets), no trailing dot."""
-    name = name.lower()
-    try:
-        ip = ipaddress.ip_address(name[1:-1] if name.startswith("[") and name.endswith("]") else name)
-    except ValueError:
-        return name.rstrip(".")
-    return f"[{ip.compressed}]" if ip.version == 6 else ip.compressed
-
-
-def split_authority(value: str) -> tuple[str, int | None]:
-    """``NAME``, ``NAME:PORT``, ``[IPv6]`` or ``[IPv6]:PORT`` → canonical name and port (``None``: none given).
-
-    Raises:
-        ValueError: Not one of those forms.
-    """
-    text = value.strip().lower()
-    if text.startswith("["):
-        end = text.find("]")
-        name, rest = text[: end + 1], text[end + 1 :]
-        try:
-            ipaddress.IPv6Address(name[1:-1])
-        except ValueError:
-            raise ValueError(f"{_clip(value, 80)!r} does not hold an IPv6 address in brackets") from None
-    else:
-        name, sep, port = text.partition(":")
-        rest = sep + port
-        if ":" in port:
-            raise ValueError(f"{_clip(value, 80)!r}: put an IPv6 address in brackets, e.g. [::1]:8808")
-        if not _HOSTNAME_RE.fullmatch(name):
-            raise ValueError(f"{_clip(value, 80)!r} is not a host name or IP address")
-    if not rest:
-        return _canon_name(name), None
-    if not rest.startswith(":"):
-        raise ValueError(f"{_clip(value, 80)!r} is not HOST or HOST:PORT")
-    return _canon_name(name), _parse_port(rest[1:], value)
-
-
-def parse_http_address(value: str) -> tuple[str, int]:
-    """Parse the address to serve HTTP on: ``HOST:PORT``, ``[IPv6]:PORT`` or ``:PORT`` (all interfaces).
-
-    Args:
-        value: The address as given (``--http``).
-
-    Returns:
-        ``(host, port)``; the host is ``""`` for all interfaces, an IPv6 address without brackets.
-
-    Raises:
-        ValueError: Malformed, an IPv6 address without brackets, or a port outside 0-65535.
-    """
-    if value.startswith("["):
-        end = value.find("]")
-        if end < 0 or value[end + 1 : end + 2] != ":":
-            raise ValueError(f"expected [IPv6]:PORT, got {_clip(value, 80)!r}")
-        host, port_text = value[1:end], value[end + 2 :]
-        try:
-            ipaddress.IPv6Address(host)
-        except ValueError:
-            raise ValueError(f"{_clip(host, 80)!r} in brackets is not an IPv6 address") from None
-        return host, _parse_port(port_text, value)
-    host, sep, port_text = value.rpartition(":")
-    if not sep:
-        raise ValueError(f"expected HOST:PORT, [IPv6]:PORT or :PORT, got {_clip(value, 80)!r}")
-    if ":" in host:
-        raise ValueError(f"{_clip(value, 80)!r}: put an IPv6 address in brackets, e.g. [::1]:8808")
-    if host and not _HOSTNAME_RE.fullmatch(host.lower()):
-        raise ValueError(f"{_clip(host, 80)!r} is not a host name or IP address (use :PORT for all interfaces)")
-    return host, _parse_port(port_text, value)
-
-
-def _parse_origin(value: str) -> tuple[str, str, int] | None:
-    """``scheme://host[:port]`` → (scheme, canonical host, port with the scheme's default filled in)."""
-    m = _ORIGIN_RE.fullmatch(value.strip().lower())
-    if m is None:
-        return None
-    scheme, name, port_text = m.group(1), m.group(2), m.group(3)
-    if name.startswith("["):
-        try:
-            ipaddress.IPv6Address(name[1:-1])
-        except ValueError:
-            return None
-    elif not _HOSTNAME_RE.fullmatch(name):
-        return None
-    if port_text is not None:
-        port = int(port_text)
-        if port > 65535:
-            return None
-    else:
-        port = _DEFAULT_PORTS.get(scheme, 0)
-    return scheme, _canon_name(name), port
-
-
-def normalize_origin(value: str) -> str:
-    """An ``--allow-origin`` value in the form browsers send: ``scheme://host[:port]`` or ``null``.
-
-    Raises:
-        ValueError: Not an origin (a path, a wildcard, no scheme).
-    """
-    if value.strip().lower() == "null":
-        return "null"
-    parsed = _parse_origin(value)
-    if parsed is None:
-        raise ValueError(f"{_clip(value, 80)!r} is not an origin like https://app.example.com or http://host:8080")
-    scheme, name, port = parsed
-    return f"{scheme}://{name}" if port == _DEFAULT_PORTS.get(scheme) else f"{scheme}://{name}:{port}"
-
-
-def check_bind(host: str, tokens: BearerTokens | None, *, hint: str = "pass tokens=BearerTokens(...)") -> None:
-    """Refuse a non-loopback address without authentication.
-
-    Args:
-        host: The address to bind (``""`` means every interface).
-        tokens: The configured tokens, if any.
-        hint: How to configure tokens, in the caller's terms (a CLI flag, a keyword argument).
-
-    Raises:
-        ConfigurationError: ``host`` is not loopback and no token is configured.
-    """
-    if tokens is None and not is_loopback(host):
-        shown = host or "every interface"
-        raise ConfigurationError(
-            "tokens",
-            f"refusing to serve HTTP on {shown} without authentication: anyone who can reach it could run code "
-            f"with every configured server. Configure bearer tokens ({hint}), or bind to 127.0.0.1; "
-            "see 'Running the HTTP door' in docs/security.md",
-        )
-
-
-# ------------------------------------------------------------------------------ the middleware
-
 
 def _header(scope: Scope, name: bytes) -> list[str]:
-    headers = cast(Iterable[tuple[bytes, bytes]], scope.get("headers") or ())
+    headers: Iterable[tuple[bytes, bytes]] = scope.get("headers") or ()
     return [v.decode("latin-1") for k, v in headers if k.lower() == name]
 
 
@@ -271,13 +93,13 @@ class HTTPGuard:
     ) -> None:
         self.app = app
         self.tokens = tokens
-        self._any_ip_at_port = _is_wildcard(host)
+        self._any_ip_at_port = is_wildcard(host)
         self._port = port
         rules: set[tuple[str, int | None]] = set()
         if host and not self._any_ip_at_port:
-            rules.add((_canon_name(host), port))
+            rules.add((canon_name(host), port))
         if is_loopback(host):
-            rules.update((name, port) for name in _LOOPBACK_NAMES)
+            rules.update((name, port) for name in LOOPBACK_NAMES)
         for value in allowed_hosts:
             try:
                 rules.add(split_authority(value))
@@ -314,7 +136,7 @@ class HTTPGuard:
         """Whether an ``Origin`` header value is allowed for a request to ``host`` (its ``Host`` header)."""
         if origin.strip().lower() == "null":
             return "null" in self._origins
-        parsed = _parse_origin(origin)
+        parsed = parse_origin(origin)
         if parsed is None:
             return False
         scheme, name, port = parsed
@@ -322,7 +144,7 @@ class HTTPGuard:
             host_name, host_port = split_authority(host)
         except ValueError:
             return False
-        if host_name == name and (host_port or _DEFAULT_PORTS.get(scheme)) == port:
+        if host_name == name and (host_port or DEFAULT_PORTS.get(scheme)) == port:
             return True
         return normalize_origin(origin) in self._origins
 
@@ -372,14 +194,14 @@ class HTTPGuard:
         seen: str = "",
         headers: Sequence[tuple[bytes, bytes]] = (),
     ) -> None:
-        client = cast(Sequence[Any] | None, scope.get("client"))
-        extra = {"value": _clip(seen, 100)} if seen else {}
+        client: Sequence[Any] | None = scope.get("client")
+        extra = {"value": clip(seen, 100)} if seen else {}
         log.warning(
             "http.request_refused",
             status=status,
             reason=text,
             client=str(client[0]) if client else None,
-            path=_clip(str(scope.get("path", "")), 100),
+            path=clip(str(scope.get("path", "")), 100),
             **extra,
         )
         if scope["type"] == "websocket":
@@ -410,8 +232,9 @@ def http_caller(ctx: ServerRequestContext[Any, Any] | Any) -> str | None:
         The name of the bearer token that authenticated the HTTP request carrying this MCP
         request; ``None`` over stdio, in-process, or when the door has no tokens.
     """
-    scope = getattr(getattr(ctx, "request", None), "scope", None)
-    if not isinstance(scope, Mapping):
+    scope: Any = getattr(getattr(ctx, "request", None), "scope", None)
+    try:
+        value = scope[CALLER_SCOPE_KEY]  # an ASGI scope (a dict); no request, or no key: no caller
+    except (TypeError, KeyError):
         return None
-    value = cast(Mapping[str, Any], scope).get(CALLER_SCOPE_KEY)
     return value if isinstance(value, str) else None

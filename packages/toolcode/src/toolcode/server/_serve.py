@@ -16,7 +16,8 @@ from mcp.server.transport_security import TransportSecuritySettings
 
 from toolcode._app import Toolbox
 from toolcode.exceptions import ConfigurationError
-from toolcode.server._http_guard import HTTPGuard, check_bind, is_loopback
+from toolcode.server._http_address import check_bind, is_loopback
+from toolcode.server._http_guard import HTTPGuard
 from toolcode.server._http_tokens import BearerTokens
 from toolcode.server._server import CodeModeServer
 from toolcode.server._stdio import AnsweringReadStream
