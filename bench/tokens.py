@@ -484,7 +484,7 @@ async def main_async() -> dict[str, Any]:
             for sc in scenarios(tmp / "repo", tmp / "logs"):
                 direct = Direct(clients)
                 # A direct-calling client puts every configured server's tools in context, whatever the task.
-                direct.ledger.add_definitions(all_defs, label="all definitions")
+                direct.ledger.add_definitions(all_defs)
                 own_defs = sum(count_defs(upstream_defs[server]) for server in sc.servers)
                 answer = await sc.direct(direct, sc.input)
                 cm, value, calls = await run_codemode(codemode, defs, sc)

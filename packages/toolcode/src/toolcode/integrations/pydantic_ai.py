@@ -11,12 +11,11 @@
     async with agent:  # connects the servers once for every run inside
         result = await agent.run("Which of my repositories have open issues labelled 'bug'?")
 
-It is the MCP server's door in Pydantic AI's terms: the same descriptions, input schemas, reply
-texts and error codes (:mod:`toolcode._metatools`). Every failure — a mistake the model fixes by
-calling again (invalid or malformed arguments, an unknown tool, a snippet that does not parse or
+It is the MCP server's door in Pydantic AI's terms (:class:`toolcode._door.Door`). Every failure —
+a mistake the model fixes by calling again (malformed arguments, an unknown tool, a snippet that
 fails its type check) as well as a tool that failed at run time — is ``ToolFailed`` with the text
-the model would read over MCP: the model sees it and tries again, and no retry is spent, so a
-model's mistakes never end ``agent.run`` (bound long runs with Pydantic AI's ``UsageLimits``).
+the model would read over MCP: no retry is spent, so a model's mistakes never end ``agent.run``
+(bound long runs with Pydantic AI's ``UsageLimits``).
 
 :class:`ToolsetProvider` goes the other way: the function tools of a Pydantic AI toolset
 become a namespace that snippets call like any other tools::
@@ -66,12 +65,7 @@ log = get_logger("toolcode.integrations.pydantic_ai")
 
 
 class _AsSent:
-    """The code-mode tools' argument validator: hands the arguments on as they were sent, never fails.
-
-    Pydantic AI spends a retry on arguments its validator refuses; here the door checks them
-    instead, as over MCP (the same messages): text that is not JSON, or JSON that is not an
-    object, fails as ``invalid_arguments`` in :meth:`CodeModeToolset.call_tool`.
-    """
+    """An argument validator that never fails: Pydantic AI would spend a retry; the door checks them, as over MCP."""
 
     def validate_json(self, input: str | bytes | bytearray, **kwargs: Any) -> dict[str, Any]:
         return {_AS_SENT: input}
@@ -81,9 +75,7 @@ class _AsSent:
         return args if args is not None else {_AS_SENT: input}
 
 
-_AS_SENT = "\x00toolcode:arguments"
-"""Key under which :class:`_AsSent` hands the arguments on (no JSON name clashes with it)."""
-
+_AS_SENT = "\x00toolcode:arguments"  # no JSON name clashes with it
 
 CallerOf = str | Callable[[RunContext[Any]], str | None] | None
 """Who the calls are for: a fixed name, or a function of the run context (e.g. of ``ctx.deps``)."""
@@ -100,26 +92,20 @@ class CodeModeToolset(AbstractToolset[Any]):
 
     ``resume_execution`` and ``approve_tools`` need the host's approval (Pydantic AI's deferred
     tools): list ``DeferredToolRequests`` among the agent's output types when they are offered.
-
-    Upstream tools matching ``expose`` are offered directly as well, as ``toolcode serve`` publishes
-    them: named ``namespace__name``, described with their id, called as ``run_tool`` calls them
-    (the same policy, limits and errors), answering with their text and their images (as
-    ``BinaryContent`` beside the return). The list follows the catalog: when the agent asks for
-    the tools after the catalog changed, it is read again.
+    Upstream tools matching ``expose`` are offered as ``toolcode serve`` publishes them, their
+    images as ``BinaryContent``; the list follows the catalog.
 
     Args:
         toolbox: A toolbox, or a function that builds a new (unconnected) one each time.
         tools: Code-mode tools to offer (default: the toolbox config's ``toolcode.tools``,
             else :data:`toolcode.server.DEFAULT_TOOLS`).
-        caller: Who the calls are for: sessions, paused runs and stored results are the
-            caller's (default: ``None``, the local caller, as in the CLI and ``toolcode serve``
-            over stdio).
-        max_retries: The tools' retry budget in Pydantic AI (default: the agent's). The toolset
-            itself never spends it (its failures are ``ToolFailed``); it counts only the
-            ``ModelRetry`` s that your own hooks or capabilities raise around these tools.
+        caller: Who the calls are for (sessions, paused runs and stored results are the caller's;
+            default: ``None``, the local caller), or a function of the run context.
+        max_retries: The tools' retry budget in Pydantic AI (default: the agent's); the toolset
+            never spends it, only the ``ModelRetry`` s of your own hooks around these tools do.
         id: The toolset's id, unique among the agent's toolsets (durable execution needs one).
-        expose: Patterns of upstream tools to offer directly as well (``namespace:name``,
-            ``*`` allowed; default: the toolbox config's ``toolcode.expose``, else none).
+        expose: Patterns of upstream tools to offer directly as well (``namespace:name``, ``*``
+            allowed; default: the toolbox config's ``toolcode.expose``).
 
     Raises:
         ConfigurationError: If ``tools`` names a tool that is not a code-mode tool.
@@ -168,8 +154,7 @@ class CodeModeToolset(AbstractToolset[Any]):
         """A toolset that owns a toolbox built from a config file (see :meth:`Toolbox.from_config`).
 
         For backends given in code, pass a function instead: ``CodeModeToolset(lambda:
-        Toolbox.from_config(path, extra_backends=[...]))`` (new backends each time: a closed
-        backend is not reopened).
+        Toolbox.from_config(path, extra_backends=[...]))`` (a closed backend is not reopened).
 
         Args:
             config: Path to the ``mcpServers`` JSON file, its parsed mapping, or ``None``.
@@ -177,11 +162,11 @@ class CodeModeToolset(AbstractToolset[Any]):
             strict: Fail entering when a server cannot start.
             settings: Settings instead of the config's ``toolcode`` section.
             state: Where state lives, instead of the settings' ``state``.
-            tools: Code-mode tools to offer.
-            caller: Who the calls are for.
-            max_retries: The tools' retry budget in Pydantic AI (the toolset never spends it).
-            id: The toolset's id.
-            expose: Patterns of upstream tools to offer directly as well.
+            tools: As for the class.
+            caller: As for the class.
+            max_retries: As for the class.
+            id: As for the class.
+            expose: As for the class.
 
         Returns:
             The toolset (nothing is started until it is entered).
@@ -262,15 +247,14 @@ class CodeModeToolset(AbstractToolset[Any]):
     async def call_tool(
         self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]
     ) -> Any:
-        """Run the core operation ``name`` (or the exposed tool) and return the text the model reads.
+        """Call the tool through the door.
 
         Returns:
             A ``ToolReturn``: ``return_value`` is the reply text, ``metadata`` the result as JSON
-            (what the MCP server sends as ``structuredContent``).
+            (the MCP server's ``structuredContent``).
 
         Raises:
-            ToolFailed: For any failure, with the reply text: the model reads it and may call
-                again; no retry is spent.
+            ToolFailed: For any failure, with the reply text (the model may call again; no retry is spent).
             ApprovalRequired: For ``resume_execution`` / ``approve_tools`` not yet approved.
             UserError: If the toolset owns its toolbox and is not entered.
         """
@@ -292,16 +276,13 @@ def _no_model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
 class ToolsetProvider:
     """A Pydantic AI toolset as a toolrun :class:`~toolrun.Provider`: snippets call its tools.
 
-    Pydantic AI tools run inside an agent run and receive its ``RunContext``; a snippet's call
-    has no agent run, so each call gets a minimal one: ``deps``, ``model`` (by default one that
-    refuses every request), fresh usage, the tool's name and a call id, ``retry`` 0. What a
-    tool reads beyond that (the messages, the prompt, usage limits) is empty. A ``ModelRetry``
-    or ``ToolFailed`` the tool raises is a tool failure the snippet can catch; nobody retries it.
-    Tools that need approval (``kind="unapproved"``) or run outside the agent (``"external"``)
-    are not offered (see ``skipped``): let toolcode's policy ask about calls instead.
-
-    The provider does not enter the toolset: one that holds connections must be entered by
-    you for as long as the toolbox is used.
+    A snippet's call has no agent run, so each call gets a minimal ``RunContext``: ``deps``,
+    ``model`` (by default one that refuses every request), fresh usage, the tool's name and a call
+    id, ``retry`` 0; the messages, the prompt and usage limits are empty. A ``ModelRetry`` or
+    ``ToolFailed`` is a tool failure the snippet can catch; nobody retries it. Tools that need
+    approval or run outside the agent are not offered (see ``skipped``): toolcode's policy asks
+    about calls instead. The provider does not enter the toolset: enter one that holds
+    connections yourself, for as long as the toolbox is used.
 
     Args:
         toolset: Any Pydantic AI toolset (e.g. a ``FunctionToolset``).

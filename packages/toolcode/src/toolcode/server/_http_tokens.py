@@ -145,7 +145,7 @@ class BearerTokens:
         self, tokens: Mapping[str, str] | Iterable[str] = (), *, file: str | os.PathLike[str] | None = None
     ) -> None:
         if isinstance(tokens, Mapping):
-            named = cast(Mapping[str, str], tokens)
+            named = cast(Mapping[str, str], tokens)  # pyright keeps an Iterable[str] that is a Mapping too
             items = [_entry(f"token {n!r}", f"{n}:{t}", "tokens") for n, t in named.items()]
         else:
             items = [_entry(f"token {i + 1}", t, "tokens") for i, t in enumerate(tokens)]

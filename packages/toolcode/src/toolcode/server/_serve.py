@@ -5,7 +5,8 @@ from __future__ import annotations
 import logging
 import socket
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from typing import Any
 
 import anyio
 import structlog
@@ -28,6 +29,8 @@ __all__ = ["log_to_stderr", "serve_http", "serve_stdio"]
 
 log = get_logger("toolcode.server")
 
+_Task = Callable[[], Coroutine[Any, Any, None]]
+
 
 class _Server(uvicorn.Server):
     """Uvicorn's server with an event for "listening", so nothing has to poll for it."""
@@ -47,14 +50,11 @@ def _stderr_logger(*_args: object) -> structlog.PrintLogger:
 
 
 def log_to_stderr(level: int = logging.INFO) -> None:
-    """Send structlog and standard-library logs to stderr.
+    """Send structlog and standard-library logs to stderr, timestamped, at ``level`` (the ``toolcode`` command's setup).
 
-    The packages never log to stdout on their own (:mod:`toolindex.log`); this is the
-    configuration the ``toolcode`` command uses: lines on stderr, timestamped, at ``level``.
-
-    Every line is redacted (``toolrun.redact``): configured header and env values, URL
-    credentials and secret-looking parameters never reach the log, from toolcode, toolrun, the
-    ``mcp`` SDK or the HTTP client alike.
+    The packages never log to stdout on their own (:mod:`toolindex.log`). Every line is redacted
+    (``toolrun.redact``): configured header and env values, URL credentials and secret-looking
+    parameters never reach the log, from toolcode, toolrun, the ``mcp`` SDK or the HTTP client alike.
 
     Args:
         level: The lowest level logged (a ``logging`` constant).
@@ -76,31 +76,39 @@ def log_to_stderr(level: int = logging.INFO) -> None:
     )
 
 
+async def _serve(server: CodeModeServer, main: Callable[[], Awaitable[None]], *beside: _Task) -> None:
+    """Run ``main`` (and ``beside`` it) while catalog changes go to the clients; the server is closed after."""
+    try:
+        async with anyio.create_task_group() as tg:
+            for task in (server.notify_changes, *beside):
+                tg.start_soon(task)
+            await main()
+            tg.cancel_scope.cancel()
+    finally:
+        server.close()
+
+
 async def serve_stdio(toolbox: Toolbox, *, expose: Sequence[str] | None = None) -> None:
     """Serve the code-mode tools over stdin/stdout until the client closes stdin.
 
     Nothing but the protocol reaches stdout while serving: text a program printed before is
-    flushed first, and the packages log through the host's logging configuration, never to
-    stdout (see :mod:`toolindex.log`); :func:`log_to_stderr` is a ready-made configuration.
+    flushed first, and the packages never log to stdout (:func:`log_to_stderr` is a ready-made setup).
 
     Args:
         toolbox: A connected toolbox (not closed here).
         expose: Upstream tools to publish directly as well (``namespace:name`` patterns;
             ``None``: the config's ``toolcode.expose``).
     """
-    # Lines printed before now may still sit in sys.stdout's buffer: out with them before the
-    # first protocol message, not after.
+    # Lines printed before now may still sit in sys.stdout's buffer: out with them before the first message.
     sys.stdout.flush()
     server = CodeModeServer(toolbox, expose=expose)
     options = server.server.create_initialization_options(NotificationOptions(tools_changed=True))
-    try:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(server.notify_changes)
-            async with stdio_server() as (read, write):
-                await server.server.run(AnsweringReadStream(read, write), write, options)
-            tg.cancel_scope.cancel()
-    finally:
-        server.close()
+
+    async def run() -> None:
+        async with stdio_server() as (read, write):
+            await server.server.run(AnsweringReadStream(read, write), write, options)
+
+    await _serve(server, run)
 
 
 async def serve_http(
@@ -118,14 +126,10 @@ async def serve_http(
     """Serve streamable HTTP on ``host:port`` (``port=0`` picks a free port) until cancelled.
 
     Both protocol eras are served on the same endpoint: 2026-07-28 requests are stateless,
-    2025-11-25 clients get a session after ``initialize``.
-
-    Every request passes an :class:`~toolcode.server.HTTPGuard` first: its ``Host`` must be
-    the bound address (or a loopback name on a loopback bind, or one of ``allowed_hosts``), an
-    ``Origin`` must be same-host or one of ``allowed_origins``, and with ``tokens`` it must
-    carry ``Authorization: Bearer TOKEN``. A non-loopback ``host`` is refused without
-    ``tokens``, and logs a warning when served: this server speaks plain HTTP, so TLS belongs in
-    a reverse proxy in front of it.
+    2025-11-25 clients get a session after ``initialize``. Every request passes an
+    :class:`~toolcode.server.HTTPGuard` first (Host, Origin, and with ``tokens`` the bearer
+    token). A non-loopback ``host`` is refused without ``tokens``, and logs a warning when
+    served: this server speaks plain HTTP, so TLS belongs in a reverse proxy in front of it.
 
     Args:
         toolbox: A connected toolbox (not closed here).
@@ -148,12 +152,6 @@ async def serve_http(
         raise ConfigurationError("port", f"{port} is not a port number from 0 to 65535")
     bind_host = host.strip("[]") or "0.0.0.0"
     server = CodeModeServer(toolbox, expose=expose)
-    security = None
-    if allowed_hosts or allowed_origins:
-        # The SDK's own check (on for 127.0.0.1, localhost and ::1) would refuse what the operator allowed;
-        # the guard in front applies the same checks with those additions, on every path.
-        security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
-    app = server.server.streamable_http_app(streamable_http_path=path, host=bind_host, transport_security=security)
     sock = socket.socket(socket.AF_INET6 if ":" in bind_host else socket.AF_INET, socket.SOCK_STREAM)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -162,46 +160,39 @@ async def serve_http(
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.bind((bind_host, port))
         bound_port = int(sock.getsockname()[1])
+        # The SDK's own Host check (on for loopback names) would refuse what the operator allowed; the
+        # guard in front applies the same checks with those additions, on every path.
+        off = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+        security = off if allowed_hosts or allowed_origins else None
+        app = server.server.streamable_http_app(streamable_http_path=path, host=bind_host, transport_security=security)
         guarded = HTTPGuard(
-            app,
-            host=bind_host,
-            port=bound_port,
-            tokens=tokens,
-            allowed_hosts=allowed_hosts,
+            app, host=bind_host, port=bound_port, tokens=tokens, allowed_hosts=allowed_hosts,
             allowed_origins=allowed_origins,
-        )
+        )  # fmt: skip
     except BaseException:
         sock.close()
         server.close()
         raise
-    shown_host = f"[{bind_host}]" if ":" in bind_host else bind_host
-    url = f"http://{shown_host}:{bound_port}{path}"
+    shown = f"[{bind_host}]:{bound_port}" if ":" in bind_host else f"{bind_host}:{bound_port}"
+    url = f"http://{shown}{path}"
     if not is_loopback(bind_host):
         log.warning(
             "http.non_loopback_bind",
-            detail=f"serving HTTP on {shown_host}:{bound_port}, a non-loopback address: callers need a bearer token, "
+            detail=f"serving HTTP on {shown}, a non-loopback address: callers need a bearer token, "
             "and this server speaks plain HTTP, so terminate TLS at a reverse proxy in front of it "
             "(docs/security.md, 'Running the HTTP door')",
-            address=f"{shown_host}:{bound_port}",
+            address=shown,
             tokens=len(tokens) if tokens is not None else 0,
         )
-    config = uvicorn.Config(guarded, log_level="warning", lifespan="on", timeout_graceful_shutdown=2)
-    web = _Server(config)
+    web = _Server(uvicorn.Config(guarded, log_level="warning", lifespan="on", timeout_graceful_shutdown=2))
+
+    async def announce() -> None:
+        await web.ready.wait()
+        log.info("server.listening", url=url, auth="bearer" if tokens is not None else "none")
+        if on_ready is not None and (out := on_ready(url)) is not None:
+            await out
+
     try:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(server.notify_changes)
-
-            async def announce() -> None:
-                await web.ready.wait()
-                log.info("server.listening", url=url, auth="bearer" if tokens is not None else "none")
-                if on_ready is not None:
-                    out = on_ready(url)
-                    if out is not None:
-                        await out
-
-            tg.start_soon(announce)
-            await web.serve(sockets=[sock])
-            tg.cancel_scope.cancel()
+        await _serve(server, lambda: web.serve(sockets=[sock]), announce)
     finally:
-        server.close()
         sock.close()

@@ -18,13 +18,14 @@ from __future__ import annotations
 import json
 import re
 from types import TracebackType
-from typing import Any, Protocol, Self, cast
+from typing import Any, Protocol, Self
 
 import anyio
 import mcp_types as types
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
+from toolcode._metatools import as_object
 from toolindex.log import get_logger
 from toolrun import find_request_id
 
@@ -36,23 +37,16 @@ _LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 def _unread(exc: ValidationError) -> str | dict[str, Any] | None:
     """What the SDK failed to read: the raw line for a JSON error, the parsed object for a shape error."""
-    for err in exc.errors(include_url=False):
-        if err["type"] == "json_invalid" and isinstance(err.get("input"), str):
-            return cast(str, err["input"])
-    for err in exc.errors(include_url=False):
-        if isinstance(err.get("input"), dict):
-            return cast(dict[str, Any], err["input"])
-    return None
+    errors = exc.errors(include_url=False)
+    lines = [e["input"] for e in errors if e["type"] == "json_invalid" and isinstance(e.get("input"), str)]
+    if lines:
+        return str(lines[0])
+    return next((obj for e in errors if (obj := as_object(e.get("input"))) is not None), None)
 
 
-def _without_surrogates(value: Any) -> Any:
-    if isinstance(value, str):
-        return _LONE_SURROGATE.sub("\ufffd", value)
-    if isinstance(value, dict):
-        return {_without_surrogates(k): _without_surrogates(v) for k, v in cast(dict[Any, Any], value).items()}
-    if isinstance(value, list):
-        return [_without_surrogates(v) for v in cast(list[Any], value)]
-    return value
+def _without_surrogates(line: str) -> Any:
+    """The JSON value of ``line`` with each lone surrogate (in keys and strings alike) replaced by U+FFFD."""
+    return json.loads(_LONE_SURROGATE.sub("\ufffd", json.dumps(json.loads(line), ensure_ascii=False)))
 
 
 class _Receiving(Protocol):
@@ -62,11 +56,6 @@ class _Receiving(Protocol):
 
 class _Sending(Protocol):
     async def send(self, item: SessionMessage, /) -> None: ...
-
-
-def _id_of(message: dict[str, Any]) -> int | str | None:
-    rid = message.get("id")
-    return rid if isinstance(rid, int | str) and not isinstance(rid, bool) else None
 
 
 class AnsweringReadStream:
@@ -96,7 +85,7 @@ class AnsweringReadStream:
         parsed: Any = raw
         if isinstance(raw, str):
             try:
-                parsed = _without_surrogates(json.loads(raw))
+                parsed = _without_surrogates(raw)
             except (ValueError, RecursionError):
                 parsed = None
             if parsed is not None:
@@ -104,16 +93,18 @@ class AnsweringReadStream:
                     return SessionMessage(types.jsonrpc_message_adapter.validate_python(parsed, by_name=False))
                 except ValidationError:
                     pass
-        if isinstance(parsed, dict):
-            rid, code = _id_of(cast(dict[str, Any], parsed)), types.INVALID_REQUEST
-            message = "not a valid JSON-RPC request"
+        message = as_object(parsed)
+        if message is not None:
+            rid = message.get("id")
+            rid = rid if isinstance(rid, int | str) and not isinstance(rid, bool) else None
+            code, text = types.INVALID_REQUEST, "not a valid JSON-RPC request"
         else:
             rid = find_request_id(raw) if isinstance(raw, str) else None
-            code, message = types.PARSE_ERROR, "not valid JSON"
+            code, text = types.PARSE_ERROR, "not valid JSON"
         if rid is None:
             _log.debug("server.unreadable_message_dropped", error=str(exc.errors(include_url=False)[:1])[:200])
             return None
-        error = types.JSONRPCError(jsonrpc="2.0", id=rid, error=types.ErrorData(code=code, message=message))
+        error = types.JSONRPCError(jsonrpc="2.0", id=rid, error=types.ErrorData(code=code, message=text))
         await self._write.send(SessionMessage(error))
         return None
 
