@@ -18,7 +18,7 @@ from toolcode import (
     ToolError,
     load_settings,
 )
-from toolcode._exposed import call_exposed, exposed_description, exposed_tools
+from toolcode._door import call_exposed, exposed_description, exposed_tools
 from toolcode._outcome import outcome_text
 from toolcode.exceptions import clip
 from toolcode.server import CodeModeServer

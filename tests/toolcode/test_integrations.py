@@ -8,9 +8,9 @@ import sys
 import pytest
 
 from toolcode import Toolbox
-from toolcode._descriptions import INPUT_SCHEMAS
 from toolcode._metatools import (  # pyright: ignore[reportPrivateUsage]
     _OPERATIONS,
+    INPUT_SCHEMAS,
     call_metatool,
     input_schema,
     parse_arguments,

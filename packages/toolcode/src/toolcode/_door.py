@@ -3,27 +3,181 @@
 The MCP server, the Pydantic AI toolset and the OpenAI Agents function tools each build one
 :class:`Door` and translate its :class:`Definition` s and :class:`~toolcode._metatools.MetaToolReply` s
 into their framework's types, and nothing more. :meth:`Door.call` is the boundary where a failure
-becomes a reply, for the code-mode tools and the exposed upstream tools alike.
+becomes a reply, for the code-mode tools and for the upstream tools a door publishes directly
+(``expose``: :func:`exposed_tools` names them, :func:`call_exposed` calls them as ``run_tool`` does).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import base64
+import binascii
+import fnmatch
+import hashlib
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from toolcode._app import Toolbox
-from toolcode._descriptions import DESCRIPTIONS
-from toolcode._exposed import MCP_NAME_MAX, Exposed, call_exposed, exposed_description, exposed_tools
-from toolcode._metatools import PERSON_TOOLS, MetaToolReply, call_metatool, failure_reply, input_schema, parse_arguments
+from toolcode._core import CodeMode
+from tooldocs import json_text
+from toolcode._metatools import (
+    DESCRIPTIONS,
+    PERSON_TOOLS,
+    MetaToolReply,
+    call_metatool,
+    failure_reply,
+    input_schema,
+    parse_arguments,
+)
 from toolcode.calls import Asker
 from toolcode.exceptions import InvalidArgumentsError, ToolCodeError, clip
+from toolcode.models import RunToolOutcome
 from toolindex import Tool
 from toolindex.log import get_logger
 
-__all__ = ["Definition", "Door"]
+__all__ = [
+    "EXPOSED_SEPARATOR",
+    "Definition",
+    "Door",
+    "Exposed",
+    "call_exposed",
+    "exposed_description",
+    "exposed_tools",
+]
 
 log = get_logger("toolcode.door")
+
+EXPOSED_SEPARATOR = "__"
+"""Joins namespace and name of a directly exposed upstream tool (``github__list_issues``);
+``:`` is not allowed in MCP tool names and some clients reject ``.``."""
+
+MCP_NAME_MAX = 128
+"""Longest exposed name: MCP's limit for a tool name (OpenAI's function names stop at 64)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Exposed:
+    """The upstream tools a door publishes directly, beside the code-mode tools."""
+
+    tools: dict[str, Tool]
+    """Exposed name (``namespace__name``) → tool, in name order."""
+    collisions: list[str]
+    """Matched tools published under a name of their own (two mapped to one name, or to a
+    code-mode tool's), or left out (a name the door cannot carry), each with the reason."""
+
+
+def exposed_description(tool: Tool) -> str:
+    """What the model reads about an exposed tool: its id, then its description."""
+    return f"[{tool.id}] {tool.description}"
+
+
+def _distinct(name: str, tool: Tool) -> str:
+    # The same tool always gets the same suffix, whichever other tool it collides with.
+    return f"{name}_{hashlib.sha256(tool.id.encode()).hexdigest()[:6]}"
+
+
+def exposed_tools(
+    codemode: CodeMode,
+    patterns: Sequence[str],
+    *,
+    reserved: Collection[str] = (),
+    max_name: int = MCP_NAME_MAX,
+    punctuation: str = "_.-",
+) -> Exposed:
+    """The visible upstream tools matching ``patterns``, each under the name a door publishes it as.
+
+    A tool is published as ``namespace__name``. When two tools map to one such name
+    (``x:y__ok`` and ``x__y:ok``), or a tool maps to a code-mode tool's name, each of them is
+    published as that name plus ``_`` and six hex digits of its id's digest instead: every
+    matched tool stays reachable, under a name that does not depend on the others.
+
+    Args:
+        codemode: The core whose view is read.
+        patterns: ``namespace:name`` patterns (``fnmatch``: ``github:list_*``, ``*``), matched
+            against each tool's key and id.
+        reserved: Names already taken (the door's code-mode tools).
+        max_name: Longest name the door's clients accept.
+        punctuation: The characters besides ASCII letters and digits a name may hold (MCP:
+            ``_.-``; OpenAI function names: ``_-``).
+
+    Returns:
+        The published tools and, for each matched tool renamed or left out, why.
+    """
+    collisions: list[str] = []
+    if not patterns:
+        return Exposed({}, collisions)
+
+    def valid(name: str) -> bool:
+        return len(name) <= max_name and all(c.isascii() and (c.isalnum() or c in punctuation) for c in name)
+
+    by_name: dict[str, list[Tool]] = {}
+    view = codemode.view()
+    cursor: str | None = None
+    while True:
+        page = view.list_tools(cursor=cursor, limit=1000, namespace=None)
+        for tool in page.tools:
+            if not any(fnmatch.fnmatchcase(tool.key, p) or fnmatch.fnmatchcase(tool.id, p) for p in patterns):
+                continue
+            key = f"{tool.namespace}{EXPOSED_SEPARATOR}{tool.name}"
+            if valid(key):
+                by_name.setdefault(key, []).append(tool)
+            else:
+                collisions.append(f"{tool.id}: {clip(key, 80)!r} is not a valid tool name here; not exposed")
+        if page.next_cursor is None:
+            break
+        cursor = page.next_cursor
+    out: dict[str, Tool] = {}
+    for key, tools in by_name.items():
+        if len(tools) == 1 and key not in reserved:
+            out[key] = tools[0]
+            continue
+        why = "a code-mode tool's name" if key in reserved else " and ".join(t.id for t in tools) + " all map to it"
+        for tool in tools:
+            name = _distinct(key, tool)
+            if not valid(name) or name in reserved or name in out:
+                collisions.append(f"{tool.id}: {key!r} is taken ({why}) and {name!r} cannot be used; not exposed")
+                continue
+            out[name] = tool
+            collisions.append(f"{tool.id} is exposed as {name!r}: {key!r} is taken ({why})")
+    return Exposed(dict(sorted(out.items())), sorted(collisions))
+
+
+async def call_exposed(
+    codemode: CodeMode, tool: Tool, args: Mapping[str, object], *, caller: str | None = None, ask: Asker | None = None
+) -> MetaToolReply:
+    """Call an exposed upstream tool as ``run_tool`` does (its checks, policy and errors), keeping what it answered.
+
+    Its text blocks are the reply text (the structured result as JSON when there are none), its
+    images are ``images``, any other block (an embedded resource, audio) is its JSON in the text;
+    ``run`` keeps the whole result for a door that passes it on as it came (the MCP server).
+
+    Raises:
+        ToolCodeError: If the call fails (:meth:`Door.call` makes it a reply).
+    """
+    result = await codemode.run_result(tool.id, dict(args), ask=ask, caller=caller)
+    texts: list[str] = []
+    images: list[tuple[str, str]] = []
+    for block in result.content:
+        kind, data = block.get("type"), block.get("data")
+        if kind == "image" and isinstance(data, str) and _is_base64(data):
+            mime = str(block.get("mimeType") or "image/png")
+            images.append((mime, data))
+            texts.append(f"[image {len(images)}: {clip(mime, 80)}]")
+        elif kind == "image":
+            texts.append("[an image whose data is not base64: left out]")
+        else:
+            texts.append(str(block.get("text", "")) if kind == "text" else json_text(block))
+    text = "\n".join(texts) if result.content else json_text(result.structured)
+    outcome = RunToolOutcome(tool_id=result.tool_id, value=result.value, duration_ms=round(result.duration_ms, 3))
+    return MetaToolReply(text, outcome, images=tuple(images), run=result)
+
+
+def _is_base64(data: str) -> bool:
+    try:
+        base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    return True
 
 
 @dataclass(frozen=True, slots=True)

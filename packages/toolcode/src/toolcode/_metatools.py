@@ -1,9 +1,16 @@
-"""The code-mode tools as every door offers them to a model: one call, one reply text, one error shape.
+"""The code-mode tools as every door offers them to a model: definitions, one call, one reply text.
+
+The definitions (instructions, each tool's description and input schema) are kept as data in
+``_metatools.json``, the wire form of an MCP tool definition. Written for a model and kept short:
+every word is paid for in context tokens on every turn (``bench/tokens.py`` reports the total
+under ``"surface"``). The schemas declare names, types and defaults; the values are checked by the
+core's operations. The snippet API is documented once, in ``execute_code``'s description,
+generated from the one list of snippet globals (:data:`toolcode.SNIPPET_GLOBALS`).
 
 :func:`call_metatool` checks the argument names, calls the core operation of the same name
-(:class:`~toolcode.CodeMode`) and makes its result a :class:`MetaToolReply` (:func:`reply_of`: the
-text the model reads, one renderer per result model). A failure is a reply too, in the one error
-shape (:func:`toolcode.error_info`), so the same mistake reads the same through every door
+(:class:`~toolcode.CodeMode`) and makes its result a :class:`MetaToolReply` (:func:`reply_of`: one
+text renderer per result model). A failure is a reply too, in the one error shape
+(:func:`toolcode.error_info`), so the same mistake reads the same through every door
 (:class:`toolcode._door.Door` is what the doors hold).
 """
 
@@ -13,13 +20,14 @@ import copy
 import json
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from importlib import resources
 from typing import Any, Final
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from toolcode._core import CodeMode, PrintListener, ToolStart
-from toolcode._descriptions import INPUT_SCHEMAS, INSTRUCTIONS, UNSANDBOXED_NOTE
 from toolcode._errors import error_info
+from toolcode._globals import snippet_api_text
 from tooldocs import json_text
 from toolcode._outcome import outcome_text
 from toolcode._settings import META_TOOLS
@@ -47,6 +55,9 @@ from toolcode.models import (
 from toolrun import RunResult
 
 __all__ = [
+    "DESCRIPTIONS",
+    "INPUT_SCHEMAS",
+    "INSTRUCTIONS",
     "PERSON_TOOLS",
     "DeleteOutcome",
     "MetaToolReply",
@@ -67,6 +78,37 @@ StepListener = Callable[[dict[str, Any]], Awaitable[None]]
 PERSON_TOOLS: Final = frozenset({"resume_execution", "approve_tools"})
 """Code-mode tools whose call is a person's decision: MCP's ``destructiveHint``, Pydantic AI's
 deferred tools, the OpenAI Agents SDK's ``needs_approval``."""
+
+
+class _Definition(BaseModel):
+    description: str
+    inputSchema: dict[str, Any]
+
+
+class _Definitions(BaseModel):
+    instructions: str
+    unsandboxed_note: str
+    tools: dict[str, _Definition]
+
+
+def _load() -> _Definitions:
+    data = _Definitions.model_validate_json(resources.files("toolcode").joinpath("_metatools.json").read_bytes())
+    for name, tool in data.tools.items():
+        schema = tool.inputSchema
+        if schema.get("type") != "object" or not set(schema.get("required", ())) <= set(schema.get("properties", {})):
+            raise ValueError(f"_metatools.json: the inputSchema of {name} is not an object schema of its properties")
+    return data
+
+
+_DATA = _load()
+INSTRUCTIONS = _DATA.instructions
+UNSANDBOXED_NOTE = _DATA.unsandboxed_note
+"""Appended to the instructions when the engine is not a sandbox."""
+DESCRIPTIONS: dict[str, str] = {
+    name: tool.description.replace("{snippet_api}", snippet_api_text()) for name, tool in _DATA.tools.items()
+}
+INPUT_SCHEMAS: dict[str, dict[str, Any]] = {name: tool.inputSchema for name, tool in _DATA.tools.items()}
+"""Each code-mode tool's input schema, by name (:func:`input_schema` gives a copy to change)."""
 
 
 _OBJECT: TypeAdapter[dict[str, Any]] = TypeAdapter(dict[str, Any])

@@ -51,9 +51,8 @@ except ImportError as _missing:  # the extra is not installed (or is too old)
     ) from _missing
 
 from toolcode._app import Toolbox
-from toolcode._descriptions import INSTRUCTIONS
 from toolcode._door import Door
-from toolcode._metatools import PERSON_TOOLS, as_object, instructions
+from toolcode._metatools import INSTRUCTIONS, PERSON_TOOLS, as_object, instructions
 from toolcode._settings import Settings, StateSettings
 from toolcode.exceptions import MAX_MESSAGE, clip
 from toolindex.log import get_logger

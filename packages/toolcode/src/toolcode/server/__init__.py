@@ -13,8 +13,8 @@ Over HTTP off loopback, callers need a bearer token (see :class:`BearerTokens`):
 """
 
 from toolcode._chain import CHAIN_SCHEMA
-from toolcode._descriptions import DESCRIPTIONS, INSTRUCTIONS
-from toolcode._exposed import EXPOSED_SEPARATOR
+from toolcode._door import EXPOSED_SEPARATOR
+from toolcode._metatools import DESCRIPTIONS, INSTRUCTIONS
 from toolcode._settings import DEFAULT_TOOLS, META_TOOLS, SETTINGS_SCHEMA
 from toolcode.server._http_address import is_loopback, parse_http_address
 from toolcode.server._http_guard import CALLER_SCOPE_KEY, HTTPGuard, http_caller
