@@ -84,24 +84,14 @@ def exposed_tools(
     max_name: int = MCP_NAME_MAX,
     punctuation: str = "_.-",
 ) -> Exposed:
-    """The visible upstream tools matching ``patterns``, each under the name a door publishes it as.
+    """The visible upstream tools matching ``patterns`` (``fnmatch`` on key and id), by their published names.
 
-    A tool is published as ``namespace__name``. When two tools map to one such name
-    (``x:y__ok`` and ``x__y:ok``), or a tool maps to a code-mode tool's name, each of them is
-    published as that name plus ``_`` and six hex digits of its id's digest instead: every
-    matched tool stays reachable, under a name that does not depend on the others.
-
-    Args:
-        codemode: The core whose view is read.
-        patterns: ``namespace:name`` patterns (``fnmatch``: ``github:list_*``, ``*``), matched
-            against each tool's key and id.
-        reserved: Names already taken (the door's code-mode tools).
-        max_name: Longest name the door's clients accept.
-        punctuation: The characters besides ASCII letters and digits a name may hold (MCP:
-            ``_.-``; OpenAI function names: ``_-``).
-
-    Returns:
-        The published tools and, for each matched tool renamed or left out, why.
+    A tool is published as ``namespace__name``: at most ``max_name`` ASCII letters, digits and
+    ``punctuation`` (MCP: ``_.-``; OpenAI function names: ``_-``). When two tools map to one such
+    name (``x:y__ok`` and ``x__y:ok``), or a tool maps to a ``reserved`` name (a code-mode tool's),
+    each is published as that name plus ``_`` and six hex digits of its id's digest: every matched
+    tool stays reachable, under a name that does not depend on the others. ``collisions`` says
+    which tools were renamed or left out, and why.
     """
     collisions: list[str] = []
     if not patterns:
@@ -196,11 +186,8 @@ class Definition:
 class Door:
     """A door's tools over a toolbox: the code-mode tools it offers, under the operator's ceilings, and those exposed.
 
-    Args:
-        toolbox: The toolbox (its lifetime is the host's).
-        tools: Code-mode tools to offer (default: the config's ``toolcode.tools``).
-        expose: Patterns of upstream tools to offer directly as well (default: the config's ``toolcode.expose``).
-        names: ``(longest name, punctuation allowed besides letters and digits)`` of the door's tool names.
+    ``tools`` and ``expose`` default to the config's ``toolcode.tools`` and ``toolcode.expose``;
+    ``names`` is ``(longest name, punctuation allowed besides letters and digits)`` of the door's tool names.
 
     Raises:
         ConfigurationError: If ``tools`` names a tool that is not a code-mode tool.
@@ -252,13 +239,9 @@ class Door:
     ) -> MetaToolReply:
         """A model's call of one of this door's tools, with its arguments as sent (a mapping or JSON text).
 
-        Args:
-            name: The tool (a code-mode tool this door offers, or an exposed one).
-            args: The arguments, as the framework handed them over.
-            caller: Who the call is for (sessions, paused runs and stored results are the caller's).
-            ask: Asks a person about direct calls the policy asks for (``None``: they fail with
-                ``approval_required``).
-            **hooks: Progress listeners, passed to :func:`~toolcode._metatools.call_metatool`.
+        ``caller`` is who the call is for (sessions, paused runs and stored results are the
+        caller's); ``ask`` asks a person about direct calls the policy asks for (``None``: they fail
+        with ``approval_required``); ``hooks`` are :func:`~toolcode._metatools.call_metatool`'s listeners.
 
         Returns:
             The reply; any failure is a reply with ``error`` set (the one error shape), never an exception.

@@ -1,9 +1,4 @@
-"""What every ``toolcode`` command shares: its errors, its toolbox, one operation's output, the person at the terminal.
-
-An operation prints its result model (``--json``: the shape the MCP server returns as
-``structuredContent`` and a snippet receives; else a table or text for a person), or its
-failure (``{"ok": false, "error": {...}}``, or the error's description on stderr).
-"""
+"""What every ``toolcode`` command shares: errors, the toolbox, one operation's output, the person at the terminal."""
 
 from __future__ import annotations
 
@@ -74,12 +69,11 @@ class Handled(Exception):
 
 
 def stdout() -> Console:
-    """The console of results."""
+    """The console of results (everything else goes to :func:`stderr`)."""
     return Console(highlight=False, soft_wrap=True)
 
 
 def stderr() -> Console:
-    """The console of everything else (progress, warnings, errors, prompts)."""
     return Console(stderr=True, highlight=False, soft_wrap=True)
 
 
@@ -137,10 +131,12 @@ Show = Callable[[Console, Any, Toolbox], None]
 
 
 async def operation(args: argparse.Namespace, call: Callable[[Toolbox], Awaitable[Any]], show: Show) -> int:
-    """Run one operation and print what it returned (``None``: the call said what it did itself).
+    """Run one operation; print its result as JSON (``--json``: the MCP door's ``structuredContent``) or with ``show``.
+
+    A result of ``None``: the call said what it did itself.
 
     Raises:
-        Handled: After showing the operation's failure.
+        Handled: After showing the failure (``{"ok": false, "error": {...}}`` with ``--json``).
     """
     async with connected(args) as box:
         try:
@@ -172,16 +168,11 @@ def reply_text(out: Console, result: Any, box: Toolbox) -> None:
 
 
 def when(t: float | None) -> str:
-    """A time for a table."""
     return "-" if t is None else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t))
 
 
 def json_arg(text: str | None, flag: str) -> Any:
-    """The JSON value of an option.
-
-    Raises:
-        UsageError: If it is not JSON.
-    """
+    """The JSON value of an option (:class:`UsageError` if it is not JSON)."""
     if text is None:
         return None
     try:
@@ -191,11 +182,7 @@ def json_arg(text: str | None, flag: str) -> Any:
 
 
 def read_code(args: argparse.Namespace) -> str:
-    """The code of ``exec`` or ``snippets save``: ``-c``, FILE, or stdin (UTF-8).
-
-    Raises:
-        UsageError: If none or both are given, or the code cannot be read.
-    """
+    """The code of ``exec`` or ``snippets save``: ``-c``, FILE, or stdin (UTF-8; else :class:`UsageError`)."""
     if args.code is not None and args.file is not None:
         raise UsageError("give the code either with -c or as FILE, not both")
     if args.code is not None:
@@ -233,7 +220,6 @@ def again(args: argparse.Namespace, *words: str) -> str:
 
 
 def interactive() -> bool:
-    """Whether a person can be asked at the terminal."""
     return sys.stdin.isatty() and sys.stderr.isatty()
 
 

@@ -19,6 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from toolcode._types import ToolCallRecord
+from toolcode.exceptions import clip
 from toolcode.models import ExecuteOutcome, TraceEntry
 from tooldocs import json_text
 
@@ -46,29 +47,21 @@ def print_json(data: Any) -> None:
 
 
 def _short(value: Any, limit: int = 60) -> str:
-    text = safe(json_text(value))
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return clip(safe(json_text(value)), limit)
 
 
 def trace_table(records: Sequence[ToolCallRecord | TraceEntry], title: str = "trace") -> Table:
     """One row per tool call: order, tool id, args, outcome, duration."""
-    table = Table(
-        "#",
-        "tool",
-        "args",
-        "result",
-        "ms",
-        title=f"{title} ({len(records)} call{'' if len(records) == 1 else 's'})",
-        title_justify="left",
-    )
+    calls = f"{len(records)} call{'' if len(records) == 1 else 's'}"
+    table = Table("#", "tool", "args", "result", "ms", title=f"{title} ({calls})", title_justify="left")
     for i, r in enumerate(records, 1):
         if isinstance(r, ToolCallRecord):
-            error, args, result = r.error, dict(r.args), r.structured
-            failed = f"{r.code or r.error_op or 'error'}: {r.error}"
+            args, result, code = dict(r.args), r.structured, r.code or r.error_op
         else:
-            error, args, result = r.error, r.args, r.result
-            failed = f"{r.code or 'error'}: {r.error}"
-        outcome = Text(_short(failed, 80), style="red") if error else Text(_short(result, 50))
+            args, result, code = r.args, r.result, r.code
+        outcome = (
+            Text(_short(f"{code or 'error'}: {r.error}", 80), style="red") if r.error else Text(_short(result, 50))
+        )
         table.add_row(str(i), Text(safe(r.tool_id)), Text(_short(args, 50)), outcome, f"{r.duration_ms:.1f}")
     return table
 

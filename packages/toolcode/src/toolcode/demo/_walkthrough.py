@@ -75,23 +75,20 @@ async def run_demo(*, json_output: bool = False, console: Console | None = None)
     Raises:
         toolcode.exceptions.ToolCodeError: If the snippet fails (it should not).
     """
-    out = console or Console(highlight=False)
-    show = not json_output
+    out = Console(quiet=True) if json_output else console or Console(highlight=False)
 
     def step(title: str) -> None:
-        if show:
-            out.rule(f"[b]{title}[/]", align="left")
+        out.rule(f"[b]{title}[/]", align="left")
 
-    if show:
-        out.print(Panel.fit(f"[b]toolcode demo[/] — code mode on an embedded catalog\n[i]task:[/] {DEMO_TASK}"))
+    out.print(Panel.fit(f"[b]toolcode demo[/] — code mode on an embedded catalog\n[i]task:[/] {DEMO_TASK}"))
     step("1. connect: local help-desk tools + mcp-server-time (child process)")
     box = demo_toolbox()
 
     def on_event(event: ConnectEvent) -> None:
         name = "helpdesk (local Python functions)" if event.backend == "local" else f"{event.backend} (MCP server)"
-        if show and event.state == "ready":
+        if event.state == "ready":
             out.print(f"  [green]✓[/] {name}: {event.tools} tools in {event.duration_ms:.0f} ms")
-        elif show and event.state == "failed":
+        elif event.state == "failed":
             out.print(f"  [red]✗[/] {event.backend}: {event.error}")
 
     records: list[ToolCallRecord] = []
@@ -108,8 +105,7 @@ async def run_demo(*, json_output: bool = False, console: Console | None = None)
 
         async def on_progress(progress: float, total: float | None, message: str | None) -> None:
             notes.append(message or "")
-            if show:
-                out.print(f"  [dim]progress {progress:.0f}: {message}[/]")
+            out.print(f"  [dim]progress {progress:.0f}: {message}[/]")
 
         async with Client(server.server) as client:
             listed = await client.list_tools()
@@ -126,28 +122,24 @@ async def run_demo(*, json_output: bool = False, console: Console | None = None)
 
             step("2. search_tools: find the tools for the task")
             found = await call("search_tools", {"query": "open help-desk tickets of an office", "limit": 4})
-            if show:
-                table = Table("id", "score", "summary", box=None)
-                for h in found["hits"]:
-                    table.add_row(h["id"], f"{h['score']:.2f}", h["summary"])
-                out.print(table)
+            table = Table("id", "score", "summary", box=None)
+            for h in found["hits"]:
+                table.add_row(h["id"], f"{h['score']:.2f}", h["summary"])
+            out.print(table)
 
             step("3. describe_tool: read one signature, not the whole catalog")
             doc = await call("describe_tool", {"tool_id": "helpdesk:list_tickets", "level": "schema"})
-            if show:
-                out.print(Panel(doc["text"], title="helpdesk:list_tickets", title_align="left", expand=False))
+            out.print(Panel(doc["text"], title="helpdesk:list_tickets", title_align="left", expand=False))
 
             step("4. execute_code: one snippet loops over offices, calling two servers")
-            if show:
-                out.print(Syntax(DEMO_SNIPPET, "python", theme="ansi_dark", line_numbers=True))
+            out.print(Syntax(DEMO_SNIPPET, "python", theme="ansi_dark", line_numbers=True))
             result = await call("execute_code", {"code": DEMO_SNIPPET})
 
-        if show:
-            step("5. the result: only the small answer comes back")
-            out.print_json(json.dumps(result["value"]))
-            if result["stdout"]:
-                out.print(f"stdout: {result['stdout'].strip()}")
-            out.print(trace_table(records))
+        step("5. the result: only the small answer comes back")
+        out.print_json(json.dumps(result["value"]))
+        if result["stdout"]:
+            out.print(f"stdout: {result['stdout'].strip()}")
+        out.print(trace_table(records))
 
         # The same task by calling the tools directly: every definition in context, every
         # call and its full result fed back.

@@ -19,7 +19,7 @@ from toolcode._paused import DECISIONS
 from toolcode._types import OnToolCall
 from toolcode.calls import Asker, PendingCall
 from toolcode.exceptions import clip
-from toolcode.models import ExecuteOutcome
+from toolcode.models import ExecuteOutcome, PendingCallInfo
 from toolindex.log import get_logger
 
 __all__ = ["asker", "can_ask_by_retry", "continue_by_retry", "decide_now", "input_required"]
@@ -44,7 +44,7 @@ _SCHEMA: dict[str, Any] = {
 """The form a person fills in about paused calls."""
 
 
-def _message(pending: Sequence[PendingCall], line: int | None, code: str) -> str:
+def _message(pending: Sequence[PendingCall | PendingCallInfo], line: int | None, code: str) -> str:
     """The question a person answers about paused calls."""
     shown = "\n".join(
         f"- {p.tool_id} ({p.tier}): {clip(json_text(p.args), 600)}\n  why asked: {clip(p.reason, 200)}"
@@ -80,7 +80,7 @@ def can_ask_by_retry(ctx: ServerRequestContext[Any]) -> bool:
 
 
 async def _elicit(
-    ctx: ServerRequestContext[Any], pending: Sequence[PendingCall], line: int | None, code: str
+    ctx: ServerRequestContext[Any], pending: Sequence[PendingCall | PendingCallInfo], line: int | None, code: str
 ) -> tuple[str, str]:
     try:
         result = await ctx.session.elicit_form(
@@ -97,24 +97,20 @@ def asker(ctx: ServerRequestContext[Any]) -> Asker | None:
     if not _can_elicit(ctx) or not ctx.session.can_send_request:
         return None
 
-    async def ask(pending: Sequence[PendingCall], line: int | None, code: str = "") -> tuple[str, str]:
-        return await _elicit(ctx, pending, line, code)
+    async def ask(pending: Sequence[PendingCall], line: int | None) -> tuple[str, str]:
+        return await _elicit(ctx, pending, line, "")
 
     return ask
 
 
-def _pending(out: ExecuteOutcome) -> tuple[str, list[PendingCall], int | None]:
-    approval = out.approval
-    assert approval is not None
-    return approval.execution_id, [PendingCall.from_dict(p.model_dump()) for p in approval.pending], approval.line
-
-
 def input_required(out: ExecuteOutcome, code: str) -> types.InputRequiredResult:
     """The question about a paused run, for a client that asks its user and retries with the answer."""
-    execution_id, pending, line = _pending(out)
-    params = types.ElicitRequestFormParams(message=_message(pending, line, code), requested_schema=_SCHEMA)
+    approval = out.approval
+    assert approval is not None
+    message = _message(approval.pending, approval.line, code)
+    params = types.ElicitRequestFormParams(message=message, requested_schema=_SCHEMA)
     return types.InputRequiredResult(
-        input_requests={"decision": types.ElicitRequest(params=params)}, request_state=execution_id
+        input_requests={"decision": types.ElicitRequest(params=params)}, request_state=approval.execution_id
     )
 
 
@@ -142,11 +138,11 @@ async def decide_now(
     if asker(ctx) is None:
         return out
     for _ in range(_MAX_ASKS_PER_REQUEST):
-        if out.approval is None:
+        approval = out.approval
+        if approval is None:
             break
-        execution_id, pending, line = _pending(out)
-        decision, who = await _elicit(ctx, pending, line, code)
+        decision, who = await _elicit(ctx, approval.pending, approval.line, code)
         if decision == "cancel":
             break  # left paused: resume_execution continues it later
-        out = await codemode.resume(execution_id, decision, caller=caller, on_tool_call=on_tool_call, by=who)
+        out = await codemode.resume(approval.execution_id, decision, caller=caller, on_tool_call=on_tool_call, by=who)
     return out

@@ -88,13 +88,11 @@ class Progress:
         await self._send(f"{record.tool_id} {status} ({record.duration_ms:.0f} ms)")
 
     async def step(self, event: dict[str, Any]) -> None:
-        name = f"step {event['step']}" + (f" ({event['id']})" if event.get("id") else "")
+        name = f"step {event['step']}" + (f" ({event['id']})" if event.get("id") else "") + f" {event['tool_id']}"
         status = event["status"]
-        if status == "started":
-            await self._send(f"{name} {event['tool_id']} started")
-        else:
-            shown = "ok" if status == "ok" else f"failed ({event.get('code', 'tool_error')})"
-            await self._send(f"{name} {event['tool_id']} {shown} ({event.get('duration_ms', 0):.0f} ms)")
+        shown = "ok" if status == "ok" else f"failed ({event.get('code', 'tool_error')})"
+        ms = f" ({event.get('duration_ms', 0):.0f} ms)"
+        await self._send(f"{name} started" if status == "started" else f"{name} {shown}{ms}")
 
     def printed(self, stream: str, text: str) -> None:
         """Keep whole lines of output to send (bounded: beyond the cap, lines are only counted)."""
@@ -113,9 +111,6 @@ class Progress:
             self._partial = ""
         take = len(self._lines) if everything else _PRINT_LINES_PER_FLUSH
         lines, self._lines = self._lines[:take], self._lines[take:]
-        if everything and self._lines:
-            self._dropped += len(self._lines)
-            self._lines = []
         for line in lines:
             await self._send(line)
         if self._dropped and (everything or not self._lines):
