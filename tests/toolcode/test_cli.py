@@ -429,3 +429,10 @@ def test_the_next_page_hint_is_a_command_that_works_as_pasted(capsys: pytest.Cap
     assert argv[argv.index("toolcode") + 1 :][:2] == ["tools", "--cursor"] and "--demo" in argv
     code, more, _ = run(capsys, *argv[argv.index("toolcode") + 1 :])
     assert code == 0 and "2 tools" in more
+
+
+def test_every_command_reports_a_failure_as_one_json_document_with_json(capsys: pytest.CaptureFixture[str]) -> None:
+    for argv in (["snippets", "show", "nope"], ["describe", "helpdesk:nope"], ["result", "r-nope"]):
+        code, out, _ = run(capsys, *argv, "--demo", "--no-state", "--json")
+        doc = json.loads(out)
+        assert code != 0 and doc["ok"] is False and doc["error"]["code"] in ("invalid_arguments", "unknown_tool"), argv
