@@ -19,7 +19,6 @@ from typing import Any
 
 from toolcode._app import Toolbox
 from toolcode._core import CodeMode
-from tooldocs import json_text
 from toolcode._metatools import (
     DESCRIPTIONS,
     PERSON_TOOLS,
@@ -32,6 +31,7 @@ from toolcode._metatools import (
 from toolcode.calls import Asker
 from toolcode.exceptions import InvalidArgumentsError, ToolCodeError, clip
 from toolcode.models import RunToolOutcome
+from tooldocs import json_text
 from toolindex import Tool
 from toolindex.log import get_logger
 

@@ -28,7 +28,6 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from toolcode._core import CodeMode, PrintListener, ToolStart
 from toolcode._errors import error_info
 from toolcode._globals import snippet_api_text
-from tooldocs import json_text
 from toolcode._outcome import outcome_text
 from toolcode._settings import META_TOOLS
 from toolcode._types import OnToolCall
@@ -52,6 +51,7 @@ from toolcode.models import (
     ToolApprovalsResult,
     ToolListResult,
 )
+from tooldocs import json_text
 from toolrun import RunResult
 
 __all__ = [

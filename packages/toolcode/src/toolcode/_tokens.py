@@ -17,8 +17,8 @@ from typing import Any
 import tiktoken
 
 from toolcode._app import Toolbox
-from tooldocs import json_text
 from toolcode.server import CodeModeServer
+from tooldocs import json_text
 
 __all__ = ["ENCODING", "TokenLedger", "count_tokens", "definitions_report", "definitions_tokens", "result_text"]
 

@@ -14,12 +14,12 @@ import mcp_types as types
 from mcp.server import ServerRequestContext
 
 from toolcode._core import CodeMode
-from tooldocs import json_text
 from toolcode._paused import DECISIONS
 from toolcode._types import OnToolCall
 from toolcode.calls import Asker, PendingCall
 from toolcode.exceptions import clip
 from toolcode.models import ExecuteOutcome, PendingCallInfo
+from tooldocs import json_text
 from toolindex.log import get_logger
 
 __all__ = ["asker", "can_ask_by_retry", "continue_by_retry", "decide_now", "input_required"]

@@ -25,7 +25,6 @@ from pydantic import BaseModel, TypeAdapter
 from toolcode._app import Toolbox
 from toolcode._compat_mcp import connection_of
 from toolcode._door import Definition, Door
-from tooldocs import json_text
 from toolcode._metatools import MetaToolReply, as_object, instructions, reply_of
 from toolcode._results import RESULT_URI_PREFIX, result_ref_of_uri
 from toolcode.exceptions import ToolCodeError, clip
@@ -33,6 +32,7 @@ from toolcode.models import ExecuteOutcome, RunToolOutcome, StoredResultInfo
 from toolcode.server._ask import asker, can_ask_by_retry, continue_by_retry, decide_now, input_required
 from toolcode.server._http_guard import http_caller
 from toolcode.server._progress import Progress
+from tooldocs import json_text
 from toolindex import ChangeEvent
 from toolindex.log import get_logger
 
