@@ -110,8 +110,6 @@ class Toolbox:
         settings: Server-wide defaults (the config file's ``toolcode`` section).
         engine: An engine, or an engine name (an entry point of ``toolcode.engines``); overrides
             ``settings.engine``; ``None`` for the default sandbox.
-        strict: When ``True`` a backend that fails to connect aborts :meth:`connect`; when
-            ``False`` (the default) it is reported, logged and skipped so the rest stay usable.
         state: Where sessions, saved snippets and learned result shapes live; ``None`` opens
             the one ``settings.state`` names (default: a SQLite file in the user state
             directory, see :func:`toolcode.state.default_state_dir`). The toolbox closes a store
@@ -128,7 +126,6 @@ class Toolbox:
         *,
         settings: Settings | None = None,
         engine: Engine | str | None = None,
-        strict: bool = False,
         state: StateStore | None = None,
     ) -> None:
         self.settings: Settings = settings or Settings()
@@ -162,7 +159,6 @@ class Toolbox:
         info = self.services.engine.info
         if not info.sandboxed:
             log.warning("toolbox.unsandboxed_engine", warning=UNSANDBOXED_WARNING.format(engine=info.name))
-        self._strict = strict
         self._closed = False
         self._stack = AsyncExitStack()
         self._runner_entered = False
@@ -187,7 +183,7 @@ class Toolbox:
             config: Path to the JSON file, the parsed mapping, or ``None`` for no servers.
             extra_backends: More backends (local functions, providers) to attach as well.
             engine: Engine (or name); overrides the config's ``toolcode.engine``.
-            strict: Fail :meth:`connect` when a server cannot start.
+            strict: Fail :meth:`connect` when a server cannot start (sets ``settings.strict``).
             settings: Use these settings instead of the config's ``toolcode`` section.
             state: Where state lives, instead of the settings' ``state`` (``--state-dir``,
                 ``--no-state``).
@@ -213,7 +209,9 @@ class Toolbox:
         backends.extend(extra_backends)
         if state is not None:
             chosen = chosen.model_copy(update={"state": state})
-        return cls(backends, settings=chosen, engine=engine, strict=strict)
+        if strict:
+            chosen = chosen.model_copy(update={"strict": True})
+        return cls(backends, settings=chosen, engine=engine)
 
     @property
     def backends(self) -> list[Backend]:
@@ -230,7 +228,7 @@ class Toolbox:
         until :meth:`aclose`, also when it raises or is cancelled; ``async with`` closes it then.
 
         Raises:
-            toolrun.exceptions.ToolRunError: With ``strict=True``, the first backend that failed.
+            toolrun.exceptions.ToolRunError: With ``settings.strict``, the first backend that failed.
         """
 
         async def emit(event: ConnectEvent) -> None:
@@ -287,7 +285,7 @@ class Toolbox:
         async with anyio.create_task_group() as tg:
             for backend in self._backends:
                 tg.start_soon(attach, backend)
-        if errors and self._strict:
+        if errors and self.settings.strict:
             raise errors[0]
 
     async def execute(

@@ -260,6 +260,10 @@ class Settings(_Section):
     max_limits: ExecuteOptions | None = Field(
         default=None, description="The highest limits an MCP client may ask for (unset: no ceiling)."
     )
+    strict: bool = Field(
+        default=False,
+        description="Fail start-up when a configured server cannot start (default: report it, skip it, go on).",
+    )
     call_timeout: float = Field(
         default=60.0, gt=0, allow_inf_nan=False, description="Seconds a direct run_tool/run_chain call may take."
     )
