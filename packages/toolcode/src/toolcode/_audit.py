@@ -105,8 +105,10 @@ def _clip_json(value: Any, limit: int = 2000) -> Any:
 
 
 def tool_hash(tool: Tool) -> str:
-    """A digest of what a person approves in a tool: description, schemas and annotations."""
+    """A digest of every field of a tool the model sees: id, title, description, schemas, annotations."""
     body = {
+        "id": tool.id,
+        "title": tool.title,
         "description": tool.description,
         "input_schema": tool.input_schema,
         "output_schema": tool.output_schema,

@@ -85,9 +85,9 @@ class PausedRun:
         a.who = who
         for p in self.pending:
             if decision == "approve":
-                a.once.append(call_key(p.tool_id, p.args))
+                a.once.append(call_key(p.tool_id, p.args, p.digest))
             elif decision == "approve_run":
-                a.tools.add(p.tool_id)
+                a.tools[p.tool_id] = p.digest
             elif decision == "deny":
                 a.denied.append(call_key(p.tool_id, p.args))
 

@@ -306,7 +306,10 @@ class PendingCallInfo(_Model):
     tier: str
     """``read``, ``write`` or ``destructive``."""
     reason: str
-    """Which rule (or preset) asks for a decision."""
+    """Which rule (or preset) asks for a decision; for a saved snippet, every tool it names that is asked about."""
+    digest: str = ""
+    """What approving it covers: the tool's definition; for a saved snippet, its code and the definitions
+    of the tools it names. A change after the question is asked about again."""
 
 
 class ApprovalRequest(_Model):

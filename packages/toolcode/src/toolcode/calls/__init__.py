@@ -16,18 +16,29 @@ policy) reads the policy.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from toolcode._audit import AuditTrail
 from toolcode._limits import CallBudget
-from toolcode._snippets import RunSnippet
+from toolcode._snippets import RunSnippet, SavedSnippet
 from toolcode._trace import Trace
 from toolcode._view import CatalogView
 from toolcode.calls._budget import Budget
 from toolcode.calls._deadline import Deadline
 from toolcode.calls._gate import Decide, Gate, ask_person, cannot_pause, pause, refuse
 from toolcode.calls._layer import Call, Layer
-from toolcode.calls._policy import Approvals, Asker, Checkpoint, PendingCall, Policy, call_key, literal_tool_ids
+from toolcode.calls._policy import (
+    Approvals,
+    Asker,
+    Checkpoint,
+    PendingCall,
+    Policy,
+    call_key,
+    check_judged,
+    literal_tool_ids,
+)
 from toolcode.calls._record import Record
 from toolcode.calls._run import Run
 from toolrun import Runner
@@ -76,7 +87,13 @@ class Scope:
 
 def build(runner: Runner, scope: Scope) -> Layer:
     """The call stack of one run or door call: the one place where layers are put together."""
-    stack: Layer = Run(scope.view, runner, scope.run_snippet)
+    run_snippet = scope.run_snippet
+
+    async def judged_snippet(snippet: SavedSnippet, args: Mapping[str, Any]) -> Any:
+        check_judged(snippet.tool_id, snippet.code)  # only the code the gate judged runs
+        return await run_snippet(snippet, args)
+
+    stack: Layer = Run(scope.view, runner, judged_snippet)
     if scope.deadline is not None:
         stack = Deadline(stack, scope.deadline)
     stack = Record(stack, scope.trace, scope.audit)

@@ -11,6 +11,7 @@ from toolcode.exceptions import ErrorCode, ToolError
 from toolrun import RunResult
 
 _SNIPPETS_PREFIX = "snippets:"
+_ASK_AT_MOST = 3
 
 __all__ = ["Decide", "Gate", "ask_person", "cannot_pause", "pause", "refuse"]
 
@@ -81,11 +82,18 @@ class Gate(Layer):
 
     async def _judge(self, calls: Sequence[Call]) -> None:
         judged = [(c.tool_id, c.args) for c in calls]
-        try:
-            self._checkpoint.check(judged)
-        except ApprovalNeeded as e:
-            await self._decide(self._checkpoint, e.pending)
-            self._checkpoint.check(judged)
+        for _ in range(_ASK_AT_MOST):
+            try:
+                self._checkpoint.check(judged)
+                return
+            except ApprovalNeeded as e:
+                # A person decides; what changed meanwhile (a snippet saved anew, a definition) has
+                # another digest, which their decision does not cover: they are asked again.
+                await self._decide(self._checkpoint, e.pending)
+        first = judged[0][0]
+        raise ToolError(
+            first, "what was approved kept changing while a person decided", "not_allowed", code=ErrorCode.NOT_ALLOWED
+        )
 
     async def plan(self, calls: Sequence[Call]) -> None:
         await self._judge(calls)

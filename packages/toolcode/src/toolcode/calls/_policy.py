@@ -11,6 +11,11 @@ A saved snippet (``snippets:<name>``) is judged by what it calls: its tier is th
 the tools its code names literally (``write`` when it names a tool id it computes), and its
 decision the strictest of its own and theirs, so a snippet never launders a write.
 
+An approval names exactly what the person saw: each verdict carries a **digest** (a tool's
+definition; a snippet's code and the definitions of every tool it names), and a decision binds it.
+A changed definition, or a snippet saved anew, has another digest: the approval no longer covers it,
+and the person is asked again. A snippet's run goes on only with the code that was judged.
+
 One :class:`Checkpoint` per run (or door call) holds the run's approvals and applies the policy;
 the gate layer (:mod:`toolcode.calls._gate`) puts it in front of every call. ``deny`` raises a
 catchable :class:`~toolcode.exceptions.ToolError` with code ``not_allowed``; ``ask`` raises
@@ -29,7 +34,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Final, cast, get_args
 
-from toolcode._audit import AuditTrail
+from toolcode._audit import AuditTrail, tool_hash
+from toolcode._data import as_mapping
 from toolcode._modules import PACKAGE, ToolModules
 from toolcode._settings import Decision, PolicySettings, Tier
 from toolcode._view import CatalogView
@@ -46,6 +52,7 @@ __all__ = [
     "Policy",
     "Verdict",
     "call_key",
+    "check_judged",
     "literal_tool_ids",
 ]
 
@@ -91,6 +98,11 @@ class Verdict:
     """Which rule or preset decided, in words."""
     calls: tuple[str, ...] = ()
     """For a saved snippet: the tools its code names (approved with it)."""
+    digest: str = ""
+    """What an approval of this verdict binds: the tool's definition; for a saved snippet, its code
+    and the definitions of the tools it names."""
+    code_digest: str = ""
+    """For a saved snippet: the digest of the code that was judged (only that code runs under it)."""
 
 
 def literal_tool_ids(code: str, modules: ToolModules | None, known: Callable[[str], bool]) -> tuple[list[str], bool]:
@@ -222,7 +234,7 @@ class Policy:
             return hit[1]
         tier = self.tier(tool)
         decision, reason = self._decide(tool.id, tool.namespace, tier)
-        v = Verdict(tool.id, tier, decision, reason)
+        v = Verdict(tool.id, tier, decision, reason, digest=tool_hash(tool))
         if len(self._verdicts) > 65_536:
             self._verdicts.clear()
         self._verdicts[tool.id] = (tool, v)
@@ -239,6 +251,9 @@ class Policy:
         ids, dynamic = cached[1]
         tier: Tier = "write" if dynamic else "read"
         decision, reason = self._decide(tool.id, tool.namespace, tier)
+        code_digest = _sha(code)
+        digest = hashlib.sha256(code_digest.encode())
+        strict: list[str] = []  # every named tool the person is asked about, listed in the question
         for tid in ids:
             if tid == tool.id or view is None:
                 continue
@@ -246,36 +261,46 @@ class Policy:
                 inner = view.get(tid)
             except ToolIndexError:
                 continue
+            digest.update(f"\n{inner.id}={tool_hash(inner)}".encode("utf-8", "surrogatepass"))
             if inner.namespace == SNIPPETS_NAMESPACE:
                 continue  # a snippet calling a snippet: judged when that one is called
             t = self.tier(inner)
             if _TIER_RANK[t] > _TIER_RANK[tier]:
                 tier = t
             d, why = self._decide(inner.id, inner.namespace, t)
+            if d != "allow":
+                strict.append(inner.id)
             if _DECISION_RANK[d] > _DECISION_RANK[decision]:
-                decision, reason = d, f"it calls {inner.id}: {why}"
+                decision, reason = d, why
+        if strict:
+            reason = f"it calls {', '.join(strict)}: {reason}"
         if dynamic and _DECISION_RANK["ask"] > _DECISION_RANK[decision] and tier != "read":
             reason += "; it also computes tool ids, each judged when called"
-        return Verdict(tool.id, tier, decision, reason, calls=tuple(ids))
+        return Verdict(tool.id, tier, decision, reason, tuple(ids), digest.hexdigest()[:32], code_digest=code_digest)
 
 
 # -- a run's approvals --------------------------------------------------------------------------
 
 
-def call_key(tool_id: str, args: Mapping[str, Any]) -> str:
-    """Identifies one call (tool and arguments) among a run's approvals."""
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def call_key(tool_id: str, args: Mapping[str, Any], digest: str = "") -> str:
+    """Identifies one call (tool, arguments and, for an approval, the digest the person saw)."""
     blob = json.dumps(args, sort_keys=True, default=repr, ensure_ascii=False)
-    return tool_id + "#" + hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+    key = tool_id + "#" + _sha(blob)[:24]
+    return f"{key}@{digest}" if digest else key
 
 
 @dataclass(slots=True)
 class Approvals:
     """What people decided during one run (kept with the run when it pauses)."""
 
-    tools: set[str] = field(default_factory=set[str])
-    """Approved for the rest of the run."""
+    tools: dict[str, str] = field(default_factory=dict[str, str])
+    """Approved for the rest of the run: tool id → the digest approved (a changed definition is not)."""
     once: list[str] = field(default_factory=list[str])
-    """Calls (:func:`call_key`) approved once."""
+    """Calls (:func:`call_key` with their digest) approved once."""
     denied: list[str] = field(default_factory=list[str])
     """Calls denied once (the snippet gets ``approval_denied``)."""
     who: str | None = None
@@ -283,13 +308,14 @@ class Approvals:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data."""
-        return {"tools": sorted(self.tools), "once": self.once, "denied": self.denied, "who": self.who}
+        return {"tools": dict(sorted(self.tools.items())), "once": self.once, "denied": self.denied, "who": self.who}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Approvals:
         """Read :meth:`to_dict`'s output back."""
+        tools = as_mapping(d.get("tools")) or {}  # a list (an older record): nothing is covered
         return cls(
-            set(cast("list[str]", d.get("tools", []))),
+            {str(k): str(v) for k, v in tools.items()},
             list(cast("list[str]", d.get("once", []))),
             list(cast("list[str]", d.get("denied", []))),
             cast("str | None", d.get("who")),
@@ -304,16 +330,28 @@ class PendingCall:
     args: Mapping[str, Any]
     tier: Tier
     reason: str
+    digest: str = ""
+    """What approving it binds (:attr:`Verdict.digest`)."""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data."""
-        return {"tool_id": self.tool_id, "args": dict(self.args), "tier": self.tier, "reason": self.reason}
+        return {
+            "tool_id": self.tool_id,
+            "args": dict(self.args),
+            "tier": self.tier,
+            "reason": self.reason,
+            "digest": self.digest,
+        }
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> PendingCall:
         """Read :meth:`to_dict`'s output back."""
         return cls(
-            str(d["tool_id"]), dict(cast("Mapping[str, Any]", d["args"])), cast(Tier, d["tier"]), str(d["reason"])
+            str(d["tool_id"]),
+            dict(cast("Mapping[str, Any]", d["args"])),
+            cast(Tier, d["tier"]),
+            str(d["reason"]),
+            str(d.get("digest", "")),
         )
 
 
@@ -334,6 +372,8 @@ decision (``approve``, ``approve_run``, ``deny`` or ``abort``) and who made it."
 
 # Inside a saved snippet's run, the tools its code names that were approved with it.
 _scope: ContextVar[frozenset[str] | None] = ContextVar("toolcode_policy_scope", default=None)
+# The digest of the saved snippet's code that was judged for the call under way.
+_judged_code: ContextVar[str | None] = ContextVar("toolcode_judged_code", default=None)
 
 
 class Checkpoint:
@@ -405,14 +445,15 @@ class Checkpoint:
                 # The denial was logged when the person made it; refusing the call is not another.
                 self.approvals.denied.remove(key)
                 raise ToolError(tool.id, "a person denied this call", "not_allowed", code=ErrorCode.APPROVAL_DENIED)
-            if tool.id in self.approvals.tools or (scope is not None and tool.id in scope):
+            if self.approvals.tools.get(tool.id) == v.digest or (scope is not None and tool.id in scope):
                 verdicts.append(v)
                 continue
-            if key in self.approvals.once:
-                pending_keys.append(key)
+            approved = call_key(tool.id, args, v.digest)
+            if approved in self.approvals.once:
+                pending_keys.append(approved)
                 verdicts.append(v)
                 continue
-            pending.append(PendingCall(tool.id, dict(args), v.tier, v.reason))
+            pending.append(PendingCall(tool.id, dict(args), v.tier, v.reason, v.digest))
         if pending:
             if scope is not None:
                 first = pending[0]
@@ -441,7 +482,7 @@ class Checkpoint:
 
     def approve_once(self, pending: Sequence[PendingCall]) -> None:
         """A person approved these calls, once each."""
-        self.approvals.once.extend(call_key(p.tool_id, p.args) for p in pending)
+        self.approvals.once.extend(call_key(p.tool_id, p.args, p.digest) for p in pending)
 
     def log_decision(self, pending: Sequence[PendingCall], decision: str, by: str) -> None:
         """Record a person's decision on calls."""
@@ -464,7 +505,24 @@ def _within(verdict: Verdict) -> Generator[None]:
     names = frozenset(verdict.calls)
     outer = _scope.get()
     token = _scope.set(names | outer if outer is not None else names)
+    code = _judged_code.set(verdict.code_digest)
     try:
         yield
     finally:
+        _judged_code.reset(code)
         _scope.reset(token)
+
+
+def check_judged(tool_id: str, code: str) -> None:
+    """Before a saved snippet's code runs: it must be the code the gate judged for this call.
+
+    Raises:
+        ToolError: ``not_allowed`` if the snippet was saved anew after it was judged (or approved).
+    """
+    if _judged_code.get() != _sha(code):
+        raise ToolError(
+            tool_id,
+            "this saved snippet changed after it was judged (or approved); call it again to have the new code judged",
+            "not_allowed",
+            code=ErrorCode.NOT_ALLOWED,
+        )
