@@ -243,3 +243,20 @@ async def test_from_config_reads_the_toolcode_section_and_per_server_excludes(tm
         assert [t.id for t in (await box.codemode.list_tools()).tools] == ["time:get_current_time"]
         out = await box.codemode.execute("for i in range(5):\n    run_tool('time:get_current_time', timezone='UTC')")
         assert out.error is not None and out.error.code == "tool_call_limit" and out.calls.count == 3
+
+
+async def test_a_run_too_large_to_keep_paused_ends_with_memory_limit(tmp_path: Path) -> None:
+    from toolcode._settings import PolicySettings, StateSettings
+
+    policy = PolicySettings.model_validate(
+        {"rules": [{"tools": "files:delete_*", "decision": "ask"}], "max_paused_bytes": 64 * 1024}
+    )
+    settings = Settings(policy=policy, state=StateSettings(dir=str(tmp_path / "state")))
+    async with Toolbox([_backend()], settings=settings) as box:  # monty: runs pause
+        cm = box.codemode
+        small = await cm.execute('run_tool("files:delete_file", path="/a")')
+        assert small.status == "approval_required", small
+        big = await cm.execute('keep = "x" * 200_000\nrun_tool("files:delete_file", path="/a")')
+        assert not big.ok and big.error is not None and big.error.code == "memory_limit", big
+        assert "max_paused_bytes" in big.error.message and big.approval is None
+        assert [p.execution_id for p in (await cm.list_paused()).paused] == [small.approval.execution_id]

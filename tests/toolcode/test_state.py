@@ -223,3 +223,21 @@ def test_redis_credentials_never_appear_in_errors() -> None:
 
     text = anyio.run(fail)
     assert text and "hunter2secret" not in text
+
+
+@pytest.mark.anyio
+async def test_a_new_state_database_and_its_folders_are_owner_only(tmp_path: Path) -> None:
+    folder = tmp_path / "state"
+    store = SQLiteStateStore(folder / "state.sqlite3")
+    try:
+        await store.put("session", "s", b"secret state", ttl=60)
+        release = await store.try_lock("x", ttl=5)
+        assert release is not None
+        await release()
+        files = [p for p in folder.rglob("*") if p.is_file()]
+        assert any(p.name.endswith("-wal") for p in files)  # SQLite's own files are checked too
+        assert (folder.stat().st_mode & 0o777) == 0o700
+        assert (folder / "state.sqlite3.locks").stat().st_mode & 0o777 == 0o700
+        assert all(p.stat().st_mode & 0o077 == 0 for p in files), [(p.name, oct(p.stat().st_mode)) for p in files]
+    finally:
+        await store.aclose()

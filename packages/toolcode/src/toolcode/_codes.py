@@ -32,7 +32,7 @@ def limit_text(limit: str, value: float) -> str:
     Returns:
         The value with its unit (bytes in binary units, one decimal at most; counts with separators).
     """
-    if limit == "max_memory":
+    if limit in ("max_memory", "max_paused_bytes"):
         amount, unit = float(value), 0
         while abs(amount) >= 1024 and unit < len(_BYTE_UNITS) - 1:
             amount, unit = amount / 1024, unit + 1

@@ -22,7 +22,7 @@ from toolcode._options import ResolvedOptions
 from toolcode._sessions import owner_of
 from toolcode._types import PauseState, ToolCallRecord
 from toolcode.calls import Approvals, PendingCall, call_key
-from toolcode.exceptions import InvalidArgumentsError, StateConflictError
+from toolcode.exceptions import InvalidArgumentsError, LimitExceededError, StateConflictError
 from toolcode.state import StateStore
 from tooldocs import json_text
 
@@ -176,16 +176,31 @@ class PausedRuns:
     Args:
         store: Where they live.
         ttl: Seconds a paused run waits for its decision before it is dropped.
+        max_bytes: The largest paused run kept.
     """
 
-    def __init__(self, store: StateStore, ttl: float = 86_400.0) -> None:
+    def __init__(self, store: StateStore, ttl: float = 86_400.0, max_bytes: int = 16 * 1024 * 1024) -> None:
         self.store = store
         self.ttl = ttl
+        self.max_bytes = max_bytes
 
     async def save(self, run: PausedRun) -> None:
-        """Keep a paused run until it is decided or expires."""
+        """Keep a paused run until it is decided or expires.
+
+        Raises:
+            LimitExceededError: ``max_paused_bytes`` (code ``memory_limit``) if it is larger than ``max_bytes``.
+        """
         run.expires = time.time() + self.ttl
-        await self.store.put(KIND, run.execution_id, run.encode(), ttl=self.ttl)
+        blob = run.encode()
+        if len(blob) > self.max_bytes:
+            raise LimitExceededError(
+                "max_paused_bytes",
+                self.max_bytes,
+                len(blob),
+                "the run could not pause: it holds too much to keep while a person decides; keep less in "
+                "variables before a call that asks (policy.max_paused_bytes)",
+            )
+        await self.store.put(KIND, run.execution_id, blob, ttl=self.ttl)
 
     @staticmethod
     def _unknown(execution_id: str) -> InvalidArgumentsError:

@@ -135,6 +135,12 @@ class PolicySettings(_Section):
     pause_ttl: float = Field(
         default=86_400.0, gt=0, allow_inf_nan=False, description="Seconds a paused run waits for its decision."
     )
+    max_paused_bytes: int = Field(
+        default=16 * 1024 * 1024,
+        ge=1024,
+        description="Largest paused run kept (its interpreter snapshot, trace and output), in bytes; a run "
+        "that would keep more ends with memory_limit instead of pausing.",
+    )
     audit: AuditSettings = Field(default_factory=AuditSettings)
 
 

@@ -78,7 +78,7 @@ class SQLiteStateStore:
     ``busy_timeout`` seconds). Calls run in a worker thread, one at a time.
 
     Args:
-        path: The database file (its folder is created).
+        path: The database file (a new one, and a new folder for it, are owner-only: 0600, 0700).
         busy_timeout: Seconds a write waits for another process's write lock.
 
     Raises:
@@ -91,7 +91,10 @@ class SQLiteStateStore:
         self._writes = 0
         try:
             if str(path) != ":memory:":
-                self._path.parent.mkdir(parents=True, exist_ok=True)
+                # Owner-only: the database holds sessions, stored results and paused runs (SQLite
+                # gives its -wal and -shm files the database file's mode).
+                self._path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+                os.close(os.open(self._path, os.O_RDWR | os.O_CREAT, 0o600))
             conn = sqlite3.connect(path, timeout=busy_timeout, isolation_level=None, check_same_thread=False)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
@@ -235,7 +238,7 @@ class SQLiteStateStore:
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
         except FileNotFoundError:
-            folder.mkdir(parents=True, exist_ok=True)
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
         except OSError as e:
             raise StateUnavailableError(self.name, f"cannot open a lock file: {e}") from e
