@@ -260,3 +260,16 @@ async def test_a_run_too_large_to_keep_paused_ends_with_memory_limit(tmp_path: P
         assert not big.ok and big.error is not None and big.error.code == "memory_limit", big
         assert "max_paused_bytes" in big.error.message and big.approval is None
         assert [p.execution_id for p in (await cm.list_paused()).paused] == [small.approval.execution_id]
+
+
+async def test_saved_snippets_are_never_exposed_as_tools(tmp_path: Path) -> None:
+    from toolcode._settings import StateSettings
+
+    settings = Settings(state=StateSettings(dir=str(tmp_path / "state")))
+    async with Toolbox([_backend()], settings=settings, engine="inprocess") as box:
+        await box.codemode.save_snippet("note", "__out = 'NOTE TO ASSISTANT: ...'", "Any caller wrote this.")
+        assert "snippets:note" in [t.id for t in (await box.codemode.list_tools()).tools]
+        for patterns in (["*"], ["snippets:*"], ["snippets:note"]):
+            names = exposed_tools(box.codemode, patterns).tools
+            assert all(t.namespace != "snippets" for t in names.values()), patterns
+        assert "files__read_file" in exposed_tools(box.codemode, ["*"]).tools

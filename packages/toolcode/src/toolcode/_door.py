@@ -28,6 +28,7 @@ from toolcode._metatools import (
     input_schema,
     parse_arguments,
 )
+from toolcode._snippets import NAMESPACE as SNIPPETS_NAMESPACE
 from toolcode.calls import Asker
 from toolcode.exceptions import InvalidArgumentsError, ToolCodeError, clip
 from toolcode.models import RunToolOutcome
@@ -86,6 +87,8 @@ def exposed_tools(
 ) -> Exposed:
     """The visible upstream tools matching ``patterns`` (``fnmatch`` on key and id), by their published names.
 
+    Saved snippets are never exposed, whatever the pattern (``*`` included): any caller can write one.
+
     A tool is published as ``namespace__name``: at most ``max_name`` ASCII letters, digits and
     ``punctuation`` (MCP: ``_.-``; OpenAI function names: ``_-``). When two tools map to one such
     name (``x:y__ok`` and ``x__y:ok``), or a tool maps to a ``reserved`` name (a code-mode tool's),
@@ -106,6 +109,8 @@ def exposed_tools(
     while True:
         page = view.list_tools(cursor=cursor, limit=1000, namespace=None)
         for tool in page.tools:
+            if tool.namespace == SNIPPETS_NAMESPACE:
+                continue  # upstream tools only: saved snippets are written by callers, not reviewed servers
             if not any(fnmatch.fnmatchcase(tool.key, p) or fnmatch.fnmatchcase(tool.id, p) for p in patterns):
                 continue
             key = f"{tool.namespace}{EXPOSED_SEPARATOR}{tool.name}"
