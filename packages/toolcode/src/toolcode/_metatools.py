@@ -32,7 +32,7 @@ from toolcode._outcome import outcome_text
 from toolcode._settings import META_TOOLS
 from toolcode._types import OnToolCall
 from toolcode.calls import Asker
-from toolcode.exceptions import InvalidArgumentsError, ToolCodeError, clip
+from toolcode.exceptions import ErrorCode, InvalidArgumentsError, ToolCodeError, ToolError, clip
 from toolcode.models import (
     ChainOutcome,
     DocsResult,
@@ -296,10 +296,22 @@ _OPERATIONS: dict[str, Callable[[CodeMode, dict[str, Any], _Hooks], Awaitable[Ba
         on_print=h.on_print,
     ),
     "list_paused": lambda cm, a, h: cm.list_paused(h.caller),
-    "approve_tools": lambda cm, a, h: cm.approve_tools(a.get("tools"), by=f"operator:{h.caller or 'local'}"),
+    "approve_tools": lambda cm, a, h: cm.approve_tools(a.get("tools"), by=_operator(cm, h.caller or "local")),
     "read_result": lambda cm, a, h: cm.read_result(a.get("ref"), a.get("offset", 0), a.get("limit"), caller=h.caller),
 }
 """Each code-mode tool's core operation (the defaults are the published schemas')."""
+
+
+def _operator(cm: CodeMode, caller: str) -> str:
+    """``caller`` as the operator who decides, if it is one (``policy.operators``)."""
+    if caller not in cm.services.settings.policy.operators:
+        raise ToolError(
+            "approve_tools",
+            f"only an operator approves tools, and {caller!r} is not one (policy.operators)",
+            "not_allowed",
+            code=ErrorCode.NOT_ALLOWED,
+        )
+    return f"operator:{caller}"
 
 
 def reply_of(result: BaseModel) -> MetaToolReply:

@@ -141,6 +141,11 @@ class PolicySettings(_Section):
         description="Largest paused run kept (its interpreter snapshot, trace and output), in bytes; a run "
         "that would keep more ends with memory_limit instead of pausing.",
     )
+    operators: tuple[str, ...] = Field(
+        default=("local",),
+        description="Callers who may approve quarantined tools through a door (approve_tools): 'local' is the "
+        "local user (stdio, loopback HTTP without tokens), 'token:NAME' the caller of a bearer token.",
+    )
     audit: AuditSettings = Field(default_factory=AuditSettings)
 
 

@@ -25,8 +25,8 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
+from toolcode._data import is_dict, is_list
 from toolcode._errors import as_tool_error
-from toolcode._guards import is_dict, is_list
 from toolcode._modules import positional_message
 from toolcode._typecheck._calls import Scan, ToolCall
 from toolcode._typecheck._diagnostic import Diagnostic, Positions, near

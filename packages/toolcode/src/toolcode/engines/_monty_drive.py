@@ -17,8 +17,8 @@ import anyio
 import anyio.abc
 import pydantic_monty as pm
 
+from toolcode._data import is_array, is_dict
 from toolcode._globals import async_names, call_names
-from toolcode._guards import is_array, is_dict
 from toolcode._modules import PACKAGE, ModuleFunction
 from toolcode._types import CallPaused, Tools
 from toolcode.exceptions import ErrorCode, ToolCodeError, ToolError

@@ -27,8 +27,8 @@ from datetime import date, datetime, timedelta
 from decimal import Decimal
 from typing import Any, Final, TypeGuard
 
+from toolcode._data import is_dict, is_list
 from toolcode._globals import TOOL_ERROR_INFO_SOURCE
-from toolcode._guards import is_dict, is_list
 
 __all__ = ["EXPORT", "FETCH_OUT", "RESET_OUT", "SessionHead", "decode", "encode", "engine_name", "plain_data"]
 

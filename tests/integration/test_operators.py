@@ -1,0 +1,65 @@
+"""Only an operator approves quarantined tools: two bearer tokens on one real `toolcode serve --http`."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import sys
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp_support import start_http_server
+
+pytestmark = [pytest.mark.integration, pytest.mark.anyio]
+
+ALICE = secrets.token_urlsafe(32)  # an operator
+BOB = secrets.token_urlsafe(32)  # an ordinary caller
+
+
+async def _call(url: str, token: str, tool: str, args: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
+    async with (
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=httpx2.Timeout(10, read=60)) as http,
+        Client(streamable_http_client(url, http_client=http)) as client,  # type: ignore[arg-type]
+    ):
+        res = await client.call_tool(tool, args)
+        return bool(res.is_error), dict(res.structured_content or {})
+
+
+async def test_only_an_operator_approves_quarantined_tools(tmp_path: Path) -> None:
+    config = {
+        "mcpServers": {
+            "time": {"command": sys.executable, "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"]}
+        },
+        "toolcode": {
+            "tools": ["*"],
+            "policy": {"quarantine": True, "operators": ["token:alice"]},
+            "state": {"dir": str(tmp_path / "state")},
+        },
+    }
+    (tmp_path / "mcp.json").write_text(json.dumps(config))
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"alice:{ALICE}\nbob:{BOB}\n")
+    tokens.chmod(0o600)
+    env = {k: v for k, v in os.environ.items() if k != "TOOLCODE_HTTP_TOKENS"}
+    argv = [sys.executable, "-m", "toolcode.cli", "serve", "--config", str(tmp_path / "mcp.json")]
+    argv += ["--http", "127.0.0.1:{port}", "--token-file", str(tokens)]
+    server = start_http_server(argv, ready="listening on", env=env, timeout=60)
+    try:
+        call = {"tool_id": "time:get_current_time", "args": {"timezone": "UTC"}}
+        failed, out = await _call(server.url, BOB, "run_tool", call)
+        assert failed and out["error"]["code"] == "not_allowed", out  # quarantined: new to this server
+        failed, out = await _call(server.url, BOB, "approve_tools", {"tools": ["time:*"]})
+        assert failed and out["error"]["code"] == "not_allowed" and "operator" in out["error"]["message"], out
+        failed, out = await _call(server.url, BOB, "run_tool", call)
+        assert failed and out["error"]["code"] == "not_allowed", out  # still quarantined
+        failed, out = await _call(server.url, ALICE, "approve_tools", {"tools": ["time:*"]})
+        assert not failed, out
+        failed, out = await _call(server.url, BOB, "run_tool", call)
+        assert not failed, out
+    finally:
+        server.stop()
