@@ -273,3 +273,31 @@ async def test_saved_snippets_are_never_exposed_as_tools(tmp_path: Path) -> None
             names = exposed_tools(box.codemode, patterns).tools
             assert all(t.namespace != "snippets" for t in names.values()), patterns
         assert "files__read_file" in exposed_tools(box.codemode, ["*"]).tools
+
+
+async def test_paused_runs_are_kept_per_caller_under_a_quota(tmp_path: Path) -> None:
+    from toolcode._settings import PolicySettings, StateSettings
+
+    policy = PolicySettings.model_validate(
+        {"rules": [{"tools": "files:delete_*", "decision": "ask"}], "max_paused_runs": 2}
+    )
+    settings = Settings(policy=policy, state=StateSettings(dir=str(tmp_path / "state")))
+    ask = 'run_tool("files:delete_file", path="/a")'
+    async with Toolbox([_backend()], settings=settings) as box:  # monty: runs pause
+        cm = box.codemode
+        mine = [await cm.execute(ask, caller="token:alice") for _ in range(2)]
+        assert all(o.status == "approval_required" for o in mine), mine
+        over = await cm.execute(ask, caller="token:alice")
+        assert over.error is not None and over.error.code == "quota_exceeded", over
+        assert "max_paused_runs" in over.error.message
+        theirs = await cm.execute(ask, caller="token:bob")  # another caller's quota is its own
+        assert theirs.status == "approval_required" and theirs.approval is not None, theirs
+        listed = {p.execution_id for p in (await cm.list_paused("token:alice")).paused}
+        assert listed == {o.approval.execution_id for o in mine if o.approval is not None}
+        stolen = await cm.resume(theirs.approval.execution_id, "approve", caller="token:alice")
+        assert stolen.error is not None and stolen.error.code == "invalid_arguments", stolen  # not found
+        assert mine[0].approval is not None
+        done = await cm.resume(mine[0].approval.execution_id, "approve", caller="token:alice")
+        assert done.ok, done
+        again = await cm.execute(ask, caller="token:alice")  # a decided run frees its place
+        assert again.status == "approval_required", again

@@ -69,6 +69,7 @@ class ErrorCode(StrEnum):
     INVALID_REFERENCE = "invalid_reference"
     STATE_UNAVAILABLE = "state_unavailable"
     SESSION_LIMIT = "session_limit"
+    QUOTA_EXCEEDED = "quota_exceeded"
 
 
 ERROR_CODE_MEANINGS: Final[dict[ErrorCode, str]] = {
@@ -98,5 +99,6 @@ ERROR_CODE_MEANINGS: Final[dict[ErrorCode, str]] = {
     ErrorCode.STATE_UNAVAILABLE: "the state store (the SQLite file, Redis) cannot be reached or written; "
     "nothing was half-written",
     ErrorCode.SESSION_LIMIT: "a session limit was hit: too many sessions, or a session's state over its size limit",
+    ErrorCode.QUOTA_EXCEEDED: "a caller's quota is used up (paused runs): decide or let some expire, then try again",
 }
 """One line per code: what it means (docs/errors.md shows exactly these, with each code's exit code)."""

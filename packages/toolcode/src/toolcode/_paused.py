@@ -20,6 +20,7 @@ from typing import Any, Final, Literal, get_args
 
 from toolcode._options import ResolvedOptions
 from toolcode._sessions import owner_of
+from toolcode._settings import PolicySettings
 from toolcode._types import PauseState, ToolCallRecord
 from toolcode.calls import Approvals, PendingCall, call_key
 from toolcode.exceptions import InvalidArgumentsError, LimitExceededError, StateConflictError
@@ -173,34 +174,48 @@ def _record_of(d: Mapping[str, Any]) -> ToolCallRecord:
 class PausedRuns:
     """The paused runs of one state store.
 
+    Each is kept under its owner's key (``<owner>/<execution id>``): a caller reads, lists and
+    counts only its own, never another's records.
+
     Args:
         store: Where they live.
-        ttl: Seconds a paused run waits for its decision before it is dropped.
-        max_bytes: The largest paused run kept.
+        settings: ``pause_ttl`` (seconds a run waits for its decision), ``max_paused_bytes`` (the
+            largest run kept) and ``max_paused_runs`` (runs one caller may have waiting).
     """
 
-    def __init__(self, store: StateStore, ttl: float = 86_400.0, max_bytes: int = 16 * 1024 * 1024) -> None:
+    def __init__(self, store: StateStore, settings: PolicySettings | None = None) -> None:
         self.store = store
-        self.ttl = ttl
-        self.max_bytes = max_bytes
+        self.settings = settings or PolicySettings()
+        self.ttl = self.settings.pause_ttl
 
     async def save(self, run: PausedRun) -> None:
         """Keep a paused run until it is decided or expires.
 
         Raises:
-            LimitExceededError: ``max_paused_bytes`` (code ``memory_limit``) if it is larger than ``max_bytes``.
+            LimitExceededError: ``max_paused_bytes`` (code ``memory_limit``) if it is too large to
+                keep; ``max_paused_runs`` (code ``quota_exceeded``) if its owner has that many waiting.
         """
         run.expires = time.time() + self.ttl
         blob = run.encode()
-        if len(blob) > self.max_bytes:
+        limits = self.settings
+        waiting = await self.store.list(KIND, prefix=run.owner + "/", limit=limits.max_paused_runs)
+        if len(waiting) >= limits.max_paused_runs:
+            raise LimitExceededError(
+                "max_paused_runs",
+                limits.max_paused_runs,
+                len(waiting),
+                "the run could not pause: this caller has as many paused runs waiting as it may "
+                "(policy.max_paused_runs); decide some (list_paused), or let them expire",
+            )
+        if len(blob) > limits.max_paused_bytes:
             raise LimitExceededError(
                 "max_paused_bytes",
-                self.max_bytes,
+                limits.max_paused_bytes,
                 len(blob),
                 "the run could not pause: it holds too much to keep while a person decides; keep less in "
                 "variables before a call that asks (policy.max_paused_bytes)",
             )
-        await self.store.put(KIND, run.execution_id, blob, ttl=self.ttl)
+        await self.store.put(KIND, f"{run.owner}/{run.execution_id}", blob, ttl=self.ttl)
 
     @staticmethod
     def _unknown(execution_id: str) -> InvalidArgumentsError:
@@ -212,15 +227,16 @@ class PausedRuns:
 
     async def _read(self, execution_id: Any, caller: str | None) -> tuple[PausedRun, int]:
         eid = self.check_id(execution_id)
-        rec = await self.store.get(KIND, eid)
+        # Looked up under the caller's own key: another caller's run is not even read.
+        rec = await self.store.get(KIND, f"{owner_of(caller)}/{eid}")
         if rec is None:
             raise self._unknown(eid)
         try:
             run = PausedRun.decode(rec.value)
         except ValueError:
             raise self._unknown(eid) from None
-        if run.owner != owner_of(caller):
-            raise self._unknown(eid)  # another caller's run: not even its existence is shown
+        if run.owner != owner_of(caller) or run.execution_id != eid:
+            raise self._unknown(eid)
         return run, rec.version
 
     async def get(self, execution_id: Any, caller: str | None) -> PausedRun:
@@ -241,7 +257,7 @@ class PausedRuns:
         """
         run, version = await self._read(execution_id, caller)
         try:
-            taken = await self.store.delete(KIND, run.execution_id, expect=version)
+            taken = await self.store.delete(KIND, f"{run.owner}/{run.execution_id}", expect=version)
         except StateConflictError:
             taken = False
         if not taken:
@@ -254,7 +270,7 @@ class PausedRuns:
         """This caller's paused runs, oldest first."""
         owner = owner_of(caller)
         out: list[PausedRun] = []
-        for info in await self.store.list(KIND, limit=1000):
+        for info in await self.store.list(KIND, prefix=owner + "/", limit=max(limit, self.settings.max_paused_runs)):
             rec = await self.store.get(KIND, info.key)
             if rec is None:
                 continue

@@ -60,7 +60,7 @@ class Stores:
         return cls(
             Sessions(store, settings.sessions),
             SnippetLibrary(store, index),
-            PausedRuns(store, policy.pause_ttl, policy.max_paused_bytes),
+            PausedRuns(store, policy),
             StoredResults(store, settings.results),
             AuditLog(store),
             Quarantine(store, index) if policy.quarantine else None,

@@ -141,6 +141,9 @@ class PolicySettings(_Section):
         description="Largest paused run kept (its interpreter snapshot, trace and output), in bytes; a run "
         "that would keep more ends with memory_limit instead of pausing.",
     )
+    max_paused_runs: int = Field(
+        default=100, ge=1, description="Paused runs one caller may have waiting at once (more: quota_exceeded)."
+    )
     operators: tuple[str, ...] = Field(
         default=("local",),
         description="Callers who may approve quarantined tools through a door (approve_tools): 'local' is the "

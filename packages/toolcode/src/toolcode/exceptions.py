@@ -68,6 +68,7 @@ _LIMIT_CODES: Final = {
     "max_memory": ErrorCode.MEMORY_LIMIT,
     "max_recursion_depth": ErrorCode.MEMORY_LIMIT,
     "max_paused_bytes": ErrorCode.MEMORY_LIMIT,
+    "max_paused_runs": ErrorCode.QUOTA_EXCEEDED,
 }
 _OP_CODES: Final = {
     "resolve": ErrorCode.UNKNOWN_TOOL,
@@ -254,7 +255,8 @@ class LimitExceededError(ToolCodeError):
 
     Attributes:
         limit: Which limit: ``"timeout"``, ``"max_tool_calls"``, ``"max_chain_steps"``,
-            ``"max_memory"``, ``"max_recursion_depth"``, ``"max_output_chars"``, ``"max_paused_bytes"``.
+            ``"max_memory"``, ``"max_recursion_depth"``, ``"max_output_chars"``, ``"max_paused_bytes"``,
+            ``"max_paused_runs"`` (code ``quota_exceeded``).
         configured: The configured value (seconds, calls, steps, bytes, frames).
         reached: What the run reached when it was stopped (``None`` when unknown).
         detail: Extra words from the engine, if any.
