@@ -11,7 +11,7 @@ import anyio
 import pytest
 from mcp_support import npm_server, toolcode_serve_args
 
-from toolcode import ExecuteOptions, Settings, Toolbox
+from toolcode import ExecuteOptions, InvalidArgumentsError, Settings, Toolbox
 from toolcode._settings import ResultSettings, StateSettings
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
@@ -168,3 +168,27 @@ async def test_a_result_that_is_not_kept_says_so_and_what_to_do(tmp_path: Path) 
         out = await box.codemode.run_tool("everything:echo", {"message": MESSAGE})
     assert out.stored is None and isinstance(out.value, str) and len(out.value) <= BUDGET
     assert "narrow the query or return fewer fields" in out.value and "read_result" not in out.value
+
+
+async def test_each_caller_keeps_its_stored_results_within_its_own_quota(tmp_path: Path) -> None:
+    # MESSAGE's stored JSON is about 160 kB: a 400 kB quota holds two of a caller's, a count of 3 three.
+    async with _box(tmp_path, max_per_caller=3, max_bytes_per_caller=400_000) as box:
+        cm = box.codemode
+
+        async def store(caller: str) -> str:
+            out = await cm.run_tool("everything:echo", {"message": MESSAGE}, caller=caller)
+            assert out.stored is not None, out
+            return out.stored.ref
+
+        bobs = await store("token:bob")
+        alices = [await store("token:alice") for _ in range(4)]
+        for ref in alices[:2]:  # the oldest made room, within alice's own quota
+            with pytest.raises(InvalidArgumentsError):
+                await cm.read_result(ref, 0, 10, caller="token:alice")
+        for ref in alices[2:]:
+            assert (await cm.read_result(ref, 0, 10, caller="token:alice")).text
+        assert (await cm.read_result(bobs, 0, 10, caller="token:bob")).text  # another caller's quota is its own
+        with pytest.raises(InvalidArgumentsError):
+            await cm.read_result(bobs, 0, 10, caller="token:alice")
+        records = await box.state.list("result", limit=100)
+        assert len(records) == 3 and sum(r.size for r in records if "alice" in r.key) <= 400_000

@@ -59,6 +59,9 @@ def result_ref_of_uri(uri: str) -> tuple[str, int, int | None] | None:
 class StoredResults:
     """The stored results of one state store.
 
+    Each is kept under its owner's key (``<owner>/<ref>``), within a quota per caller (count and
+    bytes): keeping one more drops that caller's oldest, never another caller's.
+
     Args:
         store: Where they live.
         settings: TTL and size cap.
@@ -69,16 +72,35 @@ class StoredResults:
         self.settings = settings or ResultSettings()
 
     async def keep(self, caller: str | None, what: str, text: str, media: str) -> Stored | None:
-        """Keep ``text`` for ``caller``; ``None`` when it is over the size cap (then it is not kept)."""
+        """Keep ``text`` for ``caller``; ``None`` when it is over a size cap (then it is not kept).
+
+        Its oldest results are dropped first when one more would pass its quota (``max_per_caller``,
+        ``max_bytes_per_caller``).
+        """
         if len(text) > self.settings.max_chars:
             return None
         ref = "r-" + secrets.token_hex(6)  # 48 random bits: a name, not a secret (only its owner reads it)
         expires = time.time() + self.settings.ttl
-        head = json.dumps({"v": 1, "owner": owner_of(caller), "what": what, "media": media, "expires": expires})
-        await self.store.put(
-            KIND, ref, head.encode() + b"\n" + text.encode("utf-8", "surrogatepass"), ttl=self.settings.ttl
-        )
+        owner = owner_of(caller)
+        head = json.dumps({"v": 1, "owner": owner, "what": what, "media": media, "expires": expires})
+        blob = head.encode() + b"\n" + text.encode("utf-8", "surrogatepass")
+        if len(blob) > self.settings.max_bytes_per_caller:
+            return None
+        await self._make_room(owner, len(blob))
+        await self.store.put(KIND, f"{owner}/{ref}", blob, ttl=self.settings.ttl)
         return Stored(ref, what, len(text), media, expires)
+
+    async def _make_room(self, owner: str, size: int) -> None:
+        """Drop the owner's oldest results until one more of ``size`` bytes fits its quota."""
+        s = self.settings
+        kept = await self.store.list(KIND, prefix=owner + "/", limit=2 * s.max_per_caller + 16)
+        kept.sort(key=lambda r: r.created)
+        count, total = len(kept), sum(r.size for r in kept)
+        for old in kept:
+            if count < s.max_per_caller and total + size <= s.max_bytes_per_caller:
+                break
+            await self.store.delete(KIND, old.key)
+            count, total = count - 1, total - old.size
 
     @staticmethod
     def _unknown(ref: str) -> InvalidArgumentsError:
@@ -91,7 +113,7 @@ class StoredResults:
             raise InvalidArgumentsError(
                 "ref", f"must be a stored result's reference ('r-' and 12 hex digits), got {str(ref)[:50]!r}"
             )
-        rec = await self.store.get(KIND, ref)
+        rec = await self.store.get(KIND, f"{owner_of(caller)}/{ref}")  # only the caller's own are read
         if rec is None:
             raise self._unknown(ref)
         head, _, body = rec.value.partition(b"\n")

@@ -218,6 +218,14 @@ class ResultSettings(_Section):
     max_chars: int = Field(
         default=4 * 1024 * 1024, ge=1024, le=64 * 1024 * 1024, description="Largest content kept, in characters."
     )
+    max_per_caller: int = Field(
+        default=100, ge=1, description="Stored results one caller keeps at once; beyond it, its oldest are dropped."
+    )
+    max_bytes_per_caller: int = Field(
+        default=64 * 1024 * 1024,
+        ge=1024,
+        description="Bytes of stored results one caller keeps at once; beyond it, its oldest are dropped.",
+    )
 
 
 class SearchSettings(_Section):
