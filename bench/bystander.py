@@ -1,9 +1,11 @@
 """Bystander latency: a trivial run while another caller attacks the same `toolcode serve`.
 
 One real `toolcode serve --http` process fronts our hostile MCP server (tests/integration/servers)
-with a ReDoS-pattern tool, an echo tool and a catalog it can churn. A bystander client runs
-`__out = 6 * 7` through `execute_code` over and over and records each latency, first alone, then
-while an attacker client (on its own MCP session) runs, in a loop, each of:
+with a ReDoS-pattern tool, an echo tool and a catalog it can churn (the policy asks about
+`hostile:add`). A bystander client runs `from tools import hostile` + `__out = 6 * 7` (checked
+before it runs, as every run that imports a tool module) through `execute_code` over and over and
+records each latency, first alone, then while an attacker client (on its own MCP session) runs, in
+a loop, each of:
 
 - ``cpu``: two CPU-bound snippets (`while True: pass`, 5 s timeout) at once;
 - ``redos``: `run_tool` on a tool whose schema has a catastrophic-backtracking `pattern`,
@@ -11,7 +13,12 @@ while an attacker client (on its own MCP session) runs, in a loop, each of:
 - ``search_4mb``: `search_tools` with a 4 MB query;
 - ``relist``: the upstream server re-announces a catalog of 3,000 tools (`list_changed` storms);
 - ``arg_flood``: a snippet that passes 1 MB of arguments to a tool 400 times (the server's peak
-  resident memory is reported too).
+  resident memory is reported too);
+- ``typecheck_flood``: two snippets at once, each as long as a checked snippet may be (420 ``if``
+  branches over a tool module, under 20,000 characters), each taking a long time to check;
+- ``pause_flood``: runs that pause at a call the policy asks about (until the caller's paused-run
+  quota answers ``quota_exceeded``);
+- ``result_flood``: runs whose 200,000-character output is kept as a stored result.
 
 Goal (the hardening issue): the bystander's p95 stays within 5x its solo p95 and under 250 ms in
 every case.
@@ -40,7 +47,7 @@ from mcp import Client, MCPError
 
 ROOT = Path(__file__).resolve().parents[1]
 HOSTILE = ROOT / "tests" / "integration" / "servers" / "hostile_server.py"
-TRIVIAL = {"code": "__out = 6 * 7"}
+TRIVIAL = {"code": "from tools import hostile\n__out = 6 * 7"}
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -103,12 +110,28 @@ def _attacks() -> dict[str, tuple[int, Callable[[Client], Awaitable[Any]]]]:
         options = {"max_tool_calls": 400, "timeout": 120}
         return await c.call_tool("execute_code", {"code": flood, "options": options})
 
+    branches = "from tools import hostile\nx = int(input or 0)\ny = 0\n"
+    # As long as a checked snippet may be (under 20,000 characters; a longer one runs unchecked).
+    branches += "".join(f"if x == {i}:\n    y = hostile.echo(text='{i}')\n" for i in range(420))
+
+    async def typecheck_flood(c: Client) -> Any:
+        return await c.call_tool("execute_code", {"code": branches})
+
+    async def pause_flood(c: Client) -> Any:
+        return await c.call_tool("execute_code", {"code": "run_tool('hostile:add', a=1, b=2)"})
+
+    async def result_flood(c: Client) -> Any:
+        return await c.call_tool("execute_code", {"code": "print('x' * 200_000)"})
+
     return {
         "cpu": (2, cpu),
         "redos": (1, redos),
         "search_4mb": (1, search_4mb),
         "relist": (1, relist),
         "arg_flood": (1, arg_flood),
+        "typecheck_flood": (2, typecheck_flood),
+        "pause_flood": (1, pause_flood),
+        "result_flood": (1, result_flood),
     }
 
 
@@ -189,7 +212,12 @@ async def main_async(n: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="toolcode-bystander-") as tmp:
         config = Path(tmp) / "mcp.json"
         hostile = {"command": sys.executable, "args": [str(HOSTILE), "--schemas", "redos"]}
-        config.write_text(json.dumps({"mcpServers": {"hostile": hostile}, "toolcode": {"tools": ["*"]}}))
+        settings = {
+            "tools": ["*"],
+            "policy": {"rules": [{"tools": "hostile:add", "decision": "ask"}]},
+            "state": {"dir": str(Path(tmp) / "state")},
+        }
+        config.write_text(json.dumps({"mcpServers": {"hostile": hostile}, "toolcode": settings}))
         proc, url = await _serve(config)
         try:
             report = await _measure(url, psutil.Process(proc.pid), n)
@@ -223,7 +251,7 @@ def main() -> int:
     solo = report["solo"]
     table = Table(
         "case", "p50 ms", "p95 ms", "max ms", "p95 / solo p95", "goal", "attacker outcomes", "server RSS MB",
-        title=f"bystander `__out = 6 * 7` (n={solo['n']}); goal: p95 <= 5x solo and < 250 ms",
+        title=f"bystander `__out = 6 * 7`, checked (n={solo['n']}); goal: p95 <= 5x solo and < 250 ms",
         title_justify="left",
     )  # fmt: skip
     table.add_row("alone", f"{solo['p50_ms']:.1f}", f"{solo['p95_ms']:.1f}", "", "1.0", "", "", "")

@@ -441,3 +441,34 @@ async def test_what_describe_tool_shows_has_no_internal_lines(box: Toolbox) -> N
     # The checker still knows the awaitable forms (the module's stub binds them).
     module = box.services.modules.module("helpdesk")
     assert module is not None and "on_call_async = _awaitable(on_call)" in module.stub
+
+
+async def test_a_long_snippet_is_checked_apart_and_a_very_long_one_runs_unchecked() -> None:
+    from toolcode._typecheck._ty import LARGE_CHARS, MAX_CHARS
+
+    index = InMemoryIndex()
+    local = LocalBackend()
+
+    @local.tool(namespace="x")
+    def f(a: int) -> int:
+        return a
+
+    await local.attach(index)
+    view = CatalogView(index, None)
+    checker = TypeChecker(ToolModules(index))
+
+    def snippet(chars: int) -> str:
+        filler = "".join(f"v{i} = {i}\n" for i in range(chars // 8))
+        return f"from tools import x\n{filler}x.f(a='wrong')\nx.f(a=1).upper()\n"
+
+    try:
+        long = snippet(LARGE_CHARS * 2)
+        assert LARGE_CHARS < len(long) < MAX_CHARS
+        # Checked in a worker thread: the same findings as in place.
+        found = await checker.check(long, view)
+        assert [d.code for d in found] == ["invalid_arguments", "runtime_error"], found
+        very_long = snippet(MAX_CHARS)
+        assert len(very_long) > MAX_CHARS
+        assert await checker.check(very_long, view) == []  # its calls are checked as they are made
+    finally:
+        await checker.aclose()

@@ -17,6 +17,7 @@ from types import TracebackType
 from typing import Any, Final, Self
 
 import anyio
+import anyio.to_thread
 
 from toolcode._audit import AuditTrail
 from toolcode._limits import (
@@ -37,6 +38,7 @@ from toolcode._sessions import owner_of
 from toolcode._snippets import MAX_NESTING, SavedSnippet
 from toolcode._tools import DefaultTools
 from toolcode._trace import Trace
+from toolcode._typecheck import LARGE_CHARS
 from toolcode._types import ExecuteParams, ExecuteResult, LimitsReport, OnToolCall, PausableEngine, RunPaused
 from toolcode._unavailable import unavailable_reference
 from toolcode._view import CatalogView
@@ -276,7 +278,7 @@ class Executor:
                     assert isinstance(engine, PausableEngine)
                     value = (await engine.resume(p, tools, paused.state)).value
             except RunPaused as e:
-                error = self._paused(p, run, e, paused, before + time.perf_counter() - t0)
+                error = await self._paused(p, run, e, paused, before + time.perf_counter() - t0)
             except ToolCodeError as e:
                 error = self._named_down_server(p.code, view, e)
             except Exception as e:  # an engine is pluggable code; anything it leaks is its failure
@@ -353,7 +355,7 @@ class Executor:
         down = unavailable_reference(code, view, self.services.modules)
         return down if down is not None and down.line == error.line else error
 
-    def _paused(
+    async def _paused(
         self, p: ExecuteParams, run: _Run, e: RunPaused, before: PausedRun | None, elapsed: float
     ) -> ApprovalRequiredError:
         """The run stopped at a call that needs a decision: everything needed to continue it."""
@@ -368,7 +370,12 @@ class Executor:
                 except ToolIndexError:  # a malformed or unknown id is simply not a tool
                     return False
 
-            may_call = literal_tool_ids(p.code, self.services.modules, known)[0]
+            # A long snippet's parse takes a while: off the event loop, which serves other callers.
+            modules = self.services.modules
+            if len(p.code) <= LARGE_CHARS:
+                may_call = literal_tool_ids(p.code, modules, known)[0]
+            else:
+                may_call = (await anyio.to_thread.run_sync(literal_tool_ids, p.code, modules, known))[0]
         paused = PausedRun(
             execution_id=checkpoint.audit.execution_id or new_execution_id(),
             owner=owner_of(p.caller),

@@ -2,6 +2,6 @@
 
 from toolcode._typecheck._checker import TypeChecker
 from toolcode._typecheck._diagnostic import Diagnostic
-from toolcode._typecheck._ty import GLOBALS_STUB
+from toolcode._typecheck._ty import GLOBALS_STUB, LARGE_CHARS
 
-__all__ = ["GLOBALS_STUB", "Diagnostic", "TypeChecker"]
+__all__ = ["GLOBALS_STUB", "LARGE_CHARS", "Diagnostic", "TypeChecker"]

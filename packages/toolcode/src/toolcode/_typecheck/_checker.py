@@ -17,15 +17,21 @@ import ast
 import dataclasses
 from collections.abc import Mapping, Sequence
 
+import anyio
+import anyio.to_thread
+
 from toolcode._modules import PACKAGE, ToolModules
 from toolcode._typecheck._arguments import ArgumentChecker
 from toolcode._typecheck._calls import Scan, ToolCall, scan
 from toolcode._typecheck._diagnostic import Diagnostic, Handlers, Positions, near
-from toolcode._typecheck._ty import Ty
+from toolcode._typecheck._ty import LARGE_CHARS, MAX_CHARS, Runs, Ty, run_here
 from toolcode._view import CatalogView
 from toolcode.exceptions import ErrorCode
 from toolindex import Tool, ToolIndexError
+from toolindex.log import get_logger
 from toolrun import CompiledSchema, ToolRunError
+
+_log = get_logger("toolcode.typecheck")
 
 __all__ = ["TypeChecker"]
 
@@ -43,6 +49,7 @@ class TypeChecker:
     def __init__(self, modules: ToolModules, *, max_modules: int = 32, timeout: float = 10.0) -> None:
         self._modules = modules
         self._ty = Ty(modules, max_modules, timeout)
+        self._large = anyio.Lock()
         self._schemas: dict[str, CompiledSchema | None] = {}
         self._schemas_version = -1
 
@@ -64,11 +71,38 @@ class TypeChecker:
             return [dataclasses.replace(d, line=d.line - shift, fails_at=None) for d in found if d.line > shift]
         if PACKAGE not in code and "run_tool" not in code:
             return []  # nothing that names a tool: no parse
+        if len(code) > MAX_CHARS:
+            _log.info("typecheck.skipped", reason=f"longer than {MAX_CHARS:,} characters", chars=len(code))
+            return []
+        if len(code) <= LARGE_CHARS:
+            return await self._check(code, view, run_here)
+        # A long snippet's check takes time in proportion (seconds for thousands of lines): it runs
+        # in a worker thread, one such check at a time, while the event loop serves everyone else.
+        async with self._large:
+            try:
+                return await self._check(code, view, anyio.to_thread.run_sync)
+            except RuntimeError as e:  # the catalog changed under the thread: the run goes on unchecked
+                _log.warning("typecheck.skipped", error=repr(e)[:300])
+                return []
+
+    async def _check(self, code: str, view: CatalogView, run: Runs) -> list[Diagnostic]:
+        static = await run(self._static, code, view)
+        if static is None:
+            return []
+        tree, positions, found, out, visible = static
+        if visible:
+            out.extend(await self._ty.findings(code, tree, found.bindings, visible, positions, run))
+        return await run(_reported, tree, positions, found, out)
+
+    def _static(
+        self, code: str, view: CatalogView
+    ) -> tuple[ast.Module, Positions, Scan, list[Diagnostic], dict[str, str]] | None:
+        """What the text alone settles: names and arguments (``None``: it does not parse)."""
         try:
             flags = ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
             tree = compile(code, "snippet.py", "exec", flags=flags, dont_inherit=True)
         except (SyntaxError, ValueError, MemoryError, RecursionError):
-            return []
+            return None
         assert isinstance(tree, ast.Module)
         positions = Positions(code)
         found = scan(tree)
@@ -88,14 +122,7 @@ class TypeChecker:
             assert call.tool_id is not None
             calls.append((call, view.get(call.tool_id)))
         out.extend(arguments.check(tree, found, calls, positions))
-        if visible:
-            out.extend(await self._ty.findings(code, tree, found.bindings, visible, positions))
-        if found.saves_snippets:
-            # A snippet saved by this very run is a tool once that line has run.
-            out = [d for d in out if not any(s in d.message for s in ("snippets:", "tools.snippets", "'snippets'"))]
-        handlers = Handlers(tree, positions)
-        unique = {(d.line, d.column, d.message): d for d in out if not handlers.catch(d)}
-        return sorted(unique.values(), key=lambda d: (d.line, d.column))
+        return tree, positions, found, out, visible
 
     def _names(self, found: Scan, view: CatalogView, positions: Positions) -> tuple[list[Diagnostic], dict[str, str]]:
         """Unknown modules and unknown functions of known ones; the visible modules named (name → namespace)."""
@@ -153,3 +180,13 @@ class TypeChecker:
     async def aclose(self) -> None:
         """Close ``ty``'s warm session and worker pool; idempotent (a later check starts them again)."""
         await self._ty.aclose()
+
+
+def _reported(tree: ast.Module, positions: Positions, found: Scan, out: list[Diagnostic]) -> list[Diagnostic]:
+    """The diagnostics a run reports, in line order: not those a ``try`` catches, nor a snippet saved meanwhile."""
+    if found.saves_snippets:
+        # A snippet saved by this very run is a tool once that line has run.
+        out = [d for d in out if not any(s in d.message for s in ("snippets:", "tools.snippets", "'snippets'"))]
+    handlers = Handlers(tree, positions)
+    unique = {(d.line, d.column, d.message): d for d in out if not handlers.catch(d)}
+    return sorted(unique.values(), key=lambda d: (d.line, d.column))

@@ -26,9 +26,9 @@ import ast
 import bisect
 import re
 import textwrap
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Protocol, TypeVar, TypeVarTuple
 
 import anyio
 import pydantic_monty as pm
@@ -40,7 +40,7 @@ from toolcode.engines._monty_pool import start_pool
 from toolcode.exceptions import EngineError, ErrorCode
 from toolindex.log import get_logger
 
-__all__ = ["GLOBALS_STUB", "Ty", "checked_source"]
+__all__ = ["GLOBALS_STUB", "LARGE_CHARS", "MAX_CHARS", "Runs", "Ty", "checked_source", "run_here"]
 
 _log = get_logger("toolcode.typecheck")
 
@@ -53,8 +53,28 @@ _BUILT = (ast.Dict, ast.List, ast.Set, ast.ListComp, ast.SetComp, ast.DictComp)
 _CONSTRUCTORS = frozenset({"dict", "list", "set"})
 _WRAP = "async def __toolcode_check__():\n"
 _CHECKS_PER_SESSION = 400
-_MAX_CHARS = 200_000
-"""Longer snippets are not type-checked (they run unchecked)."""
+MAX_CHARS = 20_000
+"""Longer snippets (about 500 lines) are not checked before they run: they run unchecked, their
+calls checked as they are made. The check's cost grows with the snippet, and one caller's must not
+cost everyone else (``bench/bystander.py``, ``typecheck_flood``)."""
+LARGE_CHARS = 4_000
+"""Snippets longer than this (about a hundred lines) are checked apart: checking one can take
+seconds, and a caller sending them must not hold up everyone else (see :class:`TypeChecker`)."""
+
+_T = TypeVar("_T")
+_Ts = TypeVarTuple("_Ts")
+
+
+class Runs(Protocol):
+    """Runs a function that takes the host's CPU: in place, or in a worker thread."""
+
+    def __call__(self, func: Callable[[*_Ts], _T], /, *args: *_Ts) -> Awaitable[_T]: ...
+
+
+async def run_here(func: Callable[[*_Ts], _T], /, *args: *_Ts) -> _T:
+    """Run ``func`` in place (a short snippet's check takes about a millisecond)."""
+    return func(*args)
+
 
 _LINE: Final = re.compile(r"^[^:\n]*:(\d+):(\d+): error\[([\w-]+)\] (.*)$")
 _TYPE: Final = re.compile(r"`([^`]*)`")
@@ -87,12 +107,21 @@ class _Warm:
     checks: int = 0
 
 
+@dataclass(slots=True)
+class _Lane:
+    """Checks of one size class, serialised on their own warm session."""
+
+    lock: anyio.Lock
+    warm: _Warm | None = None
+
+
 class Ty:
-    """``ty``'s certain findings on snippets, from one warm session (see the module docstring).
+    """``ty``'s certain findings on snippets, from warm sessions (see the module docstring).
 
     The session holds the modules snippets have imported so far (up to ``max_modules``), and is
     replaced by one holding one more module when a snippet imports a new one, or by a fresh one
-    when the catalog changes. Checks are serialised on it (a warm check takes about a millisecond);
+    when the catalog changes. Checks are serialised on it (a warm check takes about a millisecond),
+    long snippets on a second session of their own, so they hold up only each other;
     one that fails (no worker, a timeout) finds nothing: it is logged and the run goes on unchecked.
     """
 
@@ -101,47 +130,43 @@ class Ty:
         self._max_modules = max_modules
         self._timeout = timeout
         self._pool: pm.AsyncMonty | None = None
-        self._lock = anyio.Lock()
-        self._warm: _Warm | None = None
+        self._small = _Lane(anyio.Lock())
+        self._large = _Lane(anyio.Lock())
+        self._start = anyio.Lock()
 
     async def findings(
-        self, code: str, tree: ast.Module, bindings: Mapping[str, int], visible: Mapping[str, str], positions: Positions
+        self,
+        code: str,
+        tree: ast.Module,
+        bindings: Mapping[str, int],
+        visible: Mapping[str, str],
+        positions: Positions,
+        run: Runs = run_here,
     ) -> list[Diagnostic]:
-        """What the snippet does wrong with the typed results of the ``visible`` modules (name → namespace)."""
-        source = checked_source(code, tree, bindings)
-        wrapped = _wrapped(source.text)
+        """What the snippet does wrong with the typed results of the ``visible`` modules (name → namespace).
+
+        ``run`` runs the parts that take the host's CPU (here, or in a worker thread for a long snippet).
+        """
+        source, wrapped = await run(_prepared, code, tree, bindings)
         if wrapped is None:
             return []  # the engine reports what is wrong with it
+        lane = self._large if len(wrapped) > LARGE_CHARS else self._small
         try:
             with anyio.fail_after(self._timeout):
-                async with self._lock:
+                async with lane.lock:
                     try:
-                        rendered = await self._check(await self._session_for(visible), wrapped)
+                        rendered = await self._check(await self._session_for(lane, visible), wrapped)
                     except BaseException:
                         # A check cut short (the run's timeout, a failure) leaves the session in
                         # an unknown state: it is not reused.
                         with anyio.CancelScope(shield=True):
-                            await self._drop()
+                            await self._drop(lane)
                         raise
-        except (TimeoutError, pm.MontyError, OSError, EngineError) as e:
+        except (TimeoutError, pm.MontyError, OSError, EngineError, RuntimeError) as e:
+            # RuntimeError: pydantic-monty's answer for a session its worker already ended.
             _log.warning("typecheck.unavailable", error=repr(e)[:300])
             return []
-        stores = {
-            positions.of(n.slice): isinstance(n.ctx, ast.Store | ast.Del)
-            for n in ast.walk(tree)
-            if isinstance(n, ast.Subscript)
-        }
-        out: list[Diagnostic] = []
-        for text in rendered.splitlines():
-            m = _LINE.match(text.strip())
-            if m is None or int(m.group(1)) < 2:
-                continue  # a warning or a note, or the wrapper's own line
-            at = source.original(int(m.group(1)) - 1, max(1, int(m.group(2)) - 4))
-            rule, message = m.group(3), m.group(4)
-            raised = _certain(rule, message, stores.get(at, True))
-            if raised is not None:
-                out.append(Diagnostic(at[0], at[1], message, rule, ErrorCode.RUNTIME_ERROR, raised))
-        return out
+        return await run(_kept, rendered, source, tree, positions)
 
     async def _check(self, warm: _Warm, wrapped: str) -> str:
         """``ty``'s diagnostics for a wrapped snippet (concise format), or ``""``."""
@@ -152,29 +177,32 @@ class Ty:
             return e.display()
         except pm.MontyError:
             # The wrapped snippet does not parse or define (a ``from __future__`` line, say): the
-            # engine reports what is wrong with it when it runs.
-            pass
+            # engine reports what is wrong with it when it runs. The session may have ended with it
+            # (a limit): it is not reused.
+            warm.checks = _CHECKS_PER_SESSION
         return ""
 
-    async def _session_for(self, visible: Mapping[str, str]) -> _Warm:
-        """The warm session, replaced when it lacks a module, the catalog moved or it is worn."""
+    async def _session_for(self, lane: _Lane, visible: Mapping[str, str]) -> _Warm:
+        """The lane's warm session, replaced when it lacks a module, the catalog moved or it is worn."""
         version = self._modules.version
         needed = dict(visible)
-        old = self._warm
+        old = lane.warm
         if old is not None and old.version == version and old.checks < _CHECKS_PER_SESSION:
             if needed.keys() <= old.modules.keys():
                 return old
             if len(old.modules) + len(needed) <= self._max_modules:
                 needed = {**old.modules, **needed}
-        await self._drop()
-        if self._pool is None:
-            self._pool = await start_pool(None, min_processes=1, max_processes=2)
+        await self._drop(lane)
+        async with self._start:
+            if self._pool is None:
+                self._pool = await start_pool(None, min_processes=1, max_processes=2)  # a worker per lane
+            pool = self._pool
         package: dict[str, Any] = {}
         for name, ns in needed.items():
             module = self._modules.module(ns)
             if module is not None:
                 package[name] = pm.ExternalModule(dict.fromkeys(module.functions, _placeholder), stubs=module.stub)
-        checkout = self._pool.checkout(
+        checkout = pool.checkout(
             # The session only ever defines a function; limits in case a snippet finds a way out of it.
             limits={"max_feed_duration_secs": self._timeout, "max_memory": 64 * 1024 * 1024, "max_suspensions": 10_000},
             type_check=True,
@@ -182,14 +210,15 @@ class Ty:
             type_check_format="concise",
             external_modules={PACKAGE: pm.ExternalModule(package, stubs="")},
         )
-        self._warm = _Warm(await checkout.__aenter__(), version, needed)
+        warm = lane.warm = _Warm(await checkout.__aenter__(), version, needed)
         if needed:
             # Resolves the modules once, so the wrapped snippets can import them.
             await checkout.feed_run("\n".join(f"import {PACKAGE}.{name}" for name in needed))
-        return self._warm
+        return warm
 
-    async def _drop(self) -> None:
-        warm, self._warm = self._warm, None
+    @staticmethod
+    async def _drop(lane: _Lane) -> None:
+        warm, lane.warm = lane.warm, None
         if warm is not None:
             try:
                 await warm.session.__aexit__(None, None, None)
@@ -198,8 +227,9 @@ class Ty:
 
     async def aclose(self) -> None:
         """Close the warm session and the worker pool; idempotent (a later check starts them again)."""
-        async with self._lock:
-            await self._drop()
+        async with self._small.lock, self._large.lock:
+            await self._drop(self._small)
+            await self._drop(self._large)
             pool, self._pool = self._pool, None
         if pool is not None:
             await pool.__aexit__(None, None, None)
@@ -215,7 +245,7 @@ def _wrapped(code: str) -> str | None:
     The result is parsed to make sure every statement is the function's (a form feed, say, resets
     Python's indentation count), so that nothing of the snippet runs in the checker.
     """
-    if len(code) > _MAX_CHARS:
+    if len(code) > MAX_CHARS:
         return None
     wrapped = f"{_WRAP}{textwrap.indent(code, '    ')}\n    pass\n"
     try:
@@ -364,3 +394,28 @@ def _top_level(text: str, sep: str) -> int:
         elif ch == sep and depth == 0:
             parts += 1
     return parts
+
+
+def _prepared(code: str, tree: ast.Module, bindings: Mapping[str, int]) -> tuple[CheckedSource, str | None]:
+    source = checked_source(code, tree, bindings)
+    return source, _wrapped(source.text)
+
+
+def _kept(rendered: str, source: CheckedSource, tree: ast.Module, positions: Positions) -> list[Diagnostic]:
+    """The certain findings among ``ty``'s, where the snippet's own text has them."""
+    stores = {
+        positions.of(n.slice): isinstance(n.ctx, ast.Store | ast.Del)
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Subscript)
+    }
+    out: list[Diagnostic] = []
+    for text in rendered.splitlines():
+        m = _LINE.match(text.strip())
+        if m is None or int(m.group(1)) < 2:
+            continue  # a warning or a note, or the wrapper's own line
+        at = source.original(int(m.group(1)) - 1, max(1, int(m.group(2)) - 4))
+        rule, message = m.group(3), m.group(4)
+        raised = _certain(rule, message, stores.get(at, True))
+        if raised is not None:
+            out.append(Diagnostic(at[0], at[1], message, rule, ErrorCode.RUNTIME_ERROR, raised))
+    return out
