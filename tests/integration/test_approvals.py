@@ -311,6 +311,11 @@ async def test_a_session_run_that_pauses_keeps_its_state_when_resumed(files_dir:
         )
         out = await cm.execute(code, session="s")
         assert out.approval is not None, out
+        # A run of the session meanwhile would be lost when the paused one resumes: it is refused.
+        meanwhile = await cm.execute("total = 1000", session="s")
+        assert meanwhile.error is not None and meanwhile.error.code == "session_limit", meanwhile
+        assert out.approval.execution_id in meanwhile.error.message
+        assert (await cm.execute("1", session="other")).ok  # another session is not held
         done = await cm.resume(out.approval.execution_id, "approve")
         assert done.ok and done.value == 16, done
         assert (await cm.execute("total", session="s")).value == 16

@@ -69,18 +69,19 @@ class AuditTrail:
         execution_id: The run's id (the same across its pauses).
     """
 
-    __slots__ = ("caller", "entries", "execution_id", "settings")
+    __slots__ = ("_entries", "caller", "execution_id", "settings")
 
     def __init__(self, settings: AuditSettings, caller: str | None = None, execution_id: str | None = None) -> None:
         self.settings = settings
         self.caller = caller
         self.execution_id = execution_id
-        self.entries: list[AuditEntry] = []
+        # Plain tuples, one per entry (a call is on the hot path): AuditEntry objects are built by take().
+        self._entries: list[tuple[Any, ...]] = []
 
     def add(self, tool_id: str, tier: str | None, decision: str, by: str) -> None:
         """Record a decision (the policy's or a person's)."""
         if self.settings.enabled:
-            self.entries.append(AuditEntry(time.time(), tool_id, tier, decision, by, self.caller, self.execution_id))
+            self._entries.append((time.time(), tool_id, tier, decision, by, self.caller, self.execution_id))
 
     def call(self, tool_id: str, args: Any, *, ok: bool, code: str | None, duration_ms: float, result: Any) -> None:
         """Record a call that was made."""
@@ -88,15 +89,13 @@ class AuditTrail:
         if not s.enabled:
             return
         args, result = dict(args) if s.args else None, _clip_json(result) if s.results and ok else None
-        at, ms = time.time(), round(duration_ms, 3)
-        self.entries.append(
-            AuditEntry(at, tool_id, None, "call", "policy", self.caller, self.execution_id, ok, code, ms, args, result)
-        )
+        at, who, eid = time.time(), self.caller, self.execution_id
+        self._entries.append((at, tool_id, None, "call", "policy", who, eid, ok, code, duration_ms, args, result))
 
     def take(self) -> list[AuditEntry]:
         """The entries so far, handed over once (the trail is empty afterwards)."""
-        out, self.entries = self.entries, []
-        return out
+        out, self._entries = self._entries, []
+        return [AuditEntry(*e[:9], round(e[9], 3), *e[10:]) if len(e) > 9 else AuditEntry(*e) for e in out]
 
 
 def _clip_json(value: Any, limit: int = 2000) -> Any:

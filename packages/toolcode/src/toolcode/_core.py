@@ -33,7 +33,14 @@ from toolcode._trace import Trace
 from toolcode._types import ExecuteParams, ExecuteResult, OnToolCall, SessionState, ToolCallRecord
 from toolcode._view import CatalogView
 from toolcode.calls import Asker, Checkpoint, Scope, ask_person, build, refuse
-from toolcode.exceptions import ApprovalRequiredError, ErrorCode, InvalidArgumentsError, ToolCodeError, ToolError
+from toolcode.exceptions import (
+    ApprovalRequiredError,
+    ErrorCode,
+    InvalidArgumentsError,
+    SessionLimitError,
+    ToolCodeError,
+    ToolError,
+)
 from toolcode.models import (
     ChainOutcome,
     DocsResult,
@@ -339,8 +346,19 @@ class CodeMode:
                 raise InvalidArgumentsError("code", "is empty: write a program that sets __out")
             opts = self.options(options)
             if session is not None:
-                self._stores("session")
+                stores = self._stores("session")
                 Sessions.check_name(session)
+                waiting = await stores.paused.waiting_in(caller, session)
+                if waiting is not None:
+                    # Its state becomes the session's when it is resumed: a run meanwhile would be lost.
+                    raise SessionLimitError(
+                        session,
+                        "runs_while_paused",
+                        0,
+                        1,
+                        f"run {waiting} of this session waits for a decision: decide it first "
+                        "(resume_execution, toolcode resume), then run again",
+                    )
         except ToolCodeError as exc:
             return _Done(outcome(None, exc, "summary", started), None, exc)
         params = ExecuteParams(code=code, input=input, options=opts, caller=caller)

@@ -30,6 +30,8 @@ from tooldocs import json_text
 __all__ = ["DECISIONS", "Decision", "PausedRun", "PausedRuns", "new_execution_id"]
 
 KIND: Final = "paused"
+_SESSION_KIND: Final = "paused-session"
+"""``<owner>/<session>`` → the id of the session's run that waits for a decision."""
 ID_PATTERN: Final = re.compile(r"^[0-9a-f]{32}$")
 Decision = Literal["approve", "approve_run", "deny", "abort"]
 """``approve``: this call, once; ``approve_run``: these tools for the rest of the run; ``deny``: the
@@ -216,6 +218,13 @@ class PausedRuns:
                 "variables before a call that asks (policy.max_paused_bytes)",
             )
         await self.store.put(KIND, f"{run.owner}/{run.execution_id}", blob, ttl=self.ttl)
+        if run.session is not None:  # the session's next runs wait for this one's decision
+            await self.store.put(_SESSION_KIND, f"{run.owner}/{run.session}", run.execution_id.encode(), ttl=self.ttl)
+
+    async def waiting_in(self, caller: str | None, session: str) -> str | None:
+        """The id of the caller's paused run in ``session``, if one waits for a decision."""
+        rec = await self.store.get(_SESSION_KIND, f"{owner_of(caller)}/{session}")
+        return rec.value.decode() if rec is not None else None
 
     @staticmethod
     def _unknown(execution_id: str) -> InvalidArgumentsError:
@@ -264,6 +273,8 @@ class PausedRuns:
             raise InvalidArgumentsError(
                 "execution_id", f"paused run {run.execution_id!r} is being resumed by another request"
             )
+        if run.session is not None:
+            await self.store.delete(_SESSION_KIND, f"{run.owner}/{run.session}")
         return run
 
     async def list(self, caller: str | None, *, limit: int = 100) -> list[PausedRun]:

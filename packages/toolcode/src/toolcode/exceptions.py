@@ -386,7 +386,8 @@ class SessionLimitError(ToolCodeError, code=ErrorCode.SESSION_LIMIT):
     """A session limit was hit (``toolcode.sessions``): which one, its value, what was reached.
 
     Attributes:
-        limit: ``"max_sessions"`` or ``"max_bytes"``.
+        limit: ``"max_sessions"``, ``"max_bytes"`` or ``"runs_while_paused"`` (a run of the
+            session waits for a decision).
         configured: The limit's value.
         reached: What the session would have needed.
     """
