@@ -122,6 +122,14 @@ class AuditLog:
     def __init__(self, store: StateStore) -> None:
         self.store = store
 
+    async def probe(self) -> None:
+        """Make sure the store answers.
+
+        Raises:
+            StateUnavailableError: If it does not.
+        """
+        await self.store.get(AUDIT_KIND + "-probe", "probe")
+
     async def write(self, entries: Sequence[AuditEntry]) -> None:
         """Append a run's entries (one append: they land together). A store failure is logged, not raised."""
         if not entries:

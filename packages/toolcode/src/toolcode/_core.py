@@ -172,7 +172,16 @@ class CodeMode:
 
         checkpoint = Checkpoint(s.policy, view, audit)
         decide = ask_person(ask) if ask is not None else refuse
-        scope = Scope(view, checkpoint, decide, Trace(), audit, snippet, deadline=s.settings.call_timeout)
+        scope = Scope(
+            view,
+            checkpoint,
+            decide,
+            Trace(),
+            audit,
+            snippet,
+            deadline=s.settings.call_timeout,
+            audit_probe=s.audit_probe,
+        )
         return Operations(view, build(s.runner, scope)), audit
 
     @asynccontextmanager

@@ -213,6 +213,7 @@ class Executor:
             run.checkpoint.audit,
             nested,
             run.budget,
+            audit_probe=s.audit_probe,
         )
         ops = Operations(view, build(s.runner, scope), run.budget)
         return DefaultTools(s, ops, run.output, run.caller)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -159,6 +159,14 @@ class Services:
             unavailable if unavailable is not None else {},
             owned,
         )
+
+    @property
+    def audit_probe(self) -> Callable[[], Awaitable[None]] | None:
+        """What the call stack asks before each call when the audit log is required (else ``None``)."""
+        audit = self.settings.policy.audit
+        if self.stores is None or not (audit.enabled and audit.required):
+            return None
+        return self.stores.audit.probe
 
     async def aclose(self) -> None:
         """Close the type checker, and the engine if it was made here; idempotent."""

@@ -113,6 +113,11 @@ class AuditSettings(_Section):
     enabled: bool = Field(default=True, description="Append every call and decision to the state store's audit log.")
     args: bool = Field(default=False, description="Keep each call's arguments (may hold personal data).")
     results: bool = Field(default=False, description="Keep each call's result (clipped to 2,000 characters).")
+    required: bool = Field(
+        default=False,
+        description="Fail closed: refuse every call while the audit log cannot be written (state_unavailable); "
+        "off: calls go on and a failed write is logged.",
+    )
 
 
 class PolicySettings(_Section):

@@ -4,6 +4,7 @@ A call from a snippet, a chain, a saved snippet, an exposed tool or a door's ``r
 down the same layers, put together by :func:`build`::
 
     Gate (policy: allow / ask / deny, quarantine, approvals)
+      → AuditGuard (with policy.audit.required: no call while the audit log cannot be written)
       → Budget (max_tool_calls; in runs)
         → Record (trace, audit trail, span)
           → Deadline (a door's bound on a direct call)
@@ -16,7 +17,7 @@ policy) reads the policy.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +29,7 @@ from toolcode._view import CatalogView
 from toolcode.calls._budget import Budget
 from toolcode.calls._deadline import Deadline
 from toolcode.calls._gate import Decide, Gate, ask_person, cannot_pause, pause, refuse
+from toolcode.calls._guard import AuditGuard
 from toolcode.calls._layer import Call, Layer
 from toolcode.calls._policy import (
     Approvals,
@@ -83,6 +85,8 @@ class Scope:
     """The run's call budget (``None`` at a door: direct calls are not counted)."""
     deadline: float | None = None
     """A door's bound on a direct call that gives no timeout of its own."""
+    audit_probe: Callable[[], Awaitable[None]] | None = None
+    """With ``policy.audit.required``: raises while the audit log cannot be written (calls fail closed)."""
 
 
 def build(runner: Runner, scope: Scope) -> Layer:
@@ -99,4 +103,6 @@ def build(runner: Runner, scope: Scope) -> Layer:
     stack = Record(stack, scope.trace, scope.audit)
     if scope.budget is not None:
         stack = Budget(stack, scope.budget)
+    if scope.audit_probe is not None:
+        stack = AuditGuard(stack, scope.audit_probe)
     return Gate(stack, scope.checkpoint, scope.decide)

@@ -1,0 +1,54 @@
+"""Fail closed: with `policy.audit.required`, no call is made while the audit log cannot be written (real Redis)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from toolcode import Settings, Toolbox
+from toolcode._settings import AuditSettings, PolicySettings, StateSettings
+from toolcode.exceptions import ErrorCode, ToolError
+from toolrun import LocalBackend
+
+pytestmark = [pytest.mark.integration, pytest.mark.anyio]
+
+
+def _backend(made: list[str]) -> LocalBackend:
+    local = LocalBackend()
+
+    @local.tool(namespace="notes")
+    def add(text: str) -> str:
+        """Add a note."""
+        made.append(text)
+        return "added"
+
+    return local
+
+
+@pytest.mark.parametrize("required", [True, False])
+async def test_calls_are_refused_while_the_audit_log_cannot_be_written(
+    redis_url: str, redis_server: Any, required: bool
+) -> None:
+    made: list[str] = []
+    policy = PolicySettings(audit=AuditSettings(required=required))
+    settings = Settings(policy=policy, state=StateSettings(url=redis_url))
+    async with Toolbox([_backend(made)], settings=settings, engine="inprocess") as box:
+        cm = box.codemode
+        assert (await cm.execute("run_tool('notes:add', text='one')")).ok
+        redis_server.stop()
+        try:
+            out = await cm.execute("run_tool('notes:add', text='two')")
+            if required:
+                assert out.error is not None and out.error.code == ErrorCode.STATE_UNAVAILABLE.value, out
+                with pytest.raises(ToolError) as info:  # a door's direct call too
+                    await cm.run_tool("notes:add", {"text": "three"})
+                assert info.value.code == ErrorCode.STATE_UNAVAILABLE
+                assert made == ["one"]
+            else:  # off: calls go on, and the entries that cannot be written are logged as lost
+                assert out.ok, out
+                assert made == ["one", "two"]
+        finally:
+            redis_server.start()
+        assert (await cm.execute("run_tool('notes:add', text='four')")).ok  # back: calls go again
+        assert made[-1] == "four"
