@@ -301,3 +301,25 @@ async def test_paused_runs_are_kept_per_caller_under_a_quota(tmp_path: Path) -> 
         assert done.ok, done
         again = await cm.execute(ask, caller="token:alice")  # a decided run frees its place
         assert again.status == "approval_required", again
+
+
+async def test_a_saved_snippet_is_changed_only_by_its_owner_or_an_operator(tmp_path: Path) -> None:
+    from toolcode._settings import PolicySettings, StateSettings
+
+    policy = PolicySettings.model_validate({"operators": ["token:op"]})
+    settings = Settings(policy=policy, state=StateSettings(dir=str(tmp_path / "state")))
+    async with Toolbox([_backend()], settings=settings, engine="inprocess") as box:
+        cm = box.codemode
+        await cm.save_snippet("report", "__out = 'alice'", "Alice's report.", caller="token:alice")
+        with pytest.raises(InvalidArgumentsError) as info:
+            await cm.save_snippet("report", "__out = 'bob'", "Bob's report.", caller="token:bob")
+        assert info.value.field == "name" and "another caller" in str(info.value)
+        with pytest.raises(InvalidArgumentsError):
+            await cm.delete_snippet("report", caller="token:bob")
+        # Nor from inside a run of bob's: the snippet global goes the same way.
+        out = await cm.execute("save_snippet('report', \"__out = 'bob'\", 'Bob.')", caller="token:bob")
+        assert out.error is not None and "another caller" in out.error.message, out
+        assert (await cm.run_tool("snippets:report", {})).value == "alice"
+        await cm.save_snippet("report", "__out = 'alice 2'", "Alice's report.", caller="token:alice")
+        await cm.save_snippet("report", "__out = 'op'", "Reviewed.", caller="token:op")  # an operator may
+        assert await cm.delete_snippet("report", caller="token:op")

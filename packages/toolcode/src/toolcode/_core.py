@@ -27,7 +27,7 @@ from toolcode._otel import run_span
 from toolcode._outcome import APPROVAL_OP, outcome, paused_result
 from toolcode._paused import PausedRun, check_decision
 from toolcode._services import Services, Stores
-from toolcode._sessions import SessionRun, Sessions, tools_imports
+from toolcode._sessions import SessionRun, Sessions, owner_of, tools_imports
 from toolcode._snippets import SavedSnippet
 from toolcode._trace import Trace
 from toolcode._types import ExecuteParams, ExecuteResult, OnToolCall, SessionState, ToolCallRecord
@@ -637,20 +637,31 @@ class CodeMode:
         """
         return await self._stores("session").sessions.reset(caller, name)
 
-    async def save_snippet(self, name: Any, code: Any, description: Any, input_schema: Any = None) -> SnippetEntry:
+    async def save_snippet(
+        self, name: Any, code: Any, description: Any, input_schema: Any = None, *, caller: str | None = None
+    ) -> SnippetEntry:
         """Save (or replace) a parameterised snippet; it becomes the tool ``snippets:<name>``.
 
         The snippet reads its arguments as ``input``; ``input_schema`` (a JSON Schema object)
-        describes them (default: any object). It is type-checked before it is saved.
+        describes them (default: any object). It is type-checked before it is saved. It is
+        ``caller``'s: another caller may not replace or delete it (an operator may).
 
         Raises:
-            InvalidArgumentsError: If a field is invalid (names it).
+            InvalidArgumentsError: If a field is invalid (names it), or the name is another caller's.
             TypeCheckError: If the code calls its tools wrongly.
             StateUnavailableError: If the state store cannot be written.
         """
         view, checker = self.view(), self.services.checker
         library = self._stores("name").snippets
-        saved = await library.save(name, code, description, input_schema, lambda text: checker.check(text, view))
+        saved = await library.save(
+            name,
+            code,
+            description,
+            input_schema,
+            lambda text: checker.check(text, view),
+            owner=owner_of(caller),
+            operator=self.services.is_operator(caller),
+        )
         return SnippetEntry(**saved.to_dict())
 
     async def list_snippets(self) -> SnippetsResult:
@@ -668,9 +679,14 @@ class CodeMode:
         """
         return SnippetEntry(**self._stores("name").snippets.get(name).to_dict())
 
-    async def delete_snippet(self, name: Any) -> bool:
-        """Delete a saved snippet (and its tool); ``False`` when there was none."""
-        return await self._stores("name").snippets.delete(name)
+    async def delete_snippet(self, name: Any, *, caller: str | None = None) -> bool:
+        """Delete a saved snippet (and its tool); ``False`` when there was none.
+
+        Raises:
+            InvalidArgumentsError: If the name is invalid, or the snippet another caller's (not an operator).
+        """
+        owner, operator = owner_of(caller), self.services.is_operator(caller)
+        return await self._stores("name").snippets.delete(name, owner=owner, operator=operator)
 
     # -- quarantine ---------------------------------------------------------------------------
 

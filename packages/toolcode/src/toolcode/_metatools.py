@@ -257,7 +257,7 @@ async def _reset_session(cm: CodeMode, a: dict[str, Any], h: _Hooks) -> ResetOut
 
 
 async def _delete_snippet(cm: CodeMode, a: dict[str, Any], h: _Hooks) -> DeleteOutcome:
-    return DeleteOutcome(name=str(a.get("name")), deleted=await cm.delete_snippet(a.get("name")))
+    return DeleteOutcome(name=str(a.get("name")), deleted=await cm.delete_snippet(a.get("name"), caller=h.caller))
 
 
 _OPERATIONS: dict[str, Callable[[CodeMode, dict[str, Any], _Hooks], Awaitable[BaseModel]]] = {
@@ -283,7 +283,7 @@ _OPERATIONS: dict[str, Callable[[CodeMode, dict[str, Any], _Hooks], Awaitable[Ba
     "list_sessions": lambda cm, a, h: cm.list_sessions(h.caller),
     "reset_session": _reset_session,
     "save_snippet": lambda cm, a, h: cm.save_snippet(
-        a.get("name"), a.get("code"), a.get("description"), a.get("input_schema")
+        a.get("name"), a.get("code"), a.get("description"), a.get("input_schema"), caller=h.caller
     ),
     "list_snippets": lambda cm, a, h: cm.list_snippets(),
     "delete_snippet": _delete_snippet,
@@ -304,7 +304,7 @@ _OPERATIONS: dict[str, Callable[[CodeMode, dict[str, Any], _Hooks], Awaitable[Ba
 
 def _operator(cm: CodeMode, caller: str) -> str:
     """``caller`` as the operator who decides, if it is one (``policy.operators``)."""
-    if caller not in cm.services.settings.policy.operators:
+    if not cm.services.is_operator(caller):
         raise ToolError(
             "approve_tools",
             f"only an operator approves tools, and {caller!r} is not one (policy.operators)",

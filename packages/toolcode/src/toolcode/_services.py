@@ -160,6 +160,10 @@ class Services:
             owned,
         )
 
+    def is_operator(self, caller: str | None) -> bool:
+        """Whether ``caller`` is an operator (``policy.operators``; ``None`` is the local user)."""
+        return (caller or "local") in self.settings.policy.operators
+
     @property
     def audit_probe(self) -> Callable[[], Awaitable[None]] | None:
         """What the call stack asks before each call when the audit log is required (else ``None``)."""

@@ -88,6 +88,9 @@ class SavedSnippet:
     input_schema: Mapping[str, Any]
     created: float
     updated: float
+    owner: str = "local"
+    """Who saved it (:func:`~toolcode._sessions.owner_of` of the caller): only they, or an operator,
+    may replace or delete it."""
 
     @property
     def tool_id(self) -> str:
@@ -120,14 +123,20 @@ class SavedSnippet:
 
 
 def _encode(s: SavedSnippet) -> bytes:
-    return json.dumps(s.to_dict()).encode()
+    return json.dumps({**s.to_dict(), "owner": s.owner}).encode()
 
 
 def _decode(blob: bytes) -> SavedSnippet | None:
     try:
         d = json.loads(blob)
         return SavedSnippet(
-            str(d["name"]), str(d["code"]), str(d["description"]), dict(d["input_schema"]), d["created"], d["updated"]
+            str(d["name"]),
+            str(d["code"]),
+            str(d["description"]),
+            dict(d["input_schema"]),
+            d["created"],
+            d["updated"],
+            str(d.get("owner", "local")),
         )
     except (ValueError, KeyError, TypeError):
         return None
@@ -221,15 +230,28 @@ class SnippetLibrary:
 
     # -- operations ----------------------------------------------------------------------
 
-    async def save(self, name: Any, code: Any, description: Any, input_schema: Any, check: Check) -> SavedSnippet:
+    async def save(
+        self,
+        name: Any,
+        code: Any,
+        description: Any,
+        input_schema: Any,
+        check: Check,
+        *,
+        owner: str = "local",
+        operator: bool = False,
+    ) -> SavedSnippet:
         """Save (or replace) a snippet, after checking its fields, then its code with ``check``.
 
+        ``owner`` saves it; a snippet of another owner's is replaced only by an ``operator``.
+
         Raises:
-            InvalidArgumentsError: If a field is invalid (names it).
+            InvalidArgumentsError: If a field is invalid (names it), or the name is another owner's.
             TypeCheckError: If the code calls its tools wrongly.
             StateUnavailableError: If the store cannot be written.
         """
         name = self.check_name(name)
+        self._check_owner(name, owner, operator)
         if not isinstance(code, str) or not code.strip():
             raise InvalidArgumentsError(
                 "code", "must be a non-empty string: the snippet, reading its arguments as `input`"
@@ -254,23 +276,37 @@ class SnippetLibrary:
             raise TypeCheckError(found)
         now = time.time()
         async with self._lock:
+            self._check_owner(name, owner, operator)
             old = self.snippets.get(name)
-            snippet = SavedSnippet(name, code, description.strip(), schema, old.created if old else now, now)
+            snippet = SavedSnippet(name, code, description.strip(), schema, old.created if old else now, now, owner)
             version = await self.store.put(_KIND, name, _encode(snippet))
             self.snippets[name] = snippet
             self._versions[name] = version
             self._show(snippet)
         return snippet
 
-    async def delete(self, name: Any) -> bool:
-        """Delete a snippet; ``False`` when there was none."""
+    async def delete(self, name: Any, *, owner: str = "local", operator: bool = False) -> bool:
+        """Delete a snippet; ``False`` when there was none.
+
+        Raises:
+            InvalidArgumentsError: If the name is invalid, or the snippet another owner's (and
+                ``operator`` is false).
+        """
         name = self.check_name(name)
         async with self._lock:
+            self._check_owner(name, owner, operator)
             gone = await self.store.delete(_KIND, name)
             self.snippets.pop(name, None)
             self._versions.pop(name, None)
             self._hide(name)
         return gone
+
+    def _check_owner(self, name: str, owner: str, operator: bool) -> None:
+        old = self.snippets.get(name)
+        if old is not None and old.owner != owner and not operator:
+            raise InvalidArgumentsError(
+                "name", f"snippet {name!r} was saved by another caller: choose another name (an operator may change it)"
+            )
 
     def get(self, name: Any) -> SavedSnippet:
         """One snippet.

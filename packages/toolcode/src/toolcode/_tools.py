@@ -17,6 +17,7 @@ from toolcode._limits import OutputBuffer
 from toolcode._modules import PACKAGE, ModuleFunction, positional_message
 from toolcode._operations import Operations
 from toolcode._services import Services
+from toolcode._sessions import owner_of
 from toolcode._types import Stream
 from toolcode.exceptions import ErrorCode, InvalidArgumentsError, ToolError, TypeCheckError
 
@@ -129,7 +130,13 @@ class DefaultTools:
             if stores is None:
                 raise InvalidArgumentsError("name", "saved snippets need a state store (this run has none)")
             saved = await stores.snippets.save(
-                name, code, description, input_schema, lambda text: self._services.checker.check(text, view)
+                name,
+                code,
+                description,
+                input_schema,
+                lambda text: self._services.checker.check(text, view),
+                owner=owner_of(self._caller),
+                operator=self._services.is_operator(self._caller),
             )
         except InvalidArgumentsError as e:
             raise _as_tool_error("save_snippet", e) from None
