@@ -1,8 +1,8 @@
 """An approval covers exactly what the person saw: the tools listed, a saved snippet's code as it was.
 
 Against a real MCP server (server-filesystem on a temporary folder, whose writes the policy asks
-about) and a real SQLite state store. Each test is a way to run an unapproved write that an
-approval bound to names alone let through.
+about) and a real state store (SQLite and Redis). Each test is a way to run an unapproved write
+that an approval bound to names alone let through.
 """
 
 from __future__ import annotations
@@ -19,10 +19,16 @@ from toolcode._settings import PolicySettings, StateSettings
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
 
-def _box(files_dir: Path, tmp_path: Path, policy: dict[str, Any] | None = None) -> Toolbox:
-    settings = Settings(
-        state=StateSettings(dir=str(tmp_path / "state")), policy=PolicySettings.model_validate(policy or {})
-    )
+@pytest.fixture(params=["sqlite", "redis"])
+def state(request: pytest.FixtureRequest, tmp_path: Path) -> StateSettings:
+    """Each test against a real SQLite file and a real Redis."""
+    if request.param == "redis":
+        return StateSettings(url=str(request.getfixturevalue("redis_url")))
+    return StateSettings(dir=str(tmp_path / "state"))
+
+
+def _box(files_dir: Path, state: StateSettings, policy: dict[str, Any] | None = None) -> Toolbox:
+    settings = Settings(state=state, policy=PolicySettings.model_validate(policy or {}))
     servers = {"fs": {"command": str(npm_server("mcp-server-filesystem")), "args": [str(files_dir)]}}
     return Toolbox.from_config({"mcpServers": servers}, settings=settings)
 
@@ -32,10 +38,10 @@ def _write(path: Path, content: str) -> str:
 
 
 async def test_a_snippet_rewritten_by_its_own_approved_run_is_asked_about_again(
-    files_dir: Path, tmp_path: Path
+    files_dir: Path, state: StateSettings
 ) -> None:
     tidy, victim = files_dir / "tidy.txt", files_dir / "victim.txt"
-    async with _box(files_dir, tmp_path) as box:
+    async with _box(files_dir, state) as box:
         cm = box.codemode
         await cm.save_snippet("tidy", _write(tidy, "tidy"), "Tidy up.")
         # The run calls the snippet, saves new code under its name, and calls it again.
@@ -58,10 +64,10 @@ __out = 'done'
 
 
 async def test_a_snippet_saved_anew_between_the_question_and_the_decision_is_asked_about_again(
-    files_dir: Path, tmp_path: Path
+    files_dir: Path, state: StateSettings
 ) -> None:
     report, victim = files_dir / "report.txt", files_dir / "victim.txt"
-    async with _box(files_dir, tmp_path) as box:
+    async with _box(files_dir, state) as box:
         cm = box.codemode
         await cm.save_snippet("report", _write(report, "report"), "Write the report.")
         out = await cm.execute("run_tool('snippets:report')\n__out = 'done'")
@@ -76,9 +82,11 @@ async def test_a_snippet_saved_anew_between_the_question_and_the_decision_is_ask
         assert victim.read_text() == "wiped" and not report.exists()
 
 
-async def test_tool_ids_a_snippet_carries_as_data_are_listed_in_the_question(files_dir: Path, tmp_path: Path) -> None:
+async def test_tool_ids_a_snippet_carries_as_data_are_listed_in_the_question(
+    files_dir: Path, state: StateSettings
+) -> None:
     moved = files_dir / "moved.txt"
-    async with _box(files_dir, tmp_path, {"preset": "ask-writes"}) as box:
+    async with _box(files_dir, state, {"preset": "ask-writes"}) as box:
         cm = box.codemode
         code = f"""
 later = ['fs:move_file']
@@ -96,9 +104,9 @@ if input and input.get('go'):
 
 
 async def test_a_tool_whose_definition_changed_after_approve_run_is_asked_about_again(
-    files_dir: Path, tmp_path: Path
+    files_dir: Path, state: StateSettings
 ) -> None:
-    async with _box(files_dir, tmp_path) as box:
+    async with _box(files_dir, state) as box:
         cm = box.codemode
         code = f"{_write(files_dir / 'one.txt', '1')}\n{_write(files_dir / 'two.txt', '2')}\n__out = 'done'"
         out = await cm.execute(code)

@@ -24,9 +24,9 @@ def _servers() -> dict[str, Any]:
     return {"everything": {"command": str(npm_server("mcp-server-everything")), "args": ["stdio"]}}
 
 
-def _box(tmp_path: Path, **results: Any) -> Toolbox:
+def _box(tmp_path: Path, url: str | None = None, **results: Any) -> Toolbox:
     settings = Settings(
-        state=StateSettings(dir=str(tmp_path / "state")),
+        state=StateSettings(url=url) if url else StateSettings(dir=str(tmp_path / "state")),
         limits=ExecuteOptions(max_output_chars=BUDGET),
         results=ResultSettings(**results),
     )
@@ -170,9 +170,13 @@ async def test_a_result_that_is_not_kept_says_so_and_what_to_do(tmp_path: Path) 
     assert "narrow the query or return fewer fields" in out.value and "read_result" not in out.value
 
 
-async def test_each_caller_keeps_its_stored_results_within_its_own_quota(tmp_path: Path) -> None:
+@pytest.mark.parametrize("store", ["sqlite", "redis"])
+async def test_each_caller_keeps_its_stored_results_within_its_own_quota(
+    tmp_path: Path, store: str, request: pytest.FixtureRequest
+) -> None:
     # MESSAGE's stored JSON is about 160 kB: a 400 kB quota holds two of a caller's, a count of 3 three.
-    async with _box(tmp_path, max_per_caller=3, max_bytes_per_caller=400_000) as box:
+    url = str(request.getfixturevalue("redis_url")) if store == "redis" else None
+    async with _box(tmp_path, url, max_per_caller=3, max_bytes_per_caller=400_000) as box:
         cm = box.codemode
 
         async def store(caller: str) -> str:

@@ -275,13 +275,20 @@ async def test_saved_snippets_are_never_exposed_as_tools(tmp_path: Path) -> None
         assert "files__read_file" in exposed_tools(box.codemode, ["*"]).tools
 
 
-async def test_paused_runs_are_kept_per_caller_under_a_quota(tmp_path: Path) -> None:
+@pytest.mark.parametrize("store", ["sqlite", "redis"])
+async def test_paused_runs_are_kept_per_caller_under_a_quota(
+    tmp_path: Path, store: str, request: pytest.FixtureRequest
+) -> None:
     from toolcode._settings import PolicySettings, StateSettings
 
     policy = PolicySettings.model_validate(
         {"rules": [{"tools": "files:delete_*", "decision": "ask"}], "max_paused_runs": 2}
     )
-    settings = Settings(policy=policy, state=StateSettings(dir=str(tmp_path / "state")))
+    if store == "redis":
+        state = StateSettings(url=str(request.getfixturevalue("redis_url")))
+    else:
+        state = StateSettings(dir=str(tmp_path / "state"))
+    settings = Settings(policy=policy, state=state)
     ask = 'run_tool("files:delete_file", path="/a")'
     async with Toolbox([_backend()], settings=settings) as box:  # monty: runs pause
         cm = box.codemode
