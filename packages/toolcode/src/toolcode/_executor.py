@@ -17,7 +17,6 @@ from types import TracebackType
 from typing import Any, Final, Self
 
 import anyio
-import anyio.to_thread
 
 from toolcode._audit import AuditTrail
 from toolcode._limits import (
@@ -38,7 +37,7 @@ from toolcode._sessions import owner_of
 from toolcode._snippets import MAX_NESTING, SavedSnippet
 from toolcode._tools import DefaultTools
 from toolcode._trace import Trace
-from toolcode._typecheck import LARGE_CHARS
+from toolcode._typecheck import runs_for
 from toolcode._types import ExecuteParams, ExecuteResult, LimitsReport, OnToolCall, PausableEngine, RunPaused
 from toolcode._unavailable import unavailable_reference
 from toolcode._view import CatalogView
@@ -372,11 +371,8 @@ class Executor:
                     return False
 
             # A long snippet's parse takes a while: off the event loop, which serves other callers.
-            modules = self.services.modules
-            if len(p.code) <= LARGE_CHARS:
-                may_call = literal_tool_ids(p.code, modules, known)[0]
-            else:
-                may_call = (await anyio.to_thread.run_sync(literal_tool_ids, p.code, modules, known))[0]
+            on = runs_for(p.code)
+            may_call = (await on(literal_tool_ids, p.code, self.services.modules, known))[0]
         paused = PausedRun(
             execution_id=checkpoint.audit.execution_id or new_execution_id(),
             owner=owner_of(p.caller),

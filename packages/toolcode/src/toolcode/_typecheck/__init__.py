@@ -2,6 +2,6 @@
 
 from toolcode._typecheck._checker import TypeChecker
 from toolcode._typecheck._diagnostic import Diagnostic
-from toolcode._typecheck._ty import GLOBALS_STUB, LARGE_CHARS
+from toolcode._typecheck._ty import GLOBALS_STUB, runs_for
 
-__all__ = ["GLOBALS_STUB", "LARGE_CHARS", "Diagnostic", "TypeChecker"]
+__all__ = ["GLOBALS_STUB", "Diagnostic", "TypeChecker", "runs_for"]

@@ -18,13 +18,12 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 
 import anyio
-import anyio.to_thread
 
 from toolcode._modules import PACKAGE, ToolModules
 from toolcode._typecheck._arguments import ArgumentChecker
 from toolcode._typecheck._calls import Scan, ToolCall, scan
 from toolcode._typecheck._diagnostic import Diagnostic, Handlers, Positions, near
-from toolcode._typecheck._ty import LARGE_CHARS, MAX_CHARS, Runs, Ty, run_here
+from toolcode._typecheck._ty import MAX_CHARS, Runs, Ty, run_here, runs_for
 from toolcode._view import CatalogView
 from toolcode.exceptions import ErrorCode
 from toolindex import Tool, ToolIndexError
@@ -74,13 +73,14 @@ class TypeChecker:
         if len(code) > MAX_CHARS:
             _log.info("typecheck.skipped", reason=f"longer than {MAX_CHARS:,} characters", chars=len(code))
             return []
-        if len(code) <= LARGE_CHARS:
-            return await self._check(code, view, run_here)
+        run = runs_for(code)
+        if run is run_here:
+            return await self._check(code, view, run)
         # A long snippet's check takes time in proportion (seconds for thousands of lines): it runs
         # in a worker thread, one such check at a time, while the event loop serves everyone else.
         async with self._large:
             try:
-                return await self._check(code, view, anyio.to_thread.run_sync)
+                return await self._check(code, view, run)
             except RuntimeError as e:  # the catalog changed under the thread: the run goes on unchecked
                 _log.warning("typecheck.skipped", error=repr(e)[:300])
                 return []

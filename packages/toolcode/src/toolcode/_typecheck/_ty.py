@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Protocol, TypeVar, TypeVarTuple
 
 import anyio
+import anyio.to_thread
 import pydantic_monty as pm
 
 from toolcode._globals import globals_stub
@@ -40,7 +41,7 @@ from toolcode.engines._monty_pool import start_pool
 from toolcode.exceptions import EngineError, ErrorCode
 from toolindex.log import get_logger
 
-__all__ = ["GLOBALS_STUB", "LARGE_CHARS", "MAX_CHARS", "Runs", "Ty", "checked_source", "run_here"]
+__all__ = ["GLOBALS_STUB", "LARGE_CHARS", "MAX_CHARS", "Runs", "Ty", "checked_source", "run_here", "runs_for"]
 
 _log = get_logger("toolcode.typecheck")
 
@@ -74,6 +75,15 @@ class Runs(Protocol):
 async def run_here(func: Callable[[*_Ts], _T], /, *args: *_Ts) -> _T:
     """Run ``func`` in place (a short snippet's check takes about a millisecond)."""
     return func(*args)
+
+
+def runs_for(code: str) -> Runs:
+    """Where work on ``code`` that takes the host's CPU (parsing, walking it) runs.
+
+    In place for a short snippet, in a worker thread for a long one, so the event loop goes on
+    serving others.
+    """
+    return run_here if len(code) <= LARGE_CHARS else anyio.to_thread.run_sync
 
 
 _LINE: Final = re.compile(r"^[^:\n]*:(\d+):(\d+): error\[([\w-]+)\] (.*)$")
@@ -150,7 +160,7 @@ class Ty:
         source, wrapped = await run(_prepared, code, tree, bindings)
         if wrapped is None:
             return []  # the engine reports what is wrong with it
-        lane = self._large if len(wrapped) > LARGE_CHARS else self._small
+        lane = self._small if run is run_here else self._large
         try:
             with anyio.fail_after(self._timeout):
                 async with lane.lock:
