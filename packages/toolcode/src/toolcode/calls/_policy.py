@@ -229,6 +229,10 @@ class Policy:
             code = self._snippet_code(tool.name)
             if code is not None:
                 return self._snippet_verdict(tool, code, view)
+        return self._tool_verdict(tool)
+
+    def _tool_verdict(self, tool: Tool) -> Verdict:
+        """A tool's own verdict (not a snippet's), kept while its definition is the same object."""
         hit = self._verdicts.get(tool.id)
         if hit is not None and hit[0] is tool:
             return hit[1]
@@ -261,13 +265,15 @@ class Policy:
                 inner = view.get(tid)
             except ToolIndexError:
                 continue
-            digest.update(f"\n{inner.id}={tool_hash(inner)}".encode("utf-8", "surrogatepass"))
             if inner.namespace == SNIPPETS_NAMESPACE:
-                continue  # a snippet calling a snippet: judged when that one is called
-            t = self.tier(inner)
-            if _TIER_RANK[t] > _TIER_RANK[tier]:
-                tier = t
-            d, why = self._decide(inner.id, inner.namespace, t)
+                # A snippet calling a snippet: judged when that one is called.
+                digest.update(f"\n{inner.id}={tool_hash(inner)}".encode("utf-8", "surrogatepass"))
+                continue
+            iv = self._tool_verdict(inner)
+            digest.update(f"\n{inner.id}={iv.digest}".encode("utf-8", "surrogatepass"))
+            if _TIER_RANK[iv.tier] > _TIER_RANK[tier]:
+                tier = iv.tier
+            d, why = iv.decision, iv.reason
             if d != "allow":
                 strict.append(inner.id)
             if _DECISION_RANK[d] > _DECISION_RANK[decision]:
