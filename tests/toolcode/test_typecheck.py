@@ -390,7 +390,8 @@ async def test_a_namespace_outside_the_view_is_not_a_module(box: Toolbox) -> Non
     assert out.error is not None and out.error.code == "unknown_tool" and "helpdesk" in out.error.message
 
 
-async def test_a_checker_that_cannot_answer_lets_the_run_go_on() -> None:
+async def _one_int_tool() -> InMemoryIndex:
+    """A catalog of one tool, ``x:f(a: int) -> int``."""
     index = InMemoryIndex()
     local = LocalBackend()
 
@@ -399,6 +400,11 @@ async def test_a_checker_that_cannot_answer_lets_the_run_go_on() -> None:
         return a
 
     await local.attach(index)
+    return index
+
+
+async def test_a_checker_that_cannot_answer_lets_the_run_go_on() -> None:
+    index = await _one_int_tool()
     view = CatalogView(index, None)
     answering = TypeChecker(ToolModules(index))
     try:
@@ -446,14 +452,7 @@ async def test_what_describe_tool_shows_has_no_internal_lines(box: Toolbox) -> N
 async def test_a_long_snippet_is_checked_apart_and_a_very_long_one_runs_unchecked() -> None:
     from toolcode._typecheck._ty import LARGE_CHARS, MAX_CHARS
 
-    index = InMemoryIndex()
-    local = LocalBackend()
-
-    @local.tool(namespace="x")
-    def f(a: int) -> int:
-        return a
-
-    await local.attach(index)
+    index = await _one_int_tool()
     view = CatalogView(index, None)
     checker = TypeChecker(ToolModules(index))
 
