@@ -326,7 +326,7 @@ async def test_a_saved_snippet_is_changed_only_by_its_owner_or_an_operator(tmp_p
         # Nor from inside a run of bob's: the snippet global goes the same way.
         out = await cm.execute("save_snippet('report', \"__out = 'bob'\", 'Bob.')", caller="token:bob")
         assert out.error is not None and "another caller" in out.error.message, out
-        assert (await cm.run_tool("snippets:report", {})).value == "alice"
+        assert (await cm.run_tool("snippets:report", {}, caller="token:alice")).value == "alice"
         await cm.save_snippet("report", "__out = 'alice 2'", "Alice's report.", caller="token:alice")
         await cm.save_snippet("report", "__out = 'op'", "Reviewed.", caller="token:op")  # an operator may
         assert await cm.delete_snippet("report", caller="token:op")

@@ -99,6 +99,6 @@ ERROR_CODE_MEANINGS: Final[dict[ErrorCode, str]] = {
     ErrorCode.STATE_UNAVAILABLE: "the state store (the SQLite file, Redis) cannot be reached or written; "
     "nothing was half-written",
     ErrorCode.SESSION_LIMIT: "a session limit was hit: too many sessions, or a session's state over its size limit",
-    ErrorCode.QUOTA_EXCEEDED: "a caller's quota is used up (paused runs): decide or let some expire, then try again",
+    ErrorCode.QUOTA_EXCEEDED: "a caller's quota is used up (paused runs, saved snippets): free some, then try again",
 }
 """One line per code: what it means (docs/errors.md shows exactly these, with each code's exit code)."""

@@ -150,8 +150,8 @@ class CodeMode:
 
     # -- the caller's view and a door's operations ----------------------------------------
 
-    def view(self, allowed_namespaces: Sequence[str] | None = None) -> CatalogView:
-        """The catalog as a caller sees it (the server-wide filter, narrowed by ``allowed_namespaces``)."""
+    def view(self, allowed_namespaces: Sequence[str] | None = None, caller: str | None = None) -> CatalogView:
+        """The catalog as ``caller`` sees it: the server-wide filter, narrowed by ``allowed_namespaces``."""
         base = self.defaults.allowed_namespaces
         if allowed_namespaces is None:
             allowed = base
@@ -159,11 +159,11 @@ class CodeMode:
             allowed = tuple(allowed_namespaces)
         else:
             allowed = tuple(n for n in allowed_namespaces if n in base)
-        return CatalogView(self.services.index, allowed, self.services.unavailable)
+        return self.services.view(allowed, caller)
 
     def _door_ops(self, ask: Asker | None, caller: str | None) -> tuple[Operations, AuditTrail]:
         """The operations of one direct call at a door: not counted, its calls down the door's stack."""
-        s, view = self.services, self.view()
+        s, view = self.services, self.view(caller=caller)
         audit = AuditTrail(s.settings.policy.audit, caller)
 
         async def snippet(saved: SavedSnippet, args: Mapping[str, Any]) -> Any:
@@ -201,26 +201,28 @@ class CodeMode:
                     await self.services.stores.audit.write(entries)
 
     async def search_tools(
-        self, query: Any, limit: Any = 10, detail: Any = "summary", namespaces: Any = None
+        self, query: Any, limit: Any = 10, detail: Any = "summary", namespaces: Any = None, *, caller: str | None = None
     ) -> SearchResult:
-        """Rank the visible tools for a free-text query (see :meth:`Operations.search_tools`)."""
-        return await Discovery(self.services, self.view()).search_tools(query, limit, detail, namespaces)
+        """Rank the tools ``caller`` sees for a free-text query (see :meth:`Discovery.search_tools`)."""
+        return await Discovery(self.services, self.view(caller=caller)).search_tools(query, limit, detail, namespaces)
 
-    async def list_tools(self, namespace: Any = None, cursor: Any = None, limit: Any = 100) -> ToolListResult:
-        """A page of the visible catalog (see :meth:`Operations.list_tools`)."""
-        return await Discovery(self.services, self.view()).list_tools(namespace, cursor, limit)
+    async def list_tools(
+        self, namespace: Any = None, cursor: Any = None, limit: Any = 100, *, caller: str | None = None
+    ) -> ToolListResult:
+        """A page of the catalog as ``caller`` sees it (see :meth:`Discovery.list_tools`)."""
+        return await Discovery(self.services, self.view(caller=caller)).list_tools(namespace, cursor, limit)
 
-    async def list_namespaces(self) -> NamespacesResult:
-        """Every visible namespace with its tool count."""
-        return await Discovery(self.services, self.view()).list_namespaces()
+    async def list_namespaces(self, *, caller: str | None = None) -> NamespacesResult:
+        """Every namespace ``caller`` sees, with its tool count."""
+        return await Discovery(self.services, self.view(caller=caller)).list_namespaces()
 
-    async def describe_tool(self, tool_id: Any, level: Any = "schema") -> DocsResult:
-        """Documentation of one tool or a list of tools (see :meth:`Operations.describe_tool`)."""
-        return await Discovery(self.services, self.view()).describe_tool(tool_id, level)
+    async def describe_tool(self, tool_id: Any, level: Any = "schema", *, caller: str | None = None) -> DocsResult:
+        """Documentation of one tool or a list of tools (see :meth:`Discovery.describe_tool`)."""
+        return await Discovery(self.services, self.view(caller=caller)).describe_tool(tool_id, level)
 
-    async def list_tool_examples(self, tool_id: Any, max: Any = 3) -> ExamplesResult:
+    async def list_tool_examples(self, tool_id: Any, max: Any = 3, *, caller: str | None = None) -> ExamplesResult:
         """Usage examples of one tool."""
-        return await Discovery(self.services, self.view()).list_tool_examples(tool_id, max)
+        return await Discovery(self.services, self.view(caller=caller)).list_tool_examples(tool_id, max)
 
     async def run_tool(
         self,
@@ -382,7 +384,8 @@ class CodeMode:
 
         hold = opts.resolve(self.defaults).timeout
         detail = opts.trace or self.defaults.trace or "summary"
-        return await self._go(go, code, caller, session, hold, detail, self.view(opts.allowed_namespaces), started)
+        view = self.view(opts.allowed_namespaces, caller)
+        return await self._go(go, code, caller, session, hold, detail, view, started)
 
     async def resume(
         self,
@@ -402,7 +405,7 @@ class CodeMode:
             decision: ``approve`` (this call, once), ``approve_run`` (these tools for the rest
                 of the run), ``deny`` (the snippet gets a catchable ``approval_denied`` error) or
                 ``abort`` (the run ends here, with ``approval_denied``).
-            caller: Who decides: only the run's own caller can resume it.
+            caller: Who decides: the run's own caller, or an operator (``policy.operators``).
             on_tool_call: Awaited as each tool call completes.
             by: Who decided, for the audit log and the trace (default: the caller).
             on_tool_start: Awaited with the tool id as each tool call starts.
@@ -416,13 +419,14 @@ class CodeMode:
         started = time.perf_counter()
         try:
             chosen = check_decision(decision)
-            run = await self._stores("execution_id").paused.take(execution_id, caller)
+            operator = self.services.is_operator(caller)
+            run = await self._stores("execution_id").paused.take(execution_id, caller, operator=operator)
         except ToolCodeError as exc:
             return outcome(None, exc, "summary", started)
         who = by or (f"person:{caller}" if caller and caller != "local" else "person")
         await self._decided(run, chosen, who)
         detail = run.options.trace or self.defaults.trace or "summary"
-        view = self.view(run.options.allowed_namespaces)
+        view = self.view(run.options.allowed_namespaces, run.caller)
         if chosen == "abort":
             pending = run.pending
             err = ToolError(
@@ -538,24 +542,26 @@ class CodeMode:
 
         Args:
             execution_id: The run.
-            caller: Whose run it is: only its own caller sees it.
+            caller: Who asks: the run's own caller, or an operator.
 
         Returns:
             The outcome (an ``invalid_arguments`` outcome for an unknown, finished or another
             caller's run).
         """
         try:
-            run = await self._stores("execution_id").paused.get(execution_id, caller)
+            operator = self.services.is_operator(caller)
+            run = await self._stores("execution_id").paused.get(execution_id, caller, operator=operator)
         except ToolCodeError as exc:
             return outcome(None, exc, "summary")
         detail = run.options.trace or self.defaults.trace or "summary"
         return outcome(paused_result(run), ApprovalRequiredError(run), detail)
 
     async def list_paused(self, caller: str | None = None) -> PausedResult:
-        """The caller's runs that wait for a decision, oldest first."""
+        """The caller's runs that wait for a decision (every caller's, for an operator), oldest first."""
         if self.services.stores is None:
             return PausedResult(paused=[])
-        runs = await self.services.stores.paused.list(caller)
+        owner = owner_of(caller)
+        runs = await self.services.stores.paused.list(caller, operator=self.services.is_operator(caller))
         return PausedResult(
             paused=[
                 PausedEntry(
@@ -565,6 +571,7 @@ class CodeMode:
                     session=r.session,
                     paused_at=round(r.paused_at, 3),
                     expires=round(r.expires, 3) if r.expires is not None else None,
+                    caller=(r.caller or "local") if r.owner != owner else None,
                 )
                 for r in runs
             ]
@@ -638,22 +645,31 @@ class CodeMode:
         return await self._stores("session").sessions.reset(caller, name)
 
     async def save_snippet(
-        self, name: Any, code: Any, description: Any, input_schema: Any = None, *, caller: str | None = None
+        self,
+        name: Any,
+        code: Any,
+        description: Any,
+        input_schema: Any = None,
+        *,
+        shared: Any = False,
+        caller: str | None = None,
     ) -> SnippetEntry:
         """Save (or replace) a parameterised snippet; it becomes the tool ``snippets:<name>``.
 
         The snippet reads its arguments as ``input``; ``input_schema`` (a JSON Schema object)
         describes them (default: any object). It is type-checked before it is saved. It is
-        ``caller``'s: another caller may not replace or delete it (an operator may).
+        ``caller``'s: other callers neither see it nor replace or delete it, unless an operator
+        saves it ``shared`` (every caller sees and runs it; only an operator changes it).
 
         Raises:
-            InvalidArgumentsError: If a field is invalid (names it), or the name is another caller's.
+            InvalidArgumentsError: If a field is invalid (names it), the name is another caller's,
+                or ``shared`` is asked by a caller who is not an operator.
+            LimitExceededError: ``quota_exceeded``, if the caller keeps ``snippets.max_per_caller`` snippets.
             TypeCheckError: If the code calls its tools wrongly.
             StateUnavailableError: If the state store cannot be written.
         """
-        view, checker = self.view(), self.services.checker
-        library = self._stores("name").snippets
-        saved = await library.save(
+        view, checker = self.view(caller=caller), self.services.checker
+        saved = await self._stores("name").snippets.save(
             name,
             code,
             description,
@@ -661,23 +677,25 @@ class CodeMode:
             lambda text: checker.check(text, view),
             owner=owner_of(caller),
             operator=self.services.is_operator(caller),
+            shared=shared,
+            quota=self.services.settings.snippets.max_per_caller,
         )
         return SnippetEntry(**saved.to_dict())
 
-    async def list_snippets(self) -> SnippetsResult:
-        """Every saved snippet (without its code), by name."""
+    async def list_snippets(self, *, caller: str | None = None) -> SnippetsResult:
+        """The saved snippets ``caller`` sees (its own and the shared ones; every one for an operator), by name."""
         lib = self._stores("name").snippets
-        return SnippetsResult(
-            snippets=[SnippetEntry(**lib.snippets[n].to_dict(with_code=False)) for n in sorted(lib.snippets)]
-        )
+        mine = lib.mine(owner_of(caller), self.services.is_operator(caller))
+        return SnippetsResult(snippets=[SnippetEntry(**s.to_dict(with_code=False)) for s in mine])
 
-    async def show_snippet(self, name: Any) -> SnippetEntry:
-        """One saved snippet with its code.
+    async def show_snippet(self, name: Any, *, caller: str | None = None) -> SnippetEntry:
+        """One saved snippet ``caller`` sees, with its code.
 
         Raises:
-            InvalidArgumentsError: If there is no snippet of this name.
+            InvalidArgumentsError: If there is no snippet of this name that ``caller`` sees.
         """
-        return SnippetEntry(**self._stores("name").snippets.get(name).to_dict())
+        lib = self._stores("name").snippets
+        return SnippetEntry(**lib.get(name, owner_of(caller), self.services.is_operator(caller)).to_dict())
 
     async def delete_snippet(self, name: Any, *, caller: str | None = None) -> bool:
         """Delete a saved snippet (and its tool); ``False`` when there was none.

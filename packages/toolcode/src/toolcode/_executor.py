@@ -110,9 +110,6 @@ class Executor:
         """The engine runs go to."""
         return self.services.engine
 
-    def _view(self, allowed: Any) -> CatalogView:
-        return CatalogView(self.services.index, allowed, self.services.unavailable)
-
     async def execute(self, params: ExecuteParams, listen: Listeners = NO_LISTENERS) -> ExecuteResult:
         """Run one snippet.
 
@@ -187,7 +184,7 @@ class Executor:
         budget = CallBudget(opts.max_tool_calls, opts.max_chain_steps)
         audit = AuditTrail(s.settings.policy.audit, caller, paused.execution_id if paused else new_execution_id())
         approvals = paused.approvals if paused is not None else None
-        checkpoint = Checkpoint(s.policy, self._view(opts.allowed_namespaces), audit, approvals)
+        checkpoint = Checkpoint(s.policy, s.view(opts.allowed_namespaces, caller), audit, approvals)
         if paused is not None:
             trace.restore(paused.trace)
             output.write("stdout", paused.stdout)

@@ -261,11 +261,15 @@ async def _delete_snippet(cm: CodeMode, a: dict[str, Any], h: _Hooks) -> DeleteO
 
 
 _OPERATIONS: dict[str, Callable[[CodeMode, dict[str, Any], _Hooks], Awaitable[BaseModel]]] = {
-    "search_tools": lambda cm, a, h: cm.search_tools(a.get("query"), a.get("limit", 10), a.get("detail", "summary")),
-    "list_tools": lambda cm, a, h: cm.list_tools(a.get("namespace"), a.get("cursor"), a.get("limit", 100)),
-    "list_namespaces": lambda cm, a, h: cm.list_namespaces(),
-    "describe_tool": lambda cm, a, h: cm.describe_tool(a.get("tool_id"), a.get("level", "schema")),
-    "list_tool_examples": lambda cm, a, h: cm.list_tool_examples(a.get("tool_id"), a.get("max", 3)),
+    "search_tools": lambda cm, a, h: cm.search_tools(
+        a.get("query"), a.get("limit", 10), a.get("detail", "summary"), caller=h.caller
+    ),
+    "list_tools": lambda cm, a, h: cm.list_tools(
+        a.get("namespace"), a.get("cursor"), a.get("limit", 100), caller=h.caller
+    ),
+    "list_namespaces": lambda cm, a, h: cm.list_namespaces(caller=h.caller),
+    "describe_tool": lambda cm, a, h: cm.describe_tool(a.get("tool_id"), a.get("level", "schema"), caller=h.caller),
+    "list_tool_examples": lambda cm, a, h: cm.list_tool_examples(a.get("tool_id"), a.get("max", 3), caller=h.caller),
     "run_tool": lambda cm, a, h: cm.run_tool(
         a.get("tool_id"), a.get("args"), timeout=a.get("timeout"), ask=h.ask, caller=h.caller
     ),
@@ -283,9 +287,14 @@ _OPERATIONS: dict[str, Callable[[CodeMode, dict[str, Any], _Hooks], Awaitable[Ba
     "list_sessions": lambda cm, a, h: cm.list_sessions(h.caller),
     "reset_session": _reset_session,
     "save_snippet": lambda cm, a, h: cm.save_snippet(
-        a.get("name"), a.get("code"), a.get("description"), a.get("input_schema"), caller=h.caller
+        a.get("name"),
+        a.get("code"),
+        a.get("description"),
+        a.get("input_schema"),
+        shared=a.get("shared", False),
+        caller=h.caller,
     ),
-    "list_snippets": lambda cm, a, h: cm.list_snippets(),
+    "list_snippets": lambda cm, a, h: cm.list_snippets(caller=h.caller),
     "delete_snippet": _delete_snippet,
     "resume_execution": lambda cm, a, h: cm.resume(
         a.get("execution_id"),

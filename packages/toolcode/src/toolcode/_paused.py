@@ -32,6 +32,8 @@ __all__ = ["DECISIONS", "Decision", "PausedRun", "PausedRuns", "new_execution_id
 KIND: Final = "paused"
 _SESSION_KIND: Final = "paused-session"
 """``<owner>/<session>`` → the id of the session's run that waits for a decision."""
+_OPERATOR_SCAN: Final = 10_000
+"""Paused records an operator's lookup or listing reads at most (every caller's)."""
 ID_PATTERN: Final = re.compile(r"^[0-9a-f]{32}$")
 Decision = Literal["approve", "approve_run", "deny", "abort"]
 """``approve``: this call, once; ``approve_run``: these tools for the rest of the run; ``deny``: the
@@ -177,7 +179,8 @@ class PausedRuns:
     """The paused runs of one state store.
 
     Each is kept under its owner's key (``<owner>/<execution id>``): a caller reads, lists and
-    counts only its own, never another's records.
+    counts only its own, never another's records; an operator (``policy.operators``) reads, lists
+    and decides every caller's.
 
     Args:
         store: Where they live.
@@ -234,37 +237,42 @@ class PausedRuns:
             "policy.pause_ttl seconds)",
         )
 
-    async def _read(self, execution_id: Any, caller: str | None) -> tuple[PausedRun, int]:
+    async def _read(self, execution_id: Any, caller: str | None, operator: bool) -> tuple[PausedRun, int]:
         eid = self.check_id(execution_id)
-        # Looked up under the caller's own key: another caller's run is not even read.
+        # Looked up under the caller's own key: another caller's run is not even read (but by an operator).
         rec = await self.store.get(KIND, f"{owner_of(caller)}/{eid}")
+        if rec is None and operator:
+            keys = [i.key for i in await self.store.list(KIND, limit=_OPERATOR_SCAN) if i.key.endswith("/" + eid)]
+            rec = await self.store.get(KIND, keys[0]) if keys else None
         if rec is None:
             raise self._unknown(eid)
         try:
             run = PausedRun.decode(rec.value)
         except ValueError:
             raise self._unknown(eid) from None
-        if run.owner != owner_of(caller) or run.execution_id != eid:
+        if (run.owner != owner_of(caller) and not operator) or run.execution_id != eid:
             raise self._unknown(eid)
         return run, rec.version
 
-    async def get(self, execution_id: Any, caller: str | None) -> PausedRun:
-        """Read a paused run of this caller without taking it.
+    async def get(self, execution_id: Any, caller: str | None, *, operator: bool = False) -> PausedRun:
+        """Read a paused run of this caller (of any caller, for an ``operator``) without taking it.
 
         Raises:
             InvalidArgumentsError: If the id is malformed, unknown, expired, or another caller's.
         """
-        return (await self._read(execution_id, caller))[0]
+        return (await self._read(execution_id, caller, operator))[0]
 
-    async def take(self, execution_id: Any, caller: str | None) -> PausedRun:
+    async def take(self, execution_id: Any, caller: str | None, *, operator: bool = False) -> PausedRun:
         """Take a paused run to continue it: afterwards nobody else can.
+
+        Only the caller's own run, or any caller's for an ``operator``.
 
         Raises:
             InvalidArgumentsError: If the id is malformed, unknown, expired, already taken, or
                 another caller's.
             StateUnavailableError: If the store cannot be reached.
         """
-        run, version = await self._read(execution_id, caller)
+        run, version = await self._read(execution_id, caller, operator)
         try:
             taken = await self.store.delete(KIND, f"{run.owner}/{run.execution_id}", expect=version)
         except StateConflictError:
@@ -277,11 +285,12 @@ class PausedRuns:
             await self.store.delete(_SESSION_KIND, f"{run.owner}/{run.session}")
         return run
 
-    async def list(self, caller: str | None, *, limit: int = 100) -> list[PausedRun]:
-        """This caller's paused runs, oldest first."""
+    async def list(self, caller: str | None, *, limit: int = 100, operator: bool = False) -> list[PausedRun]:
+        """This caller's paused runs (every caller's, for an ``operator``), oldest first."""
         owner = owner_of(caller)
         out: list[PausedRun] = []
-        for info in await self.store.list(KIND, prefix=owner + "/", limit=max(limit, self.settings.max_paused_runs)):
+        prefix, most = ("", _OPERATOR_SCAN) if operator else (owner + "/", max(limit, self.settings.max_paused_runs))
+        for info in await self.store.list(KIND, prefix=prefix, limit=most):
             rec = await self.store.get(KIND, info.key)
             if rec is None:
                 continue
@@ -289,11 +298,9 @@ class PausedRuns:
                 run = PausedRun.decode(rec.value)
             except ValueError:
                 continue
-            if run.owner == owner:
+            if run.owner == owner or operator:
                 out.append(run)
-            if len(out) >= limit:
-                break
-        return sorted(out, key=lambda r: r.paused_at)
+        return sorted(out, key=lambda r: r.paused_at)[:limit]
 
     @staticmethod
     def check_id(value: Any) -> str:

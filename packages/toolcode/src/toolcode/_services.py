@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -10,11 +10,12 @@ from toolcode._audit import AuditLog, Quarantine
 from toolcode._modules import ToolModules
 from toolcode._paused import PausedRuns
 from toolcode._results import StoredResults
-from toolcode._sessions import Sessions
+from toolcode._sessions import Sessions, owner_of
 from toolcode._settings import Settings
 from toolcode._snippets import SnippetLibrary
 from toolcode._typecheck import TypeChecker
 from toolcode._types import Engine
+from toolcode._view import CatalogView
 from toolcode.calls import Policy
 from toolcode.engines import load_engine
 from toolcode.exceptions import ConfigurationError
@@ -163,6 +164,15 @@ class Services:
     def is_operator(self, caller: str | None) -> bool:
         """Whether ``caller`` is an operator (``policy.operators``; ``None`` is the local user)."""
         return (caller or "local") in self.settings.policy.operators
+
+    def view(self, allowed_namespaces: Sequence[str] | None, caller: str | None) -> CatalogView:
+        """The catalog as ``caller`` sees it: these namespaces, without other callers' private snippets."""
+        hidden = (
+            self.stores.snippets.hidden_from(owner_of(caller), self.is_operator(caller))
+            if self.stores is not None
+            else frozenset[str]()
+        )
+        return CatalogView(self.index, allowed_namespaces, self.unavailable, hidden)
 
     @property
     def audit_probe(self) -> Callable[[], Awaitable[None]] | None:

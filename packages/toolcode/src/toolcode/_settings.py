@@ -35,6 +35,7 @@ __all__ = [
     "SearchSettings",
     "SessionSettings",
     "Settings",
+    "SnippetSettings",
     "StateSettings",
     "Tier",
     "WorkerSettings",
@@ -151,8 +152,9 @@ class PolicySettings(_Section):
     )
     operators: tuple[str, ...] = Field(
         default=("local",),
-        description="Callers who may approve quarantined tools through a door (approve_tools): 'local' is the "
-        "local user (stdio, loopback HTTP without tokens), 'token:NAME' the caller of a bearer token.",
+        description="Callers who may approve quarantined tools, publish shared snippets, and see and decide "
+        "other callers' paused runs: 'local' is the local user (stdio, loopback HTTP without tokens), "
+        "'token:NAME' the caller of a bearer token.",
     )
     audit: AuditSettings = Field(default_factory=AuditSettings)
 
@@ -212,6 +214,14 @@ class SessionSettings(_Section):
     max_bytes: int = Field(default=16 * 1024 * 1024, ge=1024, description="Largest state a session may keep, in bytes.")
     queue_timeout: float = Field(
         default=30.0, ge=0, allow_inf_nan=False, description="Seconds a run waits while another run holds its session."
+    )
+
+
+class SnippetSettings(_Section):
+    """Saved snippets (``save_snippet``)."""
+
+    max_per_caller: int = Field(
+        default=100, ge=0, description="Saved snippets one caller may keep (0: no limit; more: quota_exceeded)."
     )
 
 
@@ -307,6 +317,7 @@ class Settings(_Section):
     workers: WorkerSettings = Field(default_factory=WorkerSettings)
     state: StateSettings = Field(default_factory=StateSettings)
     sessions: SessionSettings = Field(default_factory=SessionSettings)
+    snippets: SnippetSettings = Field(default_factory=SnippetSettings)
     search: SearchSettings = Field(default_factory=SearchSettings)
     results: ResultSettings = Field(
         default_factory=ResultSettings,

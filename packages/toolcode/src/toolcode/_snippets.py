@@ -6,9 +6,10 @@ ways: ``run_tool("snippets:name", ...)``, ``from tools import snippets``, MCP ``
 Its body runs in the sandbox; called from a run, it runs under that run's limits, its tool
 calls count against that run's budget and appear in that run's trace.
 
-Saved snippets are shared by every caller of a toolbox (they are catalog entries, like the
-upstream tools), and by every replica that shares the state store: each replica picks up the
-others' changes within :data:`SYNC_INTERVAL` seconds.
+A saved snippet belongs to the caller who saved it: other callers do not see it (search, listings,
+``describe_tool``, runs) unless an operator published it as *shared*. Names are one namespace for
+every caller (a name another caller holds is refused). Every replica that shares the state store
+picks up the others' changes within :data:`SYNC_INTERVAL` seconds.
 
 The library keeps them; it does not run them. A call of ``snippets:<name>`` goes down the call
 stack like any tool call: toolrun checks its arguments against its input schema and hands them to
@@ -29,7 +30,7 @@ from typing import Any, Final, cast
 
 import anyio
 
-from toolcode.exceptions import InvalidArgumentsError, ToolCodeError, TypeCheckError
+from toolcode.exceptions import InvalidArgumentsError, LimitExceededError, ToolCodeError, TypeCheckError
 from toolcode.state import StateStore
 from toolindex import BackendRef, Index, Tool
 from toolindex.log import get_logger
@@ -90,7 +91,13 @@ class SavedSnippet:
     updated: float
     owner: str = "local"
     """Who saved it (:func:`~toolcode._sessions.owner_of` of the caller): only they, or an operator,
-    may replace or delete it."""
+    see it (unless shared), replace it or delete it."""
+    shared: bool = False
+    """Published by an operator: every caller sees and runs it."""
+
+    def seen_by(self, owner: str, operator: bool) -> bool:
+        """Whether the caller ``owner`` (an ``operator`` or not) sees this snippet."""
+        return self.shared or operator or self.owner == owner
 
     @property
     def tool_id(self) -> str:
@@ -106,6 +113,7 @@ class SavedSnippet:
             "input_schema": dict(self.input_schema),
             "created": round(self.created, 3),
             "updated": round(self.updated, 3),
+            "shared": self.shared,
         }
         if with_code:
             out["code"] = self.code
@@ -137,6 +145,7 @@ def _decode(blob: bytes) -> SavedSnippet | None:
             d["created"],
             d["updated"],
             str(d.get("owner", "local")),
+            d.get("shared") is True,
         )
     except (ValueError, KeyError, TypeError):
         return None
@@ -177,6 +186,23 @@ class SnippetLibrary:
         self._versions: dict[str, int] = {}
         self.backend = ProviderBackend(PROVIDER_ID, _Provider(self), namespace=NAMESPACE)
         self._lock = anyio.Lock()
+        self._hidden: dict[str, frozenset[str]] = {}
+
+    def hidden_from(self, owner: str, operator: bool) -> frozenset[str]:
+        """The tool ids of the snippets ``owner`` does not see (others' private ones; none for an operator)."""
+        if operator:
+            return frozenset()
+        hit = self._hidden.get(owner)
+        if hit is None:
+            if len(self._hidden) >= 1024:
+                self._hidden.clear()
+            hit = frozenset(s.tool_id for s in self.snippets.values() if not s.seen_by(owner, False))
+            self._hidden[owner] = hit
+        return hit
+
+    def mine(self, owner: str, operator: bool) -> list[SavedSnippet]:
+        """The snippets ``owner`` sees, by name."""
+        return [s for _, s in sorted(self.snippets.items()) if s.seen_by(owner, operator)]
 
     def code_of(self, name: str) -> str | None:
         """A saved snippet's code (``None`` when there is none by that name)."""
@@ -189,9 +215,11 @@ class SnippetLibrary:
         return BackendRef.of_provider(PROVIDER_ID, tool=name)
 
     def _show(self, snippet: SavedSnippet) -> None:
+        self._hidden.clear()
         self.index.register(snippet.tool(), self._ref(snippet.name))
 
     def _hide(self, name: str) -> None:
+        self._hidden.clear()
         try:
             self.index.unregister(f"{NAMESPACE}:{name}")
         except ToolCodeError:
@@ -240,18 +268,28 @@ class SnippetLibrary:
         *,
         owner: str = "local",
         operator: bool = False,
+        shared: Any = False,
+        quota: int = 0,
     ) -> SavedSnippet:
         """Save (or replace) a snippet, after checking its fields, then its code with ``check``.
 
-        ``owner`` saves it; a snippet of another owner's is replaced only by an ``operator``.
+        ``owner`` saves it; a snippet of another owner's is replaced only by an ``operator``, who
+        alone may save it ``shared`` (seen by every caller).
 
         Raises:
-            InvalidArgumentsError: If a field is invalid (names it), or the name is another owner's.
+            InvalidArgumentsError: If a field is invalid (names it), the name is another owner's,
+                or ``shared`` is asked by a caller who is not an operator.
+            LimitExceededError: ``max_snippets`` (code ``quota_exceeded``) if ``owner`` already keeps
+                ``quota`` snippets (0: no limit) and this is a new one.
             TypeCheckError: If the code calls its tools wrongly.
             StateUnavailableError: If the store cannot be written.
         """
         name = self.check_name(name)
         self._check_owner(name, owner, operator)
+        if not isinstance(shared, bool):
+            raise InvalidArgumentsError("shared", f"must be true or false, got {type(shared).__name__}")
+        if shared and not operator:
+            raise InvalidArgumentsError("shared", "only an operator publishes a snippet to every caller")
         if not isinstance(code, str) or not code.strip():
             raise InvalidArgumentsError(
                 "code", "must be a non-empty string: the snippet, reading its arguments as `input`"
@@ -278,7 +316,9 @@ class SnippetLibrary:
         async with self._lock:
             self._check_owner(name, owner, operator)
             old = self.snippets.get(name)
-            snippet = SavedSnippet(name, code, description.strip(), schema, old.created if old else now, now, owner)
+            self._check_quota(name, owner, quota)
+            made = old.created if old else now
+            snippet = SavedSnippet(name, code, description.strip(), schema, made, now, owner, shared)
             version = await self.store.put(_KIND, name, _encode(snippet))
             self.snippets[name] = snippet
             self._versions[name] = version
@@ -301,6 +341,19 @@ class SnippetLibrary:
             self._hide(name)
         return gone
 
+    def _check_quota(self, name: str, owner: str, quota: int) -> None:
+        if not quota or name in self.snippets:
+            return
+        kept = sum(1 for s in self.snippets.values() if s.owner == owner)
+        if kept >= quota:
+            raise LimitExceededError(
+                "max_snippets",
+                quota,
+                kept,
+                "the snippet was not saved: this caller keeps as many saved snippets as it may "
+                "(snippets.max_per_caller); delete one first",
+            )
+
     def _check_owner(self, name: str, owner: str, operator: bool) -> None:
         old = self.snippets.get(name)
         if old is not None and old.owner != owner and not operator:
@@ -308,16 +361,17 @@ class SnippetLibrary:
                 "name", f"snippet {name!r} was saved by another caller: choose another name (an operator may change it)"
             )
 
-    def get(self, name: Any) -> SavedSnippet:
-        """One snippet.
+    def get(self, name: Any, owner: str | None = None, operator: bool = False) -> SavedSnippet:
+        """One snippet (of those the caller ``owner`` sees, when given).
 
         Raises:
-            InvalidArgumentsError: If there is no snippet of this name.
+            InvalidArgumentsError: If there is no snippet of this name (that the caller sees).
         """
         name = self.check_name(name)
         snippet = self.snippets.get(name)
-        if snippet is None:
-            known = ", ".join(sorted(self.snippets)[:10]) or "none saved"
+        if snippet is None or (owner is not None and not snippet.seen_by(owner, operator)):
+            seen = self.mine(owner, operator) if owner is not None else self.snippets.values()
+            known = ", ".join(sorted(s.name for s in seen)[:10]) or "none saved"
             raise InvalidArgumentsError("name", f"no saved snippet {name!r} (saved: {known})")
         return snippet
 

@@ -1,4 +1,7 @@
-"""A filtered view of the catalog: what one caller may see (``allowed_namespaces``).
+"""A filtered view of the catalog: what one caller may see.
+
+The filter is the namespaces the caller may use (``allowed_namespaces``) and the tools that are
+other callers' own (``hidden``: their private saved snippets).
 
 Every operation of the core goes through a view, so the filter applies the same way to search,
 listing, describe, suggestions and runs; a tool outside the view does not exist for the caller:
@@ -11,7 +14,7 @@ tools answers ``server_unavailable`` with the reason instead of ``unknown_tool``
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from typing import cast
 
 from toolcode.exceptions import ErrorCode, ToolError, clip
@@ -55,19 +58,30 @@ class CatalogView:
         allowed_namespaces: The namespaces visible to the caller (``None``: all of them).
         unavailable: Servers that failed to start, with the reason (a live mapping:
             ``Toolbox.failed``, which a later successful connect clears).
+        hidden: Tool ids out of sight for this caller whatever their namespace.
     """
 
-    __slots__ = ("_allowed", "_unavailable", "index")
+    __slots__ = ("_allowed", "_hidden", "_unavailable", "index")
 
     def __init__(
         self,
         index: Index,
         allowed_namespaces: Sequence[str] | None = None,
         unavailable: Mapping[str, str] | None = None,
+        hidden: Set[str] = frozenset(),
     ) -> None:
         self.index = index
         self._allowed = frozenset(allowed_namespaces) if allowed_namespaces is not None else None
         self._unavailable: Mapping[str, str] = unavailable if unavailable is not None else {}
+        self._hidden = hidden
+
+    @property
+    def filtered(self) -> bool:
+        """Whether some registered tool is out of sight (an id must then be resolved through :meth:`get`)."""
+        return self._allowed is not None or bool(self._hidden)
+
+    def _shown(self, tool_id: str) -> bool:
+        return tool_id not in self._hidden
 
     @property
     def allowed_namespaces(self) -> frozenset[str] | None:
@@ -105,7 +119,7 @@ class CatalogView:
         if not callable(suggest):
             return []
         ids = cast("list[str]", suggest(tool_id, 8 if self._allowed is not None else _SUGGESTIONS))
-        return [i for i in ids if self.visible(i.split(":", 1)[0])][:_SUGGESTIONS]
+        return [i for i in ids if self.visible(i.split(":", 1)[0]) and self._shown(i)][:_SUGGESTIONS]
 
     def get(self, tool_id: str) -> Tool:
         """The visible tool with this id.
@@ -125,13 +139,13 @@ class CatalogView:
                 raise down from None
             raise ToolNotFoundError(tool_id, self.suggest(tool_id)) from None
         except AmbiguousToolIDError as e:
-            mine = [c for c in e.candidates if self.visible(c.split(":", 1)[0])]
+            mine = [c for c in e.candidates if self.visible(c.split(":", 1)[0]) and self._shown(c)]
             if len(mine) == 1:
                 return self.index.get(mine[0])
             if not mine:
                 raise ToolNotFoundError(tool_id, self.suggest(tool_id)) from None
             raise AmbiguousToolIDError(e.name, mine) from None
-        if not self.visible(tool.namespace):
+        if not self.visible(tool.namespace) or not self._shown(tool.id):
             raise ToolNotFoundError(tool_id, self.suggest(tool_id))
         return tool
 
@@ -143,11 +157,19 @@ class CatalogView:
             ns = sorted(self._allowed if namespaces is None else self._allowed.intersection(namespaces))
             if not ns:
                 return []
-        return self.index.search(query, limit=limit, namespaces=ns)
+        if not self._hidden:
+            return self.index.search(query, limit=limit, namespaces=ns)
+        hits = self.index.search(query, limit=limit + len(self._hidden), namespaces=ns)
+        return [h for h in hits if self._shown(h.id)][:limit]
 
     def namespaces(self) -> list[NamespaceInfo]:
-        """Visible namespaces, sorted by name."""
-        return [n for n in self.index.namespaces() if self.visible(n.name)]
+        """Visible namespaces, sorted by name (a count leaves out the tools hidden from this caller)."""
+        out: list[NamespaceInfo] = []
+        for n in self.index.namespaces():
+            gone = sum(1 for i in self._hidden if i.startswith(n.name + ":")) if self._hidden else 0
+            if self.visible(n.name) and n.tool_count > gone:
+                out.append(n.model_copy(update={"tool_count": n.tool_count - gone}) if gone else n)
+        return out
 
     def list_tools(self, *, cursor: str | None, limit: int, namespace: str | None) -> ToolPage:
         """A page of visible tools in id order (the index's cursors).
@@ -164,4 +186,8 @@ class CatalogView:
                 raise down
             return page
         among = sorted(self._allowed) if self._allowed is not None else None
-        return self.index.list_tools(cursor=cursor, limit=limit, namespace=namespace, namespaces=among)
+        page = self.index.list_tools(cursor=cursor, limit=limit, namespace=namespace, namespaces=among)
+        if not self._hidden:
+            return page
+        # A page may come out shorter than ``limit``; its cursor still goes on from where the index stopped.
+        return ToolPage(tools=tuple(t for t in page.tools if self._shown(t.id)), next_cursor=page.next_cursor)

@@ -69,6 +69,7 @@ _LIMIT_CODES: Final = {
     "max_recursion_depth": ErrorCode.MEMORY_LIMIT,
     "max_paused_bytes": ErrorCode.MEMORY_LIMIT,
     "max_paused_runs": ErrorCode.QUOTA_EXCEEDED,
+    "max_snippets": ErrorCode.QUOTA_EXCEEDED,
 }
 _OP_CODES: Final = {
     "resolve": ErrorCode.UNKNOWN_TOOL,

@@ -289,11 +289,13 @@ class SnippetEntry(_Model):
     input_schema: dict[str, Any]
     created: float
     updated: float
+    shared: bool = False
+    """Published by an operator: every caller sees it (else only its owner and the operators do)."""
     code: str | None = None
 
 
 class SnippetsResult(_Model):
-    """``list_snippets``: every saved snippet, by name."""
+    """``list_snippets``: the saved snippets the caller sees, by name."""
 
     snippets: list[SnippetEntry]
 
@@ -337,10 +339,12 @@ class PausedEntry(_Model):
     session: str | None
     paused_at: float
     expires: float | None
+    caller: str | None = None
+    """Whose run it is, when it is not the lister's own (an operator sees every caller's)."""
 
 
 class PausedResult(_Model):
-    """``list_paused``: the caller's paused runs, oldest first."""
+    """``list_paused``: the caller's paused runs (every caller's, for an operator), oldest first."""
 
     paused: list[PausedEntry]
 

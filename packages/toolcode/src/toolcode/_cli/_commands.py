@@ -245,7 +245,9 @@ async def cmd_snippets(args: argparse.Namespace) -> int:
             raise UsageError("snippets save needs --description TEXT (how search finds it)")
         schema = json_arg(args.input_schema, "--input-schema")
         return await operation(
-            args, lambda box: box.codemode.save_snippet(args.name, code, args.description, schema), reply_text
+            args,
+            lambda box: box.codemode.save_snippet(args.name, code, args.description, schema, shared=args.shared),
+            reply_text,
         )
     if action == "show":
 

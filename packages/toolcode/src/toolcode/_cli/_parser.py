@@ -239,6 +239,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-c", dest="code", metavar="CODE", help="save: the code as a string")
     p.add_argument("--description", metavar="TEXT", help="save: what the snippet does")
     p.add_argument("--input-schema", metavar="JSON", help="save: JSON Schema of its arguments")
+    p.add_argument(
+        "--shared", action="store_true", help="save: publish it to every caller (the local user is an operator)"
+    )
 
     p = command("search", "search the catalog")
     p.add_argument("query", help="what you want to do, in words")

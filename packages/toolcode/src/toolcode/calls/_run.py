@@ -40,7 +40,7 @@ class Run(Layer):
         view, timeout = self._view, call.timeout
         try:
             # Without a filter the runner resolves the id itself (one lookup less per call).
-            tool_id = call.tool_id if view.allowed_namespaces is None else view.get(call.tool_id).id
+            tool_id = view.get(call.tool_id).id if view.filtered else call.tool_id
             if not tool_id.startswith(_SNIPPETS_PREFIX):
                 return await self._runner.run(tool_id, call.args, timeout=timeout)
             with running_snippets(self._snippet):
