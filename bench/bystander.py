@@ -25,6 +25,7 @@ every case.
 
     uv run python bench/bystander.py            # table
     uv run python bench/bystander.py --json     # {"solo": {...}, "attacks": {...}, "goal_met": bool}
+    uv run python bench/bystander.py --only typecheck_flood,cpu   # some attacks
 """
 
 from __future__ import annotations
@@ -157,13 +158,13 @@ async def _attack_loop(name: str, url: str) -> None:
             tg.start_soon(one)
 
 
-async def _measure(url: str, server: psutil.Process, n: int) -> dict[str, Any]:
+async def _measure(url: str, server: psutil.Process, n: int, only: list[str]) -> dict[str, Any]:
     report: dict[str, Any] = {"attacks": {}}
     async with Client(url) as bystander:
         await _bystander(bystander, 10)  # warm up
         solo = await _bystander(bystander, n)
         report["solo"] = {"p50_ms": round(_pct(solo, 0.5), 2), "p95_ms": round(_pct(solo, 0.95), 2), "n": n}
-        for name in _attacks():
+        for name in only:
             peak = [server.memory_info().rss]
             out = bytearray()
             attacker = await anyio.open_process(
@@ -208,7 +209,7 @@ async def _measure(url: str, server: psutil.Process, n: int) -> dict[str, Any]:
     return report
 
 
-async def main_async(n: int) -> dict[str, Any]:
+async def main_async(n: int, only: list[str]) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="toolcode-bystander-") as tmp:
         config = Path(tmp) / "mcp.json"
         hostile = {"command": sys.executable, "args": [str(HOSTILE), "--schemas", "redos"]}
@@ -220,7 +221,7 @@ async def main_async(n: int) -> dict[str, Any]:
         config.write_text(json.dumps({"mcpServers": {"hostile": hostile}, "toolcode": settings}))
         proc, url = await _serve(config)
         try:
-            report = await _measure(url, psutil.Process(proc.pid), n)
+            report = await _measure(url, psutil.Process(proc.pid), n, only)
         finally:
             proc.terminate()
             with anyio.move_on_after(10):
@@ -235,13 +236,20 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", action="store_true", help="print one JSON document")
     parser.add_argument("-n", type=int, default=100, help="bystander runs per case (default: %(default)s)")
+    parser.add_argument(
+        "--only", help="comma-separated attacks to run (default: every one): " + ",".join(_attacks())
+    )
     parser.add_argument("--attack", help=argparse.SUPPRESS)  # internal: run one attacker
     parser.add_argument("--url", help=argparse.SUPPRESS)
     ns = parser.parse_args()
     if ns.attack:
         anyio.run(_attack_loop, ns.attack, ns.url)
         return 0
-    report = anyio.run(main_async, ns.n)
+    only = ns.only.split(",") if ns.only else list(_attacks())
+    unknown = sorted(set(only) - set(_attacks()))
+    if unknown:
+        parser.error(f"unknown attack(s): {', '.join(unknown)}")
+    report = anyio.run(main_async, ns.n, only)
     if ns.json:
         print(json.dumps(report, indent=2))
         return 0

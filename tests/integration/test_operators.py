@@ -30,7 +30,11 @@ async def _call(url: str, token: str, tool: str, args: dict[str, Any]) -> tuple[
         return bool(res.is_error), dict(res.structured_content or {})
 
 
-async def test_only_an_operator_approves_quarantined_tools(tmp_path: Path) -> None:
+@pytest.mark.parametrize("store", ["sqlite", "redis"])
+async def test_only_an_operator_approves_quarantined_tools(
+    tmp_path: Path, store: str, request: pytest.FixtureRequest
+) -> None:
+    state = {"url": str(request.getfixturevalue("redis_url"))} if store == "redis" else {"dir": str(tmp_path / "state")}
     config = {
         "mcpServers": {
             "time": {"command": sys.executable, "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"]}
@@ -38,7 +42,7 @@ async def test_only_an_operator_approves_quarantined_tools(tmp_path: Path) -> No
         "toolcode": {
             "tools": ["*"],
             "policy": {"quarantine": True, "operators": ["token:alice"]},
-            "state": {"dir": str(tmp_path / "state")},
+            "state": state,
         },
     }
     (tmp_path / "mcp.json").write_text(json.dumps(config))

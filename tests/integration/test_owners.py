@@ -2,9 +2,10 @@
 
 ``alice`` and ``bob`` are ordinary callers, ``op`` an operator (``policy.operators``). A saved
 snippet is its owner's (others neither find, read nor run it) unless the operator published it
-shared; saved snippets count against a quota per caller; the operator sees and decides every
-caller's paused runs, an ordinary caller only its own. Against a real SQLite file and a real Redis,
-with a real upstream (server-filesystem on a temporary folder, whose writes the policy asks about).
+shared; saved snippets and paused runs count against quotas per caller; the operator sees and
+decides every caller's paused runs, an ordinary caller only its own; an approval covers the code
+and the tools the person saw. Against a real SQLite file and a real Redis, with a real upstream
+(server-filesystem on a temporary folder, whose writes the policy asks about).
 """
 
 from __future__ import annotations
@@ -43,7 +44,11 @@ def url(tmp_path: Path, files_dir: Path, state: dict[str, Any]) -> Iterator[str]
         "mcpServers": {"fs": {"command": str(npm_server("mcp-server-filesystem")), "args": [str(files_dir)]}},
         "toolcode": {
             "tools": ["*"],
-            "policy": {"operators": ["token:op"], "rules": [{"tools": "fs:write_file", "decision": "ask"}]},
+            "policy": {
+                "operators": ["token:op"],
+                "rules": [{"tools": "fs:write_file", "decision": "ask"}, {"tools": "fs:move_file", "decision": "ask"}],
+                "max_paused_runs": 2,
+            },
             "snippets": {"max_per_caller": 2},
             "state": state,
         },
@@ -156,3 +161,80 @@ async def test_an_operator_sees_and_decides_every_callers_paused_run(url: str, f
     done = await _ok(url, "op", "resume_execution", {"execution_id": eid, "decision": "approve"})
     assert done["value"] == "written" and target.read_text() == "from bob", done
     assert (await _ok(url, "bob", "list_paused", {}))["paused"] == []
+
+
+def _write(path: Path, content: str) -> str:
+    return f"run_tool('fs:write_file', path={str(path)!r}, content={content!r})"
+
+
+async def test_an_approved_snippet_rewritten_by_its_own_run_is_asked_about_again(url: str, files_dir: Path) -> None:
+    tidy, victim = files_dir / "tidy.txt", files_dir / "victim.txt"
+    await _ok(url, "alice", "save_snippet", {"name": "tidy", "code": _write(tidy, "tidy"), "description": "Tidy."})
+    code = f"""
+run_tool('snippets:tidy')
+save_snippet('tidy', {_write(victim, "wiped")!r}, 'Tidy.')
+run_tool('snippets:tidy')
+__out = 'done'
+"""
+    paused = await _ok(url, "alice", "execute_code", {"code": code})
+    eid = paused["approval"]["execution_id"]
+    again = await _ok(url, "alice", "resume_execution", {"execution_id": eid, "decision": "approve_run"})
+    assert again["approval"] is not None and tidy.read_text() == "tidy" and not victim.exists(), again
+    assert [p["tool_id"] for p in again["approval"]["pending"]] == ["snippets:tidy"]
+    abort = {"execution_id": again["approval"]["execution_id"], "decision": "abort"}
+    failed, out = await _call(url, "alice", "resume_execution", abort)
+    assert failed and out["error"]["code"] == "approval_denied" and not victim.exists(), out
+
+
+async def test_a_snippet_swapped_before_the_decision_is_asked_about_again(url: str, files_dir: Path) -> None:
+    report, victim = files_dir / "report.txt", files_dir / "victim.txt"
+    saved = {"name": "report", "code": _write(report, "report"), "description": "Write the report."}
+    await _ok(url, "alice", "save_snippet", saved)
+    paused = await _ok(url, "alice", "execute_code", {"code": "run_tool('snippets:report')"})
+    # Another caller cannot swap it; its owner can, and the decision then no longer covers it.
+    failed, out = await _call(url, "bob", "save_snippet", {**saved, "code": _write(victim, "bob")})
+    assert failed, out
+    await _ok(url, "alice", "save_snippet", {**saved, "code": _write(victim, "wiped")})
+    eid = paused["approval"]["execution_id"]
+    after = await _ok(url, "alice", "resume_execution", {"execution_id": eid, "decision": "approve"})
+    assert after["approval"] is not None and not victim.exists() and not report.exists(), after
+
+
+async def test_a_tool_id_carried_as_data_is_in_the_question(url: str, files_dir: Path) -> None:
+    note, moved = files_dir / "note.txt", files_dir / "moved.txt"
+    code = f"later = ['fs:move_file']\n{_write(note, 'note')}\n"
+    code += f"run_tool(later[0], source={str(note)!r}, destination={str(moved)!r})"
+    await _ok(url, "alice", "save_snippet", {"name": "note", "code": code, "description": "Write a note."})
+    paused = await _ok(url, "alice", "execute_code", {"code": "run_tool('snippets:note')"})
+    reason = paused["approval"]["pending"][0]["reason"]
+    assert "fs:write_file" in reason and "fs:move_file" in reason, reason
+
+
+async def test_paused_runs_count_against_their_own_callers_quota(url: str, files_dir: Path) -> None:
+    ids = []
+    for i in range(2):
+        paused = await _ok(url, "bob", "execute_code", {"code": _write(files_dir / f"b{i}.txt", "b")})
+        ids.append(paused["approval"]["execution_id"])
+    failed, out = await _call(url, "bob", "execute_code", {"code": _write(files_dir / "b2.txt", "b")})
+    assert failed and out["error"]["code"] == "quota_exceeded", out
+    mine = await _ok(url, "alice", "execute_code", {"code": _write(files_dir / "a.txt", "a")})
+    assert mine["approval"] is not None  # bob's pauses do not count against alice
+    assert [p["execution_id"] for p in (await _ok(url, "alice", "list_paused", {}))["paused"]] == [
+        mine["approval"]["execution_id"]
+    ]
+    assert sorted(p["execution_id"] for p in (await _ok(url, "bob", "list_paused", {}))["paused"]) == sorted(ids)
+
+
+async def test_a_session_run_while_another_is_paused_is_refused_and_loses_nothing(url: str, files_dir: Path) -> None:
+    await _ok(url, "bob", "execute_code", {"code": "n = 1", "session": "work"})
+    paused = await _ok(
+        url, "bob", "execute_code", {"code": f"n = 2\n{_write(files_dir / 's.txt', 's')}", "session": "work"}
+    )
+    failed, out = await _call(url, "bob", "execute_code", {"code": "n = 99", "session": "work"})
+    assert failed and out["error"]["code"] == "session_limit", out
+    # Another caller's session of the same name is its own.
+    await _ok(url, "alice", "execute_code", {"code": "n = 7", "session": "work"})
+    eid = paused["approval"]["execution_id"]
+    await _ok(url, "bob", "resume_execution", {"execution_id": eid, "decision": "approve"})
+    assert (await _ok(url, "bob", "execute_code", {"code": "__out = n", "session": "work"}))["value"] == 2
+    assert (await _ok(url, "alice", "execute_code", {"code": "__out = n", "session": "work"}))["value"] == 7

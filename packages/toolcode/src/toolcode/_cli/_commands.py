@@ -297,9 +297,19 @@ async def cmd_report(args: argparse.Namespace) -> int:
     return await operation(args, call, show)
 
 
+SERVE_SWITCH_INTERVAL = 0.0005
+"""Seconds a thread holds the interpreter lock before another that waits for it gets it, in the
+``serve`` process (Python's default is 0.005). A long snippet's check runs in a worker thread; each
+time the event loop thread wakes up (a request, an upstream reply) it waits for that thread's turn
+to end, several times per request, so shorter turns keep a bystander's trivial run quick while
+other callers' long checks run (``bench/bystander.py --only typecheck_flood``)."""
+
+
 async def cmd_serve(args: argparse.Namespace) -> int:
     from toolcode.server import TOKENS_ENV, BearerTokens, serve_http, serve_stdio
     from toolcode.server._http_address import check_bind
+
+    sys.setswitchinterval(SERVE_SWITCH_INTERVAL)  # this process is the server: the setting is its own
 
     if args.http is None:
         if args.token_file or args.allow_host or args.allow_origin:
