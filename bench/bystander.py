@@ -236,9 +236,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", action="store_true", help="print one JSON document")
     parser.add_argument("-n", type=int, default=100, help="bystander runs per case (default: %(default)s)")
-    parser.add_argument(
-        "--only", help="comma-separated attacks to run (default: every one): " + ",".join(_attacks())
-    )
+    parser.add_argument("--only", help="comma-separated attacks to run (default: every one): " + ",".join(_attacks()))
     parser.add_argument("--attack", help=argparse.SUPPRESS)  # internal: run one attacker
     parser.add_argument("--url", help=argparse.SUPPRESS)
     ns = parser.parse_args()

@@ -149,3 +149,42 @@ async def test_an_int_too_long_to_print_is_a_clear_error_not_a_crash(executor: E
         await executor.execute(ExecuteParams(code="__out = [1, 10**5000]"))
     assert "$[1] is an int of about 5,001 digits" in str(ei.value)
     assert (await executor.execute(ExecuteParams(code="__out = 10**4000 // 10**3990"))).value == 10**10
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "run_tool('t:add', a=10**5000)",  # an argument no JSON text can hold: refused by toolrun
+        "run_tool('t:echo', value={'n': 10**5000})",  # nested
+        "x = run_tool('t:pow', digits=5000)\n__out = 1",  # a tool's result
+    ],
+)
+async def test_an_int_too_long_to_print_in_a_call_fails_that_call_not_the_host(code: str, tmp_path: Path) -> None:
+    local = LocalBackend()
+
+    @local.tool(namespace="t")
+    async def add(a: int, b: int = 1) -> int:
+        """Add two integers."""
+        return a + b
+
+    @local.tool(namespace="t")
+    async def echo(value: Any) -> Any:
+        """Return the value."""
+        return value
+
+    @local.tool(namespace="t")
+    async def pow(digits: int) -> Any:
+        """Return {"n": 10**digits}."""
+        return {"n": 10**digits}
+
+    policy = {"audit": {"args": True, "results": True}}
+    settings = Settings.model_validate({"state": {"dir": str(tmp_path)}, "policy": policy, "engine": "monty"})
+    async with Toolbox([local], settings=settings) as box:
+        out = await box.codemode.execute(code)  # an outcome, never an exception out of the library
+        assert out.status in ("ok", "error"), out
+        if out.error is not None:
+            assert out.error.code in ("invalid_arguments", "runtime_error", "tool_error"), out.error
+        json.dumps(out.model_dump(mode="json"))  # every record of it prints
+        assert (await box.codemode.execute("__out = run_tool('t:add', a=1)")).value == 2
+        entries = await box.stores.audit.read() if box.stores is not None else []
+        assert entries, "the calls were audited"

@@ -360,3 +360,15 @@ def test_merging_huge_shapes_keeps_the_top_levels() -> None:
     # Only widened: the top-level keys survive, deeper parts may have become Any.
     assert set(merged["properties"]) == {"items", "total"}
     assert merged["required"] == ["items"]
+
+
+def test_json_text_writes_an_int_too_long_to_print_as_a_note_of_its_size() -> None:
+    from tooldocs import json_text
+
+    text = json_text({"n": [1, 10**5000], "ok": 2})
+    assert json.loads(text) == {"n": [1, "<an int of about 5,001 digits>"], "ok": 2}
+    assert json_text(10**5000) == '"<an int of about 5,001 digits>"'
+    loop: list[Any] = []
+    loop.append(loop)
+    with pytest.raises(ValueError, match="Circular"):
+        json_text(loop)

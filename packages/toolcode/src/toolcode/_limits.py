@@ -45,6 +45,8 @@ DROPPED_PAYLOAD: Final = "…[truncated trace payload: not kept, the run's allow
 """Stands in for call arguments or results the trace did not keep."""
 _MAX_DEPTH: Final = 200
 _NUMBERS: Final = (int, float, bool)
+_PRINTABLE_BITS: Final = 14_000
+"""Ints of at most this many bits (about 4,200 digits) print; a longer one may not (``sys.get_int_max_str_digits``)."""
 
 
 class CallBudget:
@@ -256,7 +258,7 @@ def _size(value: Any) -> int:
     if t is dict or t is list or t is tuple:
         flat = _flat_size(value)
         return flat if flat >= 0 else len(json_text(value))
-    if isinstance(value, int | float):
+    if isinstance(value, float) or (isinstance(value, int) and value.bit_length() <= _PRINTABLE_BITS):
         return len(str(value))
     if isinstance(value, str):
         return len(value) + 2
@@ -269,7 +271,7 @@ def _scalar_size(v: Any) -> int:
     if t is str:
         return len(v) + 2 if v.isprintable() and '"' not in v and "\\" not in v else -1
     if t is int:
-        return len(str(v))
+        return len(str(v)) if v.bit_length() <= _PRINTABLE_BITS else -1
     if v is None or v is True:
         return 4
     if v is False:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 import unicodedata
-from typing import Any
+from typing import Any, cast
 
 __all__ = [
     "MARKER",
@@ -39,12 +40,41 @@ def json_text(value: Any) -> str:
     """``value`` as compact JSON text: no spaces, non-ASCII kept as is, ``str()`` of anything that is not JSON.
 
     The one JSON helper of the packages above: what an output budget measures, a result's text,
-    a stored record.
+    a stored record. An int too long for Python to print (``sys.get_int_max_str_digits()``) is
+    written as a string saying about how many digits it has.
 
     Raises:
         ValueError: For a circular reference (or ``RecursionError`` for a value nested too deep).
     """
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    except ValueError:
+        tamed = _tame_ints(value, 0)
+        if tamed is value:
+            raise  # not an int: a circular reference
+        return json.dumps(tamed, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+_LOG10_2 = 0.30102999566398120
+
+
+def _tame_ints(value: Any, depth: int) -> Any:
+    """``value`` with every int too long to print replaced by a string (the same object when there is none)."""
+    if type(value) is int or (isinstance(value, int) and not isinstance(value, bool)):
+        most = sys.get_int_max_str_digits()
+        digits = int(value.bit_length() * _LOG10_2) + 1
+        return f"<an int of about {digits:,} digits>" if most and digits > most else value
+    if depth > 200:
+        return value
+    if isinstance(value, dict):
+        items = cast(dict[Any, Any], value)
+        tamed: dict[Any, Any] = {k: _tame_ints(v, depth + 1) for k, v in items.items()}
+        return items if all(tamed[k] is v for k, v in items.items()) else tamed
+    if isinstance(value, list | tuple):
+        seq = cast(list[Any], value)
+        out: list[Any] = [_tame_ints(v, depth + 1) for v in seq]
+        return seq if all(a is b for a, b in zip(out, seq, strict=True)) else out
+    return value
 
 
 def _is_joiner(ch: str) -> bool:
