@@ -25,7 +25,7 @@ from tooldocs import json_text
 from toolindex import Index, Tool
 from toolindex.log import get_logger
 
-__all__ = ["AuditEntry", "AuditLog", "AuditTrail", "Quarantine", "ToolApproval", "tool_hash"]
+__all__ = ["AuditEntry", "AuditLog", "AuditTrail", "Quarantine", "ToolApproval", "tool_definition", "tool_hash"]
 
 _log = get_logger("toolcode.audit")
 
@@ -103,9 +103,9 @@ def _clip_json(value: Any, limit: int = 2000) -> Any:
     return value if len(text) <= limit else text[:limit] + "…"
 
 
-def tool_hash(tool: Tool) -> str:
-    """A digest of every field of a tool the model sees: id, title, description, schemas, annotations."""
-    body = {
+def tool_definition(tool: Tool) -> dict[str, Any]:
+    """Every field of a tool the model sees: id, title, description, schemas, annotations."""
+    return {
         "id": tool.id,
         "title": tool.title,
         "description": tool.description,
@@ -113,7 +113,11 @@ def tool_hash(tool: Tool) -> str:
         "output_schema": tool.output_schema,
         "annotations": tool.annotations,
     }
-    return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()[:32]
+
+
+def tool_hash(tool: Tool) -> str:
+    """A digest of :func:`tool_definition`."""
+    return hashlib.sha256(json.dumps(tool_definition(tool), sort_keys=True, default=str).encode()).hexdigest()[:32]
 
 
 class AuditLog:
@@ -251,8 +255,19 @@ class Quarantine:
         now = time.time()
         for tool in tools:
             h = self._hash(tool)
-            body = json.dumps({"tool_id": tool.id, "hash": h, "by": by, "at": now}).encode()
+            defn = tool_definition(tool)  # kept so that a later change can be shown as a diff
+            body = json.dumps({"tool_id": tool.id, "hash": h, "by": by, "at": now, "definition": defn}, default=str)
+            body = body.encode()
             await self.store.put(APPROVED_KIND, _key(tool.id), body)
             self._approved[tool.id] = (h, by, now)
             out.append(tool.id)
         return out
+
+    async def approved_definition(self, tool_id: str) -> dict[str, Any] | None:
+        """The definition last approved for ``tool_id`` (``None``: never approved, or not kept with its approval)."""
+        rec = await self.store.get(APPROVED_KIND, _key(tool_id))
+        try:
+            d = json.loads(rec.value) if rec is not None else None
+        except ValueError:
+            return None
+        return as_dict((as_dict(d) or {}).get("definition"))

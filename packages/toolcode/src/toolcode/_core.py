@@ -500,7 +500,7 @@ class CodeMode:
             error = exc
         if error is not None:
             error = await self._keep_paused(error)
-        out = outcome(result, error, detail, started, view)
+        out = outcome(result, error, detail, started, view, self.services.settings.console.link)
         if error is None and result is not None:
             out = await self._with_stored(out, result, caller)
         if srun is not None and session is not None:
@@ -554,7 +554,7 @@ class CodeMode:
         except ToolCodeError as exc:
             return outcome(None, exc, "summary")
         detail = run.options.trace or self.defaults.trace or "summary"
-        return outcome(paused_result(run), ApprovalRequiredError(run), detail)
+        return outcome(paused_result(run), ApprovalRequiredError(run), detail, link=self.services.settings.console.link)
 
     async def list_paused(self, caller: str | None = None) -> PausedResult:
         """The caller's runs that wait for a decision (every caller's, for an operator), oldest first."""

@@ -64,6 +64,7 @@ __all__ = [
     "ResetOutcome",
     "StepListener",
     "as_object",
+    "as_operator",
     "call_metatool",
     "failure_reply",
     "input_schema",
@@ -305,13 +306,13 @@ _OPERATIONS: dict[str, Callable[[CodeMode, dict[str, Any], _Hooks], Awaitable[Ba
         on_print=h.on_print,
     ),
     "list_paused": lambda cm, a, h: cm.list_paused(h.caller),
-    "approve_tools": lambda cm, a, h: cm.approve_tools(a.get("tools"), by=_operator(cm, h.caller or "local")),
+    "approve_tools": lambda cm, a, h: cm.approve_tools(a.get("tools"), by=as_operator(cm, h.caller or "local")),
     "read_result": lambda cm, a, h: cm.read_result(a.get("ref"), a.get("offset", 0), a.get("limit"), caller=h.caller),
 }
 """Each code-mode tool's core operation (the defaults are the published schemas')."""
 
 
-def _operator(cm: CodeMode, caller: str) -> str:
+def as_operator(cm: CodeMode, caller: str) -> str:
     """``caller`` as the operator who decides, if it is one (``policy.operators``)."""
     if not cm.services.is_operator(caller):
         raise ToolError(

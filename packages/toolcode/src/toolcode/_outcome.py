@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from toolcode._errors import error_info
 from toolcode._paused import PausedRun
@@ -34,10 +34,12 @@ def outcome(
     detail: str,
     started: float | None = None,
     view: CatalogView | None = None,
+    link: Callable[[str], str | None] | None = None,
 ) -> ExecuteOutcome:
     """The door's view of a run: value and output, error info, call summary, trace on request.
 
-    ``view`` is the run's view of the catalog: hints name only tools the run could use.
+    ``view`` is the run's view of the catalog: hints name only tools the run could use; ``link``
+    gives a paused run's console page.
     """
     records: tuple[ToolCallRecord, ...] = result.tool_calls if result is not None else ()
     failures = [r for r in records if r.error is not None]
@@ -62,6 +64,7 @@ def outcome(
             line=paused.state.line,
             may_call=paused.may_call,
             expires=round(paused.expires, 3) if paused.expires is not None else None,
+            console=link(paused.execution_id) if link is not None else None,
         )
     elif error is not None:
         info = error_info(error, view)
@@ -141,6 +144,7 @@ def outcome_text(outcome: ExecuteOutcome) -> str:
         parts.append(
             f"paused, execution_id {a.execution_id}: decide with resume_execution(execution_id, decision) — "
             "approve, approve_run, deny or abort"
+            + (f"; or a person decides in the console: {a.console}" if a.console else "")
         )
     elif outcome.ok:
         parts.append(json.dumps(outcome.value, ensure_ascii=False, default=str))

@@ -18,6 +18,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Final, Literal, get_args
 
+import anyio
+
 from toolcode._options import ResolvedOptions
 from toolcode._sessions import owner_of
 from toolcode._settings import PolicySettings
@@ -192,6 +194,27 @@ class PausedRuns:
         self.store = store
         self.settings = settings or PolicySettings()
         self.ttl = self.settings.pause_ttl
+        self.changes = 0
+        """Runs paused or taken through this object so far (what a watcher compares)."""
+        self._changed: anyio.Event | None = None
+
+    def _change(self) -> None:
+        self.changes += 1
+        if self._changed is not None:
+            self._changed.set()
+            self._changed = None
+
+    async def changed_since(self, seen: int) -> int:
+        """Wait until a run of this process pauses or is taken after ``changes`` was ``seen``; the new count.
+
+        Runs paused by another process sharing the store are not seen here: a watcher also looks again now
+        and then.
+        """
+        while self.changes == seen:
+            if self._changed is None:
+                self._changed = anyio.Event()
+            await self._changed.wait()
+        return self.changes
 
     async def save(self, run: PausedRun) -> None:
         """Keep a paused run until it is decided or expires.
@@ -223,6 +246,7 @@ class PausedRuns:
         await self.store.put(KIND, f"{run.owner}/{run.execution_id}", blob, ttl=self.ttl)
         if run.session is not None:  # the session's next runs wait for this one's decision
             await self.store.put(_SESSION_KIND, f"{run.owner}/{run.session}", run.execution_id.encode(), ttl=self.ttl)
+        self._change()
 
     async def waiting_in(self, caller: str | None, session: str) -> str | None:
         """The id of the caller's paused run in ``session``, if one waits for a decision."""
@@ -283,6 +307,7 @@ class PausedRuns:
             )
         if run.session is not None:
             await self.store.delete(_SESSION_KIND, f"{run.owner}/{run.session}")
+        self._change()
         return run
 
     async def list(self, caller: str | None, *, limit: int = 100, operator: bool = False) -> list[PausedRun]:

@@ -41,7 +41,7 @@ _log = get_logger("toolcode.sessions")
 SESSION_NAME: Final = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 """A session's name: 1 to 64 letters, digits, ``_``, ``.`` or ``-``."""
 _MAGIC = b"TCS1"
-_KIND = "session"
+KIND = "session"
 _LOCAL = "local"
 _MAX_IMPORTS = 64
 
@@ -199,7 +199,7 @@ class Sessions:
             return  # refused before it started, or paused for a decision: untouched
         if kept is None:
             if version != ABSENT:
-                await self.store.delete(_KIND, key)
+                await self.store.delete(KIND, key)
             run.reset = run.reset or "the run was stopped by a limit; the session starts empty next time"
             return
         size = len(kept)
@@ -218,13 +218,13 @@ class Sessions:
         imports = [*meta.imports, *(i for i in run.state.imports if i not in meta.imports)]
         meta.imports = imports[-_MAX_IMPORTS:]
         ttl = self.settings.idle_ttl or None
-        await self.store.put(_KIND, key, _encode(meta, kept), ttl=ttl, expect=version)
+        await self.store.put(KIND, key, _encode(meta, kept), ttl=ttl, expect=version)
 
     async def _check_room(self, owner: str, name: str, *, replacing: bool) -> None:
         limit = self.settings.max_sessions
         if not limit or replacing:
             return
-        have = await self.store.list(_KIND, prefix=f"{owner}/", limit=limit + 1)
+        have = await self.store.list(KIND, prefix=f"{owner}/", limit=limit + 1)
         if len(have) >= limit:
             raise SessionLimitError(
                 name, "max_sessions", limit, len(have) + 1, "reset a session you no longer need (reset_session)"
@@ -267,7 +267,7 @@ class Sessions:
                 )
             await anyio.sleep(0.05)
         try:
-            return await self.store.get(_KIND, key), release
+            return await self.store.get(KIND, key), release
         except BaseException:
             with anyio.CancelScope(shield=True):
                 await self._release_quietly(release, lock)
@@ -277,8 +277,8 @@ class Sessions:
         """The caller's sessions, by name (times in Unix seconds)."""
         owner = owner_of(caller)
         out: list[SessionEntry] = []
-        for info in await self.store.list(_KIND, prefix=f"{owner}/", limit=10_000):
-            rec = await self.store.get(_KIND, info.key)
+        for info in await self.store.list(KIND, prefix=f"{owner}/", limit=10_000):
+            rec = await self.store.get(KIND, info.key)
             decoded = _decode(rec.value) if rec is not None else None
             out.append(
                 SessionEntry(
@@ -295,4 +295,4 @@ class Sessions:
     async def reset(self, caller: str | None, name: str) -> bool:
         """Forget a session's state; ``False`` when there was none."""
         self.check_name(name)
-        return await self.store.delete(_KIND, f"{owner_of(caller)}/{name}")
+        return await self.store.delete(KIND, f"{owner_of(caller)}/{name}")

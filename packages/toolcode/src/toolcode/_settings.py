@@ -28,6 +28,7 @@ __all__ = [
     "META_TOOLS",
     "SETTINGS_SCHEMA",
     "AuditSettings",
+    "ConsoleSettings",
     "Decision",
     "PolicyRule",
     "PolicySettings",
@@ -287,6 +288,23 @@ class SearchSettings(_Section):
             return InMemoryIndex()
 
 
+class ConsoleSettings(_Section):
+    """The browser console of ``toolcode serve --http`` (``toolcode.console``, docs/console.md)."""
+
+    enabled: bool = Field(default=False, description="Serve the console under /console (same port, same tokens).")
+    url: str | None = Field(
+        default=None,
+        pattern=r"^https?://[^\s/?#]+(/[^\s?#]*)?$",
+        description="The server's address as people open it (e.g. https://tools.example.com): paused runs then "
+        "carry an absolute link to their page; unset: a path on the serving host (/console/runs/ID).",
+    )
+    session_ttl: float = Field(default=28_800.0, gt=0, allow_inf_nan=False, description="Seconds a sign-in lasts.")
+
+    def link(self, execution_id: str) -> str | None:
+        """The console page of a paused run (``None`` when the console is off)."""
+        return f"{(self.url or '').rstrip('/')}/console/runs/{execution_id}" if self.enabled else None
+
+
 class Settings(_Section):
     """Server-wide defaults: the ``toolcode`` section of the config file."""
 
@@ -327,6 +345,7 @@ class Settings(_Section):
         default_factory=PolicySettings,
         description="Tiers, allow/ask/deny rules, quarantine and the audit log of tool calls made from code.",
     )
+    console: ConsoleSettings = Field(default_factory=ConsoleSettings)
 
     def meta_tools(self) -> tuple[str, ...]:
         """The code-mode tools to list, in :data:`META_TOOLS` order.

@@ -328,6 +328,8 @@ class ApprovalRequest(_Model):
     the snippet gets a catchable ``approval_denied`` error; ``abort``: the run ends here."""
     expires: float | None = None
     """Unix time after which the paused run is gone."""
+    console: str | None = None
+    """The run's page in the console, where a person can decide (when ``toolcode.console`` is on)."""
 
 
 class PausedEntry(_Model):

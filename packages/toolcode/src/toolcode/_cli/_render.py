@@ -127,6 +127,8 @@ def render_outcome(
             err.print(Text.assemble((f"paused{where}: ", "yellow"), safe(f"{p.tool_id} ({p.tier}) {shown}")))
         if resume_hint is not None:
             err.print(Text(safe(resume_hint(a.execution_id))))
+        if a.console:
+            err.print(Text(safe(f"or decide in the console: {a.console}")))
     if outcome.error is not None:
         e = outcome.error
         where = f" at line {e.line}" if e.line is not None else ""
