@@ -76,6 +76,8 @@ class HTTPGuard:
             see :func:`check_bind`).
         allowed_hosts: Extra ``Host`` values (a reverse proxy's public name).
         allowed_origins: Extra origins (``https://app.example.com``; ``null`` for that literal).
+        signs_in: Path prefixes (``/console``) whose application signs its users in itself: no bearer
+            token is asked there; Host and Origin are checked as everywhere.
 
     Raises:
         ConfigurationError: A malformed ``allowed_hosts`` or ``allowed_origins`` entry.
@@ -90,9 +92,11 @@ class HTTPGuard:
         tokens: BearerTokens | None = None,
         allowed_hosts: Sequence[str] = (),
         allowed_origins: Sequence[str] = (),
+        signs_in: Sequence[str] = (),
     ) -> None:
         self.app = app
         self.tokens = tokens
+        self._signs_in = tuple(signs_in)
         self._any_ip_at_port = is_wildcard(host)
         self._port = port
         rules: set[tuple[str, int | None]] = set()
@@ -162,7 +166,8 @@ class HTTPGuard:
         if len(origins) > 1 or (origins and not self.origin_allowed(origins[0], hosts[0])):
             await self._refuse(scope, send, 403, "invalid Origin header", seen=origins[0])
             return
-        if self.tokens is not None:
+        path = str(scope.get("path", ""))
+        if self.tokens is not None and not any(path == p or path.startswith(p + "/") for p in self._signs_in):
             caller = self._authenticate(scope)
             if caller is None:
                 missing = not _header(scope, b"authorization")

@@ -18,7 +18,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from toolcode._app import Toolbox
 from toolcode.exceptions import ConfigurationError
 from toolcode.server._http_address import check_bind, is_loopback
-from toolcode.server._http_guard import HTTPGuard
+from toolcode.server._http_guard import ASGIApp, HTTPGuard, Receive, Scope, Send
 from toolcode.server._http_tokens import BearerTokens
 from toolcode.server._server import CodeModeServer
 from toolcode.server._stdio import AnsweringReadStream
@@ -76,6 +76,19 @@ def log_to_stderr(level: int = logging.INFO) -> None:
     )
 
 
+def _with_console(app: ASGIApp, toolbox: Toolbox, tokens: BearerTokens | None) -> ASGIApp:
+    """``app`` with the console (:mod:`toolcode.console`) answering its own paths."""
+    from toolcode.console import Console, is_console_path  # the console's modules load only when it is on
+
+    console = Console(toolbox.codemode, tokens)
+
+    async def route(scope: Scope, receive: Receive, send: Send) -> None:
+        chosen = console if scope["type"] == "http" and is_console_path(str(scope.get("path", ""))) else app
+        await chosen(scope, receive, send)
+
+    return route
+
+
 async def _serve(server: CodeModeServer, main: Callable[[], Awaitable[None]], *beside: _Task) -> None:
     """Run ``main`` (and ``beside`` it) while catalog changes go to the clients; the server is closed after."""
     try:
@@ -130,6 +143,8 @@ async def serve_http(
     :class:`~toolcode.server.HTTPGuard` first (Host, Origin, and with ``tokens`` the bearer
     token). A non-loopback ``host`` is refused without ``tokens``, and logs a warning when
     served: this server speaks plain HTTP, so TLS belongs in a reverse proxy in front of it.
+    With ``toolcode.console.enabled`` the console is served under ``/console`` on the same port
+    (signed in with the same tokens; docs/console.md).
 
     Args:
         toolbox: A connected toolbox (not closed here).
@@ -146,6 +161,7 @@ async def serve_http(
     Raises:
         ConfigurationError: A non-loopback ``host`` without ``tokens``; a malformed
             ``allowed_hosts`` or ``allowed_origins`` entry; a port outside 0-65535.
+        InvalidArgumentsError: The console is on and the toolbox has no state store.
     """
     check_bind(host, tokens)
     if not 0 <= port <= 65535:
@@ -165,9 +181,10 @@ async def serve_http(
         off = TransportSecuritySettings(enable_dns_rebinding_protection=False)
         security = off if allowed_hosts or allowed_origins else None
         app = server.server.streamable_http_app(streamable_http_path=path, host=bind_host, transport_security=security)
+        console = toolbox.settings.console.enabled
         guarded = HTTPGuard(
-            app, host=bind_host, port=bound_port, tokens=tokens, allowed_hosts=allowed_hosts,
-            allowed_origins=allowed_origins,
+            _with_console(app, toolbox, tokens) if console else app, host=bind_host, port=bound_port, tokens=tokens,
+            allowed_hosts=allowed_hosts, allowed_origins=allowed_origins, signs_in=("/console",) if console else (),
         )  # fmt: skip
     except BaseException:
         sock.close()
@@ -189,6 +206,8 @@ async def serve_http(
     async def announce() -> None:
         await web.ready.wait()
         log.info("server.listening", url=url, auth="bearer" if tokens is not None else "none")
+        if toolbox.settings.console.enabled:
+            log.info("server.console", url=f"http://{shown}/console")
         if on_ready is not None and (out := on_ready(url)) is not None:
             await out
 

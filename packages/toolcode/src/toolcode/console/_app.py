@@ -1,0 +1,266 @@
+"""The console's ASGI application, served by ``toolcode serve --http`` under ``/console`` (docs/console.md)."""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from importlib.resources import files
+from typing import TYPE_CHECKING, Any, Final
+from urllib.parse import parse_qsl
+
+import anyio
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
+from starlette.routing import Route, Router
+
+from toolcode._core import CodeMode
+from toolcode.console import _html
+from toolcode.console._auth import PRE_COOKIE, SESSION_COOKIE, SignIns, Viewer, may_post, same, set_cookie
+from toolcode.console._views import AuditFilter, Views
+from toolcode.exceptions import InvalidArgumentsError, StateUnavailableError, ToolCodeError
+
+if TYPE_CHECKING:
+    from toolcode.server import BearerTokens
+
+__all__ = ["CONSOLE_PATH", "Console", "is_console_path"]
+
+CONSOLE_PATH: Final = "/console"
+_CSP: Final = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
+    "form-action 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'"
+)
+_HEADERS: Final = [
+    (b"content-security-policy", _CSP.encode()),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"same-origin"),
+    (b"x-frame-options", b"DENY"),
+    (b"cache-control", b"no-store"),
+]
+_MAX_FORM: Final = 64 * 1024
+_LOOK_AGAIN_S: Final = 2.0
+"""How often the live list looks again without a nudge (runs paused by another process sharing the store)."""
+_STATIC: Final = {
+    "console.js": "text/javascript; charset=utf-8",
+    "console.css": "text/css; charset=utf-8",
+    "icon.svg": "image/svg+xml",
+}
+
+Scope = MutableMapping[str, Any]
+Handler = Callable[[Request, Viewer], Awaitable[Response]]
+
+
+def is_console_path(path: str) -> bool:
+    """Whether a request path is the console's."""
+    return path == CONSOLE_PATH or path.startswith(CONSOLE_PATH + "/")
+
+
+async def _home(_request: Request) -> Response:
+    return RedirectResponse(CONSOLE_PATH + "/runs", 303)
+
+
+def _html_page(text: str, status: int = 200) -> HTMLResponse:
+    return HTMLResponse(text, status_code=status)
+
+
+class Console:
+    """The console: sign-in, paused runs (live), quarantine, audit and state pages over one core.
+
+    Args:
+        codemode: The core the MCP door serves (with a state store).
+        tokens: The door's bearer tokens (``None``: a loopback door without tokens).
+
+    Raises:
+        InvalidArgumentsError: If the core has no state store.
+    """
+
+    def __init__(self, codemode: CodeMode, tokens: BearerTokens | None) -> None:
+        services = codemode.services
+        self.views = Views(codemode, lambda: tokens.names if tokens is not None else [])
+        self.signins = SignIns(tokens, services.settings.console.session_ttl, services.is_operator)
+        self._settings = services.settings
+        self._static = {n: files("toolcode.console").joinpath("static", n).read_bytes() for n in _STATIC}
+        signed: list[tuple[str, Handler, str]] = [
+            ("/runs", self._runs, "GET"),
+            ("/runs/{execution_id}", self._run, "GET"),
+            ("/runs/{execution_id}", self._decide, "POST"),
+            ("/events", self._events, "GET"),
+            ("/quarantine", self._quarantine, "GET"),
+            ("/quarantine", self._quarantine_act, "POST"),
+            ("/audit", self._audit, "GET"),
+            ("/audit.jsonl", self._export, "GET"),
+            ("/state", self._state, "GET"),
+        ]
+        routes = [Route(CONSOLE_PATH + p, self._signed(h), methods=[m]) for p, h, m in signed]
+        routes += [
+            Route(CONSOLE_PATH, _home),
+            Route(CONSOLE_PATH + "/", _home),
+            Route(CONSOLE_PATH + "/signin", self._signin_form, methods=["GET"]),
+            Route(CONSOLE_PATH + "/signin", self._signin, methods=["POST"]),
+            Route(CONSOLE_PATH + "/signout", self._signout, methods=["POST"]),
+            Route(CONSOLE_PATH + "/static/{name}", self._asset, methods=["GET"]),
+        ]
+        self.app = Router(routes=routes)
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        """Serve a console request; every response carries the security headers (CSP, no sniffing, no framing)."""
+
+        async def secured(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), *_HEADERS]
+            await send(message)
+
+        await self.app(scope, receive, secured)
+
+    # -- sign-in ------------------------------------------------------------------------------
+
+    def _signed(self, handler: Handler) -> Callable[[Request], Awaitable[Response]]:
+        async def endpoint(request: Request) -> Response:
+            viewer = self.signins.viewer(request.cookies)
+            if viewer is None:
+                if request.method == "GET" and not request.url.path.endswith((".jsonl", "/events")):
+                    return RedirectResponse(CONSOLE_PATH + "/signin", 303)
+                return _html_page(_html.message(None, "Sign in first", "This needs a signed-in session."), 401)
+            try:
+                return await handler(request, viewer)
+            except InvalidArgumentsError as e:
+                return _html_page(_html.message(viewer, "Not found", e.reason), 404)
+            except StateUnavailableError as e:
+                return _html_page(_html.message(viewer, "State store unavailable", str(e)), 503)
+            except ToolCodeError as e:  # not_allowed: another caller's, or an operator's action
+                return _html_page(_html.message(viewer, "Not allowed", str(e)), 403)
+
+        return endpoint
+
+    async def _signin_form(self, request: Request, *, failed: bool = False) -> Response:
+        pre = secrets.token_urlsafe(32)
+        page = _html.signin(pre, failed=failed, open_door=self.signins.tokens is None)
+        response = _html_page(page, 401 if failed else 200)
+        set_cookie(response, request, PRE_COOKIE, pre, 600)
+        return response
+
+    async def _signin(self, request: Request) -> Response:
+        form = await _form(request)
+        if form is None or "origin" not in request.headers:
+            return _html_page(_html.message(None, "Refused", "This form must be sent from the sign-in page."), 403)
+        if not same(form.get("csrf", ""), request.cookies.get(PRE_COOKIE, "")):
+            return _html_page(_html.message(None, "Refused", "The sign-in form expired; open it again."), 403)
+        sid = self.signins.sign_in(form.get("token", ""))
+        if sid is None:
+            return await self._signin_form(request, failed=True)
+        self.signins.sign_out(request.cookies)  # a fresh id on every sign-in: no session fixation
+        response = RedirectResponse(CONSOLE_PATH + "/runs", 303)
+        set_cookie(response, request, SESSION_COOKIE, sid, int(self.signins.ttl))
+        response.delete_cookie(PRE_COOKIE, path=CONSOLE_PATH)
+        return response
+
+    async def _signout(self, request: Request) -> Response:
+        viewer, form = self.signins.viewer(request.cookies), await _form(request)
+        if viewer is not None and form is not None and may_post(request, form, viewer.csrf):
+            self.signins.sign_out(request.cookies)
+        response = RedirectResponse(CONSOLE_PATH + "/signin", 303)
+        response.delete_cookie(SESSION_COOKIE, path=CONSOLE_PATH)
+        return response
+
+    async def _asset(self, request: Request) -> Response:
+        name = request.path_params["name"]
+        if name not in _STATIC:
+            return Response("not found\n", 404, media_type="text/plain")
+        return Response(self._static[name], media_type=_STATIC[name])
+
+    async def _posted(self, request: Request, viewer: Viewer) -> dict[str, str] | None:
+        form = await _form(request)
+        return form if form is not None and may_post(request, form, viewer.csrf) else None
+
+    # -- pages --------------------------------------------------------------------------------
+
+    async def _rows(self, viewer: Viewer) -> list[dict[str, str]]:
+        return [_html.run_row(r, self.views.who(r.owner)) for r in await self.views.runs(viewer)]
+
+    async def _runs(self, request: Request, viewer: Viewer) -> Response:
+        return _html_page(_html.runs(viewer, await self._rows(viewer)))
+
+    async def _run(self, request: Request, viewer: Viewer) -> Response:
+        run = await self.views.run(viewer, request.path_params["execution_id"])
+        about = {p.tool_id: self.views.description(p.tool_id) for p in run.pending}
+        return _html_page(_html.run(viewer, run, self.views.who(run.owner), about))
+
+    async def _decide(self, request: Request, viewer: Viewer) -> Response:
+        form = await self._posted(request, viewer)
+        if form is None:
+            return _html_page(
+                _html.message(viewer, "Refused", "The form is stale or was not sent from this site."), 403
+            )
+        decision = form.get("decision", "")
+        out = await self.views.decide(viewer, request.path_params["execution_id"], decision)
+        if out.error is not None and out.error.code == "invalid_arguments":
+            return _html_page(_html.message(viewer, "Not decided", out.error.message), 404)
+        return _html_page(_html.decided(viewer, decision, out))
+
+    async def _events(self, request: Request, viewer: Viewer) -> Response:
+        paused = self.views.stores.paused
+
+        async def stream() -> AsyncIterator[str]:
+            known: set[str] = set()
+            while (now := self.signins.viewer(request.cookies)) is not None:
+                seen = paused.changes
+                rows = {r["id"]: r for r in await self._rows(now)}
+                for eid in rows.keys() - known:
+                    yield f"event: pause\ndata: {json.dumps(rows[eid])}\n\n"
+                for eid in known - rows.keys():
+                    yield f"event: gone\ndata: {json.dumps({'id': eid})}\n\n"
+                if rows.keys() == known:
+                    yield ": still here\n\n"
+                known = set(rows)
+                with anyio.move_on_after(_LOOK_AGAIN_S):
+                    await paused.changed_since(seen)
+
+        return StreamingResponse(stream(), media_type="text/event-stream", headers={"x-accel-buffering": "no"})
+
+    async def _quarantine(self, request: Request, viewer: Viewer) -> Response:
+        enabled = self.views.stores.quarantine is not None
+        changes = await self.views.quarantine() if enabled else []
+        return _html_page(_html.quarantine(viewer, changes, enabled=enabled))
+
+    async def _quarantine_act(self, request: Request, viewer: Viewer) -> Response:
+        form = await self._posted(request, viewer)
+        if form is None:
+            return _html_page(
+                _html.message(viewer, "Refused", "The form is stale or was not sent from this site."), 403
+            )
+        tool_id = form.get("tool_id", "")
+        if form.get("action") == "approve":
+            approved = await self.views.approve_tool(viewer, tool_id)
+            text = f"Approved {', '.join(approved)}." if approved else f"No tool {tool_id!r} to approve."
+        else:
+            await self.views.keep_blocked(viewer, tool_id)
+            text = f"{tool_id} stays blocked."
+        return _html_page(_html.message(viewer, "Quarantine", text))
+
+    async def _audit(self, request: Request, viewer: Viewer) -> Response:
+        f = AuditFilter.of(request.query_params, viewer)
+        return _html_page(_html.audit(viewer, f, await self.views.audit(viewer, f)))
+
+    async def _export(self, request: Request, viewer: Viewer) -> Response:
+        entries = await self.views.audit(viewer, AuditFilter.of(request.query_params, viewer))
+        body = "".join(json.dumps(e, ensure_ascii=False, default=str) + "\n" for e in entries)
+        headers = {"content-disposition": 'attachment; filename="audit.jsonl"'}
+        return Response(body, media_type="application/x-ndjson", headers=headers)
+
+    async def _state(self, request: Request, viewer: Viewer) -> Response:
+        return _html_page(_html.state(viewer, await self.views.state(viewer), self._settings))
+
+
+async def _form(request: Request) -> dict[str, str] | None:
+    """A small URL-encoded form (``None``: another type, too large, or not text)."""
+    if request.headers.get("content-type", "").split(";")[0].strip() != "application/x-www-form-urlencoded":
+        return None
+    body = b""
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > _MAX_FORM:
+            return None
+    try:
+        return dict(parse_qsl(body.decode("utf-8"), max_num_fields=20))
+    except (UnicodeDecodeError, ValueError):
+        return None

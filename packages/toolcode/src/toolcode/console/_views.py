@@ -1,0 +1,218 @@
+"""What a console viewer may see and do: paused runs, the quarantine, the audit log, the state per caller.
+
+A caller sees and decides only its own; an operator (``policy.operators``) sees and decides everyone's.
+Decisions go through the core's own paths (:meth:`CodeMode.resume`, :meth:`CodeMode.approve_tools`),
+the ones ``resume_execution`` and the CLI take, so an approval stays bound to the digests the
+question showed.
+"""
+
+from __future__ import annotations
+
+import difflib
+import fnmatch
+import glob
+import json
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from toolcode import _paused, _results, _sessions
+from toolcode._audit import AuditEntry, tool_definition
+from toolcode._core import CodeMode
+from toolcode._metatools import as_operator
+from toolcode._paused import PausedRun
+from toolcode.console._auth import Viewer
+from toolcode.exceptions import InvalidArgumentsError
+from toolcode.models import ExecuteOutcome
+from toolindex import ToolIndexError
+
+__all__ = ["PAGE", "AuditFilter", "Change", "OwnerState", "Views"]
+
+PAGE: Final = 50
+"""Audit entries per page."""
+_MAX_READ: Final = 100_000
+DECISIONS: Final = ("call", "allow", "ask", "deny", "approved", "denied", "aborted", "quarantined")
+
+
+def _time(text: str) -> float | None:
+    """``2026-11-27T10:00`` (UTC, as a ``datetime-local`` input sends it) or Unix seconds; ``None`` if neither."""
+    try:
+        return float(text) if text.replace(".", "", 1).isdigit() else datetime.fromisoformat(text).replace(
+            tzinfo=UTC
+        ).timestamp()  # fmt: skip
+    except (ValueError, OverflowError):
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class AuditFilter:
+    """The audit page's filter: caller, tool id glob, decision, time range (UTC), page."""
+
+    caller: str = ""
+    tool: str = ""
+    decision: str = ""
+    since: str = ""
+    until: str = ""
+    page: int = 0
+
+    @classmethod
+    def of(cls, query: Mapping[str, str], viewer: Viewer) -> AuditFilter:
+        """The filter a query string asks for; a caller's own entries only, unless an operator asks."""
+        page = query.get("page", "0")
+        fields = ("caller", "tool", "decision", "since", "until")
+        caller, tool, decision, since, until = (query.get(k, "").strip()[:200] for k in fields)
+        f = cls(caller, tool, decision, since, until, min(int(page), 1_000_000) if page.isdigit() else 0)
+        return f if viewer.operator else replace(f, caller=viewer.caller or "")
+
+    def matches(self, entry: Mapping[str, Any]) -> bool:
+        """Whether an audit entry passes the filter."""
+        since, until, at = _time(self.since), _time(self.until), entry.get("at")
+        at = at if isinstance(at, int | float) else 0.0
+        return (
+            (not self.caller or (entry.get("caller") or "local") == self.caller)
+            and (not self.tool or fnmatch.fnmatchcase(str(entry.get("tool_id", "")), self.tool))
+            and (not self.decision or entry.get("decision") == self.decision)
+            and (since is None or at >= since)
+            and (until is None or at <= until)
+        )
+
+    def query(self, **change: Any) -> dict[str, str]:
+        """The query string of this filter with ``change`` applied (for links: another page, the export)."""
+        f = replace(self, **change)
+        items = {"caller": f.caller, "tool": f.tool, "decision": f.decision, "since": f.since, "until": f.until}
+        return {k: v for k, v in items.items() if v} | ({"page": str(f.page)} if f.page else {})
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """A quarantined tool: its standing, and how its definition differs from the approved one."""
+
+    tool_id: str
+    state: str
+    approved_by: str | None
+    approved_at: float | None
+    diff: list[str]
+    """Unified diff lines (``+``/``-``/`` ``/``@@``); the whole definition as ``+`` lines when none was approved."""
+
+
+@dataclass(slots=True)
+class OwnerState:
+    """What one caller keeps in the state store, against its quotas."""
+
+    name: str
+    counts: dict[str, int] = field(default_factory=dict[str, int])
+    bytes: dict[str, int] = field(default_factory=dict[str, int])
+    largest: dict[str, int] = field(default_factory=dict[str, int])
+
+
+class Views:
+    """The console's reads and decisions over one core, each checked against the viewer.
+
+    Args:
+        codemode: The core (with a state store).
+        names: The names of the tokens accepted right now (to show owners by name).
+    """
+
+    def __init__(self, codemode: CodeMode, names: Callable[[], list[str]]) -> None:
+        stores = codemode.services.stores
+        if stores is None:
+            raise InvalidArgumentsError("console", "the console needs a state store (paused runs, the audit log)")
+        self.cm, self.stores, self._names = codemode, stores, names
+
+    def who(self, owner: str) -> str:
+        """A stored owner key shown as the token name it belongs to."""
+        known = {_sessions.owner_of(f"token:{n}"): n for n in self._names()}
+        return known.get(owner, owner)
+
+    def description(self, tool_id: str) -> str:
+        """A tool's description as its server gives it (hostile text: escape it), or ``""``."""
+        try:
+            return self.cm.services.index.get(tool_id).description or ""
+        except ToolIndexError:
+            return ""
+
+    async def runs(self, viewer: Viewer) -> list[PausedRun]:
+        """The paused runs the viewer may see, newest first."""
+        runs = await self.stores.paused.list(viewer.caller, limit=1000, everyone=viewer.operator)
+        return runs[::-1]
+
+    async def _caller(self, viewer: Viewer, execution_id: str) -> str | None:
+        if viewer.operator:
+            return await self.stores.paused.caller_of(execution_id)
+        return viewer.caller
+
+    async def run(self, viewer: Viewer, execution_id: str) -> PausedRun:
+        """One paused run the viewer may see.
+
+        Raises:
+            InvalidArgumentsError: Unknown, decided, expired, or not the viewer's (the same answer).
+        """
+        return await self.stores.paused.get(execution_id, await self._caller(viewer, execution_id))
+
+    async def decide(self, viewer: Viewer, execution_id: str, decision: str) -> ExecuteOutcome:
+        """Decide about a paused run through :meth:`CodeMode.resume` and continue it; its outcome.
+
+        Raises:
+            InvalidArgumentsError: Unknown, decided, expired, or not the viewer's.
+        """
+        caller = await self._caller(viewer, execution_id)
+        return await self.cm.resume(execution_id, decision, caller=caller, by=f"person:{viewer.caller or 'local'}")
+
+    async def quarantine(self) -> list[Change]:
+        """Every blocked tool (new or changed) with its diff against the approved definition."""
+        quarantine = self.stores.quarantine
+        out: list[Change] = []
+        for entry in self.cm.quarantined_tools().tools if quarantine is not None else ():
+            now = tool_definition(self.cm.services.index.get(entry.tool_id))
+            before = await quarantine.approved_definition(entry.tool_id) if quarantine is not None else None
+            old, new = (_lines(before) if before is not None else []), _lines(now)
+            diff = list(difflib.unified_diff(old, new, "approved", "now", n=3, lineterm=""))[2:]
+            out.append(Change(entry.tool_id, entry.state, entry.approved_by, entry.approved_at, diff))
+        return out
+
+    async def approve_tool(self, viewer: Viewer, tool_id: str) -> list[str]:
+        """Approve one tool's current definition (operators only); the ids approved.
+
+        Raises:
+            ToolError: ``not_allowed`` if the viewer is not an operator.
+            InvalidArgumentsError: If quarantine is off.
+        """
+        by = as_operator(self.cm, viewer.caller or "local")
+        return (await self.cm.approve_tools([glob.escape(tool_id)], by=by)).approved or []
+
+    async def keep_blocked(self, viewer: Viewer, tool_id: str) -> None:
+        """Record in the audit log that a person looked at a changed tool and kept it blocked."""
+        by = f"person:{viewer.caller or 'local'}"
+        await self.stores.audit.write([AuditEntry(time.time(), tool_id, None, "quarantined", by, viewer.caller)])
+
+    async def audit(self, viewer: Viewer, f: AuditFilter) -> list[dict[str, Any]]:
+        """The audit entries the viewer may see that pass ``f``, newest first (all pages)."""
+        since = _time(f.since)
+        entries = await self.stores.audit.read(since=since, limit=_MAX_READ)
+        mine = f if viewer.operator else replace(f, caller=viewer.caller or "")
+        return [e for e in reversed(entries) if mine.matches(e)]
+
+    async def state(self, viewer: Viewer) -> list[OwnerState]:
+        """Sessions, paused runs, stored results and saved snippets per caller (the viewer's only, unless operator)."""
+        own = _sessions.owner_of(viewer.caller)
+        everyone = [_sessions.owner_of(f"token:{n}") for n in self._names()] if viewer.operator else [own]
+        rows = {owner: OwnerState(self.who(owner)) for owner in everyone}
+        store = self.stores.sessions.store
+        for what, kind in (("sessions", _sessions.KIND), ("paused", _paused.KIND), ("results", _results.KIND)):
+            for info in await store.list(kind, prefix="" if viewer.operator else own + "/", limit=_MAX_READ):
+                owner = info.key.split("/", 1)[0]
+                row = rows.setdefault(owner, OwnerState(self.who(owner)))
+                row.counts[what] = row.counts.get(what, 0) + 1
+                row.bytes[what] = row.bytes.get(what, 0) + info.size
+                row.largest[what] = max(row.largest.get(what, 0), info.size)
+        for snippet in self.stores.snippets.snippets.values():
+            if viewer.operator or snippet.owner == own:
+                row = rows.setdefault(snippet.owner, OwnerState(self.who(snippet.owner)))
+                row.counts["snippets"] = row.counts.get("snippets", 0) + 1
+        return [rows[k] for k in sorted(rows)]
+
+
+def _lines(definition: Mapping[str, Any]) -> list[str]:
+    return json.dumps(definition, indent=2, sort_keys=True, ensure_ascii=False, default=str).splitlines()
