@@ -8,8 +8,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import httpx2
 import pytest
 from console_support import ALICE, OPS, chromium, served, shot, signed_in
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 from servers.ledger_server import HOSTILE_DESCRIPTION
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
@@ -184,10 +187,36 @@ async def test_the_audit_and_state_pages_show_each_caller_its_own(tmp_path: Path
 
 async def test_a_paused_run_carries_its_console_link(tmp_path: Path) -> None:
     async with served(tmp_path, url="https://tools.example.test") as s:
-        out = await s.box.codemode.execute("run_tool('ledger:add_note', text='x')", caller="token:alice")
-        assert out.approval is not None
-        link = f"https://tools.example.test/console/runs/{out.approval.execution_id}"
-        assert out.approval.console == link
-        from toolcode._outcome import outcome_text
+        # Through the MCP endpoint, with a caller's token: the structured result and the text a model reads.
+        headers = {"Authorization": f"Bearer {ALICE}"}
+        async with (
+            httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(10, read=60)) as http,
+            Client(streamable_http_client(s.base + "/mcp", http_client=http)) as client,  # type: ignore[arg-type]
+        ):
+            res = await client.call_tool("execute_code", {"code": "run_tool('ledger:add_note', text='x')"})
+        approval = (res.structured_content or {})["approval"]
+        link = f"https://tools.example.test/console/runs/{approval['execution_id']}"
+        assert approval["console"] == link
+        text = "".join(getattr(b, "text", "") for b in res.content)
+        assert f"a person decides in the console: {link}" in text
+        # A paused run read again later (list, read) carries it too.
+        out = await s.box.codemode.paused_outcome(approval["execution_id"], "token:alice")
+        assert out.approval is not None and out.approval.console == link
 
-        assert link in outcome_text(out)
+
+async def test_only_the_console_paths_skip_the_bearer_token_and_they_carry_a_strict_policy(tmp_path: Path) -> None:
+    async with served(tmp_path) as s, httpx2.AsyncClient(base_url=s.base) as http:
+        signin = await http.get("/console/runs")
+        assert signin.status_code == 303 and signin.headers["location"] == "/console/signin"
+        page = await http.get("/console/signin")
+        assert page.status_code == 200 and "default-src 'self'" in page.headers["content-security-policy"]
+        assert "script-src 'self'" in page.headers["content-security-policy"] and "<script>" not in page.text
+        cookie = page.headers["set-cookie"].lower()
+        assert "httponly" in cookie and "samesite=strict" in cookie and "path=/console" in cookie
+        for path in ("/mcp", "/consoles", "/console-x", "/"):
+            assert (await http.get(path)).status_code == 401, path  # still the bearer token's
+        # A wrong token signs nobody in.
+        csrf = page.text.split('name="csrf" value="', 1)[1].split('"', 1)[0]
+        form = {"csrf": csrf, "token": "not-a-token-of-this-server"}
+        wrong = await http.post("/console/signin", data=form, headers={"Origin": s.base})
+        assert wrong.status_code == 401 and "toolcode_console=" not in wrong.headers.get("set-cookie", "")

@@ -239,10 +239,10 @@ class Console:
 
     async def _audit(self, request: Request, viewer: Viewer) -> Response:
         f = AuditFilter.of(request.query_params, viewer)
-        return _html_page(_html.audit(viewer, f, await self.views.audit(viewer, f)))
+        return _html_page(_html.audit(viewer, f, await self.views.audit(f)))
 
     async def _export(self, request: Request, viewer: Viewer) -> Response:
-        entries = await self.views.audit(viewer, AuditFilter.of(request.query_params, viewer))
+        entries = await self.views.audit(AuditFilter.of(request.query_params, viewer))
         body = "".join(json.dumps(e, ensure_ascii=False, default=str) + "\n" for e in entries)
         headers = {"content-disposition": 'attachment; filename="audit.jsonl"'}
         return Response(body, media_type="application/x-ndjson", headers=headers)

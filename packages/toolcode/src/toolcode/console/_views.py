@@ -64,7 +64,7 @@ class AuditFilter:
         fields = ("caller", "tool", "decision", "since", "until")
         caller, tool, decision, since, until = (query.get(k, "").strip()[:200] for k in fields)
         f = cls(caller, tool, decision, since, until, min(int(page), 1_000_000) if page.isdigit() else 0)
-        return f if viewer.operator else replace(f, caller=viewer.caller or "")
+        return f if viewer.operator else replace(f, caller=viewer.caller or "local")
 
     def matches(self, entry: Mapping[str, Any]) -> bool:
         """Whether an audit entry passes the filter."""
@@ -187,12 +187,10 @@ class Views:
         by = f"person:{viewer.caller or 'local'}"
         await self.stores.audit.write([AuditEntry(time.time(), tool_id, None, "quarantined", by, viewer.caller)])
 
-    async def audit(self, viewer: Viewer, f: AuditFilter) -> list[dict[str, Any]]:
-        """The audit entries the viewer may see that pass ``f``, newest first (all pages)."""
-        since = _time(f.since)
-        entries = await self.stores.audit.read(since=since, limit=_MAX_READ)
-        mine = f if viewer.operator else replace(f, caller=viewer.caller or "")
-        return [e for e in reversed(entries) if mine.matches(e)]
+    async def audit(self, f: AuditFilter) -> list[dict[str, Any]]:
+        """The audit entries that pass ``f`` (made by :meth:`AuditFilter.of` for this viewer), newest first."""
+        entries = await self.stores.audit.read(since=_time(f.since), limit=_MAX_READ)
+        return [e for e in reversed(entries) if f.matches(e)]
 
     async def state(self, viewer: Viewer) -> list[OwnerState]:
         """Sessions, paused runs, stored results and saved snippets per caller (the viewer's only, unless operator)."""
