@@ -247,7 +247,7 @@ def audit(viewer: Viewer, f: AuditFilter, entries: Sequence[Mapping[str, Any]]) 
 
 def state(viewer: Viewer, rows: Sequence[OwnerState], settings: Settings) -> str:
     """What each caller keeps, against its quotas."""
-    s, p, r = settings.sessions, settings.policy, settings.results
+    s, p, r, n = settings.sessions, settings.policy, settings.results, settings.snippets.max_per_caller
 
     def of(n: int, limit: int) -> str:
         return f"{n:,} of {limit:,}" if limit else f"{n:,}"
@@ -260,7 +260,7 @@ def state(viewer: Viewer, rows: Sequence[OwnerState], settings: Settings) -> str
         f"{esc(_size(o.largest.get('paused', 0)))} of {esc(_size(p.max_paused_bytes))}</small></td>"
         f"<td>{esc(of(o.counts.get('results', 0), r.max_per_caller))}<br><small>"
         f"{esc(_size(o.bytes.get('results', 0)))} of {esc(_size(r.max_bytes_per_caller))}</small></td>"
-        f"<td>{esc(o.counts.get('snippets', 0))}</td></tr>"
+        f"<td>{esc(of(o.counts.get('snippets', 0), n))}</td></tr>"
         for o in rows
     )
     table = _table(

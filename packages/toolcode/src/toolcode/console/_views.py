@@ -135,13 +135,7 @@ class Views:
 
     async def runs(self, viewer: Viewer) -> list[PausedRun]:
         """The paused runs the viewer may see, newest first."""
-        runs = await self.stores.paused.list(viewer.caller, limit=1000, everyone=viewer.operator)
-        return runs[::-1]
-
-    async def _caller(self, viewer: Viewer, execution_id: str) -> str | None:
-        if viewer.operator:
-            return await self.stores.paused.caller_of(execution_id)
-        return viewer.caller
+        return (await self.stores.paused.list(viewer.caller, limit=1000, operator=viewer.operator))[::-1]
 
     async def run(self, viewer: Viewer, execution_id: str) -> PausedRun:
         """One paused run the viewer may see.
@@ -149,16 +143,11 @@ class Views:
         Raises:
             InvalidArgumentsError: Unknown, decided, expired, or not the viewer's (the same answer).
         """
-        return await self.stores.paused.get(execution_id, await self._caller(viewer, execution_id))
+        return await self.stores.paused.get(execution_id, viewer.caller, operator=viewer.operator)
 
     async def decide(self, viewer: Viewer, execution_id: str, decision: str) -> ExecuteOutcome:
-        """Decide about a paused run through :meth:`CodeMode.resume` and continue it; its outcome.
-
-        Raises:
-            InvalidArgumentsError: Unknown, decided, expired, or not the viewer's.
-        """
-        caller = await self._caller(viewer, execution_id)
-        return await self.cm.resume(execution_id, decision, caller=caller, by=f"person:{viewer.caller or 'local'}")
+        """Decide about a paused run as the viewer, through :meth:`CodeMode.resume`, and continue it; its outcome."""
+        return await self.cm.resume(execution_id, decision, caller=viewer.caller)
 
     async def quarantine(self) -> list[Change]:
         """Every blocked tool (new or changed) with its diff against the approved definition."""
@@ -205,7 +194,7 @@ class Views:
                 row.counts[what] = row.counts.get(what, 0) + 1
                 row.bytes[what] = row.bytes.get(what, 0) + info.size
                 row.largest[what] = max(row.largest.get(what, 0), info.size)
-        for snippet in self.stores.snippets.snippets.values():
+        for snippet in self.stores.snippets.mine(own, viewer.operator):
             if viewer.operator or snippet.owner == own:
                 row = rows.setdefault(snippet.owner, OwnerState(self.who(snippet.owner)))
                 row.counts["snippets"] = row.counts.get("snippets", 0) + 1
