@@ -201,17 +201,23 @@ class Console:
         paused = self.views.stores.paused
 
         async def stream() -> AsyncIterator[str]:
+            # Each look compares the ids alone (the store's keys); only a new run's record is read.
             known: set[str] = set()
             while (now := self.signins.viewer(request.cookies)) is not None:
                 seen = paused.changes
-                rows = {r["id"]: r for r in await self._rows(now)}
-                for eid in rows.keys() - known:
-                    yield f"event: pause\ndata: {json.dumps(rows[eid])}\n\n"
-                for eid in known - rows.keys():
+                ids = await self.views.waiting(now)
+                for eid in ids - known:
+                    try:
+                        run = await self.views.run(now, eid)
+                    except InvalidArgumentsError:  # decided or expired meanwhile
+                        ids.discard(eid)
+                        continue
+                    yield f"event: pause\ndata: {json.dumps(_html.run_row(run, self.views.who(run.owner)))}\n\n"
+                for eid in known - ids:
                     yield f"event: gone\ndata: {json.dumps({'id': eid})}\n\n"
-                if rows.keys() == known:
+                if ids == known:
                     yield ": still here\n\n"
-                known = set(rows)
+                known = ids
                 with anyio.move_on_after(_LOOK_AGAIN_S):
                     await paused.changed_since(seen)
 

@@ -137,6 +137,12 @@ class Views:
         """The paused runs the viewer may see, newest first."""
         return (await self.stores.paused.list(viewer.caller, limit=1000, operator=viewer.operator))[::-1]
 
+    async def waiting(self, viewer: Viewer) -> set[str]:
+        """The ids of the paused runs the viewer may see, from the store's keys alone (no record is read)."""
+        prefix = "" if viewer.operator else _sessions.owner_of(viewer.caller) + "/"
+        infos = await self.stores.paused.store.list(_paused.KIND, prefix=prefix, limit=_MAX_READ)
+        return {info.key.rsplit("/", 1)[-1] for info in infos}
+
     async def run(self, viewer: Viewer, execution_id: str) -> PausedRun:
         """One paused run the viewer may see.
 
