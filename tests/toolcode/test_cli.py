@@ -419,6 +419,20 @@ def test_the_resume_hint_is_a_command_that_works_as_pasted(tmp_path: Path) -> No
     assert "--no-state keeps no paused run after this command" in gone.stderr
 
 
+def test_a_paused_exec_names_its_console_page_when_the_console_is_on(tmp_path: Path) -> None:
+    servers = {"time": {"command": sys.executable, "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"]}}
+    section = {"policy": {"rules": [{"tools": "time:*", "decision": "ask"}]}, "console": {"url": "https://ops.test"}}
+    snippet = 'run_tool("time:get_current_time", {"timezone": "UTC"})'
+    for enabled in (False, True):
+        config = {"mcpServers": servers, "toolcode": {**section, "console": {**section["console"], "enabled": enabled}}}
+        (tmp_path / "mcp.json").write_text(json.dumps(config))
+        paused = _toolcode("exec", "--config", "mcp.json", "--state-dir", "state", "-c", snippet, cwd=tmp_path)
+        assert paused.returncode == 6, paused.stderr
+        links = [line for line in paused.stderr.splitlines() if "https://ops.test/console/runs/" in line]
+        assert len(links) == enabled, paused.stderr
+    assert links[0].startswith("or decide in the console: https://ops.test/console/runs/")
+
+
 def test_the_next_page_hint_is_a_command_that_works_as_pasted(capsys: pytest.CaptureFixture[str]) -> None:
     import shlex
 
