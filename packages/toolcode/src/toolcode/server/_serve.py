@@ -83,7 +83,8 @@ def _with_console(app: ASGIApp, toolbox: Toolbox, tokens: BearerTokens | None) -
     console = Console(toolbox.codemode, tokens)
 
     async def route(scope: Scope, receive: Receive, send: Send) -> None:
-        chosen = console if scope["type"] == "http" and is_console_path(str(scope.get("path", ""))) else app
+        # By path for HTTP and WebSocket alike: the guard lets both through to console paths without a token.
+        chosen = console if scope["type"] != "lifespan" and is_console_path(str(scope.get("path", ""))) else app
         await chosen(scope, receive, send)
 
     return route
