@@ -129,11 +129,14 @@ async def test_correct_snippets_run_on_real_servers_in_both_styles(box: Toolbox,
         assert out.value == [["math", "engines"], "UTC", ["conditions", "humidity", "temperature"]]
 
 
-async def test_a_server_named_like_a_sandbox_module_is_tools_time_(box: Toolbox) -> None:
+async def test_a_server_named_like_a_sandbox_module_is_tools_time(box: Toolbox) -> None:
     doc = await box.codemode.describe_tool("time:get_current_time")
-    assert "from tools import time_\n" in doc.text
+    assert "from tools import time\n" in doc.text
     out = await box.codemode.execute(
-        "import time\nfrom tools import time_\n[type(time.time()).__name__, "
-        "time_.get_current_time(timezone='UTC')['timezone']]"
+        "import time as t\nfrom tools import time\n[type(t.time()).__name__, "
+        "time.get_current_time(timezone='UTC')['timezone']]"
     )
     assert out.value == ["float", "UTC"], out.error
+    # Its former name still answers.
+    out = await box.codemode.execute("from tools import time_\ntime_.get_current_time(timezone='UTC')['timezone']")
+    assert out.value == "UTC", out.error

@@ -197,6 +197,40 @@ BROKEN: dict[str, tuple[str, int, int, str, str]] = {
         "has no attribute `uper`",
         "runtime_error",
     ),
+    "unknown key of a typed result (literal id)": (
+        "run_tool('helpdesk:assign_ticket', ticket_id='PAR-1', engineer='Ana')\n"
+        "for t in run_tool('helpdesk:list_tickets', {'office': 'Paris'}):\n    println(t['titel'])",
+        3,
+        15,
+        'Unknown key "titel" for TypedDict `Ticket`',
+        "runtime_error",
+    ),
+    "a str used as a date (literal id)": (
+        "run_tool('helpdesk:assign_ticket', ticket_id='PAR-1', engineer='Ana')\n"
+        "now = run_tool('time:get_current_time', {'timezone': 'UTC'})\nnow['datetime'].year",
+        3,
+        1,
+        "Object of type `str` has no attribute `year`",
+        "runtime_error",
+    ),
+    "unknown nested key (literal id)": (
+        "run_tool('helpdesk:assign_ticket', ticket_id='PAR-1', engineer='Ana')\n"
+        "r = run_tool('time:convert_time', source_timezone='UTC', time='08:00', target_timezone='Asia/Tokyo')\n"
+        "r['target']['date']",
+        3,
+        13,
+        'Unknown key "date" for TypedDict',
+        "runtime_error",
+    ),
+    "unknown key of an awaited result (literal id)": (
+        "import asyncio\nrun_tool('helpdesk:assign_ticket', ticket_id='PAR-1', engineer='Ana')\n"
+        "a, b = await asyncio.gather(run_tool_async('helpdesk:on_call', {'office': 'Paris'}), "
+        "run_tool_async('time:get_current_time', timezone='UTC'))\nb['zone']",
+        4,
+        3,
+        'Unknown key "zone" for TypedDict',
+        "runtime_error",
+    ),
     "unknown module": (
         "from tools import helpdesk, heldesk\nhelpdesk.assign_ticket(ticket_id='PAR-1', engineer='Ana')",
         1,
@@ -289,7 +323,25 @@ VALID: dict[str, tuple[str, Any]] = {
         "from tools import helpdesk\nargs = {'office': 'Paris'}\nlen(helpdesk.on_call(**args))",
         2,
     ),
-    "module named like the stdlib": ("from tools import json_\njson_.pretty(text='{}', indent=1)", " {}"),
+    "module named like the stdlib": ("from tools import json\njson.pretty(text='{}', indent=1)", " {}"),
+    "module named like the stdlib, beside it": (
+        "import json\nimport tools\n"
+        "[json.dumps(tools.json.pretty(text='{}', indent=1)), type(json.loads('1')).__name__]",
+        ['" {}"', "int"],
+    ),
+    "module named like the stdlib, former name": ("from tools import json_\njson_.pretty(text='{}', indent=1)", " {}"),
+    "module named like the stdlib, awaitable form": (
+        "import asyncio\nfrom tools import time as t\n"
+        "[r['timezone'] for r in await asyncio.gather(t.get_current_time_async(timezone='UTC'))]",
+        ["UTC"],
+    ),
+    "literal id, typed result used well": (
+        "ts = run_tool('helpdesk:list_tickets', {'office': 'Paris'})\n"
+        "by_age = sorted(ts, key=lambda t: -t['age_days'])\n"
+        "now = run_tool('time:get_current_time', timezone='UTC')['datetime']\n"
+        "[len(by_age), now[:2], [t['assignee'].upper() for t in ts if t['assignee'] is not None][:0]]",
+        [13, "20", []],
+    ),
     "namespace that is no identifier": (
         "from tools import my_server, my_server_2\n[my_server.greet(name='Ana'), my_server_2.wave(name='Bo')]",
         ["hello Ana", "waves at Bo"],
@@ -334,8 +386,8 @@ async def test_the_check_is_on_by_default_and_off_in_the_config() -> None:
 def test_module_names_follow_the_documented_rule() -> None:
     names = module_names(["time", "json", "my-server", "my_server", "class", "github", "2fa", "_x", "a.b"])
     assert names == {
-        "time": "time_",
-        "json": "json_",
+        "time": "time",
+        "json": "json",
         "my-server": "my_server",
         "my_server": "my_server_2",
         "class": "class_",
@@ -367,10 +419,10 @@ async def test_describe_tool_shows_the_stub_the_checker_reads(box: Toolbox) -> N
 
 async def test_describe_module_returns_a_whole_namespace_within_a_budget(box: Toolbox) -> None:
     doc = await box.codemode.describe_tool("time", "module")
-    assert doc.text.startswith("# from tools import time_  (namespace 'time')\n")
+    assert doc.text.startswith("# from tools import time  (namespace 'time')\n")
     assert "def convert_time(" in doc.text and "def get_current_time(" in doc.text
     # By module name, and by a tool of the namespace, too.
-    assert (await box.codemode.describe_tool("time_", "module")).text == doc.text
+    assert (await box.codemode.describe_tool("time_", "module")).text == doc.text  # its former name
     assert (await box.codemode.describe_tool("time:convert_time", "module")).text == doc.text
     small = box.services.modules.module_text("helpdesk", 1_200)
     assert small is not None and len(small) <= 1_200

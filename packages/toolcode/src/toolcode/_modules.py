@@ -5,14 +5,13 @@ functions are its tools, called with keyword arguments named as in the signature
 ``describe_tool`` shows; ``<name>_async`` is the awaitable form of each (for
 ``asyncio.gather``). The names are deterministic:
 
-- the package is ``tools``, so a namespace never shadows a module the sandbox provides
-  (``time``, ``json``, ``re``, ``asyncio``, ...);
+- the package is ``tools``, so a namespace never shadows a module the sandbox provides:
+  ``from tools import time`` is the namespace ``time``, ``import time`` the standard module;
 - a namespace's module name is its identifier form (``my-server`` → ``my_server``,
   ``class`` → ``class_``); one that would start with ``_`` (``2fa`` → ``_2fa``) gets the prefix
   ``ns`` instead (``ns_2fa``), because names starting with ``_`` are private;
-- a name of a standard-library module (``time``, ``json``, ``email``, ...) takes a trailing
-  underscore (``from tools import time_``): the sandbox refuses to let any module take the name
-  of one it provides, and the rule is the same whatever modules a sandbox version provides;
+- a module named like a standard-library module (``time``, ``json``, ...) also answers to that
+  name with a trailing underscore (``time_``, its name before), unless another namespace has it;
 - two namespaces with the same module name: the first in sorted order keeps it, the others get
   ``_2``, ``_3``, ... in sorted order;
 - function names follow the same rule over the namespace's tool names (``list-issues`` →
@@ -83,8 +82,7 @@ _STDLIB: Final = frozenset(sys.stdlib_module_names) | {"typing_extensions", "_ty
 
 
 def _module_base(namespace: str) -> str:
-    name = _public(py_identifier(namespace), "ns")
-    return name + "_" if name in _STDLIB else name
+    return _public(py_identifier(namespace), "ns")
 
 
 def _public(ident: str, prefix: str) -> str:
@@ -194,6 +192,10 @@ class ToolModules:
         self._version = version
         self._names = module_names(n.name for n in self._index.namespaces())
         self._by_name = {m: ns for ns, m in self._names.items()}
+        # The former names of modules named like the standard library (``time_``), where free.
+        for ns, m in list(self._names.items()):
+            if m in _STDLIB:
+                self._by_name.setdefault(m + "_", ns)
         self._functions.clear()
         self._modules.clear()
         self._runtime.clear()
@@ -215,9 +217,18 @@ class ToolModules:
         return self._names.get(namespace)
 
     def namespace_of(self, module: str) -> str | None:
-        """The namespace behind a module name, or ``None``."""
+        """The namespace behind a module name (or its former name, ``time_``), or ``None``."""
         self._current()
         return self._by_name.get(module)
+
+    def function_of(self, tool: Tool, awaitable: bool = False) -> tuple[str, str] | None:
+        """``(module, function)`` that calls ``tool`` (its awaitable form if asked), or ``None``."""
+        module = self.module_name(tool.namespace)
+        if module is None:
+            return None
+        wanted = ModuleFunction(tool.id, awaitable)
+        name = next((f for f, fn in self.functions(tool.namespace).items() if fn == wanted), None)
+        return (module, name) if name is not None else None
 
     def _tools(self, namespace: str) -> list[Tool]:
         out: list[Tool] = []
@@ -249,14 +260,14 @@ class ToolModules:
 
         Returns:
             The same object for the same filter until the catalog changes (engines may cache
-            what they build from it by identity).
+            what they build from it by identity). Former names (``time_``) are keys too.
         """
         self._current()
         key = None if allowed is None else tuple(sorted(set(allowed)))
         hit = self._runtime.get(key)
         if hit is None:
-            chosen = self._names if key is None else {ns: self._names[ns] for ns in key if ns in self._names}
-            hit = {name: self.functions(ns) for ns, name in sorted(chosen.items(), key=lambda kv: kv[1])}
+            chosen = set(self._names) if key is None else set(key)
+            hit = {name: self.functions(ns) for name, ns in sorted(self._by_name.items()) if ns in chosen}
             if len(self._runtime) >= 64:
                 self._runtime.clear()
             self._runtime[key] = hit

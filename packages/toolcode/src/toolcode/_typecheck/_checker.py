@@ -5,7 +5,8 @@
 - **Arguments** (``invalid_arguments``, :mod:`._arguments`): in both call styles (:mod:`._calls`),
   what the text settles of each call's arguments, validated by the run's own validator.
 - **Typed results** (``runtime_error``, :mod:`._ty`): what the snippet does with the tools' typed
-  results, kept only when it fails for every value of the types named.
+  results, kept only when it fails for every value of the types named. A ``run_tool`` (or
+  ``run_tool_async``) call with a literal id is typed as the module function of its tool.
 
 What the text cannot settle (a value computed at run time, a tool id built from strings) is left
 to the run. A problem inside a ``try`` whose handler catches what it raises is the snippet's own.
@@ -89,15 +90,19 @@ class TypeChecker:
         static = await run(self._static, code, view)
         if static is None:
             return []
-        tree, positions, found, out, visible = static
+        tree, positions, found, out, visible, typed = static
         if visible:
-            out.extend(await self._ty.findings(code, tree, found.bindings, visible, positions, run))
+            out.extend(await self._ty.findings(code, tree, found.bindings, visible, positions, run, typed))
         return await run(_reported, tree, positions, found, out)
 
     def _static(
         self, code: str, view: CatalogView
-    ) -> tuple[ast.Module, Positions, Scan, list[Diagnostic], dict[str, str]] | None:
-        """What the text alone settles: names and arguments (``None``: it does not parse)."""
+    ) -> tuple[ast.Module, Positions, Scan, list[Diagnostic], dict[str, str], dict[ast.Call, str]] | None:
+        """What the text alone settles: names and arguments (``None``: it does not parse).
+
+        Also the modules ``ty`` needs (name → namespace), and each ``run_tool`` call with a literal
+        id as its module function (``<module>.<name>``), so that its result is typed alike.
+        """
         try:
             flags = ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
             tree = compile(code, "snippet.py", "exec", flags=flags, dont_inherit=True)
@@ -109,6 +114,7 @@ class TypeChecker:
         out, visible = self._names(found, view, positions)
         arguments = ArgumentChecker(view, self._input_schema)
         calls: list[tuple[ToolCall, Tool]] = []
+        typed: dict[ast.Call, str] = {}
         for call in found.calls:
             if call.module is not None:
                 tool = self._tool_of(call, visible)
@@ -120,9 +126,16 @@ class TypeChecker:
                 out.append(unknown)
                 continue
             assert call.tool_id is not None
-            calls.append((call, view.get(call.tool_id)))
+            tool = view.get(call.tool_id)
+            calls.append((call, tool))
+            func = call.node.func
+            if call.node in found.parents and isinstance(func, ast.Name):  # not one of ``run_tools``' pairs
+                function = self._modules.function_of(tool, awaitable=func.id != "run_tool")
+                if function is not None:
+                    visible.setdefault(function[0], tool.namespace)
+                    typed[call.node] = ".".join(function)
         out.extend(arguments.check(tree, found, calls, positions))
-        return tree, positions, found, out, visible
+        return tree, positions, found, out, visible, typed
 
     def _names(self, found: Scan, view: CatalogView, positions: Positions) -> tuple[list[Diagnostic], dict[str, str]]:
         """Unknown modules and unknown functions of known ones; the visible modules named (name → namespace)."""

@@ -8,7 +8,9 @@ nothing certain about the values at run time. So every list, dict and set the sn
 display, a comprehension, a ``list()``/``dict()``/``set()`` call) is handed to ``ty`` as ``Any``
 (wrapped in a call of :data:`ANY_FUNCTION`), and so are the annotations the snippet writes, which
 Python does not enforce. What keeps its type: the tools' results (declared by their output
-schemas), scalars and tuples, and whatever flows from them.
+schemas), scalars and tuples, and whatever flows from them. A ``run_tool("ns:x", ...)`` call with
+a literal id is handed over as ``toolcode_result(<the module function>, run_tool(...))``, so its
+result is typed exactly as ``ns.x(...)``'s is.
 
 **What is kept.** ``ty`` reports what it cannot prove correct; a finding is kept when its rule
 says the operation fails for the type named (a key a ``TypedDict`` result does not have, an
@@ -37,7 +39,7 @@ import pydantic_monty as pm
 from toolcode._globals import globals_stub
 from toolcode._modules import PACKAGE, ToolModules
 from toolcode._typecheck._diagnostic import Diagnostic, Positions
-from toolcode.engines._monty_pool import start_pool
+from toolcode.engines._monty_pool import sandbox_module, start_pool
 from toolcode.exceptions import EngineError, ErrorCode
 from toolindex.log import get_logger
 
@@ -49,7 +51,14 @@ GLOBALS_STUB: Final = globals_stub()
 """What the type checker knows of the snippet globals (built from :data:`~toolcode.SNIPPET_GLOBALS`)."""
 ANY_FUNCTION: Final = "toolcode_dynamic"
 ANY_TYPE: Final = "ToolcodeDynamic"
-_HELPERS: Final = f"\n{ANY_TYPE} = Any\ndef {ANY_FUNCTION}(value: object, /) -> Any: ...\n"
+RESULT_FUNCTION: Final = "toolcode_result"
+MODULE_ALIAS: Final = "toolcode_module_"
+"""The warm session binds each module it holds under this prefix too (a snippet may rebind ``tools``)."""
+_HELPERS: Final = (
+    f"\nfrom typing import Callable, TypeVar\n_ToolcodeR = TypeVar('_ToolcodeR')\n{ANY_TYPE} = Any\n"
+    f"def {ANY_FUNCTION}(value: object, /) -> Any: ...\n"
+    f"def {RESULT_FUNCTION}(function: Callable[..., _ToolcodeR], value: object, /) -> _ToolcodeR: ...\n"
+)
 _BUILT = (ast.Dict, ast.List, ast.Set, ast.ListComp, ast.SetComp, ast.DictComp)
 _CONSTRUCTORS = frozenset({"dict", "list", "set"})
 _WRAP = "async def __toolcode_check__():\n"
@@ -152,12 +161,14 @@ class Ty:
         visible: Mapping[str, str],
         positions: Positions,
         run: Runs = run_here,
+        typed: Mapping[ast.Call, str] | None = None,
     ) -> list[Diagnostic]:
         """What the snippet does wrong with the typed results of the ``visible`` modules (name → namespace).
 
-        ``run`` runs the parts that take the host's CPU (here, or in a worker thread for a long snippet).
+        ``run`` runs the parts that take the host's CPU (here, or in a worker thread for a long snippet);
+        ``typed`` gives the ``run_tool`` calls with a literal id their module function (``<module>.<name>``).
         """
-        source, wrapped = await run(_prepared, code, tree, bindings)
+        source, wrapped = await run(_prepared, code, tree, bindings, typed)
         if wrapped is None:
             return []  # the engine reports what is wrong with it
         lane = self._small if run is run_here else self._large
@@ -208,22 +219,29 @@ class Ty:
                 self._pool = await start_pool(None, min_processes=1, max_processes=2)  # a worker per lane
             pool = self._pool
         package: dict[str, Any] = {}
+        keys: dict[str, str] = {}
         for name, ns in needed.items():
             module = self._modules.module(ns)
             if module is not None:
-                package[name] = pm.ExternalModule(dict.fromkeys(module.functions, _placeholder), stubs=module.stub)
+                # A name the sandbox keeps (``time``) is a module under another key, named in the package stub.
+                key = name
+                while sandbox_module(key) or (key != name and key in needed and needed[key] != ns):
+                    key += "_"
+                keys[name] = key
+                package[key] = pm.ExternalModule(dict.fromkeys(module.functions, _placeholder), stubs=module.stub)
+        stub = "".join(f"import {PACKAGE}.{k}\n{n} = {PACKAGE}.{k}\n" for n, k in keys.items() if n != k)
         checkout = pool.checkout(
             # The session only ever defines a function; limits in case a snippet finds a way out of it.
             limits={"max_feed_duration_secs": self._timeout, "max_memory": 64 * 1024 * 1024, "max_suspensions": 10_000},
             type_check=True,
             type_check_stubs=GLOBALS_STUB + _HELPERS,
             type_check_format="concise",
-            external_modules={PACKAGE: pm.ExternalModule(package, stubs="")},
+            external_modules={PACKAGE: pm.ExternalModule(package, stubs=stub)},
         )
         warm = lane.warm = _Warm(await checkout.__aenter__(), version, needed)
-        if needed:
-            # Resolves the modules once, so the wrapped snippets can import them.
-            await checkout.feed_run("\n".join(f"import {PACKAGE}.{name}" for name in needed))
+        if keys:
+            # Resolves the modules once, so the wrapped snippets can import them (and name them, for run_tool).
+            await checkout.feed_run("\n".join(f"import {PACKAGE}.{k} as {MODULE_ALIAS}{n}" for n, k in keys.items()))
         return warm
 
     @staticmethod
@@ -304,28 +322,32 @@ def _line_starts(text: str) -> tuple[int, ...]:
     return (0, *(i + 1 for i, ch in enumerate(text) if ch == "\n"))
 
 
-def checked_source(code: str, tree: ast.Module, bindings: Mapping[str, int]) -> CheckedSource:
+def checked_source(
+    code: str, tree: ast.Module, bindings: Mapping[str, int], typed: Mapping[ast.Call, str] | None = None
+) -> CheckedSource:
     """``code`` with what it builds wrapped as ``Any`` and its own annotations ``Any``, and the way back.
 
-    ``bindings`` counts how many times each name is bound (a rebound ``list`` is not the constructor).
+    ``bindings`` counts how many times each name is bound (a rebound ``list`` is not the constructor);
+    each call in ``typed`` (``run_tool("ns:x", ...)``) is typed as its module function (``<module>.<name>``).
     """
     positions = Positions(code)
     starts = _line_starts(code)
-    edits: list[tuple[int, int, int, str]] = []  # (start, order, end, text): closings sort before openings
+    # (position, order, nesting, end, text): closings sort before openings, inner closings first.
+    edits: list[tuple[int, int, int, int, str]] = []
 
     def span(node: ast.AST) -> tuple[int, int]:
         line, end_line = getattr(node, "lineno", 1), getattr(node, "end_lineno", None) or 1
         start = starts[line - 1] + positions.char_column(line, getattr(node, "col_offset", 0))
         return start, starts[end_line - 1] + positions.char_column(end_line, getattr(node, "end_col_offset", None) or 0)
 
-    def wrap(node: ast.expr) -> None:
+    def wrap(node: ast.expr, head: str = f"{ANY_FUNCTION}(") -> None:
         start, end = span(node)
-        edits.append((start, 1, start, f"{ANY_FUNCTION}("))
-        edits.append((end, 0, end, ")"))
+        edits.append((start, 1, -end, start, head))
+        edits.append((end, 0, -start, end, ")"))
 
     def replace_annotation(node: ast.expr) -> None:
         start, end = span(node)
-        edits.append((start, 1, end, ANY_TYPE))
+        edits.append((start, 1, -end, end, ANY_TYPE))
         skip.update(id(n) for n in ast.walk(node))
 
     # Positions inside f-strings are not reliable before Python 3.12: left as written.
@@ -333,7 +355,9 @@ def checked_source(code: str, tree: ast.Module, bindings: Mapping[str, int]) -> 
     for node in ast.walk(tree):
         if id(node) in skip:
             continue
-        if isinstance(node, _BUILT) and not isinstance(getattr(node, "ctx", ast.Load()), ast.Store | ast.Del):
+        if typed and isinstance(node, ast.Call) and node in typed:
+            wrap(node, f"{RESULT_FUNCTION}({MODULE_ALIAS}{typed[node]}, ")
+        elif isinstance(node, _BUILT) and not isinstance(getattr(node, "ctx", ast.Load()), ast.Store | ast.Del):
             wrap(node)
         elif (
             isinstance(node, ast.Call)
@@ -348,16 +372,16 @@ def checked_source(code: str, tree: ast.Module, bindings: Mapping[str, int]) -> 
             replace_annotation(node.returns)
         elif isinstance(node, ast.AnnAssign):
             replace_annotation(node.annotation)
-    edits.sort(key=lambda x: (x[0], x[1]))
+    edits.sort(key=lambda x: x[:3])
     parts: list[str] = []
     last = 0
-    for start, _, end, text in edits:
+    for start, _, _, end, text in edits:
         parts.append(code[last:start])
         parts.append(text)
         last = end
     parts.append(code[last:])
     new = "".join(parts)
-    return CheckedSource(new, tuple((s, e, len(t)) for s, _, e, t in edits), starts, _line_starts(new))
+    return CheckedSource(new, tuple((s, e, len(t)) for s, _, _, e, t in edits), starts, _line_starts(new))
 
 
 def _certain(rule: str, message: str, written: bool) -> str | None:
@@ -406,8 +430,10 @@ def _top_level(text: str, sep: str) -> int:
     return parts
 
 
-def _prepared(code: str, tree: ast.Module, bindings: Mapping[str, int]) -> tuple[CheckedSource, str | None]:
-    source = checked_source(code, tree, bindings)
+def _prepared(
+    code: str, tree: ast.Module, bindings: Mapping[str, int], typed: Mapping[ast.Call, str] | None
+) -> tuple[CheckedSource, str | None]:
+    source = checked_source(code, tree, bindings, typed)
     return source, _wrapped(source.text)
 
 

@@ -9,6 +9,7 @@ discarded when the run failed, or kept checked out (hot) for the session's next 
 from __future__ import annotations
 
 import atexit
+import functools
 import sys
 import threading
 import time
@@ -29,7 +30,7 @@ from toolcode.exceptions import EngineBusyError, EngineError
 from toolindex.log import get_logger
 from toolrun import watchdog_executable
 
-__all__ = ["CALLER", "Worker", "WorkerPool", "exit_quietly", "start_pool"]
+__all__ = ["CALLER", "Worker", "WorkerPool", "exit_quietly", "sandbox_module", "start_pool"]
 
 _log = get_logger("toolcode.engines.monty")
 
@@ -39,6 +40,20 @@ _HOT_IDLE_S = 60.0
 """Seconds a hot session's worker stays checked out without a run."""
 _SETTLE_S = 1.0
 """Longest wait, after the pool has closed, for its native threads to leave the interpreter."""
+
+
+@functools.cache
+def sandbox_module(name: str) -> bool:
+    """Whether the sandbox (or its type checker) provides a module ``name`` (``time``, ``json``, ...).
+
+    Monty refuses a module of that name anywhere, ``tools.time`` included: such a namespace is
+    given another way (see ``MontyEngine`` and the type checker).
+    """
+    try:
+        pm.ExternalModule({name: pm.ExternalModule({})})
+    except ValueError:
+        return True
+    return False
 
 
 @dataclass(slots=True)

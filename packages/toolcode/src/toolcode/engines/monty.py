@@ -11,18 +11,19 @@ import functools
 import math
 import os
 import re
-from collections.abc import Generator
+from collections.abc import Generator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
 import pydantic_monty as pm
+from pydantic_monty.class_instance import ClassInstance
 
 from toolcode._globals import TOOL_ERROR_INFO_SOURCE
 from toolcode._modules import PACKAGE
 from toolcode._types import EngineInfo, ExecuteParams, ExecuteResult, PauseState, RunPaused, Tools
 from toolcode.engines import _monty_state as _state
 from toolcode.engines._monty_drive import Drive, ModuleMap, Paused, cut_path
-from toolcode.engines._monty_pool import CALLER, WorkerPool, start_pool
+from toolcode.engines._monty_pool import CALLER, WorkerPool, sandbox_module, start_pool
 from toolcode.engines._monty_session import SessionTurn
 from toolcode.exceptions import CodeExecutionError, EngineError, LimitExceededError, ToolCodeError, ToolError
 
@@ -252,10 +253,7 @@ class MontyEngine:
         hit = self._packages.get(id(modules))
         if hit is not None and hit[0] is modules:
             return hit[1]
-        package = {
-            name: pm.ExternalModule(dict.fromkeys(functions, _never_called), stubs=None)
-            for name, functions in modules.items()
-        }
+        package = {name: _module(name, functions) for name, functions in modules.items()}
         built = {PACKAGE: pm.ExternalModule(package, stubs=None)}
         if len(self._packages) >= _MODULE_CACHE:
             self._packages.clear()
@@ -324,6 +322,35 @@ def _what_needed(e: pm.MontyRuntimeError) -> str:
         what = source.strip()
     what = what if len(what) <= 80 else what[:79] + "…"
     return f"line {f.line}: {what}" if what else f"line {f.line}"
+
+
+def _module(name: str, functions: Mapping[str, object]) -> pm.ExternalModule | ClassInstance:
+    """``tools.<name>``: a module, or where the sandbox keeps the name (``time``), an object with its functions.
+
+    Either way its functions reach the drive as ``tools.<name>.<function>``; the object form serves
+    ``from tools import time`` and ``tools.time.f()`` (the sandbox refuses ``import tools.time``).
+    """
+    if not sandbox_module(name):
+        return pm.ExternalModule(dict.fromkeys(functions, _never_called), stubs=None)
+    namespace = _Namespace()
+    for function in functions:
+        setattr(namespace, function, _named(f"{PACKAGE}.{name}.{function}"))
+    return ClassInstance(namespace, eager_attrs="all")
+
+
+class _Namespace:
+    """The object form of a module (its class name is what ``type()`` shows in the sandbox)."""
+
+
+_Namespace.__name__ = _Namespace.__qualname__ = "module"
+
+
+def _named(name: str) -> Any:
+    def called(*args: Any, **kwargs: Any) -> None:
+        _never_called(*args, **kwargs)
+
+    called.__name__ = name
+    return called
 
 
 def _never_called(*_args: Any, **_kwargs: Any) -> None:
