@@ -523,3 +523,33 @@ async def test_a_long_snippet_is_checked_apart_and_a_very_long_one_runs_unchecke
         assert await checker.check(very_long, view) == []  # its calls are checked as they are made
     finally:
         await checker.aclose()
+
+
+async def test_ty_is_asked_only_where_it_could_find_something_and_once_per_snippet() -> None:
+    index = await _one_int_tool()
+    view = CatalogView(index, None)
+    checker = TypeChecker(ToolModules(index))
+
+    async def ty_checks(code: str) -> tuple[int, list[str]]:
+        found = await checker.check(code, view)
+        warm = checker._ty._small.warm  # pyright: ignore[reportPrivateUsage]
+        return (warm.checks if warm is not None else 0), [d.message for d in found]
+
+    try:
+        misuse = "from tools import x\nr = x.f(a=1)\nr.upper()"
+        n, found = await ty_checks(misuse)
+        assert n == 1 and any("has no attribute `upper`" in m for m in found)
+        # The same snippet again: the same answer, without asking ty.
+        assert await ty_checks(misuse) == (1, found)
+        # A snippet that only calls and hands the result on: nothing ty could find, ty not asked;
+        # its arguments are checked all the same.
+        assert await ty_checks("from tools import x\nr = x.f(a=2)\n__out = r") == (1, [])
+        n, found = await ty_checks("from tools import x\nr = x.f(a='2')\n__out = r")
+        assert n == 1 and found and '"2" is not of type "integer"' in found[0]
+        # Every use of a result that can fail still goes to ty, a call of it and an unpacking included.
+        for code in ("r = run_tool('x:f', {'a': 1})\nr()", "a, b = run_tool('x:f', a=1)", "[*run_tool('x:f', a=1)]"):
+            before = n
+            n, found = await ty_checks(code)
+            assert n == before + 1 and found, (code, found)
+    finally:
+        await checker.aclose()

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import hashlib
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 
 import anyio
@@ -24,7 +26,7 @@ from toolcode._modules import PACKAGE, ToolModules
 from toolcode._typecheck._arguments import ArgumentChecker
 from toolcode._typecheck._calls import Scan, ToolCall, scan
 from toolcode._typecheck._diagnostic import Diagnostic, Handlers, Positions, near
-from toolcode._typecheck._ty import MAX_CHARS, Runs, Ty, run_here, runs_for
+from toolcode._typecheck._ty import MAX_CHARS, Runs, Ty, may_fail, run_here, runs_for
 from toolcode._view import CatalogView
 from toolcode.exceptions import ErrorCode
 from toolindex import Tool, ToolIndexError
@@ -34,6 +36,9 @@ from toolrun import CompiledSchema, ToolRunError
 _log = get_logger("toolcode.typecheck")
 
 __all__ = ["TypeChecker"]
+
+_ANSWERS = 256
+"""Checked snippets whose answers are kept (by digest, per catalog version and view)."""
 
 
 class TypeChecker:
@@ -52,6 +57,7 @@ class TypeChecker:
         self._large = anyio.Lock()
         self._schemas: dict[str, CompiledSchema | None] = {}
         self._schemas_version = -1
+        self._answers: OrderedDict[tuple[object, ...], tuple[Diagnostic, ...]] = OrderedDict()
 
     async def check(self, code: str, view: CatalogView, *, preamble: Sequence[str] = ()) -> list[Diagnostic]:
         """The problems of ``code``, in line order (empty: nothing found, or nothing to check).
@@ -74,26 +80,45 @@ class TypeChecker:
         if len(code) > MAX_CHARS:
             _log.info("typecheck.skipped", reason=f"longer than {MAX_CHARS:,} characters", chars=len(code))
             return []
+        # The same snippet in the same view of the same catalog has the same answer (a saved snippet
+        # is checked on every call, a model may send a snippet again).
+        digest = hashlib.blake2b(code.encode(errors="surrogatepass"), digest_size=16).digest()
+        key = (self._modules.version, view.allowed_namespaces, tuple(view.unavailable().items()), digest)
+        hit = self._answers.get(key)
+        if hit is not None:
+            self._answers.move_to_end(key)
+            return list(hit)
         run = runs_for(code)
         if run is run_here:
-            return await self._check(code, view, run)
-        # A long snippet's check takes time in proportion (seconds for thousands of lines): it runs
-        # in a worker thread, one such check at a time, while the event loop serves everyone else.
-        async with self._large:
-            try:
-                return await self._check(code, view, run)
-            except RuntimeError as e:  # the catalog changed under the thread: the run goes on unchecked
-                _log.warning("typecheck.skipped", error=repr(e)[:300])
-                return []
+            found, complete = await self._check(code, view, run)
+        else:
+            # A long snippet's check takes time in proportion (seconds for thousands of lines): it runs
+            # in a worker thread, one such check at a time, while the event loop serves everyone else.
+            async with self._large:
+                try:
+                    found, complete = await self._check(code, view, run)
+                except RuntimeError as e:  # the catalog changed under the thread: the run goes on unchecked
+                    _log.warning("typecheck.skipped", error=repr(e)[:300])
+                    return []
+        if complete:
+            self._answers[key] = tuple(found)
+            while len(self._answers) > _ANSWERS:
+                self._answers.popitem(last=False)
+        return found
 
-    async def _check(self, code: str, view: CatalogView, run: Runs) -> list[Diagnostic]:
+    async def _check(self, code: str, view: CatalogView, run: Runs) -> tuple[list[Diagnostic], bool]:
+        """The diagnostics, and whether every part of the check answered (``ty`` may not)."""
         static = await run(self._static, code, view)
         if static is None:
-            return []
+            return [], True
         tree, positions, found, out, visible, typed = static
-        if visible:
-            out.extend(await self._ty.findings(code, tree, found.bindings, visible, positions, run, typed))
-        return await run(_reported, tree, positions, found, out)
+        complete = True
+        # ``ty`` is asked only where it could find something (its check costs about a millisecond).
+        if visible and await run(may_fail, tree, found):
+            findings = await self._ty.findings(code, tree, found.bindings, visible, positions, run, typed)
+            complete = findings is not None
+            out.extend(findings or ())
+        return await run(_reported, tree, positions, found, out), complete
 
     def _static(
         self, code: str, view: CatalogView

@@ -38,12 +38,23 @@ import pydantic_monty as pm
 
 from toolcode._globals import globals_stub
 from toolcode._modules import PACKAGE, ToolModules
+from toolcode._typecheck._calls import Scan
 from toolcode._typecheck._diagnostic import Diagnostic, Positions
 from toolcode.engines._monty_pool import sandbox_module, start_pool
 from toolcode.exceptions import EngineError, ErrorCode
 from toolindex.log import get_logger
 
-__all__ = ["GLOBALS_STUB", "LARGE_CHARS", "MAX_CHARS", "Runs", "Ty", "checked_source", "run_here", "runs_for"]
+__all__ = [
+    "GLOBALS_STUB",
+    "LARGE_CHARS",
+    "MAX_CHARS",
+    "Runs",
+    "Ty",
+    "checked_source",
+    "may_fail",
+    "run_here",
+    "runs_for",
+]
 
 _log = get_logger("toolcode.typecheck")
 
@@ -111,6 +122,37 @@ and the exception the snippet meets there. Not here: ``not-subscriptable`` and t
 without naming the union (``x = None`` then ``x = item`` in a loop: "cannot subscript ``None``");
 calls (``invalid-argument-type``, ``no-matching-overload``), whose expected types are often
 narrower than what the call accepts at run time; assignments, which Python does not check."""
+_INERT: Final = (
+    *(ast.Module, ast.Expr, ast.Name, ast.Constant, ast.Load, ast.Store, ast.keyword, ast.Pass),
+    *(ast.Import, ast.ImportFrom, ast.alias, ast.JoinedStr, ast.FormattedValue, *_BUILT[:3], ast.Tuple),
+)
+"""Nodes at which none of :data:`_RULES` can fail: a name, a constant, a display, an import, an f-string."""
+
+
+def may_fail(tree: ast.Module, found: Scan) -> bool:
+    """Whether ``ty`` could find anything in the snippet (``ty``'s cost is spared one that only calls and returns).
+
+    It could wherever there is a node other than those of :data:`_INERT`, a plain assignment to a
+    name, or a call of a global or of a tool.
+    """
+    calls = {c.node for c in found.calls}
+    functions = [c.node.func for c in found.calls if c.module is not None]
+    tool_functions = {*functions, *(f.value for f in functions if isinstance(f, ast.Attribute))}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            if all(isinstance(t, ast.Name) for t in node.targets):
+                continue
+            return True
+        if isinstance(node, ast.Call):
+            func = node.func
+            if node in calls or (isinstance(func, ast.Name) and not found.bindings[func.id]):
+                continue
+            return True
+        if node not in tool_functions and not isinstance(node, _INERT):
+            return True
+    return False
+
+
 _KEY: Final = re.compile(r'^Unknown key "|got key of type `Literal\[-?\d+\]`')
 """The ``invalid-key`` findings about a key written as a literal (a ``str`` variable may hold a valid key)."""
 
@@ -162,11 +204,12 @@ class Ty:
         positions: Positions,
         run: Runs = run_here,
         typed: Mapping[ast.Call, str] | None = None,
-    ) -> list[Diagnostic]:
+    ) -> list[Diagnostic] | None:
         """What the snippet does wrong with the typed results of the ``visible`` modules (name → namespace).
 
         ``run`` runs the parts that take the host's CPU (here, or in a worker thread for a long snippet);
         ``typed`` gives the ``run_tool`` calls with a literal id their module function (``<module>.<name>``).
+        ``None``: ``ty`` could not answer (no worker, a timeout); the run goes on unchecked by it.
         """
         source, wrapped = await run(_prepared, code, tree, bindings, typed)
         if wrapped is None:
@@ -186,7 +229,7 @@ class Ty:
         except (TimeoutError, pm.MontyError, OSError, EngineError, RuntimeError) as e:
             # RuntimeError: pydantic-monty's answer for a session its worker already ended.
             _log.warning("typecheck.unavailable", error=repr(e)[:300])
-            return []
+            return None
         return await run(_kept, rendered, source, tree, positions)
 
     async def _check(self, warm: _Warm, wrapped: str) -> str:

@@ -7,13 +7,14 @@ with them and maps Monty's errors to toolcode's.
 
 from __future__ import annotations
 
+import ast
 import functools
 import math
 import os
 import re
 from collections.abc import Generator, Mapping
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, cast
 
 import pydantic_monty as pm
 from pydantic_monty.class_instance import ClassInstance
@@ -35,6 +36,9 @@ _PRELUDE = "ToolError = RuntimeError\ndef println(*args):\n    print(*args)\n" +
 _FETCH_OUT = (
     "try:\n    __toolcode_out = (True, __out)\nexcept NameError:\n    __toolcode_out = (False, None)\n__toolcode_out\n"
 )
+_PRELUDE_NAMES = ("ToolError", "println", "tool_error_info")
+_FETCH_IN_FEED_CHARS = 4_000
+"""Snippets up to this long that set ``__out`` and end in a statement fetch it in the same feed (parsed to know)."""
 _MEMORY_RE = re.compile(r"memory limit exceeded: (\d+) bytes > (\d+) bytes")
 _MODULE_CACHE = 16
 
@@ -211,19 +215,27 @@ class MontyEngine:
                         except pm.MontyError as e:
                             raise EngineError("monty", f"the paused run cannot be restored: {e}") from None
                     elif session is None:
-                        await sandbox.feed_run(_PRELUDE)
+                        if any(name in code for name in _PRELUDE_NAMES):  # a feed less for the others
+                            await sandbox.feed_run(_PRELUDE)
                     else:
                         await session.restore(worker, code)
                     if params.session is not None:
                         params.session.ran = True
                     try:
+                        fetched = session is None and _fetches_out(code)
                         if restored is None:
                             restored = await sandbox.feed_start(
-                                code, inputs={"input": params.input}, print_callback=on_print
+                                code + "\n" + _FETCH_OUT if fetched else code,
+                                inputs={"input": params.input},
+                                print_callback=on_print,
                             )
-                        value = await drive.run(restored, paused.drive if paused is not None else None)
+                        value: Any = await drive.run(restored, paused.drive if paused is not None else None)
+                        # (set, __out): a paused run written by an earlier version gives None here.
+                        if fetched and isinstance(value, tuple):
+                            has_out, out = cast("tuple[bool, Any]", value)
+                            value = out if has_out else None
                         # Only a snippet that names __out can have set it (no exec, no globals()).
-                        if "__out" in code:
+                        elif "__out" in code:
                             has_out, out, *_ = await sandbox.feed_run(_state.FETCH_OUT if session else _FETCH_OUT)
                             value = out if has_out else value
                     except Paused as p:
@@ -343,6 +355,20 @@ class _Namespace:
 
 
 _Namespace.__name__ = _Namespace.__qualname__ = "module"
+
+
+def _fetches_out(code: str) -> bool:
+    """Whether ``code`` names ``__out`` and ends in a statement: ``_FETCH_OUT`` may follow it in the same feed.
+
+    Its value is then ``__out`` or nothing (a trailing expression's value would be lost by the feed).
+    """
+    if "__out" not in code or len(code) > _FETCH_IN_FEED_CHARS:
+        return False
+    try:
+        body = ast.parse(code).body
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return False
+    return bool(body) and not isinstance(body[-1], ast.Expr)
 
 
 def _named(name: str) -> Any:
