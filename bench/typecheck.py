@@ -19,11 +19,18 @@ over one toolbox on the Monty engine:
   code of one of the check's diagnostics (``code_agreement``); a misspelt optional argument of a
   tool whose schema lets unknown keys through does not fail when run (the tool ignores it).
 
+The ``run_tool`` corpus (``RUN_TOOL_CORRECT``, ``RUN_TOOL_BROKEN``): programs written the way models
+write them with ``run_tool("ns:name", {...})``, results misused included; reported apart
+(``run_tool_corpus``), goal: every broken one caught, no correct one refused.
+
 Cost: ``check_ms_p50`` times the check alone (warm) for a snippet importing a 2-tool namespace and
-one importing the 117-tool GitHub namespace; ``unchecked_ms_p50`` and ``checked_ms_p50`` time the
-whole run of the GitHub snippet with the check off and on, side by side in this process;
+one importing the 117-tool GitHub namespace (and the same with its result used, where ``ty`` is
+asked too; a snippet that only calls and hands results on is spared it); ``unchecked_ms_p50`` and
+``checked_ms_p50`` time the whole run of the GitHub snippet with the check off and on, side by side
+in this process;
 ``added_ms_p50`` is their difference. Goals: 0 false rejects on >= 200 correct snippets (every doc
-example among them), >= 0.95 of the broken ones caught before any call in each style, added <= 15 ms.
+example among them), >= 0.95 of the broken ones caught before any call in each style, added <= 15 ms,
+the 117-tool check <= 1 ms.
 
 Usage: ``uv run python bench/typecheck.py [--json] [--repeat N]``
 """
@@ -58,6 +65,8 @@ from typecheck_corpus import (
     LITERAL_BROKEN,
     LITERAL_IDIOMS,
     NAMESPACES,
+    RUN_TOOL_BROKEN,
+    RUN_TOOL_CORRECT,
     doc_examples,
     literal_style,
 )
@@ -66,6 +75,7 @@ from typecheck_tools import corpus_backends, reset
 CORRECT_GOAL = 200
 CAUGHT_GOAL = 0.95
 ADDED_MS_GOAL = 15.0
+CHECK_MS_GOAL = 1.0
 MUTATIONS = ("misspelt_parameter", "missing_parameter", "wrong_type", "enum_value", "unknown_tool", "positional")
 
 
@@ -207,6 +217,8 @@ def corpus(box: Toolbox) -> list[Snippet]:
     for name, code, broken in DEMO:
         kind = "typed_result" if broken else "correct"
         out.append(Snippet(f"helpdesk: {name}", code, broken, "module", kind, "demo"))
+    out.extend(Snippet(name, code, False, "literal", "correct", "run_tool_corpus") for name, code in RUN_TOOL_CORRECT)
+    out.extend(Snippet(name, code, True, "literal", kind, "run_tool_corpus") for name, code, kind in RUN_TOOL_BROKEN)
     return out
 
 
@@ -219,10 +231,13 @@ async def timing(box: Toolbox, repeat: int) -> dict[str, Any]:
     checker = box.services.checker
     two = "from tools import bing_cn_mcp\nr = bing_cn_mcp.bing_search(query='weather', num_results=3)\nr"
     gh = "from tools import github\nr = github.list_issues(owner='octo', repo='hello', perPage=5)\nr"
-    out: dict[str, list[float]] = {"2_tools": [], "117_tools": [], "checked": [], "unchecked": []}
+    # The same call with its result used: the part of the check that reads typed results runs too.
+    used = gh + "\n[i['title'].upper() for i in r]"
+    keys = ("2_tools", "117_tools", "117_tools_result_used", "checked", "unchecked")
+    out: dict[str, list[float]] = {k: [] for k in keys}
     for i in range(repeat):
         # A new line each time: nothing is cached per snippet text.
-        for key, code in (("2_tools", two), ("117_tools", gh)):
+        for key, code in (("2_tools", two), ("117_tools", gh), ("117_tools_result_used", used)):
             t0 = time.perf_counter()
             found = await checker.check(f"{code}\nx = {i}", view)
             out[key].append((time.perf_counter() - t0) * 1000)
@@ -234,7 +249,7 @@ async def timing(box: Toolbox, repeat: int) -> dict[str, Any]:
             assert res.ok, res.error
     checked, unchecked = _p50(out["checked"]), _p50(out["unchecked"])
     return {
-        "check_ms_p50": {"2_tools": _p50(out["2_tools"]), "117_tools": _p50(out["117_tools"])},
+        "check_ms_p50": {k: _p50(out[k]) for k in ("2_tools", "117_tools", "117_tools_result_used")},
         "unchecked_ms_p50": unchecked,
         "checked_ms_p50": checked,
         "added_ms_p50": round(checked - unchecked, 3),
@@ -320,6 +335,13 @@ async def run(repeat: int) -> dict[str, Any]:
             raise SystemExit("the corpus is wrong:\n" + "\n".join(corpus_errors))
         correct = sum(t.correct.values())
         broken = sum(t.broken.values())
+        mine = [s for s in snippets if s.source == "run_tool_corpus"]
+        run_tool_corpus = {
+            "correct": sum(not s.broken for s in mine),
+            "false_rejects": sum(f.startswith(f"{s.name} (") for s in mine for f in t.false_rejects),
+            "broken": sum(s.broken for s in mine),
+            "caught": sum(s.broken for s in mine) - sum(m == f"{s.name} ({s.style})" for s in mine for m in t.missed),
+        }
         caught_by_style = {k: round(t.caught[k] / t.broken[k], 4) for k in styles if t.broken[k]}
         result: dict[str, Any] = {
             "correct": {"total": correct, **t.correct, "docs": len(docs), "checked_only": t.checked_only},
@@ -328,6 +350,7 @@ async def run(repeat: int) -> dict[str, Any]:
             "caught_before_run": round(sum(t.caught.values()) / broken, 4),
             "caught_by_style": caught_by_style,
             "by_kind": {k: f"{v[0]}/{v[1]}" for k, v in sorted(t.by_kind.items())},
+            "run_tool_corpus": run_tool_corpus,
             "broken_failing_unchecked": t.failing_unchecked,
             "code_agreement": f"{t.codes_agree}/{t.failing_unchecked}",
             **(await timing(box, repeat)),
@@ -343,6 +366,9 @@ async def run(repeat: int) -> dict[str, Any]:
             "caught_before_run": all(v >= CAUGHT_GOAL for v in caught_by_style.values()),
             "code_agreement": t.codes_agree == t.failing_unchecked,
             "added_ms_p50": result["added_ms_p50"] <= ADDED_MS_GOAL,
+            "check_ms_p50_117_tools": result["check_ms_p50"]["117_tools"] <= CHECK_MS_GOAL,
+            "run_tool_corpus": run_tool_corpus["caught"] == run_tool_corpus["broken"]
+            and run_tool_corpus["false_rejects"] == 0,
         }
         return result
 
@@ -378,8 +404,19 @@ def main() -> None:
         ("caught before the run", f"{result['caught_before_run']:.3f}", f">= {CAUGHT_GOAL}"),
         *((f"  caught, {k} style", f"{v:.3f}", f">= {CAUGHT_GOAL}") for k, v in result["caught_by_style"].items()),
         ("run's code among the check's", result["code_agreement"], "all"),
+        (
+            "run_tool corpus: caught",
+            f"{result['run_tool_corpus']['caught']}/{result['run_tool_corpus']['broken']}",
+            "all",
+        ),
+        (
+            "run_tool corpus: false rejects",
+            f"{result['run_tool_corpus']['false_rejects']} of {result['run_tool_corpus']['correct']}",
+            "0",
+        ),
         ("check, 2-tool module (ms p50)", f"{result['check_ms_p50']['2_tools']:.2f}", ""),
-        ("check, 117-tool module (ms p50)", f"{result['check_ms_p50']['117_tools']:.2f}", ""),
+        ("check, 117-tool module (ms p50)", f"{result['check_ms_p50']['117_tools']:.2f}", f"<= {CHECK_MS_GOAL:g}"),
+        ("  same, result used (ms p50)", f"{result['check_ms_p50']['117_tools_result_used']:.2f}", ""),
         ("check, 117 tools, cold (ms)", f"{result['check_ms_cold_117_tools']:.1f}", ""),
         ("run unchecked (ms p50)", f"{result['unchecked_ms_p50']:.2f}", "reference"),
         ("run checked (ms p50)", f"{result['checked_ms_p50']:.2f}", ""),

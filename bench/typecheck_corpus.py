@@ -1124,3 +1124,377 @@ LITERAL_BROKEN: list[tuple[str, str, str]] = [
     ),
 ]
 """Mistakes written in the ``run_tool`` style only."""
+
+
+# ---------------------------------------------------------------------------------------------
+# The run_tool corpus: programs written the way models write them when they call tools by id
+# (``run_tool("ns:name", {...})``, ``run_tool_async``, ``run_tools``) over the demo and the real
+# servers' tools, correct ones and broken ones. Written from the tools' docs and the mistakes
+# models make, not from what the check handles: a broken one that the check misses is counted.
+
+RUN_TOOL_CORRECT: list[tuple[str, str]] = [
+    (
+        "arguments dict built before the call",
+        'args = {"office": "Paris"}\nargs["status"] = "open"\ntickets = run_tool("helpdesk:list_tickets", args)\n'
+        '__out = [t["id"] for t in tickets if t["priority"] == "urgent"]',
+    ),
+    (
+        "entities appended then created",
+        'entities = []\nfor name in ["api", "db"]:\n'
+        '    entities.append({"name": name, "entityType": "service", "observations": []})\n'
+        'res = run_tool("memory:create_entities", {"entities": entities})\n__out = len(res["entities"])',
+    ),
+    (
+        "rows sorted by a negated count",
+        'rows = []\nfor o in run_tool("helpdesk:list_offices", {}):\n'
+        '    ts = run_tool("helpdesk:list_tickets", {"office": o["city"]})\n'
+        '    rows.append({"city": o["city"], "count": len(ts)})\n'
+        'rows.sort(key=lambda r: -r["count"])\n__out = rows[0]["city"]',
+    ),
+    (
+        "f-strings over a result",
+        'offices = run_tool("helpdesk:list_offices")\n'
+        "__out = [f\"{o['city']} ({o['timezone']}): {o['staff']} staff\" for o in offices]",
+    ),
+    (
+        "optional field checked before use",
+        'tickets = run_tool("helpdesk:list_tickets", {"office": "Tokyo"})\n'
+        'owners = [t["assignee"].title() for t in tickets if t["assignee"]]\n'
+        'unassigned = [t["id"] for t in tickets if t["assignee"] is None]\n'
+        '__out = {"owners": owners, "unassigned": unassigned}',
+    ),
+    (
+        "date and hour split out of a datetime string",
+        'now = run_tool("time:get_current_time", {"timezone": "Europe/Paris"})\n'
+        'date, clock = now["datetime"].split("T")\n'
+        '__out = {"date": date, "hour": int(clock[:2]), "dst": now["is_dst"]}',
+    ),
+    (
+        "nested result of a conversion",
+        'r = run_tool("time:convert_time", {"source_timezone": "UTC", "time": "09:30", '
+        '"target_timezone": "America/New_York"})\n'
+        "__out = f\"{r['source']['datetime'][11:16]} UTC is {r['target']['datetime'][11:16]} in New York "
+        "({r['time_difference']})\"",
+    ),
+    (
+        "fan-out with run_tool_async",
+        'import asyncio\noffices = run_tool("helpdesk:list_offices", {})\n'
+        'lists = await asyncio.gather(*[run_tool_async("helpdesk:on_call", {"office": o["city"]}) for o in offices])\n'
+        '__out = {o["city"]: [e["name"] for e in es] for o, es in zip(offices, lists)}',
+    ),
+    (
+        "fallback file when the first is missing",
+        'try:\n    t = run_tool("filesystem:read_text_file", {"path": "/data/missing.md"})\n    text = t["content"]\n'
+        'except ToolError:\n    text = run_tool("filesystem:read_text_file", {"path": "/data/README.md"})["content"]\n'
+        "__out = text.splitlines()[0]",
+    ),
+    (
+        "authors counted from a text log",
+        'log = run_tool("git:git_log", {"repo_path": "/home/user/project", "max_count": 3})\nauthors = {}\n'
+        'for line in log.splitlines():\n    if line.startswith("Author:"):\n'
+        '        who = line.split(":", 1)[1].strip()\n        authors[who] = authors.get(who, 0) + 1\n'
+        "__out = sorted(authors.items(), key=lambda kv: -kv[1])",
+    ),
+    (
+        "entities grouped by type with setdefault",
+        'g = run_tool("memory:read_graph", {})\nkinds = {}\nfor e in g["entities"]:\n'
+        '    kinds.setdefault(e["entityType"], []).append(e["name"])\n__out = {k: len(v) for k, v in kinds.items()}',
+    ),
+    (
+        "relations read by their from key",
+        'g = run_tool("memory:read_graph")\n'
+        "__out = [f\"{r['from']} -> {r['to']} ({r['relationType']})\" for r in g[\"relations\"]]",
+    ),
+    (
+        "float arithmetic on a structured result",
+        'w = run_tool("everything:get-structured-content", {"location": "Chicago"})\n'
+        'fahrenheit = w["temperature"] * 9 / 5 + 32\n'
+        "__out = f\"{w['conditions']}, {fahrenheit:.1f}F, humidity {w['humidity']}%\"",
+    ),
+    (
+        "oldest ticket assigned to the first on call",
+        'tickets = run_tool("helpdesk:list_tickets", {"office": "Paris", "status": "open"})\n'
+        'oldest = max(tickets, key=lambda t: t["age_days"])\n'
+        'engineer = run_tool("helpdesk:on_call", {"office": "Paris"})[0]\n'
+        '__out = run_tool("helpdesk:assign_ticket", {"ticket_id": oldest["id"], "engineer": engineer["name"]})',
+    ),
+    (
+        "keyword arguments",
+        'people = run_tool("helpdesk:on_call", office="Nairobi")\n__out = [p["name"] for p in people]',
+    ),
+    (
+        "payload completed with update",
+        'payload = {"path": "/data/report.md"}\npayload.update({"content": "# Report\\n"})\n'
+        'run_tool("filesystem:write_file", payload)\n'
+        '__out = run_tool("filesystem:read_text_file", {"path": "/data/report.md"})["content"]',
+    ),
+    (
+        "average age over every office",
+        'total = 0\ncount = 0\nfor o in run_tool("helpdesk:list_offices"):\n'
+        '    for t in run_tool("helpdesk:list_tickets", {"office": o["city"]}):\n'
+        '        total += t["age_days"]\n        count += 1\n__out = round(total / count, 1) if count else None',
+    ),
+    (
+        "skills gathered in a set",
+        'skills = set()\nfor e in run_tool("helpdesk:on_call", {"office": "Paris"}):\n'
+        '    skills |= set(e["skills"])\n__out = ", ".join(sorted(skills))',
+    ),
+    (
+        "get with a default on a result",
+        't = run_tool("helpdesk:list_tickets", {"office": "Paris"})[0]\n__out = t.get("assignee") or "unassigned"',
+    ),
+    (
+        "search result checked before it is read",
+        'hits = run_tool("memory:search_nodes", {"query": "billing"})\nif hits["entities"]:\n'
+        '    first = hits["entities"][0]\n    __out = first["name"] + ": " + "; ".join(first["observations"])\n'
+        'else:\n    __out = "nothing"',
+    ),
+    (
+        "todos of a file added as observations",
+        'text = run_tool("filesystem:read_text_file", {"path": "/data/notes.txt"})["content"]\n'
+        'todos = [l.split("TODO:", 1)[1].strip() for l in text.splitlines() if "TODO:" in l]\n'
+        'obs = [{"entityName": "billing", "contents": todos}]\n'
+        'res = run_tool("memory:add_observations", {"observations": obs})\n'
+        '__out = res["results"][0]["addedObservations"]',
+    ),
+    (
+        "json inside a text result",
+        'import json\ntree = json.loads(run_tool("filesystem:directory_tree", {"path": "/data"})["content"])\n'
+        '__out = sorted(n["name"] for n in tree)',
+    ),
+    (
+        "two results unpacked from a slice",
+        'first, second = run_tool("helpdesk:list_offices")[:2]\n__out = [first["city"], second["city"]]',
+    ),
+    (
+        "numbered list printed",
+        'n = 0\nfor i, o in enumerate(run_tool("helpdesk:list_offices")):\n'
+        "    println(f\"{i + 1}. {o['city']}\")\n    n = i + 1\n__out = n",
+    ),
+    (
+        "helper function around a call",
+        'def urgent_count(city):\n    return sum(1 for t in run_tool("helpdesk:list_tickets", {"office": city}) '
+        'if t["priority"] == "urgent")\n\n__out = {c: urgent_count(c) for c in ["Paris", "Tokyo"]}',
+    ),
+    (
+        "tool chosen at run time",
+        'tool = "helpdesk:on_call" if input else "helpdesk:list_offices"\n'
+        'r = run_tool(tool, {"office": "Paris"} if input else {})\n__out = len(r)',
+    ),
+    (
+        "result changed before it is returned",
+        'w = run_tool("everything:get-structured-content", {"location": "New York"})\nw["city"] = "New York"\n'
+        'w["temperature"] = round(w["temperature"])\n__out = w',
+    ),
+    (
+        "sort with a tuple key in place",
+        'ts = run_tool("helpdesk:list_tickets", {"office": "New York"})\n'
+        'order = {"urgent": 0, "normal": 1, "low": 2}\n'
+        'ts.sort(key=lambda t: (order[t["priority"]], -t["age_days"]))\n__out = [t["id"] for t in ts[:3]]',
+    ),
+    (
+        "modified files staged",
+        'st = run_tool("git:git_status", {"repo_path": "/home/user/project"})\n'
+        'changed = [l.split(":", 1)[1].strip() for l in st.splitlines() if "modified:" in l]\n'
+        'if changed:\n    run_tool("git:git_add", {"repo_path": "/home/user/project", "files": changed})\n'
+        "__out = changed",
+    ),
+    (
+        "clock of several zones in a dict",
+        'zones = ["UTC", "Asia/Tokyo"]\nout = {}\nfor z in zones:\n'
+        '    out[z] = run_tool("time:get_current_time", {"timezone": z})["datetime"][11:16]\n__out = out',
+    ),
+    (
+        "boolean field in a condition",
+        'now = run_tool("time:get_current_time", timezone="Europe/London")\n'
+        '__out = "summer time" if now["is_dst"] else "winter time"',
+    ),
+    (
+        "words of a file",
+        'c = run_tool("filesystem:read_text_file", {"path": "/data/README.md"})\nwords = c["content"].split()\n'
+        "__out = len(words)",
+    ),
+    (
+        "best so far, None at first",
+        'best = None\nfor o in run_tool("helpdesk:list_offices"):\n'
+        '    if best is None or o["staff"] > best["staff"]:\n        best = o\n'
+        '__out = best["city"] if best else None',
+    ),
+    (
+        "results of run_tools unpacked",
+        'offices, now = run_tools([("helpdesk:list_offices", {}), ("time:get_current_time", {"timezone": "UTC"})])\n'
+        '__out = [len(offices), now["timezone"]]',
+    ),
+    (
+        "tickets of two offices extended into one list",
+        'all_tickets = []\nfor city in ["Paris", "Tokyo"]:\n'
+        '    all_tickets.extend(run_tool("helpdesk:list_tickets", {"office": city}))\n'
+        '__out = len([t for t in all_tickets if t["age_days"] > 3])',
+    ),
+    (
+        "a number made text before joining",
+        'o = run_tool("helpdesk:list_offices")[0]\n__out = o["city"] + " has " + str(o["staff"]) + " people"',
+    ),
+    (
+        "result list grown with append",
+        'rs = run_tool("helpdesk:on_call", {"office": "Paris"})\n'
+        'rs.append({"name": "Backup", "office": "Paris", "skills": []})\n__out = [r["name"] for r in rs]',
+    ),
+    (
+        "result lists added together",
+        'a = run_tool("helpdesk:on_call", {"office": "Paris"})\nb = run_tool("helpdesk:on_call", {"office": "Tokyo"})\n'
+        "__out = len(a + b)",
+    ),
+    (
+        "dict of results keyed by city",
+        'by_city = {o["city"]: o for o in run_tool("helpdesk:list_offices")}\n__out = by_city["Tokyo"]["staff"] * 2',
+    ),
+    (
+        "timestamp in a commit message",
+        'stamp = run_tool("time:get_current_time", {"timezone": "UTC"})["datetime"][:10]\n'
+        'run_tool("git:git_add", {"repo_path": "/home/user/project", "files": ["README.md"]})\n'
+        '__out = run_tool("git:git_commit", {"repo_path": "/home/user/project", "message": f"Docs {stamp}"})',
+    ),
+    (
+        "awaited one at a time",
+        'r = await run_tool_async("time:get_current_time", {"timezone": "Asia/Tokyo"})\n__out = r["day_of_week"]',
+    ),
+    (
+        "observation strings lowered and filtered",
+        'g = run_tool("memory:open_nodes", {"names": ["Ada", "billing"]})\n'
+        '__out = [o.lower() for e in g["entities"] for o in e["observations"] if "billing" in o.lower()]',
+    ),
+]
+"""Correct programs in the ``run_tool`` style: (name, code)."""
+
+RUN_TOOL_BROKEN: list[tuple[str, str, str]] = [
+    (
+        "ticket field that does not exist",
+        'tickets = run_tool("helpdesk:list_tickets", {"office": "Paris"})\n'
+        'urgent = [t["id"] for t in tickets if t["severity"] == "urgent"]',
+        "typed_result",
+    ),
+    (
+        "datetime string used as a date",
+        'now = run_tool("time:get_current_time", {"timezone": "Europe/Paris"})\nhour = now["datetime"].hour',
+        "typed_result",
+    ),
+    (
+        "nested key of a conversion misnamed",
+        'r = run_tool("time:convert_time", {"source_timezone": "UTC", "time": "09:30", '
+        '"target_timezone": "Asia/Tokyo"})\n__out = r["target"]["time"]',
+        "typed_result",
+    ),
+    (
+        "number joined to text without str",
+        'o = run_tool("helpdesk:list_offices")[0]\n__out = o["city"] + " has " + o["staff"] + " people"',
+        "typed_result",
+    ),
+    (
+        "result dict read as an attribute",
+        'res = run_tool("filesystem:read_text_file", {"path": "/data/notes.txt"})\n__out = res.content',
+        "typed_result",
+    ),
+    (
+        "result dict used as its text",
+        'text = run_tool("filesystem:read_text_file", {"path": "/data/notes.txt"})\n__out = text.splitlines()',
+        "typed_result",
+    ),
+    (
+        "age in days used as a timedelta",
+        'ts = run_tool("helpdesk:list_tickets", {"office": "Tokyo"})\n__out = [t["age_days"].days for t in ts]',
+        "typed_result",
+    ),
+    (
+        "entity type under another name",
+        'g = run_tool("memory:read_graph", {})\n__out = [e["type"] for e in g["entities"]]',
+        "typed_result",
+    ),
+    (
+        "relation type in snake case",
+        'g = run_tool("memory:read_graph")\n__out = [r["relation_type"] for r in g["relations"]]',
+        "typed_result",
+    ),
+    (
+        "awaited result's key misnamed",
+        'import asyncio\nrs = await asyncio.gather(run_tool_async("time:get_current_time", {"timezone": "UTC"}))\n'
+        '__out = rs[0]["zone"]',
+        "typed_result",
+    ),
+    (
+        "looping over a count",
+        'o = run_tool("helpdesk:list_offices")[0]\nseats = []\nfor i in o["staff"]:\n    seats.append(i)',
+        "typed_result",
+    ),
+    (
+        "datetime string compared with a number",
+        'now = run_tool("time:get_current_time", {"timezone": "UTC"})\n'
+        '__out = "late" if now["datetime"] > 17 else "early"',
+        "typed_result",
+    ),
+    (
+        "age added to a unit",
+        't = run_tool("helpdesk:list_tickets", {"office": "Paris"})[0]\n__out = t["age_days"] + " days"',
+        "typed_result",
+    ),
+    (
+        "temperature rounded as a method",
+        'w = run_tool("everything:get-structured-content", {"location": "Chicago"})\n__out = w["temperature"].round(1)',
+        "typed_result",
+    ),
+    (
+        "is_dst read as text",
+        'now = run_tool("time:get_current_time", timezone="UTC")\n__out = now["is_dst"].lower() == "true"',
+        "typed_result",
+    ),
+    (
+        "enum value the tool does not have",
+        'offices = run_tool("helpdesk:list_offices")\n'
+        'done = run_tool("helpdesk:list_tickets", {"office": "Paris", "status": "pending"})',
+        "enum_value",
+    ),
+    (
+        "argument key misspelt",
+        'offices = run_tool("helpdesk:list_offices")\nengineers = run_tool("helpdesk:on_call", {"ofice": "Paris"})',
+        "misspelt_parameter",
+    ),
+    (
+        "required argument left out",
+        'offices = run_tool("helpdesk:list_offices")\nnow = run_tool("time:get_current_time", {})',
+        "missing_parameter",
+    ),
+    (
+        "tool name misspelt",
+        'offices = run_tool("helpdesk:list_offices")\ntickets = run_tool("helpdesk:list_ticket", {"office": "Paris"})',
+        "unknown_tool",
+    ),
+    (
+        "entity without its type",
+        'g = run_tool("memory:read_graph")\n'
+        'run_tool("memory:create_entities", {"entities": [{"name": "cache", "observations": ["redis"]}]})',
+        "nested_literal",
+    ),
+    (
+        "status given to the arguments dict afterwards",
+        'offices = run_tool("helpdesk:list_offices")\nargs = {"office": "Paris"}\nargs["status"] = "pending"\n'
+        'tickets = run_tool("helpdesk:list_tickets", args)',
+        "enum_value",
+    ),
+    (
+        "list result looked up by name",
+        'offices = run_tool("helpdesk:list_offices")\n__out = offices["Paris"]["staff"]',
+        "typed_result",
+    ),
+    (
+        "len of a number",
+        'o = run_tool("helpdesk:list_offices")[0]\n__out = len(o["staff"])',
+        "typed_result",
+    ),
+    (
+        "sorted by a key the tickets lack",
+        'ts = run_tool("helpdesk:list_tickets", {"office": "Paris"})\n'
+        '__out = [t["id"] for t in sorted(ts, key=lambda t: t["created"])]',
+        "typed_result",
+    ),
+]
+"""Broken programs in the ``run_tool`` style, one mistake each, every one failing when run: (name, code, kind)."""

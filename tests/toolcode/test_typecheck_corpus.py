@@ -27,6 +27,8 @@ from typecheck_corpus import (
     IDIOMS,
     LITERAL_BROKEN,
     LITERAL_IDIOMS,
+    RUN_TOOL_BROKEN,
+    RUN_TOOL_CORRECT,
     DocExample,
     doc_examples,
     literal_style,
@@ -157,3 +159,38 @@ async def _refused(box: Toolbox, backends: list[Any], code: str, expected: str) 
         assert "unexpected property" in found[0][3], (code, found)
     else:
         assert run.error is not None and run.error.code == expected, (code, run.error)
+
+
+@pytest.mark.parametrize("name", [name for name, _ in RUN_TOOL_CORRECT])
+async def test_every_correct_program_of_the_run_tool_corpus_passes_and_runs(
+    box: Toolbox, backends: list[Any], name: str
+) -> None:
+    code = dict(RUN_TOOL_CORRECT)[name]
+    assert await _check(box, code) == []
+    reset(backends)
+    out = await box.codemode.execute(code)
+    assert out.ok, out.error
+
+
+MISSED = {
+    "list result looked up by name": "ty reports a list indexed by a str for each member of a union alone, "
+    "so the check cannot tell it from a union whose other members accept the key",
+}
+"""Broken programs of the run_tool corpus the check does not catch yet, and why."""
+
+
+@pytest.mark.parametrize(
+    ("name", "code", "kind"),
+    [
+        pytest.param(*b, marks=pytest.mark.xfail(reason=MISSED[b[0]], strict=True)) if b[0] in MISSED else b
+        for b in RUN_TOOL_BROKEN
+    ],
+    ids=[b[0] for b in RUN_TOOL_BROKEN],
+)
+async def test_every_broken_program_of_the_run_tool_corpus_is_refused(
+    box: Toolbox, backends: list[Any], name: str, code: str, kind: str
+) -> None:
+    reset(backends)
+    run = await box.codemode.execute(code, options={"type_check": "off"})
+    assert run.error is not None, "the corpus is wrong: it runs"
+    await _refused(box, backends, code, CODES.get(kind, "invalid_arguments"))

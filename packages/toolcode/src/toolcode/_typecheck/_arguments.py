@@ -23,7 +23,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from toolcode._data import is_dict, is_list
 from toolcode._errors import as_tool_error
@@ -49,31 +49,45 @@ _MAX_PARTS: Final = 10_000
 """Parts of one call's arguments read from the text (a bigger literal's rest is left to the run)."""
 
 
+def _end(stmt: ast.stmt) -> tuple[int, int]:
+    return (stmt.end_lineno or stmt.lineno, stmt.end_col_offset or 0)
+
+
 class _Constants:
     """Names bound once, by a top-level ``name = <literal>`` before the call, and never changed.
 
     A list or dict qualifies only when every use of the name hands it whole to a tool call (or to
-    a call that cannot change it), so that what the tool receives is what the literal says.
+    a call that cannot change it), so that what the tool receives is what the literal says. A dict
+    may also be given keys by top-level ``name["key"] = value`` lines: a call made at the top level
+    (not in a function, which may run later) gets the keys given before it.
     """
 
     def __init__(self, tree: ast.Module, found: Scan, tool_call_nodes: set[ast.Call]) -> None:
         self._found = found
         self._calls = tool_call_nodes
         self.bound: dict[str, tuple[ast.expr, tuple[int, int]]] = {}
+        self._keys: dict[str, list[ast.Assign]] = {}
+        """Top-level ``name["key"] = value`` lines of a dict bound here, in order."""
         for stmt in tree.body:
-            if (
-                isinstance(stmt, ast.Assign)
-                and len(stmt.targets) == 1
-                and isinstance(stmt.targets[0], ast.Name)
-                and found.bindings[stmt.targets[0].id] == 1
+            if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
+                continue
+            target = stmt.targets[0]
+            if isinstance(target, ast.Name) and found.bindings[target.id] == 1:
+                self.bound[target.id] = (stmt.value, _end(stmt))
+            elif (
+                isinstance(target, ast.Subscript)
+                and isinstance(target.value, ast.Name)
+                and isinstance(self.bound.get(target.value.id, (None,))[0], ast.Dict)
+                and isinstance(target.slice, ast.Constant)
+                and isinstance(target.slice.value, str)
             ):
-                end = (stmt.end_lineno or stmt.lineno, stmt.end_col_offset or 0)
-                self.bound[stmt.targets[0].id] = (stmt.value, end)
+                self._keys.setdefault(target.value.id, []).append(stmt)
+        given = {id(a.targets[0]) for lines in self._keys.values() for a in lines}
         mutable = {n for n, (v, _) in self.bound.items() if isinstance(v, ast.Dict | ast.List | ast.Tuple)}
         if mutable:
             for node in ast.walk(tree):
                 if isinstance(node, ast.Name) and node.id in mutable and isinstance(node.ctx, ast.Load):
-                    if not self._handed_whole(node):
+                    if id(self._found.parents.get(node)) not in given and not self._handed_whole(node):
                         mutable.discard(node.id)
                         self.bound.pop(node.id, None)
 
@@ -101,9 +115,22 @@ class _Constants:
 
     def get(self, node: ast.Name) -> ast.expr | None:
         hit = self.bound.get(node.id)
-        if hit is None or (node.lineno, node.col_offset) <= hit[1]:
+        at = (node.lineno, node.col_offset)
+        if hit is None or at <= hit[1]:
             return None  # used before (or while) it is bound: an earlier run's value, say
-        return hit[0]
+        lines = self._keys.get(node.id)
+        if not lines:
+            return hit[0]
+        scope = self._found.parents.get(node)
+        while scope is not None and not isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            scope = self._found.parents.get(scope)
+        if scope is not None:
+            return None  # a function may run after more keys were given
+        base = hit[0]
+        assert isinstance(base, ast.Dict)
+        before = [a for a in lines if _end(a) < at]
+        keys = [*base.keys, *(cast("ast.Subscript", a.targets[0]).slice for a in before)]
+        return ast.copy_location(ast.Dict(keys=keys, values=[*base.values, *(a.value for a in before)]), base)
 
 
 class _Arguments:

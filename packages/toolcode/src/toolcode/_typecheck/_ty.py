@@ -153,6 +153,12 @@ def may_fail(tree: ast.Module, found: Scan) -> bool:
     return False
 
 
+_NOT_SIZED_OR_ITERABLE: Final = re.compile(
+    r"^Argument to function `\w+` is incorrect: Expected `(Sized|Iterable\[[^`]*\])`, "
+    r"found `(int|float|bool|None|Literal\[(-?\d+|True|False)\])`$"
+)
+"""An argument that must have a length or be iterable (``len(n)``, ``sorted(n)``), given one scalar
+type that has neither: Python checks exactly these protocols at run time, so the call fails."""
 _KEY: Final = re.compile(r'^Unknown key "|got key of type `Literal\[-?\d+\]`')
 """The ``invalid-key`` findings about a key written as a literal (a ``str`` variable may hold a valid key)."""
 
@@ -433,6 +439,8 @@ def _certain(rule: str, message: str, written: bool) -> str | None:
     ``written``: the finding is at a subscript written to (``t["k"] = v`` adds a key; only reading
     a key a result lacks fails).
     """
+    if rule == "invalid-argument-type" and _NOT_SIZED_OR_ITERABLE.search(message):
+        return "TypeError"
     raised = _RULES.get(rule)
     if raised is None or " in union " in message or re.search(r"\b(possibly|may)\b", message, re.IGNORECASE):
         return None
