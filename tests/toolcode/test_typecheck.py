@@ -231,6 +231,14 @@ BROKEN: dict[str, tuple[str, int, int, str, str]] = {
         'Unknown key "zone" for TypedDict',
         "runtime_error",
     ),
+    "list result indexed by a name (literal id)": (
+        "run_tool('helpdesk:assign_ticket', ticket_id='PAR-1', engineer='Ana')\n"
+        "offices = run_tool('helpdesk:list_offices')\noffices['Paris']['staff']",
+        3,
+        1,
+        'cannot be called with key of type `Literal["Paris"]` on object of type `list[Office]`',
+        "runtime_error",
+    ),
     "unknown module": (
         "from tools import helpdesk, heldesk\nhelpdesk.assign_ticket(ticket_id='PAR-1', engineer='Ana')",
         1,
@@ -334,6 +342,11 @@ VALID: dict[str, tuple[str, Any]] = {
         "import asyncio\nfrom tools import time as t\n"
         "[r['timezone'] for r in await asyncio.gather(t.get_current_time_async(timezone='UTC'))]",
         ["UTC"],
+    ),
+    "a name holding one of two results": (
+        "data = run_tool('helpdesk:list_offices')\nif input:\n"
+        "    data = run_tool('time:get_current_time', timezone='UTC')\ndata['timezone'] if input else len(data)",
+        6,
     ),
     "literal id, typed result used well": (
         "ts = run_tool('helpdesk:list_tickets', {'office': 'Paris'})\n"

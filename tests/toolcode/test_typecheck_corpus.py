@@ -172,21 +172,7 @@ async def test_every_correct_program_of_the_run_tool_corpus_passes_and_runs(
     assert out.ok, out.error
 
 
-MISSED = {
-    "list result looked up by name": "ty reports a list indexed by a str for each member of a union alone, "
-    "so the check cannot tell it from a union whose other members accept the key",
-}
-"""Broken programs of the run_tool corpus the check does not catch yet, and why."""
-
-
-@pytest.mark.parametrize(
-    ("name", "code", "kind"),
-    [
-        pytest.param(*b, marks=pytest.mark.xfail(reason=MISSED[b[0]], strict=True)) if b[0] in MISSED else b
-        for b in RUN_TOOL_BROKEN
-    ],
-    ids=[b[0] for b in RUN_TOOL_BROKEN],
-)
+@pytest.mark.parametrize(("name", "code", "kind"), RUN_TOOL_BROKEN, ids=[b[0] for b in RUN_TOOL_BROKEN])
 async def test_every_broken_program_of_the_run_tool_corpus_is_refused(
     box: Toolbox, backends: list[Any], name: str, code: str, kind: str
 ) -> None:

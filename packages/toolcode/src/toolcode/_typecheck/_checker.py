@@ -26,7 +26,7 @@ from toolcode._modules import PACKAGE, ToolModules
 from toolcode._typecheck._arguments import ArgumentChecker
 from toolcode._typecheck._calls import Scan, ToolCall, scan
 from toolcode._typecheck._diagnostic import Diagnostic, Handlers, Positions, near
-from toolcode._typecheck._ty import MAX_CHARS, Runs, Ty, may_fail, run_here, runs_for
+from toolcode._typecheck._ty import MAX_CHARS, Declared, Runs, Ty, may_fail, run_here, runs_for
 from toolcode._view import CatalogView
 from toolcode.exceptions import ErrorCode
 from toolindex import Tool, ToolIndexError
@@ -111,18 +111,22 @@ class TypeChecker:
         static = await run(self._static, code, view)
         if static is None:
             return [], True
-        tree, positions, found, out, visible, typed = static
+        tree, positions, found, out, visible, typed, results = static
         complete = True
         # ``ty`` is asked only where it could find something (its check costs about a millisecond).
         if visible and await run(may_fail, tree, found):
-            findings = await self._ty.findings(code, tree, found.bindings, visible, positions, run, typed)
+            declared = self._declared(tree, found, results)
+            findings = await self._ty.findings(code, tree, found.bindings, visible, positions, run, typed, declared)
             complete = findings is not None
             out.extend(findings or ())
         return await run(_reported, tree, positions, found, out), complete
 
     def _static(
         self, code: str, view: CatalogView
-    ) -> tuple[ast.Module, Positions, Scan, list[Diagnostic], dict[str, str], dict[ast.Call, str]] | None:
+    ) -> (
+        tuple[ast.Module, Positions, Scan, list[Diagnostic], dict[str, str], dict[ast.Call, str], dict[ast.AST, Tool]]
+        | None
+    ):
         """What the text alone settles: names and arguments (``None``: it does not parse).
 
         Also the modules ``ty`` needs (name → namespace), and each ``run_tool`` call with a literal
@@ -140,11 +144,14 @@ class TypeChecker:
         arguments = ArgumentChecker(view, self._input_schema)
         calls: list[tuple[ToolCall, Tool]] = []
         typed: dict[ast.Call, str] = {}
+        results: dict[ast.AST, Tool] = {}  # the calls whose value is the tool's result, not an awaitable
         for call in found.calls:
             if call.module is not None:
                 tool = self._tool_of(call, visible)
                 if tool is not None:
                     calls.append((call, tool))
+                    if self._modules.function_of(tool) == (self._modules.module_name(tool.namespace), call.module.name):
+                        results[call.node] = tool
                 continue
             unknown = arguments.unknown_tool(call, positions)
             if unknown is not None:
@@ -159,8 +166,38 @@ class TypeChecker:
                 if function is not None:
                     visible.setdefault(function[0], tool.namespace)
                     typed[call.node] = ".".join(function)
+                    if func.id == "run_tool":
+                        results[call.node] = tool
         out.extend(arguments.check(tree, found, calls, positions))
-        return tree, positions, found, out, visible, typed
+        return tree, positions, found, out, visible, typed, results
+
+    def _declared(self, tree: ast.Module, found: Scan, results: Mapping[ast.AST, Tool]) -> Declared:
+        """The declared result type of a tool call, or of a name bound once (by ``name = call``) to one."""
+        once = {
+            n.targets[0].id: n.value
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Assign)
+            and len(n.targets) == 1
+            and isinstance(n.targets[0], ast.Name)
+            and found.bindings[n.targets[0].id] == 1
+        }
+
+        def declared(expr: ast.expr) -> str | None:
+            value = once.get(expr.id) if isinstance(expr, ast.Name) and found.bindings[expr.id] == 1 else expr
+            tool = results.get(value) if value is not None else None
+            return self._returns(tool) if tool is not None else None
+
+        return declared
+
+    def _returns(self, tool: Tool) -> str | None:
+        """The result annotation of the tool's function, as its stub has it."""
+        signature = self._modules.signature(tool)
+        try:
+            tree = ast.parse(signature or "")
+        except SyntaxError:
+            return None
+        fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.returns is not None), None)
+        return ast.unparse(fn.returns) if fn is not None and fn.returns is not None else None
 
     def _names(self, found: Scan, view: CatalogView, positions: Positions) -> tuple[list[Diagnostic], dict[str, str]]:
         """Unknown modules and unknown functions of known ones; the visible modules named (name → namespace)."""

@@ -28,7 +28,7 @@ import ast
 import bisect
 import re
 import textwrap
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol, TypeVar, TypeVarTuple
 
@@ -48,6 +48,7 @@ __all__ = [
     "GLOBALS_STUB",
     "LARGE_CHARS",
     "MAX_CHARS",
+    "Declared",
     "Runs",
     "Ty",
     "checked_source",
@@ -84,6 +85,10 @@ seconds, and a caller sending them must not hold up everyone else (see :class:`T
 
 _T = TypeVar("_T")
 _Ts = TypeVarTuple("_Ts")
+
+
+Declared = Callable[[ast.expr], "str | None"]
+"""The declared result type of an expression that is a tool call, or a name bound once to one."""
 
 
 class Runs(Protocol):
@@ -210,12 +215,15 @@ class Ty:
         positions: Positions,
         run: Runs = run_here,
         typed: Mapping[ast.Call, str] | None = None,
+        declared: Declared | None = None,
     ) -> list[Diagnostic] | None:
         """What the snippet does wrong with the typed results of the ``visible`` modules (name → namespace).
 
         ``run`` runs the parts that take the host's CPU (here, or in a worker thread for a long snippet);
         ``typed`` gives the ``run_tool`` calls with a literal id their module function (``<module>.<name>``).
-        ``None``: ``ty`` could not answer (no worker, a timeout); the run goes on unchecked by it.
+        ``declared`` gives the declared result type of an expression that is a tool call (or a name
+        bound once to one). ``None``: ``ty`` could not answer (no worker, a timeout); the run goes
+        on unchecked by it.
         """
         source, wrapped = await run(_prepared, code, tree, bindings, typed)
         if wrapped is None:
@@ -236,7 +244,7 @@ class Ty:
             # RuntimeError: pydantic-monty's answer for a session its worker already ended.
             _log.warning("typecheck.unavailable", error=repr(e)[:300])
             return None
-        return await run(_kept, rendered, source, tree, positions)
+        return await run(_kept, rendered, source, tree, positions, declared)
 
     async def _check(self, warm: _Warm, wrapped: str) -> str:
         """``ty``'s diagnostics for a wrapped snippet (concise format), or ``""``."""
@@ -488,13 +496,39 @@ def _prepared(
     return source, _wrapped(source.text)
 
 
-def _kept(rendered: str, source: CheckedSource, tree: ast.Module, positions: Positions) -> list[Diagnostic]:
+_SUBSCRIPTED: Final = re.compile(
+    r"(?:cannot be called with key of type `[^`]*` on object of type `([^`]*)`"
+    r"|^Cannot subscript object of type `([^`]*)` with no `__getitem__` method)$"
+)
+
+
+def _subscript_certain(rule: str, message: str, at: Sequence[ast.Subscript], declared: Declared) -> str | None:
+    """A subscript ``ty`` finds wrong for the type of a tool's result (``offices["Paris"]`` on a list).
+
+    ``ty`` reports a subscript for each member of a union that refuses it, naming that member only:
+    kept only where the subscripted value is a tool call (or a name bound once to one) whose
+    declared result type is the type named, so that no other member can be there.
+    """
+    m = _SUBSCRIPTED.search(message) if rule in ("invalid-argument-type", "not-subscriptable") else None
+    named = (m.group(1) or m.group(2)) if m is not None else None
+    if not named or not _one_value_type(named) or not any(declared(n.value) == named for n in at):
+        return None
+    return "KeyError" if named.startswith("dict[") else "TypeError"
+
+
+def _kept(
+    rendered: str, source: CheckedSource, tree: ast.Module, positions: Positions, declared: Declared | None = None
+) -> list[Diagnostic]:
     """The certain findings among ``ty``'s, where the snippet's own text has them."""
     stores = {
         positions.of(n.slice): isinstance(n.ctx, ast.Store | ast.Del)
         for n in ast.walk(tree)
         if isinstance(n, ast.Subscript)
     }
+    read: dict[tuple[int, int], list[ast.Subscript]] = {}
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load):
+            read.setdefault(positions.of(n), []).append(n)
     out: list[Diagnostic] = []
     for text in rendered.splitlines():
         m = _LINE.match(text.strip())
@@ -503,6 +537,8 @@ def _kept(rendered: str, source: CheckedSource, tree: ast.Module, positions: Pos
         at = source.original(int(m.group(1)) - 1, max(1, int(m.group(2)) - 4))
         rule, message = m.group(3), m.group(4)
         raised = _certain(rule, message, stores.get(at, True))
+        if raised is None and declared is not None:
+            raised = _subscript_certain(rule, message, read.get(at, ()), declared)
         if raised is not None:
             out.append(Diagnostic(at[0], at[1], message, rule, ErrorCode.RUNTIME_ERROR, raised))
     return out
