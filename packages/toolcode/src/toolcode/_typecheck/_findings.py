@@ -1,0 +1,181 @@
+"""Which of ``ty``'s findings are kept: only those certain to fail at run time.
+
+**What is kept.** ``ty`` reports what it cannot prove correct; a finding is kept when its rule
+says the operation fails for the type named (a key a ``TypedDict`` result does not have, an
+attribute or operator a type lacks) and every type it names is one value's type: a union (``str |
+None``, ``Literal["a", 1]``) fails only for some of its members, so a finding about one is left to
+the run. What it says about the tools themselves is the argument check's, in the run's own words.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Callable, Sequence
+from typing import Final
+
+from toolcode._modules import PACKAGE
+from toolcode._typecheck._calls import Scan
+from toolcode._typecheck._diagnostic import Diagnostic, Positions
+from toolcode._typecheck._source import BUILT, CheckedSource
+from toolcode.exceptions import ErrorCode
+
+__all__ = ["Declared", "kept", "may_fail"]
+
+Declared = Callable[[ast.expr], "str | None"]
+"""The declared result type of an expression that is a tool call, or a name bound once to one."""
+
+
+_LINE: Final = re.compile(r"^[^:\n]*:(\d+):(\d+): error\[([\w-]+)\] (.*)$")
+_TYPE: Final = re.compile(r"`([^`]*)`")
+_RULES: Final = {
+    "invalid-key": "KeyError",  # t["titel"] on a TypedDict result (see _KEY)
+    "unresolved-attribute": "AttributeError",  # "x".uper(), a module member that does not exist
+    "unsupported-operator": "TypeError",  # "a" + 1
+    "not-iterable": "TypeError",  # for x in 3
+    "call-non-callable": "TypeError",  # a result called
+    "invalid-await": "TypeError",  # await of a plain (not awaitable) value
+}
+"""The rules whose findings fail at run time whenever the types they name are the values' types,
+and the exception the snippet meets there. Not here: ``not-subscriptable`` and the
+``__getitem__`` form of ``invalid-argument-type``, which ``ty`` reports for one member of a union
+without naming the union (``x = None`` then ``x = item`` in a loop: "cannot subscript ``None``"),
+kept only on a tool's own result (:func:`_subscript_certain`); calls (``invalid-argument-type``,
+``no-matching-overload``), whose expected types are often narrower than what the call accepts at
+run time, but for a length or an iteration a number lacks (:data:`_NOT_SIZED_OR_ITERABLE`);
+assignments, which Python does not check."""
+_INERT: Final = (
+    *(ast.Module, ast.Expr, ast.Name, ast.Constant, ast.Load, ast.Store, ast.keyword, ast.Pass),
+    *(ast.Import, ast.ImportFrom, ast.alias, ast.JoinedStr, ast.FormattedValue, *BUILT[:3], ast.Tuple),
+)
+"""Nodes at which none of :data:`_RULES` can fail: a name, a constant, a display, an import, an f-string."""
+
+
+def may_fail(tree: ast.Module, found: Scan) -> bool:
+    """Whether ``ty`` could find anything in the snippet (``ty``'s cost is spared one that only calls and returns).
+
+    It could wherever there is a node other than those of :data:`_INERT`, a plain assignment to a
+    name, or a call of a global or of a tool.
+    """
+    calls = {c.node for c in found.calls}
+    functions = [c.node.func for c in found.calls if c.module is not None]
+    tool_functions = {*functions, *(f.value for f in functions if isinstance(f, ast.Attribute))}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            if all(isinstance(t, ast.Name) for t in node.targets):
+                continue
+            return True
+        if isinstance(node, ast.Call):
+            func = node.func
+            if node in calls or (isinstance(func, ast.Name) and not found.bindings[func.id]):
+                continue
+            return True
+        if node not in tool_functions and not isinstance(node, _INERT):
+            return True
+    return False
+
+
+_NOT_SIZED_OR_ITERABLE: Final = re.compile(
+    r"^Argument to function `\w+` is incorrect: Expected `(Sized|Iterable\[[^`]*\])`, "
+    r"found `(int|float|bool|None|Literal\[(-?\d+|True|False)\])`$"
+)
+"""An argument that must have a length or be iterable (``len(n)``, ``sorted(n)``), given one scalar
+type that has neither: Python checks exactly these protocols at run time, so the call fails."""
+_KEY: Final = re.compile(r'^Unknown key "|got key of type `Literal\[-?\d+\]`')
+"""The ``invalid-key`` findings about a key written as a literal (a ``str`` variable may hold a valid key)."""
+
+
+def _certain(rule: str, message: str, written: bool) -> str | None:
+    """The exception the run would certainly raise where a finding is (``None``: it may not fail).
+
+    ``written``: the finding is at a subscript written to (``t["k"] = v`` adds a key; only reading
+    a key a result lacks fails).
+    """
+    if rule == "invalid-argument-type" and _NOT_SIZED_OR_ITERABLE.search(message):
+        return "TypeError"
+    raised = _RULES.get(rule)
+    if raised is None or " in union " in message or re.search(r"\b(possibly|may)\b", message, re.IGNORECASE):
+        return None
+    if f"Module `{PACKAGE}" in message:
+        return None  # the tools' modules are the argument check's
+    if rule == "invalid-key" and (written or not _KEY.search(message)):
+        return None
+    # Backticks quote names too (an operator, an attribute): only the types matter here.
+    named = [t for t in _TYPE.findall(message) if not _is_name_quoted(t, message)]
+    return raised if all(_one_value_type(t) for t in named) else None
+
+
+def _is_name_quoted(t: str, message: str) -> bool:
+    return bool(re.search(rf"(Operator|operator|attribute|member|Attribute) `{re.escape(t)}`", message))
+
+
+def _one_value_type(t: str) -> bool:
+    """Whether ``t`` is the type of each value it stands for (no union, nothing unknown)."""
+    if not t or "Unknown" in t or "@Todo" in t or t == "Any" or _top_level(t, "|") > 1:
+        return False
+    return not (t.startswith("Literal[") and t.endswith("]") and _top_level(t[8:-1], ",") > 1)
+
+
+def _top_level(text: str, sep: str) -> int:
+    """How many parts ``text`` has, split at ``sep`` outside brackets and quotes."""
+    depth, parts, quote = 0, 1, ""
+    for ch in text:
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "[(":
+            depth += 1
+        elif ch in "])":
+            depth -= 1
+        elif ch == sep and depth == 0:
+            parts += 1
+    return parts
+
+
+_SUBSCRIPTED: Final = re.compile(
+    r"(?:cannot be called with key of type `[^`]*` on object of type `([^`]*)`"
+    r"|^Cannot subscript object of type `([^`]*)` with no `__getitem__` method)$"
+)
+
+
+def _subscript_certain(rule: str, message: str, at: Sequence[ast.Subscript], declared: Declared) -> str | None:
+    """A subscript ``ty`` finds wrong for the type of a tool's result (``offices["Paris"]`` on a list).
+
+    ``ty`` reports a subscript for each member of a union that refuses it, naming that member only:
+    kept only where the subscripted value is a tool call (or a name bound once to one) whose
+    declared result type is the type named, so that no other member can be there.
+    """
+    m = _SUBSCRIPTED.search(message) if rule in ("invalid-argument-type", "not-subscriptable") else None
+    named = (m.group(1) or m.group(2)) if m is not None else None
+    if not named or not _one_value_type(named) or not any(declared(n.value) == named for n in at):
+        return None
+    return "KeyError" if named.startswith("dict[") else "TypeError"
+
+
+def kept(
+    rendered: str, source: CheckedSource, tree: ast.Module, positions: Positions, declared: Declared | None = None
+) -> list[Diagnostic]:
+    """The certain findings among ``ty``'s, where the snippet's own text has them."""
+    stores = {
+        positions.of(n.slice): isinstance(n.ctx, ast.Store | ast.Del)
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Subscript)
+    }
+    read: dict[tuple[int, int], list[ast.Subscript]] = {}
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load):
+            read.setdefault(positions.of(n), []).append(n)
+    out: list[Diagnostic] = []
+    for text in rendered.splitlines():
+        m = _LINE.match(text.strip())
+        if m is None or int(m.group(1)) < 2:
+            continue  # a warning or a note, or the wrapper's own line
+        at = source.original(int(m.group(1)) - 1, max(1, int(m.group(2)) - 4))
+        rule, message = m.group(3), m.group(4)
+        raised = _certain(rule, message, stores.get(at, True))
+        if raised is None and declared is not None:
+            raised = _subscript_certain(rule, message, read.get(at, ()), declared)
+        if raised is not None:
+            out.append(Diagnostic(at[0], at[1], message, rule, ErrorCode.RUNTIME_ERROR, raised))
+    return out

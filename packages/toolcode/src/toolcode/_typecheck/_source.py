@@ -1,0 +1,174 @@
+"""The snippet as ``ty`` reads it: rewritten so that ``ty`` types only what is certain, with the way back.
+
+**What ty reads.** Python does not check types at run time, and ``ty``'s inference of what a
+snippet builds itself is narrower than what the run accepts: ``[{"name": "c", "observations":
+["x"]}]`` is a ``list[dict[str, str | list[str]]]`` to it, a list built with ``append`` takes the
+union of everything appended, a dict display keeps the type of its first values. Such types say
+nothing certain about the values at run time. So every list, dict and set the snippet builds (a
+display, a comprehension, a ``list()``/``dict()``/``set()`` call) is handed to ``ty`` as ``Any``
+(wrapped in a call of :data:`ANY_FUNCTION`), and so are the annotations the snippet writes, which
+Python does not enforce. What keeps its type: the tools' results (declared by their output
+schemas), scalars and tuples, and whatever flows from them. A ``run_tool("ns:x", ...)`` call with
+a literal id is handed over as ``toolcode_result(<the module function>, run_tool(...))``, so its
+result is typed exactly as ``ns.x(...)``'s is.
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import textwrap
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final
+
+from toolcode._typecheck._diagnostic import Positions
+
+__all__ = [
+    "ANY_FUNCTION",
+    "ANY_TYPE",
+    "BUILT",
+    "MAX_CHARS",
+    "MODULE_ALIAS",
+    "RESULT_FUNCTION",
+    "CheckedSource",
+    "checked_source",
+    "prepared",
+]
+
+ANY_FUNCTION: Final = "toolcode_dynamic"
+ANY_TYPE: Final = "ToolcodeDynamic"
+RESULT_FUNCTION: Final = "toolcode_result"
+MODULE_ALIAS: Final = "toolcode_module_"
+"""The warm session binds each module it holds under this prefix too (a snippet may rebind ``tools``)."""
+BUILT = (ast.Dict, ast.List, ast.Set, ast.ListComp, ast.SetComp, ast.DictComp)
+_CONSTRUCTORS = frozenset({"dict", "list", "set"})
+_WRAP = "async def __toolcode_check__():\n"
+MAX_CHARS = 20_000
+"""Longer snippets (about 500 lines) are not checked before they run: they run unchecked, their
+calls checked as they are made. The check's cost grows with the snippet, and one caller's must not
+cost everyone else (``bench/bystander.py``, ``typecheck_flood``)."""
+
+
+def _wrapped(code: str) -> str | None:
+    """The snippet as the body of a function that is defined, never called; ``None`` if it cannot be.
+
+    The result is parsed to make sure every statement is the function's (a form feed, say, resets
+    Python's indentation count), so that nothing of the snippet runs in the checker.
+    """
+    if len(code) > MAX_CHARS:
+        return None
+    wrapped = f"{_WRAP}{textwrap.indent(code, '    ')}\n    pass\n"
+    try:
+        tree = ast.parse(wrapped, "snippet.py", "exec")
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return None
+    if len(tree.body) != 1 or not isinstance(tree.body[0], ast.AsyncFunctionDef):
+        return None
+    fn = tree.body[0]
+    if fn.decorator_list or fn.args.defaults or fn.args.kw_defaults or fn.returns is not None:
+        return None
+    return wrapped
+
+
+@dataclass(frozen=True, slots=True)
+class CheckedSource:
+    """The rewritten text and the way back to the snippet's positions."""
+
+    text: str
+    _edits: tuple[tuple[int, int, int], ...]
+    """``(start, end, length)``: the snippet's characters ``start:end`` became ``length`` characters, in order."""
+    _line_starts: tuple[int, ...]
+    _new_line_starts: tuple[int, ...]
+
+    def original(self, line: int, column: int) -> tuple[int, int]:
+        """The snippet's ``(line, column)`` (1-based) of a position in :attr:`text`."""
+        if not 1 <= line <= len(self._new_line_starts):
+            return line, column
+        offset = self._new_line_starts[line - 1] + column - 1
+        shift = 0
+        orig = None
+        for start, end, length in self._edits:
+            if offset < start + shift:
+                break
+            if offset < start + shift + length:
+                orig = start  # inside rewritten text: where it stands in the snippet
+                break
+            shift += length - (end - start)
+        if orig is None:
+            orig = offset - shift
+        row = bisect.bisect_right(self._line_starts, orig) - 1
+        return row + 1, orig - self._line_starts[row] + 1
+
+
+def _line_starts(text: str) -> tuple[int, ...]:
+    return (0, *(i + 1 for i, ch in enumerate(text) if ch == "\n"))
+
+
+def checked_source(
+    code: str, tree: ast.Module, bindings: Mapping[str, int], typed: Mapping[ast.Call, str] | None = None
+) -> CheckedSource:
+    """``code`` with what it builds wrapped as ``Any`` and its own annotations ``Any``, and the way back.
+
+    ``bindings`` counts how many times each name is bound (a rebound ``list`` is not the constructor);
+    each call in ``typed`` (``run_tool("ns:x", ...)``) is typed as its module function (``<module>.<name>``).
+    """
+    positions = Positions(code)
+    starts = _line_starts(code)
+    # (position, order, nesting, end, text): closings sort before openings, inner closings first.
+    edits: list[tuple[int, int, int, int, str]] = []
+
+    def span(node: ast.AST) -> tuple[int, int]:
+        line, end_line = getattr(node, "lineno", 1), getattr(node, "end_lineno", None) or 1
+        start = starts[line - 1] + positions.char_column(line, getattr(node, "col_offset", 0))
+        return start, starts[end_line - 1] + positions.char_column(end_line, getattr(node, "end_col_offset", None) or 0)
+
+    def wrap(node: ast.expr, head: str = f"{ANY_FUNCTION}(") -> None:
+        start, end = span(node)
+        edits.append((start, 1, -end, start, head))
+        edits.append((end, 0, -start, end, ")"))
+
+    def replace_annotation(node: ast.expr) -> None:
+        start, end = span(node)
+        edits.append((start, 1, -end, end, ANY_TYPE))
+        skip.update(id(n) for n in ast.walk(node))
+
+    # Positions inside f-strings are not reliable before Python 3.12: left as written.
+    skip = {id(n) for f in ast.walk(tree) if isinstance(f, ast.JoinedStr) for n in ast.walk(f) if n is not f}
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if typed and isinstance(node, ast.Call) and node in typed:
+            wrap(node, f"{RESULT_FUNCTION}({MODULE_ALIAS}{typed[node]}, ")
+        elif isinstance(node, BUILT) and not isinstance(getattr(node, "ctx", ast.Load()), ast.Store | ast.Del):
+            wrap(node)
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in _CONSTRUCTORS
+            and not bindings.get(node.func.id)
+        ):
+            wrap(node)
+        elif isinstance(node, ast.arg) and node.annotation is not None:
+            replace_annotation(node.annotation)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.returns is not None:
+            replace_annotation(node.returns)
+        elif isinstance(node, ast.AnnAssign):
+            replace_annotation(node.annotation)
+    edits.sort(key=lambda x: x[:3])
+    parts: list[str] = []
+    last = 0
+    for start, _, _, end, text in edits:
+        parts.append(code[last:start])
+        parts.append(text)
+        last = end
+    parts.append(code[last:])
+    new = "".join(parts)
+    return CheckedSource(new, tuple((s, e, len(t)) for s, _, _, e, t in edits), starts, _line_starts(new))
+
+
+def prepared(
+    code: str, tree: ast.Module, bindings: Mapping[str, int], typed: Mapping[ast.Call, str] | None
+) -> tuple[CheckedSource, str | None]:
+    source = checked_source(code, tree, bindings, typed)
+    return source, _wrapped(source.text)
