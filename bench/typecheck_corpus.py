@@ -1448,6 +1448,12 @@ RUN_TOOL_BROKEN: list[tuple[str, str, str]] = [
         "typed_result",
     ),
     (
+        "result of run_tools read by a key it lacks",
+        'offices, now = run_tools([("helpdesk:list_offices", {}), ("time:get_current_time", {"timezone": "UTC"})])\n'
+        "__out = f\"{len(offices)} offices, {now['time']}\"",
+        "typed_result",
+    ),
+    (
         "enum value the tool does not have",
         'offices = run_tool("helpdesk:list_offices")\n'
         'done = run_tool("helpdesk:list_tickets", {"office": "Paris", "status": "pending"})',

@@ -231,6 +231,15 @@ BROKEN: dict[str, tuple[str, int, int, str, str]] = {
         'Unknown key "zone" for TypedDict',
         "runtime_error",
     ),
+    "unknown key of an unpacked run_tools result": (
+        "run_tool('helpdesk:assign_ticket', ticket_id='PAR-1', engineer='Ana')\n"
+        "people, now = run_tools([('helpdesk:on_call', {'office': 'Paris'}), "
+        "{'tool_id': 'time:get_current_time', 'args': {'timezone': 'UTC'}}])\nnow['zone']",
+        3,
+        5,
+        'Unknown key "zone" for TypedDict `GetCurrentTimeResult`',
+        "runtime_error",
+    ),
     "list result indexed by a name (literal id)": (
         "run_tool('helpdesk:assign_ticket', ticket_id='PAR-1', engineer='Ana')\n"
         "offices = run_tool('helpdesk:list_offices')\noffices['Paris']['staff']",
@@ -342,6 +351,11 @@ VALID: dict[str, tuple[str, Any]] = {
         "import asyncio\nfrom tools import time as t\n"
         "[r['timezone'] for r in await asyncio.gather(t.get_current_time_async(timezone='UTC'))]",
         ["UTC"],
+    ),
+    "run_tools' list kept as a list": (
+        "rs = run_tools([('helpdesk:list_offices', {}), ('time:get_current_time', {'timezone': 'UTC'})])\n"
+        "rs.append(rs[1]['timezone'])\n[len(rs), rs[-1]]",
+        [3, "UTC"],
     ),
     "a name holding one of two results": (
         "data = run_tool('helpdesk:list_offices')\nif input:\n"

@@ -38,6 +38,10 @@ _log = get_logger("toolcode.typecheck")
 
 __all__ = ["TypeChecker"]
 
+_Static = tuple[
+    ast.Module, Positions, Scan, list[Diagnostic], dict[str, str], dict[ast.Call, tuple[str, ...]], dict[ast.AST, Tool]
+]
+"""What the text alone settles (see ``TypeChecker._static``)."""
 _ANSWERS = 256
 """Checked snippets whose answers are kept (by digest, per catalog version and view)."""
 
@@ -122,12 +126,7 @@ class TypeChecker:
             out.extend(findings or ())
         return await run(_reported, tree, positions, found, out), complete
 
-    def _static(
-        self, code: str, view: CatalogView
-    ) -> (
-        tuple[ast.Module, Positions, Scan, list[Diagnostic], dict[str, str], dict[ast.Call, str], dict[ast.AST, Tool]]
-        | None
-    ):
+    def _static(self, code: str, view: CatalogView) -> _Static | None:
         """What the text alone settles: names and arguments (``None``: it does not parse).
 
         Also the modules ``ty`` needs (name → namespace), and each ``run_tool`` call with a literal
@@ -144,8 +143,9 @@ class TypeChecker:
         out, visible = self._names(found, view, positions)
         arguments = ArgumentChecker(view, self._input_schema)
         calls: list[tuple[ToolCall, Tool]] = []
-        typed: dict[ast.Call, str] = {}
+        typed: dict[ast.Call, tuple[str, ...]] = {}
         results: dict[ast.AST, Tool] = {}  # the calls whose value is the tool's result, not an awaitable
+        pairs: dict[ast.Call, list[str | None]] = {}  # each ``run_tools([...])`` call's pairs, in order
         for call in found.calls:
             if call.module is not None:
                 tool = self._tool_of(call, visible)
@@ -162,13 +162,21 @@ class TypeChecker:
             tool = view.get(call.tool_id)
             calls.append((call, tool))
             func = call.node.func
-            if call.node in found.parents and isinstance(func, ast.Name):  # not one of ``run_tools``' pairs
-                function = self._modules.function_of(tool, awaitable=func.id != "run_tool")
-                if function is not None:
-                    visible.setdefault(function[0], tool.namespace)
-                    typed[call.node] = ".".join(function)
-                    if func.id == "run_tool":
-                        results[call.node] = tool
+            awaitable = call.node in found.parents and isinstance(func, ast.Name) and func.id != "run_tool"
+            function = self._modules.function_of(tool, awaitable=awaitable)
+            if function is not None:
+                visible.setdefault(function[0], tool.namespace)
+            if call.node not in found.parents:  # one of ``run_tools``' pairs
+                node: ast.AST | None = call.id_node
+                while node is not None and not isinstance(node, ast.Call):
+                    node = found.parents.get(node)
+                if node is not None:
+                    pairs.setdefault(node, []).append(".".join(function) if function else None)
+            elif function is not None:
+                typed[call.node] = (".".join(function),)
+                if not awaitable:
+                    results[call.node] = tool
+        typed.update(_unpacked(found, pairs))
         out.extend(arguments.check(tree, found, calls, positions))
         return tree, positions, found, out, visible, typed, results
 
@@ -256,6 +264,34 @@ class TypeChecker:
     async def aclose(self) -> None:
         """Close ``ty``'s warm session and worker pool; idempotent (a later check starts them again)."""
         await self._ty.aclose()
+
+
+def _unpacked(found: Scan, pairs: Mapping[ast.Call, Sequence[str | None]]) -> dict[ast.Call, tuple[str, ...]]:
+    """``a, b = run_tools([("ns:x", ...), ("ns:y", ...)])``: each name typed as its call's result.
+
+    Only where every pair has a literal id and the list is unpacked whole into names: the value
+    itself is a list, which a tuple of the results would not be.
+    """
+    out: dict[ast.Call, tuple[str, ...]] = {}
+    for node, functions in pairs.items():
+        assign = found.parents.get(node)
+        given = node.args[0] if node.args else None
+        if not (
+            isinstance(node.func, ast.Name)
+            and node.func.id == "run_tools"
+            and isinstance(given, ast.List | ast.Tuple)
+            and isinstance(assign, ast.Assign)
+            and assign.value is node
+            and len(assign.targets) == 1
+        ):
+            continue
+        target = assign.targets[0]
+        names = target.elts if isinstance(target, ast.Tuple | ast.List) else []
+        if len(names) == len(given.elts) == len(functions) and all(isinstance(n, ast.Name) for n in names):
+            known = [f for f in functions if f is not None]
+            if len(known) == len(functions):
+                out[node] = tuple(known)
+    return out
 
 
 def _reported(tree: ast.Module, positions: Positions, found: Scan, out: list[Diagnostic]) -> list[Diagnostic]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import ast
 import bisect
 import textwrap
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -106,12 +106,13 @@ def _line_starts(text: str) -> tuple[int, ...]:
 
 
 def checked_source(
-    code: str, tree: ast.Module, bindings: Mapping[str, int], typed: Mapping[ast.Call, str] | None = None
+    code: str, tree: ast.Module, bindings: Mapping[str, int], typed: Mapping[ast.Call, Sequence[str]] | None = None
 ) -> CheckedSource:
     """``code`` with what it builds wrapped as ``Any`` and its own annotations ``Any``, and the way back.
 
     ``bindings`` counts how many times each name is bound (a rebound ``list`` is not the constructor);
-    each call in ``typed`` (``run_tool("ns:x", ...)``) is typed as its module function (``<module>.<name>``).
+    each call in ``typed`` (``run_tool("ns:x", ...)``) is typed as its module function (``<module>.<name>``),
+    a ``run_tools`` call as the tuple of its calls' results.
     """
     positions = Positions(code)
     starts = _line_starts(code)
@@ -123,10 +124,10 @@ def checked_source(
         start = starts[line - 1] + positions.char_column(line, getattr(node, "col_offset", 0))
         return start, starts[end_line - 1] + positions.char_column(end_line, getattr(node, "end_col_offset", None) or 0)
 
-    def wrap(node: ast.expr, head: str = f"{ANY_FUNCTION}(") -> None:
+    def wrap(node: ast.expr, head: str = f"{ANY_FUNCTION}(", tail: str = ")") -> None:
         start, end = span(node)
         edits.append((start, 1, -end, start, head))
-        edits.append((end, 0, -start, end, ")"))
+        edits.append((end, 0, -start, end, tail))
 
     def replace_annotation(node: ast.expr) -> None:
         start, end = span(node)
@@ -139,7 +140,13 @@ def checked_source(
         if id(node) in skip:
             continue
         if typed and isinstance(node, ast.Call) and node in typed:
-            wrap(node, f"{RESULT_FUNCTION}({MODULE_ALIAS}{typed[node]}, ")
+            first, *rest = typed[node]
+            if isinstance(node.func, ast.Name) and node.func.id == "run_tools":
+                # Unpacked into names: a tuple of the results, the call kept in its first item.
+                more = "".join(f", {RESULT_FUNCTION}({MODULE_ALIAS}{f}, 0)" for f in rest)
+                wrap(node, f"({RESULT_FUNCTION}({MODULE_ALIAS}{first}, ", f"){more}{'' if rest else ','})")
+            else:
+                wrap(node, f"{RESULT_FUNCTION}({MODULE_ALIAS}{first}, ")
         elif isinstance(node, BUILT) and not isinstance(getattr(node, "ctx", ast.Load()), ast.Store | ast.Del):
             wrap(node)
         elif (
@@ -168,7 +175,7 @@ def checked_source(
 
 
 def prepared(
-    code: str, tree: ast.Module, bindings: Mapping[str, int], typed: Mapping[ast.Call, str] | None
+    code: str, tree: ast.Module, bindings: Mapping[str, int], typed: Mapping[ast.Call, Sequence[str]] | None
 ) -> tuple[CheckedSource, str | None]:
     source = checked_source(code, tree, bindings, typed)
     return source, _wrapped(source.text)

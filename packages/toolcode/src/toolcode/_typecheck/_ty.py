@@ -11,7 +11,7 @@ the snippet is wrapped in a function that is only defined, never called, so noth
 from __future__ import annotations
 
 import ast
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol, TypeVar, TypeVarTuple
 
@@ -114,13 +114,14 @@ class Ty:
         visible: Mapping[str, str],
         positions: Positions,
         run: Runs = run_here,
-        typed: Mapping[ast.Call, str] | None = None,
+        typed: Mapping[ast.Call, Sequence[str]] | None = None,
         declared: Declared | None = None,
     ) -> list[Diagnostic] | None:
         """What the snippet does wrong with the typed results of the ``visible`` modules (name → namespace).
 
         ``run`` runs the parts that take the host's CPU (here, or in a worker thread for a long snippet);
-        ``typed`` gives the ``run_tool`` calls with a literal id their module function (``<module>.<name>``).
+        ``typed`` gives the ``run_tool`` calls with a literal id their module function (``<module>.<name>``),
+        and ``run_tools`` calls unpacked into names the function of each pair.
         ``declared`` gives the declared result type of an expression that is a tool call (or a name
         bound once to one). ``None``: ``ty`` could not answer (no worker, a timeout); the run goes
         on unchecked by it.
