@@ -580,3 +580,19 @@ async def test_ty_is_asked_only_where_it_could_find_something_and_once_per_snipp
             assert n == before + 1 and found, (code, found)
     finally:
         await checker.aclose()
+
+
+async def test_a_kept_answer_is_for_the_same_view_only() -> None:
+    index = await _one_int_tool()
+    checker = TypeChecker(ToolModules(index))
+    code = "r = run_tool('x:f', {'a': 1})"
+    try:
+        assert await checker.check(code, CatalogView(index, None)) == []
+        # The same snippet for a caller who may not see the tool (another caller's private snippet,
+        # a namespace outside its view): the tool does not exist for it.
+        for view in (CatalogView(index, None, hidden={"x:f"}), CatalogView(index, ["y"])):
+            [found] = await checker.check(code, view)
+            assert found.code == "unknown_tool", found
+        assert await checker.check(code, CatalogView(index, None)) == []
+    finally:
+        await checker.aclose()

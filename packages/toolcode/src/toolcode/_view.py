@@ -80,6 +80,10 @@ class CatalogView:
         """Whether some registered tool is out of sight (an id must then be resolved through :meth:`get`)."""
         return self._allowed is not None or bool(self._hidden)
 
+    def key(self) -> tuple[object, ...]:
+        """What tells this view's answers apart from another's over the same catalog version."""
+        return self._allowed, frozenset(self._hidden), tuple(sorted(self._unavailable.items()))
+
     def _shown(self, tool_id: str) -> bool:
         return tool_id not in self._hidden
 

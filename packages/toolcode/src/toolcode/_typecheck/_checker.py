@@ -88,7 +88,7 @@ class TypeChecker:
         # The same snippet in the same view of the same catalog has the same answer (a saved snippet
         # is checked on every call, a model may send a snippet again).
         digest = hashlib.blake2b(code.encode(errors="surrogatepass"), digest_size=16).digest()
-        key = (self._modules.version, view.allowed_namespaces, tuple(view.unavailable().items()), digest)
+        key = (self._modules.version, view.key(), digest)
         hit = self._answers.get(key)
         if hit is not None:
             self._answers.move_to_end(key)
