@@ -411,7 +411,12 @@ async def test_mcp_resume_execution_across_a_server_restart(files_dir: Path, tmp
         res = await client.call_tool("resume_execution", {"execution_id": execution_id, "decision": "approve"})
         assert res.structured_content is not None and res.structured_content["value"] == "done", res.content
         assert (files_dir / "mcp.txt").read_text() == "via mcp"
-        bad = await client.call_tool("resume_execution", {"execution_id": execution_id, "decision": "approve"})
+        # Resumed once: asking again answers how it ended, and runs nothing again.
+        (files_dir / "mcp.txt").write_text("after")
+        again = await client.call_tool("resume_execution", {"execution_id": execution_id, "decision": "approve"})
+        assert again.structured_content is not None and again.structured_content["value"] == "done", again.content
+        assert (files_dir / "mcp.txt").read_text() == "after"
+        bad = await client.call_tool("resume_execution", {"execution_id": "0" * 32, "decision": "approve"})
         assert bad.is_error and bad.structured_content is not None
         assert bad.structured_content["error"]["code"] == "invalid_arguments"
 
@@ -589,10 +594,11 @@ async def test_a_run_paused_on_one_replica_continues_on_another(
         assert out.approval is not None
         done = await b.codemode.resume(out.approval.execution_id, "approve")
         assert done.ok and done.value == 21, done
-        # Taken once: the other replica cannot continue it again.
+        # Taken once: the other replica cannot continue it again; it answers how the run ended.
+        (files_dir / "r.txt").write_text("after")
         again = await a.codemode.resume(out.approval.execution_id, "approve")
-        assert again.error is not None and again.error.code == "invalid_arguments"
-    assert (files_dir / "r.txt").read_text() == "r"
+        assert again.ok and again.value == 21, again
+    assert (files_dir / "r.txt").read_text() == "after"
 
 
 def test_cli_asks_at_a_terminal_for_exec_run_and_chain(

@@ -161,6 +161,13 @@ async def test_an_operator_sees_and_decides_every_callers_paused_run(url: str, f
     done = await _ok(url, "op", "resume_execution", {"execution_id": eid, "decision": "approve"})
     assert done["value"] == "written" and target.read_text() == "from bob", done
     assert (await _ok(url, "bob", "list_paused", {}))["paused"] == []
+    # Its caller, resuming it later (its model did not see the operator decide), hears how it ended,
+    # and nothing runs again; another caller still hears of no such run.
+    target.write_text("after")
+    again = await _ok(url, "bob", "resume_execution", {"execution_id": eid, "decision": "deny"})
+    assert again["value"] == "written" and target.read_text() == "after", again
+    failed, out = await _call(url, "alice", "resume_execution", {"execution_id": eid, "decision": "approve"})
+    assert failed and out["error"]["code"] == "invalid_arguments", out
 
 
 def _write(path: Path, content: str) -> str:

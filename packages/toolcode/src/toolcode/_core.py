@@ -25,7 +25,7 @@ from toolcode._operations import Operations
 from toolcode._options import ExecuteOptions, parse_options
 from toolcode._otel import run_span
 from toolcode._outcome import APPROVAL_OP, outcome, paused_result
-from toolcode._paused import PausedRun, check_decision
+from toolcode._paused import Decision, PausedRun, check_decision
 from toolcode._services import Services, Stores
 from toolcode._sessions import SessionRun, Sessions, owner_of, tools_imports
 from toolcode._snippets import SavedSnippet
@@ -414,7 +414,9 @@ class CodeMode:
         Returns:
             The run's outcome, with the calls from before the pause in its trace, and an
             ``approval`` entry where it paused; or ``approval_required`` again when it reaches
-            another call that needs a decision.
+            another call that needs a decision. A run already decided (by its caller, an
+            operator or the console) answers its caller with the outcome it ended with, for an
+            hour.
         """
         started = time.perf_counter()
         try:
@@ -422,7 +424,26 @@ class CodeMode:
             operator = self.services.is_operator(caller)
             run = await self._stores("execution_id").paused.take(execution_id, caller, operator=operator)
         except ToolCodeError as exc:
-            return outcome(None, exc, "summary", started)
+            unknown = isinstance(exc, InvalidArgumentsError) and exc.field == "execution_id"
+            earlier = await self._earlier(execution_id, caller) if unknown else None
+            return earlier or outcome(None, exc, "summary", started)
+        out = await self._continue(run, chosen, caller, by, self._listen(on_tool_call, on_tool_start, on_print))
+        try:
+            await self._stores("execution_id").paused.keep_outcome(run, out.model_dump_json().encode())
+        except ToolCodeError as e:  # the run is over either way; only a later resume of this id misses it
+            log.warning("paused.outcome_not_kept", execution_id=run.execution_id, error=str(e)[:300])
+        return out
+
+    async def _earlier(self, execution_id: Any, caller: str | None) -> ExecuteOutcome | None:
+        """The outcome a run of ``caller``'s ended with when it was decided already (by anyone), if kept."""
+        stores = self.services.stores
+        kept = await stores.paused.outcome_of(execution_id, caller) if stores is not None else None
+        return ExecuteOutcome.model_validate_json(kept) if kept is not None else None
+
+    async def _continue(
+        self, run: PausedRun, chosen: Decision, caller: str | None, by: str | None, listen: Listeners
+    ) -> ExecuteOutcome:
+        """A taken paused run, decided: aborted here, or continued from the call it stopped at."""
         who = by or (f"person:{caller}" if caller and caller != "local" else "person")
         await self._decided(run, chosen, who)
         detail = run.options.trace or self.defaults.trace or "summary"
@@ -438,7 +459,6 @@ class CodeMode:
             )
             return outcome(paused_result(run), err, detail, None, view)
         run.apply(chosen, who)
-        listen = self._listen(on_tool_call, on_tool_start, on_print)
 
         async def go(state: SessionState | None) -> ExecuteResult:
             return await self.executor.resume(run, state, listen)

@@ -34,6 +34,9 @@ __all__ = ["DECISIONS", "Decision", "PausedRun", "PausedRuns", "new_execution_id
 KIND: Final = "paused"
 _SESSION_KIND: Final = "paused-session"
 """``<owner>/<session>`` → the id of the session's run that waits for a decision."""
+_DECIDED_KIND: Final = "paused-decided"
+"""``<owner>/<execution id>`` → the outcome a decided run ended with (read back by a later resume)."""
+_DECIDED_TTL: Final = 3_600.0
 _OPERATOR_SCAN: Final = 10_000
 """Paused records an operator's lookup or listing reads at most (every caller's)."""
 ID_PATTERN: Final = re.compile(r"^[0-9a-f]{32}$")
@@ -326,6 +329,23 @@ class PausedRuns:
             if run.owner == owner or operator:
                 out.append(run)
         return sorted(out, key=lambda r: r.paused_at)[:limit]
+
+    async def keep_outcome(self, run: PausedRun, outcome_json: bytes) -> None:
+        """Keep what a decided run ended with, for its owner, an hour at most (within ``max_paused_bytes``).
+
+        Whoever decided (the caller, an operator, the console), the run's own caller reads it back
+        by resuming the same id again (:meth:`outcome_of`) instead of hearing "unknown".
+        """
+        if len(outcome_json) <= self.settings.max_paused_bytes:
+            ttl = min(self.ttl, _DECIDED_TTL)
+            await self.store.put(_DECIDED_KIND, f"{run.owner}/{run.execution_id}", outcome_json, ttl=ttl)
+
+    async def outcome_of(self, execution_id: Any, caller: str | None) -> bytes | None:
+        """The kept outcome of the caller's decided run ``execution_id`` (``None``: none is kept)."""
+        if not isinstance(execution_id, str) or not ID_PATTERN.match(execution_id):
+            return None
+        rec = await self.store.get(_DECIDED_KIND, f"{owner_of(caller)}/{execution_id}")
+        return rec.value if rec is not None else None
 
     @staticmethod
     def check_id(value: Any) -> str:
