@@ -80,10 +80,15 @@ async def test_a_write_under_ask_pauses_at_the_call_and_approve_continues_it(fil
         assert done.trace[1].result is not None and done.trace[1].result["decision"] == "approve"
         assert done.calls.count == 2  # the pause is in the trace, not counted as a call
 
-        # The id was taken: a second decision on it is refused, clearly.
-        again = await cm.resume(out.approval.execution_id, "approve")
-        assert again.error is not None and again.error.code == "invalid_arguments"
-        assert "already resumed" in again.error.message
+        # The id was taken: a second decision on it answers how the run ended, and runs nothing again.
+        (files_dir / "out.txt").write_text("after")
+        again = await cm.resume(out.approval.execution_id, "deny")
+        assert again.ok and again.value == done.value, again
+        assert (files_dir / "out.txt").read_text() == "after"
+        # Another caller's (or an unknown) id is refused, clearly.
+        other = await cm.resume(out.approval.execution_id, "approve", caller="token:someone")
+        assert other.error is not None and other.error.code == "invalid_arguments"
+        assert "already resumed" in other.error.message
 
 
 async def test_deny_gives_the_snippet_a_catchable_error_and_nothing_is_written(files_dir: Path, tmp_path: Path) -> None:
