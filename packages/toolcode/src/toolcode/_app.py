@@ -206,6 +206,9 @@ class Toolbox:
         excludes = [*chosen.exclude, *_server_excludes(data)]
         if excludes != list(chosen.exclude):
             chosen = chosen.model_copy(update={"exclude": tuple(excludes)})
+        early = _server_switches(data, chosen.policy.speculate)
+        if early != chosen.policy.speculate:
+            chosen = chosen.model_copy(update={"policy": chosen.policy.model_copy(update={"speculate": early})})
         backends.extend(extra_backends)
         if state is not None:
             chosen = chosen.model_copy(update={"state": state})
@@ -414,6 +417,20 @@ def _read(config: str | os.PathLike[str] | Mapping[str, Any]) -> Mapping[str, An
     if not isinstance(data, Mapping):
         raise ConfigurationError("config", f"must be a JSON object, got {type(data).__name__}")
     return cast("Mapping[str, Any]", data)
+
+
+def _server_switches(data: Mapping[str, Any] | None, given: Mapping[str, bool]) -> dict[str, bool]:
+    # ``"speculate": false`` inside a server's entry: none of its reads start before the code reaches them.
+    servers: Any = data.get("mcpServers") if data is not None else None
+    out = dict(given)
+    for name, entry in cast("Mapping[str, Any]", servers).items() if isinstance(servers, Mapping) else ():
+        raw: Any = cast("Mapping[str, Any]", entry).get("speculate") if isinstance(entry, Mapping) else None
+        if raw is None:
+            continue
+        if not isinstance(raw, bool):
+            raise ConfigurationError(f"mcpServers.{name}.speculate", "must be true or false")
+        out.setdefault(f"{name}:*", raw)
+    return out
 
 
 def _server_excludes(data: Mapping[str, Any] | None) -> list[str]:

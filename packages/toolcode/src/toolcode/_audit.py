@@ -53,6 +53,9 @@ class AuditEntry:
     duration_ms: float | None = None
     args: Any = None
     result: Any = None
+    early: str | None = None
+    """For a call: ``"used"`` (answered by the same call started before the code reached it) or
+    ``"discarded"`` (started early, never reached)."""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data, without the optional fields that are not set."""
@@ -83,14 +86,25 @@ class AuditTrail:
         if self.settings.enabled:
             self._entries.append((time.time(), tool_id, tier, decision, by, self.caller, self.execution_id))
 
-    def call(self, tool_id: str, args: Any, *, ok: bool, code: str | None, duration_ms: float, result: Any) -> None:
-        """Record a call that was made."""
+    def call(
+        self,
+        tool_id: str,
+        args: Any,
+        *,
+        ok: bool,
+        code: str | None,
+        duration_ms: float,
+        result: Any,
+        early: str | None = None,
+    ) -> None:
+        """Record a call that was made (``early``: see :attr:`AuditEntry.early`)."""
         s = self.settings
         if not s.enabled:
             return
         args, result = dict(args) if s.args else None, _clip_json(result) if s.results and ok else None
         at, who, eid = time.time(), self.caller, self.execution_id
-        self._entries.append((at, tool_id, None, "call", "policy", who, eid, ok, code, duration_ms, args, result))
+        entry = (at, tool_id, None, "call", "policy", who, eid, ok, code, duration_ms, args, result, early)
+        self._entries.append(entry)
 
     def take(self) -> list[AuditEntry]:
         """The entries so far, handed over once (the trail is empty afterwards)."""

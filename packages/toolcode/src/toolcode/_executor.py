@@ -9,6 +9,7 @@ carries one.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -28,6 +29,7 @@ from toolcode._limits import (
     check_json,
     fit_output_budget,
 )
+from toolcode._modules import PACKAGE
 from toolcode._operations import Operations
 from toolcode._options import ExecuteOptions, ResolvedOptions
 from toolcode._otel import run_span
@@ -37,11 +39,11 @@ from toolcode._sessions import owner_of
 from toolcode._snippets import MAX_NESTING, SavedSnippet
 from toolcode._tools import DefaultTools
 from toolcode._trace import Trace
-from toolcode._typecheck import runs_for
+from toolcode._typecheck import MAX_CHARS, runs_for
 from toolcode._types import ExecuteParams, ExecuteResult, LimitsReport, OnToolCall, PausableEngine, RunPaused
 from toolcode._unavailable import unavailable_reference
 from toolcode._view import CatalogView
-from toolcode.calls import Checkpoint, Scope, build, cannot_pause, literal_tool_ids, pause
+from toolcode.calls import Checkpoint, Early, Foresight, Scope, build, cannot_pause, foresee, literal_tool_ids, pause
 from toolcode.exceptions import (
     ApprovalRequiredError,
     CodeExecutionError,
@@ -192,7 +194,7 @@ class Executor:
             budget.calls = paused.calls
         return _Run(opts, budget, trace, output, checkpoint, caller)
 
-    def _tools(self, run: _Run) -> DefaultTools:
+    def _tools(self, run: _Run, early: Early | None = None) -> DefaultTools:
         """The run's snippet environment over the run's call stack, built once per run."""
         s = self.services
         view = run.checkpoint.view
@@ -210,6 +212,7 @@ class Executor:
             nested,
             run.budget,
             audit_probe=s.audit_probe,
+            early=early,
         )
         ops = Operations(view, build(s.runner, scope), run.budget)
         return DefaultTools(s, ops, run.output, run.caller)
@@ -256,7 +259,6 @@ class Executor:
     async def _inner(self, p: ExecuteParams, run: _Run, paused: PausedRun | None) -> ExecuteResult:
         opts, engine = run.options, self.services.engine
         view = run.checkpoint.view
-        tools = self._tools(run)
         before = paused.elapsed if paused is not None else 0.0
         # The time limit counts running time: what ran before a pause is taken off.
         remaining = max(0.0, opts.timeout - before)
@@ -270,10 +272,10 @@ class Executor:
                 if paused is None and opts.type_check == "strict":
                     await self._check(p, view)
                 if paused is None:
-                    value = (await engine.execute(p, tools)).value
+                    value = await self._execute(p, run)
                 else:
                     assert isinstance(engine, PausableEngine)
-                    value = (await engine.resume(p, tools, paused.state)).value
+                    value = (await engine.resume(p, self._tools(run), paused.state)).value
             except RunPaused as e:
                 error = await self._paused(p, run, e, paused, before + time.perf_counter() - t0)
             except ToolCodeError as e:
@@ -298,6 +300,41 @@ class Executor:
             error.result = result
             raise error
         return result
+
+    async def _execute(self, p: ExecuteParams, run: _Run) -> Any:
+        """A fresh run's value; what it will call that may start early is started first (toolcode.calls._early)."""
+        engine = self.services.engine
+        seen = await self._foresee(p, run)
+        if seen is None:
+            return (await engine.execute(p, self._tools(run))).value
+        failure: Exception | None = None
+        value: Any = None
+        async with anyio.create_task_group() as tasks:
+            try:
+                value = (await engine.execute(p, self._tools(run, Early(seen, tasks)))).value
+            except Exception as e:  # raised past the task group, so not wrapped in an exception group
+                failure = e
+            tasks.cancel_scope.cancel()  # held calls the run never reached are discarded
+        if failure is not None:
+            raise failure
+        return value
+
+    async def _foresee(self, p: ExecuteParams, run: _Run) -> Foresight | None:
+        """What the snippet will call with arguments known now (``None``: nothing, or speculation is off)."""
+        code = p.code
+        if not run.options.speculate or run.depth or len(code) > MAX_CHARS:
+            return None
+        if "run_tool" not in code and PACKAGE not in code:
+            return None
+
+        def read() -> Foresight | None:
+            try:
+                return foresee(ast.parse(code), self.services.modules, p.input)
+            except (SyntaxError, ValueError, MemoryError, RecursionError):
+                return None
+
+        seen = await runs_for(code)(read)
+        return seen if seen is not None and (seen.calls or seen.loops) else None
 
     def _result(
         self, run: _Run, value: Any, error: ToolCodeError | None, elapsed: float, engine_limits: Mapping[str, Any]

@@ -62,6 +62,10 @@ class ExecuteOptions(BaseModel):
     type_check: TypeCheck | None = Field(
         default=None, description="'strict' (default): check tool calls before running; 'off'."
     )
+    speculate: bool | None = Field(
+        default=None,
+        description="true (default): reads whose arguments are known start before the code reaches them; false: never.",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -103,6 +107,7 @@ class ExecuteOptions(BaseModel):
             allowed_namespaces=o.allowed_namespaces,
             trace=o.trace or "summary",
             type_check=o.type_check or "strict",
+            speculate=o.speculate is not False,
         )
 
     def within(self, ceilings: ExecuteOptions | None) -> Self:
@@ -151,6 +156,8 @@ class ResolvedOptions:
     allowed_namespaces: tuple[str, ...] | None
     trace: TraceDetail
     type_check: TypeCheck = "strict"
+    speculate: bool = True
+    """Whether reads whose arguments are known start before the code reaches them."""
 
     def applied(self) -> dict[str, float | int]:
         """The limits in force, for reports (``0`` where a limit is off)."""

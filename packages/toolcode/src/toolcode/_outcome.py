@@ -43,7 +43,7 @@ def outcome(
     """
     records: tuple[ToolCallRecord, ...] = result.tool_calls if result is not None else ()
     failures = [r for r in records if r.error is not None]
-    calls = sum(1 for r in records if r.error_op != APPROVAL_OP)
+    calls = sum(1 for r in records if r.error_op != APPROVAL_OP and r.early != "discarded")
     summary = CallSummary(
         count=calls,
         failed=len(failures),
@@ -119,6 +119,7 @@ def _trace_entries(records: Sequence[ToolCallRecord], budget: int) -> list[Trace
             code=r.code,
             args=dict(r.args) if r.args else {},
             result=r.structured,
+            early=r.early,
         )
         size = len(json.dumps(entry.model_dump(mode="json"), default=str))
         if out and used + size > budget:

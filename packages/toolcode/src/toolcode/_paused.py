@@ -177,6 +177,7 @@ def _record_of(d: Mapping[str, Any]) -> ToolCallRecord:
         duration_ms=float(d.get("duration_ms") or 0.0),
         started_ms=float(d.get("started_ms") or 0.0),
         code=d.get("code"),
+        early=d.get("early"),
     )
 
 

@@ -35,6 +35,9 @@ class ToolCallRecord:
     """When the call started, in ms since the run started (orders overlapping calls)."""
     code: str | None = None
     """The failure's error code (see :class:`toolcode.exceptions.ErrorCode`), or ``None``."""
+    early: str | None = None
+    """``"used"``: answered by the same call, started before the code reached it; ``"discarded"``: started
+    early and never reached, its result thrown away (listed after the run's calls); ``None``: neither."""
 
     @property
     def ok(self) -> bool:

@@ -135,6 +135,12 @@ class PolicySettings(_Section):
         description="Tool-id glob → tier, over the tools' own annotations (first matching glob wins).",
     )
     rules: tuple[PolicyRule, ...] = Field(default=(), description="Checked in order; the first that matches decides.")
+    speculate: dict[str, bool] = Field(
+        default_factory=dict[str, bool],
+        description="Tool-id glob → whether calls of these read tools may start before the code reaches them "
+        "(first matching glob wins; default true for read tools allowed without a question; never for others). "
+        "A server entry's \"speculate\": false adds '<server>:*' → false.",
+    )
     quarantine: bool = Field(
         default=False,
         description="A tool seen for the first time, or whose definition changed, is not callable until approved.",

@@ -60,19 +60,27 @@ class Trace:
         error_op: str,
         code: str | None = None,
         backend_kind: str | None = None,
+        early: bool = False,
     ) -> ToolCallRecord:
         """Fill a slot for a failed call; :meth:`notify` the record afterwards (when :attr:`has_listener`)."""
         if self.payloads is not None:
             args = self.payloads.keep_args(args)
         now = time.perf_counter()
-        record = ToolCallRecord(
-            tool_id, args, None, backend_kind, error, error_op, (now - started) * 1e3, (started - self._t0) * 1e3, code
-        )
+        ms, at = (now - started) * 1e3, (started - self._t0) * 1e3
+        used = "used" if early else None
+        record = ToolCallRecord(tool_id, args, None, backend_kind, error, error_op, ms, at, code, used)
         self._slots[slot] = record
         return record
 
     def succeeded(
-        self, slot: int, started: float, tool_id: str, args: Mapping[str, Any], structured: Any, backend_kind: str
+        self,
+        slot: int,
+        started: float,
+        tool_id: str,
+        args: Mapping[str, Any],
+        structured: Any,
+        backend_kind: str,
+        early: bool = False,
     ) -> ToolCallRecord | None:
         """Fill a slot for a successful call.
 
@@ -84,7 +92,7 @@ class Trace:
         if payloads is not None:
             args, structured = payloads.keep_args(args), payloads.keep(structured)
         ms, at = (time.perf_counter() - started) * 1e3, (started - self._t0) * 1e3
-        fields = (tool_id, args, structured, backend_kind, None, None, ms, at)
+        fields = (tool_id, args, structured, backend_kind, None, None, ms, at, None, "used" if early else None)
         if self._on_call is None:
             self._slots[slot] = fields
             return None
@@ -117,6 +125,15 @@ class Trace:
         error = "cancelled: the run ended before the call finished"
         elapsed, at = (now - started) * 1e3, (started - self._t0) * 1e3
         self._slots[slot] = ToolCallRecord(tool_id, args, None, None, error, "cancelled", elapsed, at)
+
+    def discarded(
+        self, tool_id: str, args: Mapping[str, Any], started: float, ended: float, backend_kind: str | None
+    ) -> None:
+        """Add a call started early that the run never reached (its result is not kept)."""
+        if self.payloads is not None:
+            args = self.payloads.keep_args(args)
+        ms, at = (ended - started) * 1e3, (started - self._t0) * 1e3
+        self._slots.append(ToolCallRecord(tool_id, args, None, backend_kind, None, None, ms, at, None, "discarded"))
 
     def restore(self, records: Sequence[ToolCallRecord]) -> None:
         """Start from records of an earlier part of the run (a run continued after a pause)."""

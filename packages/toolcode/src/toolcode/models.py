@@ -249,6 +249,9 @@ class TraceEntry(_Model):
     """The arguments (``trace="full"`` only)."""
     result: Any = None
     """The result (``trace="full"`` only)."""
+    early: str | None = None
+    """``"used"``: answered by a call started before the code reached it; ``"discarded"``: started early,
+    never reached (not counted in the summary)."""
 
 
 class SessionReport(_Model):

@@ -8,7 +8,8 @@ down the same layers, put together by :func:`build`::
       → Budget (max_tool_calls; in runs)
         → Record (trace, audit trail, span)
           → Deadline (a door's bound on a direct call)
-            → Run (the caller's view, then toolrun)
+            → Prefetch (in a run: reads started before the code reached them)
+              → Run (the caller's view, then toolrun)
 
 Each layer is a small class that calls the next once (:class:`Layer`); a concern that applies to
 every call is a new layer and one line in :func:`build`. Only this package (the gate and its
@@ -28,6 +29,8 @@ from toolcode._trace import Trace
 from toolcode._view import CatalogView
 from toolcode.calls._budget import Budget
 from toolcode.calls._deadline import Deadline
+from toolcode.calls._early import Early, Prefetch
+from toolcode.calls._foresee import Foresight, foresee
 from toolcode.calls._gate import Decide, Gate, ask_person, cannot_pause, pause, refuse
 from toolcode.calls._guard import AuditGuard
 from toolcode.calls._layer import Call, Layer
@@ -51,6 +54,8 @@ __all__ = [
     "Call",
     "Checkpoint",
     "Decide",
+    "Early",
+    "Foresight",
     "Layer",
     "PendingCall",
     "Policy",
@@ -59,6 +64,7 @@ __all__ = [
     "build",
     "call_key",
     "cannot_pause",
+    "foresee",
     "literal_tool_ids",
     "pause",
     "refuse",
@@ -87,6 +93,8 @@ class Scope:
     """A door's bound on a direct call that gives no timeout of its own."""
     audit_probe: Callable[[], Awaitable[None]] | None = None
     """With ``policy.audit.required``: raises while the audit log cannot be written (calls fail closed)."""
+    early: Early | None = None
+    """In a run: what may start before the code reaches it (``None``: nothing does)."""
 
 
 def build(runner: Runner, scope: Scope) -> Layer:
@@ -98,6 +106,8 @@ def build(runner: Runner, scope: Scope) -> Layer:
         return await run_snippet(snippet, args)
 
     stack: Layer = Run(scope.view, runner, judged_snippet)
+    if scope.early is not None:
+        stack = Prefetch(stack, scope.early, scope.checkpoint, scope.trace, scope.audit, scope.budget)
     if scope.deadline is not None:
         stack = Deadline(stack, scope.deadline)
     stack = Record(stack, scope.trace, scope.audit)

@@ -24,6 +24,8 @@ class Call:
     planned: Call | None = None
     """The planned call this one carries out (a chain step, its references filled in once the
     earlier steps ran): judged with the plan, not again."""
+    early: bool = False
+    """Answered by the same call started before the code reached it (set by the layer that held it)."""
 
 
 class Layer:

@@ -47,9 +47,25 @@ class Record(Layer):
         except ToolError as e:
             kind = None if e.error_op in _NO_BACKEND else e.backend_kind
             record = trace.finish(
-                slot, started, tool_id, args, error=e.message, error_op=e.error_op, code=e.code.value, backend_kind=kind
+                slot,
+                started,
+                tool_id,
+                args,
+                error=e.message,
+                error_op=e.error_op,
+                code=e.code.value,
+                backend_kind=kind,
+                early=call.early,
             )
-            self._audit.call(tool_id, args, ok=False, code=e.code.value, duration_ms=record.duration_ms, result=None)
+            self._audit.call(
+                tool_id,
+                args,
+                ok=False,
+                code=e.code.value,
+                duration_ms=record.duration_ms,
+                result=None,
+                early="used" if call.early else None,
+            )
             if span is not None:
                 span.end(tool_id=tool_id, ok=False, code=e.code.value, backend_kind=kind)
             if trace.has_listener:
@@ -60,8 +76,17 @@ class Record(Layer):
             if span is not None:
                 span.end(tool_id=tool_id, ok=False, code="cancelled", backend_kind=None)
             raise
-        done = trace.succeeded(slot, started, result.tool_id, args, result.value, result.backend.kind)
-        self._audit.call(result.tool_id, args, ok=True, code=None, duration_ms=result.duration_ms, result=result.value)
+        early = call.early
+        done = trace.succeeded(slot, started, result.tool_id, args, result.value, result.backend.kind, early)
+        self._audit.call(
+            result.tool_id,
+            args,
+            ok=True,
+            code=None,
+            duration_ms=result.duration_ms,
+            result=result.value,
+            early="used" if early else None,
+        )
         if span is not None:
             span.end(tool_id=result.tool_id, ok=True, code=None, backend_kind=result.backend.kind)
         if done is not None:
