@@ -1,5 +1,6 @@
 """The public conformance suite, run against both built-in engines."""
 
+import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, cast
 
@@ -9,8 +10,17 @@ import pytest
 from toolcode import ExecuteParams, ExecuteResult, MontyEngine, Tools, UnsafeInProcessEngine
 from toolcode.testing import CHECKS, EngineConformance, _harness, run_check
 
+SPECULATE = os.environ.get("TOOLCODE_TEST_SPECULATE", "off") == "on"
+"""``TOOLCODE_TEST_SPECULATE=on`` runs every check with known reads started early (CI runs the suite both ways)."""
 
-class TestMontyEngine(EngineConformance):
+
+class _Conformance(EngineConformance):
+    @pytest.fixture
+    def speculate(self) -> bool:
+        return SPECULATE
+
+
+class TestMontyEngine(_Conformance):
     @pytest.fixture
     async def engine(self) -> AsyncIterator[MontyEngine]:
         engine = MontyEngine()
@@ -18,7 +28,7 @@ class TestMontyEngine(EngineConformance):
         await engine.aclose()
 
 
-class TestUnsafeInProcessEngine(EngineConformance):
+class TestUnsafeInProcessEngine(_Conformance):
     @pytest.fixture
     async def engine(self) -> AsyncIterator[UnsafeInProcessEngine]:
         engine = UnsafeInProcessEngine()

@@ -11,7 +11,7 @@ import anyio
 from toolcode._executor import Executor
 from toolcode._options import ExecuteOptions, parse_options
 from toolcode._services import Services
-from toolcode._settings import Settings
+from toolcode._settings import PolicySettings, Settings
 from toolcode._types import Engine, ExecuteParams, ExecuteResult
 from toolcode.exceptions import ToolCodeError
 from toolcode.testing._probes import ProbeRun
@@ -76,15 +76,18 @@ class Harness:
     Tools: ``conf:add(a, b=1)``, ``conf:echo(value)``, ``conf:fail(message)`` (raises),
     ``conf:nap(seconds)``, ``conf:inc(previous=0, by=1)``, ``conf:blob(n)`` (``n`` characters),
     ``conf:meet(n)`` (returns once ``n`` calls to it are in flight at once; fails after :data:`HANG_S`)
-    and ``other:ping()``. Runs have ``type_check="off"`` unless a check asks for it: that check is
-    the executor's, the same for every engine.
+    and ``other:ping()``, all classed ``read`` (none has a side effect). Runs have ``type_check="off"``
+    unless a check asks for it: that check is the executor's, the same for every engine.
 
     Args:
         engine: The engine under test (not closed by the harness).
         timeout: Default timeout of each run.
+        speculate: Whether reads whose arguments are known start before the code reaches them
+            (default off: the checks then see the engine's own overlap; on, every check must give the
+            same results).
     """
 
-    def __init__(self, engine: Engine, *, timeout: float = 10.0) -> None:
+    def __init__(self, engine: Engine, *, timeout: float = 10.0, speculate: bool = False) -> None:
         self.engine = engine
         self.index = InMemoryIndex()
         self.local = LocalBackend()
@@ -96,7 +99,10 @@ class Harness:
         self.local.add(ping, namespace="other")
         self.runner = DefaultRunner(self.index, [self.local])
         self.store = InMemoryStore(self.index, autosave=False)
-        settings = Settings(limits=ExecuteOptions(timeout=timeout, type_check="off"))
+        settings = Settings(
+            limits=ExecuteOptions(timeout=timeout, type_check="off", speculate=speculate),
+            policy=PolicySettings(tiers={"conf:*": "read", "other:*": "read"}),
+        )
         self.executor = Executor(
             Services.of(self.index, self.runner, docs=self.store, engine=engine, settings=settings)
         )

@@ -26,15 +26,21 @@ class EngineConformance:
 
     Each check is one test, named by its id (``test_conformance[limits.timeout_cpu]``). A
     check in a category the engine declares unsupported (``engine.info.unsupported``) is
-    reported as skipped with the engine's stated reason.
+    reported as skipped with the engine's stated reason. Override the ``speculate`` fixture to run
+    the checks with reads started before the code reaches them (see :class:`Harness`).
     """
+
+    @pytest.fixture
+    def speculate(self) -> bool:
+        """Whether the checks' runs start known reads early (default off: the engine's own behaviour)."""
+        return False
 
     @pytest.mark.anyio
     @pytest.mark.parametrize("check", CHECKS, ids=[c.id for c in CHECKS])
-    async def test_conformance(self, engine: Engine, check: ConformanceCheck) -> None:
+    async def test_conformance(self, engine: Engine, check: ConformanceCheck, speculate: bool) -> None:
         """Run one conformance check."""
         reason = engine.info.unsupported.get(check.category)
         if reason is not None:
             pytest.skip(f"declared unsupported by engine {engine.info.name!r}: {reason}")
-        async with Harness(engine) as h:
+        async with Harness(engine, speculate=speculate) as h:
             await check.fn(h)
