@@ -9,7 +9,6 @@ carries one.
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -327,13 +326,7 @@ class Executor:
         if "run_tool" not in code and PACKAGE not in code:
             return None
 
-        def read() -> Foresight | None:
-            try:
-                return foresee(ast.parse(code), self.services.modules, p.input)
-            except (SyntaxError, ValueError, MemoryError, RecursionError):
-                return None
-
-        seen = await runs_for(code)(read)
+        seen = await runs_for(code)(foresee, code, self.services.modules, p.input)
         return seen if seen is not None and (seen.calls or seen.loops) else None
 
     def _result(

@@ -15,13 +15,14 @@ settle (a tool id computed at run time, a module passed around). The run checks 
 from __future__ import annotations
 
 import ast
+import functools
 from collections import Counter, deque
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from toolcode._modules import ASYNC_SUFFIX, PACKAGE
 
-__all__ = ["Scan", "ToolCall", "ToolReference", "scan"]
+__all__ = ["Scan", "ToolCall", "ToolReference", "parsed", "scan"]
 
 RUN_TOOL: frozenset[str] = frozenset({"run_tool", "run_tool" + ASYNC_SUFFIX})
 RUN_TOOLS: frozenset[str] = frozenset({"run_tools", "run_tools" + ASYNC_SUFFIX})
@@ -193,6 +194,22 @@ def scan(tree: ast.AST) -> Scan:
         elif isinstance(node, ast.Call):
             _call(node, names, out)
     return out
+
+
+@functools.lru_cache(maxsize=16)
+def parsed(code: str) -> tuple[ast.Module, Scan] | None:
+    """``code`` parsed (top-level ``await`` allowed) and scanned, or ``None`` when it does not parse.
+
+    Kept for the last few snippets: the check before a run and the reads started early read the same
+    text. Callers must not change what they get.
+    """
+    try:
+        flags = ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+        tree = compile(code, "snippet.py", "exec", flags=flags, dont_inherit=True)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return None
+    assert isinstance(tree, ast.Module)
+    return tree, scan(tree)
 
 
 def _call(node: ast.Call, names: _Names, out: Scan) -> None:

@@ -24,7 +24,7 @@ import anyio
 
 from toolcode._modules import PACKAGE, ToolModules
 from toolcode._typecheck._arguments import ArgumentChecker
-from toolcode._typecheck._calls import Scan, ToolCall, scan
+from toolcode._typecheck._calls import Scan, ToolCall, parsed
 from toolcode._typecheck._diagnostic import Diagnostic, Handlers, Positions, near
 from toolcode._typecheck._findings import Declared, may_fail
 from toolcode._typecheck._ty import MAX_CHARS, Runs, Ty, run_here, runs_for
@@ -132,14 +132,11 @@ class TypeChecker:
         Also the modules ``ty`` needs (name → namespace), and each ``run_tool`` call with a literal
         id as its module function (``<module>.<name>``), so that its result is typed alike.
         """
-        try:
-            flags = ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
-            tree = compile(code, "snippet.py", "exec", flags=flags, dont_inherit=True)
-        except (SyntaxError, ValueError, MemoryError, RecursionError):
+        read = parsed(code)
+        if read is None:
             return None
-        assert isinstance(tree, ast.Module)
+        tree, found = read
         positions = Positions(code)
-        found = scan(tree)
         out, visible = self._names(found, view, positions)
         arguments = ArgumentChecker(view, self._input_schema)
         calls: list[tuple[ToolCall, Tool]] = []

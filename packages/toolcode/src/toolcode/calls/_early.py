@@ -216,6 +216,8 @@ class Prefetch(Layer):
                 h.scope.cancel()
 
     async def call(self, call: Call) -> RunResult:
+        if not self._held and not self._loops:  # nothing held, nothing left to start
+            return await self.inner.call(call)
         read, _ = self._kind(call.tool_id)
         if not read:
             self._writing += 1

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, cast
 
 from toolcode._modules import ToolModules
-from toolcode._typecheck import Scan, ToolCall, scan
+from toolcode._typecheck import Scan, ToolCall, parsed
 
 __all__ = ["EarlyCall", "Foresight", "LoopCalls", "foresee", "key_of"]
 
@@ -435,15 +435,21 @@ class _Reader:
         return None
 
 
-def foresee(tree: ast.Module, modules: ToolModules, given: Any) -> Foresight:
-    """The calls of a parsed snippet whose tool and arguments are known before it runs (see the module docstring).
+def foresee(code: str, modules: ToolModules, given: Any) -> Foresight | None:
+    """The calls of a snippet whose tool and arguments are known before it runs (see the module docstring).
 
     Args:
-        tree: The snippet, parsed.
+        code: The snippet.
         modules: The catalog's namespace modules (``from tools import ns``).
         given: The run's ``input``.
 
     Returns:
-        The calls known now, the loops known later, and every tool-call site.
+        The calls known now, the loops known later, and every tool-call site; ``None`` when it does not parse.
     """
-    return _Reader(tree, scan(tree), modules, given).read()
+    read = parsed(code)
+    if read is None:
+        return None
+    try:
+        return _Reader(read[0], read[1], modules, given).read()
+    except RecursionError:
+        return None
