@@ -272,3 +272,12 @@ async def test_a_servers_speculate_key_switches_its_reads_off() -> None:
     assert box.settings.policy.speculate == {"slow:*": False}
     with pytest.raises(ToolCodeError, match=r"mcpServers\.slow\.speculate"):
         Toolbox.from_config({"mcpServers": {"slow": {"command": "true", "speculate": "no"}}})
+
+
+async def test_a_loop_over_a_huge_range_starts_at_most_its_own_budget_of_reads(world: World, ex: Executor) -> None:
+    code = "for i in range(1000000000000):\n    run_tool('t:get', {'n': i})\n    if i == 2:\n        break\n'done'"
+    result = await world.run(ex, code)
+    assert result.value == "done"
+    assert len(world.received) == 64  # EARLY_CALLS: 3 reached, the rest thrown away
+    assert [e for *_, e in calls(result)].count("discarded") == 61
+    assert result.limits.tool_calls == 3

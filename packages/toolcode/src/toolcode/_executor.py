@@ -28,7 +28,6 @@ from toolcode._limits import (
     check_json,
     fit_output_budget,
 )
-from toolcode._modules import PACKAGE
 from toolcode._operations import Operations
 from toolcode._options import ExecuteOptions, ResolvedOptions
 from toolcode._otel import run_span
@@ -38,11 +37,11 @@ from toolcode._sessions import owner_of
 from toolcode._snippets import MAX_NESTING, SavedSnippet
 from toolcode._tools import DefaultTools
 from toolcode._trace import Trace
-from toolcode._typecheck import MAX_CHARS, runs_for
+from toolcode._typecheck import runs_for
 from toolcode._types import ExecuteParams, ExecuteResult, LimitsReport, OnToolCall, PausableEngine, RunPaused
 from toolcode._unavailable import unavailable_reference
 from toolcode._view import CatalogView
-from toolcode.calls import Checkpoint, Early, Foresight, Scope, build, cannot_pause, foresee, literal_tool_ids, pause
+from toolcode.calls import Checkpoint, Early, Scope, build, cannot_pause, foresee, literal_tool_ids, pause
 from toolcode.exceptions import (
     ApprovalRequiredError,
     CodeExecutionError,
@@ -301,9 +300,10 @@ class Executor:
         return result
 
     async def _execute(self, p: ExecuteParams, run: _Run) -> Any:
-        """A fresh run's value; what it will call that may start early is started first (toolcode.calls._early)."""
-        engine = self.services.engine
-        seen = await self._foresee(p, run)
+        """A fresh run's value; the reads it will make that may start early are started first (calls._early)."""
+        engine, seen = self.services.engine, None
+        if run.options.speculate and not run.depth:  # not in a saved snippet's own run
+            seen = await runs_for(p.code)(foresee, p.code, self.services.modules, p.input)
         if seen is None:
             return (await engine.execute(p, self._tools(run))).value
         failure: Exception | None = None
@@ -317,17 +317,6 @@ class Executor:
         if failure is not None:
             raise failure
         return value
-
-    async def _foresee(self, p: ExecuteParams, run: _Run) -> Foresight | None:
-        """What the snippet will call with arguments known now (``None``: nothing, or speculation is off)."""
-        code = p.code
-        if not run.options.speculate or run.depth or len(code) > MAX_CHARS:
-            return None
-        if "run_tool" not in code and PACKAGE not in code:
-            return None
-
-        seen = await runs_for(code)(foresee, code, self.services.modules, p.input)
-        return seen if seen is not None and (seen.calls or seen.loops) else None
 
     def _result(
         self, run: _Run, value: Any, error: ToolCodeError | None, elapsed: float, engine_limits: Mapping[str, Any]

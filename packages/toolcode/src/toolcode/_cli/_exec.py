@@ -36,6 +36,7 @@ async def cmd_exec(args: argparse.Namespace) -> int:
         "allowed_namespaces": args.allow,
         "trace": args.trace,
         "type_check": args.type_check,
+        "speculate": args.speculate,
     }
     async with connected(args) as box:
         options = {k: v for k, v in options.items() if v is not None}

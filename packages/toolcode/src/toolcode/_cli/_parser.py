@@ -189,6 +189,13 @@ def build_parser() -> argparse.ArgumentParser:
         const="off",
         help="run without first checking the tool calls against their signatures",
     )
+    p.add_argument(
+        "--no-speculate",
+        dest="speculate",
+        action="store_const",
+        const=False,
+        help="start no call before the snippet reaches it (by default, known reads start early)",
+    )
     p.add_argument("--session", metavar="NAME", help="run in this session: variables persist from run to run")
     p.add_argument(
         "--approve",

@@ -84,6 +84,7 @@ class Prefetch(Layer):
         "_loops",
         "_tasks",
         "_trace",
+        "_version",
         "_writing",
     )
 
@@ -105,6 +106,7 @@ class Prefetch(Layer):
         self._left = EARLY_CALLS if budget is None else min(EARLY_CALLS, budget.max_tool_calls - budget.calls)
         self._held: dict[Key, deque[_Held]] = {}
         self._kinds: dict[str, tuple[bool, bool]] = {}
+        self._version: object = None
         self._writing = 0
         seen = early.seen
         # Past the first call that may change something, a read would only be thrown away.
@@ -119,7 +121,11 @@ class Prefetch(Layer):
                 self._start(c)
 
     def _kind(self, tool_id: str) -> tuple[bool, bool]:
-        """``(a read, may start early)`` for a tool id as written (judged once per run)."""
+        """``(a read, may start early)`` for a tool id as written (judged again when the catalog changes)."""
+        version = getattr(self._checkpoint.view.index, "version", None)
+        if version != self._version:
+            self._kinds.clear()
+            self._version = version
         hit = self._kinds.get(tool_id)
         if hit is None:
             hit = self._kinds[tool_id] = self._judge(tool_id)

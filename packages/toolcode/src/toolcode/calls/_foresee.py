@@ -21,18 +21,19 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, cast
 
-from toolcode._modules import ToolModules
-from toolcode._typecheck import Scan, ToolCall, parsed
+from toolcode._modules import PACKAGE, ToolModules
+from toolcode._typecheck import MAX_CHARS, Scan, ToolCall, parsed
+from toolcode.calls._known import Env, Unknown, bind, holds, iterable, value
 
 __all__ = ["EarlyCall", "Foresight", "LoopCalls", "foresee", "key_of"]
 
 _RUNNERS: Final = frozenset({"run_tool", "run_tools", "run_chain", "run_tool_async", "run_tools_async"})
-_MAX_STR: Final = 10_000
-_MAX_ITEMS: Final = 1_000
-_MAX_INT: Final = 2**63
 _MAX_KEY: Final = 100_000
 _LOOPS: Final = (ast.For, ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
 _SCOPES: Final = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+_MISREAD: Final = (Unknown, RecursionError, TypeError, ValueError, LookupError, AttributeError)
+"""What reading a text (or a result) the evaluator does not follow may raise: never the run's failure."""
 
 Key = tuple[str, str]
 """A call as the run compares it: the tool id as written, and its arguments as canonical JSON."""
@@ -83,166 +84,6 @@ class Foresight:
     """Every place the snippet calls a tool, with the tool id (``None``: computed, or a chain)."""
 
 
-class _Unknown(Exception):
-    """The value is not known before the run."""
-
-
-@dataclass(slots=True)
-class _Env:
-    names: dict[str, Any]
-    results: Mapping[ast.AST, Any] = field(default_factory=dict[ast.AST, Any])
-    """Values of call expressions (a call whose result arrived)."""
-
-
-def _value(node: ast.AST, env: _Env, depth: int = 0) -> Any:
-    if depth > 20:
-        raise _Unknown
-    if node in env.results:
-        return env.results[node]
-
-    def v(n: ast.AST) -> Any:
-        return _value(n, env, depth + 1)
-
-    match node:
-        case ast.Constant(value=c) if c is None or isinstance(c, str | int | float):
-            return c
-        case ast.Name(id=name) if name in env.names:
-            return env.names[name]
-        case ast.List(elts=elts) | ast.Tuple(elts=elts) if len(elts) <= _MAX_ITEMS:
-            return [v(e) for e in elts]
-        case ast.Dict(keys=keys, values=values) if len(keys) <= _MAX_ITEMS and None not in keys:
-            return {_key(v(k)): v(x) for k, x in zip(cast("list[ast.expr]", keys), values, strict=True)}
-        case ast.Subscript(value=base, slice=index) if not isinstance(index, ast.Slice):
-            container, i = v(base), v(index)
-            try:
-                return container[i]
-            except (KeyError, IndexError, TypeError):
-                raise _Unknown from None
-        case ast.UnaryOp(op=ast.USub(), operand=o):
-            x = v(o)
-            if isinstance(x, int | float) and not isinstance(x, bool):
-                return -x
-        case ast.BinOp(left=left, op=op, right=right):
-            return _binop(v(left), op, v(right))
-        case ast.JoinedStr(values=parts):
-            return _bounded("".join(_formatted(p, v) for p in parts))
-        case ast.Call(func=ast.Name(id="str" | "int" | "len" as fn), args=[arg], keywords=[]) if fn not in env.names:
-            return _builtin(fn, v(arg))
-        case ast.Call(func=ast.Attribute(value=base, attr="get"), args=[k, *default], keywords=[]) if len(default) < 2:
-            d = v(base)
-            if isinstance(d, dict):
-                return cast("dict[Any, Any]", d).get(v(k), v(default[0]) if default else None)
-        case _:
-            pass
-    raise _Unknown
-
-
-_COMPARE: Final[dict[type[ast.cmpop], Callable[[Any, Any], bool]]] = {
-    ast.Eq: lambda a, b: a == b,
-    ast.NotEq: lambda a, b: a != b,
-    ast.In: lambda a, b: a in b,
-    ast.NotIn: lambda a, b: a not in b,
-}
-
-
-def _holds(cond: ast.expr, env: _Env) -> bool:
-    """Whether a comprehension's condition holds for an element (``True`` when it cannot be worked out)."""
-    try:
-        if isinstance(cond, ast.Compare) and len(cond.ops) == 1 and type(cond.ops[0]) in _COMPARE:
-            a, b = _value(cond.left, env), _value(cond.comparators[0], env)
-            if type(cond.ops[0]) in (ast.In, ast.NotIn) and not isinstance(b, list | dict | str):
-                return True
-            return bool(_COMPARE[type(cond.ops[0])](a, b))
-        return bool(_value(cond, env))
-    except (_Unknown, TypeError, RecursionError):
-        return True
-
-
-def _key(k: Any) -> Any:
-    if isinstance(k, str | int) and not isinstance(k, bool):
-        return k
-    raise _Unknown
-
-
-def _bounded(x: Any) -> Any:
-    if (isinstance(x, str) and len(x) > _MAX_STR) or (isinstance(x, int) and abs(x) >= _MAX_INT):
-        raise _Unknown
-    return x
-
-
-def _binop(a: Any, op: ast.operator, b: Any) -> Any:
-    if isinstance(a, str) and isinstance(b, str) and isinstance(op, ast.Add):
-        return _bounded(a + b)
-    if type(a) is not int or type(b) is not int or abs(a) >= _MAX_INT or abs(b) >= _MAX_INT:
-        raise _Unknown
-    x, y = a, b
-    if isinstance(op, ast.Add):
-        return _bounded(x + y)
-    if isinstance(op, ast.Sub):
-        return _bounded(x - y)
-    if isinstance(op, ast.Mult):
-        return _bounded(x * y)
-    raise _Unknown
-
-
-def _formatted(part: ast.expr, v: Callable[[ast.AST], Any]) -> str:
-    if isinstance(part, ast.Constant) and isinstance(part.value, str):
-        return part.value
-    if isinstance(part, ast.FormattedValue) and part.conversion == -1 and part.format_spec is None:
-        x = v(part.value)
-        if isinstance(x, str) or (isinstance(x, int) and not isinstance(x, bool)):
-            return str(x)
-    raise _Unknown
-
-
-def _builtin(fn: str, x: Any) -> Any:
-    if fn == "len" and isinstance(x, str | list | dict):
-        return len(cast("str | list[Any] | dict[Any, Any]", x))
-    if fn == "str" and isinstance(x, str | int) and not isinstance(x, bool):
-        return str(x)
-    if fn == "int" and isinstance(x, int | str) and not isinstance(x, bool):
-        try:
-            return _bounded(int(x))
-        except ValueError:
-            pass
-    raise _Unknown
-
-
-def _items(value: Any) -> list[Any]:
-    """What a loop over ``value`` walks, as Python walks it (a dict: its keys)."""
-    if isinstance(value, dict):
-        value = list(cast("dict[Any, Any]", value))
-    if isinstance(value, list | str):
-        return list(cast("list[Any] | str", value))[:_MAX_ITEMS]
-    raise _Unknown
-
-
-def _iterable(node: ast.expr, env: _Env) -> list[Any]:
-    match node:
-        case ast.Call(func=ast.Name(id="range"), args=args, keywords=[]) if 1 <= len(args) <= 3 and (
-            "range" not in env.names
-        ):
-            bounds = [_value(a, env) for a in args]
-            if not all(isinstance(b, int) and not isinstance(b, bool) for b in bounds):
-                raise _Unknown
-            return list(range(*cast("list[int]", bounds))[:_MAX_ITEMS])
-        case _:
-            return _items(_value(node, env))
-
-
-def _bind(target: ast.expr, value: Any, names: dict[str, Any]) -> None:
-    if isinstance(target, ast.Name):
-        names[target.id] = value
-    elif isinstance(target, ast.Tuple | ast.List) and isinstance(value, list | tuple):
-        items = cast("list[Any] | tuple[Any, ...]", value)
-        if len(items) != len(target.elts):
-            raise _Unknown
-        for t, x in zip(target.elts, items, strict=True):
-            _bind(t, x, names)
-    else:
-        raise _Unknown
-
-
 def _stored(nodes: Iterable[ast.AST]) -> set[str]:
     out: set[str] = set()
     for node in nodes:
@@ -261,7 +102,7 @@ class _Reader:
         names: dict[str, Any] = {}
         if not found.bindings["input"]:
             names["input"] = given
-        self.env = _Env(names)
+        self.env = Env(names)
         self.sites: dict[ast.Call, tuple[str, ToolCall]] = {}
         for c in found.calls:
             tool_id = self._tool_id(c)
@@ -271,9 +112,9 @@ class _Reader:
         self.from_call: dict[str, ast.Call] = {}
         for stmt in tree.body:
             if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
-                target, value = stmt.targets[0], stmt.value
+                target, expr = stmt.targets[0], stmt.value
             elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
-                target, value = stmt.target, stmt.value
+                target, expr = stmt.target, stmt.value
             else:
                 continue
             if not isinstance(target, ast.Name):
@@ -281,13 +122,13 @@ class _Reader:
             name = target.id
             if found.bindings[name] != 1:
                 continue
-            inner = value.value if isinstance(value, ast.Await) else value
+            inner = expr.value if isinstance(expr, ast.Await) else expr
             if isinstance(inner, ast.Call) and inner in self.sites:
                 self.from_call[name] = inner
                 continue
             try:
-                names[name] = _value(value, self.env)
-            except _Unknown:
+                names[name] = value(expr, self.env)
+            except Unknown:
                 pass
 
     def _tool_id(self, c: ToolCall) -> str | None:
@@ -298,20 +139,20 @@ class _Reader:
         fn = self.modules.functions(ns).get(c.module.name) if ns is not None else None
         return fn.tool_id if fn is not None else None
 
-    def args(self, c: ToolCall, env: _Env) -> tuple[dict[str, Any], bool]:
-        """A call's arguments (and whether they are a module function's keywords), or :class:`_Unknown`."""
+    def args(self, c: ToolCall, env: Env) -> tuple[dict[str, Any], bool]:
+        """A call's arguments (and whether they are a module function's keywords), or :class:`Unknown`."""
         if c.positional:
-            raise _Unknown
+            raise Unknown
         keywords: dict[str, Any] = {}
         for k in c.keywords:
             if k.arg is None:
-                raise _Unknown
-            keywords[k.arg] = _value(k.value, env)
+                raise Unknown
+            keywords[k.arg] = value(k.value, env)
         if c.module is not None or c.args is None:
             return keywords, True
-        given: Any = _value(c.args, env)
+        given: Any = value(c.args, env)
         if not isinstance(given, dict) or keywords:  # keywords over an object: leave the merge to the run
-            raise _Unknown
+            raise Unknown
         return cast("dict[str, Any]", given), False
 
     def loop_of(self, node: ast.AST) -> ast.AST | None:
@@ -340,7 +181,7 @@ class _Reader:
                     out.calls.append(EarlyCall(at, tool_id, args, kw))
                 elif len(by_loop[loop]) == 1 and self.loop_site_count(loop) == 1:
                     self._loop(loop, node, tool_id, c, out)
-            except (_Unknown, RecursionError):
+            except (Unknown, RecursionError):
                 continue
         out.sites.extend(self.other_sites())
         out.sites.sort(key=lambda s: s[0])
@@ -378,37 +219,37 @@ class _Reader:
 
     def _loop(self, loop: ast.AST, node: ast.Call, tool_id: str, c: ToolCall, out: Foresight) -> None:
         if isinstance(loop, ast.For):
-            target, iterable, ifs, body = loop.target, loop.iter, [], loop.body
+            target, walked, ifs, body = loop.target, loop.iter, [], loop.body
             if loop.orelse:
-                raise _Unknown
+                raise Unknown
         else:
             comp = cast("ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp", loop)
             if len(comp.generators) != 1 or comp.generators[0].is_async:
-                raise _Unknown
+                raise Unknown
             gen = comp.generators[0]
-            target, iterable, ifs = gen.target, gen.iter, gen.ifs
+            target, walked, ifs = gen.target, gen.iter, gen.ifs
             body = [comp.key, comp.value] if isinstance(comp, ast.DictComp) else [comp.elt]
         loop_names = _stored([target])
         if loop_names & _stored(body):  # a loop variable changed in the body: the call's arguments are not its own
-            raise _Unknown
+            raise Unknown
         at = (node.lineno, node.col_offset)
 
-        def calls(env: _Env) -> list[EarlyCall]:
+        def calls(env: Env) -> list[EarlyCall]:
             out: list[EarlyCall] = []
-            for item in _iterable(iterable, env):
+            for item in iterable(walked, env):
                 names = dict(env.names)
                 try:
-                    _bind(target, item, names)
-                    each = _Env(names, env.results)
-                    if not all(_holds(cond, each) for cond in ifs):
+                    bind(target, item, names)
+                    each = Env(names, env.results)
+                    if not all(holds(cond, each) for cond in ifs):
                         continue
                     args, kw = self.args(c, each)
-                except (_Unknown, RecursionError):
+                except (Unknown, RecursionError):
                     continue
                 out.append(EarlyCall(at, tool_id, args, kw))
             return out
 
-        source = self._source(iterable)
+        source = self._source(walked)
         if source is None:
             out.calls.extend(calls(self.env))
             return
@@ -417,10 +258,10 @@ class _Reader:
         src_args, src_kw = self.args(src, self.env)
 
         def walk(result: Any) -> list[EarlyCall]:
-            env = _Env({**self.env.names, name: result} if name else self.env.names, {call: result})
+            env = Env({**self.env.names, name: result} if name else self.env.names, {call: result})
             try:
                 return calls(env)
-            except (_Unknown, RecursionError):
+            except _MISREAD:  # what the loop walks is not what this reader thought: nothing starts
                 return []
 
         out.loops.append(LoopCalls(at, EarlyCall((call.lineno, call.col_offset), src_id, src_args, src_kw), walk))
@@ -444,12 +285,17 @@ def foresee(code: str, modules: ToolModules, given: Any) -> Foresight | None:
         given: The run's ``input``.
 
     Returns:
-        The calls known now, the loops known later, and every tool-call site; ``None`` when it does not parse.
+        The calls known now, the loops known later, and every tool-call site; ``None`` when there is
+        nothing to start (no such call, no tool named, a snippet too long to be checked, or one that
+        does not parse).
     """
+    if len(code) > MAX_CHARS or ("run_tool" not in code and PACKAGE not in code):
+        return None
     read = parsed(code)
     if read is None:
         return None
     try:
-        return _Reader(read[0], read[1], modules, given).read()
-    except RecursionError:
+        seen = _Reader(read[0], read[1], modules, given).read()
+    except _MISREAD:  # a text this reader cannot follow: nothing starts early, the run goes on
         return None
+    return seen if seen.calls or seen.loops else None
