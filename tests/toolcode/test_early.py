@@ -281,3 +281,14 @@ async def test_a_loop_over_a_huge_range_starts_at_most_its_own_budget_of_reads(w
     assert len(world.received) == 64  # EARLY_CALLS: 3 reached, the rest thrown away
     assert [e for *_, e in calls(result)].count("discarded") == 61
     assert result.limits.tool_calls == 3
+
+
+async def test_discarded_reads_do_not_cut_the_value_under_a_small_output_budget(world: World, ex: Executor) -> None:
+    # Sixty reads started early and never reached: the value is cut (or not) exactly as without them.
+    code = "for i in range(60):\n    run_tool('t:get', {'n': i})\n    break\n'v' * 300"
+    on = await world.run(ex, code, max_output_chars=600)
+    off = await world.run(ex, code, speculate=False, max_output_chars=600)
+    assert on.value == off.value == "v" * 300
+    assert on.limits.truncated == off.limits.truncated
+    assert on.limits.output_chars == off.limits.output_chars
+    assert [e for *_, e in calls(on)].count("discarded") == 59

@@ -324,11 +324,15 @@ class Executor:
         """What leaves the run, fitted to the output budget; what was cut kept whole when it may be."""
         opts, output, trace = run.options, run.output, run.trace
         results = self.services.settings.results
+        records = trace.records()
+        # Reads started early and never reached follow the run's calls, outside its output budget: the
+        # run's value, output and trace are cut exactly as they would be without them.
+        discarded = tuple(r for r in records if r.early == "discarded")
         fitted = fit_output_budget(
             value,
             output.text("stdout"),
             output.text("stderr"),
-            trace.records(),
+            tuple(r for r in records if r.early != "discarded") if discarded else records,
             opts.max_output_chars,
             output.dropped,
             str(error) if error is not None else None,
@@ -348,7 +352,7 @@ class Executor:
             value=fitted.value if error is None else None,
             stdout=fitted.stdout,
             stderr=fitted.stderr,
-            tool_calls=fitted.tool_calls,
+            tool_calls=fitted.tool_calls + discarded,
             duration_ms=elapsed * 1000.0,
             limits=LimitsReport(
                 applied={**opts.applied(), **engine_limits},

@@ -129,9 +129,12 @@ class Trace:
     def discarded(
         self, tool_id: str, args: Mapping[str, Any], started: float, ended: float, backend_kind: str | None
     ) -> None:
-        """Add a call started early that the run never reached (its result is not kept)."""
-        if self.payloads is not None:
-            args = self.payloads.keep_args(args)
+        """Add a call started early that the run never reached (its result is not kept, its arguments when short).
+
+        Outside the payload budget: what the run's own records keep is the same with or without it.
+        """
+        if len(str(args)) > 1000:
+            args = {}
         ms, at = (ended - started) * 1e3, (started - self._t0) * 1e3
         self._slots.append(ToolCallRecord(tool_id, args, None, backend_kind, None, None, ms, at, None, "discarded"))
 
