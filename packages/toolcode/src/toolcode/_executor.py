@@ -41,7 +41,7 @@ from toolcode._typecheck import runs_for
 from toolcode._types import ExecuteParams, ExecuteResult, LimitsReport, OnToolCall, PausableEngine, RunPaused
 from toolcode._unavailable import unavailable_reference
 from toolcode._view import CatalogView
-from toolcode.calls import Checkpoint, Early, Scope, build, cannot_pause, foresee, literal_tool_ids, pause
+from toolcode.calls import Checkpoint, Early, Scope, build, cannot_pause, early_calls, literal_tool_ids, pause
 from toolcode.exceptions import (
     ApprovalRequiredError,
     CodeExecutionError,
@@ -303,7 +303,7 @@ class Executor:
         """A fresh run's value; the reads it will make that may start early are started first (calls._early)."""
         engine, seen = self.services.engine, None
         if run.options.speculate and not run.depth:  # not in a saved snippet's own run
-            seen = await runs_for(p.code)(foresee, p.code, self.services.modules, p.input)
+            seen = await runs_for(p.code)(early_calls, p.code, run.checkpoint, self.services.modules, p.input)
         if seen is None:
             return (await engine.execute(p, self._tools(run))).value
         failure: Exception | None = None

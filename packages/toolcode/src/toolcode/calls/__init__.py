@@ -29,8 +29,8 @@ from toolcode._trace import Trace
 from toolcode._view import CatalogView
 from toolcode.calls._budget import Budget
 from toolcode.calls._deadline import Deadline
-from toolcode.calls._early import Early, Prefetch
-from toolcode.calls._foresee import Foresight, foresee
+from toolcode.calls._early import Early, Prefetch, early_calls
+from toolcode.calls._foresee import Foresight
 from toolcode.calls._gate import Decide, Gate, ask_person, cannot_pause, pause, refuse
 from toolcode.calls._guard import AuditGuard
 from toolcode.calls._layer import Call, Layer
@@ -64,7 +64,7 @@ __all__ = [
     "build",
     "call_key",
     "cannot_pause",
-    "foresee",
+    "early_calls",
     "literal_tool_ids",
     "pause",
     "refuse",

@@ -29,8 +29,9 @@ import anyio.abc
 
 from toolcode._audit import AuditTrail
 from toolcode._limits import CallBudget
+from toolcode._modules import ToolModules
 from toolcode._trace import Trace
-from toolcode.calls._foresee import EarlyCall, Foresight, Key, key_of
+from toolcode.calls._foresee import EarlyCall, Foresight, Key, foresee, key_of
 from toolcode.calls._layer import Call, Layer
 from toolcode.calls._policy import SNIPPETS_NAMESPACE, Checkpoint
 from toolcode.exceptions import ToolError
@@ -38,7 +39,7 @@ from tooldocs import tool_signature
 from toolindex import ToolIndexError
 from toolrun import RunResult
 
-__all__ = ["AT_ONCE", "EARLY_CALLS", "Early", "Prefetch"]
+__all__ = ["AT_ONCE", "EARLY_CALLS", "Early", "Prefetch", "early_calls", "kind_of"]
 
 EARLY_CALLS: Final = 64
 """Calls one run may start early (never more than its ``max_tool_calls``)."""
@@ -53,6 +54,34 @@ class Early:
     seen: Foresight
     tasks: anyio.abc.TaskGroup
     """Cancelled when the run ends: what is still held then is discarded."""
+
+
+def kind_of(checkpoint: Checkpoint, tool_id: str) -> tuple[bool, bool]:
+    """``(a read, may start early)``: what the policy says of a tool id as written, with no side effect.
+
+    A read is a tool of tier ``read``; it may start early when the policy also allows it without a
+    question, it is not quarantined, and ``policy.speculate`` does not switch it off. A saved snippet
+    runs code of its own: neither. An unknown tool: neither.
+    """
+    policy, view = checkpoint.policy, checkpoint.view
+    try:
+        tool = view.get(tool_id)
+    except (ToolIndexError, ToolError):
+        return False, False
+    if tool.namespace == SNIPPETS_NAMESPACE:
+        return False, False
+    verdict = policy.verdict(tool, view)
+    if verdict.tier != "read" or verdict.decision != "allow":
+        return verdict.tier == "read", False
+    if policy.quarantined is not None and policy.quarantined(tool):
+        return True, False
+    switched = (on for glob, on in policy.settings.speculate.items() if fnmatch.fnmatchcase(tool.id, glob))
+    return True, next(switched, True)
+
+
+def early_calls(code: str, checkpoint: Checkpoint, modules: ToolModules, given: Any) -> Foresight | None:
+    """What a run of ``code`` may start early (``None``: nothing); see :func:`~toolcode.calls._foresee.foresee`."""
+    return foresee(code, modules, given, lambda tool_id: kind_of(checkpoint, tool_id)[1])
 
 
 class _Held:
@@ -128,25 +157,8 @@ class Prefetch(Layer):
             self._version = version
         hit = self._kinds.get(tool_id)
         if hit is None:
-            hit = self._kinds[tool_id] = self._judge(tool_id)
+            hit = self._kinds[tool_id] = kind_of(self._checkpoint, tool_id)
         return hit
-
-    def _judge(self, tool_id: str) -> tuple[bool, bool]:
-        checkpoint = self._checkpoint
-        policy, view = checkpoint.policy, checkpoint.view
-        try:
-            tool = view.get(tool_id)
-        except (ToolIndexError, ToolError):
-            return False, False
-        if tool.namespace == SNIPPETS_NAMESPACE:  # runs code of its own: never early, and it may write
-            return False, False
-        verdict = policy.verdict(tool, view)
-        if verdict.tier != "read" or verdict.decision != "allow":
-            return verdict.tier == "read", False
-        if policy.quarantined is not None and policy.quarantined(tool):
-            return True, False
-        switched = (on for glob, on in policy.settings.speculate.items() if fnmatch.fnmatchcase(tool.id, glob))
-        return True, next(switched, True)
 
     def _key(self, c: EarlyCall) -> Key | None:
         args = self._wire(c)

@@ -96,9 +96,12 @@ def _stored(nodes: Iterable[ast.AST]) -> set[str]:
 class _Reader:
     """Reads one parsed snippet against the catalog's modules and the run's input."""
 
-    def __init__(self, tree: ast.Module, found: Scan, modules: ToolModules, given: Any) -> None:
+    def __init__(
+        self, tree: ast.Module, found: Scan, modules: ToolModules, given: Any, may_start: Callable[[str], bool]
+    ) -> None:
         self.found = found
         self.modules = modules
+        self.may_start = may_start
         names: dict[str, Any] = {}
         if not found.bindings["input"]:
             names["input"] = given
@@ -174,6 +177,8 @@ class _Reader:
         for node, (tool_id, c) in self.sites.items():
             at = (node.lineno, node.col_offset)
             out.sites.append((at, tool_id))
+            if not self.may_start(tool_id):
+                continue
             loop = self.loop_of(node)
             try:
                 if loop is None:
@@ -276,13 +281,16 @@ class _Reader:
         return None
 
 
-def foresee(code: str, modules: ToolModules, given: Any) -> Foresight | None:
+def foresee(
+    code: str, modules: ToolModules, given: Any, may_start: Callable[[str], bool] = lambda _: True
+) -> Foresight | None:
     """The calls of a snippet whose tool and arguments are known before it runs (see the module docstring).
 
     Args:
         code: The snippet.
         modules: The catalog's namespace modules (``from tools import ns``).
         given: The run's ``input``.
+        may_start: Whether calls of a tool id (as written) may start early: the others are only sites.
 
     Returns:
         The calls known now, the loops known later, and every tool-call site; ``None`` when there is
@@ -295,7 +303,7 @@ def foresee(code: str, modules: ToolModules, given: Any) -> Foresight | None:
     if read is None:
         return None
     try:
-        seen = _Reader(read[0], read[1], modules, given).read()
+        seen = _Reader(read[0], read[1], modules, given, may_start).read()
     except _MISREAD:  # a text this reader cannot follow: nothing starts early, the run goes on
         return None
     return seen if seen.calls or seen.loops else None
