@@ -127,15 +127,16 @@ def calls(result: Any) -> list[tuple[str, dict[str, Any], str | None]]:
 
 
 async def test_sequential_literal_reads_are_in_flight_at_once(world: World, ex: Executor) -> None:
+    # Both call styles, keywords or an arguments object, module constants and input.
     code = (
-        "from tools import t\na = t.meet(n=3, i=1)\nb = run_tool('t:meet', {'n': 3, 'i': 2})\n"
-        "c = t.meet(n=3, i=3)\n[a, b, c]"
+        "from tools import t\nN = 4\na = t.meet(n=N, i=1)\nb = run_tool('t:meet', {'n': N, 'i': 2})\n"
+        "c = run_tool('t:meet', n=N, i=input['i'])\nd = t.meet(n=4, i=4)\n[a, b, c, d]"
     )
     with anyio.fail_after(4 * WAIT_S):
-        result = await world.run(ex, code)
-    assert result.value == [1, 2, 3]
-    assert [e for *_, e in calls(result)] == ["used"] * 3
-    assert result.limits.tool_calls == 3
+        result = await ex.execute(ExecuteParams(code=code, input={"i": 3}))
+    assert result.value == [1, 2, 3, 4]
+    assert [e for *_, e in calls(result)] == ["used"] * 4
+    assert result.limits.tool_calls == 4
 
 
 async def test_a_comprehension_over_an_earlier_result_runs_its_reads_at_once(world: World, ex: Executor) -> None:

@@ -111,9 +111,13 @@ class _Reader:
             tool_id = self._tool_id(c)
             if tool_id is not None:
                 self.sites[c.node] = (tool_id, c)
-        # Module constants and names bound once to a call's result, in the order the module binds them.
+        self.tree = tree
         self.from_call: dict[str, ast.Call] = {}
-        for stmt in tree.body:
+
+    def _constants(self) -> None:
+        """Module constants and names bound once to a call's result, in the order the module binds them."""
+        found, names = self.found, self.env.names
+        for stmt in self.tree.body:
             if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
                 target, expr = stmt.targets[0], stmt.value
             elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
@@ -169,6 +173,9 @@ class _Reader:
 
     def read(self) -> Foresight:
         out = Foresight()
+        if not any(self.may_start(tool_id) for tool_id, _ in self.sites.values()):
+            return out  # nothing may start early: the rest of the text does not matter
+        self._constants()
         by_loop: dict[ast.AST, list[ast.Call]] = {}
         for node in self.sites:
             loop = self.loop_of(node)
