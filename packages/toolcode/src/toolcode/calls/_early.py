@@ -20,7 +20,7 @@ import fnmatch
 import keyword
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, cast
 
@@ -140,7 +140,7 @@ class Prefetch(Layer):
         seen = early.seen
         # Past the first call that may change something, a read would only be thrown away.
         cutoff = min((at for at, tool_id in seen.sites if tool_id is None or not self._kind(tool_id)[0]), default=None)
-        self._loops: dict[Key, list[Any]] = {}
+        self._loops: dict[Key, list[Callable[[Any], list[EarlyCall]]]] = {}
         for loop in seen.loops:
             key = self._key(loop.source)
             if key is not None and (cutoff is None or loop.at < cutoff):

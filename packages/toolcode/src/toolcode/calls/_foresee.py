@@ -1,6 +1,6 @@
 """What a snippet's text says it will call, with arguments known before it runs: read before the run.
 
-The call sites come from the check's scan (:func:`toolcode._typecheck.scan`: ``run_tool("ns:x", ...)``,
+The call sites come from the check's scan (:func:`toolcode._typecheck.parsed`: ``run_tool("ns:x", ...)``,
 its awaitable form, the literal pairs of ``run_tools``, and ``from tools import ns`` then ``ns.x(...)``).
 A site's arguments are *known* when they are made of literals, module constants (a name the snippet
 binds once, at the top, to a known value) and the run's ``input``. A site inside a loop or a
@@ -27,7 +27,9 @@ from toolcode.calls._known import Env, Unknown, bind, holds, iterable, value
 
 __all__ = ["EarlyCall", "Foresight", "LoopCalls", "foresee", "key_of"]
 
-_RUNNERS: Final = frozenset({"run_tool", "run_tools", "run_chain", "run_tool_async", "run_tools_async"})
+_RUNNERS: Final = frozenset(
+    {"run_tool", "run_tools", "run_chain", "run_tool_async", "run_tools_async", "run_chain_async"}
+)
 _MAX_KEY: Final = 100_000
 _LOOPS: Final = (ast.For, ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
 _SCOPES: Final = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
