@@ -7,6 +7,7 @@ docs/conformance.md lists the others and why they do not apply.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -43,9 +44,11 @@ def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     _ensure_harness()
     tmp = tmp_path_factory.mktemp("conformance")
     config = tmp / "mcp.json"
-    config.write_text(
-        json.dumps({"mcpServers": {"time": {"command": sys.executable, "args": ["-m", "mcp_server_time"]}}})
-    )
+    data: dict[str, object] = {"mcpServers": {"time": {"command": sys.executable, "args": ["-m", "mcp_server_time"]}}}
+    forced = os.environ.get("TOOLCODE_TEST_SPECULATE")  # on / off: reads started early, or never (unset: default)
+    if forced in ("on", "off"):
+        data["toolcode"] = {"limits": {"speculate": forced == "on"}}
+    config.write_text(json.dumps(data))
     proc = subprocess.Popen(
         [sys.executable, "-m", "toolcode.cli", "serve", "--config", str(config), "--http", "127.0.0.1:0"],
         stderr=subprocess.PIPE,
