@@ -11,9 +11,15 @@ import pytest
 
 from toolcode import ExecuteOptions, ExecuteParams, Executor, MontyEngine, Services, Settings
 from toolcode._services import Stores
-from toolcode._settings import PolicyRule, PolicySettings
+from toolcode._settings import AuditSettings, PolicyRule, PolicySettings
 from toolcode.calls import Policy
-from toolcode.exceptions import ApprovalRequiredError, CodeExecutionError, LimitExceededError, ToolCodeError
+from toolcode.exceptions import (
+    ApprovalRequiredError,
+    CodeExecutionError,
+    LimitExceededError,
+    StateUnavailableError,
+    ToolCodeError,
+)
 from toolcode.state import MemoryStateStore
 from toolindex import InMemoryIndex
 from toolrun import DefaultRunner, LocalBackend
@@ -22,6 +28,15 @@ pytestmark = pytest.mark.anyio
 
 WAIT_S = 10.0
 """How long ``t:meet`` waits for the others: bounds calls that never overlap, not a speed."""
+
+
+class _AuditDown(MemoryStateStore):
+    """A state store whose audit log does not answer."""
+
+    async def get(self, kind: str, key: str) -> Any:
+        if kind.startswith("audit"):
+            raise StateUnavailableError("memory", "the audit log is down")
+        return await super().get(kind, key)
 
 
 class World:
@@ -83,7 +98,7 @@ class World:
         self.received.append(("bad", None))
         return "bad"
 
-    def executor(self, **policy: Any) -> Executor:
+    def executor(self, store: MemoryStateStore | None = None, **policy: Any) -> Executor:
         settings = Settings(
             limits=ExecuteOptions(type_check="off"),
             policy=PolicySettings(
@@ -92,7 +107,7 @@ class World:
                 **policy,
             ),
         )
-        stores = Stores.of(MemoryStateStore(), self.index, settings)
+        stores = Stores.of(store or MemoryStateStore(), self.index, settings)
         services = Services.of(self.index, self.runner, engine=MontyEngine(), settings=settings, stores=stores)
         quarantined = Policy(settings.policy, None, services.modules, lambda tool: tool.name == "q")
         return Executor(dataclasses.replace(services, policy=quarantined))
@@ -293,3 +308,15 @@ async def test_discarded_reads_do_not_cut_the_value_under_a_small_output_budget(
     assert on.limits.truncated == off.limits.truncated
     assert on.limits.output_chars == off.limits.output_chars
     assert [e for *_, e in calls(on)].count("discarded") == 59
+
+
+async def test_no_read_starts_early_while_a_required_audit_log_cannot_be_written(world: World) -> None:
+    ex = world.executor(_AuditDown(), audit=AuditSettings(required=True))
+    try:
+        result = await world.run(ex, "a = 1\nraise ValueError('stop')\nrun_tool('t:get', {'n': 1})")
+        reached = await world.run(ex, "run_tool('t:get', {'n': 2})")
+    finally:
+        await ex.aclose()
+    assert isinstance(result, CodeExecutionError)
+    assert isinstance(reached, CodeExecutionError) and reached.tool_code == "state_unavailable"
+    assert world.received == []  # fails closed, as without speculation

@@ -107,7 +107,8 @@ def build(runner: Runner, scope: Scope) -> Layer:
 
     stack: Layer = Run(scope.view, runner, judged_snippet)
     if scope.early is not None:
-        stack = Prefetch(stack, scope.early, scope.checkpoint, scope.trace, scope.audit, scope.budget)
+        early = scope.early
+        stack = Prefetch(stack, early, scope.checkpoint, scope.trace, scope.audit, scope.budget, scope.audit_probe)
     if scope.deadline is not None:
         stack = Deadline(stack, scope.deadline)
     stack = Record(stack, scope.trace, scope.audit)

@@ -20,7 +20,7 @@ import fnmatch
 import keyword
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, cast
 
@@ -34,7 +34,7 @@ from toolcode._trace import Trace
 from toolcode.calls._foresee import EarlyCall, Foresight, Key, foresee, key_of
 from toolcode.calls._layer import Call, Layer
 from toolcode.calls._policy import SNIPPETS_NAMESPACE, Checkpoint
-from toolcode.exceptions import ToolError
+from toolcode.exceptions import StateUnavailableError, ToolError
 from tooldocs import tool_signature
 from toolindex import ToolIndexError
 from toolrun import RunResult
@@ -87,10 +87,11 @@ def early_calls(code: str, checkpoint: Checkpoint, modules: ToolModules, given: 
 class _Held:
     """One call started early, until the snippet takes it or it is discarded."""
 
-    __slots__ = ("call", "done", "ended", "error", "result", "scope", "started", "taken")
+    __slots__ = ("call", "done", "ended", "error", "key", "result", "scope", "started", "taken")
 
-    def __init__(self, call: Call) -> None:
+    def __init__(self, call: Call, key: Key) -> None:
         self.call = call
+        self.key = key
         self.done = anyio.Event()
         self.taken = anyio.Event()
         self.scope = anyio.CancelScope()
@@ -111,6 +112,7 @@ class Prefetch(Layer):
         "_kinds",
         "_left",
         "_loops",
+        "_probe",
         "_tasks",
         "_trace",
         "_version",
@@ -125,8 +127,10 @@ class Prefetch(Layer):
         trace: Trace,
         audit: AuditTrail,
         budget: CallBudget | None,
+        probe: Callable[[], Awaitable[None]] | None,
     ) -> None:
         super().__init__(inner)
+        self._probe = probe
         self._checkpoint = checkpoint
         self._trace = trace
         self._audit = audit
@@ -189,7 +193,7 @@ class Prefetch(Layer):
         if args is None or key is None:
             return
         self._left -= 1
-        held = _Held(Call(c.tool_id, args))
+        held = _Held(Call(c.tool_id, args), key)
         self._held.setdefault(key, deque()).append(held)
         self._tasks.start_soon(self._make, held)
 
@@ -197,6 +201,8 @@ class Prefetch(Layer):
         with held.scope:
             try:
                 async with self._at_once:
+                    if self._probe is not None and not await self._audited(held):
+                        return
                     held.started = time.perf_counter()
                     try:
                         held.result = await self.inner.call(held.call)
@@ -208,6 +214,26 @@ class Prefetch(Layer):
             finally:
                 if not held.taken.is_set() and held.started is not None:
                     self._discarded(held)
+
+    async def _audited(self, held: _Held) -> bool:
+        """With ``policy.audit.required``: whether the audit log answers.
+
+        If it does not, the call is not made early: the snippet makes it itself, through the guard that
+        refuses it (unless it already waits for it: its own call passed that guard).
+        """
+        assert self._probe is not None
+        try:
+            await self._probe()
+        except StateUnavailableError:
+            if held.taken.is_set():
+                return True
+            queue = self._held.get(held.key)
+            if queue is not None and held in queue:
+                queue.remove(held)
+                if not queue:
+                    del self._held[held.key]
+            return False
+        return True
 
     def _discarded(self, held: _Held) -> None:
         call, result, error = held.call, held.result, held.error
