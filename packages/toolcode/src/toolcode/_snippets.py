@@ -342,17 +342,10 @@ class SnippetLibrary:
         return gone
 
     def _check_quota(self, name: str, owner: str, quota: int) -> None:
-        if not quota or name in self.snippets:
-            return
-        kept = sum(1 for s in self.snippets.values() if s.owner == owner)
-        if kept >= quota:
-            raise LimitExceededError(
-                "max_snippets",
-                quota,
-                kept,
-                "the snippet was not saved: this caller keeps as many saved snippets as it may "
-                "(snippets.max_per_caller); delete one first",
-            )
+        kept = sum(1 for s in self.snippets.values() if s.owner == owner) if quota else 0
+        if quota and name not in self.snippets and kept >= quota:
+            why = "not saved: this caller keeps as many snippets as it may (snippets.max_per_caller); delete one first"
+            raise LimitExceededError("max_snippets", quota, kept, why)
 
     def _check_owner(self, name: str, owner: str, operator: bool) -> None:
         old = self.snippets.get(name)

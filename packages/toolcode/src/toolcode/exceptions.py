@@ -395,7 +395,5 @@ class SessionLimitError(ToolCodeError, code=ErrorCode.SESSION_LIMIT):
 
     def __init__(self, session: str, limit: str, configured: int, reached: int, detail: str = "") -> None:
         self.session, self.limit, self.configured, self.reached = clip(session), limit, configured, reached
-        super().__init__(
-            f"session {self.session!r}: {limit} is {configured:,}, this needs {reached:,}"
-            + (f"; {detail}" if detail else "")
-        )
+        detail = f"; {detail}" if detail else ""
+        super().__init__(f"session {self.session!r}: {limit} is {configured:,}, this needs {reached:,}{detail}")
