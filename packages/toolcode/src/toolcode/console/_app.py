@@ -21,7 +21,7 @@ from toolcode.console._views import AuditFilter, Views
 from toolcode.exceptions import InvalidArgumentsError, StateUnavailableError, ToolCodeError
 
 if TYPE_CHECKING:
-    from toolcode.server import BearerTokens
+    from toolcode.server._http_tokens import BearerTokens
 
 __all__ = ["CONSOLE_PATH", "Console", "is_console_path"]
 

@@ -20,7 +20,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 if TYPE_CHECKING:
-    from toolcode.server import BearerTokens
+    from toolcode.server._http_tokens import BearerTokens
 
 __all__ = ["PRE_COOKIE", "SESSION_COOKIE", "SignIns", "Viewer", "may_post", "same", "set_cookie"]
 
