@@ -453,3 +453,42 @@ def test_the_two_pass_search_follows_removals() -> None:
     # the removals they still agree on the best hit and on four of the top five.
     expected = ids(exact, query, limit=5)
     assert after[0] == expected[0] and len(set(after[:5]) & set(expected)) >= 4
+
+
+_LAZY_MODEL = """
+import json, sys
+from toolindex import BackendRef, InMemoryIndex, Tool
+from toolindex import _semantic
+
+tools = [Tool(**t) for t in json.loads(sys.argv[1])]
+fillers = [Tool(name=f"filler_{i}", namespace="junk", description=f"Placeholder number {i}.") for i in range(1500)]
+deferred = InMemoryIndex(semantic=True)
+deferred.register_many([(t, BackendRef.mcp(t.namespace)) for t in [*fillers, *tools]])
+for t in fillers:  # removed and compacted while their vectors are still deferred
+    deferred.unregister(t.id)
+before = {"loaded": bool(_semantic._loaded), "tokenizers": "tokenizers" in sys.modules}
+queries = ["will it be sunny tomorrow in Lisbon", "exchange dollars for yen", "translate a sentence into French"]
+first = [[(h.id, round(h.score, 6)) for h in deferred.search(q)] for q in queries]
+# Registered after the model is in memory: embedded at once, as before deferral existed.
+eager = InMemoryIndex(semantic=True)
+eager.register_many([(t, BackendRef.mcp(t.namespace)) for t in tools])
+same = [[(h.id, round(h.score, 6)) for h in eager.search(q)] for q in queries]
+print(json.dumps({"before": before, "loaded": bool(_semantic._loaded), "first": first, "eager": same}))
+"""
+
+
+def test_the_model_loads_at_the_first_search_and_embeds_the_tools_registered_before_it() -> None:
+    import subprocess
+    import sys
+
+    # A fresh process: the model is process-wide, and this one's other tests have loaded it.
+    tools = [{"name": t.name, "namespace": t.namespace, "description": t.description} for t in TOOLS]
+    out = subprocess.run(
+        [sys.executable, "-c", _LAZY_MODEL, json.dumps(tools)], capture_output=True, text=True, timeout=120, check=True
+    )
+    got = json.loads(out.stdout)
+    assert got["before"] == {"loaded": False, "tokenizers": False}  # registration held none of the model
+    assert got["loaded"] is True
+    assert got["first"][0][0][0] == "weather:get_forecast"  # by meaning: no word is shared
+    assert got["first"][1][0][0] == "finance:convert_currency"
+    assert got["first"] == got["eager"]  # deferred vectors rank exactly as vectors made at registration

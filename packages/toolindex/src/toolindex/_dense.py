@@ -15,18 +15,21 @@ Each tool also has a second, short vector, its *gist* (name and first sentence, 
 and keep the closer (:meth:`DenseVectors.closer_cosines`), which a catalog-wide pass never reads.
 
 Removal zeroes a row (the engine's alive mask hides it) and compaction renumbers rows with
-the engine's slots.
+the engine's slots. Tools registered while the model is not loaded yet (``PackageEmbedder``) are
+*deferred*: their rows stay zero until the engine's first semantic search embeds them all at once.
 
 Not thread-safe: the owning engine serialises calls.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
+from toolindex._model import Tool
 from toolindex._semantic import Embedder, normalised
 
 __all__ = ["Candidates", "DenseVectors"]
@@ -37,7 +40,7 @@ FloatArray = npt.NDArray[np.float32]
 class DenseVectors:
     """A growable matrix of unit-length tool vectors, indexed by slot."""
 
-    __slots__ = ("_centre", "_gist", "_matrix", "_prefix", "_sum", "embedder")
+    __slots__ = ("_centre", "_deferred", "_gist", "_matrix", "_prefix", "_sum", "embedder")
 
     def __init__(self, embedder: Embedder, capacity: int) -> None:
         self.embedder = embedder
@@ -48,6 +51,17 @@ class DenseVectors:
         """Sum of the live vectors (dead slots hold zeros)."""
         self._centre: FloatArray | None = None
         """Mean of the live vectors (computed from ``_sum`` when first needed after a change)."""
+        self._deferred: dict[int, Tool] = {}
+        """Slots whose tool is not embedded yet (their rows are zero)."""
+
+    def defer(self, first: int, tools: Sequence[Tool]) -> None:
+        """Leave ``tools`` (slots ``first``, ``first + 1``, ...) to be embedded by :meth:`take_deferred`'s caller."""
+        self._deferred.update(enumerate(tools, first))
+
+    def take_deferred(self) -> dict[int, Tool]:
+        """The deferred tools by slot; they are no longer deferred."""
+        out, self._deferred = self._deferred, {}
+        return out
 
     @property
     def dim(self) -> int:
@@ -88,6 +102,7 @@ class DenseVectors:
 
     def clear(self, slot: int) -> None:
         """Forget one slot's vector."""
+        self._deferred.pop(slot, None)
         self._sum -= self._matrix[slot]
         self._centre = None
         self._matrix[slot] = 0.0
@@ -103,6 +118,10 @@ class DenseVectors:
         gist = np.zeros_like(self._gist)
         gist[: len(live)] = self._gist[live]
         self._matrix, self._prefix, self._gist = kept, prefix, gist
+        if self._deferred:
+            self._deferred = {
+                new: self._deferred[old] for new, old in enumerate(live.tolist()) if old in self._deferred
+            }
         self._sum = kept.sum(axis=0, dtype=np.float64)
         self._centre = None
 

@@ -17,7 +17,7 @@ from toolindex._limits import MAX_ID_CHARS, MAX_QUERY_CHARS, clip
 from toolindex._model import BackendRef, ChangeEvent, ChangeKind, NamespaceInfo, SearchHit, Tool, ToolPage
 from toolindex._protocol import ChangeCallback, Unsubscribe
 from toolindex._search import SearchEngine, SearchParams, document_fields
-from toolindex._semantic import Embedder, default_embedder
+from toolindex._semantic import Embedder, PackageEmbedder
 from toolindex.exceptions import AmbiguousToolIDError, DuplicateToolError, InvalidToolError, ToolNotFoundError
 from toolindex.log import get_logger
 
@@ -114,9 +114,10 @@ class InMemoryIndex:
             search_params: Ranking parameters; the defaults are tuned on real catalogs and
                 suit most uses.
             semantic: ``True`` adds the semantic signal with the default model (the
-                ``toolindex[semantic]`` extra): each tool is embedded at registration and every
-                query is ranked on lexical and dense evidence fused, and hits carry a
-                ``relevance``. An :class:`~toolindex.Embedder` uses that model instead.
+                ``toolindex[semantic]`` extra, loaded by the first search, which embeds the tools
+                registered before it; later ones are embedded at registration): every query is
+                ranked on lexical and dense evidence fused, and hits carry a ``relevance``. An
+                :class:`~toolindex.Embedder` uses that model instead.
                 ``False`` (the default) keeps lexical search only.
             weak_relevance: Semantic search only: a hit whose ``relevance`` is below this is
                 marked weak (``SearchHit.weak``) and returned all the same; ``None`` marks none.
@@ -129,7 +130,7 @@ class InMemoryIndex:
         """
         embedder: Embedder | None
         if semantic is True:
-            embedder = default_embedder()
+            embedder = PackageEmbedder()
         elif semantic is False:
             embedder = None
         else:

@@ -354,8 +354,12 @@ class SearchEngine:
 
         One row per tool: its vector, then its gist's (``2 x dim`` values).
         """
-        if self._dense is None or not tools:
-            return None
+        if self._dense is None or not tools or not getattr(self._dense.embedder, "loaded", True):
+            return None  # none yet: the first search embeds the tools (see DenseVectors.defer)
+        return self._vectors(tools)
+
+    def _vectors(self, tools: Sequence[Tool]) -> FloatArray:
+        assert self._dense is not None
         dim = self._dense.dim
         out = np.empty((len(tools), 2 * dim), dtype=np.float32)
         # In slices: a model's intermediate arrays grow with the tokens of a call (a token
@@ -415,6 +419,8 @@ class SearchEngine:
         if self._dense is not None and vectors is not None:
             dim = self._dense.dim
             self._dense.put(first, vectors[:, :dim], vectors[:, dim:])
+        elif self._dense is not None:
+            self._dense.defer(first, [tool for _, tool, _, _ in entries])
         # Gather the batch's postings per term, then extend each term's buffer once.
         batch: defaultdict[str, list[int]] = defaultdict(list)
         len_fields: list[int] = []
@@ -840,6 +846,13 @@ class SearchEngine:
         - fused: ``(1 - dense_weight) x lexical + dense_weight x dense``.
         """
         assert self._dense is not None
+        deferred = self._dense.take_deferred()
+        if deferred:  # the model's first use: the tools registered before it get their vectors
+            slots = sorted(deferred)
+            vectors = self._vectors([deferred[slot] for slot in slots])
+            dim = self._dense.dim
+            for i, slot in enumerate(slots):
+                self._dense.put(slot, vectors[i : i + 1, :dim], vectors[i : i + 1, dim:])
         p = self.params
         lex_slots, lex_scores, total = self._lexical(terms, max(limit, p.fusion_depth), mask, n, ordered=False)
         # Removed tools keep their (zero) rows until compaction: they are no candidates.

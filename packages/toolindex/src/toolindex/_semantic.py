@@ -18,6 +18,7 @@ configure the root logger of the host application (its inference module calls
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
 import threading
 from collections.abc import Iterable, Mapping, Sequence
@@ -34,6 +35,7 @@ from toolindex.exceptions import SemanticUnavailableError
 __all__ = [
     "DEFAULT_WEAK_RELEVANCE",
     "Embedder",
+    "PackageEmbedder",
     "StaticEmbedder",
     "default_embedder",
     "gist_end",
@@ -147,21 +149,10 @@ class StaticEmbedder:
         Raises:
             SemanticUnavailableError: If the extra is not installed or its files are missing.
         """
-        try:
-            from safetensors.numpy import load_file  # pyright: ignore[reportMissingTypeStubs, reportUnknownVariableType]
-            from tokenizers import Tokenizer
-        except ImportError as e:
-            raise SemanticUnavailableError(f"semantic search needs safetensors and tokenizers ({EXTRA_HINT})") from e
-        spec = importlib.util.find_spec(_MODEL_PACKAGE)
-        if spec is None or not spec.submodule_search_locations:
-            raise SemanticUnavailableError(f"the embedding model package {_MODEL_PACKAGE!r} is missing ({EXTRA_HINT})")
-        root = Path(next(iter(spec.submodule_search_locations)))
-        weights, tok_file = root / _WEIGHTS, root / _TOKENIZER
-        for path in (weights, tok_file):
-            if not path.is_file():
-                raise SemanticUnavailableError(
-                    f"{path.name} is not in the installed {_MODEL_PACKAGE} package ({EXTRA_HINT}, version <0.5)"
-                )
+        weights, tok_file = _package_files()
+        from safetensors.numpy import load_file  # pyright: ignore[reportMissingTypeStubs, reportUnknownVariableType]
+        from tokenizers import Tokenizer
+
         tensors: Mapping[str, Any] = load_file(str(weights))
         if _TENSOR not in tensors:
             raise SemanticUnavailableError(f"{weights.name} holds no {_TENSOR!r} tensor")
@@ -274,6 +265,65 @@ def normalised(vectors: FloatArray) -> FloatArray:
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
     return (vectors / norms).astype(np.float32, copy=False)
+
+
+def _package_files() -> tuple[Path, Path]:
+    """The default model's weights and tokenizer files (nothing is loaded).
+
+    Raises:
+        SemanticUnavailableError: If the extra is not installed or its files are missing.
+    """
+    if any(importlib.util.find_spec(name) is None for name in ("safetensors", "tokenizers")):
+        raise SemanticUnavailableError(f"semantic search needs safetensors and tokenizers ({EXTRA_HINT})")
+    spec = importlib.util.find_spec(_MODEL_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise SemanticUnavailableError(f"the embedding model package {_MODEL_PACKAGE!r} is missing ({EXTRA_HINT})")
+    root = Path(next(iter(spec.submodule_search_locations)))
+    weights, tok_file = root / _WEIGHTS, root / _TOKENIZER
+    for path in (weights, tok_file):
+        if not path.is_file():
+            raise SemanticUnavailableError(
+                f"{path.name} is not in the installed {_MODEL_PACKAGE} package ({EXTRA_HINT}, version <0.5)"
+            )
+    return weights, tok_file
+
+
+class PackageEmbedder:
+    """The default model, loaded by its first :meth:`embed` (the search engine defers tools' vectors till then).
+
+    A server that never searches, or has not searched yet, holds none of the model's memory (its
+    table, tokenizer and vocabulary: about 60 MB of resident memory). Shares the one process-wide
+    model of :func:`default_embedder`.
+
+    Raises:
+        SemanticUnavailableError: If ``toolindex[semantic]`` is not installed (at construction).
+    """
+
+    def __init__(self) -> None:
+        weights, _ = _package_files()
+        with weights.open("rb") as f:  # the safetensors header: its length, then JSON
+            header: Any = json.loads(f.read(int.from_bytes(f.read(8), "little")))
+        try:
+            rows, dim = header[_TENSOR]["shape"]
+            self._dim = int(dim)
+        except (KeyError, TypeError, ValueError) as e:
+            raise SemanticUnavailableError(f"{weights.name} holds no {_TENSOR!r} table") from e
+        if int(rows) <= 0 or self._dim <= 0:
+            raise SemanticUnavailableError(f"{weights.name} holds an empty {_TENSOR!r} table")
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the model is in memory (embedding now costs no load)."""
+        return bool(_loaded)
+
+    @property
+    def dim(self) -> int:
+        """Length of each vector (256)."""
+        return self._dim
+
+    def embed(self, texts: Sequence[str]) -> FloatArray:
+        """Unit-length vectors of ``texts`` (see :meth:`StaticEmbedder.embed`); the first call loads the model."""
+        return default_embedder().embed(texts)
 
 
 _loaded: list[StaticEmbedder] = []

@@ -18,11 +18,10 @@ the route.
 from __future__ import annotations
 
 import logging
+import sys
 import traceback
 from collections.abc import Callable
 from typing import Any, Final
-
-import structlog
 
 __all__ = ["Logger", "add_scrubber", "get_logger"]
 
@@ -72,10 +71,15 @@ class Logger:
     def __init__(self, name: str, **bound: Any) -> None:
         self._std = logging.getLogger(name)
         self._bound = bound
-        self._proxy: Any = structlog.get_logger(name, **bound)
+        self._proxy: Any = None
 
     def _emit(self, method: str, event: str, fields: dict[str, Any]) -> None:
-        if structlog.is_configured():
+        # A host that configured structlog has imported it: a host that did not does not pay
+        # for importing it (and the console renderer's ``rich``) in every process that logs.
+        structlog: Any = sys.modules.get("structlog")
+        if structlog is not None and structlog.is_configured():
+            if self._proxy is None:
+                self._proxy = structlog.get_logger(self._std.name, **self._bound)
             getattr(self._proxy, method)(_scrubbed(event), **{k: _scrubbed(v) for k, v in fields.items()})
             return
         level = _LEVELS[method]

@@ -9,7 +9,6 @@ from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any
 
 import anyio
-import structlog
 import uvicorn
 from mcp.server import NotificationOptions
 from mcp.server.stdio import stdio_server
@@ -23,7 +22,7 @@ from toolcode.server._http_tokens import BearerTokens
 from toolcode.server._server import CodeModeServer
 from toolcode.server._stdio import AnsweringReadStream
 from toolindex.log import get_logger
-from toolrun import RedactingFilter, redact_processor
+from toolrun import RedactingFilter
 
 __all__ = ["log_to_stderr", "serve_http", "serve_stdio"]
 
@@ -44,36 +43,24 @@ class _Server(uvicorn.Server):
         self.ready.set()
 
 
-def _stderr_logger(*_args: object) -> structlog.PrintLogger:
-    # sys.stderr is looked up on each new logger, not captured once (it may be swapped later).
-    return structlog.PrintLogger(sys.stderr)
-
-
 def log_to_stderr(level: int = logging.INFO) -> None:
-    """Send structlog and standard-library logs to stderr, timestamped, at ``level`` (the ``toolcode`` command's setup).
+    """Send the standard library's logs to stderr, timestamped, at ``level`` (the ``toolcode`` command's setup).
 
-    The packages never log to stdout on their own (:mod:`toolindex.log`). Every line is redacted
-    (``toolrun.redact``): configured header and env values, URL credentials and secret-looking
-    parameters never reach the log, from toolcode, toolrun, the ``mcp`` SDK or the HTTP client alike.
+    The packages never log to stdout on their own (:mod:`toolindex.log`); with structlog left
+    unconfigured their events go to the standard library as ``event key=value`` lines, so one
+    handler serves toolcode, toolrun, the ``mcp`` SDK and the HTTP client (and structlog is never
+    imported). Every line is redacted (``toolrun.redact``): configured header and env values, URL
+    credentials and secret-looking parameters never reach the log.
 
     Args:
         level: The lowest level logged (a ``logging`` constant).
     """
-    logging.basicConfig(stream=sys.stderr, level=level, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        stream=sys.stderr, level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S"
+    )
     for handler in logging.getLogger().handlers:
         if not any(isinstance(f, RedactingFilter) for f in handler.filters):
             handler.addFilter(RedactingFilter())
-    structlog.configure(
-        processors=[
-            structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="%H:%M:%S"),
-            redact_processor,
-            structlog.dev.ConsoleRenderer(colors=False),
-        ],
-        wrapper_class=structlog.make_filtering_bound_logger(level),
-        logger_factory=_stderr_logger,
-        cache_logger_on_first_use=False,
-    )
 
 
 def _with_console(app: ASGIApp, toolbox: Toolbox, tokens: BearerTokens | None) -> ASGIApp:
