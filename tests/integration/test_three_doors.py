@@ -14,6 +14,7 @@ import pytest
 from mcp import Client
 
 from toolcode import Settings
+from toolcode._outcome import outcome_json
 from toolcode.cli import main
 from toolcode.demo import demo_backends
 from toolcode.server import CodeModeServer
@@ -154,7 +155,8 @@ async def _mcp_and_snippet() -> dict[str, Any]:
             got["snippet"]["run_tool"] = snip.value
             res = await client.call_tool("execute_code", {"code": EXECUTE})
             got["execute"]["mcp"] = res.structured_content
-            got["execute"]["python"] = (await box.codemode.execute(EXECUTE)).model_dump(mode="json")
+            # The Python door returns the model; its JSON is the one every door prints.
+            got["execute"]["python"] = outcome_json(await box.codemode.execute(EXECUTE))
             res = await client.call_tool("execute_code", {"code": "run_tool('helpdesk:nope')"})
             got["execute"]["mcp_failure"] = res.structured_content
     return got

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
+from unittest.mock import ANY
 
 import pytest
 from mcp import Client
@@ -125,6 +126,34 @@ async def test_the_output_budget_holds_for_everything_a_snippet_controls(box: To
             # The budget, plus the fixed framing of the reply (keys, codes, summary of a few failures).
             assert len(reply) < budget + 3_000, (code[:40], trace, len(reply))
             assert len(text) < budget + 3_000, (code[:40], trace, len(text))
+
+
+async def test_a_result_carries_the_call_line_only_when_something_failed_was_cut_or_it_was_asked(
+    box: Toolbox,
+) -> None:
+    # What the MCP server's client reads: the value alone when all went well.
+    async with Client(CodeModeServer(box).server) as client:
+
+        async def read(code: str, **options: object) -> tuple[str, dict[str, object]]:
+            res = await client.call_tool("execute_code", {"code": code, "options": options})
+            assert res.structured_content is not None
+            return "".join(getattr(b, "text", "") for b in res.content), res.structured_content
+
+        text, structured = await read("__out = run_tool('files:read_file', path='a')")
+        assert text == '"contents of a"'
+        calls = {"count": 1, "failed": 0, "failures": []}  # no empty stdout, null error, [] truncated...
+        assert structured == {"ok": True, "value": "contents of a", "calls": calls, "duration_ms": ANY}
+        text, _ = await read("__out = 42", trace="summary")
+        assert text.startswith("42\n[0 tool calls, ") and text.endswith(" ms]")
+        text, structured = await read(
+            "try:\n    run_tool('files:shout', text='no')\nexcept ToolError:\n    pass\n__out = 1"
+        )
+        assert text.startswith("1\n[1 tool call, 1 failed: files:shout (tool_error), ")
+        assert structured["calls"] == {"count": 1, "failed": 1, "failures": [ANY]}
+        text, _ = await read("__out = 'v' * 500", max_output_chars=100)
+        assert "[truncated result" in text and text.endswith(" ms]")
+        text, _ = await read("__out = 1 / 0")
+        assert text.startswith("error [runtime_error]") and text.endswith(" ms]")
 
 
 async def test_invalid_arguments_are_errors_with_a_code_at_every_door(box: Toolbox) -> None:

@@ -371,7 +371,7 @@ class CodeMode:
                         "(resume_execution, toolcode resume), then run again",
                     )
         except ToolCodeError as exc:
-            return _Done(outcome(None, exc, "summary", started), None, exc)
+            return _Done(outcome(None, exc, "none", started), None, exc)
         params = ExecuteParams(code=code, input=input, options=opts, caller=caller)
 
         async def go(state: SessionState | None) -> ExecuteResult:
@@ -383,7 +383,7 @@ class CodeMode:
             return await self.executor.execute(p, listen)
 
         hold = opts.resolve(self.defaults).timeout
-        detail = opts.trace or self.defaults.trace or "summary"
+        detail = opts.trace or self.defaults.trace or "none"
         view = self.view(opts.allowed_namespaces, caller)
         return await self._go(go, code, caller, session, hold, detail, view, started)
 
@@ -426,7 +426,7 @@ class CodeMode:
         except ToolCodeError as exc:
             unknown = isinstance(exc, InvalidArgumentsError) and exc.field == "execution_id"
             earlier = await self._earlier(execution_id, caller) if unknown else None
-            return earlier or outcome(None, exc, "summary", started)
+            return earlier or outcome(None, exc, "none", started)
         out = await self._continue(run, chosen, caller, by, self._listen(on_tool_call, on_tool_start, on_print))
         try:
             await self._stores("execution_id").paused.keep_outcome(run, out.model_dump_json().encode())
@@ -446,7 +446,7 @@ class CodeMode:
         """A taken paused run, decided: aborted here, or continued from the call it stopped at."""
         who = by or (f"person:{caller}" if caller and caller != "local" else "person")
         await self._decided(run, chosen, who)
-        detail = run.options.trace or self.defaults.trace or "summary"
+        detail = run.options.trace or self.defaults.trace or "none"
         view = self.view(run.options.allowed_namespaces, run.caller)
         if chosen == "abort":
             pending = run.pending
@@ -572,8 +572,8 @@ class CodeMode:
             operator = self.services.is_operator(caller)
             run = await self._stores("execution_id").paused.get(execution_id, caller, operator=operator)
         except ToolCodeError as exc:
-            return outcome(None, exc, "summary")
-        detail = run.options.trace or self.defaults.trace or "summary"
+            return outcome(None, exc, "none")
+        detail = run.options.trace or self.defaults.trace or "none"
         return outcome(paused_result(run), ApprovalRequiredError(run), detail, link=self.services.settings.console.link)
 
     async def list_paused(self, caller: str | None = None) -> PausedResult:

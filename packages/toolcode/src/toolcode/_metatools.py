@@ -28,7 +28,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from toolcode._core import CodeMode, PrintListener, ToolStart
 from toolcode._errors import error_info
 from toolcode._globals import snippet_api_text
-from toolcode._outcome import outcome_text
+from toolcode._outcome import outcome_json, outcome_text
 from toolcode._settings import META_TOOLS
 from toolcode._types import OnToolCall
 from toolcode.calls import Asker
@@ -147,7 +147,12 @@ class MetaToolReply:
     """An exposed upstream tool's whole result, for a door that passes it on as it came."""
 
     def structured(self) -> dict[str, Any]:
-        """The result as JSON: the result model's fields, or ``{"ok": false, "error": {...}}``."""
+        """The result as JSON: the result model's fields, or ``{"ok": false, "error": {...}}``.
+
+        A run's outcome leaves out its fields at their defaults (:func:`toolcode._outcome.outcome_json`).
+        """
+        if isinstance(self.result, ExecuteOutcome):
+            return outcome_json(self.result)
         if self.result is not None:
             return self.result.model_dump(mode="json")
         error = self.error.model_dump(mode="json") if self.error is not None else None

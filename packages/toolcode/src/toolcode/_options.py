@@ -36,8 +36,9 @@ TypeCheck = Literal["strict", "off"]
 """Whether a snippet that uses tools is type-checked against their signatures before it runs."""
 
 TraceDetail = Literal["summary", "full", "none"]
-"""How much of the tool-call trace a door returns: a one-line summary (default), every call with
-its arguments and result, or nothing."""
+"""How much of the tool-call trace a door returns: nothing (``none``, the default: the line with the
+call count and duration only when a call or the run failed or output was cut), that line on every
+result (``summary``), or the line and every call with its arguments and result (``full``)."""
 
 UNLIMITED = 0
 """The value that switches a limit off (``timeout=0``: no time limit)."""
@@ -58,7 +59,7 @@ class ExecuteOptions(BaseModel):
         default=None, ge=0, description="One budget for value, stdout, stderr, errors and trace."
     )
     allowed_namespaces: tuple[str, ...] | None = Field(default=None, description="Only these namespaces are visible.")
-    trace: TraceDetail | None = Field(default=None, description="'summary' (default), 'full' or 'none'.")
+    trace: TraceDetail | None = Field(default=None, description="'none' (default), 'summary' or 'full'.")
     type_check: TypeCheck | None = Field(
         default=None, description="'strict' (default): check tool calls before running; 'off'."
     )
@@ -105,7 +106,7 @@ class ExecuteOptions(BaseModel):
             max_chain_steps=_NO_COUNT_LIMIT if o.max_chain_steps == UNLIMITED else o.max_chain_steps,
             max_output_chars=_NO_COUNT_LIMIT if o.max_output_chars == UNLIMITED else o.max_output_chars,
             allowed_namespaces=o.allowed_namespaces,
-            trace=o.trace or "summary",
+            trace=o.trace or "none",
             type_check=o.type_check or "strict",
             speculate=o.speculate is not False,
         )
@@ -139,7 +140,7 @@ class ExecuteOptions(BaseModel):
 
 
 DEFAULT_OPTIONS = ExecuteOptions(
-    timeout=30.0, max_tool_calls=200, max_chain_steps=50, max_output_chars=50_000, trace="summary", type_check="strict"
+    timeout=30.0, max_tool_calls=200, max_chain_steps=50, max_output_chars=50_000, trace="none", type_check="strict"
 )
 """The built-in defaults: every limit bounded."""
 

@@ -6,6 +6,7 @@ import json
 import sys
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from toolcode._errors import error_info
 from toolcode._paused import PausedRun
@@ -21,8 +22,9 @@ from toolcode.models import (
     PendingCallInfo,
     TraceEntry,
 )
+from tooldocs import json_text
 
-__all__ = ["APPROVAL_OP", "outcome", "outcome_text", "paused_result"]
+__all__ = ["APPROVAL_OP", "outcome", "outcome_json", "outcome_text", "paused_result"]
 
 _SUMMARY_FAILURES = 3
 _SUMMARY_MESSAGE = 160
@@ -86,6 +88,7 @@ def outcome(
         duration_ms=round(duration, 1),
         status="approval_required" if approval is not None else ("ok" if error is None else "error"),
         approval=approval,
+        summary=detail != "none",
     )
 
 
@@ -129,11 +132,29 @@ def _trace_entries(records: Sequence[ToolCallRecord], budget: int) -> list[Trace
     return out
 
 
-def outcome_text(outcome: ExecuteOutcome) -> str:
-    """What a model reads of a run: the value, stdout, stderr, the error, and one summary line.
+def outcome_json(outcome: ExecuteOutcome) -> dict[str, Any]:
+    """A run's outcome as the doors print it (MCP ``structuredContent``, ``toolcode exec --json``).
 
-    The summary line is the only overhead: ``[13 tool calls, 412 ms]``, with the failures
-    (tool id and code) when there are some; the full trace stays in the structured result.
+    Its fields, less those at their defaults (an empty ``stdout``, no ``error``, no ``trace``...):
+    a client that reads ``structuredContent`` pays for every key on every run. What a field holds
+    is whole (an ``error`` has every key of the one error shape).
+    """
+    dump = outcome.model_dump(mode="json")
+    return {k: v for k, v in dump.items() if k not in _DEFAULTS or v != _DEFAULTS[k]}
+
+
+_DEFAULTS: dict[str, Any] = ExecuteOutcome.model_construct(ok=True, calls=CallSummary(count=0)).model_dump(
+    mode="json", exclude={"ok", "calls", "value", "duration_ms"}
+)
+"""The JSON of the outcome's defaulted fields (``value`` and ``duration_ms`` always shown)."""
+
+
+def outcome_text(outcome: ExecuteOutcome) -> str:
+    """What a model reads of a run: the value, stdout, stderr, the error, and, when it says something, one line.
+
+    The line is the only overhead: ``[13 tool calls, 1 failed: github:get_issue (not_found), 412 ms]``.
+    It comes when a call or the run failed, when output was cut, or when the caller asked for it
+    (``trace`` ``summary`` or ``full``); the full trace stays in the structured result.
     """
     parts: list[str] = []
     if outcome.approval is not None:
@@ -148,7 +169,7 @@ def outcome_text(outcome: ExecuteOutcome) -> str:
             + (f"; or a person decides in the console: {a.console}" if a.console else "")
         )
     elif outcome.ok:
-        parts.append(json.dumps(outcome.value, ensure_ascii=False, default=str))
+        parts.append(json_text(outcome.value))
     elif outcome.error is not None:
         e = outcome.error
         where = f" at line {e.line}" if e.line is not None else ""
@@ -160,15 +181,17 @@ def outcome_text(outcome: ExecuteOutcome) -> str:
     if outcome.stderr:
         parts.append("stderr:\n" + outcome.stderr.rstrip("\n"))
     c = outcome.calls
+    # A cut value, stdout or stderr carries its own marker (how much, and where the rest is); a
+    # trace that is not shown (trace="summary") is not reported as cut either.
+    cut = [t for t in outcome.truncated if t == "error" or (t == "trace" and outcome.trace is not None)]
+    if not (outcome.summary or outcome.error or c.failed or outcome.truncated or outcome.stored):
+        return "\n".join(parts)
     line = f"[{c.count} tool call{'s' if c.count != 1 else ''}"
     if c.failed:
         shown = ", ".join(f"{f.tool_id} ({f.code})" for f in c.failures)
         more = f" +{c.failed - len(c.failures)}" if c.failed > len(c.failures) else ""
         line += f", {c.failed} failed: {shown}{more}"
     line += f", {outcome.duration_ms:.0f} ms"
-    # A cut value, stdout or stderr carries its own marker (how much, and where the rest is); a
-    # trace that is not shown (trace="summary") is not reported as cut either.
-    cut = [t for t in outcome.truncated if t == "error" or (t == "trace" and outcome.trace is not None)]
     if cut:
         line += f"; truncated: {', '.join(cut)}"
     parts.append(line + "]")

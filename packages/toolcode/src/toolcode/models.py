@@ -395,3 +395,6 @@ class ExecuteOutcome(_Model):
     """What the paused run waits for, and its ``execution_id`` (``status == "approval_required"``)."""
     stored: list[StoredResultInfo] = Field(default_factory=list[StoredResultInfo])
     """What the output budget cut from the value or stdout, kept whole (read it back by ``ref``)."""
+    summary: bool = False
+    """Whether the caller asked for the call count and duration on every result (``trace`` ``summary``
+    or ``full``); otherwise :func:`~toolcode.outcome_text` shows them only when something failed or was cut."""

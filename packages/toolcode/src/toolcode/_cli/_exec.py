@@ -17,6 +17,7 @@ from toolcode._cli._common import (
 )
 from toolcode._cli._parser import SNIPPET_FAILED_EXIT, USAGE_EXIT, exit_code
 from toolcode._cli._render import print_json, render_outcome
+from toolcode._outcome import outcome_json
 from toolcode.models import ExecuteOutcome
 
 __all__ = ["cmd_exec", "cmd_resume"]
@@ -61,7 +62,7 @@ async def cmd_resume(args: argparse.Namespace) -> int:
 
 def _print_outcome(args: argparse.Namespace, outcome: ExecuteOutcome) -> None:
     if args.json:
-        print_json(outcome.model_dump(mode="json"))
+        print_json(outcome_json(outcome))
     else:
         render_outcome(stdout(), stderr(), outcome, resume_hint=lambda execution_id: _resume_hint(args, execution_id))
 
