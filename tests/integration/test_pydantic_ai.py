@@ -174,7 +174,8 @@ async def test_every_failure_is_a_failed_result_the_model_reads(config: dict[str
     ]
     async with Toolbox.from_config(config) as box:
         # Even with no retries at all, a failure does not end the run.
-        agent = Agent(scripted(steps), toolsets=[CodeModeToolset(box, max_retries=0)])
+        toolset = CodeModeToolset(box, tools=["run_tool", "execute_code"], max_retries=0)
+        agent = Agent(scripted(steps), toolsets=[toolset])
         result = await agent.run("What time is it in Atlantis?")
 
     assert result.output == "gave up"
@@ -355,7 +356,7 @@ async def test_exposed_upstream_tools_are_offered_and_called_as_run_tool_calls_t
     async with Toolbox.from_config(config) as box:
         toolset = CodeModeToolset(box, tools=["search_tools"], max_retries=1)
         result = await Agent(scripted(steps), toolsets=[toolset]).run("Time in Tokyo?")
-        server = CodeModeServer(box)  # the same config: the same tools exposed
+        server = CodeModeServer(box, tools=["run_tool"])  # the same config: the same tools exposed
         definitions = {d["name"]: d for d in server.tool_definitions()}
         async with Client(server.server) as client:
             run_tool = await client.call_tool(

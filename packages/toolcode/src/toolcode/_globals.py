@@ -169,10 +169,7 @@ def async_names() -> dict[str, str]:
 def snippet_api_text() -> str:
     """The snippet API in a few lines, for a model (the ``execute_code`` description uses it)."""
     calls = [g for g in SNIPPET_GLOBALS if g.kind == "call"]
-    width = max(len(g.signature) for g in calls[:2])
-    lines = [f"  {g.signature:<{width}}  {g.doc}" for g in calls[:2]]
-    lines.append("  also: " + ", ".join(g.signature.split("(", 1)[0] + "()" for g in calls[2:]))
-    return "\n".join(lines)
+    return "  " + "; ".join(g.signature for g in calls[:2]) + "\n  also: " + ", ".join(g.name + "()" for g in calls[2:])
 
 
 def snippet_api_table() -> str:

@@ -40,7 +40,6 @@ __all__ = [
     "ModuleFunction",
     "NamespaceModule",
     "ToolModules",
-    "awaitable_note",
     "function_names",
     "module_names",
     "positional_message",
@@ -55,7 +54,8 @@ CHECKER_RENDER_OPTIONS: Final = RenderOptions(loose_open_objects=True, untyped_r
 admit undeclared keys are ``dict[str, Any]``, and a result without an output schema is ``Any``."""
 
 CHECKER_TIERS: Final = tuple(
-    dataclasses.replace(t, loose_open_objects=True, untyped_result="Any") for t in RENDER_TIERS
+    dataclasses.replace(t, loose_open_objects=True, untyped_result="Any", descriptions=0, field_descriptions=0)
+    for t in RENDER_TIERS
 )
 """The documentation's detail tiers, typed loosely: each tool's stub takes the richest that fits
 the ``schema`` budget, so ``describe_tool`` shows it whole. A more compact tier only drops
@@ -297,8 +297,8 @@ class ToolModules:
             signatures[tool.id] = text
             alias = sig.name + ASYNC_SUFFIX
             if functions.get(alias) == ModuleFunction(tool.id, awaitable=True):
+                # Not said again in each tool's docs: execute_code's description names the pattern once.
                 parts.append(f"{text}\n{alias} = _awaitable({sig.name})")
-                text += "\n" + awaitable_note(sig.name)
             else:
                 parts.append(text)
                 collisions.append(f"{tool.id}: no awaitable form ({alias!r} is another tool)")
@@ -349,18 +349,6 @@ class ToolModules:
             f"describe_tool(id) shows each of these tools:\n# {listing}"
         )
         return "\n\n\n".join(parts) + "\n\n\n" + note[: max(0, max_chars - used - 6)] + "\n"
-
-
-def awaitable_note(function: str) -> str:
-    """The comment that names a tool function's awaitable form where ``describe_tool`` shows the function.
-
-    Args:
-        function: The function's name.
-
-    Returns:
-        One comment line.
-    """
-    return f"# {function}{ASYNC_SUFFIX}(...): the same call, awaitable (for asyncio.gather)"
 
 
 def positional_message(function: str, count: int) -> str:
