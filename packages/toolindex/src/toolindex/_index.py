@@ -8,8 +8,6 @@ import threading
 from collections.abc import Iterable, Sequence
 from typing import cast
 
-from rapidfuzz import process as fuzz_process
-
 from toolindex._dense import FloatArray
 from toolindex._gc import collector_paused
 from toolindex._ids import ToolID, validate_namespace
@@ -429,6 +427,9 @@ class InMemoryIndex:
         # valid one is compared by its head only.
         tool_id = tool_id[:MAX_ID_CHARS]
         choices = list(self._by_key)
+        # Imported here: only a lookup of an unknown id needs it (about 3 MB a server need not hold).
+        from rapidfuzz import process as fuzz_process
+
         # Compare against both full keys and bare names so "get_wether" finds "weather:get_weather".
         scored: dict[str, float] = {}
         for key, score, _ in fuzz_process.extract(tool_id, choices, limit=limit * 2, score_cutoff=60):

@@ -34,7 +34,6 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from rapidfuzz.distance import OSA
 
 from toolindex._dense import DenseVectors
 from toolindex._limits import MAX_FIELD_CHARS, MAX_PARAM_CHARS, MAX_PARAMS, MAX_QUERY_CHARS, MAX_QUERY_WORDS
@@ -635,6 +634,8 @@ class SearchEngine:
                 hit = self._deletes.get(key)
                 if hit:
                     cands.update(hit)
+            from rapidfuzz.distance import OSA  # here: a query's unknown word is the first to need it
+
             scored = [(w, OSA.distance(word, w)) for w in cands]
             scored = [(w, d) for w, d in scored if 0 < d <= 1 + (len(word) >= 8)]
             scored.sort(key=lambda m: (m[1], -self._words[m[0]], m[0]))
