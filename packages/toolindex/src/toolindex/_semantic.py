@@ -106,12 +106,19 @@ class StaticEmbedder:
     """
 
     def __init__(
-        self, table: FloatArray, tokenizer: Any, *, max_tokens: int = MAX_TOOL_TOKENS, by_word: bool = False
+        self,
+        table: npt.NDArray[np.float32 | np.float16],
+        tokenizer: Any,
+        *,
+        max_tokens: int = MAX_TOOL_TOKENS,
+        by_word: bool = False,
     ) -> None:
         """Wrap a token table and a ``tokenizers.Tokenizer``.
 
         Args:
-            table: ``(vocabulary size, dim)`` vectors, one per token id.
+            table: ``(vocabulary size, dim)`` vectors, one per token id; ``float16`` is kept as
+                it is (a memory-mapped table stays mapped: only the rows read are resident)
+                and summed in ``float32``.
             tokenizer: A ``tokenizers.Tokenizer`` whose ids index ``table``.
             max_tokens: Tokens of one text that are pooled; the rest are ignored.
             by_word: The tokenizer encodes a text of words separated by single spaces as the
@@ -129,7 +136,8 @@ class StaticEmbedder:
         """
         if table.ndim != 2 or table.shape[0] == 0 or table.shape[1] == 0:
             raise ValueError(f"the token table must be a non-empty 2-d array, got shape {table.shape}")
-        self._table = np.ascontiguousarray(table, dtype=np.float32)
+        kept = table.dtype == np.float16 or table.dtype == np.float32
+        self._table = table if kept and table.flags.c_contiguous else np.ascontiguousarray(table, dtype=np.float32)
         self._tokenizer = tokenizer
         self._max_tokens = max_tokens
         self._lock = threading.Lock()
@@ -143,23 +151,24 @@ class StaticEmbedder:
     def from_package(cls) -> StaticEmbedder:
         """Load the model that ships in the ``wordllama`` wheel (``toolindex[semantic]``).
 
+        The token table (16 MB of ``float16``) is memory-mapped from the wheel's file: only the
+        pages of the tokens a catalog and its queries use become resident.
+
         Returns:
-            The embedder (about 33 MB of memory, 0.1-0.3 s to load).
+            The embedder (the tokenizer and its whole-word table: about 25 MB; 0.1-0.3 s to load).
 
         Raises:
             SemanticUnavailableError: If the extra is not installed or its files are missing.
         """
         weights, tok_file = _package_files()
-        from safetensors.numpy import load_file  # pyright: ignore[reportMissingTypeStubs, reportUnknownVariableType]
         from tokenizers import Tokenizer
 
-        tensors: Mapping[str, Any] = load_file(str(weights))
-        if _TENSOR not in tensors:
-            raise SemanticUnavailableError(f"{weights.name} holds no {_TENSOR!r} tensor")
+        dtype, rows, dim, offset = _table_layout(weights)
+        table = np.memmap(weights, dtype=dtype, mode="r", offset=offset, shape=(rows, dim))
         tokenizer: Any = Tokenizer.from_file(str(tok_file))
         tokenizer.no_padding()
         tokenizer.no_truncation()
-        return cls(np.asarray(tensors[_TENSOR], dtype=np.float32), tokenizer, by_word=True)
+        return cls(table, tokenizer, by_word=True)
 
     @property
     def dim(self) -> int:
@@ -196,7 +205,7 @@ class StaticEmbedder:
         rows = np.flatnonzero(lengths)
         starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))[rows]
         # One gather and one segmented sum for the whole batch.
-        sums = np.add.reduceat(self._table[ids], starts, axis=0)
+        sums = np.add.reduceat(self._table[ids].astype(np.float32, copy=False), starts, axis=0)
         out[rows] = sums / lengths[rows, None]
         return normalised(out)
 
@@ -273,8 +282,8 @@ def _package_files() -> tuple[Path, Path]:
     Raises:
         SemanticUnavailableError: If the extra is not installed or its files are missing.
     """
-    if any(importlib.util.find_spec(name) is None for name in ("safetensors", "tokenizers")):
-        raise SemanticUnavailableError(f"semantic search needs safetensors and tokenizers ({EXTRA_HINT})")
+    if importlib.util.find_spec("tokenizers") is None:
+        raise SemanticUnavailableError(f"semantic search needs tokenizers ({EXTRA_HINT})")
     spec = importlib.util.find_spec(_MODEL_PACKAGE)
     if spec is None or not spec.submodule_search_locations:
         raise SemanticUnavailableError(f"the embedding model package {_MODEL_PACKAGE!r} is missing ({EXTRA_HINT})")
@@ -288,11 +297,38 @@ def _package_files() -> tuple[Path, Path]:
     return weights, tok_file
 
 
+_DTYPES: dict[str, type[np.float16] | type[np.float32]] = {"F16": np.float16, "F32": np.float32}
+
+
+def _table_layout(weights: Path) -> tuple[type[np.float16] | type[np.float32], int, int, int]:
+    """The token table's dtype, rows, columns and byte offset in a safetensors file (read from its header).
+
+    Raises:
+        SemanticUnavailableError: If the file holds no such table.
+    """
+    with weights.open("rb") as f:  # the header's length, then the header as JSON, then the data
+        size = int.from_bytes(f.read(8), "little")
+        header: Any = json.loads(f.read(size)) if 0 < size <= _MAX_HEADER else None
+    try:
+        entry = header[_TENSOR]
+        dtype = _DTYPES[entry["dtype"]]
+        rows, dim = (int(n) for n in entry["shape"])
+        begin, end = (int(n) for n in entry["data_offsets"])
+    except (KeyError, TypeError, ValueError) as e:
+        raise SemanticUnavailableError(f"{weights.name} holds no {_TENSOR!r} table of 16- or 32-bit floats") from e
+    if rows <= 0 or dim <= 0 or end - begin != rows * dim * np.dtype(dtype).itemsize:
+        raise SemanticUnavailableError(f"{weights.name}: the {_TENSOR!r} table's shape does not match its data")
+    return dtype, rows, dim, 8 + size + begin
+
+
+_MAX_HEADER = 1 << 20
+
+
 class PackageEmbedder:
     """The default model, loaded by its first :meth:`embed` (the search engine defers tools' vectors till then).
 
     A server that never searches, or has not searched yet, holds none of the model's memory (its
-    table, tokenizer and vocabulary: about 60 MB of resident memory). Shares the one process-wide
+    tokenizer and its vocabulary, and the table's pages the catalog's tokens touch). Shares the one process-wide
     model of :func:`default_embedder`.
 
     Raises:
@@ -301,15 +337,7 @@ class PackageEmbedder:
 
     def __init__(self) -> None:
         weights, _ = _package_files()
-        with weights.open("rb") as f:  # the safetensors header: its length, then JSON
-            header: Any = json.loads(f.read(int.from_bytes(f.read(8), "little")))
-        try:
-            rows, dim = header[_TENSOR]["shape"]
-            self._dim = int(dim)
-        except (KeyError, TypeError, ValueError) as e:
-            raise SemanticUnavailableError(f"{weights.name} holds no {_TENSOR!r} table") from e
-        if int(rows) <= 0 or self._dim <= 0:
-            raise SemanticUnavailableError(f"{weights.name} holds an empty {_TENSOR!r} table")
+        self._dim = _table_layout(weights)[2]
 
     @property
     def loaded(self) -> bool:
