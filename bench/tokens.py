@@ -415,6 +415,7 @@ async def surface() -> dict[str, Any]:
     from toolcode._tokens import count_tokens, result_text
     from toolcode.demo import demo_toolbox
     from toolcode.server import CodeModeServer
+    from tooldocs import json_text  # the compact JSON a result's value is written in
 
     out: dict[str, Any] = {}
     async with demo_toolbox() as box:
@@ -443,7 +444,7 @@ async def surface() -> dict[str, Any]:
                 if res.is_error or res.structured_content is None:
                     raise SystemExit(f"surface: execute_code failed: {wire}")
                 sc = res.structured_content
-                own = count_tokens(json.dumps(sc["value"], ensure_ascii=False)) + count_tokens(sc["stdout"])
+                own = count_tokens(json_text(sc["value"])) + count_tokens(sc.get("stdout", ""))
                 overhead[str(n)] = count_tokens(result_text(wire)) - own
             out["execute_result_overhead_tokens"] = overhead
             # A value over the budget: its preview, plus the stored-result line and resource link.
@@ -452,7 +453,7 @@ async def surface() -> dict[str, Any]:
             sc = res.structured_content
             if res.is_error or sc is None or not sc.get("stored"):
                 raise SystemExit(f"surface: the stored-result case did not store: {_wire(res)}")
-            own = count_tokens(json.dumps(sc["value"], ensure_ascii=False))
+            own = count_tokens(json_text(sc["value"]))
             out["stored_result_overhead_tokens"] = count_tokens(result_text(_wire(res))) - own
     return out
 

@@ -152,6 +152,10 @@ async def test_a_result_carries_the_call_line_only_when_something_failed_was_cut
         assert structured["calls"] == {"count": 1, "failed": 1, "failures": [ANY]}
         text, _ = await read("__out = 'v' * 500", max_output_chars=100)
         assert "[truncated result" in text and text.endswith(" ms]")
+        # A trace cut from the structured result (trace not asked for) is no output of the model's.
+        many = "for i in range(60):\n    run_tool('files:read_file', path='x' * 40)\n__out = 1"
+        text, structured = await read(many, max_output_chars=1_000)
+        assert structured["truncated"] == ["trace"] and text == "1"
         text, _ = await read("__out = 1 / 0")
         assert text.startswith("error [runtime_error]") and text.endswith(" ms]")
 

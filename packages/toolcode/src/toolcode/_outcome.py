@@ -184,7 +184,9 @@ def outcome_text(outcome: ExecuteOutcome) -> str:
     # A cut value, stdout or stderr carries its own marker (how much, and where the rest is); a
     # trace that is not shown (trace="summary") is not reported as cut either.
     cut = [t for t in outcome.truncated if t == "error" or (t == "trace" and outcome.trace is not None)]
-    if not (outcome.summary or outcome.error or c.failed or outcome.truncated or outcome.stored):
+    # A trace that is not shown is not output: its cut alone brings no line.
+    shown_cut = [t for t in outcome.truncated if t != "trace" or outcome.trace is not None]
+    if not (outcome.summary or outcome.error or c.failed or shown_cut or outcome.stored):
         return "\n".join(parts)
     line = f"[{c.count} tool call{'s' if c.count != 1 else ''}"
     if c.failed:
