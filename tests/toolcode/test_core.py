@@ -142,7 +142,7 @@ async def test_a_result_carries_the_call_line_only_when_something_failed_was_cut
         text, structured = await read("__out = run_tool('files:read_file', path='a')")
         assert text == '"contents of a"'
         calls = {"count": 1, "failed": 0, "failures": []}  # no empty stdout, null error, [] truncated...
-        assert structured == {"ok": True, "value": "contents of a", "calls": calls, "duration_ms": ANY}
+        assert structured == {"ok": True, "value": "contents of a", "status": "ok", "calls": calls, "duration_ms": ANY}
         text, _ = await read("__out = 42", trace="summary")
         assert text.startswith("42\n[0 tool calls, ") and text.endswith(" ms]")
         text, structured = await read(

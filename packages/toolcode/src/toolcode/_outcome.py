@@ -144,9 +144,9 @@ def outcome_json(outcome: ExecuteOutcome) -> dict[str, Any]:
 
 
 _DEFAULTS: dict[str, Any] = ExecuteOutcome.model_construct(ok=True, calls=CallSummary(count=0)).model_dump(
-    mode="json", exclude={"ok", "calls", "value", "duration_ms"}
+    mode="json", exclude={"ok", "status", "calls", "value", "duration_ms"}
 )
-"""The JSON of the outcome's defaulted fields (``value`` and ``duration_ms`` always shown)."""
+"""The JSON of the outcome's defaulted fields (``value``, ``status`` and ``duration_ms`` are always shown)."""
 
 
 def outcome_text(outcome: ExecuteOutcome) -> str:

@@ -137,7 +137,7 @@ async def run_demo(*, json_output: bool = False, console: Console | None = None)
 
         step("5. the result: only the small answer comes back")
         out.print_json(json.dumps(result["value"]))
-        if result["stdout"]:
+        if result.get("stdout"):
             out.print(f"stdout: {result['stdout'].strip()}")
         out.print(trace_table(records))
 
