@@ -180,7 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--trace",
         choices=("summary", "full", "none"),
-        help="how much of the tool-call trace to show (default: summary)",
+        help="how much of the tool-call trace to return (default: none; the terminal shows the call count anyway)",
     )
     p.add_argument(
         "--no-type-check",
