@@ -147,10 +147,7 @@ class MetaToolReply:
     """An exposed upstream tool's whole result, for a door that passes it on as it came."""
 
     def structured(self) -> dict[str, Any]:
-        """The result as JSON: the result model's fields, or ``{"ok": false, "error": {...}}``.
-
-        A run's outcome leaves out its fields at their defaults (:func:`toolcode._outcome.outcome_json`).
-        """
+        """The result as JSON: the result model's fields (a run's: ``outcome_json``), or ``{"ok": false, ...}``."""
         if isinstance(self.result, ExecuteOutcome):
             return outcome_json(self.result)
         if self.result is not None:

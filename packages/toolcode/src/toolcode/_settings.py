@@ -66,10 +66,9 @@ META_TOOLS: Final = (
 
 DEFAULT_TOOLS: Final = ("search_tools", "describe_tool", "execute_code", "resume_execution")
 """The tools ``toolcode serve`` lists unless ``toolcode.tools`` says otherwise (kept few: each
-definition is paid for in a model's context on every turn). ``list_tools`` and ``run_tool`` are
-one call away in code (``list_tools()``, ``__out = run_tool(...)``; a result too big for the reply
-is stored and linked), and ``resume_execution`` is not listed to clients that can be asked within
-``execute_code`` (MCP elicitation)."""
+definition is paid for in a model's context on every turn). ``list_tools()`` and ``run_tool()``
+are one call away in code, and ``resume_execution`` is not listed to clients that can be asked
+within ``execute_code`` (MCP elicitation)."""
 
 
 class _Section(BaseModel):
