@@ -205,7 +205,7 @@ class StaticEmbedder:
         rows = np.flatnonzero(lengths)
         starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))[rows]
         # One gather and one segmented sum for the whole batch.
-        sums = np.add.reduceat(self._table[ids].astype(np.float32, copy=False), starts, axis=0)
+        sums = np.add.reduceat(self._table[ids], starts, axis=0, dtype=np.float32)  # float16 rows summed in float32
         out[rows] = sums / lengths[rows, None]
         return normalised(out)
 
