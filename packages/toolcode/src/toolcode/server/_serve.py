@@ -22,7 +22,7 @@ from toolcode.server._http_tokens import BearerTokens
 from toolcode.server._server import CodeModeServer
 from toolcode.server._stdio import AnsweringReadStream
 from toolindex.log import get_logger
-from toolrun import RedactingFilter
+from toolrun import RedactingFilter, redact_processor
 
 __all__ = ["log_to_stderr", "serve_http", "serve_stdio"]
 
@@ -43,14 +43,25 @@ class _Server(uvicorn.Server):
         self.ready.set()
 
 
-def log_to_stderr(level: int = logging.INFO) -> None:
-    """Send the standard library's logs to stderr, timestamped, at ``level`` (the ``toolcode`` command's setup).
+class _StderrLoggers:
+    """structlog logger factory: a print logger on ``sys.stderr`` as it is when each logger is made."""
 
-    The packages never log to stdout on their own (:mod:`toolindex.log`); with structlog left
-    unconfigured their events go to the standard library as ``event key=value`` lines, so one
-    handler serves toolcode, toolrun, the ``mcp`` SDK and the HTTP client (and structlog is never
-    imported). Every line is redacted (``toolrun.redact``): configured header and env values, URL
-    credentials and secret-looking parameters never reach the log.
+    def __init__(self, make: Any) -> None:
+        self._make = make
+
+    def __call__(self, *_args: object) -> Any:
+        return self._make(sys.stderr)
+
+
+def log_to_stderr(level: int = logging.INFO) -> None:
+    """Send standard-library and structlog logs to stderr, timestamped, at ``level`` (the ``toolcode`` command's setup).
+
+    The packages never log to stdout on their own (:mod:`toolindex.log`): with structlog not
+    configured their events go to the standard library as ``event key=value`` lines, under one
+    handler with the ``mcp`` SDK's and the HTTP client's. structlog is set up too when the process
+    has imported it (a host that uses it), and is not imported otherwise. Every line is redacted
+    (``toolrun.redact``): configured header and env values, URL credentials and secret-looking
+    parameters never reach the log.
 
     Args:
         level: The lowest level logged (a ``logging`` constant).
@@ -61,6 +72,20 @@ def log_to_stderr(level: int = logging.INFO) -> None:
     for handler in logging.getLogger().handlers:
         if not any(isinstance(f, RedactingFilter) for f in handler.filters):
             handler.addFilter(RedactingFilter())
+    structlog: Any = sys.modules.get("structlog")
+    if structlog is None:
+        return
+    structlog.configure(
+        processors=[
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="%H:%M:%S"),
+            redact_processor,
+            structlog.dev.ConsoleRenderer(colors=False),
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(level),
+        logger_factory=_StderrLoggers(structlog.PrintLogger),
+        cache_logger_on_first_use=False,
+    )
 
 
 def _with_console(app: ASGIApp, toolbox: Toolbox, tokens: BearerTokens | None) -> ASGIApp:
