@@ -21,7 +21,8 @@ a loop, each of:
 - ``result_flood``: runs whose 200,000-character output is kept as a stored result.
 
 Goal (the hardening issue): the bystander's p95 stays within 5x its solo p95 and under 250 ms in
-every case.
+every case. The solo p95 each attack is compared with is measured right before that attack (the
+first one is reported as "alone").
 
     uv run python bench/bystander.py            # table
     uv run python bench/bystander.py --json     # {"solo": {...}, "attacks": {...}, "goal_met": bool}
@@ -165,6 +166,10 @@ async def _measure(url: str, server: psutil.Process, n: int, only: list[str]) ->
         solo = await _bystander(bystander, n)
         report["solo"] = {"p50_ms": round(_pct(solo, 0.5), 2), "p95_ms": round(_pct(solo, 0.95), 2), "n": n}
         for name in only:
+            # The reference is measured again right before each attack: an earlier attack can leave
+            # the server in another state (the relist attack leaves a 3,000-tool namespace that the
+            # bystander imports), which the first solo figure would charge to the later attacks.
+            alone = _pct(await _bystander(bystander, n), 0.95)
             peak = [server.memory_info().rss]
             out = bytearray()
             attacker = await anyio.open_process(
@@ -198,8 +203,9 @@ async def _measure(url: str, server: psutil.Process, n: int, only: list[str]) ->
                 "p50_ms": round(_pct(lat, 0.5), 2),
                 "p95_ms": round(p95, 2),
                 "max_ms": round(max(lat), 2),
-                "ratio_p95": round(p95 / report["solo"]["p95_ms"], 2),
-                "goal_met": p95 <= 5 * report["solo"]["p95_ms"] and p95 < 250,
+                "solo_p95_ms": round(alone, 2),
+                "ratio_p95": round(p95 / alone, 2),
+                "goal_met": p95 <= 5 * alone and p95 < 250,
                 "attacker_rounds": len(rounds),
                 "attacker_outcomes": sorted(set(" ".join(rounds).replace("mcp error", "mcp_error").split())),
                 "server_peak_rss_mb": round(peak_rss / 2**20, 1),
@@ -256,14 +262,16 @@ def main() -> int:
 
     solo = report["solo"]
     table = Table(
-        "case", "p50 ms", "p95 ms", "max ms", "p95 / solo p95", "goal", "attacker outcomes", "server RSS MB",
+        "case", "p50 ms", "p95 ms", "max ms", "solo p95 ms", "p95 / solo p95", "goal", "attacker outcomes",
+        "server RSS MB",
         title=f"bystander `__out = 6 * 7`, checked (n={solo['n']}); goal: p95 <= 5x solo and < 250 ms",
         title_justify="left",
     )  # fmt: skip
-    table.add_row("alone", f"{solo['p50_ms']:.1f}", f"{solo['p95_ms']:.1f}", "", "1.0", "", "", "")
+    table.add_row("alone", f"{solo['p50_ms']:.1f}", f"{solo['p95_ms']:.1f}", "", "", "1.0", "", "", "")
     for name, a in report["attacks"].items():
         table.add_row(
-            name, f"{a['p50_ms']:.1f}", f"{a['p95_ms']:.1f}", f"{a['max_ms']:.1f}", f"{a['ratio_p95']:.1f}",
+            name, f"{a['p50_ms']:.1f}", f"{a['p95_ms']:.1f}", f"{a['max_ms']:.1f}", f"{a['solo_p95_ms']:.1f}",
+            f"{a['ratio_p95']:.1f}",
             "met" if a["goal_met"] else "MISSED", ", ".join(a["attacker_outcomes"]), f"{a['server_peak_rss_mb']:.0f}",
         )  # fmt: skip
     Console(width=160).print(table)
