@@ -50,6 +50,7 @@ def url(tmp_path: Path, files_dir: Path, state: dict[str, Any]) -> Iterator[str]
                 "max_paused_runs": 2,
             },
             "snippets": {"max_per_caller": 2},
+            "results": {"max_per_caller": 2},
             "state": state,
         },
     }
@@ -245,3 +246,23 @@ async def test_a_session_run_while_another_is_paused_is_refused_and_loses_nothin
     await _ok(url, "bob", "resume_execution", {"execution_id": eid, "decision": "approve"})
     assert (await _ok(url, "bob", "execute_code", {"code": "__out = n", "session": "work"}))["value"] == 2
     assert (await _ok(url, "alice", "execute_code", {"code": "__out = n", "session": "work"}))["value"] == 7
+
+
+async def test_stored_results_count_against_their_own_callers_quota(url: str) -> None:
+    big = {"code": "print('x' * 60_000)", "options": {"max_output_chars": 2_000}}
+
+    async def keep(who: str) -> str:
+        out = await _ok(url, who, "execute_code", big)
+        [stored] = out["stored"]
+        return str(stored["ref"])
+
+    alices = await keep("alice")
+    bobs = [await keep("bob") for _ in range(3)]
+    failed, out = await _call(url, "bob", "read_result", {"ref": bobs[0]})
+    assert failed and out["error"]["code"] == "invalid_arguments", out  # bob's oldest made room
+    for ref in bobs[1:]:
+        assert (await _ok(url, "bob", "read_result", {"ref": ref, "limit": 10}))["text"] == "x" * 10
+    # Bob's results never pushed alice's out, and neither reads the other's.
+    assert (await _ok(url, "alice", "read_result", {"ref": alices, "limit": 10}))["text"] == "x" * 10
+    failed, out = await _call(url, "alice", "read_result", {"ref": bobs[2]})
+    assert failed and out["error"]["code"] == "invalid_arguments", out
