@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx2
 import pytest
 from mcp import Client
@@ -64,6 +65,51 @@ async def test_only_an_operator_approves_quarantined_tools(
         failed, out = await _call(server.url, ALICE, "approve_tools", {"tools": ["time:*"]})
         assert not failed, out
         failed, out = await _call(server.url, BOB, "run_tool", call)
+        assert not failed, out
+    finally:
+        server.stop()
+
+
+@pytest.mark.parametrize("store", ["sqlite", "redis"])
+async def test_a_tool_whose_title_changes_is_quarantined_until_an_operator_approves_it(
+    tmp_path: Path, store: str, request: pytest.FixtureRequest
+) -> None:
+    from mcp_support import FAULT_SERVER
+
+    state = {"url": str(request.getfixturevalue("redis_url"))} if store == "redis" else {"dir": str(tmp_path / "state")}
+    flag = tmp_path / "changed"
+    config = {
+        "mcpServers": {"faults": {"command": sys.executable, "args": [str(FAULT_SERVER), "--changed-flag", str(flag)]}},
+        "toolcode": {"tools": ["*"], "policy": {"quarantine": True, "operators": ["token:alice"]}, "state": state},
+    }
+    (tmp_path / "mcp.json").write_text(json.dumps(config))
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"alice:{ALICE}\nbob:{BOB}\n")
+    tokens.chmod(0o600)
+    env = {k: v for k, v in os.environ.items() if k != "TOOLCODE_HTTP_TOKENS"}
+    argv = [sys.executable, "-m", "toolcode.cli", "serve", "--config", str(tmp_path / "mcp.json")]
+    argv += ["--http", "127.0.0.1:{port}", "--token-file", str(tokens)]
+    server = start_http_server(argv, ready="listening on", env=env, timeout=60)
+    echo = {"tool_id": "faults:echo", "args": {"text": "hi"}}
+    try:
+        failed, out = await _call(server.url, ALICE, "approve_tools", {"tools": ["faults:*"]})
+        assert not failed, out
+        failed, out = await _call(server.url, BOB, "run_tool", echo)
+        assert not failed, out
+        # Only the title changes, into an instruction; a call that makes the server re-list announces it.
+        flag.write_text("title")
+        failed, out = await _call(server.url, BOB, "run_tool", {"tool_id": "faults:add_tool", "args": {"name": "x"}})
+        assert not failed, out
+        with anyio.fail_after(60):  # a hang bound: the re-list follows the announcement
+            while not (await _call(server.url, BOB, "run_tool", echo))[0]:  # noqa: ASYNC110 - polls another process
+                await anyio.sleep(0.1)
+        failed, out = await _call(server.url, BOB, "run_tool", echo)
+        assert failed and out["error"]["code"] == "not_allowed" and "quarantined" in out["error"]["message"], out
+        failed, out = await _call(server.url, BOB, "approve_tools", {"tools": ["faults:echo"]})
+        assert failed and out["error"]["code"] == "not_allowed", out
+        failed, out = await _call(server.url, ALICE, "approve_tools", {"tools": ["faults:echo"]})
+        assert not failed, out
+        failed, out = await _call(server.url, BOB, "run_tool", echo)
         assert not failed, out
     finally:
         server.stop()
