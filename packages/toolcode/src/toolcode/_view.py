@@ -14,6 +14,7 @@ tools answers ``server_unavailable`` with the reason instead of ``unknown_tool``
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence, Set
 from typing import cast
 
@@ -168,9 +169,10 @@ class CatalogView:
 
     def namespaces(self) -> list[NamespaceInfo]:
         """Visible namespaces, sorted by name (a count leaves out the tools hidden from this caller)."""
+        hidden = Counter(i.split(":", 1)[0] for i in self._hidden)
         out: list[NamespaceInfo] = []
         for n in self.index.namespaces():
-            gone = sum(1 for i in self._hidden if i.startswith(n.name + ":")) if self._hidden else 0
+            gone = hidden[n.name]
             if self.visible(n.name) and n.tool_count > gone:
                 out.append(n.model_copy(update={"tool_count": n.tool_count - gone}) if gone else n)
         return out
