@@ -14,7 +14,7 @@ import httpx2
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-from mcp_support import start_http_server
+from mcp_support import RunningServer, start_http_server
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
@@ -29,6 +29,18 @@ async def _call(url: str, token: str, tool: str, args: dict[str, Any]) -> tuple[
     ):
         res = await client.call_tool(tool, args)
         return bool(res.is_error), dict(res.structured_content or {})
+
+
+def _serve(tmp_path: Path, config: dict[str, Any]) -> RunningServer:
+    """A real `toolcode serve --http` with this config, alice's and bob's tokens."""
+    (tmp_path / "mcp.json").write_text(json.dumps(config))
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"alice:{ALICE}\nbob:{BOB}\n")
+    tokens.chmod(0o600)
+    env = {k: v for k, v in os.environ.items() if k != "TOOLCODE_HTTP_TOKENS"}
+    argv = [sys.executable, "-m", "toolcode.cli", "serve", "--config", str(tmp_path / "mcp.json")]
+    argv += ["--http", "127.0.0.1:{port}", "--token-file", str(tokens)]
+    return start_http_server(argv, ready="listening on", env=env, timeout=60)
 
 
 @pytest.mark.parametrize("store", ["sqlite", "redis"])
@@ -46,14 +58,7 @@ async def test_only_an_operator_approves_quarantined_tools(
             "state": state,
         },
     }
-    (tmp_path / "mcp.json").write_text(json.dumps(config))
-    tokens = tmp_path / "tokens"
-    tokens.write_text(f"alice:{ALICE}\nbob:{BOB}\n")
-    tokens.chmod(0o600)
-    env = {k: v for k, v in os.environ.items() if k != "TOOLCODE_HTTP_TOKENS"}
-    argv = [sys.executable, "-m", "toolcode.cli", "serve", "--config", str(tmp_path / "mcp.json")]
-    argv += ["--http", "127.0.0.1:{port}", "--token-file", str(tokens)]
-    server = start_http_server(argv, ready="listening on", env=env, timeout=60)
+    server = _serve(tmp_path, config)
     try:
         call = {"tool_id": "time:get_current_time", "args": {"timezone": "UTC"}}
         failed, out = await _call(server.url, BOB, "run_tool", call)
@@ -82,14 +87,7 @@ async def test_a_tool_whose_title_changes_is_quarantined_until_an_operator_appro
         "mcpServers": {"faults": {"command": sys.executable, "args": [str(FAULT_SERVER), "--changed-flag", str(flag)]}},
         "toolcode": {"tools": ["*"], "policy": {"quarantine": True, "operators": ["token:alice"]}, "state": state},
     }
-    (tmp_path / "mcp.json").write_text(json.dumps(config))
-    tokens = tmp_path / "tokens"
-    tokens.write_text(f"alice:{ALICE}\nbob:{BOB}\n")
-    tokens.chmod(0o600)
-    env = {k: v for k, v in os.environ.items() if k != "TOOLCODE_HTTP_TOKENS"}
-    argv = [sys.executable, "-m", "toolcode.cli", "serve", "--config", str(tmp_path / "mcp.json")]
-    argv += ["--http", "127.0.0.1:{port}", "--token-file", str(tokens)]
-    server = start_http_server(argv, ready="listening on", env=env, timeout=60)
+    server = _serve(tmp_path, config)
     echo = {"tool_id": "faults:echo", "args": {"text": "hi"}}
     try:
         failed, out = await _call(server.url, ALICE, "approve_tools", {"tools": ["faults:*"]})
