@@ -14,19 +14,20 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 import anyio
 
 from toolcode._core import CodeMode
+from toolcode._data import as_mapping, is_list
 from toolcode._options import ExecuteOptions
 from toolcode._services import Services, Stores
-from toolcode._settings import Settings, StateSettings, load_settings
+from toolcode._settings import Settings, StateSettings, load_settings, read_config
 from toolcode._shapes import ShapeSync
 from toolcode._types import Engine, ExecuteResult, ToolCallRecord
 from toolcode.exceptions import ConfigurationError, StateUnavailableError
@@ -198,23 +199,31 @@ class Toolbox:
         backends: list[Backend] = []
         data: Mapping[str, Any] | None = None
         if config is not None:
-            data = _read(config)
+            data = read_config(config)
             # Relative OpenAPI document paths start from the config file's folder.
             base_dir = None if isinstance(config, Mapping) else Path(config).absolute().parent
             backends.extend(backends_from_config(load_config(data, base_dir=base_dir)))
         chosen = settings if settings is not None else load_settings(data)
-        excludes = [*chosen.exclude, *_server_excludes(data)]
-        if excludes != list(chosen.exclude):
-            chosen = chosen.model_copy(update={"exclude": tuple(excludes)})
-        early = _server_switches(data, chosen.policy.speculate)
-        if early != chosen.policy.speculate:
-            chosen = chosen.model_copy(update={"policy": chosen.policy.model_copy(update={"speculate": early})})
-        backends.extend(extra_backends)
+        excludes, early = list(chosen.exclude), dict(chosen.policy.speculate)
+        # Inside a server's entry, "exclude": ["delete_*"] hides that server's tools by name, and
+        # "speculate": false starts none of its reads before the code reaches them.
+        for name, raw in _server_entries(data, "exclude"):
+            if not is_list(raw) or not all(isinstance(g, str) for g in raw):
+                raise ConfigurationError(f"mcpServers.{name}.exclude", "must be a list of tool-name globs")
+            excludes.extend(f"{name}:{g}" for g in raw)
+        for name, raw in _server_entries(data, "speculate"):
+            if not isinstance(raw, bool):
+                raise ConfigurationError(f"mcpServers.{name}.speculate", "must be true or false")
+            early.setdefault(f"{name}:*", raw)
+        update: dict[str, Any] = {
+            "exclude": tuple(excludes),
+            "policy": chosen.policy.model_copy(update={"speculate": early}),
+        }
         if state is not None:
-            chosen = chosen.model_copy(update={"state": state})
+            update["state"] = state
         if strict:
-            chosen = chosen.model_copy(update={"strict": True})
-        return cls(backends, settings=chosen, engine=engine)
+            update["strict"] = True
+        return cls([*backends, *extra_backends], settings=chosen.model_copy(update=update), engine=engine)
 
     @property
     def backends(self) -> list[Backend]:
@@ -400,52 +409,9 @@ def _open_state(settings: Settings) -> StateStore:
         return MemoryStateStore()
 
 
-def _read(config: str | os.PathLike[str] | Mapping[str, Any]) -> Mapping[str, Any]:
-    import json
-
-    from toolcode.exceptions import clip
-
-    if isinstance(config, Mapping):
-        return config
-    path = Path(config)
-    try:
-        data: Any = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as e:
-        raise ConfigurationError("config", f"cannot read {clip(str(path))!r}: {e.strerror or e}") from e
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ConfigurationError("config", f"{clip(str(path))!r} is not valid UTF-8 JSON: {clip(str(e))}") from e
-    if not isinstance(data, Mapping):
-        raise ConfigurationError("config", f"must be a JSON object, got {type(data).__name__}")
-    return cast("Mapping[str, Any]", data)
-
-
-def _server_switches(data: Mapping[str, Any] | None, given: Mapping[str, bool]) -> dict[str, bool]:
-    # ``"speculate": false`` inside a server's entry: none of its reads start before the code reaches them.
-    servers: Any = data.get("mcpServers") if data is not None else None
-    out = dict(given)
-    for name, entry in cast("Mapping[str, Any]", servers).items() if isinstance(servers, Mapping) else ():
-        raw: Any = cast("Mapping[str, Any]", entry).get("speculate") if isinstance(entry, Mapping) else None
-        if raw is None:
-            continue
-        if not isinstance(raw, bool):
-            raise ConfigurationError(f"mcpServers.{name}.speculate", "must be true or false")
-        out.setdefault(f"{name}:*", raw)
-    return out
-
-
-def _server_excludes(data: Mapping[str, Any] | None) -> list[str]:
-    # ``"exclude": ["delete_*"]`` inside a server's entry: globs of that server's tool names.
-    if data is None:
-        return []
-    servers = data.get("mcpServers")
-    if not isinstance(servers, Mapping):
-        return []
-    out: list[str] = []
-    for name, entry in cast("Mapping[str, Any]", servers).items():
-        raw: Any = cast("Mapping[str, Any]", entry).get("exclude") if isinstance(entry, Mapping) else None
-        if raw is None:
-            continue
-        if not isinstance(raw, list) or not all(isinstance(g, str) for g in raw):  # pyright: ignore[reportUnknownVariableType]
-            raise ConfigurationError(f"mcpServers.{name}.exclude", "must be a list of tool-name globs")
-        out.extend(f"{name}:{g}" for g in cast("list[str]", raw))
-    return out
+def _server_entries(data: Mapping[str, Any] | None, key: str) -> Iterator[tuple[str, Any]]:
+    """``(server name, value)`` of each ``mcpServers`` entry that sets ``key``."""
+    servers = as_mapping(data.get("mcpServers")) if data is not None else None
+    for name, entry in (servers or {}).items():
+        if (raw := (as_mapping(entry) or {}).get(key)) is not None:
+            yield str(name), raw

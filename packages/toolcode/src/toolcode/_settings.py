@@ -41,6 +41,7 @@ __all__ = [
     "Tier",
     "WorkerSettings",
     "load_settings",
+    "read_config",
 ]
 
 META_TOOLS: Final = (
@@ -392,6 +393,26 @@ def _expand(data: Any, env: Mapping[str, str], path: str) -> Any:
     return data
 
 
+def read_config(source: str | os.PathLike[str] | Mapping[str, Any]) -> Mapping[str, Any]:
+    """The config file's JSON object (a mapping is taken as it is).
+
+    Raises:
+        ConfigurationError: If the file cannot be read, is not UTF-8 JSON, or is not an object.
+    """
+    if isinstance(source, Mapping):
+        return source
+    path = Path(source)
+    try:
+        data: Any = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise ConfigurationError("config", f"cannot read {clip(str(path))!r}: {e.strerror or e}") from e
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ConfigurationError("config", f"{clip(str(path))!r} is not valid UTF-8 JSON: {clip(str(e))}") from e
+    if (config := as_mapping(data)) is None:
+        raise ConfigurationError("config", f"must be a JSON object, got {type(data).__name__}")
+    return config
+
+
 def load_settings(
     source: str | os.PathLike[str] | Mapping[str, Any] | None, *, env: Mapping[str, str] | None = None
 ) -> Settings:
@@ -408,22 +429,7 @@ def load_settings(
         ConfigurationError: If the file cannot be read or the section is invalid; names the
             key (e.g. ``toolcode.limits.timeout``) and never echoes a value.
     """
-    if source is None:
-        return Settings()
-    if isinstance(source, Mapping):
-        data: Any = source
-    else:
-        path = Path(source)
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except OSError as e:
-            raise ConfigurationError("config", f"cannot read {clip(str(path))!r}: {e.strerror or e}") from e
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise ConfigurationError("config", f"{clip(str(path))!r} is not valid UTF-8 JSON: {clip(str(e))}") from e
-    config = as_mapping(data)
-    if config is None:
-        raise ConfigurationError("config", f"must be a JSON object, got {type(data).__name__}")
-    section = config.get("toolcode")
+    section = read_config(source).get("toolcode") if source is not None else None
     if section is None:
         return Settings()
     if (values := as_mapping(section)) is None:
