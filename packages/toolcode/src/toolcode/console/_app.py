@@ -38,6 +38,7 @@ _HEADERS: Final = [
     (b"cache-control", b"no-store"),
 ]
 _MAX_FORM: Final = 64 * 1024
+_STALE: Final = "The form is stale or was not sent from this site."
 _LOOK_AGAIN_S: Final = 2.0
 """How often the live list looks again without a nudge (runs paused by another process sharing the store)."""
 _STATIC: Final = {
@@ -59,8 +60,8 @@ async def _home(_request: Request) -> Response:
     return RedirectResponse(CONSOLE_PATH + "/runs", 303)
 
 
-def _html_page(text: str, status: int = 200) -> HTMLResponse:
-    return HTMLResponse(text, status_code=status)
+def _message(viewer: Viewer | None, title: str, text: str, status: int = 200) -> HTMLResponse:
+    return HTMLResponse(_html.message(viewer, title, text), status)
 
 
 class Console:
@@ -120,31 +121,31 @@ class Console:
             if viewer is None:
                 if request.method == "GET" and not request.url.path.endswith((".jsonl", "/events")):
                     return RedirectResponse(CONSOLE_PATH + "/signin", 303)
-                return _html_page(_html.message(None, "Sign in first", "This needs a signed-in session."), 401)
+                return _message(None, "Sign in first", "This needs a signed-in session.", 401)
             try:
                 return await handler(request, viewer)
             except InvalidArgumentsError as e:
-                return _html_page(_html.message(viewer, "Not found", e.reason), 404)
+                return _message(viewer, "Not found", e.reason, 404)
             except StateUnavailableError as e:
-                return _html_page(_html.message(viewer, "State store unavailable", str(e)), 503)
+                return _message(viewer, "State store unavailable", str(e), 503)
             except ToolCodeError as e:  # not_allowed: another caller's, or an operator's action
-                return _html_page(_html.message(viewer, "Not allowed", str(e)), 403)
+                return _message(viewer, "Not allowed", str(e), 403)
 
         return endpoint
 
     async def _signin_form(self, request: Request, *, failed: bool = False) -> Response:
         pre = secrets.token_urlsafe(32)
         page = _html.signin(pre, failed=failed, open_door=self.signins.tokens is None)
-        response = _html_page(page, 401 if failed else 200)
+        response = HTMLResponse(page, 401 if failed else 200)
         set_cookie(response, request, PRE_COOKIE, pre, 600)
         return response
 
     async def _signin(self, request: Request) -> Response:
         form = await _form(request)
         if form is None or "origin" not in request.headers:
-            return _html_page(_html.message(None, "Refused", "This form must be sent from the sign-in page."), 403)
+            return _message(None, "Refused", "This form must be sent from the sign-in page.", 403)
         if not same(form.get("csrf", ""), request.cookies.get(PRE_COOKIE, "")):
-            return _html_page(_html.message(None, "Refused", "The sign-in form expired; open it again."), 403)
+            return _message(None, "Refused", "The sign-in form expired; open it again.", 403)
         sid = self.signins.sign_in(form.get("token", ""))
         if sid is None:
             return await self._signin_form(request, failed=True)
@@ -178,24 +179,22 @@ class Console:
         return [_html.run_row(r, self.views.who(r.owner)) for r in await self.views.runs(viewer)]
 
     async def _runs(self, request: Request, viewer: Viewer) -> Response:
-        return _html_page(_html.runs(viewer, await self._rows(viewer)))
+        return HTMLResponse(_html.runs(viewer, await self._rows(viewer)))
 
     async def _run(self, request: Request, viewer: Viewer) -> Response:
         run = await self.views.run(viewer, request.path_params["execution_id"])
         about = {p.tool_id: self.views.description(p.tool_id) for p in run.pending}
-        return _html_page(_html.run(viewer, run, self.views.who(run.owner), about))
+        return HTMLResponse(_html.run(viewer, run, self.views.who(run.owner), about))
 
     async def _decide(self, request: Request, viewer: Viewer) -> Response:
         form = await self._posted(request, viewer)
         if form is None:
-            return _html_page(
-                _html.message(viewer, "Refused", "The form is stale or was not sent from this site."), 403
-            )
+            return _message(viewer, "Refused", _STALE, 403)
         decision = form.get("decision", "")
         out = await self.views.decide(viewer, request.path_params["execution_id"], decision)
         if out.error is not None and out.error.code == "invalid_arguments":
-            return _html_page(_html.message(viewer, "Not decided", out.error.message), 404)
-        return _html_page(_html.decided(viewer, decision, out))
+            return _message(viewer, "Not decided", out.error.message, 404)
+        return HTMLResponse(_html.decided(viewer, decision, out))
 
     async def _events(self, request: Request, viewer: Viewer) -> Response:
         paused = self.views.stores.paused
@@ -226,14 +225,12 @@ class Console:
     async def _quarantine(self, request: Request, viewer: Viewer) -> Response:
         enabled = self.views.stores.quarantine is not None
         changes = await self.views.quarantine() if enabled else []
-        return _html_page(_html.quarantine(viewer, changes, enabled=enabled))
+        return HTMLResponse(_html.quarantine(viewer, changes, enabled=enabled))
 
     async def _quarantine_act(self, request: Request, viewer: Viewer) -> Response:
         form = await self._posted(request, viewer)
         if form is None:
-            return _html_page(
-                _html.message(viewer, "Refused", "The form is stale or was not sent from this site."), 403
-            )
+            return _message(viewer, "Refused", _STALE, 403)
         tool_id = form.get("tool_id", "")
         if form.get("action") == "approve":
             approved = await self.views.approve_tool(viewer, tool_id)
@@ -241,11 +238,11 @@ class Console:
         else:
             await self.views.keep_blocked(viewer, tool_id)
             text = f"{tool_id} stays blocked."
-        return _html_page(_html.message(viewer, "Quarantine", text))
+        return _message(viewer, "Quarantine", text)
 
     async def _audit(self, request: Request, viewer: Viewer) -> Response:
         f = AuditFilter.of(request.query_params, viewer)
-        return _html_page(_html.audit(viewer, f, await self.views.audit(f)))
+        return HTMLResponse(_html.audit(viewer, f, await self.views.audit(f)))
 
     async def _export(self, request: Request, viewer: Viewer) -> Response:
         entries = await self.views.audit(AuditFilter.of(request.query_params, viewer))
@@ -254,7 +251,7 @@ class Console:
         return Response(body, media_type="application/x-ndjson", headers=headers)
 
     async def _state(self, request: Request, viewer: Viewer) -> Response:
-        return _html_page(_html.state(viewer, await self.views.state(viewer), self._settings))
+        return HTMLResponse(_html.state(viewer, await self.views.state(viewer), self._settings))
 
 
 async def _form(request: Request) -> dict[str, str] | None:
