@@ -28,6 +28,7 @@ from toolcode._metatools import (
     input_schema,
     parse_arguments,
 )
+from toolcode._modules import every_tool
 from toolcode._snippets import NAMESPACE as SNIPPETS_NAMESPACE
 from toolcode.calls import Asker
 from toolcode.exceptions import InvalidArgumentsError, ToolCodeError, clip
@@ -104,23 +105,16 @@ def exposed_tools(
         return len(name) <= max_name and all(c.isascii() and (c.isalnum() or c in punctuation) for c in name)
 
     by_name: dict[str, list[Tool]] = {}
-    view = codemode.view()
-    cursor: str | None = None
-    while True:
-        page = view.list_tools(cursor=cursor, limit=1000, namespace=None)
-        for tool in page.tools:
-            if tool.namespace == SNIPPETS_NAMESPACE:
-                continue  # upstream tools only: saved snippets are written by callers, not reviewed servers
-            if not any(fnmatch.fnmatchcase(tool.key, p) or fnmatch.fnmatchcase(tool.id, p) for p in patterns):
-                continue
-            key = f"{tool.namespace}{EXPOSED_SEPARATOR}{tool.name}"
-            if valid(key):
-                by_name.setdefault(key, []).append(tool)
-            else:
-                collisions.append(f"{tool.id}: {clip(key, 80)!r} is not a valid tool name here; not exposed")
-        if page.next_cursor is None:
-            break
-        cursor = page.next_cursor
+    for tool in every_tool(codemode.view()):
+        if tool.namespace == SNIPPETS_NAMESPACE:
+            continue  # upstream tools only: saved snippets are written by callers, not reviewed servers
+        if not any(fnmatch.fnmatchcase(tool.key, p) or fnmatch.fnmatchcase(tool.id, p) for p in patterns):
+            continue
+        key = f"{tool.namespace}{EXPOSED_SEPARATOR}{tool.name}"
+        if valid(key):
+            by_name.setdefault(key, []).append(tool)
+        else:
+            collisions.append(f"{tool.id}: {clip(key, 80)!r} is not a valid tool name here; not exposed")
     out: dict[str, Tool] = {}
     for key, tools in by_name.items():
         if len(tools) == 1 and key not in reserved:

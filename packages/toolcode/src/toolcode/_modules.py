@@ -26,10 +26,11 @@ from __future__ import annotations
 import dataclasses
 import keyword
 import sys
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from toolcode._view import CatalogView
 from tooldocs import RENDER_TIERS, Budgets, RenderOptions, py_identifier, render_module
 from toolindex import Index, Tool
 
@@ -40,6 +41,7 @@ __all__ = [
     "ModuleFunction",
     "NamespaceModule",
     "ToolModules",
+    "every_tool",
     "function_names",
     "module_names",
     "positional_message",
@@ -230,16 +232,6 @@ class ToolModules:
         name = next((f for f, fn in self.functions(tool.namespace).items() if fn == wanted), None)
         return (module, name) if name is not None else None
 
-    def _tools(self, namespace: str) -> list[Tool]:
-        out: list[Tool] = []
-        cursor: str | None = None
-        while True:
-            page = self._index.list_tools(cursor=cursor, limit=1000, namespace=namespace)
-            out.extend(page.tools)
-            if page.next_cursor is None:
-                return out
-            cursor = page.next_cursor
-
     def functions(self, namespace: str) -> dict[str, ModuleFunction]:
         """``{function name: ModuleFunction}`` of a namespace's module, the awaitable forms included.
 
@@ -248,7 +240,7 @@ class ToolModules:
         self._current()
         hit = self._functions.get(namespace)
         if hit is None:
-            hit = _function_map(function_names(self._tools(namespace)))
+            hit = _function_map(function_names(list(every_tool(self._index, namespace))))
             self._functions[namespace] = hit
         return hit
 
@@ -282,7 +274,7 @@ class ToolModules:
         name = self._names.get(namespace)
         if name is None:
             return None
-        tools = self._tools(namespace)
+        tools = list(every_tool(self._index, namespace))
         names = function_names(tools)
         rendered = render_module(
             tools, function_names=names, reserved=_RESERVED, tiers=self._tiers, fit=self._fit - _HEADER_ROOM
@@ -349,6 +341,16 @@ class ToolModules:
             f"describe_tool(id) shows each of these tools:\n# {listing}"
         )
         return "\n\n\n".join(parts) + "\n\n\n" + note[: max(0, max_chars - used - 6)] + "\n"
+
+
+def every_tool(catalog: Index | CatalogView, namespace: str | None = None) -> Iterator[Tool]:
+    """Every tool of ``catalog`` (of one ``namespace``), in id order, read a page at a time."""
+    cursor: str | None = None
+    while True:
+        page = catalog.list_tools(cursor=cursor, limit=1000, namespace=namespace)
+        yield from page.tools
+        if (cursor := page.next_cursor) is None:
+            return
 
 
 def positional_message(function: str, count: int) -> str:

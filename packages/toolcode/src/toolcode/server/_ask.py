@@ -22,7 +22,7 @@ from toolcode.models import ExecuteOutcome, PendingCallInfo
 from tooldocs import json_text
 from toolindex.log import get_logger
 
-__all__ = ["asker", "can_ask_by_retry", "continue_by_retry", "decide_now", "input_required"]
+__all__ = ["asker", "can_ask_by_retry", "can_elicit", "continue_by_retry", "decide_now", "input_required"]
 
 log = get_logger("toolcode.server")
 
@@ -69,14 +69,15 @@ def _decision_of(result: types.ElicitResult) -> str:
     return decision if isinstance(decision, str) and decision in DECISIONS else "cancel"
 
 
-def _can_elicit(ctx: ServerRequestContext[Any]) -> bool:
+def can_elicit(ctx: ServerRequestContext[Any]) -> bool:
+    """Whether the client declared MCP elicitation: its user can be asked about a paused run."""
     caps = ctx.session.client_capabilities
     return caps is not None and caps.elicitation is not None
 
 
 def can_ask_by_retry(ctx: ServerRequestContext[Any]) -> bool:
     """2026-07-28: the client asks its user when the result says input is required, then retries."""
-    return _can_elicit(ctx) and not ctx.session.can_send_request
+    return can_elicit(ctx) and not ctx.session.can_send_request
 
 
 async def _elicit(
@@ -94,7 +95,7 @@ async def _elicit(
 
 def asker(ctx: ServerRequestContext[Any]) -> Asker | None:
     """Asks the client's user (MCP elicitation) when the client declared it can; else ``None``."""
-    if not _can_elicit(ctx) or not ctx.session.can_send_request:
+    if not can_elicit(ctx) or not ctx.session.can_send_request:
         return None
 
     async def ask(pending: Sequence[PendingCall], line: int | None) -> tuple[str, str]:

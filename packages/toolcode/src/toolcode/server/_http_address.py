@@ -28,6 +28,17 @@ DEFAULT_PORTS = {"http": 80, "https": 443}
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
 
 
+def _ip(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    try:
+        return ipaddress.ip_address(text)
+    except ValueError:
+        return None
+
+
+def _is_ipv6(text: str) -> bool:
+    return isinstance(_ip(text), ipaddress.IPv6Address)
+
+
 def is_loopback(host: str) -> bool:
     """Whether ``host`` is a loopback address: ``localhost``, any of 127.0.0.0/8, or ``::1``.
 
@@ -37,21 +48,13 @@ def is_loopback(host: str) -> bool:
     Returns:
         ``True`` only for those; any other name, the empty host and wildcard addresses are not.
     """
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
+    ip = _ip(host.strip("[]"))
+    return host.lower() == "localhost" or (ip is not None and ip.is_loopback)
 
 
 def is_wildcard(host: str) -> bool:
-    if not host:
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_unspecified
-    except ValueError:
-        return False
+    ip = _ip(host.strip("[]"))
+    return not host or (ip is not None and ip.is_unspecified)
 
 
 def _parse_port(text: str, value: str) -> int:
@@ -63,9 +66,8 @@ def _parse_port(text: str, value: str) -> int:
 def canon_name(name: str) -> str:
     """Lower case, IP literals in their compressed form (IPv6 in brackets), no trailing dot."""
     name = name.lower()
-    try:
-        ip = ipaddress.ip_address(name[1:-1] if name.startswith("[") and name.endswith("]") else name)
-    except ValueError:
+    ip = _ip(name[1:-1] if name.startswith("[") and name.endswith("]") else name)
+    if ip is None:
         return name.rstrip(".")
     return f"[{ip.compressed}]" if ip.version == 6 else ip.compressed
 
@@ -80,10 +82,8 @@ def split_authority(value: str) -> tuple[str, int | None]:
     if text.startswith("["):
         end = text.find("]")
         name, rest = text[: end + 1], text[end + 1 :]
-        try:
-            ipaddress.IPv6Address(name[1:-1])
-        except ValueError:
-            raise ValueError(f"{clip(value, 80)!r} does not hold an IPv6 address in brackets") from None
+        if not _is_ipv6(name[1:-1]):
+            raise ValueError(f"{clip(value, 80)!r} does not hold an IPv6 address in brackets")
     else:
         name, sep, port = text.partition(":")
         rest = sep + port
@@ -125,10 +125,8 @@ def parse_http_address(value: str) -> tuple[str, int]:
         if end < 0 or value[end + 1 : end + 2] != ":":
             raise ValueError(f"expected [IPv6]:PORT, got {clip(value, 80)!r}")
         host, port_text = value[1:end], value[end + 2 :]
-        try:
-            ipaddress.IPv6Address(host)
-        except ValueError:
-            raise ValueError(f"{clip(host, 80)!r} in brackets is not an IPv6 address") from None
+        if not _is_ipv6(host):
+            raise ValueError(f"{clip(host, 80)!r} in brackets is not an IPv6 address")
         return host, _parse_port(port_text, value)
     host, sep, port_text = value.rpartition(":")
     if not sep:
@@ -146,12 +144,7 @@ def parse_origin(value: str) -> tuple[str, str, int] | None:
     if m is None:
         return None
     scheme, name, port_text = m.group(1), m.group(2), m.group(3)
-    if name.startswith("["):
-        try:
-            ipaddress.IPv6Address(name[1:-1])
-        except ValueError:
-            return None
-    elif not _HOSTNAME_RE.fullmatch(name):
+    if not (_is_ipv6(name[1:-1]) if name.startswith("[") else _HOSTNAME_RE.fullmatch(name)):
         return None
     if port_text is not None:
         port = int(port_text)

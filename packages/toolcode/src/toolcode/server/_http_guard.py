@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from mcp.server import ServerRequestContext
 
@@ -48,6 +48,8 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
+T = TypeVar("T")
+
 CALLER_SCOPE_KEY = "toolcode.caller"
 """ASGI scope key holding the authenticated caller's identity (``str``); absent without tokens."""
 
@@ -55,6 +57,13 @@ CALLER_SCOPE_KEY = "toolcode.caller"
 def _header(scope: Scope, name: bytes) -> list[str]:
     headers: Iterable[tuple[bytes, bytes]] = scope.get("headers") or ()
     return [v.decode("latin-1") for k, v in headers if k.lower() == name]
+
+
+def _checked(field: str, check: Callable[[str], T], values: Iterable[str]) -> list[T]:
+    try:
+        return [check(value) for value in values]
+    except ValueError as exc:
+        raise ConfigurationError(field, str(exc)) from None
 
 
 class HTTPGuard:
@@ -99,24 +108,13 @@ class HTTPGuard:
         self._signs_in = tuple(signs_in)
         self._any_ip_at_port = is_wildcard(host)
         self._port = port
-        rules: set[tuple[str, int | None]] = set()
+        rules = set(_checked("allowed_hosts", split_authority, allowed_hosts))
         if host and not self._any_ip_at_port:
             rules.add((canon_name(host), port))
         if is_loopback(host):
             rules.update((name, port) for name in LOOPBACK_NAMES)
-        for value in allowed_hosts:
-            try:
-                rules.add(split_authority(value))
-            except ValueError as exc:
-                raise ConfigurationError("allowed_hosts", str(exc)) from None
         self._hosts = frozenset(rules)
-        origins: set[str] = set()
-        for value in allowed_origins:
-            try:
-                origins.add(normalize_origin(value))
-            except ValueError as exc:
-                raise ConfigurationError("allowed_origins", str(exc)) from None
-        self._origins = frozenset(origins)
+        self._origins = frozenset(_checked("allowed_origins", normalize_origin, allowed_origins))
 
     def host_allowed(self, value: str) -> bool:
         """Whether a ``Host`` header value is allowed."""

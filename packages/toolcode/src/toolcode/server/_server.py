@@ -29,7 +29,7 @@ from toolcode._metatools import MetaToolReply, as_object, instructions, reply_of
 from toolcode._results import RESULT_URI_PREFIX, result_ref_of_uri
 from toolcode.exceptions import ToolCodeError, clip
 from toolcode.models import ExecuteOutcome, RunToolOutcome, StoredResultInfo
-from toolcode.server._ask import asker, can_ask_by_retry, continue_by_retry, decide_now, input_required
+from toolcode.server._ask import asker, can_ask_by_retry, can_elicit, continue_by_retry, decide_now, input_required
 from toolcode.server._http_guard import http_caller
 from toolcode.server._progress import Progress
 from tooldocs import json_text
@@ -188,8 +188,7 @@ class CodeModeServer:
     ) -> types.ListToolsResult:
         self._remember(ctx)
         listed = self.door.definitions()
-        caps = ctx.session.client_capabilities
-        if caps is not None and caps.elicitation is not None:
+        if can_elicit(ctx):
             # This client's user is asked within execute_code: it does not need the tool (it is
             # still callable, for a run left paused when the user dismissed the question).
             listed = [d for d in listed if d.name not in _ASKED_INLINE]
