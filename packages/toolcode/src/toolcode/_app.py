@@ -244,10 +244,8 @@ class Toolbox:
         """
 
         async def emit(event: ConnectEvent) -> None:
-            if progress is not None:
-                out = progress(event)
-                if out is not None:
-                    await out
+            if progress is not None and (out := progress(event)) is not None:
+                await out
 
         # The runner enters the backends that hold sessions (MCP); it must be entered, and later
         # exited, by the task that owns the toolbox.
@@ -280,19 +278,19 @@ class Toolbox:
             try:
                 tools = await backend.attach(target)
             except (ToolRunError, ToolIndexError) as exc:  # the Backend contract: nothing else escapes attach
-                ms = (time.perf_counter() - started) * 1000
                 # The reason alone: the model reads it as "server 'name' is unavailable: <reason>".
                 reason = exc.reason if isinstance(exc, BackendUnavailableError) else str(exc)
-                self.failed[name] = reason or type(exc).__name__
-                log.warning("toolbox.backend_failed", backend=name, error=self.failed[name])
+                self.failed[name] = reason = reason or type(exc).__name__
+                log.warning("toolbox.backend_failed", backend=name, error=reason)
                 errors.append(exc)
-                await emit(ConnectEvent(name, "failed", error=self.failed[name], duration_ms=ms))
-                return
-            ms = (time.perf_counter() - started) * 1000
-            self.failed.pop(name, None)
-            shown = [t for t in tools if not self.settings.excluded(t.key)]
-            log.info("toolbox.backend_ready", backend=name, tools=len(shown), duration_ms=round(ms, 1))
-            await emit(ConnectEvent(name, "ready", tools=len(shown), duration_ms=ms))
+                event = ConnectEvent(name, "failed", error=reason, duration_ms=(time.perf_counter() - started) * 1000)
+            else:
+                ms = (time.perf_counter() - started) * 1000
+                self.failed.pop(name, None)
+                shown = sum(1 for t in tools if not self.settings.excluded(t.key))
+                log.info("toolbox.backend_ready", backend=name, tools=shown, duration_ms=round(ms, 1))
+                event = ConnectEvent(name, "ready", tools=shown, duration_ms=ms)
+            await emit(event)
 
         async with anyio.create_task_group() as tg:
             for backend in self._backends:

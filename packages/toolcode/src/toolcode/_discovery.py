@@ -58,9 +58,6 @@ async def _maybe_await(value: Any) -> Any:
     return value
 
 
-# -- operations ------------------------------------------------------------------------
-
-
 class Discovery:
     """What one caller (and, inside a run, one run) can find out about the catalog.
 
@@ -109,21 +106,18 @@ class Discovery:
         n = check_int("limit", limit, 1, MAX_SEARCH_LIMIT)
         d = cast("SearchDetail", check_choice("detail", detail, SEARCH_DETAILS))
         ns = check_names("namespaces", namespaces)
-        hits = self.view.search(q, limit=n, namespaces=ns)
-        out: list[SearchHitEntry] = []
-        for h in hits:
-            signature = self._signature_text(h.id) if d == "schema" else None
-            out.append(
-                SearchHitEntry(
-                    id=h.id,
-                    namespace=h.namespace,
-                    name=h.name,
-                    score=round(h.score, 3),
-                    summary=self._marked(h.id, h.summary) if d != "name" else None,
-                    signature=signature,
-                    weak=h.weak,
-                )
+        out = [
+            SearchHitEntry(
+                id=h.id,
+                namespace=h.namespace,
+                name=h.name,
+                score=round(h.score, 3),
+                summary=self._marked(h.id, h.summary) if d != "name" else None,
+                signature=self._signature_text(h.id) if d == "schema" else None,
+                weak=h.weak,
             )
+            for h in self.view.search(q, limit=n, namespaces=ns)
+        ]
         return SearchResult(hits=out, hint=self._search_hint(out, ns))
 
     def _search_hint(self, hits: Sequence[SearchHitEntry], namespaces: Sequence[str] | None) -> str | None:
@@ -308,8 +302,6 @@ class Discovery:
         except Exception as e:  # as in describe_tool
             raise ToolError(tid, f"cannot list examples: {type(e).__name__}: {message_of(e)}", "describe") from e
         return ExamplesResult(id=tool.id, examples=[_plain(x) for x in items])
-
-    # -- running --------------------------------------------------------------------
 
 
 def _plain(obj: Any) -> dict[str, Any]:

@@ -36,7 +36,6 @@ from toolindex import Index, Tool
 
 __all__ = [
     "ASYNC_SUFFIX",
-    "CHECKER_RENDER_OPTIONS",
     "PACKAGE",
     "ModuleFunction",
     "NamespaceModule",
@@ -51,17 +50,15 @@ PACKAGE: Final = "tools"
 """The sandbox package that holds one module per namespace."""
 ASYNC_SUFFIX: Final = "_async"
 
-CHECKER_RENDER_OPTIONS: Final = RenderOptions(loose_open_objects=True, untyped_result="Any")
-"""Stubs are rendered so that a type checker never rejects what it cannot know: objects that
-admit undeclared keys are ``dict[str, Any]``, and a result without an output schema is ``Any``."""
-
 CHECKER_TIERS: Final = tuple(
     dataclasses.replace(t, loose_open_objects=True, untyped_result="Any", descriptions=0, field_descriptions=0)
     for t in RENDER_TIERS
 )
-"""The documentation's detail tiers, typed loosely: each tool's stub takes the richest that fits
-the ``schema`` budget, so ``describe_tool`` shows it whole. A more compact tier only drops
-comments or loosens types (``Literal`` to ``str``, deep objects to ``dict``), never tightens them."""
+"""The documentation's detail tiers, typed loosely so that a type checker never rejects what it cannot
+know (objects that admit undeclared keys are ``dict[str, Any]``, a result without an output schema is
+``Any``). Each tool's stub takes the richest tier that fits the ``schema`` budget, so ``describe_tool``
+shows it whole. A more compact tier only drops comments or loosens types (``Literal`` to ``str``, deep
+objects to ``dict``), never tightens them."""
 
 SIGNATURE_BUDGET: Final = Budgets().schema
 """Characters a tool's stub should fit in (the ``schema`` level's budget)."""

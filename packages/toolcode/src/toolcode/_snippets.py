@@ -393,5 +393,3 @@ class SnippetLibrary:
             raise InvalidArgumentsError("input_schema", str(e)) from None
         raw.setdefault("type", "object")
         return raw
-
-    # -- running -------------------------------------------------------------------------
