@@ -66,11 +66,13 @@ __all__ = [
     "as_object",
     "as_operator",
     "call_metatool",
+    "delete_snippet",
     "failure_reply",
     "input_schema",
     "instructions",
     "parse_arguments",
     "reply_of",
+    "reset_session",
 ]
 
 StepListener = Callable[[dict[str, Any]], Awaitable[None]]
@@ -255,12 +257,14 @@ async def call_metatool(
         return failure_reply(exc, codemode)
 
 
-async def _reset_session(cm: CodeMode, a: dict[str, Any], h: _Hooks) -> ResetOutcome:
-    return ResetOutcome(session=str(a.get("session")), reset=await cm.reset_session(a.get("session"), h.caller))
+async def reset_session(cm: CodeMode, session: Any, caller: str | None = None) -> ResetOutcome:
+    """``reset_session`` with the result model every door answers (the core answers a bare bool)."""
+    return ResetOutcome(session=str(session), reset=await cm.reset_session(session, caller))
 
 
-async def _delete_snippet(cm: CodeMode, a: dict[str, Any], h: _Hooks) -> DeleteOutcome:
-    return DeleteOutcome(name=str(a.get("name")), deleted=await cm.delete_snippet(a.get("name"), caller=h.caller))
+async def delete_snippet(cm: CodeMode, name: Any, caller: str | None = None) -> DeleteOutcome:
+    """``delete_snippet`` with the result model every door answers (the core answers a bare bool)."""
+    return DeleteOutcome(name=str(name), deleted=await cm.delete_snippet(name, caller=caller))
 
 
 _OPERATIONS: dict[str, Callable[[CodeMode, dict[str, Any], _Hooks], Awaitable[BaseModel]]] = {
@@ -288,7 +292,7 @@ _OPERATIONS: dict[str, Callable[[CodeMode, dict[str, Any], _Hooks], Awaitable[Ba
         on_print=h.on_print,
     ),
     "list_sessions": lambda cm, a, h: cm.list_sessions(h.caller),
-    "reset_session": _reset_session,
+    "reset_session": lambda cm, a, h: reset_session(cm, a.get("session"), h.caller),
     "save_snippet": lambda cm, a, h: cm.save_snippet(
         a.get("name"),
         a.get("code"),
@@ -298,7 +302,7 @@ _OPERATIONS: dict[str, Callable[[CodeMode, dict[str, Any], _Hooks], Awaitable[Ba
         caller=h.caller,
     ),
     "list_snippets": lambda cm, a, h: cm.list_snippets(caller=h.caller),
-    "delete_snippet": _delete_snippet,
+    "delete_snippet": lambda cm, a, h: delete_snippet(cm, a.get("name"), h.caller),
     "resume_execution": lambda cm, a, h: cm.resume(
         a.get("execution_id"),
         a.get("decision"),

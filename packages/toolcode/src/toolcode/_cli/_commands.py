@@ -38,7 +38,7 @@ from toolcode._cli._common import (
 )
 from toolcode._cli._exec import cmd_exec, cmd_resume
 from toolcode._cli._render import safe
-from toolcode._metatools import DeleteOutcome, ResetOutcome
+from toolcode._metatools import delete_snippet, reset_session
 
 __all__ = ["run_command"]
 
@@ -222,11 +222,7 @@ async def cmd_sessions(args: argparse.Namespace) -> int:
     if args.action == "reset":
         if not args.name:
             raise UsageError("sessions reset needs the session's NAME")
-
-        async def reset(box: Toolbox) -> ResetOutcome:
-            return ResetOutcome(session=args.name, reset=await box.codemode.reset_session(args.name))
-
-        return await operation(args, reset, reply_text)
+        return await operation(args, lambda box: reset_session(box.codemode, args.name), reply_text)
 
     def show(out: Console, r: Any, box: Toolbox) -> None:
         rows = [(e.name, str(e.runs), f"{e.size_bytes:,} B", when(e.last_used), when(e.expires)) for e in r.sessions]
@@ -256,11 +252,7 @@ async def cmd_snippets(args: argparse.Namespace) -> int:
 
         return await operation(args, lambda box: box.codemode.show_snippet(args.name), show)
     if action == "delete":
-
-        async def delete(box: Toolbox) -> DeleteOutcome:
-            return DeleteOutcome(name=args.name, deleted=await box.codemode.delete_snippet(args.name))
-
-        return await operation(args, delete, reply_text)
+        return await operation(args, lambda box: delete_snippet(box.codemode, args.name), reply_text)
     return await operation(args, lambda box: box.codemode.list_snippets(), reply_text)
 
 
