@@ -74,11 +74,8 @@ ConnectProgress = Callable[[ConnectEvent], Awaitable[None] | None]
 
 
 def _backend_name(backend: Backend) -> str:
-    for attr in ("name", "server", "provider_id"):
-        value = getattr(backend, attr, None)
-        if isinstance(value, str) and value:
-            return value
-    return backend.kind
+    names = (getattr(backend, attr, None) for attr in ("name", "server", "provider_id"))
+    return next((n for n in names if isinstance(n, str) and n), backend.kind)
 
 
 class _ExcludingIndex:
