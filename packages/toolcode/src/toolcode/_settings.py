@@ -11,6 +11,7 @@ import fnmatch
 import json
 import os
 from collections.abc import Mapping
+from importlib import resources
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -44,26 +45,10 @@ __all__ = [
     "read_config",
 ]
 
-META_TOOLS: Final = (
-    "search_tools",
-    "describe_tool",
-    "execute_code",
-    "run_tool",
-    "list_tools",
-    "list_namespaces",
-    "list_tool_examples",
-    "run_chain",
-    "list_sessions",
-    "reset_session",
-    "save_snippet",
-    "list_snippets",
-    "delete_snippet",
-    "resume_execution",
-    "list_paused",
-    "approve_tools",
-    "read_result",
+META_TOOLS: Final[tuple[str, ...]] = tuple(
+    json.loads(resources.files("toolcode").joinpath("_metatools.json").read_bytes())["tools"]
 )
-"""Every code-mode tool the MCP server can offer."""
+"""Every code-mode tool the MCP server can offer: the tools ``_metatools.json`` defines, in its order."""
 
 DEFAULT_TOOLS: Final = ("search_tools", "describe_tool", "execute_code", "resume_execution")
 """The tools ``toolcode serve`` lists unless ``toolcode.tools`` says otherwise (kept few: each
