@@ -13,6 +13,7 @@ __all__ = [
     "allowed_host",
     "canon_name",
     "check_bind",
+    "ip_of",
     "is_loopback",
     "is_wildcard",
     "normalize_origin",
@@ -28,7 +29,8 @@ DEFAULT_PORTS = {"http": 80, "https": 443}
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
 
 
-def _ip(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+def ip_of(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """The IP address ``text`` spells (no brackets), or ``None`` when it is not one."""
     try:
         return ipaddress.ip_address(text)
     except ValueError:
@@ -36,7 +38,7 @@ def _ip(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
 
 
 def _is_ipv6(text: str) -> bool:
-    return isinstance(_ip(text), ipaddress.IPv6Address)
+    return isinstance(ip_of(text), ipaddress.IPv6Address)
 
 
 def is_loopback(host: str) -> bool:
@@ -48,12 +50,12 @@ def is_loopback(host: str) -> bool:
     Returns:
         ``True`` only for those; any other name, the empty host and wildcard addresses are not.
     """
-    ip = _ip(host.strip("[]"))
+    ip = ip_of(host.strip("[]"))
     return host.lower() == "localhost" or (ip is not None and ip.is_loopback)
 
 
 def is_wildcard(host: str) -> bool:
-    ip = _ip(host.strip("[]"))
+    ip = ip_of(host.strip("[]"))
     return not host or (ip is not None and ip.is_unspecified)
 
 
@@ -66,7 +68,7 @@ def _parse_port(text: str, value: str) -> int:
 def canon_name(name: str) -> str:
     """Lower case, IP literals in their compressed form (IPv6 in brackets), no trailing dot."""
     name = name.lower()
-    ip = _ip(name[1:-1] if name.startswith("[") and name.endswith("]") else name)
+    ip = ip_of(name[1:-1] if name.startswith("[") and name.endswith("]") else name)
     if ip is None:
         return name.rstrip(".")
     return f"[{ip.compressed}]" if ip.version == 6 else ip.compressed

@@ -18,7 +18,6 @@ identity, put in the ASGI scope under :data:`CALLER_SCOPE_KEY`; request handlers
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping, Sequence
 from typing import Any, TypeVar
 
@@ -29,6 +28,7 @@ from toolcode.server._http_address import (
     DEFAULT_PORTS,
     LOOPBACK_NAMES,
     canon_name,
+    ip_of,
     is_loopback,
     is_wildcard,
     normalize_origin,
@@ -126,13 +126,7 @@ class HTTPGuard:
             return True
         if port is None and (name, 80) in self._hosts:
             return True
-        if self._any_ip_at_port and port == self._port:
-            try:
-                ipaddress.ip_address(name.strip("[]"))
-            except ValueError:
-                return False
-            return True
-        return False
+        return self._any_ip_at_port and port == self._port and ip_of(name.strip("[]")) is not None
 
     def origin_allowed(self, origin: str, host: str) -> bool:
         """Whether an ``Origin`` header value is allowed for a request to ``host`` (its ``Host`` header)."""
