@@ -14,7 +14,7 @@ import glob
 import json
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Final
 
@@ -80,9 +80,7 @@ class AuditFilter:
 
     def query(self, **change: Any) -> dict[str, str]:
         """The query string of this filter with ``change`` applied (for links: another page, the export)."""
-        f = replace(self, **change)
-        items = {"caller": f.caller, "tool": f.tool, "decision": f.decision, "since": f.since, "until": f.until}
-        return {k: v for k, v in items.items() if v} | ({"page": str(f.page)} if f.page else {})
+        return {k: str(v) for k, v in asdict(replace(self, **change)).items() if v}
 
 
 @dataclass(frozen=True, slots=True)
