@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any, Final, cast
 
 from toolcode._checks import bad, check_choice, check_int, check_names, check_str, check_tool_id
+from toolcode._data import as_dict
 from toolcode._errors import as_tool_error, error_info, message_of
 from toolcode._limits import CallBudget
 from toolcode._services import Services
@@ -309,4 +310,4 @@ def _plain(obj: Any) -> dict[str, Any]:
         fn = getattr(obj, attr, None)
         if callable(fn):
             return cast("dict[str, Any]", fn())
-    return cast("dict[str, Any]", obj) if isinstance(obj, dict) else {"value": str(obj)}
+    return d if (d := as_dict(obj)) is not None else {"value": str(obj)}

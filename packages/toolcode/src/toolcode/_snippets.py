@@ -26,10 +26,11 @@ from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, Final, cast
+from typing import Any, Final
 
 import anyio
 
+from toolcode._data import as_mapping
 from toolcode.exceptions import InvalidArgumentsError, LimitExceededError, ToolCodeError, TypeCheckError
 from toolcode.state import StateStore
 from toolindex import BackendRef, Index, Tool
@@ -382,9 +383,9 @@ class SnippetLibrary:
     def _check_schema(schema: Any) -> dict[str, Any]:
         if schema is None:
             return dict(_DEFAULT_SCHEMA)
-        if not isinstance(schema, Mapping):
+        if (given := as_mapping(schema)) is None:
             raise InvalidArgumentsError("input_schema", f"must be a JSON Schema object, got {type(schema).__name__}")
-        raw = dict(cast("Mapping[str, Any]", schema))
+        raw: dict[str, Any] = dict(given)
         if raw.get("type", "object") != "object":
             raise InvalidArgumentsError("input_schema", "must describe an object (the snippet's arguments)")
         try:
