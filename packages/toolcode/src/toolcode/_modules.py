@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from toolcode._view import CatalogView
-from tooldocs import RENDER_TIERS, Budgets, RenderOptions, py_identifier, render_module
+from tooldocs import RENDER_TIERS, Budgets, py_identifier, render_module
 from toolindex import Index, Tool
 
 __all__ = [
@@ -166,17 +166,10 @@ class ToolModules:
 
     Args:
         index: The catalog.
-        tiers: Render options from the richest to the most compact (default :data:`CHECKER_TIERS`);
-            each tool takes the first whose stub fits ``fit`` characters.
-        fit: Characters a tool's stub should fit in (default :data:`SIGNATURE_BUDGET`).
     """
 
-    def __init__(
-        self, index: Index, tiers: Sequence[RenderOptions] = CHECKER_TIERS, fit: int = SIGNATURE_BUDGET
-    ) -> None:
+    def __init__(self, index: Index) -> None:
         self._index = index
-        self._tiers = tuple(tiers)
-        self._fit = fit
         self._version = -1
         self._names: dict[str, str] = {}
         self._by_name: dict[str, str] = {}
@@ -274,7 +267,7 @@ class ToolModules:
         tools = list(every_tool(self._index, namespace))
         names = function_names(tools)
         rendered = render_module(
-            tools, function_names=names, reserved=_RESERVED, tiers=self._tiers, fit=self._fit - _HEADER_ROOM
+            tools, function_names=names, reserved=_RESERVED, tiers=CHECKER_TIERS, fit=SIGNATURE_BUDGET - _HEADER_ROOM
         )
         parts: list[str] = [_STUB_HEAD]
         tool_stubs: dict[str, str] = {}
