@@ -264,9 +264,7 @@ class Toolbox:
                 tg.start_soon(stores.quarantine.keep_in_sync)
             self._stack.callback(tg.cancel_scope.cancel)
         errors: list[BaseException] = []
-        target: Any = self.index
-        if self.settings.exclude:
-            target = _ExcludingIndex(self.index, self.settings.excluded)
+        target: Any = _ExcludingIndex(self.index, self.settings.excluded) if self.settings.exclude else self.index
 
         async def attach(backend: Backend) -> None:
             name = _backend_name(backend)
