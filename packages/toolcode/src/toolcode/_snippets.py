@@ -33,7 +33,7 @@ import anyio
 from toolcode._data import as_mapping
 from toolcode.exceptions import InvalidArgumentsError, LimitExceededError, ToolCodeError, TypeCheckError
 from toolcode.state import StateStore
-from toolindex import BackendRef, Index, Tool
+from toolindex import BackendRef, Index, Tool, ToolIndexError
 from toolindex.log import get_logger
 from toolrun import CompiledSchema, ProviderBackend, ToolRunError
 
@@ -223,9 +223,7 @@ class SnippetLibrary:
         self._hidden.clear()
         try:
             self.index.unregister(f"{NAMESPACE}:{name}")
-        except ToolCodeError:
-            pass
-        except Exception as e:  # the index's own "not found": nothing to hide
+        except ToolIndexError as e:  # not in the catalog: nothing to hide
             _log.debug("snippets.hide_missing", name=name, error=repr(e)[:200])
 
     async def sync(self) -> None:
