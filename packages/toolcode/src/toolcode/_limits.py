@@ -45,6 +45,7 @@ DROPPED_PAYLOAD: Final = "…[truncated trace payload: not kept, the run's allow
 """Stands in for call arguments or results the trace did not keep."""
 _MAX_DEPTH: Final = 200
 _NUMBERS: Final = (int, float, bool)
+_LOG10_2: Final = math.log10(2)
 _PRINTABLE_BITS: Final = 14_000
 """Ints of at most this many bits (about 4,200 digits) print; a longer one may not (``sys.get_int_max_str_digits``)."""
 
@@ -203,9 +204,6 @@ class PayloadBudget:
         if not args:
             return args
         return {"…": DROPPED_PAYLOAD} if self.keep(args) is DROPPED_PAYLOAD else args
-
-
-_LOG10_2 = math.log10(2)
 
 
 def _path_of_bad(value: Any, path: str = "$", depth: int = 0) -> str | None:
