@@ -138,9 +138,7 @@ class Toolbox:
         its entry. Snippets and doors see each as an unavailable namespace (``server_unavailable``)."""
         stores = self.stores = Stores.of(self.state, self.index, self.settings)
         """Sessions, saved snippets, paused runs, stored results, the audit log and the quarantine."""
-        self.runner: DefaultRunner = DefaultRunner(
-            self.index, [*self._backends, stores.snippets.backend], store=self.store
-        )
+        self.runner = DefaultRunner(self.index, [*self._backends, stores.snippets.backend], store=self.store)
         self.services: Services = Services.of(
             self.index,
             self.runner,
