@@ -43,16 +43,6 @@ class _Server(uvicorn.Server):
         self.ready.set()
 
 
-class _StderrLoggers:
-    """structlog logger factory: a print logger on ``sys.stderr`` as it is when each logger is made."""
-
-    def __init__(self, make: Any) -> None:
-        self._make = make
-
-    def __call__(self, *_args: object) -> Any:
-        return self._make(sys.stderr)
-
-
 def log_to_stderr(level: int = logging.INFO) -> None:
     """Send standard-library and structlog logs to stderr, timestamped, at ``level`` (the ``toolcode`` command's setup).
 
@@ -75,6 +65,10 @@ def log_to_stderr(level: int = logging.INFO) -> None:
     structlog: Any = sys.modules.get("structlog")
     if structlog is None:
         return
+
+    def stderr_logger(*_args: object) -> Any:
+        return structlog.PrintLogger(sys.stderr)  # sys.stderr as it is when each logger is made
+
     structlog.configure(
         processors=[
             structlog.processors.add_log_level,
@@ -83,7 +77,7 @@ def log_to_stderr(level: int = logging.INFO) -> None:
             structlog.dev.ConsoleRenderer(colors=False),
         ],
         wrapper_class=structlog.make_filtering_bound_logger(level),
-        logger_factory=_StderrLoggers(structlog.PrintLogger),
+        logger_factory=stderr_logger,
         cache_logger_on_first_use=False,
     )
 
