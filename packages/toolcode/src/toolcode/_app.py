@@ -335,6 +335,14 @@ class Toolbox:
         """
         return self.codemode.observe_tool_calls(callback)
 
+    def resolve(self, tool_id: str) -> str:
+        """The full id of a tool.
+
+        Raises:
+            ToolNotFoundError: If unknown (with the nearest names).
+        """
+        return self.index.get(tool_id).id
+
     async def aclose(self) -> None:
         """Close the executor, the runner and every backend; idempotent."""
         if self._closed:
