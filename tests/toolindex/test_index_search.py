@@ -115,6 +115,32 @@ def test_hits_carry_summary_and_descending_scores() -> None:
     assert first.summary and first.namespace == first.id.split(":")[0] and first.id.endswith(first.name)
 
 
+def test_two_words_one_word_apart_count_as_a_looser_phrase() -> None:
+    # "list all my wallet groups": list_groups is named by "list ... groups" (one word between, once
+    # "all" and "my" are dropped), while add_wallets_to_group holds the adjacent "wallet group". Read
+    # as adjacent pairs only, the query matched the other tool's phrase and not the one it asks for.
+    tools = [
+        ("wallet", "add_wallets_to_group", "Add wallets to a group."),
+        ("wallet", "list_groups", "List all wallet groups."),
+        ("wallet", "get_group", "Details of one wallet group."),
+        ("notes", "create_note", "Create a note with a title and a body."),
+        ("notes", "get_note", "Read a note."),
+        ("notes", "list_notes", "List notes of a folder."),
+        ("notes", "create_new_tag", "Create a new tag for notes."),
+        ("drive", "create_folder", "Create a folder."),
+        ("drive", "list_folders", "List the folders of a directory."),
+        ("drive", "new_file_from_template", "New file from a template in a folder."),
+    ]
+    index = InMemoryIndex()
+    index.register_many(
+        [(Tool.validated(name=n, namespace=ns, description=d), BackendRef.local("f")) for ns, n, d in tools]
+    )
+    assert [h.id for h in index.search("list all my wallet groups", limit=2)] == [
+        "wallet:list_groups",
+        "wallet:add_wallets_to_group",
+    ]
+
+
 def test_typo_tolerance() -> None:
     index = build()
     assert index.search("wether forcast")[0].id == "weather:get_forecast"

@@ -167,6 +167,27 @@ def test_a_multi_step_request_is_also_embedded_clause_by_clause() -> None:
     assert len(query_texts("do the thing now. " * 1000)) <= 1 + semantic_module.MAX_CLAUSES
 
 
+def test_a_quoted_value_is_no_step_of_a_request() -> None:
+    # Its words stay out of the clauses (its full stop ends none), and the whole query keeps them.
+    query = "Email Ana the text 'Rain in Oslo. Stay home', then list my notes"
+    assert query_texts(query) == [query, "Email Ana the text", "list my notes"]
+    # A query that is nothing but a quotation is read as the request it quotes.
+    quoted = '"Find the weather in Paris, then send an email to Ana with it."'
+    assert len(query_texts(quoted)) == 3
+
+
+def test_the_words_of_a_quoted_value_do_not_pull_a_step_to_another_tool() -> None:
+    # The forecast tool only matches the text of the email; the request's steps are the email and
+    # the notes. With the value inside the first clause, that clause's vector leaned to the weather.
+    tools = [*TOOLS, Tool(name="list_notes", namespace="notes", description="List all notes.")]
+    index = build(tools)
+    top = ids(index, "Email Ana the text 'the forecast says rain and wind in Oslo tomorrow', then list my notes")
+    assert set(top[:2]) == {"notes:list_notes", "mail:send_email"}
+    assert top.index("weather:get_forecast") > 1
+    # A request that quotes what it looks for still finds it: the whole query keeps the quotation.
+    assert ids(index, "find a tool to 'play a song on the speaker'")[0] == "music:play_track"
+
+
 def test_a_huge_query_costs_bounded_work() -> None:
     index = build()
     query = "weather " * 500_000  # 4 MB

@@ -6,6 +6,8 @@ name/title word pairs). A term's frequency is length-normalised per field, weigh
 field and summed into one pseudo-frequency, which is then saturated once (so a term
 repeated across fields does not count many times over). On top of that:
 
+- query words pair up like the name/title words: adjacent ones at full weight, two words one
+  word apart at half weight (a looser phrase: "create a new folder" meets ``create_folder``);
 - a coverage factor favours tools that match more of the query's (idf-weighted) terms;
 - query words the index has never seen are expanded to close vocabulary words (typos:
   a deletion-neighbourhood index proposes candidates, rapidfuzz's OSA distance confirms
@@ -215,9 +217,10 @@ def _joined(parts: Iterable[str], limit: int = MAX_FIELD_CHARS) -> str:
     return " ; ".join(out)
 
 
-def _pairs(terms: Sequence[str]) -> list[str]:
-    # Adjacent term pairs; a space cannot occur inside a term, so pairs never collide with words.
-    return [f"{a} {b}" for a, b in itertools.pairwise(terms) if a != b]
+def _pairs(terms: Sequence[str], step: int = 1) -> list[str]:
+    # Term pairs ``step`` apart (1: adjacent); a space cannot occur inside a term, so pairs never
+    # collide with words.
+    return [f"{a} {b}" for a, b in zip(terms, terms[step:], strict=False) if a != b]
 
 
 @dataclass(frozen=True, slots=True)
@@ -684,6 +687,11 @@ class SearchEngine:
         for pair in _pairs(stems):
             if pair in self._df:
                 weights[pair] = 1.0
+        # Two words one word apart ("create a new folder": create_folder) make a looser phrase:
+        # half an adjacent pair's weight (1 / (1 + words between), as sloppy phrase matches count).
+        for pair in _pairs(stems, 2):
+            if pair in self._df and pair not in weights:
+                weights[pair] = 0.5
         # Repeating a word in a query should not double its pull.
         return {t: 1.0 + 0.5 * math.log(w) if w > 1.0 else w for t, w in weights.items()}
 

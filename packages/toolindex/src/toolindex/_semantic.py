@@ -444,17 +444,32 @@ _CLAUSE = re.compile(
 )
 
 
+_LETTER = re.compile(r"[^\W\d_]")
+# A quoted value: text between a pair of quote marks that no letter or digit touches on the
+# outside ("it's" holds none). The text holds no quote mark of its own kind, so each opening
+# mark is read up to the next such mark only: the work stays linear in the query's length.
+_QUOTED = re.compile(
+    r"(?<![^\W_])(?:'[^']{1,500}'|\"[^\"]{1,500}\"|\u2018[^\u2018\u2019]{1,500}\u2019|\u201c[^\u201c\u201d]{1,500}\u201d)(?![^\W_])"
+)
+
+
 def query_texts(query: str) -> list[str]:
     """The texts a query is embedded as: the whole query, then each of its clauses of 3+ words.
 
     A request of several steps ("find X, then do Y and save it to Z") averages into a vector
-    close to none of the tools it needs; each clause alone is close to one of them.
+    close to none of the tools it needs; each clause alone is close to one of them. The clauses
+    are read from the request's own words: a quoted value (a name, a title, a note's text) is an
+    argument of a step, not a step, so it is left out of them (its full stops end no clause and
+    its words do not pull a clause's vector away from the tool the step needs). The whole query
+    keeps it: a request that quotes what it looks for still finds it. A query with no letter
+    outside its quotes is a quotation of the request itself, and its clauses are read from it.
 
     Returns:
         ``[query]``, or ``[query, clause, ...]`` with at most :data:`MAX_CLAUSES` clauses.
     """
     query = query[:MAX_TEXT_CHARS]
-    clauses = [c.strip() for c in _CLAUSE.split(query) if c and c.strip()]
+    own = _QUOTED.sub(" ", query)
+    clauses = [c.strip() for c in _CLAUSE.split(own if _LETTER.search(own) else query) if c and c.strip()]
     clauses = [c for c in clauses if len(c.split()) >= 3]
     if len(clauses) < 2:
         return [query]
