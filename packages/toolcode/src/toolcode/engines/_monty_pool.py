@@ -1,13 +1,19 @@
 """The Monty worker pool: one per event loop, shared by every run, with admission per caller and hot sessions.
 
 A run takes a slot (:meth:`WorkerPool.slot`: at most ``max_processes`` runs at once, at most
-``max_runs_per_caller`` of them for one caller), then a worker (:meth:`WorkerPool.worker`): a fresh
-checkout, or the hot one still holding its session's state. A worker is given back after the run,
-discarded when the run failed, or kept checked out (hot) for the session's next run.
+``max_runs_per_caller`` of them for one caller), then a worker (:meth:`WorkerPool.worker`): the
+spare, the hot one still holding its session's state, or a fresh checkout. A worker is given back
+after the run, discarded when the run failed, or kept checked out (hot) for the session's next run.
+
+Checking a worker out and giving it back are a round trip each to the pool's threads; neither is
+on a run's way: the pool keeps one spare worker checked out for the last run shape (taken by the
+next run of that shape, refilled at once while a process is free), and gives workers back without
+waiting for the pool's answer.
 """
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import functools
 import sys
@@ -68,6 +74,14 @@ class Worker:
 
 
 @dataclass(slots=True)
+class _Spare:
+    shape: Any
+    package: object
+    """The run's module package: compared by identity (a shape holds only its id)."""
+    session: asyncio.Future[pm.AsyncMontySession]
+
+
+@dataclass(slots=True)
 class _Hot:
     session: pm.AsyncMontySession
     holds: tuple[object, ...]
@@ -119,6 +133,9 @@ class WorkerPool:
         self._callers: dict[str, tuple[anyio.Semaphore, int]] = {}
         self._hot: OrderedDict[str, _Hot] = OrderedDict()
         self._closing: list[pm.AsyncMontySession] = []
+        self._spare: _Spare | None = None
+        self._leaving: set[asyncio.Future[Any]] = set()
+        """Give-backs under way (awaited by :meth:`aclose`)."""
 
     async def _get(self) -> pm.AsyncMonty:
         token = anyio.lowlevel.current_token()
@@ -128,6 +145,7 @@ class WorkerPool:
             if self._pool is not None and self._token != token:
                 # The pool's I/O is bound to the loop it was started on; a new loop needs a new pool.
                 old, self._pool = self._pool, None
+                self._drop_spare()
                 try:
                     await old.__aexit__(None, None, None)
                 except Exception as e:  # the old loop is gone; nothing more can be done for it
@@ -182,12 +200,19 @@ class WorkerPool:
 
     @asynccontextmanager
     async def worker(
-        self, checkout: Callable[[], pm.AsyncMontySession], session: SessionState | None, shape: Any, *, hot: bool
+        self,
+        checkout: Callable[[], pm.AsyncMontySession],
+        session: SessionState | None,
+        shape: tuple[Any, object],
+        *,
+        hot: bool,
     ) -> AsyncGenerator[Worker]:
         """A worker for one run: the session's hot one (when ``hot`` allows and its state is current), or a new one.
 
-        After the run it is given back, kept hot for ``session`` when the run set ``keep_hot``, or
-        discarded when the run failed (a worker stopped mid-run is never reused).
+        ``shape`` is what ``checkout`` sets up (settings, the module package): a new worker is the
+        spare when it was checked out for the same shape. After the run it is given back, kept hot
+        for ``session`` when the run set ``keep_hot``, or discarded when the run failed (a worker
+        stopped mid-run is never reused).
         """
         found, holds = None, None
         if session is not None and session.key:
@@ -196,7 +221,7 @@ class WorkerPool:
             # Another server changed the session, the settings differ, or the run starts from another state.
             self._closing.append(found.session)
             found = None
-        worker = Worker(found.session, hot=True) if found is not None else Worker(await checkout().__aenter__())
+        worker = Worker(found.session, hot=True) if found is not None else Worker(await self._fresh(checkout, shape))
         try:
             yield worker
         except BaseException:
@@ -213,7 +238,46 @@ class WorkerPool:
                 self._closing.append(self._hot.pop(next(iter(self._hot))).session)
             await self._close_pending()
         elif worker.session is not None:
-            await worker.session.__aexit__(None, None, None)
+            self._give_back(worker.session)
+
+    async def _fresh(self, checkout: Callable[[], pm.AsyncMontySession], shape: tuple[Any, object]) -> pm.AsyncMontySession:
+        """A new worker: the spare when it fits ``shape``; the next spare is checked out while the run goes on."""
+        spare, self._spare = self._spare, None
+        if spare is not None and (spare.shape != shape[0] or spare.package is not shape[1]):
+            self._give_back_later(spare.session)
+            spare = None
+        # The spare counts as a run: it may be checked out only while a process is free for it.
+        if self._total - self._slots.value + len(self._hot) < self._total:
+            self._spare = _Spare(shape[0], shape[1], asyncio.ensure_future(checkout().__aenter__()))
+        if spare is None:
+            return await checkout().__aenter__()
+        try:
+            return await spare.session
+        except Exception as e:  # the spare could not be checked out (a worker died): take a new one
+            _log.debug("monty.spare_failed", error=repr(e)[:300])
+            return await checkout().__aenter__()
+
+    def _give_back(self, session: pm.AsyncMontySession) -> None:
+        """Give a worker back without waiting for the pool's answer (:meth:`aclose` waits for it)."""
+        done = asyncio.ensure_future(session.__aexit__(None, None, None))
+        self._leaving.add(done)
+        done.add_done_callback(self._left)
+
+    def _give_back_later(self, checking_out: asyncio.Future[pm.AsyncMontySession]) -> None:
+        """Give back a spare whose checkout may still be under way."""
+        self._leaving.add(checking_out)
+        checking_out.add_done_callback(self._left)
+        checking_out.add_done_callback(lambda f: None if f.cancelled() or f.exception() else self._give_back(f.result()))
+
+    def _left(self, done: asyncio.Future[Any]) -> None:
+        self._leaving.discard(done)
+        if not done.cancelled() and (e := done.exception()) is not None:
+            _log.debug("monty.checkout_exit_failed", error=repr(e)[:300])
+
+    def _drop_spare(self) -> None:
+        spare, self._spare = self._spare, None
+        if spare is not None:
+            self._give_back_later(spare.session)
 
     async def _close_pending(self) -> None:
         while self._closing:
@@ -223,7 +287,10 @@ class WorkerPool:
         """Give the hot workers back and shut the pool down; idempotent (a later run starts a new pool)."""
         self._closing.extend(h.session for h in self._hot.values())
         self._hot.clear()
+        self._drop_spare()
         await self._close_pending()
+        while self._leaving:
+            await asyncio.wait(set(self._leaving))
         async with self._lock:
             pool, self._pool = self._pool, None
             if pool is not None:

@@ -190,7 +190,7 @@ class MontyEngine:
         # A session may use modules its earlier runs imported: it always gets the package.
         modules = tools.modules() if PACKAGE in code or params.session is not None else None
         package = self._package(modules) if modules else None
-        shape = (tuple(sorted(limits.items())), timeout, id(package))
+        shape = ((tuple(sorted(limits.items())), timeout, id(package)), package)
         drive = Drive(tools, timeout, self._max_depth, modules)
         session = SessionTurn(params.session, paused, self._max_depth) if params.session is not None else None
 
