@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import AsyncIterator
 
 import anyio
@@ -12,7 +13,20 @@ import psutil
 import pytest
 from _toolcode_support import executor_of, make_runner
 
-from toolcode import EngineError, ExecuteOptions, ExecuteParams, Executor, Listeners, MontyEngine, ToolCallRecord
+from toolcode import (
+    CodeExecutionError,
+    EngineError,
+    ExecuteOptions,
+    ExecuteParams,
+    Executor,
+    LimitExceededError,
+    Listeners,
+    MontyEngine,
+    Services,
+    ToolCallRecord,
+)
+from toolindex import InMemoryIndex
+from toolrun import DefaultRunner, LocalBackend
 
 pytestmark = pytest.mark.anyio
 
@@ -127,3 +141,73 @@ async def test_workers_run_at_a_lower_priority_under_the_watchdog(parts: tuple[o
 def test_bad_pool_settings_are_refused(kwargs: dict[str, int]) -> None:
     with pytest.raises(ValueError):
         MontyEngine(**kwargs)  # type: ignore[arg-type]
+
+
+async def two_namespaces() -> tuple[InMemoryIndex, DefaultRunner]:
+    index, local = InMemoryIndex(), LocalBackend()
+
+    @local.tool(namespace="a")
+    async def one() -> int:
+        """Return 1."""
+        return 1
+
+    @local.tool(namespace="b")
+    async def two() -> int:
+        """Return 2."""
+        return 2
+
+    await local.attach(index)
+    return index, DefaultRunner(index, [local])
+
+
+async def test_the_spare_worker_serves_only_runs_of_its_own_shape() -> None:
+    # The pool checks a worker out ahead for the last run's shape (its limits, its `tools` package);
+    # a run of another shape must not get it: its namespaces, its time limit and nothing else.
+    index, runner = await two_namespaces()
+    engine = MontyEngine(max_processes=4)
+    # The check before the run is off: the sandbox itself must refuse a namespace outside the view.
+    only = {name: ExecuteOptions(allowed_namespaces=(name,), type_check="off") for name in ("a", "b")}
+    try:
+        ex = Executor(Services.of(index, runner, engine=engine))
+        for _ in range(3):
+            assert (
+                await ex.execute(ExecuteParams("from tools import a\n__out = a.one()", options=only["a"]))
+            ).value == 1
+            assert (
+                await ex.execute(ExecuteParams("from tools import b\n__out = b.two()", options=only["b"]))
+            ).value == 2
+            with pytest.raises(CodeExecutionError):
+                await ex.execute(ExecuteParams("from tools import a\n__out = a.one()", options=only["b"]))
+            assert (await ex.execute(ExecuteParams("__out = 6 * 7"))).value == 42
+        # A spare checked out for a 30-second run does not carry its limit into a 1-second one.
+        t0 = time.monotonic()
+        with pytest.raises(LimitExceededError) as ei:
+            await ex.execute(
+                ExecuteParams("while True:\n    pass", options=ExecuteOptions(timeout=1, type_check="off"))
+            )
+        assert ei.value.limit == "timeout" and time.monotonic() - t0 < HANG_S
+    finally:
+        await engine.aclose()
+        await runner.aclose()
+
+
+async def test_one_shot_runs_share_nothing_and_give_every_worker_back() -> None:
+    index, runner = await two_namespaces()
+    engine = MontyEngine(max_processes=3)
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    try:
+        ex = Executor(Services.of(index, runner, engine=engine))
+        for i in range(40):
+            assert (await ex.execute(ExecuteParams(f"secret = {i}\n__out = {i}"))).value == i
+            with pytest.raises(CodeExecutionError) as ei:
+                await ex.execute(ExecuteParams("__out = secret"))
+            assert ei.value.exc_type == "NameError"
+        started = [p for p in psutil.Process().children(recursive=True) if p.pid not in before]
+        workers = [p for p in started if p.cmdline()[0].endswith("monty")]
+        assert 1 <= len(workers) <= 3
+    finally:
+        await engine.aclose()
+        await runner.aclose()
+    # Closed: every worker was given back and the pool ended them.
+    _, alive = await anyio.to_thread.run_sync(lambda: psutil.wait_procs(workers, timeout=HANG_S))
+    assert not alive

@@ -240,7 +240,9 @@ class WorkerPool:
         elif worker.session is not None:
             self._give_back(worker.session)
 
-    async def _fresh(self, checkout: Callable[[], pm.AsyncMontySession], shape: tuple[Any, object]) -> pm.AsyncMontySession:
+    async def _fresh(
+        self, checkout: Callable[[], pm.AsyncMontySession], shape: tuple[Any, object]
+    ) -> pm.AsyncMontySession:
         """A new worker: the spare when it fits ``shape``; the next spare is checked out while the run goes on."""
         spare, self._spare = self._spare, None
         if spare is not None and (spare.shape != shape[0] or spare.package is not shape[1]):
@@ -267,7 +269,9 @@ class WorkerPool:
         """Give back a spare whose checkout may still be under way."""
         self._leaving.add(checking_out)
         checking_out.add_done_callback(self._left)
-        checking_out.add_done_callback(lambda f: None if f.cancelled() or f.exception() else self._give_back(f.result()))
+        checking_out.add_done_callback(
+            lambda f: None if f.cancelled() or f.exception() else self._give_back(f.result())
+        )
 
     def _left(self, done: asyncio.Future[Any]) -> None:
         self._leaving.discard(done)
