@@ -317,7 +317,10 @@ class FittedOutput:
 
 
 def _record_chars(r: ToolCallRecord) -> int:
-    return len(r.tool_id) + len(r.error or "") + _size(r.structured) + _size(dict(r.args) if r.args else None) + 40
+    args = r.args
+    if args and args.__class__ is not dict:
+        args = dict(args)
+    return len(r.tool_id) + len(r.error or "") + _size(r.structured) + _size(args or None) + 40
 
 
 def fit_output_budget(

