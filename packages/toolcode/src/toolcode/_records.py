@@ -6,6 +6,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from toolrun import quick_init
+
 __all__ = ["ExecuteResult", "LimitsReport", "OnToolCall", "ToolCallRecord"]
 
 
@@ -13,6 +15,7 @@ def _fields(record: Any) -> dict[str, Any]:
     return {f.name: getattr(record, f.name) for f in fields(record)}
 
 
+@quick_init  # one per tool call
 @dataclass(frozen=True, slots=True)
 class ToolCallRecord:
     """One tool call made by a snippet (one per chain step, one per fan-out call)."""
@@ -48,22 +51,6 @@ class ToolCallRecord:
         """Plain-data form (for JSON)."""
         ms = {"duration_ms": round(self.duration_ms, 3), "started_ms": round(self.started_ms, 3)}
         return _fields(self) | {"args": dict(self.args)} | ms
-
-
-_SETTERS = tuple(getattr(ToolCallRecord, f.name).__set__ for f in fields(ToolCallRecord))
-_new = object.__new__
-
-
-def record_of(values: tuple[Any, ...]) -> ToolCallRecord:
-    """``ToolCallRecord(*values)`` (all ten fields, in order), built at a third of the cost.
-
-    A run builds one record per tool call; a frozen dataclass's ``__init__`` goes through
-    ``object.__setattr__`` once per field, and the slot descriptors set them directly.
-    """
-    record = _new(ToolCallRecord)
-    for set_field, value in zip(_SETTERS, values, strict=True):
-        set_field(record, value)
-    return record
 
 
 @dataclass(frozen=True, slots=True)

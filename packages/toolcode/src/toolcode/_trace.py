@@ -8,7 +8,6 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from toolcode._limits import PayloadBudget
-from toolcode._records import record_of
 from toolcode._types import OnToolCall, ToolCallRecord
 from toolindex.log import get_logger
 
@@ -97,7 +96,7 @@ class Trace:
         if self._on_call is None:
             self._slots[slot] = fields
             return None
-        record = self._slots[slot] = record_of(fields)
+        record = self._slots[slot] = ToolCallRecord(*fields)
         return record
 
     @property
@@ -151,7 +150,7 @@ class Trace:
         slots = self._slots
         for i, r in enumerate(slots):
             if isinstance(r, tuple):
-                slots[i] = record_of(r)  # built once: later calls return the same objects
+                slots[i] = ToolCallRecord(*r)  # built once: later calls return the same objects
         return tuple(r for r in slots if isinstance(r, ToolCallRecord))
 
     def __len__(self) -> int:

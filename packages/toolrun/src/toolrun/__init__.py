@@ -40,6 +40,7 @@ from toolrun._types import (
     RunResult,
     StepResult,
     ValidationPolicy,
+    quick_init,
 )
 from toolrun._validation import DEFAULT_VALIDATION_POLICY, CompiledSchema, SchemaCache, compile_schema, json_path
 from toolrun.exceptions import (
@@ -128,6 +129,7 @@ __all__ = [
     "load_config",
     "mask_secrets",
     "open_backends",
+    "quick_init",
     "redact",
     "redact_processor",
     "redact_url",

@@ -379,7 +379,7 @@ class DefaultRunner:
         if args is None:
             a: dict[str, Any] = {}
         elif type(args) is dict:
-            a = cast(dict[str, Any], args)
+            a = cast("dict[str, Any]", args)
         elif isinstance(args, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
             a = dict(args)
         else:

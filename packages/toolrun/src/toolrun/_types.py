@@ -21,17 +21,21 @@ __all__ = [
     "Runner",
     "StepResult",
     "ValidationPolicy",
+    "quick_init",
 ]
 
 _C = TypeVar("_C", bound=type)
 
 
-def _quick_init(cls: _C) -> _C:
+def quick_init(cls: _C) -> _C:
     """Give a frozen slotted dataclass an equivalent ``__init__`` that costs about half as much.
 
     The generated ``__init__`` of a frozen dataclass sets each field with ``object.__setattr__``;
     this one calls each slot's descriptor directly. Same signature, defaults and resulting
     object; the class stays frozen. Used on the results built once or twice per tool call.
+
+    Raises:
+        TypeError: A field with a default factory, ``init=False`` or keyword-only.
     """
     params: list[str] = []
     body: list[str] = []
@@ -77,7 +81,7 @@ ProgressCallback = Callable[[ProgressEvent], Awaitable[None]]
 """Receives progress events while a call runs."""
 
 
-@_quick_init
+@quick_init
 @dataclass(frozen=True, slots=True)
 class BackendResult:
     """What a backend returns for one call, already normalised.
@@ -96,7 +100,7 @@ class BackendResult:
     exception, a provider's); the runner chains ``ToolExecutionError`` to it."""
 
 
-@_quick_init
+@quick_init
 @dataclass(frozen=True, slots=True)
 class RunResult:
     """The result of one successful tool call."""

@@ -178,7 +178,8 @@ class Views:
     async def keep_blocked(self, viewer: Viewer, tool_id: str) -> None:
         """Record in the audit log that a person looked at a changed tool and kept it blocked."""
         by = f"person:{viewer.caller or 'local'}"
-        await self.stores.audit.write([AuditEntry(time.time(), tool_id, None, "quarantined", by, viewer.caller).to_dict()])
+        entry = AuditEntry(time.time(), tool_id, None, "quarantined", by, viewer.caller)
+        await self.stores.audit.write([entry.to_dict()])
 
     async def audit(self, f: AuditFilter) -> list[dict[str, Any]]:
         """The audit entries that pass ``f`` (made by :meth:`AuditFilter.of` for this viewer), newest first."""
