@@ -7,10 +7,19 @@ from typing import Any
 
 import pytest
 
-from toolcode import ToolCallRecord
-from toolcode._limits import TRUNCATION_MARKER, OutputBuffer, _size, check_json, fit_output_budget  # pyright: ignore[reportPrivateUsage]
+from toolcode import ExecuteOptions, ExecuteParams, Executor, Services, ToolCallRecord, UnsafeInProcessEngine
+from toolcode._limits import (  # pyright: ignore[reportPrivateUsage]
+    TRUNCATION_MARKER,
+    OutputBuffer,
+    _size,
+    check_json,
+    fit_output_budget,
+    record_chars,
+)
 from toolcode._trace import Trace
 from tooldocs import json_text
+from toolindex import InMemoryIndex
+from toolrun import DefaultRunner, LocalBackend
 
 MARK = TRUNCATION_MARKER.split("{", 1)[0]
 
@@ -94,6 +103,9 @@ def test_trace_payload_sizes_are_the_json_lengths_whatever_the_values() -> None:
         {"nested": {"a": [1]}},
         [[1], {"a": 1}],
         {"ünï": "ok", "k": "line\nbreak"},
+        "line\nbreak",  # a result that is one string: its escapes count too
+        'say "hi"',
+        float("nan"),
     ]
     rnd = random.Random(7)
     alphabet = 'ab"\\\x01é\u2028\xa0 -_'
@@ -107,3 +119,26 @@ def test_trace_payload_sizes_are_the_json_lengths_whatever_the_values() -> None:
         tricky += [d, list(d.values()), tuple(d.values())]
     for value in tricky:
         assert _size(value) == len(json_text(value)), value
+
+
+@pytest.mark.anyio
+async def test_a_result_grown_by_the_snippet_after_the_call_is_still_cut_to_the_budget() -> None:
+    # The in-process engine hands the snippet the very object the trace keeps: what the records
+    # count is measured again at the end, not taken from when the call returned.
+    local = LocalBackend()
+
+    @local.tool(namespace="t")
+    async def rows() -> list[str]:
+        """Three rows."""
+        return ["a", "b", "c"]
+
+    index = InMemoryIndex()
+    await local.attach(index)
+    runner = DefaultRunner(index, [local])
+    executor = Executor(Services.of(index, runner, engine=UnsafeInProcessEngine()))
+    code = 'got = run_tool("t:rows")\nfor i in range(5000):\n    got.append("row" + str(i))\nlen(got)'
+    result = await executor.execute(ExecuteParams(code, options=ExecuteOptions(max_output_chars=2_000)))
+    assert result.value == 5003
+    assert "trace" in result.limits.truncated
+    assert sum(map(record_chars, result.tool_calls)) <= 2_000
+    await runner.aclose()

@@ -32,6 +32,7 @@ __all__ = [
     "as_json_data",
     "check_json",
     "fit_output_budget",
+    "record_chars",
 ]
 
 NARROW_HINT: Final = "narrow the query or return fewer fields"
@@ -256,11 +257,8 @@ def _size(value: Any) -> int:
     if t is dict or t is list or t is tuple:
         flat = _flat_size(value)
         return flat if flat >= 0 else len(json_text(value))
-    if isinstance(value, float) or (isinstance(value, int) and value.bit_length() <= _PRINTABLE_BITS):
-        return len(str(value))
-    if isinstance(value, str):
-        return len(value) + 2
-    return len(json_text(value))
+    size = _scalar_size(value)  # exact: a string's escapes, a float that JSON spells otherwise
+    return size if size >= 0 else len(json_text(value))
 
 
 def _scalar_size(v: Any) -> int:
@@ -316,7 +314,8 @@ class FittedOutput:
     error: str | None = None
 
 
-def _record_chars(r: ToolCallRecord) -> int:
+def record_chars(r: ToolCallRecord) -> int:
+    """What a record counts in the output budget: its id, error and payloads as JSON, and 40 for the rest."""
     args = r.args
     if args and args.__class__ is not dict:
         args = dict(args)
@@ -351,7 +350,7 @@ def fit_output_budget(
             streams[name] = text + TRUNCATION_MARKER.format(what=name, total=len(text) + dropped[name], kept=len(text))
             truncated.append(name)
     err_len = len(error or "")
-    trace_chars = sum(_record_chars(r) for r in records)
+    trace_chars = sum(record_chars(r) for r in records)
     shown = len(value_json) + sum(map(len, streams.values())) + err_len
     total = shown + trace_chars + dropped.get("stdout", 0) + dropped.get("stderr", 0)
     if shown + trace_chars <= budget:
@@ -359,7 +358,7 @@ def fit_output_budget(
 
     # The trace goes first: the value and the printed text are what the snippet chose to report.
     records = _fit_trace(records, max(0, budget - shown), truncated)
-    trace_chars = sum(_record_chars(r) for r in records)
+    trace_chars = sum(record_chars(r) for r in records)
     room_left = budget - len(value_json) - trace_chars
     # Then the streams share what the value leaves, each at least a quarter of the budget.
     for name, text in streams.items():
