@@ -12,7 +12,7 @@ from collections.abc import Generator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
-__all__ = ["CallSpan", "RunSpan", "call_span", "run_span"]
+__all__ = ["CallSpan", "RunSpan", "call_span", "run_span", "tracing"]
 
 try:  # the extra is optional: without it every hook is a no-op
     from opentelemetry import trace as _trace
@@ -120,6 +120,11 @@ class CallSpan:
             span.set_attribute("toolcode.error_code", code or "tool_error")
         span.set_status(_status(None if ok else code or "tool_error"))
         span.end()
+
+
+def tracing() -> bool:
+    """Whether spans are recorded now (a run's call stack asks once, as it is built)."""
+    return _tracer() is not None
 
 
 def call_span(tool_id: str) -> CallSpan | None:

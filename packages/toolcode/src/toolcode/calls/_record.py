@@ -5,7 +5,7 @@ from __future__ import annotations
 import anyio
 
 from toolcode._audit import AuditTrail
-from toolcode._otel import call_span
+from toolcode._otel import call_span, tracing
 from toolcode._trace import Trace
 from toolcode.calls._layer import Call, Layer
 from toolcode.exceptions import ToolError
@@ -25,19 +25,21 @@ class Record(Layer):
     current while the call is made, so an upstream's own spans join the trace.
     """
 
-    __slots__ = ("_audit", "_trace")
+    __slots__ = ("_audit", "_spans", "_trace")
 
     def __init__(self, inner: Layer, trace: Trace, audit: AuditTrail) -> None:
         super().__init__(inner)
         self._trace = trace
         self._audit = audit
+        self._spans = tracing()
+        """Asked once per stack (a run's, a door call's): a provider set up meanwhile serves the next run."""
 
     async def call(self, call: Call) -> RunResult:
         trace, tool_id, args = self._trace, call.tool_id, call.args
         slot, started = trace.start()
         if trace.on_start is not None:
             await trace.on_start(tool_id)
-        span = call_span(tool_id)
+        span = call_span(tool_id) if self._spans else None
         try:
             if span is None:
                 result = await self.inner.call(call)
