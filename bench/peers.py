@@ -20,7 +20,9 @@ Rows (``--only`` takes their names):
   signatures in ``run_code``'s description (its description with the 117 tools minus without);
 * ``warm``: a warm run of ``__out = 1``: toolcode with the check before the run on and off,
   FastMCP's ``execute`` (its server's call path, no transport), harness's ``run_code`` (through
-  pydantic-ai's tool manager, its REPL warm);
+  pydantic-ai's tool manager, its REPL warm), and for reference pydantic-monty alone: a run in a
+  worker of its own (checked out ahead, given back unawaited: the least a run that shares nothing
+  costs) and a feed to a REPL held across runs (what harness's warm run stands on);
 * ``typecheck``: the module-style check at 117 tools (``bench/typecheck.py``'s timing: the
   check alone, and a whole run with it on minus off);
 * ``bomb``: ``__out = 10**10**8`` under each system's default limits: time to the error, and the error;
@@ -45,6 +47,7 @@ Rows (``--only`` takes their names):
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import logging
 import os
@@ -63,6 +66,7 @@ from typing import IO, Any
 
 import anyio
 import psutil
+import pydantic_monty as pm
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
@@ -402,22 +406,54 @@ class Bench:
 
             return batch
 
-        systems = {
-            "toolcode_check_on": ours({"type_check": "strict"}),
-            "toolcode_check_off": ours({"type_check": "off"}),
-            "fastmcp": peer("fastmcp"),
-            "harness": peer("harness"),
-        }
-        for batch in systems.values():  # warm-up: pools started, checker and REPL warm
-            await batch()
-        per_round = await in_rounds(systems, self.args.rounds)
+        async with AsyncExitStack() as stack:
+            pool = await stack.enter_async_context(pm.AsyncMonty(min_processes=2))
+            repl = await stack.enter_async_context(pool.checkout())
+
+            async def fresh() -> float:
+                # What a run that shares nothing needs at the least: a worker of its own, fed, given back
+                # (the next checkout started as the run starts, the give-back not waited for, as toolcode does).
+                times, spare, leaving = [], pool.checkout().__aenter__(), []
+                for _ in range(repeat):
+                    t0 = time.perf_counter()
+                    worker = await spare
+                    spare = pool.checkout().__aenter__()
+                    await worker.feed_run(WARM)
+                    times.append((time.perf_counter() - t0) * 1000.0)
+                    leaving.append(worker.__aexit__(None, None, None))
+                await asyncio.gather(*leaving, (await spare).__aexit__(None, None, None))
+                return _p50(times)
+
+            async def held() -> float:
+                # A REPL kept across runs (harness's warm run_code): one feed, nothing checked out or given back.
+                times = []
+                for _ in range(repeat):
+                    t0 = time.perf_counter()
+                    await repl.feed_run(WARM)
+                    times.append((time.perf_counter() - t0) * 1000.0)
+                return _p50(times)
+
+            systems = {
+                "toolcode_check_on": ours({"type_check": "strict"}),
+                "toolcode_check_off": ours({"type_check": "off"}),
+                "fastmcp": peer("fastmcp"),
+                "harness": peer("harness"),
+                "monty_fresh_worker": fresh,
+                "monty_held_repl": held,
+            }
+            for batch in systems.values():  # warm-up: pools started, checker and REPL warm
+                await batch()
+            per_round = await in_rounds(systems, self.args.rounds)
         return {
             "ms_p50": {name: _spread(v) for name, v in per_round.items()},
             "ratio_check_on_to_harness": ratios(per_round, "toolcode_check_on", "harness"),
             "ratio_check_off_to_harness": ratios(per_round, "toolcode_check_off", "harness"),
             "ratio_check_on_to_fastmcp": ratios(per_round, "toolcode_check_on", "fastmcp"),
+            "ratio_fresh_worker_to_harness": ratios(per_round, "monty_fresh_worker", "harness"),
             "runs_per_round": repeat,
-            "note": "harness type-checks only the first snippet of its REPL session: its warm run_code is unchecked",
+            "note": "harness type-checks only the first snippet of its REPL session: its warm run_code is unchecked; "
+            "monty_fresh_worker and monty_held_repl are pydantic-monty alone, in this process: a run in a worker of "
+            "its own (what a run that shares nothing costs at the least) and a feed to a REPL kept across runs",
         }
 
     async def typecheck(self) -> dict[str, Any]:
@@ -759,6 +795,10 @@ def _cost_rows(rows: Mapping[str, Any]) -> list[tuple[str, str, str, str, str]]:
         )
         fm, h = f"{ms['fastmcp']['median']:.2f}", f"{ms['harness']['median']:.2f}"
         out.append(("warm run of `__out = 1` (ms p50)", ours, fm, h, ratio))
+        fresh, held = ms["monty_fresh_worker"]["median"], ms["monty_held_repl"]["median"]
+        floor = f"fresh worker / harness {_range(w['ratio_fresh_worker_to_harness'])}"
+        alone = "pydantic-monty alone: a fresh worker per run / a held REPL (ms p50)"
+        out.append((alone, f"{fresh:.2f} / {held:.2f}", "—", "—", floor))
     if "typecheck" in rows:
         t = rows["typecheck"]
         ours = f"{t['added_ms_p50']:.2f} added per run ({t['check_ms_p50']['117_tools']:.2f} the check alone)"
