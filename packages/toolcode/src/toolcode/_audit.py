@@ -116,7 +116,7 @@ class AuditTrail:
             return
         # Rounded to the millisecond as AuditEntry.to_dict() does, at a quarter of round()'s cost.
         at = math.floor(time.time() * 1000.0 + 0.5) / 1000.0
-        row = {"at": at, "tool_id": tool_id, "tier": None, "decision": "call", **self._who, "ok": ok}
+        row: dict[str, Any] = {"at": at, "tool_id": tool_id, "tier": None, "decision": "call", **self._who, "ok": ok}
         if code is not None:
             row["code"] = code
         row["duration_ms"] = math.floor(duration_ms * 1000.0 + 0.5) / 1000.0
