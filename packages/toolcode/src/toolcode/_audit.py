@@ -66,7 +66,7 @@ class AuditEntry:
 
 
 _ENTRY_FIELDS: Final = tuple(f.name for f in fields(AuditEntry))
-"""Read once: ``fields()`` builds its answer on every call, and a run writes an entry per tool call."""
+"""Read once: ``fields()`` builds its answer on every call."""
 
 
 class AuditTrail:
