@@ -1,7 +1,7 @@
 """Instructions per tool call on the in-process engine's whole path, counted by valgrind: a figure load cannot move.
 
 ``bench/engine_overhead.py`` times the same path, and on a busy machine its per-call figure moves
-with the load (the runs measured here moved from 14 to 31 us with two other jobs on the cores). This
+with the load (it printed 16 to 30 us per call on one morning as other jobs came and went). This
 counts instead: each child process makes 20 runs of the snippet with 0 calls, or with 100 calls to
 ``bench:f``, under ``valgrind --tool=callgrind``; the difference of the two totals over 2,000 calls
 is the instructions one call costs, start-up and run overhead cancelled out. Python's hash seed and
@@ -28,16 +28,11 @@ CALLS = 100
 
 async def child(n: int) -> None:
     sys.path.insert(0, str(Path(__file__).parent))
-    from engine_overhead import MANY_CALLS, f, tool_snippet
+    from engine_overhead import MANY_CALLS, local_runner, tool_snippet
     from toolcode import ExecuteParams, Executor, Services, UnsafeInProcessEngine
-    from toolindex import InMemoryIndex
-    from toolrun import DefaultRunner, LocalBackend
 
-    local = LocalBackend()
-    local.add(f, name="f", namespace="bench")
-    index = InMemoryIndex()
-    await local.attach(index)
-    executor = Executor(Services.of(index, DefaultRunner(index, [local]), engine=UnsafeInProcessEngine()))
+    index, runner = await local_runner()
+    executor = Executor(Services.of(index, runner, engine=UnsafeInProcessEngine()))
     for warm in (0, CALLS):
         await executor.execute(ExecuteParams(code=tool_snippet(warm), options=MANY_CALLS))
     for _ in range(RUNS):

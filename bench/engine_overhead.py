@@ -95,12 +95,17 @@ async def measure(runs: dict[str, Callable[[int], Awaitable[Any]]], repeat: int)
     return out
 
 
-async def bench(repeat: int) -> dict[str, dict[str, float]]:
+async def local_runner() -> tuple[InMemoryIndex, DefaultRunner]:
+    """The catalog and runner every engine here calls ``bench:f`` through."""
     index = InMemoryIndex()
     local = LocalBackend()
     local.add(f, name="f", namespace="bench")
     await local.attach(index)
-    runner = DefaultRunner(index, [local])
+    return index, DefaultRunner(index, [local])
+
+
+async def bench(repeat: int) -> dict[str, dict[str, float]]:
+    index, runner = await local_runner()
     monty_ex = Executor(Services.of(index, runner, engine=MontyEngine()))
     inproc_ex = Executor(Services.of(index, runner, engine=UnsafeInProcessEngine()))
     codes = {n: compile(f"for i in range({n}):\n    g(i)\n", "<raw>", "exec") for n in CALLS}
