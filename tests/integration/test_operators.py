@@ -63,16 +63,21 @@ async def test_only_an_operator_approves_quarantined_tools(
         call = {"tool_id": "time:get_current_time", "args": {"timezone": "UTC"}}
         failed, out = await _call(server.url, BOB, "run_tool", call)
         assert failed and out["error"]["code"] == "not_allowed", out  # quarantined: new to this server
-        failed, out = await _call(server.url, BOB, "approve_tools", {"tools": ["time:*"]})
-        assert failed and out["error"]["code"] == "not_allowed" and "operator" in out["error"]["message"], out
-        failed, out = await _call(server.url, BOB, "run_tool", call)
-        assert failed and out["error"]["code"] == "not_allowed", out  # still quarantined
-        failed, out = await _call(server.url, ALICE, "approve_tools", {"tools": ["time:*"]})
-        assert not failed, out
-        failed, out = await _call(server.url, BOB, "run_tool", call)
-        assert not failed, out
+        await _only_an_operator_approves(server.url, ["time:*"], call)
     finally:
         server.stop()
+
+
+async def _only_an_operator_approves(url: str, tools: list[str], call: dict[str, Any]) -> None:
+    """Bob may not approve ``tools`` and his ``call`` stays refused; once Alice (an operator) approves, it runs."""
+    failed, out = await _call(url, BOB, "approve_tools", {"tools": tools})
+    assert failed and out["error"]["code"] == "not_allowed" and "operator" in out["error"]["message"], out
+    failed, out = await _call(url, BOB, "run_tool", call)
+    assert failed and out["error"]["code"] == "not_allowed", out  # still quarantined
+    failed, out = await _call(url, ALICE, "approve_tools", {"tools": tools})
+    assert not failed, out
+    failed, out = await _call(url, BOB, "run_tool", call)
+    assert not failed, out
 
 
 @pytest.mark.parametrize("store", ["sqlite", "redis"])
@@ -103,11 +108,6 @@ async def test_a_tool_whose_title_changes_is_quarantined_until_an_operator_appro
                 await anyio.sleep(0.1)
         failed, out = await _call(server.url, BOB, "run_tool", echo)
         assert failed and out["error"]["code"] == "not_allowed" and "quarantined" in out["error"]["message"], out
-        failed, out = await _call(server.url, BOB, "approve_tools", {"tools": ["faults:echo"]})
-        assert failed and out["error"]["code"] == "not_allowed", out
-        failed, out = await _call(server.url, ALICE, "approve_tools", {"tools": ["faults:echo"]})
-        assert not failed, out
-        failed, out = await _call(server.url, BOB, "run_tool", echo)
-        assert not failed, out
+        await _only_an_operator_approves(server.url, ["faults:echo"], echo)
     finally:
         server.stop()
