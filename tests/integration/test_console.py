@@ -6,8 +6,11 @@ reached it. Skipped only when no chromium binary is found (.ci/run installs Debi
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 
+import anyio
 import httpx2
 import pytest
 from console_support import ALICE, OPS, chromium, served, shot, signed_in
@@ -220,3 +223,40 @@ async def test_only_the_console_paths_skip_the_bearer_token_and_they_carry_a_str
         form = {"csrf": csrf, "token": "not-a-token-of-this-server"}
         wrong = await http.post("/console/signin", data=form, headers={"Origin": s.base})
         assert wrong.status_code == 401 and "toolcode_console=" not in wrong.headers.get("set-cookie", "")
+
+
+@asynccontextmanager
+async def _console_client(base: str, token: str) -> AsyncIterator[httpx2.AsyncClient]:
+    """An HTTP client signed in to the console with ``token`` (the sign-in form, as a browser sends it)."""
+    async with httpx2.AsyncClient(base_url=base) as http:
+        page = await http.get("/console/signin")
+        csrf = page.text.split('name="csrf" value="', 1)[1].split('"', 1)[0]
+        done = await http.post("/console/signin", data={"csrf": csrf, "token": token}, headers={"Origin": base})
+        assert done.status_code == 303 and done.headers["location"] == "/console/runs"
+        yield http
+
+
+async def _live_list_status(http: httpx2.AsyncClient) -> int:
+    """Open the live list (server-sent events), read the status, close it."""
+    async with http.stream("GET", "/console/events") as response:
+        return response.status_code
+
+
+async def test_a_caller_holds_a_bounded_number_of_live_lists_and_a_closed_one_frees_its_place(tmp_path: Path) -> None:
+    async with (
+        served(tmp_path) as s,
+        _console_client(s.base, ALICE) as alice,
+        _console_client(s.base, OPS) as ops,
+        AsyncExitStack() as streams,
+    ):
+        most = s.box.settings.console.max_streams
+        held = [await streams.enter_async_context(alice.stream("GET", "/console/events")) for _ in range(most)]
+        assert [r.status_code for r in held] == [200] * most
+        async with alice.stream("GET", "/console/events") as refused:
+            assert refused.status_code == 429
+            assert f"at most {most}" in (await refused.aread()).decode()
+        assert await _live_list_status(ops) == 200  # another caller's are counted apart
+        await held[0].aclose()  # closing one gives its place back once the server sees it gone
+        with anyio.fail_after(30):  # a bound against hangs only
+            while await _live_list_status(alice) == 429:  # each look is a request: it waits on the server
+                pass

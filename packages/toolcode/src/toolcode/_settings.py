@@ -291,6 +291,13 @@ class ConsoleSettings(_Section):
         "carry an absolute link to their page; unset: a path on the serving host (/console/runs/ID).",
     )
     session_ttl: float = Field(default=28_800.0, gt=0, allow_inf_nan=False, description="Seconds a sign-in lasts.")
+    max_streams: int = Field(
+        default=4,
+        ge=1,
+        le=1_000,
+        description="Live lists (event streams) one signed-in caller may hold open at once; one more is refused "
+        "(429) until one closes.",
+    )
 
     def link(self, execution_id: str) -> str | None:
         """The console page of a paused run (``None`` when the console is off)."""

@@ -64,6 +64,20 @@ def _message(viewer: Viewer | None, title: str, text: str, status: int = 200) ->
     return HTMLResponse(_html.message(viewer, title, text), status)
 
 
+class _Held(StreamingResponse):
+    """A streamed response that gives its place back however it ends (done, cancelled, the client gone)."""
+
+    def __init__(self, release: Callable[[], None], *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._release = release
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self._release()
+
+
 class Console:
     """The console: sign-in, paused runs (live), quarantine, audit and state pages over one core.
 
@@ -80,6 +94,9 @@ class Console:
         self.views = Views(codemode, lambda: tokens.names if tokens is not None else [])
         self.signins = SignIns(tokens, services.settings.console.session_ttl, services.is_operator)
         self._settings = services.settings
+        self.max_streams = services.settings.console.max_streams
+        self._streams: dict[str, int] = {}
+        """Live lists open now, per signed-in name."""
         self._static = {n: files("toolcode.console").joinpath("static", n).read_bytes() for n in _STATIC}
         signed: list[tuple[str, Handler, str]] = [
             ("/runs", self._runs, "GET"),
@@ -197,7 +214,17 @@ class Console:
         return HTMLResponse(_html.decided(viewer, decision, out))
 
     async def _events(self, request: Request, viewer: Viewer) -> Response:
-        paused = self.views.stores.paused
+        paused, most = self.views.stores.paused, self.max_streams
+        if self._streams.get(viewer.name, 0) >= most:
+            # Each live list polls the store: one caller's many open lists must not load it for everyone.
+            text = f"You hold {most} live lists open already, at most {most}: close a tab, then reload."
+            return _message(viewer, "Too many live lists", text, 429)
+        self._streams[viewer.name] = self._streams.get(viewer.name, 0) + 1
+
+        def release() -> None:
+            left = self._streams.pop(viewer.name) - 1
+            if left:
+                self._streams[viewer.name] = left
 
         async def stream() -> AsyncIterator[str]:
             # Each look compares the ids alone (the store's keys); only a new run's record is read.
@@ -220,7 +247,7 @@ class Console:
                 with anyio.move_on_after(_LOOK_AGAIN_S):
                     await paused.changed_since(seen)
 
-        return StreamingResponse(stream(), media_type="text/event-stream", headers={"x-accel-buffering": "no"})
+        return _Held(release, stream(), media_type="text/event-stream", headers={"x-accel-buffering": "no"})
 
     async def _quarantine(self, request: Request, viewer: Viewer) -> Response:
         enabled = self.views.stores.quarantine is not None
