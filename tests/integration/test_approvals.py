@@ -172,8 +172,9 @@ async def test_fifty_paused_runs_hold_no_worker(files_dir: Path, tmp_path: Path)
         listed = await box.codemode.list_paused()
         assert len(listed.paused) == 50
         # Each run used a worker while it ran; paused, none keeps one: 50 paused runs hold no
-        # more workers than one did (the pool's warm worker).
-        assert workers() <= after_one
+        # more workers than one did (the pool's warm worker), give or take the pool's spare, which
+        # the pool starts again after each run and may not have started yet when one was counted.
+        assert workers() <= after_one + 1
         ids = [o.approval.execution_id for o in outs if o.approval is not None]
         done = [await box.codemode.resume(eid, "approve") for eid in ids[:3]]
         assert [d.value for d in done] == [0, 1, 2]
