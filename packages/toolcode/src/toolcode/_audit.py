@@ -12,6 +12,7 @@ import hashlib
 import json
 import math
 import time
+from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Final, Literal
@@ -184,8 +185,11 @@ class AuditLog:
             _log.warning("audit.write_failed", entries=len(entries), error=str(e)[:300])
 
     async def read(self, *, since: float | None = None, limit: int = 1000) -> list[dict[str, Any]]:
-        """Entries at or after ``since`` (Unix time), oldest first, at most ``limit`` (the newest ones)."""
-        out: list[dict[str, Any]] = []
+        """Entries at or after ``since`` (Unix time), oldest first, at most ``limit`` (the newest ones; 0: all).
+
+        The log is read page by page from its start; only the newest ``limit`` entries are held.
+        """
+        out: deque[dict[str, Any]] = deque(maxlen=limit or None)
         after = 0
         while True:
             page = await self.store.read_log(AUDIT_KIND, after=after, limit=1000)
@@ -201,7 +205,7 @@ class AuditLog:
                 out.extend(d for d in dicts if since is None or _at(d) >= since)
             if len(page) < 1000:
                 break
-        return out[-limit:] if limit else out
+        return list(out)
 
 
 def _at(item: dict[str, Any]) -> float:
