@@ -14,20 +14,21 @@ import math
 import time
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, fields
-from typing import Any, Final, Literal
+from dataclasses import dataclass, fields
+from typing import Any, Final
 
 import anyio
 
 from toolcode._data import as_dict, as_list
 from toolcode._settings import AuditSettings
 from toolcode.exceptions import StateUnavailableError
+from toolcode.models import ToolApprovalEntry
 from toolcode.state import StateStore
 from tooldocs import json_text
 from toolindex import Index, Tool
 from toolindex.log import get_logger
 
-__all__ = ["AuditEntry", "AuditLog", "AuditTrail", "Quarantine", "ToolApproval", "tool_definition", "tool_hash"]
+__all__ = ["AuditEntry", "AuditLog", "AuditTrail", "Quarantine", "tool_definition", "tool_hash"]
 
 _log = get_logger("toolcode.audit")
 
@@ -215,20 +216,6 @@ def _at(item: dict[str, Any]) -> float:
         return 0.0
 
 
-@dataclass(frozen=True, slots=True)
-class ToolApproval:
-    """A tool's standing in the quarantine."""
-
-    tool_id: str
-    state: Literal["approved", "new", "changed"]
-    approved_by: str | None = None
-    approved_at: float | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain data."""
-        return asdict(self)
-
-
 def _key(tool_id: str) -> str:
     return hashlib.sha256(tool_id.encode("utf-8", "surrogatepass")).hexdigest()[:40]
 
@@ -261,13 +248,13 @@ class Quarantine:
         approved = self._approved.get(tool.id)
         return approved is None or approved[0] != self._hash(tool)
 
-    def status(self, tool: Tool) -> ToolApproval:
+    def status(self, tool: Tool) -> ToolApprovalEntry:
         """The tool's standing."""
         approved = self._approved.get(tool.id)
         if approved is None:
-            return ToolApproval(tool.id, "new")
-        state: Literal["approved", "changed"] = "approved" if approved[0] == self._hash(tool) else "changed"
-        return ToolApproval(tool.id, state, approved[1], approved[2])
+            return ToolApprovalEntry(tool_id=tool.id, state="new")
+        state = "approved" if approved[0] == self._hash(tool) else "changed"
+        return ToolApprovalEntry(tool_id=tool.id, state=state, approved_by=approved[1], approved_at=approved[2])
 
     async def sync(self) -> None:
         """Read the approvals from the store."""

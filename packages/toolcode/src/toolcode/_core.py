@@ -17,7 +17,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, cast
 
-from toolcode._audit import AuditTrail
+from toolcode._audit import AuditTrail, Quarantine
 from toolcode._discovery import Discovery
 from toolcode._executor import Executor, Listeners
 from toolcode._limits import NARROW_HINT
@@ -58,7 +58,6 @@ from toolcode.models import (
     SnippetEntry,
     SnippetsResult,
     StoredResultInfo,
-    ToolApprovalEntry,
     ToolApprovalsResult,
     ToolListResult,
 )
@@ -743,7 +742,7 @@ class CodeMode:
             if cursor is None:
                 return out
 
-    def _quarantine(self) -> Any:
+    def _quarantine(self) -> Quarantine:
         quarantine = self.services.stores.quarantine if self.services.stores is not None else None
         if quarantine is None:
             raise InvalidArgumentsError("tools", "quarantine is off (set toolcode.policy.quarantine to true)")
@@ -771,7 +770,7 @@ class CodeMode:
             InvalidArgumentsError: If quarantine is off.
         """
         quarantine = self._quarantine()
-        entries = [ToolApprovalEntry(**quarantine.status(t).to_dict()) for t in self._all_tools()]
+        entries = [quarantine.status(t) for t in self._all_tools()]
         if only_blocked:
             entries = [e for e in entries if e.state != "approved" and not e.tool_id.startswith("snippets:")]
         return ToolApprovalsResult(tools=sorted(entries, key=lambda e: e.tool_id))
