@@ -53,7 +53,6 @@ from toolcode.models import (
     ResultPage,
     RunToolOutcome,
     SearchResult,
-    SessionReport,
     SessionsResult,
     SnippetEntry,
     SnippetsResult,
@@ -522,9 +521,8 @@ class CodeMode:
         out = outcome(result, error, detail, started, view, self.services.settings.console.link)
         if error is None and result is not None:
             out = await self._with_stored(out, result, caller)
-        if srun is not None and session is not None:
-            report = SessionReport(name=session, new=srun.new, reset=srun.reset, size_bytes=srun.size_bytes)
-            out = out.model_copy(update={"session": report})
+        if srun is not None:
+            out = out.model_copy(update={"session": srun.report})
         return _Done(out, result, error)
 
     @asynccontextmanager

@@ -30,7 +30,7 @@ from toolcode.exceptions import (
     SessionLimitError,
     StateUnavailableError,
 )
-from toolcode.models import SessionEntry
+from toolcode.models import SessionEntry, SessionReport
 from toolcode.state import ABSENT, Record, Release, StateStore
 from toolindex.log import get_logger
 
@@ -103,14 +103,10 @@ def _decode(blob: bytes) -> tuple[_Meta, bytes] | None:
 
 @dataclass(slots=True)
 class SessionRun:
-    """One run's use of a session: what was restored, and what the run reports."""
+    """One run's use of a session: the state restored for its engine, and what the run did to the session."""
 
     state: SessionState
-    new: bool
-    """The session did not exist (or had expired): the run started empty."""
-    reset: str | None = None
-    """Why the session was reset after this run (a limit stopped it), or ``None``."""
-    size_bytes: int = 0
+    report: SessionReport
 
 
 class Sessions:
@@ -175,7 +171,7 @@ class Sessions:
                 meta, state = decoded
             run = SessionRun(
                 SessionState(name, key=key, token=meta.token, state=state, imports=tuple(meta.imports)),
-                new=decoded is None,
+                SessionReport(name=name, new=decoded is None),
             )
             failure: BaseException | None = None
             try:
@@ -200,12 +196,12 @@ class Sessions:
         if kept is None:
             if version != ABSENT:
                 await self.store.delete(KIND, key)
-            run.reset = run.reset or "the run was stopped by a limit; the session starts empty next time"
+            reset = "the run was stopped by a limit; the session starts empty next time"
+            run.report = run.report.model_copy(update={"reset": reset})
             return
         size = len(kept)
-        run.size_bytes = size
+        run.report = run.report.model_copy(update={"size_bytes": size})
         if size > self.settings.max_bytes:
-            run.reset = None
             raise SessionLimitError(
                 name,
                 "max_bytes",
