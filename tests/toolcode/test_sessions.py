@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -358,6 +359,37 @@ async def test_snippets_saved_by_one_server_reach_another(tmp_path: Path) -> Non
         await a.codemode.delete_snippet("hello")
         await b.stores.snippets.sync()
         assert "snippets:hello" not in [t.id for t in (await b.codemode.list_tools()).tools]
+
+
+async def test_a_replica_keeps_in_step_with_the_store_by_itself_through_an_outage(
+    redis_url: str, redis_server: Any
+) -> None:
+    # b's background task looks at the store every 2 s: a store that went away is logged and
+    # the task goes on, so a snippet saved after the store came back reaches b unasked.
+    failed, shown = anyio.Event(), anyio.Event()
+
+    class Failures(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if "snippets.sync_failed" in record.getMessage():
+                failed.set()
+
+    handler, logger = Failures(), logging.getLogger("toolcode.snippets")
+    logger.addHandler(handler)
+    settings = Settings(state=StateSettings(url=redis_url))
+    try:
+        async with Toolbox([], settings=settings) as b:
+            b.index.subscribe(lambda e: shown.set() if "snippets:hello" in e.tool_ids else None)
+            redis_server.stop()
+            with anyio.fail_after(60):  # bounds a hang only: the task looks every 2 s
+                await failed.wait()
+            redis_server.start()
+            async with Toolbox([], settings=settings) as a:  # started after the store came back
+                await a.codemode.save_snippet("hello", "'hello ' + input['who']", "Greet someone.")
+            with anyio.fail_after(60):
+                await shown.wait()
+            assert (await b.codemode.run_tool("snippets:hello", {"who": "b"})).value == "hello b"
+    finally:
+        logger.removeHandler(handler)
 
 
 async def test_learned_shapes_persist_across_restarts(tmp_path: Path) -> None:

@@ -17,13 +17,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any, Final
 
-import anyio
-
 from toolcode._data import as_dict, as_list
 from toolcode._settings import AuditSettings
 from toolcode.exceptions import StateUnavailableError
 from toolcode.models import ToolApprovalEntry
 from toolcode.state import StateStore
+from toolcode.state._protocol import keep_in_sync
 from tooldocs import json_text
 from toolindex import Index, Tool
 from toolindex.log import get_logger
@@ -34,7 +33,6 @@ _log = get_logger("toolcode.audit")
 
 AUDIT_KIND: Final = "audit"
 APPROVED_KIND: Final = "approved-tool"
-_SYNC_EVERY_S: Final = 2.0
 _SNIPPETS: Final = "snippets"
 
 
@@ -271,13 +269,8 @@ class Quarantine:
         self._approved = seen
 
     async def keep_in_sync(self) -> None:
-        """Re-read the approvals every two seconds (run as a background task)."""
-        while True:
-            await anyio.sleep(_SYNC_EVERY_S)
-            try:
-                await self.sync()
-            except StateUnavailableError as e:
-                _log.warning("quarantine.sync_failed", error=str(e)[:300])
+        """Re-read the approvals every two seconds until cancelled (a background task)."""
+        await keep_in_sync(self.sync, _log, "quarantine.sync_failed")
 
     async def approve(self, tools: Iterable[Tool], by: str) -> list[str]:
         """Approve the tools' current definitions; returns the ids approved."""

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Final
+from typing import Any
 
 import anyio
 
 from toolcode._data import as_dict
-from toolcode.exceptions import StateConflictError, ToolCodeError
+from toolcode.exceptions import StateConflictError
 from toolcode.state import ABSENT, StateStore
+from toolcode.state._protocol import keep_in_sync
 from tooldocs import InMemoryStore, json_text
 from toolindex.log import get_logger
 
@@ -17,8 +18,6 @@ __all__ = ["ShapeSync"]
 
 _log = get_logger("toolcode.shapes")
 _KIND, _KEY = "shapes", "learned"
-INTERVAL: Final = 2.0
-"""Seconds between two saves of changed shapes (and looks at other replicas' ones)."""
 
 
 class ShapeSync:
@@ -65,13 +64,8 @@ class ShapeSync:
         return False
 
     async def keep_in_sync(self) -> None:
-        """Save changes every :data:`INTERVAL` seconds until cancelled (store failures are logged)."""
-        while True:
-            await anyio.sleep(INTERVAL)
-            try:
-                await self.save()
-            except ToolCodeError as e:
-                _log.warning("shapes.save_failed", error=str(e)[:300])
+        """Save changes every two seconds until cancelled (a background task; store failures are logged)."""
+        await keep_in_sync(self.save, _log, "shapes.save_failed")
 
 
 def _decode(blob: bytes) -> dict[str, Any]:

@@ -9,7 +9,7 @@ calls count against that run's budget and appear in that run's trace.
 A saved snippet belongs to the caller who saved it: other callers do not see it (search, listings,
 ``describe_tool``, runs) unless an operator published it as *shared*. Names are one namespace for
 every caller (a name another caller holds is refused). Every replica that shares the state store
-picks up the others' changes within :data:`SYNC_INTERVAL` seconds.
+picks up the others' changes within two seconds.
 
 The library keeps them; it does not run them. A call of ``snippets:<name>`` goes down the call
 stack like any tool call: toolrun checks its arguments against its input schema and hands them to
@@ -31,15 +31,15 @@ from typing import Any, Final
 import anyio
 
 from toolcode._data import as_mapping
-from toolcode.exceptions import InvalidArgumentsError, LimitExceededError, ToolCodeError, TypeCheckError
+from toolcode.exceptions import InvalidArgumentsError, LimitExceededError, TypeCheckError
 from toolcode.state import StateStore
+from toolcode.state._protocol import keep_in_sync
 from toolindex import BackendRef, Index, Tool, ToolIndexError
 from toolindex.log import get_logger
 from toolrun import CompiledSchema, ProviderBackend, ToolRunError
 
 __all__ = [
     "NAMESPACE",
-    "SYNC_INTERVAL",
     "Check",
     "RunSnippet",
     "SavedSnippet",
@@ -52,8 +52,6 @@ _log = get_logger("toolcode.snippets")
 NAMESPACE: Final = "snippets"
 """The namespace saved snippets take in the catalog."""
 PROVIDER_ID: Final = "snippets"
-SYNC_INTERVAL: Final = 2.0
-"""Seconds between two looks at the state store for other replicas' changes."""
 MAX_CODE_CHARS: Final = 100_000
 MAX_DESCRIPTION_CHARS: Final = 2_000
 MAX_NESTING: Final = 4
@@ -247,13 +245,8 @@ class SnippetLibrary:
                 self._show(snippet)
 
     async def keep_in_sync(self) -> None:
-        """Run :meth:`sync` every :data:`SYNC_INTERVAL` seconds until cancelled (store failures are logged)."""
-        while True:
-            await anyio.sleep(SYNC_INTERVAL)
-            try:
-                await self.sync()
-            except ToolCodeError as e:
-                _log.warning("snippets.sync_failed", error=str(e)[:300])
+        """Run :meth:`sync` every two seconds until cancelled (a background task; store failures are logged)."""
+        await keep_in_sync(self.sync, _log, "snippets.sync_failed")
 
     # -- operations ----------------------------------------------------------------------
 

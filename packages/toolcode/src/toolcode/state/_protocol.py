@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Final, Literal, Protocol, runtime_checkable
+
+import anyio
+
+from toolcode.exceptions import ToolCodeError
+from toolindex.log import Logger
 
 __all__ = [
     "ABSENT",
@@ -22,6 +27,7 @@ __all__ = [
     "check_limit",
     "check_record",
     "check_ttl",
+    "keep_in_sync",
 ]
 
 ANY: Final = "any"
@@ -34,6 +40,16 @@ KEY_PATTERN: Final = re.compile(r"^[A-Za-z0-9_.:/@+=-]{1,512}$")
 """Kinds and keys: printable ASCII without spaces, 1 to 512 characters."""
 Release = Callable[[], Coroutine[Any, Any, None]]
 """Gives a lock back (idempotent)."""
+
+
+async def keep_in_sync(sync: Callable[[], Awaitable[object]], log: Logger, failed: str) -> None:
+    """Call ``sync`` every two seconds until cancelled (other replicas' writes); log a store failure as ``failed``."""
+    while True:
+        await anyio.sleep(2.0)
+        try:
+            await sync()
+        except ToolCodeError as e:
+            log.warning(failed, error=str(e)[:300])
 
 
 def check_key(what: str, value: object) -> str:
