@@ -21,6 +21,7 @@ from toolcode._audit import AuditTrail, Quarantine
 from toolcode._discovery import Discovery
 from toolcode._executor import Executor, Listeners
 from toolcode._limits import NARROW_HINT
+from toolcode._modules import every_tool
 from toolcode._operations import Operations
 from toolcode._options import ExecuteOptions, parse_options
 from toolcode._otel import run_span
@@ -60,7 +61,6 @@ from toolcode.models import (
     ToolApprovalsResult,
     ToolListResult,
 )
-from toolindex import Tool, ToolIndexError
 from toolindex.log import get_logger
 
 __all__ = ["CodeMode", "PrintListener", "ToolStart"]
@@ -725,21 +725,6 @@ class CodeMode:
 
     # -- quarantine ---------------------------------------------------------------------------
 
-    def _all_tools(self) -> list[Tool]:
-        index = self.services.index
-        out: list[Tool] = []
-        cursor: str | None = None
-        while True:
-            page = index.list_tools(cursor=cursor, limit=1000)
-            for entry in page.tools:
-                try:
-                    out.append(index.get(entry.id))
-                except ToolIndexError:
-                    continue
-            cursor = page.next_cursor
-            if cursor is None:
-                return out
-
     def _quarantine(self) -> Quarantine:
         quarantine = self.services.stores.quarantine if self.services.stores is not None else None
         if quarantine is None:
@@ -758,7 +743,7 @@ class CodeMode:
         if not isinstance(patterns, list) or not all(isinstance(p, str) for p in cast("list[Any]", patterns)):
             raise InvalidArgumentsError("tools", "must be a list of tool ids or globs")
         wanted = cast("list[str]", patterns)
-        chosen = [t for t in self._all_tools() if any(fnmatch.fnmatchcase(t.id, p) for p in wanted)]
+        chosen = [t for t in every_tool(self.services.index) if any(fnmatch.fnmatchcase(t.id, p) for p in wanted)]
         return ToolApprovalsResult(approved=await quarantine.approve(chosen, by))
 
     def quarantined_tools(self, *, only_blocked: bool = True) -> ToolApprovalsResult:
@@ -768,7 +753,7 @@ class CodeMode:
             InvalidArgumentsError: If quarantine is off.
         """
         quarantine = self._quarantine()
-        entries = [quarantine.status(t) for t in self._all_tools()]
+        entries = [quarantine.status(t) for t in every_tool(self.services.index)]
         if only_blocked:
             entries = [e for e in entries if e.state != "approved" and not e.tool_id.startswith("snippets:")]
         return ToolApprovalsResult(tools=sorted(entries, key=lambda e: e.tool_id))

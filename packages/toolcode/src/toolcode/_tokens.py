@@ -17,6 +17,7 @@ from typing import Any
 import tiktoken
 
 from toolcode._app import Toolbox
+from toolcode._modules import every_tool
 from toolcode.server import CodeModeServer
 from tooldocs import json_text
 
@@ -108,14 +109,8 @@ def definitions_report(toolbox: Toolbox) -> dict[str, Any]:
         "codemode": {"tools", "tokens"}, "ratio"}``.
     """
     per_ns: dict[str, list[int]] = {}
-    cursor: str | None = None
-    while True:
-        page = toolbox.index.list_tools(cursor=cursor, limit=500)
-        for tool in page.tools:
-            per_ns.setdefault(tool.namespace, []).append(definitions_tokens([tool.to_mcp()]))
-        if page.next_cursor is None:
-            break
-        cursor = page.next_cursor
+    for tool in every_tool(toolbox.index):
+        per_ns.setdefault(tool.namespace, []).append(definitions_tokens([tool.to_mcp()]))
     server = CodeModeServer(toolbox)
     try:
         ours = server.tool_definitions()
