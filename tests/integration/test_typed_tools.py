@@ -140,3 +140,26 @@ async def test_a_server_named_like_a_sandbox_module_is_tools_time(box: Toolbox) 
     # Its former name still answers.
     out = await box.codemode.execute("from tools import time_\ntime_.get_current_time(timezone='UTC')['timezone']")
     assert out.value == "UTC", out.error
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import tools.time\n__out = tools.time.get_current_time(timezone='UTC')['timezone']",
+        "import tools.time as t, json\n__out = json.loads(json.dumps(t.get_current_time(timezone='UTC')))['timezone']",
+        "from tools.time import get_current_time\n__out = get_current_time(timezone='UTC')['timezone']",
+        "def f():\n    from tools.time import (\n        convert_time,\n        get_current_time as now,\n    )\n"
+        "    return now(timezone='UTC')['timezone']\n__out = f()",
+    ],
+    ids=["import", "import as", "from import", "from import in a function"],
+)
+async def test_every_import_form_of_a_namespace_named_like_a_sandbox_module_runs(box: Toolbox, code: str) -> None:
+    # The sandbox keeps the module name 'time' for itself; the engine gives the namespace under it all the same.
+    out = await box.codemode.execute(code)
+    assert out.ok and out.value == "UTC", out.error
+
+
+async def test_an_error_after_a_long_import_of_such_a_namespace_names_its_own_line(box: Toolbox) -> None:
+    code = "from tools.time import (\n    get_current_time,\n    convert_time,\n)\nx = 1\nraise ValueError('here')\n"
+    out = await box.codemode.execute(code)
+    assert out.error is not None and out.error.line == 6 and "here" in out.error.message, out.error

@@ -24,6 +24,7 @@ from toolcode._modules import PACKAGE
 from toolcode._types import EngineInfo, ExecuteParams, ExecuteResult, PauseState, RunPaused, Tools
 from toolcode.engines import _monty_state as _state
 from toolcode.engines._monty_drive import Drive, ModuleMap, Paused, cut_path
+from toolcode.engines._monty_imports import importable
 from toolcode.engines._monty_pool import CALLER, WorkerPool, sandbox_module, start_pool
 from toolcode.engines._monty_session import SessionTurn
 from toolcode.exceptions import CodeExecutionError, EngineError, LimitExceededError, ToolCodeError, ToolError
@@ -190,6 +191,8 @@ class MontyEngine:
         # A session may use modules its earlier runs imported: it always gets the package.
         modules = tools.modules() if PACKAGE in code or params.session is not None else None
         package = self._package(modules) if modules else None
+        if modules and PACKAGE + "." in code:
+            code = importable(code, [name for name in modules if sandbox_module(name)])
         shape = ((tuple(sorted(limits.items())), timeout, id(package)), package)
         drive = Drive(tools, timeout, self._max_depth, modules)
         session = SessionTurn(params.session, paused, self._max_depth) if params.session is not None else None
