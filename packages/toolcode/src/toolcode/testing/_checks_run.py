@@ -11,7 +11,7 @@ from toolcode._executor import Listeners
 from toolcode._limits import TRUNCATION_MARKER
 from toolcode._types import ExecuteParams, ExecuteResult, ToolCallRecord
 from toolcode.exceptions import CodeExecutionError, LimitExceededError, ToolCodeError
-from toolcode.testing._harness import HANG_S, CheckFn, ConformanceCheck, Harness, collect
+from toolcode.testing._harness import HANG_S, CheckFn, ConformanceCheck, Harness, collect, value_check
 from toolcode.testing._probes import PROBES, EscapeProbe, check_probe, verify_runner
 
 __all__ = ["CHECKS"]
@@ -19,6 +19,7 @@ __all__ = ["CHECKS"]
 CHECKS: list[ConformanceCheck] = []
 _MARKER_HEAD = TRUNCATION_MARKER.split("{", 1)[0]
 _check = partial(collect, CHECKS)
+_value = partial(value_check, CHECKS)
 
 
 @_check("limits", "a CPU loop is stopped by the timeout, not before it, and the engine keeps working")
@@ -169,17 +170,15 @@ async def _on_tool_call(h: Harness) -> None:
 
 # Overlap is shown by calls that each wait for all the others (conf:meet): run one at a time, the
 # first never returns. The wall time of a fan-out is a benchmark's figure, not a check's.
-@_check("fanout", "run_tools calls overlap in time")
-async def _run_tools_overlap(h: Harness) -> None:
-    r = await h.run("run_tools([('conf:meet', {'n': 10})] * 10)", timeout=2 * HANG_S)
-    assert r.value == [10] * 10 and len(r.tool_calls) == 10, r.value
-
-
-@_check("fanout", "awaitable calls with asyncio.gather overlap in time")
-async def _gather_overlap(h: Harness) -> None:
-    code = "import asyncio\nawait asyncio.gather(*[run_tool_async('conf:meet', n=10) for _ in range(10)])"
-    r = await h.run(code, timeout=2 * HANG_S)
-    assert r.value == [10] * 10 and len(r.tool_calls) == 10, r.value
+_value("fanout.run_tools_overlap", "run_tools calls overlap in time")(
+    "run_tools([('conf:meet', {'n': 10})] * 10)", [10] * 10, calls=10, timeout=2 * HANG_S
+)
+_value("fanout.gather_overlap", "awaitable calls with asyncio.gather overlap in time")(
+    "import asyncio\nawait asyncio.gather(*[run_tool_async('conf:meet', n=10) for _ in range(10)])",
+    [10] * 10,
+    calls=10,
+    timeout=2 * HANG_S,
+)
 
 
 @_check("fanout", "asyncio.sleep and awaitable calls interleave in gathered coroutines")

@@ -5,42 +5,25 @@ from __future__ import annotations
 from functools import partial
 
 from toolcode.exceptions import CodeExecutionError, InvalidArgumentsError
-from toolcode.testing._harness import HANG_S, ConformanceCheck, Harness, collect
+from toolcode.testing._harness import HANG_S, ConformanceCheck, Harness, collect, value_check
 
 __all__ = ["CHECKS"]
 
 CHECKS: list[ConformanceCheck] = []
 _check = partial(collect, CHECKS)
+_value = partial(value_check, CHECKS)
 
-
-@_check("result", "the trailing expression's value is the result")
-async def _trailing_expression(h: Harness) -> None:
-    r = await h.run("a = 20\na + 22")
-    assert r.value == 42, r.value
-
-
-@_check("result", "__out wins over the trailing expression")
-async def _out_wins(h: Harness) -> None:
-    r = await h.run("__out = {'k': [1, 'two', None, True, 1.5]}\n5")
-    assert r.value == {"k": [1, "two", None, True, 1.5]}, r.value
-
-
-@_check("result", "__out = None is a result, not 'unset'")
-async def _out_none(h: Harness) -> None:
-    r = await h.run("__out = None\n5")
-    assert r.value is None, r.value
-
-
-@_check("result", "no __out and no trailing expression gives None")
-async def _no_result(h: Harness) -> None:
-    r = await h.run("x = 1\nfor i in range(3):\n    x += i\n")
-    assert r.value is None, r.value
-
-
-@_check("result", "the input parameter is the global 'input'")
-async def _input_global(h: Harness) -> None:
-    r = await h.run("input['items'][1]['name']", input={"items": [{"name": "a"}, {"name": "b"}]})
-    assert r.value == "b", r.value
+_value("result.trailing_expression", "the trailing expression's value is the result")("a = 20\na + 22", 42)
+_value("result.out_wins", "__out wins over the trailing expression")(
+    "__out = {'k': [1, 'two', None, True, 1.5]}\n5", {"k": [1, "two", None, True, 1.5]}
+)
+_value("result.out_none", "__out = None is a result, not 'unset'")("__out = None\n5", None)
+_value("result.no_result", "no __out and no trailing expression gives None")(
+    "x = 1\nfor i in range(3):\n    x += i\n", None
+)
+_value("result.input_global", "the input parameter is the global 'input'")(
+    "input['items'][1]['name']", "b", input={"items": [{"name": "a"}, {"name": "b"}]}
+)
 
 
 @_check("result", "a result that is not JSON-serialisable is a clear CodeExecutionError")
@@ -55,10 +38,9 @@ async def _print_captured(h: Harness) -> None:
     assert r.stdout == "a 1\nb 2\nc", repr(r.stdout)
 
 
-@_check("result", "tool results are plain Python data")
-async def _plain_data(h: Harness) -> None:
-    r = await h.run("v = run_tool('conf:echo', value={'a': [1, 2], 'b': 'x'})\n[type(v).__name__, v['a'][1], v['b']]")
-    assert r.value == ["dict", 2, "x"], r.value
+_value("result.plain_data", "tool results are plain Python data")(
+    "v = run_tool('conf:echo', value={'a': [1, 2], 'b': 'x'})\n[type(v).__name__, v['a'][1], v['b']]", ["dict", 2, "x"]
+)
 
 
 @_check("api", "search_tools ranks the catalog")
@@ -69,10 +51,9 @@ async def _search_tools(h: Harness) -> None:
     assert r.value["hits"] == [] and r.value["hint"], r.value
 
 
-@_check("api", "list_namespaces lists namespaces with counts")
-async def _list_namespaces(h: Harness) -> None:
-    r = await h.run("{n['name']: n['tool_count'] for n in list_namespaces()['namespaces']}")
-    assert r.value == {"conf": 7, "other": 1}, r.value
+_value("api.list_namespaces", "list_namespaces lists namespaces with counts")(
+    "{n['name']: n['tool_count'] for n in list_namespaces()['namespaces']}", {"conf": 7, "other": 1}
+)
 
 
 @_check("api", "describe_tool returns the tool's documentation")
@@ -94,23 +75,16 @@ async def _list_tool_examples(h: Harness) -> None:
     assert r.value == [["one plus two", {"a": 1, "b": 2}]], r.value
 
 
-@_check("api", "run_tool takes a dict, keywords, or both")
-async def _run_tool_forms(h: Harness) -> None:
-    r = await h.run(
-        "[run_tool('conf:add', {'a': 1, 'b': 2}), run_tool('conf:add', a=3), run_tool('conf:add', {'a': 1}, b=9)]"
-    )
-    assert r.value == [3, 4, 10], r.value
-
-
-@_check("api", "run_chain passes the previous result and returns every step")
-async def _run_chain(h: Harness) -> None:
-    code = (
-        "c = run_chain([{'tool_id': 'conf:inc', 'args': {'by': 2}},"
-        " {'tool_id': 'conf:inc', 'args': {'by': 3}, 'use_previous': True}])\n"
-        "[c['final'], [s['value'] for s in c['steps']], c['aborted']]"
-    )
-    r = await h.run(code)
-    assert r.value == [5, [2, 5], False], r.value
+_value("api.run_tool_forms", "run_tool takes a dict, keywords, or both")(
+    "[run_tool('conf:add', {'a': 1, 'b': 2}), run_tool('conf:add', a=3), run_tool('conf:add', {'a': 1}, b=9)]",
+    [3, 4, 10],
+)
+_value("api.run_chain", "run_chain passes the previous result and returns every step")(
+    "c = run_chain([{'tool_id': 'conf:inc', 'args': {'by': 2}},"
+    " {'tool_id': 'conf:inc', 'args': {'by': 3}, 'use_previous': True}])\n"
+    "[c['final'], [s['value'] for s in c['steps']], c['aborted']]",
+    [5, [2, 5], False],
+)
 
 
 @_check("api", "allowed_namespaces hides other namespaces from search and run")
@@ -137,11 +111,11 @@ async def _namespace_modules(h: Harness) -> None:
     assert [c.tool_id for c in r.tool_calls] == ["conf:add", "other:ping", "conf:add", "conf:echo"], r.tool_calls
 
 
-@_check("api", "a module function's _async form is awaitable, and gathered calls overlap")
-async def _namespace_modules_async(h: Harness) -> None:
-    code = "import asyncio\nfrom tools import conf\nawait asyncio.gather(*[conf.meet_async(n=3) for _ in range(3)])"
-    r = await h.run(code, timeout=2 * HANG_S)
-    assert r.value == [3, 3, 3], r.value
+_value("api.namespace_modules_async", "a module function's _async form is awaitable, and gathered calls overlap")(
+    "import asyncio\nfrom tools import conf\nawait asyncio.gather(*[conf.meet_async(n=3) for _ in range(3)])",
+    [3, 3, 3],
+    timeout=2 * HANG_S,
+)
 
 
 @_check("api", "a module function refuses positional arguments with a ToolError, and only visible modules import")
@@ -207,26 +181,19 @@ async def _configuration(h: Harness) -> None:
         assert e.field == fld and e.code.value == "invalid_arguments", (e.field, fld)
 
 
-@_check("errors", "a wrong argument to a snippet global is a ToolError the snippet can catch")
-async def _invalid_arguments_caught(h: Harness) -> None:
-    code = (
-        "out = []\n"
-        "for call in (lambda: search_tools('add', limit=float('inf')), lambda: list_tools(limit=0),\n"
-        "             lambda: run_tool(42), lambda: run_tools('conf:add'), lambda: run_chain({'x': 1})):\n"
-        "    try:\n        call()\n        out.append('no error')\n"
-        "    except ToolError as e:\n        out.append(tool_error_info(e)['code'])\n"
-        "out"
-    )
-    r = await h.run(code)
-    assert r.value == ["invalid_arguments"] * 5 and r.tool_calls == (), r.value
-
-
-@_check("errors", "tool_error_info gives the code and the tool id of a caught failure")
-async def _tool_error_info(h: Harness) -> None:
-    code = (
-        "try:\n    run_tool('conf:fail', message='disk on fire')\nexcept ToolError as e:\n    a = tool_error_info(e)\n"
-        "try:\n    run_tool('conf:nope')\nexcept ToolError as e:\n    b = tool_error_info(e)\n"
-        "[a['code'], a['tool_id'], 'disk on fire' in a['message'], b['code'], b['tool_id']]"
-    )
-    r = await h.run(code)
-    assert r.value == ["tool_error", "conf:fail", True, "unknown_tool", "conf:nope"], r.value
+_value("errors.invalid_arguments_caught", "a wrong argument to a snippet global is a ToolError the snippet can catch")(
+    "out = []\n"
+    "for call in (lambda: search_tools('add', limit=float('inf')), lambda: list_tools(limit=0),\n"
+    "             lambda: run_tool(42), lambda: run_tools('conf:add'), lambda: run_chain({'x': 1})):\n"
+    "    try:\n        call()\n        out.append('no error')\n"
+    "    except ToolError as e:\n        out.append(tool_error_info(e)['code'])\n"
+    "out",
+    ["invalid_arguments"] * 5,
+    calls=0,
+)
+_value("errors.tool_error_info", "tool_error_info gives the code and the tool id of a caught failure")(
+    "try:\n    run_tool('conf:fail', message='disk on fire')\nexcept ToolError as e:\n    a = tool_error_info(e)\n"
+    "try:\n    run_tool('conf:nope')\nexcept ToolError as e:\n    b = tool_error_info(e)\n"
+    "[a['code'], a['tool_id'], 'disk on fire' in a['message'], b['code'], b['tool_id']]",
+    ["tool_error", "conf:fail", True, "unknown_tool", "conf:nope"],
+)

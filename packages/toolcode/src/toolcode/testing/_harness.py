@@ -19,7 +19,7 @@ from tooldocs import InMemoryStore
 from toolindex import InMemoryIndex
 from toolrun import DefaultRunner, LocalBackend
 
-__all__ = ["HANG_S", "CheckFn", "ConformanceCheck", "Harness", "collect"]
+__all__ = ["HANG_S", "CheckFn", "ConformanceCheck", "Harness", "collect", "value_check"]
 
 HANG_S = 30.0
 """Seconds past a limit, or past a cancellation, after which a run counts as never stopped.
@@ -178,3 +178,21 @@ def collect(checks: list[ConformanceCheck], category: str, description: str) -> 
         return fn
 
     return register
+
+
+def value_check(checks: list[ConformanceCheck], check_id: str, description: str) -> Callable[..., None]:
+    """Like :func:`collect`, for a check that a snippet's value is the expected one.
+
+    ``value_check(checks, "result.x", "...")(code, expected, **params)`` adds the check ``result.x``:
+    ``code`` run with ``params`` (:meth:`Harness.run`'s) gives ``expected``; ``calls=n`` in ``params``
+    also asks for exactly ``n`` tool calls in the trace.
+    """
+
+    def add(code: str, expected: object, *, calls: int | None = None, **params: Any) -> None:
+        async def check(h: Harness) -> None:
+            r = await h.run(code, **params)
+            assert r.value == expected and (calls is None or len(r.tool_calls) == calls), r.value
+
+        checks.append(ConformanceCheck(check_id, check_id.split(".", 1)[0], description, check))
+
+    return add
