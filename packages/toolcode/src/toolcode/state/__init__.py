@@ -16,17 +16,7 @@ from pathlib import Path
 
 from toolcode.exceptions import ConfigurationError
 from toolcode.state._local import MemoryStateStore, SQLiteStateStore
-from toolcode.state._protocol import (
-    ABSENT,
-    ANY,
-    Expect,
-    LogEntry,
-    Record,
-    RecordInfo,
-    Release,
-    StateStore,
-    check_key,
-)
+from toolcode.state._protocol import ABSENT, ANY, Expect, LogEntry, Record, RecordInfo, Release, StateStore, check_key
 from toolcode.state._redis import RedisStateStore
 
 __all__ = [

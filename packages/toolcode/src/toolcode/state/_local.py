@@ -24,7 +24,6 @@ from toolcode.state._protocol import (
     Record,
     RecordInfo,
     Release,
-    check_expect,
     check_key,
     check_limit,
     check_record,
@@ -144,8 +143,7 @@ class SQLiteStateStore:
 
     async def put(self, kind: str, key: str, value: bytes, *, ttl: float | None = None, expect: Expect = ANY) -> int:
         """See :meth:`StateStore.put`."""
-        check_record(kind, key)
-        check_expect(expect)
+        check_record(kind, key, expect)
         ttl = check_ttl(ttl)
         data = bytes(value)
 
@@ -176,8 +174,7 @@ class SQLiteStateStore:
 
     async def delete(self, kind: str, key: str, *, expect: Expect = ANY) -> bool:
         """See :meth:`StateStore.delete`."""
-        check_record(kind, key)
-        check_expect(expect)
+        check_record(kind, key, expect)
         versioned = "" if expect == ANY else " AND version = :expect"
         sql = "DELETE FROM records WHERE kind = :kind AND key = :key" + versioned + _LIVE
 

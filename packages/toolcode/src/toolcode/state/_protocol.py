@@ -22,7 +22,6 @@ __all__ = [
     "RecordInfo",
     "Release",
     "StateStore",
-    "check_expect",
     "check_key",
     "check_limit",
     "check_record",
@@ -59,14 +58,10 @@ def check_key(what: str, value: object) -> str:
     return value
 
 
-def check_record(kind: object, key: object) -> None:
-    """:func:`check_key` of a record's kind and key."""
+def check_record(kind: object, key: object, expect: object = ANY) -> None:
+    """:func:`check_key` of a record's kind and key; ``ValueError`` unless ``expect`` is a version, ABSENT or ANY."""
     check_key("kind", kind)
     check_key("key", key)
-
-
-def check_expect(expect: object) -> None:
-    """Raise ``ValueError`` unless ``expect`` is a version (``>= 0``), ``ABSENT`` or ``ANY``."""
     if expect != ANY and (not isinstance(expect, int) or isinstance(expect, bool) or expect < 0):
         raise ValueError(f"expect must be a version (>= 0), ABSENT or ANY, got {expect!r}")
 
@@ -144,7 +139,7 @@ class StateStore(Protocol):
           outlive ``ttl``.
         - Errors: a store that cannot be reached, read or written raises
           :class:`StateUnavailableError` (nothing was written); invalid kinds, keys and options
-          raise ``ValueError`` (see :func:`check_key`, :func:`check_expect`, :func:`check_ttl`).
+          raise ``ValueError`` (see :func:`check_key`, :func:`check_record`, :func:`check_ttl`).
         - Ownership: ``aclose`` releases connections; idempotent.
     """
 

@@ -15,7 +15,6 @@ from toolcode.state._protocol import (
     Record,
     RecordInfo,
     Release,
-    check_expect,
     check_key,
     check_limit,
     check_record,
@@ -163,8 +162,7 @@ class RedisStateStore:
 
     async def put(self, kind: str, key: str, value: bytes, *, ttl: float | None = None, expect: Expect = ANY) -> int:
         """See :meth:`StateStore.put`."""
-        check_record(kind, key)
-        check_expect(expect)
+        check_record(kind, key, expect)
         ttl = check_ttl(ttl)
         ttl_ms = max(1, int(ttl * 1000)) if ttl else 0
         args = [str(expect), bytes(value), repr(time.time()), ttl_ms, key]
@@ -176,8 +174,7 @@ class RedisStateStore:
 
     async def delete(self, kind: str, key: str, *, expect: Expect = ANY) -> bool:
         """See :meth:`StateStore.delete`."""
-        check_record(kind, key)
-        check_expect(expect)
+        check_record(kind, key, expect)
         keys = [self._key(kind, key), self._index(kind)]
         return bool(await self._call("delete", lambda: self._delete(keys=keys, args=[str(expect), key])))
 
