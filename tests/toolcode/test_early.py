@@ -21,6 +21,7 @@ from toolcode.exceptions import (
     ToolCodeError,
 )
 from toolcode.state import MemoryStateStore
+from toolcode.testing._harness import Meeting
 from toolindex import InMemoryIndex
 from toolrun import DefaultRunner, LocalBackend
 
@@ -47,8 +48,7 @@ class World:
         self.stored = 0
         self.index = InMemoryIndex()
         self.local = LocalBackend()
-        self._in_flight = 0
-        self._met = anyio.Event()
+        self._meeting = Meeting(WAIT_S)
         for fn in (self.get, self.put, self.meet, self.asked, self.q, self.bad):
             self.local.add(fn, namespace="t")
         self.runner = DefaultRunner(self.index, [self.local])
@@ -69,18 +69,7 @@ class World:
     async def meet(self, n: int, i: int = 0) -> int:
         """Return i once n calls to meet are in flight at the same time; fail if they never are."""
         self.received.append(("meet", i))
-        self._in_flight += 1
-        try:
-            if self._in_flight >= n:
-                self._met.set()
-            with anyio.move_on_after(WAIT_S):
-                await self._met.wait()
-            if not self._met.is_set():
-                raise RuntimeError(f"only {self._in_flight} of {n} calls were in flight at once")
-        finally:
-            self._in_flight -= 1
-            if not self._in_flight:
-                self._met = anyio.Event()
+        await self._meeting.meet(n)
         return i
 
     async def asked(self) -> str:

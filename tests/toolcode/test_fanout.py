@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import pytest
-from _toolcode_support import MEET_WAIT_S, executor_of, make_runner
+from _toolcode_support import executor_of, make_runner
 
 from toolcode import CodeExecutionError, ExecuteOptions, ExecuteParams, Executor
+from toolcode.testing import _harness
 
 pytestmark = pytest.mark.anyio
 
@@ -34,7 +35,7 @@ async def executor(request: pytest.FixtureRequest) -> AsyncIterator[Executor]:
     ids=["run_tools", "gather"],
 )
 async def test_ten_calls_overlap(executor: Executor, code: str) -> None:
-    options = ExecuteOptions(timeout=2 * MEET_WAIT_S)  # so that calls that never meet fail as such
+    options = ExecuteOptions(timeout=2 * _harness.HANG_S)  # so that calls that never meet fail as such
     result = await executor.execute(ExecuteParams(code=code, options=options))
     assert result.value == [10] * 10
     calls = result.tool_calls
@@ -46,8 +47,6 @@ async def test_ten_calls_overlap(executor: Executor, code: str) -> None:
 
 async def test_calls_made_one_after_the_other_do_not_meet(executor: Executor, monkeypatch: pytest.MonkeyPatch) -> None:
     # The meeting bites: a loop of calls is not a fan-out.
-    import _toolcode_support
-
-    monkeypatch.setattr(_toolcode_support, "MEET_WAIT_S", 0.2)
+    monkeypatch.setattr(_harness, "HANG_S", 0.2)
     with pytest.raises(CodeExecutionError, match="only 1 of 2 calls were in flight at once"):
         await executor.execute(ExecuteParams(code="[run_tool('t:meet', n=2) for _ in range(2)]"))

@@ -19,7 +19,7 @@ from tooldocs import InMemoryStore
 from toolindex import InMemoryIndex
 from toolrun import DefaultRunner, LocalBackend
 
-__all__ = ["HANG_S", "CheckFn", "ConformanceCheck", "Harness", "collect", "value_check"]
+__all__ = ["HANG_S", "CheckFn", "ConformanceCheck", "Harness", "Meeting", "collect", "value_check"]
 
 HANG_S = 30.0
 """Seconds past a limit, or past a cancellation, after which a run counts as never stopped.
@@ -70,6 +70,31 @@ async def ping() -> str:
     return "pong"
 
 
+class Meeting:
+    """The tool ``meet(n)``: returns once ``n`` calls are in flight at once; fails after ``wait_s`` (or HANG_S)."""
+
+    def __init__(self, wait_s: float | None = None) -> None:
+        self.wait_s = wait_s
+        self._in_flight = 0
+        self._met = anyio.Event()
+
+    async def meet(self, n: int) -> int:
+        """Wait until n calls to meet are in flight at once, then return n."""
+        self._in_flight += 1
+        try:
+            if self._in_flight >= n:
+                self._met.set()
+            with anyio.move_on_after(HANG_S if self.wait_s is None else self.wait_s):
+                await self._met.wait()
+            if not self._met.is_set():
+                raise RuntimeError(f"only {self._in_flight} of {n} calls were in flight at once")
+        finally:
+            self._in_flight -= 1
+            if not self._in_flight:
+                self._met = anyio.Event()
+        return n
+
+
 class Harness:
     """A real executor, index, doc store and runner around the engine under test, as an async context manager.
 
@@ -91,11 +116,9 @@ class Harness:
         self.engine = engine
         self.index = InMemoryIndex()
         self.local = LocalBackend()
-        self._meeting = 0
-        self._met = anyio.Event()
         for tool in (add, echo, fail, nap, inc, blob):
             self.local.add(tool, namespace="conf")
-        self.local.add(self._meet, name="meet", namespace="conf")
+        self.local.add(Meeting().meet, namespace="conf")
         self.local.add(ping, namespace="other")
         self.runner = DefaultRunner(self.index, [self.local])
         self.store = InMemoryStore(self.index, autosave=False)
@@ -106,22 +129,6 @@ class Harness:
         self.executor = Executor(
             Services.of(self.index, self.runner, docs=self.store, engine=engine, settings=settings)
         )
-
-    async def _meet(self, n: int) -> int:
-        """Wait until n calls to meet are in flight at once, then return n."""
-        self._meeting += 1
-        try:
-            if self._meeting >= n:
-                self._met.set()
-            with anyio.move_on_after(HANG_S):
-                await self._met.wait()
-            if not self._met.is_set():
-                raise RuntimeError(f"only {self._meeting} of {n} calls were in flight at once")
-        finally:
-            self._meeting -= 1
-            if not self._meeting:
-                self._met = anyio.Event()
-        return n
 
     async def __aenter__(self) -> Harness:
         await self.local.attach(self.index)
