@@ -121,12 +121,11 @@ async def _limits_report(h: Harness) -> None:
 
 @_check("trace", "one record per call, in order, with args, result, backend kind and errors")
 async def _trace_records(h: Harness) -> None:
-    code = (
+    r = await h.run(
         "run_tool('conf:add', a=1, b=2)\n"
         "try:\n    run_tool('conf:fail', message='nope')\nexcept ToolError:\n    pass\n"
         "run_tool('conf:echo', value=[1])\n"
     )
-    r = await h.run(code)
     t = r.tool_calls
     assert [x.tool_id for x in t] == ["conf:add", "conf:fail", "conf:echo"], t
     assert dict(t[0].args) == {"a": 1, "b": 2} and t[0].structured == 3 and t[0].backend_kind == "local"

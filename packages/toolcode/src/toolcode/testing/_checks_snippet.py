@@ -99,14 +99,13 @@ async def _allowed_namespaces(h: Harness) -> None:
 
 @_check("api", "each namespace is a module of the tools package, its tools functions taking keywords")
 async def _namespace_modules(h: Harness) -> None:
-    code = (
+    r = await h.run(
         "from tools import conf\n"
         "import tools.other as o\n"
         "import tools.conf\n"
         "from tools.conf import echo\n"
         "[conf.add(a=1, b=2), o.ping(), tools.conf.add(a=5), echo(value='x')]"
     )
-    r = await h.run(code)
     assert r.value == [3, "pong", 6, "x"], r.value
     assert [c.tool_id for c in r.tool_calls] == ["conf:add", "other:ping", "conf:add", "conf:echo"], r.tool_calls
 
