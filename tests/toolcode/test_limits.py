@@ -29,6 +29,7 @@ from toolcode import (
 )
 from toolcode._settings import StateSettings, WorkerSettings
 from toolcode.exceptions import ErrorCode
+from toolcode.testing import _harness
 from toolrun import LocalBackend
 
 pytestmark = pytest.mark.anyio
@@ -161,16 +162,8 @@ async def test_an_int_too_long_to_print_is_a_clear_error_not_a_crash(executor: E
 )
 async def test_an_int_too_long_to_print_in_a_call_fails_that_call_not_the_host(code: str, tmp_path: Path) -> None:
     local = LocalBackend()
-
-    @local.tool(namespace="t")
-    async def add(a: int, b: int = 1) -> int:
-        """Add two integers."""
-        return a + b
-
-    @local.tool(namespace="t")
-    async def echo(value: Any) -> Any:
-        """Return the value."""
-        return value
+    for tool in (_harness.add, _harness.echo):
+        local.add(tool, namespace="t")
 
     @local.tool(namespace="t")
     async def pow(digits: int) -> Any:
