@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx2
 import pytest
 
 from toolcode import Toolbox
@@ -48,16 +49,26 @@ class Served:
 
 
 @asynccontextmanager
-async def served(tmp_path: Path, *, quarantine: bool = False, url: str | None = None) -> AsyncIterator[Served]:
-    """Serve the console over a toolbox whose writes ask (``ask-writes``), with ``token:ops`` as operator."""
+async def served(
+    tmp_path: Path,
+    *,
+    quarantine: bool = False,
+    url: str | None = None,
+    tokens: BearerTokens | None = None,
+    state: StateSettings | None = None,
+) -> AsyncIterator[Served]:
+    """Serve the console over a toolbox whose writes ask (``ask-writes``), with ``token:ops`` as operator.
+
+    Two of these on one ``tmp_path`` (or one ``state``) are two replicas sharing one state store.
+    """
     ledger = tmp_path / "ledger.txt"
     settings = Settings(
-        state=StateSettings(dir=str(tmp_path / "state")),
+        state=state or StateSettings(dir=str(tmp_path / "state")),
         console=ConsoleSettings(enabled=True, url=url),
         policy=PolicySettings(preset="ask-writes", operators=("token:ops",), quarantine=quarantine),
     )
     servers = {"ledger": {"command": sys.executable, "args": [str(LEDGER), str(ledger)]}}
-    tokens = BearerTokens({"ops": OPS, "alice": ALICE, "bob": BOB})
+    tokens = tokens or BearerTokens({"ops": OPS, "alice": ALICE, "bob": BOB})
     async with Toolbox.from_config({"mcpServers": servers}, settings=settings) as box:
         urls: list[str] = []
         ready = anyio.Event()
@@ -72,6 +83,30 @@ async def served(tmp_path: Path, *, quarantine: bool = False, url: str | None = 
                 await ready.wait()
             yield Served(urls[0].removesuffix("/mcp"), box, ledger)
             tg.cancel_scope.cancel()
+
+
+def csrf_of(page: str) -> str:
+    """The CSRF token of a console page's first form."""
+    return page.split('name="csrf" value="', 1)[1].split('"', 1)[0]
+
+
+@asynccontextmanager
+async def console_client(base: str, token: str) -> AsyncIterator[httpx2.AsyncClient]:
+    """An HTTP client signed in to the console with ``token`` (the sign-in form, as a browser sends it)."""
+    async with httpx2.AsyncClient(base_url=base) as http:
+        page = await http.get("/console/signin")
+        form = {"csrf": csrf_of(page.text), "token": token}
+        done = await http.post("/console/signin", data=form, headers={"Origin": base})
+        assert done.status_code == 303 and done.headers["location"] == "/console/runs"
+        yield http
+
+
+def write_tokens(path: Path, tokens: dict[str, str]) -> None:
+    """Write a token file atomically, as its docs ask (a new inode: the servers see the change at once)."""
+    tmp = path.with_suffix(".new")
+    tmp.write_text("".join(f"{name}:{token}\n" for name, token in tokens.items()))
+    tmp.chmod(0o600)
+    os.replace(tmp, path)
 
 
 @asynccontextmanager

@@ -6,14 +6,13 @@ reached it. Skipped only when no chromium binary is found (.ci/run installs Debi
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AsyncExitStack
 from pathlib import Path
 
 import anyio
 import httpx2
 import pytest
-from console_support import ALICE, OPS, chromium, served, shot, signed_in
+from console_support import ALICE, OPS, chromium, console_client, csrf_of, served, shot, signed_in
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from servers.ledger_server import HOSTILE_DESCRIPTION
@@ -219,21 +218,9 @@ async def test_only_the_console_paths_skip_the_bearer_token_and_they_carry_a_str
         for path in ("/mcp", "/consoles", "/console-x", "/"):
             assert (await http.get(path)).status_code == 401, path  # still the bearer token's
         # A wrong token signs nobody in.
-        csrf = page.text.split('name="csrf" value="', 1)[1].split('"', 1)[0]
-        form = {"csrf": csrf, "token": "not-a-token-of-this-server"}
+        form = {"csrf": csrf_of(page.text), "token": "not-a-token-of-this-server"}
         wrong = await http.post("/console/signin", data=form, headers={"Origin": s.base})
         assert wrong.status_code == 401 and "toolcode_console=" not in wrong.headers.get("set-cookie", "")
-
-
-@asynccontextmanager
-async def _console_client(base: str, token: str) -> AsyncIterator[httpx2.AsyncClient]:
-    """An HTTP client signed in to the console with ``token`` (the sign-in form, as a browser sends it)."""
-    async with httpx2.AsyncClient(base_url=base) as http:
-        page = await http.get("/console/signin")
-        csrf = page.text.split('name="csrf" value="', 1)[1].split('"', 1)[0]
-        done = await http.post("/console/signin", data={"csrf": csrf, "token": token}, headers={"Origin": base})
-        assert done.status_code == 303 and done.headers["location"] == "/console/runs"
-        yield http
 
 
 async def _live_list_status(http: httpx2.AsyncClient) -> int:
@@ -245,8 +232,8 @@ async def _live_list_status(http: httpx2.AsyncClient) -> int:
 async def test_a_caller_holds_a_bounded_number_of_live_lists_and_a_closed_one_frees_its_place(tmp_path: Path) -> None:
     async with (
         served(tmp_path) as s,
-        _console_client(s.base, ALICE) as alice,
-        _console_client(s.base, OPS) as ops,
+        console_client(s.base, ALICE) as alice,
+        console_client(s.base, OPS) as ops,
         AsyncExitStack() as streams,
     ):
         most = s.box.settings.console.max_streams

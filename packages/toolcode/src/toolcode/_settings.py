@@ -298,6 +298,12 @@ class ConsoleSettings(_Section):
         description="Live lists (event streams) one signed-in caller may hold open at once; one more is refused "
         "(429) until one closes.",
     )
+    max_signins: int = Field(
+        default=100,
+        ge=1,
+        le=100_000,
+        description="Sign-ins one token name keeps in the state store at once; one more ends that name's oldest.",
+    )
 
     def link(self, execution_id: str) -> str | None:
         """The console page of a paused run (``None`` when the console is off)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from contextlib import suppress
 from importlib.resources import files
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import parse_qsl
@@ -64,6 +65,10 @@ def _message(viewer: Viewer | None, title: str, text: str, status: int = 200) ->
     return HTMLResponse(_html.message(viewer, title, text), status)
 
 
+def _unavailable(viewer: Viewer | None, e: StateUnavailableError) -> HTMLResponse:
+    return _message(viewer, "State store unavailable", str(e), 503)
+
+
 class _Held(StreamingResponse):
     """A streamed response that gives its place back however it ends (done, cancelled, the client gone)."""
 
@@ -92,7 +97,8 @@ class Console:
     def __init__(self, codemode: CodeMode, tokens: BearerTokens | None) -> None:
         services = codemode.services
         self.views = Views(codemode, lambda: tokens.names if tokens is not None else [])
-        self.signins = SignIns(tokens, services.settings.console.session_ttl, services.is_operator)
+        store, console = self.views.stores.sessions.store, services.settings.console
+        self.signins = SignIns(store, tokens, console, services.is_operator)
         self._settings = services.settings
         self.max_streams = services.settings.console.max_streams
         self._streams: dict[str, int] = {}
@@ -134,17 +140,17 @@ class Console:
 
     def _signed(self, handler: Handler) -> Callable[[Request], Awaitable[Response]]:
         async def endpoint(request: Request) -> Response:
-            viewer = self.signins.viewer(request.cookies)
-            if viewer is None:
-                if request.method == "GET" and not request.url.path.endswith((".jsonl", "/events")):
-                    return RedirectResponse(CONSOLE_PATH + "/signin", 303)
-                return _message(None, "Sign in first", "This needs a signed-in session.", 401)
+            viewer: Viewer | None = None
             try:
+                if (viewer := await self.signins.viewer(request.cookies)) is None:
+                    if request.method == "GET" and not request.url.path.endswith((".jsonl", "/events")):
+                        return RedirectResponse(CONSOLE_PATH + "/signin", 303)
+                    return _message(None, "Sign in first", "This needs a signed-in session.", 401)
                 return await handler(request, viewer)
             except InvalidArgumentsError as e:
                 return _message(viewer, "Not found", e.reason, 404)
-            except StateUnavailableError as e:
-                return _message(viewer, "State store unavailable", str(e), 503)
+            except StateUnavailableError as e:  # never signed in without the store
+                return _unavailable(viewer, e)
             except ToolCodeError as e:  # not_allowed: another caller's, or an operator's action
                 return _message(viewer, "Not allowed", str(e), 403)
 
@@ -163,19 +169,24 @@ class Console:
             return _message(None, "Refused", "This form must be sent from the sign-in page.", 403)
         if not same(form.get("csrf", ""), request.cookies.get(PRE_COOKIE, "")):
             return _message(None, "Refused", "The sign-in form expired; open it again.", 403)
-        sid = self.signins.sign_in(form.get("token", ""))
-        if sid is None:
-            return await self._signin_form(request, failed=True)
-        self.signins.sign_out(request.cookies)  # a fresh id on every sign-in: no session fixation
+        try:
+            if (sid := await self.signins.sign_in(form.get("token", ""))) is None:
+                return await self._signin_form(request, failed=True)
+            await self.signins.sign_out(request.cookies)  # a fresh id on every sign-in: no session fixation
+        except StateUnavailableError as e:
+            return _unavailable(None, e)
         response = RedirectResponse(CONSOLE_PATH + "/runs", 303)
-        set_cookie(response, request, SESSION_COOKIE, sid, int(self.signins.ttl))
+        set_cookie(response, request, SESSION_COOKIE, sid, int(self.signins.settings.session_ttl))
         response.delete_cookie(PRE_COOKIE, path=CONSOLE_PATH)
         return response
 
     async def _signout(self, request: Request) -> Response:
-        viewer, form = self.signins.viewer(request.cookies), await _form(request)
-        if viewer is not None and form is not None and may_post(request, form, viewer.csrf):
-            self.signins.sign_out(request.cookies)
+        try:
+            viewer, form = await self.signins.viewer(request.cookies), await _form(request)
+            if viewer is not None and form is not None and may_post(request, form, viewer.csrf):
+                await self.signins.sign_out(request.cookies)
+        except StateUnavailableError as e:
+            return _unavailable(None, e)
         response = RedirectResponse(CONSOLE_PATH + "/signin", 303)
         response.delete_cookie(SESSION_COOKIE, path=CONSOLE_PATH)
         return response
@@ -229,23 +240,25 @@ class Console:
         async def stream() -> AsyncIterator[str]:
             # Each look compares the ids alone (the store's keys); only a new run's record is read.
             known: set[str] = set()
-            while (now := self.signins.viewer(request.cookies)) is not None:
-                seen = paused.changes
-                ids = await self.views.waiting(now)
-                for eid in ids - known:
-                    try:
-                        run = await self.views.run(now, eid)
-                    except InvalidArgumentsError:  # decided or expired meanwhile
-                        ids.discard(eid)
-                        continue
-                    yield f"event: pause\ndata: {json.dumps(_html.run_row(run, self.views.who(run.owner)))}\n\n"
-                for eid in known - ids:
-                    yield f"event: gone\ndata: {json.dumps({'id': eid})}\n\n"
-                if ids == known:
-                    yield ": still here\n\n"
-                known = ids
-                with anyio.move_on_after(_LOOK_AGAIN_S):
-                    await paused.changed_since(seen)
+            with suppress(StateUnavailableError):  # the store gone: the stream ends, the next look gets 503
+                while (now := await self.signins.viewer(request.cookies)) is not None:
+                    seen = paused.changes
+                    ids = await self.views.waiting(now)
+                    for eid in ids - known:
+                        try:
+                            run = await self.views.run(now, eid)
+                        except InvalidArgumentsError:  # decided or expired meanwhile
+                            ids.discard(eid)
+                            continue
+                        row = _html.run_row(run, self.views.who(run.owner))
+                        yield f"event: pause\ndata: {json.dumps(row)}\n\n"
+                    for eid in known - ids:
+                        yield f"event: gone\ndata: {json.dumps({'id': eid})}\n\n"
+                    if ids == known:
+                        yield ": still here\n\n"
+                    known = ids
+                    with anyio.move_on_after(_LOOK_AGAIN_S):
+                        await paused.changed_since(seen)
 
         return _Held(release, stream(), media_type="text/event-stream", headers={"x-accel-buffering": "no"})
 

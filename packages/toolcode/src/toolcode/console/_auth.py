@@ -1,32 +1,46 @@
 """Sign-in to the console: a bearer token exchanged for a session cookie, and the checks on every action.
 
-A session is a random id in an ``HttpOnly; SameSite=Strict`` cookie scoped to the console's path,
-mapped in memory to the token's name, a CSRF token and an expiry. Every request looks the name up
-again among the tokens accepted right now, so revoking a token ends its sessions. Every POST needs
-an ``Origin`` header (the guard in front has already refused a foreign one) and the session's CSRF
-token; the sign-in form, made before there is a session, carries one bound to a short-lived cookie.
+A session id is ``<owner>:<256 random bits>`` in an ``HttpOnly; SameSite=Strict`` cookie scoped to the
+console's path; a fresh one on every sign-in. It lives in the state store the core already has, so
+every replica sharing that store sees the same sign-ins, and a restart keeps them: under the key
+``<owner>/<sha256 of the id>`` (a reader of the store learns no id it could present), with the
+token's name and a CSRF token as its value, and the sign-in's TTL as the record's (an expired
+sign-in disappears by itself). One token name keeps at most ``console.max_signins`` sign-ins; one
+more drops that name's oldest, never another name's. Every request looks the name up again among
+the tokens accepted right now, so revoking a token ends its sessions on every replica. Every POST
+needs an ``Origin`` header (the guard in front has already refused a foreign one) and the session's
+CSRF token; the sign-in form, made before there is a session, carries one bound to a short-lived
+cookie.
 """
 
 from __future__ import annotations
 
+import hashlib
 import hmac
+import json
+import re
 import secrets
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from starlette.requests import Request
 from starlette.responses import Response
 
-if TYPE_CHECKING:
-    from toolcode.server._http_tokens import BearerTokens
+from toolcode._sessions import owner_of
 
-__all__ = ["PRE_COOKIE", "SESSION_COOKIE", "SignIns", "Viewer", "may_post", "same", "set_cookie"]
+if TYPE_CHECKING:
+    from toolcode._settings import ConsoleSettings
+    from toolcode.server._http_tokens import BearerTokens
+    from toolcode.state import StateStore
+
+__all__ = ["KIND", "PRE_COOKIE", "SESSION_COOKIE", "SignIns", "Viewer", "may_post", "same", "set_cookie"]
 
 SESSION_COOKIE: Final = "toolcode_console"
 PRE_COOKIE: Final = "toolcode_console_pre"
-_MAX_SESSIONS: Final = 10_000
+KIND: Final = "console"
+"""The state store's kind of console sign-ins."""
+_OWNER: Final = re.compile(r"[A-Za-z0-9_.-]{1,80}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,60 +54,86 @@ class Viewer:
     csrf: str
 
 
-@dataclass(slots=True)
-class _Session:
-    name: str | None
-    csrf: str
-    expires: float
+def _key(sid: str) -> str:
+    """The store key of a session id (``""``: not one of ours); the id itself is never stored."""
+    owner, sep, _ = sid.partition(":")
+    return f"{owner}/{hashlib.sha256(sid.encode()).hexdigest()}" if sep and _OWNER.fullmatch(owner) else ""
+
+
+def _caller(name: str | None) -> str | None:
+    return f"token:{name}" if name is not None else None
 
 
 class SignIns:
-    """The console's signed-in sessions (in this process's memory: a restart signs everyone out).
+    """The console's signed-in sessions, in the state store shared by every replica.
 
     Args:
+        store: The core's state store.
         tokens: The door's bearer tokens (``None``: a loopback door without tokens; anyone who can
             reach it signs in as the local user).
-        ttl: Seconds a sign-in lasts.
+        settings: ``session_ttl`` (seconds a sign-in lasts) and ``max_signins`` (per token name).
         is_operator: Whether a core caller is an operator (``Services.is_operator``).
     """
 
-    def __init__(self, tokens: BearerTokens | None, ttl: float, is_operator: Callable[[str | None], bool]) -> None:
-        self.tokens = tokens
-        self.ttl = ttl
-        self.is_operator = is_operator
-        self._sessions: dict[str, _Session] = {}
+    def __init__(
+        self,
+        store: StateStore,
+        tokens: BearerTokens | None,
+        settings: ConsoleSettings,
+        is_operator: Callable[[str | None], bool],
+    ) -> None:
+        self.store, self.tokens, self.settings, self.is_operator = store, tokens, settings, is_operator
 
-    def sign_in(self, token: str) -> str | None:
-        """A new session id for ``token``; ``None`` when the door does not accept it."""
+    async def sign_in(self, token: str) -> str | None:
+        """A new session id for ``token``; ``None`` when the door does not accept it.
+
+        Raises:
+            StateUnavailableError: If the state store cannot be reached (nobody is signed in).
+        """
         name: str | None = None
         if self.tokens is not None:
             name = self.tokens.verify(token.strip()) if token.strip() else None
             if name is None:
                 return None
-        now = time.time()
-        if len(self._sessions) >= _MAX_SESSIONS:
-            self._sessions = {k: s for k, s in self._sessions.items() if s.expires > now}
-            while len(self._sessions) >= _MAX_SESSIONS:  # the oldest go first
-                del self._sessions[next(iter(self._sessions))]
-        sid = secrets.token_urlsafe(32)
-        self._sessions[sid] = _Session(name, secrets.token_urlsafe(32), now + self.ttl)
+        owner = owner_of(_caller(name))
+        most = self.settings.max_signins
+        held = sorted(await self.store.list(KIND, prefix=owner + "/", limit=most + 100), key=lambda i: i.created)
+        for info in held[: max(0, len(held) - most + 1)]:  # the oldest go first
+            await self.store.delete(KIND, info.key)
+        sid = f"{owner}:{secrets.token_urlsafe(32)}"
+        value = json.dumps({"name": name, "csrf": secrets.token_urlsafe(32)}).encode()
+        await self.store.put(KIND, _key(sid), value, ttl=self.settings.session_ttl)
         return sid
 
-    def sign_out(self, cookies: Mapping[str, str]) -> None:
-        """Forget the session of these cookies."""
-        self._sessions.pop(cookies.get(SESSION_COOKIE, ""), None)
+    async def sign_out(self, cookies: Mapping[str, str]) -> None:
+        """End the session of these cookies.
 
-    def viewer(self, cookies: Mapping[str, str]) -> Viewer | None:
-        """The signed-in viewer of a request, or ``None`` (no session, expired, or its token revoked)."""
-        sid = cookies.get(SESSION_COOKIE, "")
-        s = self._sessions.get(sid)
-        if s is None:
+        Raises:
+            StateUnavailableError: If the state store cannot be reached.
+        """
+        if key := _key(cookies.get(SESSION_COOKIE, "")):
+            await self.store.delete(KIND, key)
+
+    async def viewer(self, cookies: Mapping[str, str]) -> Viewer | None:
+        """The signed-in viewer of a request, or ``None`` (no session, expired, or its token revoked).
+
+        Raises:
+            StateUnavailableError: If the state store cannot be reached (nobody is signed in).
+        """
+        key = _key(cookies.get(SESSION_COOKIE, ""))
+        if not key or (record := await self.store.get(KIND, key)) is None:
             return None
-        if s.expires <= time.time() or (self.tokens is not None and s.name not in self.tokens.names):
-            del self._sessions[sid]
+        try:
+            held: Any = json.loads(record.value)
+            name, csrf = held["name"], held["csrf"]
+        except (ValueError, TypeError, KeyError):
             return None
-        caller = f"token:{s.name}" if s.name is not None else None
-        return Viewer(s.name or "local", caller, self.is_operator(caller), s.csrf)
+        accepted: list[str | None] = [*self.tokens.names] if self.tokens is not None else [None]
+        if name not in accepted or not isinstance(csrf, str):  # revoked since: signed out everywhere
+            await self.store.delete(KIND, key)
+            return None
+        caller = _caller(name)
+        return Viewer(name or "local", caller, self.is_operator(caller), csrf)
 
 
 def same(a: str, b: str) -> bool:
