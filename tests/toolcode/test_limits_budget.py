@@ -11,6 +11,7 @@ from toolcode import ExecuteOptions, ExecuteParams, Executor, Services, ToolCall
 from toolcode._limits import (  # pyright: ignore[reportPrivateUsage]
     TRUNCATION_MARKER,
     OutputBuffer,
+    PayloadBudget,
     _size,
     check_json,
     fit_output_budget,
@@ -123,8 +124,9 @@ def test_trace_payload_sizes_are_the_json_lengths_whatever_the_values() -> None:
 
 @pytest.mark.anyio
 async def test_a_result_grown_by_the_snippet_after_the_call_is_still_cut_to_the_budget() -> None:
-    # The in-process engine hands the snippet the very object the trace keeps: what the records
-    # count is measured again at the end, not taken from when the call returned.
+    # The in-process engine hands the snippet the very object the tool returned. A flat result is
+    # kept as a copy (the trace shows what the tool returned); a nested one is the object itself,
+    # and what the records count is measured again at the end, not taken from when the call returned.
     local = LocalBackend()
 
     @local.tool(namespace="t")
@@ -132,13 +134,56 @@ async def test_a_result_grown_by_the_snippet_after_the_call_is_still_cut_to_the_
         """Three rows."""
         return ["a", "b", "c"]
 
+    @local.tool(namespace="t")
+    async def nested() -> list[dict[str, int]]:
+        """One nested row."""
+        return [{"n": 1}]
+
+    @local.tool(namespace="t")
+    async def echo(n: str) -> str:
+        """Its argument."""
+        return n
+
     index = InMemoryIndex()
     await local.attach(index)
     runner = DefaultRunner(index, [local])
     executor = Executor(Services.of(index, runner, engine=UnsafeInProcessEngine()))
+    options = ExecuteOptions(max_output_chars=2_000)
+    # Arguments the snippet still holds and changes after the call: the trace keeps them as passed.
+    code = 'd = {"n": "x"}\nrun_tool("t:echo", d)\nd["n"] = "y" * 100_000\n1'
+    result = await executor.execute(ExecuteParams(code, options=options))
+    assert result.value == 1 and result.tool_calls[0].args == {"n": "x"}
+    assert result.limits.output_chars == 1 + sum(map(record_chars, result.tool_calls))
     code = 'got = run_tool("t:rows")\nfor i in range(5000):\n    got.append("row" + str(i))\nlen(got)'
-    result = await executor.execute(ExecuteParams(code, options=ExecuteOptions(max_output_chars=2_000)))
-    assert result.value == 5003
+    result = await executor.execute(ExecuteParams(code, options=options))
+    assert result.value == 5003 and result.tool_calls[0].structured == ["a", "b", "c"]
+    assert result.limits.truncated == () and result.limits.output_chars == 4 + sum(map(record_chars, result.tool_calls))
+    code = 'got = run_tool("t:nested")\nfor i in range(5000):\n    got.append({"n": i})\nlen(got)'
+    result = await executor.execute(ExecuteParams(code, options=options))
+    assert result.value == 5001
     assert "trace" in result.limits.truncated
     assert sum(map(record_chars, result.tool_calls)) <= 2_000
     await runner.aclose()
+
+
+# fmt: off
+_PAYLOADS: list[Any] = [
+    None, 0, -7, 2**64, 10**5000, 1.5, float("nan"), float("inf"), True, False, "", "plain", 'q"uote', "back\\slash",
+    "tab\there", "é ü", "\u2028", "\x00", [], [1, "a", None], ("t", 2), {"k": "v", "n": 1.25}, {"é": "ü"},
+    [[1]], {"deep": {"er": 1}}, ["x" * 300],
+]
+# fmt: on
+
+
+def test_what_a_call_counts_when_it_is_recorded_is_what_its_record_counts_at_the_end() -> None:
+    # The trace counts a call whose payloads cannot change when it is recorded (and not again at the
+    # end): that count must be the record's exact size, whatever the payloads hold.
+    rng = random.Random(7)
+    for _ in range(400):
+        args = {f"a{i}": rng.choice(_PAYLOADS) for i in range(rng.randrange(0, 4))}
+        structured = rng.choice(_PAYLOADS)
+        trace = Trace(payloads=PayloadBudget(rng.choice([10, 100, 10**6])))
+        slot, started = trace.start()
+        trace.succeeded(slot, started, "ns:tool", args, structured, "local")
+        (record,) = trace.records()
+        assert trace.output_chars() == record_chars(record), (args, structured)

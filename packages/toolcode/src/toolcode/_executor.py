@@ -336,6 +336,7 @@ class Executor:
             opts.max_output_chars,
             output.dropped,
             str(error) if error is not None else None,
+            trace.output_chars(),
         )
         truncated = fitted.truncated
         if trace.payloads is not None and trace.payloads.dropped and "trace" not in truncated:

@@ -206,6 +206,41 @@ class PayloadBudget:
             return args
         return {"…": DROPPED_PAYLOAD} if self.keep(args) is DROPPED_PAYLOAD else args
 
+    def keep_call(self, args: Mapping[str, Any], structured: Any) -> tuple[Mapping[str, Any], Any, int]:
+        """:meth:`keep_args` and :meth:`keep` of one call, and what the two count in the output budget.
+
+        The count is exact and final when neither can change any more: plain scalars, or a flat
+        container of them, which is kept as a copy of its own (the snippet may hold the original
+        and grow it); ``-1`` otherwise (:func:`record_chars` measures the record when the run ends).
+        """
+        size_a = _flat_size(args) if args and args.__class__ is dict else (0 if not args else -1)
+        if size_a > 0:
+            size = size_a
+            if size > self.left:
+                args, size_a = _DROPPED_ARGS, _DROPPED_ARGS_SIZE
+                self.left, self.dropped = 0, self.dropped + 1
+            else:
+                self.left -= size
+                args = dict(args)
+        elif args:
+            args = self.keep_args(args)
+        t = structured.__class__
+        if structured is None:
+            size_s = 0
+        elif t in _NUMBERS:  # numbers are kept whatever is left
+            size_s = _scalar_size(structured)
+        elif (size_s := _flat_size(structured) if t in _CONTAINERS else _scalar_size(structured)) >= 0:
+            if size_s > self.left:
+                structured, size_s = DROPPED_PAYLOAD, _DROPPED_SIZE
+                self.left, self.dropped = 0, self.dropped + 1
+            else:
+                self.left -= size_s
+                if t is not str and t is not tuple:
+                    structured = structured.copy()
+        else:
+            structured = self.keep(structured)
+        return args, structured, -1 if size_a < 0 or size_s < 0 else size_a + size_s
+
 
 def _path_of_bad(value: Any, path: str = "$", depth: int = 0) -> str | None:
     if depth > _MAX_DEPTH:
@@ -295,6 +330,12 @@ def _flat_size(value: Any) -> int:
     return total
 
 
+_CONTAINERS: Final = (dict, list, tuple)
+_DROPPED_ARGS: Final = {"…": DROPPED_PAYLOAD}
+_DROPPED_SIZE: Final = len(json_text(DROPPED_PAYLOAD))
+_DROPPED_ARGS_SIZE: Final = len(json_text(_DROPPED_ARGS))
+
+
 def _cut(text: str, keep: int, what: str) -> str:
     keep = max(0, keep)
     return text[:keep] + TRUNCATION_MARKER.format(what=what, total=len(text), kept=keep)
@@ -330,6 +371,7 @@ def fit_output_budget(
     budget: int,
     dropped: Mapping[str, int] | None = None,
     error: str | None = None,
+    trace_chars: int | None = None,
 ) -> FittedOutput:
     """Fit the result, stdout, stderr, the error message and the trace into one character budget.
 
@@ -339,7 +381,8 @@ def fit_output_budget(
     Every cut leaves a :data:`TRUNCATION_MARKER`. Record ids and error texts are already
     clipped where they are made, so a trace of ``n`` calls takes at most a few hundred
     characters per call beyond the budget's share. ``dropped``: what the capture already
-    discarded, per stream.
+    discarded, per stream. ``trace_chars``: what the records count, when the trace knows it
+    (:meth:`~toolcode._trace.Trace.output_chars`); measured here otherwise.
     """
     dropped = dropped or {}
     value_json = json_text(value)
@@ -350,7 +393,8 @@ def fit_output_budget(
             streams[name] = text + TRUNCATION_MARKER.format(what=name, total=len(text) + dropped[name], kept=len(text))
             truncated.append(name)
     err_len = len(error or "")
-    trace_chars = sum(record_chars(r) for r in records)
+    if trace_chars is None:
+        trace_chars = sum(record_chars(r) for r in records)
     shown = len(value_json) + sum(map(len, streams.values())) + err_len
     total = shown + trace_chars + dropped.get("stdout", 0) + dropped.get("stderr", 0)
     if shown + trace_chars <= budget:

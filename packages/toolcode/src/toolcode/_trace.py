@@ -7,7 +7,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
-from toolcode._limits import PayloadBudget
+from toolcode._limits import PayloadBudget, record_chars
 from toolcode._types import OnToolCall, ToolCallRecord
 from toolindex.log import get_logger
 
@@ -28,7 +28,7 @@ class Trace:
     awaits between reading and writing the slot list.
     """
 
-    __slots__ = ("_on_call", "_slots", "_t0", "on_start", "payloads")
+    __slots__ = ("_known", "_on_call", "_slots", "_t0", "_unknown", "on_start", "payloads")
 
     def __init__(
         self,
@@ -40,6 +40,10 @@ class Trace:
         """Awaited with the tool id as each call starts (a door's progress reporting)."""
         self._t0 = time.perf_counter()
         self._slots: list[_Slot] = []
+        self._known = 0
+        """What the records whose payloads cannot change any more count in the output budget."""
+        self._unknown: list[int] = []
+        """The slots of the others, measured when the run ends (:meth:`output_chars`)."""
         self._on_call = on_tool_call
         self.payloads = payloads
         """What the records may keep of call arguments and results (``None``: everything)."""
@@ -70,6 +74,7 @@ class Trace:
         used = "used" if early else None
         record = ToolCallRecord(tool_id, args, None, backend_kind, error, error_op, ms, at, code, used)
         self._slots[slot] = record
+        self._unknown.append(slot)
         return record
 
     def succeeded(
@@ -89,8 +94,14 @@ class Trace:
             then the record is only built when :meth:`records` asks for it.
         """
         payloads = self.payloads
-        if payloads is not None:
-            args, structured = payloads.keep_args(args), payloads.keep(structured)
+        if payloads is None:
+            self._unknown.append(slot)
+        else:
+            args, structured, size = payloads.keep_call(args, structured)
+            if size < 0:
+                self._unknown.append(slot)
+            else:
+                self._known += len(tool_id) + size + 40  # record_chars of a call that succeeded
         ms, at = (time.perf_counter() - started) * 1e3, (started - self._t0) * 1e3
         fields = (tool_id, args, structured, backend_kind, None, None, ms, at, None, "used" if early else None)
         if self._on_call is None:
@@ -125,6 +136,7 @@ class Trace:
         error = "cancelled: the run ended before the call finished"
         elapsed, at = (now - started) * 1e3, (started - self._t0) * 1e3
         self._slots[slot] = ToolCallRecord(tool_id, args, None, None, error, "cancelled", elapsed, at)
+        self._unknown.append(slot)
 
     def discarded(
         self, tool_id: str, args: Mapping[str, Any], started: float, ended: float, backend_kind: str | None
@@ -140,6 +152,7 @@ class Trace:
 
     def restore(self, records: Sequence[ToolCallRecord]) -> None:
         """Start from records of an earlier part of the run (a run continued after a pause)."""
+        self._unknown.extend(range(len(self._slots), len(self._slots) + len(records)))
         self._slots.extend(records)
         if records:
             last = max(r.started_ms + r.duration_ms for r in records)
@@ -152,6 +165,20 @@ class Trace:
             if isinstance(r, tuple):
                 slots[i] = ToolCallRecord(*r)  # built once: later calls return the same objects
         return tuple(r for r in slots if isinstance(r, ToolCallRecord))
+
+    def output_chars(self) -> int:
+        """What the finished records count in the output budget (:func:`record_chars`).
+
+        Calls started early and never reached are left out: they stand outside the budget.
+        """
+        total, slots = self._known, self._slots
+        for i in self._unknown:
+            r = slots[i]
+            if isinstance(r, tuple):
+                r = slots[i] = ToolCallRecord(*r)
+            if r is not None and r.early != "discarded":
+                total += record_chars(r)
+        return total
 
     def __len__(self) -> int:
         return len(self._slots)
