@@ -153,6 +153,28 @@ def test_abbreviation_expands_by_prefix() -> None:
     assert index.search("dir listing")[0].id == "fs:list_directory"
 
 
+def test_a_quoted_value_is_not_corrected_as_a_typo() -> None:
+    # "Marc" is one letter from "mark": read as a typo, the name the message goes to pulled the tool
+    # that marks messages read up to second place. Quoted, it is a value, not a word to correct.
+    tools = [
+        ("chat", "send_message", "Send a message to a contact."),
+        ("chat", "mark_message_read", "Mark a message as read so it no longer shows as new in the inbox."),
+        ("chat", "delete_message", "Delete a message."),
+        ("chat", "pin_message", "Pin a message to the top of a chat."),
+        ("chat", "list_contacts", "List contacts."),
+    ]
+    index = InMemoryIndex()
+    index.register_many(
+        [(Tool.validated(name=n, namespace=ns, description=d), BackendRef.local("f")) for ns, n, d in tools]
+    )
+    plain = [h.id for h in index.search("send a message")]
+    assert plain[0] == "chat:send_message" and plain[1] != "chat:mark_message_read"
+    # Unquoted, an unknown word is still read as a typo of the closest word the catalog has.
+    assert [h.id for h in index.search("send a message to Marc")][1] == "chat:mark_message_read"
+    for quoted in ('"Marc"', "'Marc'", "`Marc`"):
+        assert [h.id for h in index.search(f"send a message to {quoted}")] == plain, quoted
+
+
 def test_namespace_description_is_searched() -> None:
     index = build()
     assert index.search("openstreetmap routing")[0].namespace == "maps"

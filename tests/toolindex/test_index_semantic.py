@@ -341,6 +341,9 @@ def test_a_misspelt_query_is_corrected_for_the_dense_side_too() -> None:
     assert engine._with_fixes("convert curency amounts") == "convert curency (currency) amounts"  # pyright: ignore[reportPrivateUsage]
     # A word the vocabulary lacks and that is no typo of one stays as it is.
     assert engine._with_fixes("email my landlord") == "email my landlord"  # pyright: ignore[reportPrivateUsage]
+    # A quoted value is a literal (a name, a file): the model reads it as the user wrote it.
+    quoted = "convert curency amounts in 'curency.csv'"
+    assert engine._with_fixes(quoted) == "convert curency (currency) amounts in 'curency.csv'"  # pyright: ignore[reportPrivateUsage]
 
 
 # -- the default model's query path and the two-pass search of large catalogs -------------

@@ -41,7 +41,7 @@ from toolindex._dense import DenseVectors
 from toolindex._limits import MAX_FIELD_CHARS, MAX_PARAM_CHARS, MAX_PARAMS, MAX_QUERY_CHARS, MAX_QUERY_WORDS
 from toolindex._model import Tool
 from toolindex._semantic import Embedder, gist_text, query_texts, tool_text
-from toolindex._tokenize import STOPWORDS, split_words, stem, terms_of
+from toolindex._tokenize import STOPWORDS, quoted_pieces, split_words, stem, terms_of
 
 __all__ = ["FIELDS", "Prepared", "Ranked", "SearchEngine", "SearchParams", "document_fields"]
 
@@ -670,7 +670,10 @@ class SearchEngine:
         weights: dict[str, float] = {}
         stems: list[str] = []
         considered = 0
-        for w in split_words(query[:MAX_QUERY_CHARS]):
+        head = query[:MAX_QUERY_CHARS]
+        # A quoted value is a literal (a name, a file), not a misspelt word: it is never expanded.
+        literal = {w for text, quoted in quoted_pieces(head) if quoted for w in split_words(text)}
+        for w in split_words(head):
             if w in STOPWORDS:
                 continue
             considered += 1
@@ -680,6 +683,8 @@ class SearchEngine:
             if s in self._df:
                 stems.append(s)
                 weights[s] = weights.get(s, 0.0) + 1.0
+                continue
+            if w in literal:
                 continue
             for t, wt in self._expand(w):
                 if t in self._df:
@@ -738,7 +743,8 @@ class SearchEngine:
 
         A static embedding model reads a typo as unrelated word pieces; the lexical engine's
         correction (found while the query's terms were looked up) gives the dense side the
-        word that was meant, and the original stays for the words the vocabulary lacks.
+        word that was meant, and the original stays for the words the vocabulary lacks. Quoted
+        values are literals and stay as written, as on the lexical side.
         """
         if not self._fixes:
             return query
@@ -748,7 +754,8 @@ class SearchEngine:
             right = self._fixes.get(word.lower())
             return f"{word} ({right})" if right else word
 
-        return _ALPHA_WORD.sub(fix, query[:_MAX_FIXED_CHARS])
+        pieces = quoted_pieces(query[:_MAX_FIXED_CHARS])
+        return "".join(text if quoted else _ALPHA_WORD.sub(fix, text) for text, quoted in pieces)
 
     def _tid(self, slot: int) -> str:
         doc = self._docs[slot]

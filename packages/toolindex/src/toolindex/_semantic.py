@@ -30,6 +30,7 @@ import numpy.typing as npt
 
 from toolindex._limits import MAX_PARAMS
 from toolindex._model import Tool
+from toolindex._tokenize import quoted_pieces
 from toolindex.exceptions import SemanticUnavailableError
 
 __all__ = [
@@ -444,15 +445,6 @@ _CLAUSE = re.compile(
 )
 
 
-_LETTER = re.compile(r"[^\W\d_]")
-# A quoted value: text between a pair of quote marks that no letter or digit touches on the
-# outside ("it's" holds none). The text holds no quote mark of its own kind, so each opening
-# mark is read up to the next such mark only: the work stays linear in the query's length.
-_QUOTED = re.compile(
-    r"(?<![^\W_])(?:'[^']{1,500}'|\"[^\"]{1,500}\"|\u2018[^\u2018\u2019]{1,500}\u2019|\u201c[^\u201c\u201d]{1,500}\u201d)(?![^\W_])"
-)
-
-
 def query_texts(query: str) -> list[str]:
     """The texts a query is embedded as: the whole query, then each of its clauses of 3+ words.
 
@@ -468,8 +460,8 @@ def query_texts(query: str) -> list[str]:
         ``[query]``, or ``[query, clause, ...]`` with at most :data:`MAX_CLAUSES` clauses.
     """
     query = query[:MAX_TEXT_CHARS]
-    own = _QUOTED.sub(" ", query)
-    clauses = [c.strip() for c in _CLAUSE.split(own if _LETTER.search(own) else query) if c and c.strip()]
+    own = " ".join(text for text, quoted in quoted_pieces(query) if not quoted)
+    clauses = [c.strip() for c in _CLAUSE.split(own) if c and c.strip()]
     clauses = [c for c in clauses if len(c.split()) >= 3]
     if len(clauses) < 2:
         return [query]

@@ -14,7 +14,7 @@ from typing import Any
 
 import Stemmer
 
-__all__ = ["STOPWORDS", "split_words", "stem", "terms_of", "tokenize"]
+__all__ = ["STOPWORDS", "quoted_pieces", "split_words", "stem", "terms_of", "tokenize"]
 
 # Unicode letters and digits; "_" is a separator here, so identifiers split on it.
 _PIECE = re.compile(r"[^\W_]+")
@@ -28,6 +28,14 @@ _DIGIT = re.compile(r"[0-9]")
 _ASCII_WORD = re.compile(r"[A-Z]{1,64}(?![a-z])|[A-Z]?[a-z]{1,64}|[0-9]{1,64}")
 # Short words mixing letters and digits (s3, ec2, mp3, base64) are also kept whole.
 _MIXED = re.compile(r"(?<![A-Za-z0-9])(?=[A-Za-z]*[0-9])(?=[0-9]*[A-Za-z])[A-Za-z0-9]+(?![A-Za-z0-9])")
+_LETTER = re.compile(r"[^\W\d_]")
+# A quoted value: text between a pair of quote marks that no letter or digit touches on the
+# outside ("it's" holds none). The text holds no quote mark of its own kind, so each opening
+# mark is read up to the next such mark only: the work stays linear in the query's length.
+_QUOTED = re.compile(
+    r"(?<![^\W_])(?:'[^']{1,500}'|\"[^\"]{1,500}\"|`[^`]{1,500}`|\u2018[^\u2018\u2019]{1,500}\u2019"
+    r"|\u201c[^\u201c\u201d]{1,500}\u201d)(?![^\W_])"
+)
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 
 #: Words that carry no meaning for finding a tool: English function words and the
@@ -107,6 +115,30 @@ def split_words(text: str) -> list[str]:
     if text.isascii():
         return _scan_ascii(text)[0]
     return _split_unicode(_DATA.sub(_drop_data, text) if len(text) >= 40 else text)
+
+
+def quoted_pieces(query: str) -> list[tuple[str, bool]]:
+    """A query cut at its quoted values: ``(text, quoted)`` pieces that join back into the query.
+
+    A quoted value (``'Weekly notes'``, ``"Jane"``, `` `main.py` ``) is a literal the request
+    passes on (a name, a title, a file), not words that describe a tool. A query with no letter
+    outside its quotes is a quotation of the request itself: one unquoted piece.
+
+    Args:
+        query: A search query.
+
+    Returns:
+        The pieces in order, unquoted and quoted in turn (an unquoted one may be empty).
+    """
+    pieces: list[tuple[str, bool]] = []
+    at = 0
+    for m in _QUOTED.finditer(query):
+        pieces += ((query[at : m.start()], False), (m.group(0), True))
+        at = m.end()
+    pieces.append((query[at:], False))
+    if len(pieces) > 1 and not any(_LETTER.search(text) for text, quoted in pieces if not quoted):
+        return [(query, False)]
+    return pieces
 
 
 # ASCII text is read run by run: a run of the characters data is made of (letters, digits and
