@@ -171,6 +171,8 @@ def test_a_quoted_value_is_no_step_of_a_request() -> None:
     # Its words stay out of the clauses (its full stop ends none), and the whole query keeps them.
     query = "Email Ana the text 'Rain in Oslo. Stay home', then list my notes"
     assert query_texts(query) == [query, "Email Ana the text", "list my notes"]
+    code = "Run the command `ls -la. rm -rf tmp`, then list my notes"
+    assert query_texts(code) == [code, "Run the command", "list my notes"]
     # A query that is nothing but a quotation is read as the request it quotes.
     quoted = '"Find the weather in Paris, then send an email to Ana with it."'
     assert len(query_texts(quoted)) == 3
