@@ -335,6 +335,15 @@ def test_search_and_registration_from_many_threads() -> None:
     assert len(index) == len(TOOLS) + 200
 
 
+def test_a_correction_made_as_the_word_cache_fills_up_is_kept_for_its_query() -> None:
+    index = build()
+    engine = index._engine  # pyright: ignore[reportPrivateUsage]
+    for i in range(10_001):  # a long-lived index has met many unknown words: its caches start again
+        engine.query_terms("zq" + "".join(chr(97 + int(d)) for d in str(i)))
+    assert ids(index, "convert curency amounts")[0] == "finance:convert_currency"
+    assert engine._with_fixes("convert curency amounts") == "convert curency (currency) amounts"  # pyright: ignore[reportPrivateUsage]
+
+
 def test_a_misspelt_query_is_corrected_for_the_dense_side_too() -> None:
     index = build()
     engine = index._engine  # pyright: ignore[reportPrivateUsage]

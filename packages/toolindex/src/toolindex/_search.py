@@ -627,6 +627,9 @@ class SearchEngine:
         if cached is not None:
             return cached
         self._ensure_typo_index()
+        if len(self._expansions) >= 10_000:  # start again before, not after, this word's correction is kept
+            self._expansions.clear()
+            self._fixes.clear()
         p = self.params
         out: dict[str, float] = {}
         if word.isalpha() and len(word) >= _MIN_FUZZY:
@@ -654,9 +657,6 @@ class SearchEngine:
                 s = stem(w)
                 out[s] = max(out.get(s, 0.0), p.prefix_discount * len(word) / len(w))
         result = sorted(out.items())
-        if len(self._expansions) > 10_000:
-            self._expansions.clear()
-            self._fixes.clear()
         self._expansions[word] = result
         return result
 
