@@ -78,7 +78,7 @@ class AuditTrail:
         execution_id: The run's id (the same across its pauses).
     """
 
-    __slots__ = ("_entries", "_who", "caller", "execution_id", "settings")
+    __slots__ = ("_call", "_entries", "_who", "caller", "execution_id", "settings")
 
     def __init__(self, settings: AuditSettings, caller: str | None = None, execution_id: str | None = None) -> None:
         self.settings = settings
@@ -90,6 +90,15 @@ class AuditTrail:
         who = {"decided_by": "policy", "caller": caller, "execution_id": execution_id}
         self._who = {k: v for k, v in who.items() if v is not None}
         """The fields after ``decision`` every entry of this trail has (a call's, in their order)."""
+        self._call: dict[str, Any] = {
+            "at": 0.0,
+            "tool_id": "",
+            "tier": None,
+            "decision": "call",
+            **self._who,
+            "ok": True,
+        }
+        """A call's entry up to ``ok``, copied per call (cheaper than building it field by field)."""
 
     def add(self, tool_id: str, tier: str | None, decision: str, by: str) -> None:
         """Record a decision (the policy's or a person's)."""
@@ -114,9 +123,11 @@ class AuditTrail:
         s = self.settings
         if not s.enabled:
             return
+        row = self._call.copy()
         # Rounded to the millisecond as AuditEntry.to_dict() does, at a quarter of round()'s cost.
-        at = math.floor(time.time() * 1000.0 + 0.5) / 1000.0
-        row: dict[str, Any] = {"at": at, "tool_id": tool_id, "tier": None, "decision": "call", **self._who, "ok": ok}
+        row["at"] = math.floor(time.time() * 1000.0 + 0.5) / 1000.0
+        row["tool_id"] = tool_id
+        row["ok"] = ok
         if code is not None:
             row["code"] = code
         row["duration_ms"] = math.floor(duration_ms * 1000.0 + 0.5) / 1000.0
