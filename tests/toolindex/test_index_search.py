@@ -21,6 +21,15 @@ def build(catalog: dict[str, Any] = DATA, **kw: Any) -> InMemoryIndex:
     return index
 
 
+def of_tools(tools: list[tuple[str, str, str]]) -> InMemoryIndex:
+    """An index of ``(namespace, name, description)`` tools."""
+    index = InMemoryIndex()
+    index.register_many(
+        [(Tool.validated(name=n, namespace=ns, description=d), BackendRef.local("f")) for ns, n, d in tools]
+    )
+    return index
+
+
 def rank_of(index: InMemoryIndex, query: str, gold: str) -> int | None:
     ids = [h.id for h in index.search(query, limit=10)]
     return ids.index(gold) + 1 if gold in ids else None
@@ -131,10 +140,7 @@ def test_two_words_one_word_apart_count_as_a_looser_phrase() -> None:
         ("drive", "list_folders", "List the folders of a directory."),
         ("drive", "new_file_from_template", "New file from a template in a folder."),
     ]
-    index = InMemoryIndex()
-    index.register_many(
-        [(Tool.validated(name=n, namespace=ns, description=d), BackendRef.local("f")) for ns, n, d in tools]
-    )
+    index = of_tools(tools)
     assert [h.id for h in index.search("list all my wallet groups", limit=2)] == [
         "wallet:list_groups",
         "wallet:add_wallets_to_group",
@@ -163,10 +169,7 @@ def test_a_quoted_value_is_not_corrected_as_a_typo() -> None:
         ("chat", "pin_message", "Pin a message to the top of a chat."),
         ("chat", "list_contacts", "List contacts."),
     ]
-    index = InMemoryIndex()
-    index.register_many(
-        [(Tool.validated(name=n, namespace=ns, description=d), BackendRef.local("f")) for ns, n, d in tools]
-    )
+    index = of_tools(tools)
     plain = [h.id for h in index.search("send a message")]
     assert plain[0] == "chat:send_message" and plain[1] != "chat:mark_message_read"
     # Unquoted, an unknown word is still read as a typo of the closest word the catalog has.
