@@ -100,7 +100,6 @@ class Console:
         store, console = self.views.stores.sessions.store, services.settings.console
         self.signins = SignIns(store, tokens, console, services.is_operator)
         self._settings = services.settings
-        self.max_streams = services.settings.console.max_streams
         self._streams: dict[str, int] = {}
         """Live lists open now, per signed-in name."""
         self._static = {n: files("toolcode.console").joinpath("static", n).read_bytes() for n in _STATIC}
@@ -225,7 +224,7 @@ class Console:
         return HTMLResponse(_html.decided(viewer, decision, out))
 
     async def _events(self, request: Request, viewer: Viewer) -> Response:
-        paused, most = self.views.stores.paused, self.max_streams
+        paused, most = self.views.stores.paused, self._settings.console.max_streams
         if self._streams.get(viewer.name, 0) >= most:
             # Each live list polls the store: one caller's many open lists must not load it for everyone.
             text = f"You hold {most} live lists open already, at most {most}: close a tab, then reload."
