@@ -163,3 +163,14 @@ async def test_an_error_after_a_long_import_of_such_a_namespace_names_its_own_li
     code = "from tools.time import (\n    get_current_time,\n    convert_time,\n)\nx = 1\nraise ValueError('here')\n"
     out = await box.codemode.execute(code)
     assert out.error is not None and out.error.line == 6 and "here" in out.error.message, out.error
+
+
+@pytest.mark.parametrize("tail", ["x = " + "-" * 100_000 + "1", "x = " + "1+" * 200_000 + "1"])
+async def test_a_hostile_snippet_importing_such_a_namespace_fails_as_any_other_would(box: Toolbox, tail: str) -> None:
+    # The import forms are written anew on the host before the run: a snippet too deep for the host's
+    # parser must fail as the same snippet importing another namespace does, not as an engine failure.
+    options = {"type_check": "off"}
+    out = await box.codemode.execute("import tools.time\n" + tail, options=options)
+    reference = await box.codemode.execute("import tools.memory\n" + tail, options=options)
+    assert out.error is not None and reference.error is not None
+    assert out.error.code == reference.error.code != "engine_error", (out.error, reference.error)

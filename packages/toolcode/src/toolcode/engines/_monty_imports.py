@@ -31,8 +31,8 @@ def importable(code: str, kept: Collection[str]) -> str:
         return code
     try:
         tree = ast.parse(code)
-    except (SyntaxError, ValueError):
-        return code  # the sandbox reports it
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return code  # the sandbox reports it (too deep for the host's parser included)
     lines = code.splitlines(keepends=True)
     edits: list[tuple[ast.stmt, str]] = []
     for node in ast.walk(tree):
