@@ -122,6 +122,13 @@ def test_zero_or_explicit_null_switches_a_limit_off_and_unset_inherits() -> None
     inherited = parse_options({}).resolve(ExecuteOptions(timeout=5))
     assert inherited.timeout == 5.0 and inherited.max_tool_calls == 200  # built-in defaults stay bounded
     assert DEFAULT_OPTIONS.resolve().timeout == 30.0
+    beneath = ExecuteOptions(type_check="off", speculate=False, allowed_namespaces=("a",), trace="summary")
+    r = parse_options({"trace": "full"}).resolve(beneath)
+    assert (r.trace, r.type_check, r.speculate, r.allowed_namespaces) == ("full", "off", False, ("a",))
+    r = parse_options({"type_check": "strict", "speculate": True}).resolve(beneath)
+    assert (r.trace, r.type_check, r.speculate) == ("summary", "strict", True)
+    r = parse_options({}).resolve()
+    assert (r.trace, r.type_check, r.speculate, r.allowed_namespaces) == ("none", "strict", True, None)
 
 
 def test_ceilings_refuse_more_than_the_operator_allows() -> None:
@@ -272,6 +279,17 @@ async def test_limit_error_fields(executor: Executor) -> None:
         )
     assert (ei.value.limit, ei.value.configured, ei.value.reached) == ("max_tool_calls", 2, 3)
     assert "max_tool_calls" in str(ei.value)
+
+
+async def test_params_already_resolved_are_taken_as_they_are(executor: Executor) -> None:
+    """The core resolves a run's options once; the executor does not resolve them again over its settings."""
+    code = "run_tools([('t:add', {'a': 1})] * 3)"
+    resolved = ExecuteOptions(max_tool_calls=2).resolve()
+    with pytest.raises(LimitExceededError) as ei:
+        await executor.execute(ExecuteParams(code=code, options=ExecuteOptions(max_tool_calls=50), resolved=resolved))
+    assert (ei.value.limit, ei.value.configured) == ("max_tool_calls", 2)
+    unresolved = ExecuteParams(code=code, options=ExecuteOptions(max_tool_calls=50))
+    assert (await executor.execute(unresolved)).value == [2] * 3
 
 
 class _RangeProvider:

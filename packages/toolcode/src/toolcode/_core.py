@@ -9,6 +9,7 @@ through it: same names, same fields, same errors. A run has one path, :meth:`Cod
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import json
 import time
@@ -370,17 +371,14 @@ class CodeMode:
                     )
         except ToolCodeError as exc:
             return _Done(outcome(None, exc, "none", started), None, exc)
-        params = ExecuteParams(code=code, input=input, options=opts, caller=caller)
+        resolved = opts.resolve(self.defaults)
+        params = ExecuteParams(code=code, input=input, options=opts, resolved=resolved, caller=caller)
 
         async def go(state: SessionState | None) -> ExecuteResult:
-            p = (
-                params
-                if state is None
-                else ExecuteParams(code=code, input=input, options=opts, caller=caller, session=state)
-            )
+            p = params if state is None else dataclasses.replace(params, session=state)
             return await self.executor.execute(p, listen)
 
-        hold = opts.resolve(self.defaults).timeout
+        hold = resolved.timeout
         detail = opts.trace or self.defaults.trace or "none"
         view = self.view(opts.allowed_namespaces, caller)
         return await self._go(go, code, caller, session, hold, detail, view, started)

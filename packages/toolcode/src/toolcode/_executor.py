@@ -104,6 +104,7 @@ class Executor:
 
     def __init__(self, services: Services) -> None:
         self.services = services
+        self._pausable = services.engine.info.pauses and isinstance(services.engine, PausableEngine)
 
     @property
     def engine(self) -> Any:
@@ -172,6 +173,8 @@ class Executor:
             raise InvalidArgumentsError(
                 "session", f"engine {info.name!r} does not keep sessions (the default engine, monty, does)"
             )
+        if params.resolved is not None:
+            return params
         return dataclasses.replace(params, resolved=params.options.resolve(self.services.settings.limits))
 
     def _start(self, opts: ResolvedOptions, caller: str | None, listen: Listeners, paused: PausedRun | None) -> _Run:
@@ -196,7 +199,6 @@ class Executor:
         """The run's snippet environment over the run's call stack, built once per run."""
         s = self.services
         view = run.checkpoint.view
-        pausable = s.engine.info.pauses and isinstance(s.engine, PausableEngine)
 
         async def nested(snippet: SavedSnippet, args: Mapping[str, Any]) -> Any:
             return await self._nested(run, snippet, args)
@@ -204,7 +206,7 @@ class Executor:
         scope = Scope(
             view,
             run.checkpoint,
-            pause if pausable and run.depth == 0 else cannot_pause,
+            pause if self._pausable and run.depth == 0 else cannot_pause,
             run.trace,
             run.checkpoint.audit,
             nested,

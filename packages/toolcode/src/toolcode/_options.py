@@ -77,17 +77,6 @@ class ExecuteOptions(BaseModel):
             return {k: (UNLIMITED if k in _LIMIT_FIELDS and v is None else v) for k, v in raw.items()}
         return data
 
-    def over(self, base: ExecuteOptions | None) -> ExecuteOptions:
-        """These options with unset fields taken from ``base``.
-
-        Args:
-            base: The defaults beneath (``None``: nothing beneath).
-
-        Returns:
-            The merged options.
-        """
-        return self if base is None else base.model_copy(update=self.model_dump(exclude_none=True))
-
     def resolve(self, defaults: ExecuteOptions | None = None) -> ResolvedOptions:
         """Concrete values for a run: unset fields from ``defaults``, then the built-in defaults.
 
@@ -97,18 +86,21 @@ class ExecuteOptions(BaseModel):
         Returns:
             The resolved options (``math.inf`` / ``sys.maxsize`` where a limit is off).
         """
-        o = self.over(defaults).over(DEFAULT_OPTIONS)
-        assert o.timeout is not None and o.max_tool_calls is not None
-        assert o.max_chain_steps is not None and o.max_output_chars is not None
+        layers = (self, DEFAULT_OPTIONS) if defaults is None else (self, defaults, DEFAULT_OPTIONS)
+
+        def pick(name: str) -> Any:
+            return next((v for o in layers if (v := getattr(o, name)) is not None), None)
+
+        timeout, calls, steps, chars = (pick(name) for name in _LIMIT_FIELDS)
         return ResolvedOptions(
-            timeout=math.inf if o.timeout == UNLIMITED else float(o.timeout),
-            max_tool_calls=_NO_COUNT_LIMIT if o.max_tool_calls == UNLIMITED else o.max_tool_calls,
-            max_chain_steps=_NO_COUNT_LIMIT if o.max_chain_steps == UNLIMITED else o.max_chain_steps,
-            max_output_chars=_NO_COUNT_LIMIT if o.max_output_chars == UNLIMITED else o.max_output_chars,
-            allowed_namespaces=o.allowed_namespaces,
-            trace=o.trace or "none",
-            type_check=o.type_check or "strict",
-            speculate=o.speculate is not False,
+            timeout=math.inf if timeout == UNLIMITED else float(timeout),
+            max_tool_calls=_NO_COUNT_LIMIT if calls == UNLIMITED else calls,
+            max_chain_steps=_NO_COUNT_LIMIT if steps == UNLIMITED else steps,
+            max_output_chars=_NO_COUNT_LIMIT if chars == UNLIMITED else chars,
+            allowed_namespaces=pick("allowed_namespaces"),
+            trace=pick("trace") or "none",
+            type_check=pick("type_check") or "strict",
+            speculate=pick("speculate") is not False,
         )
 
     def within(self, ceilings: ExecuteOptions | None) -> Self:

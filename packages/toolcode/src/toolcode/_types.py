@@ -78,7 +78,8 @@ class ExecuteParams:
     options: ExecuteOptions = field(default_factory=ExecuteOptions)
     """Limits, the namespace filter and the trace detail of this run."""
     resolved: ResolvedOptions | None = None
-    """The concrete options (set by the executor before the engine sees the params)."""
+    """The concrete options: when unset, the executor resolves :attr:`options` over its settings'
+    limits before the engine sees the params; when set, they are taken as they are."""
     caller: str | None = None
     """Who the run is for (an authenticated HTTP caller, an MCP session): engines that share
     workers between callers count runs per caller (``MontyEngine``'s ``max_runs_per_caller``)."""
