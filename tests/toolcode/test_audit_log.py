@@ -1,16 +1,122 @@
-"""The audit log read back: the newest entries, within the memory of what is asked for."""
+"""The audit log read back: the newest entries, at the cost of those entries, not of the log's length.
+
+Each store is a real one (a SQLite file, a redis-server, memory) that counts the log entries it hands out.
+"""
 
 from __future__ import annotations
 
+import json
+import time
 import tracemalloc
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
+import anyio.lowlevel
 import pytest
 
-from toolcode._audit import AuditLog
-from toolcode.state import SQLiteStateStore
+from toolcode._audit import AUDIT_KIND, AuditLog
+from toolcode.state import LogEntry, MemoryStateStore, RedisStateStore, SQLiteStateStore
 
 pytestmark = pytest.mark.anyio
+
+
+class _Counted:
+    """Counts the log entries (appends) a store's ``read_log`` returned."""
+
+    rows = 0
+
+    async def read_log(self, kind: str, **options: Any) -> list[LogEntry]:
+        page: list[LogEntry] = await super().read_log(kind, **options)  # type: ignore[misc]
+        self.rows += len(page)
+        return page
+
+
+class _SQLite(_Counted, SQLiteStateStore):
+    pass
+
+
+class _Redis(_Counted, RedisStateStore):
+    pass
+
+
+class _Memory(_Counted, MemoryStateStore):
+    pass
+
+
+Counted = _SQLite | _Redis | _Memory
+
+
+@pytest.fixture(params=["sqlite", "redis", "memory"])
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Counted]:
+    if request.param == "sqlite":
+        s: Counted = _SQLite(tmp_path / "state.sqlite3")
+    elif request.param == "redis":
+        s = _Redis(request.getfixturevalue("redis_url"), prefix="audit-test")
+    else:
+        s = _Memory()
+    try:
+        yield s
+    finally:
+        await s.aclose()
+
+
+async def _as_before(store: Counted, since: float | None, limit: int) -> list[dict[str, Any]]:
+    """What ``AuditLog.read`` answered before it read from the end: every append from the start, the last ``limit``."""
+    out: list[dict[str, Any]] = []
+    after = 0
+    while page := await store.read_log(AUDIT_KIND, after=after, limit=1000):
+        for entry in page:
+            after = entry.seq
+            try:
+                items = json.loads(entry.value)
+            except ValueError:
+                continue
+            dicts = [d for d in items if isinstance(d, dict)] if isinstance(items, list) else []
+            out += [d for d in dicts if since is None or float(d.get("at", 0)) >= since]
+    return out[-limit:] if limit else out
+
+
+async def test_the_newest_entries_are_read_from_the_end_of_the_log(store: Counted) -> None:
+    log = AuditLog(store)
+    for i in range(3000):
+        await log.write([{"at": 1000.0 + i, "tool_id": f"t:{i}", "decision": "call"}])
+    store.rows = 0
+    newest = await log.read(limit=10)
+    assert [e["tool_id"] for e in newest] == [f"t:{i}" for i in range(2990, 3000)]
+    # Two reads (8 appends, then 16), whatever the log's length: it was all 3,000 appends.
+    assert store.rows <= 24, store.rows
+
+
+async def test_since_ends_the_walk_at_the_first_append_made_before_it(store: Counted) -> None:
+    log = AuditLog(store, clock_skew=0.0)  # one writer, one clock
+    for i in range(2000):
+        await log.write([{"at": time.time(), "tool_id": f"old:{i}", "decision": "call"}])
+    since = (await store.read_log(AUDIT_KIND, limit=1, newest_first=True))[0].at + 0.001
+    while time.time() <= since:  # the clock moves past it (a millisecond)
+        await anyio.lowlevel.checkpoint()
+    for i in range(3):
+        await log.write([{"at": time.time(), "tool_id": f"new:{i}", "decision": "call"}])
+    store.rows = 0
+    assert [e["tool_id"] for e in await log.read(since=since)] == ["new:0", "new:1", "new:2"]
+    assert store.rows <= 8, store.rows  # one read of 8 appends; all 2,003 before
+
+
+async def test_the_same_entries_in_the_same_order_as_reading_the_whole_log(store: Counted) -> None:
+    log = AuditLog(store)
+    for run in range(60):  # runs of 1 to 7 calls, one append each, as the core writes them
+        await log.write(
+            [{"at": 100.0 + run + i / 10, "tool_id": f"r{run}:{i}", "decision": "call"} for i in range(run % 7 + 1)]
+        )
+        if run == 20:
+            await store.append(AUDIT_KIND, b"not json")
+            await store.append(AUDIT_KIND, b'{"not": "a list"}')
+            await store.append(AUDIT_KIND, b'[1, "x", {"at": 121.0, "tool_id": "among:junk", "decision": "deny"}]')
+        if run == 40:  # a long run appended late: its entries are older than those before it
+            await log.write([{"at": 130.0 + i, "tool_id": f"late:{i}", "decision": "call"} for i in range(3)])
+    for since in (None, 99.0, 120.5, 131.0, 159.6, 200.0):
+        for limit in (0, 1, 7, 50, 1000):
+            assert await log.read(since=since, limit=limit) == await _as_before(store, since, limit), (since, limit)
 
 
 async def test_reading_the_newest_entries_holds_only_those_in_memory(tmp_path: Path) -> None:

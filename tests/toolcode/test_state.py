@@ -103,6 +103,19 @@ async def test_logs_append_in_order(store: StateStore) -> None:
     assert [e.value for e in entries] == [f"entry {i}".encode() for i in range(5)]
     assert [e.value for e in await store.read_log("audit", after=seqs[2])] == [b"entry 3", b"entry 4"]
     assert len(await store.read_log("audit", limit=2)) == 2
+    # Backwards: the newest first, from the end or from before a seq, within the same bounds.
+    back = await store.read_log("audit", limit=2, newest_first=True)
+    assert [e.value for e in back] == [b"entry 4", b"entry 3"] and [e.seq for e in back] == seqs[:2:-1]
+    assert [e.value for e in await store.read_log("audit", before=seqs[3], newest_first=True)] == [
+        b"entry 2",
+        b"entry 1",
+        b"entry 0",
+    ]
+    between = await store.read_log("audit", after=seqs[0], before=seqs[4], limit=2, newest_first=True)
+    assert [e.value for e in between] == [b"entry 3", b"entry 2"]
+    assert [e.value for e in await store.read_log("audit", after=seqs[0], before=seqs[3])] == [b"entry 1", b"entry 2"]
+    assert await store.read_log("audit", after=seqs[2], before=seqs[3], newest_first=True) == []
+    assert await store.read_log("audit", before=seqs[0], newest_first=True) == []
 
 
 async def test_concurrent_writers_never_both_win(store: StateStore) -> None:

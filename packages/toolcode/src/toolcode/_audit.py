@@ -12,8 +12,8 @@ import hashlib
 import json
 import math
 import time
-from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass, fields
 from typing import Any, Final
 
@@ -168,10 +168,18 @@ def tool_hash(tool: Tool) -> str:
 
 
 class AuditLog:
-    """The audit log of one state store."""
+    """The audit log of one state store.
 
-    def __init__(self, store: StateStore) -> None:
+    Args:
+        store: Where the log lives.
+        clock_skew: Seconds by which the clocks of the processes appending to the log may disagree
+            (replicas; a writer that waited for the SQLite lock): a read ``since`` a time walks back
+            to appends made this long before it, so that none holding later entries is missed.
+    """
+
+    def __init__(self, store: StateStore, *, clock_skew: float = 60.0) -> None:
         self.store = store
+        self.clock_skew = clock_skew
 
     async def probe(self) -> None:
         """Make sure the store answers.
@@ -194,28 +202,51 @@ class AuditLog:
         except StateUnavailableError as e:
             _log.warning("audit.write_failed", entries=len(entries), error=str(e)[:300])
 
+    async def newest(self, *, since: float | None = None) -> AsyncGenerator[dict[str, Any], None]:
+        """Entries at or after ``since`` (Unix time), newest first, read from the log's end as they are asked for.
+
+        Each store read asks for twice as many appends as the one before (8 to 1000), so taking
+        the newest N entries reads about N appends whatever the log's length; with ``since``, the
+        walk ends at the first append made before it (less :attr:`clock_skew`). Close the iterator
+        when stopping early (``contextlib.aclosing``).
+
+        Raises:
+            StateUnavailableError: If the store cannot be read.
+        """
+        before: int | None = None
+        size = 8
+        stop = None if since is None else since - self.clock_skew
+        while True:
+            page = await self.store.read_log(AUDIT_KIND, before=before, limit=size, newest_first=True)
+            for entry in page:
+                if stop is not None and entry.at < stop:
+                    return
+                try:
+                    items = as_list(json.loads(entry.value)) or ()
+                except ValueError:
+                    continue
+                for item in reversed(items):
+                    d = as_dict(item)
+                    if d is not None and (since is None or _at(d) >= since):
+                        yield d
+            if len(page) < size:
+                return
+            before, size = page[-1].seq, min(size * 2, 1000)
+
     async def read(self, *, since: float | None = None, limit: int = 1000) -> list[dict[str, Any]]:
         """Entries at or after ``since`` (Unix time), oldest first, at most ``limit`` (the newest ones; 0: all).
 
-        The log is read page by page from its start; only the newest ``limit`` entries are held.
+        Raises:
+            StateUnavailableError: If the store cannot be read.
         """
-        out: deque[dict[str, Any]] = deque(maxlen=limit or None)
-        after = 0
-        while True:
-            page = await self.store.read_log(AUDIT_KIND, after=after, limit=1000)
-            if not page:
-                break
-            for entry in page:
-                after = entry.seq
-                try:
-                    items = json.loads(entry.value)
-                except ValueError:
-                    continue
-                dicts = (d for item in as_list(items) or () if (d := as_dict(item)) is not None)
-                out.extend(d for d in dicts if since is None or _at(d) >= since)
-            if len(page) < 1000:
-                break
-        return list(out)
+        out: list[dict[str, Any]] = []
+        async with aclosing(self.newest(since=since)) as entries:
+            async for d in entries:
+                out.append(d)
+                if len(out) == limit:
+                    break
+        out.reverse()
+        return out
 
 
 def _at(item: dict[str, Any]) -> float:

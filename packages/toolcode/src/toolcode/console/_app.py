@@ -18,7 +18,7 @@ from starlette.routing import Route, Router
 from toolcode._core import CodeMode
 from toolcode.console import _html
 from toolcode.console._auth import PRE_COOKIE, SESSION_COOKIE, SignIns, Viewer, may_post, same, set_cookie
-from toolcode.console._views import AuditFilter, Views
+from toolcode.console._views import PAGE, AuditFilter, Views
 from toolcode.exceptions import InvalidArgumentsError, StateUnavailableError, ToolCodeError
 
 if TYPE_CHECKING:
@@ -281,7 +281,8 @@ class Console:
 
     async def _audit(self, request: Request, viewer: Viewer) -> Response:
         f = AuditFilter.of(request.query_params, viewer)
-        return HTMLResponse(_html.audit(viewer, f, await self.views.audit(f)))
+        # One match past the page tells whether an older page exists; nothing older is read.
+        return HTMLResponse(_html.audit(viewer, f, await self.views.audit(f, (f.page + 1) * PAGE + 1)))
 
     async def _export(self, request: Request, viewer: Viewer) -> Response:
         entries = await self.views.audit(AuditFilter.of(request.query_params, viewer))

@@ -216,8 +216,12 @@ def quarantine(viewer: Viewer, changes: Sequence[Change], *, enabled: bool) -> s
 
 
 def audit(viewer: Viewer, f: AuditFilter, entries: Sequence[Mapping[str, Any]]) -> str:
-    """The audit log, filtered and paged, with the export of the same filter as JSON lines."""
-    shown = entries[f.page * PAGE : (f.page + 1) * PAGE]
+    """The audit log, filtered and paged, with the export of the same filter as JSON lines.
+
+    ``entries``: the matches, newest first, up to this page's and one more (that one says an older page exists).
+    """
+    first = f.page * PAGE
+    shown = entries[first : first + PAGE]
     rows = (
         f"<tr><td>{esc(when(e.get('at')))}</td><td>{esc(e.get('caller') or 'local')}</td>"
         f"<td><code>{esc(e.get('tool_id', ''))}</code></td><td>{esc(e.get('decision', ''))}</td>"
@@ -238,9 +242,10 @@ def audit(viewer: Viewer, f: AuditFilter, entries: Sequence[Mapping[str, Any]]) 
     pages = [f'<a href="/console/audit.jsonl?{esc(urlencode(f.query(page=0)))}" download>Export JSON lines</a>']
     if f.page:
         pages.append(f'<a href="?{esc(urlencode(f.query(page=f.page - 1)))}" rel="prev">Newer</a>')
-    if (f.page + 1) * PAGE < len(entries):
+    if first + PAGE < len(entries):
         pages.append(f'<a href="?{esc(urlencode(f.query(page=f.page + 1)))}" rel="next">Older</a>')
-    nav = f'<p class="pages">{len(entries):,} entries · page {f.page + 1} · {" · ".join(pages)}</p>'
+    span = f"entries {first + 1:,}-{first + len(shown):,} · " if shown else ""
+    nav = f'<p class="pages">{span}page {f.page + 1} · {" · ".join(pages)}</p>'
     table = _table(("When", "Caller", "Tool", "Decision", "By", "Result"), rows, empty="No entry matches.")
     return _page("Audit", form + nav + table, viewer, "audit")
 

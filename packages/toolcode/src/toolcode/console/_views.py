@@ -14,6 +14,7 @@ import glob
 import json
 import time
 from collections.abc import Callable, Mapping
+from contextlib import aclosing
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Final
@@ -181,10 +182,22 @@ class Views:
         entry = AuditEntry(time.time(), tool_id, None, "quarantined", by, viewer.caller)
         await self.stores.audit.write([entry.to_dict()])
 
-    async def audit(self, f: AuditFilter) -> list[dict[str, Any]]:
-        """The audit entries that pass ``f`` (made by :meth:`AuditFilter.of` for this viewer), newest first."""
-        entries = await self.stores.audit.read(since=_time(f.since), limit=_MAX_READ)
-        return [e for e in reversed(entries) if f.matches(e)]
+    async def audit(self, f: AuditFilter, limit: int = _MAX_READ) -> list[dict[str, Any]]:
+        """The newest ``limit`` entries that pass ``f`` (:meth:`AuditFilter.of` for this viewer), newest first.
+
+        The log is read from its end only as far as needed: to the ``limit``-th match, and never past
+        the newest ``_MAX_READ`` entries at or after ``f.since``.
+        """
+        out: list[dict[str, Any]] = []
+        async with aclosing(self.stores.audit.newest(since=_time(f.since))) as entries:
+            seen = 0
+            async for entry in entries:
+                seen += 1
+                if f.matches(entry):
+                    out.append(entry)
+                if len(out) >= limit or seen >= _MAX_READ:
+                    break
+        return out
 
     async def state(self, viewer: Viewer) -> list[OwnerState]:
         """Sessions, paused runs, stored results and saved snippets per caller (the viewer's only, unless operator)."""

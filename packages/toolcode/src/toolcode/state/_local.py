@@ -209,15 +209,19 @@ class SQLiteStateStore:
 
         return await self._run(body)
 
-    async def read_log(self, kind: str, *, after: int = 0, limit: int = 1000) -> list[LogEntry]:
-        """See :meth:`StateStore.read_log`."""
+    async def read_log(
+        self, kind: str, *, after: int = 0, before: int | None = None, limit: int = 1000, newest_first: bool = False
+    ) -> list[LogEntry]:
+        """See :meth:`StateStore.read_log`: a range of the ``(kind, seq)`` index, walked either way."""
         check_key("kind", kind)
         check_limit(limit)
+        upper = "" if before is None else " AND seq < :before"
+        sql = f"SELECT seq, at, value FROM log WHERE kind = :kind AND seq > :after{upper} ORDER BY seq"
+        sql += " DESC LIMIT :limit" if newest_first else " LIMIT :limit"
 
         def body(conn: sqlite3.Connection) -> list[LogEntry]:
-            rows = conn.execute(
-                "SELECT seq, at, value FROM log WHERE kind = ? AND seq > ? ORDER BY seq LIMIT ?", (kind, after, limit)
-            ).fetchall()
+            args = {"kind": kind, "after": after, "before": before, "limit": limit}
+            rows = conn.execute(sql, args).fetchall()
             return [LogEntry(int(s), float(at), bytes(v)) for s, at, v in rows]
 
         return await self._run(body)

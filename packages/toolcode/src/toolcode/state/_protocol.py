@@ -182,8 +182,15 @@ class StateStore(Protocol):
         """
         ...
 
-    async def read_log(self, kind: str, *, after: int = 0, limit: int = 1000) -> list[LogEntry]:
-        """Entries of the log of ``kind`` with ``seq > after``, oldest first."""
+    async def read_log(
+        self, kind: str, *, after: int = 0, before: int | None = None, limit: int = 1000, newest_first: bool = False
+    ) -> list[LogEntry]:
+        """Entries of the log of ``kind`` with ``after < seq < before`` (``before=None``: no upper bound).
+
+        The oldest ``limit`` of them, oldest first; with ``newest_first``, the newest ``limit``, newest first.
+        Either way the cost follows ``limit``, not the log's length (a log is read forwards with
+        ``after=`` the last ``seq`` seen, backwards with ``before=`` it).
+        """
         ...
 
     async def aclose(self) -> None:

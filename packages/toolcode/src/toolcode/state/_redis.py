@@ -222,13 +222,19 @@ class RedisStateStore:
         keys = [f"{self._prefix}:log:{kind}", f"{self._prefix}:seq:{kind}"]
         return int(await self._call("append", lambda: self._append(keys=keys, args=[repr(time.time()), bytes(value)])))
 
-    async def read_log(self, kind: str, *, after: int = 0, limit: int = 1000) -> list[LogEntry]:
-        """See :meth:`StateStore.read_log`."""
+    async def read_log(
+        self, kind: str, *, after: int = 0, before: int | None = None, limit: int = 1000, newest_first: bool = False
+    ) -> list[LogEntry]:
+        """See :meth:`StateStore.read_log`: ``XRANGE``, or ``XREVRANGE`` newest first (entry ids are ``0-<seq>``)."""
         check_key("kind", kind)
         check_limit(limit)
-        raw = await self._call(
-            "read_log", lambda: self._client.xrange(f"{self._prefix}:log:{kind}", f"0-{after + 1}", "+", count=limit)
-        )
+        if before is not None and before <= after + 1:
+            return []
+        key, low, high = f"{self._prefix}:log:{kind}", f"0-{after + 1}", "+" if before is None else f"0-{before - 1}"
+        if newest_first:
+            raw = await self._call("read_log", lambda: self._client.xrevrange(key, high, low, count=limit))
+        else:
+            raw = await self._call("read_log", lambda: self._client.xrange(key, low, high, count=limit))
         out: list[LogEntry] = []
         for entry_id, fields in raw:
             eid = entry_id.decode() if isinstance(entry_id, bytes) else str(entry_id)
