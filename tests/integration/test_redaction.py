@@ -117,6 +117,9 @@ def log_events(until: Callable[[dict[str, Any]], bool], arrived: anyio.Event) ->
             arrived.set()
         raise structlog.DropEvent
 
+    configured = structlog.is_configured()
+    if not configured:  # the events go to structlog only once a host configured it (toolindex.log)
+        structlog.configure(processors=[])
     processors = structlog.get_config()["processors"]
     saved = list(processors)
     processors[:] = [keep]  # in place: loggers already made keep the same list
@@ -124,6 +127,8 @@ def log_events(until: Callable[[dict[str, Any]], bool], arrived: anyio.Event) ->
         yield events
     finally:
         processors[:] = saved
+        if not configured:
+            structlog.reset_defaults()
 
 
 def _stderr_line(event: dict[str, Any]) -> bool:
