@@ -165,21 +165,26 @@ class WorkerPool:
             EngineBusyError: No place became free within ``queue_timeout`` (the message names the full cap).
         """
         pool = await self._get()
-        busy = f"all {self._total} sandbox workers are busy (max_processes); none became free within {self._wait:g} s"
         caller = caller or CALLER.get()
         if caller is None:
-            async with self._acquire(self._slots, busy):
+            await self._take(self._slots, None)
+            try:
                 yield pool
+            finally:
+                self._slots.release()
             return
         sem, users = self._callers.get(caller) or (anyio.Semaphore(self._per_caller), 0)
         self._callers[caller] = (sem, users + 1)
-        mine = (
-            f"caller {caller[:80]!r} already has {self._per_caller} runs in progress (max_runs_per_caller); "
-            f"none finished within {self._wait:g} s"
-        )
         try:
-            async with self._acquire(sem, mine), self._acquire(self._slots, busy):
-                yield pool
+            await self._take(sem, caller)
+            try:
+                await self._take(self._slots, None)
+                try:
+                    yield pool
+                finally:
+                    self._slots.release()
+            finally:
+                sem.release()
         finally:
             sem, users = self._callers[caller]
             if users > 1:
@@ -187,16 +192,20 @@ class WorkerPool:
             else:
                 del self._callers[caller]
 
-    @asynccontextmanager
-    async def _acquire(self, sem: anyio.Semaphore, busy: str) -> AsyncGenerator[None]:
+    async def _take(self, sem: anyio.Semaphore, caller: str | None) -> None:
+        """A place of ``sem`` (the caller's share when ``caller`` is given), waiting at most ``queue_timeout``."""
+        if sem.value > 0:  # free: taken at once, with no timer and no turn of the event loop
+            sem.acquire_nowait()
+            return
         with anyio.move_on_after(self._wait) as scope:
             await sem.acquire()
         if scope.cancelled_caught:
-            raise EngineBusyError("monty", busy)
-        try:
-            yield
-        finally:
-            sem.release()
+            if caller is None:
+                busy = f"all {self._total} sandbox workers are busy (max_processes); none became free"
+            else:
+                busy = f"caller {caller[:80]!r} already has {self._per_caller} runs in progress (max_runs_per_caller); "
+                busy += "none finished"
+            raise EngineBusyError("monty", f"{busy} within {self._wait:g} s")
 
     @asynccontextmanager
     async def worker(
