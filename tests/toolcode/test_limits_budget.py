@@ -187,3 +187,13 @@ def test_what_a_call_counts_when_it_is_recorded_is_what_its_record_counts_at_the
         trace.succeeded(slot, started, "ns:tool", args, structured, "local")
         (record,) = trace.records()
         assert trace.output_chars() == record_chars(record), (args, structured)
+
+
+def test_a_value_counts_in_the_output_budget_as_its_json_text() -> None:
+    # The value is measured without serialising it where it can be: the count is its JSON text's length.
+    for value in [*_PAYLOADS, {"k": _PAYLOADS[:12]}, [{"a": [1, {"b": None}]}]]:
+        fitted = fit_output_budget(value, "", "", (), 10**9)
+        assert fitted.total_chars == len(json_text(value)), value
+        assert fitted.truncated == () and fitted.value is value
+    cut = fit_output_budget("x" * 1_000, "", "", (), 100)
+    assert cut.truncated == ("value",) and isinstance(cut.value, str) and len(cut.value) < 1_000

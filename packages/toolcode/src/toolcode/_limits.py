@@ -385,7 +385,7 @@ def fit_output_budget(
     (:meth:`~toolcode._trace.Trace.output_chars`); measured here otherwise.
     """
     dropped = dropped or {}
-    value_json = json_text(value)
+    value_chars = 4 if value is None else _size(value)  # JSON's length without serialising the common cases
     truncated: list[str] = []
     streams = {"stdout": stdout, "stderr": stderr}
     for name, text in streams.items():
@@ -395,7 +395,7 @@ def fit_output_budget(
     err_len = len(error or "")
     if trace_chars is None:
         trace_chars = sum(record_chars(r) for r in records)
-    shown = len(value_json) + sum(map(len, streams.values())) + err_len
+    shown = value_chars + sum(map(len, streams.values())) + err_len
     total = shown + trace_chars + dropped.get("stdout", 0) + dropped.get("stderr", 0)
     if shown + trace_chars <= budget:
         return FittedOutput(value, streams["stdout"], streams["stderr"], records, total, tuple(truncated), error)
@@ -403,7 +403,7 @@ def fit_output_budget(
     # The trace goes first: the value and the printed text are what the snippet chose to report.
     records = _fit_trace(records, max(0, budget - shown), truncated)
     trace_chars = sum(record_chars(r) for r in records)
-    room_left = budget - len(value_json) - trace_chars
+    room_left = budget - value_chars - trace_chars
     # Then the streams share what the value leaves, each at least a quarter of the budget.
     for name, text in streams.items():
         cap = max(budget // 4, room_left // 2)
@@ -412,12 +412,12 @@ def fit_output_budget(
             if name not in truncated:
                 truncated.append(name)
         room_left -= len(text)
-    if error is not None and len(error) > max(budget // 4, room_left - len(value_json)):
-        error = _cut(error, max(budget // 4, room_left - len(value_json)), "error")
+    if error is not None and len(error) > max(budget // 4, room_left - value_chars):
+        error = _cut(error, max(budget // 4, room_left - value_chars), "error")
         truncated.append("error")
     keep = max(budget // 2, budget - sum(map(len, streams.values())) - len(error or "") - trace_chars)
-    if len(value_json) > keep:
-        value = _cut(value_json, keep, "result")
+    if value_chars > keep:
+        value = _cut(json_text(value), keep, "result")
         truncated.append("value")
     return FittedOutput(value, streams["stdout"], streams["stderr"], records, total, tuple(truncated), error)
 
