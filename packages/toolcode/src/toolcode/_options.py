@@ -89,7 +89,10 @@ class ExecuteOptions(BaseModel):
         layers = (self, DEFAULT_OPTIONS) if defaults is None else (self, defaults, DEFAULT_OPTIONS)
 
         def pick(name: str) -> Any:
-            return next((v for o in layers if (v := getattr(o, name)) is not None), None)
+            for o in layers:
+                if (v := getattr(o, name)) is not None:
+                    return v
+            return None
 
         timeout, calls, steps, chars = (pick(name) for name in _LIMIT_FIELDS)
         return ResolvedOptions(
