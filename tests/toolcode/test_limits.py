@@ -49,8 +49,10 @@ async def executor(request: pytest.FixtureRequest) -> AsyncIterator[Executor]:
 @pytest.fixture
 async def monty() -> AsyncIterator[Executor]:
     index, store, runner = await make_runner()
-    async with executor_of(index=index, store=store, runner=runner, engine=load_engine("monty")) as ex:
+    engine = load_engine("monty")  # an engine handed over stays its owner's to close
+    async with executor_of(index=index, store=store, runner=runner, engine=engine) as ex:
         yield ex
+    await engine.aclose()
     await runner.aclose()
 
 
