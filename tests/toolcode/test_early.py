@@ -9,7 +9,7 @@ from typing import Any
 import anyio
 import pytest
 
-from toolcode import ExecuteOptions, ExecuteParams, Executor, MontyEngine, Services, Settings
+from toolcode import ExecuteOptions, ExecuteParams, Executor, Services, Settings
 from toolcode._services import Stores
 from toolcode._settings import AuditSettings, PolicyRule, PolicySettings
 from toolcode.calls import Policy
@@ -97,7 +97,8 @@ class World:
             ),
         )
         stores = Stores.of(store or MemoryStateStore(), self.index, settings)
-        services = Services.of(self.index, self.runner, engine=MontyEngine(), settings=settings, stores=stores)
+        # Named, the engine is the executor's own: closed with it.
+        services = Services.of(self.index, self.runner, engine="monty", settings=settings, stores=stores)
         quarantined = Policy(settings.policy, None, services.modules, lambda tool: tool.name == "q")
         return Executor(dataclasses.replace(services, policy=quarantined))
 
