@@ -232,21 +232,22 @@ class MontyEngine:
                     if params.session is not None:
                         params.session.ran = True
                     try:
-                        fetched = session is None and _fetches_out(code)
+                        fetch = _state.FETCH_OUT if session else _FETCH_OUT
+                        fetched = _fetches_out(code)
                         if restored is None:
                             restored = await sandbox.feed_start(
-                                code + "\n" + _FETCH_OUT if fetched else code,
+                                code + "\n" + fetch if fetched else code,
                                 inputs={"input": params.input},
                                 print_callback=on_print,
                             )
                         value: Any = await drive.run(restored, paused.drive if paused is not None else None)
                         # (set, __out): a paused run written by an earlier version gives None here.
                         if fetched and isinstance(value, tuple):
-                            has_out, out = cast("tuple[bool, Any]", value)
+                            has_out, out, *_ = cast("tuple[Any, ...]", value)
                             value = out if has_out else None
                         # Only a snippet that names __out can have set it (no exec, no globals()).
                         elif "__out" in code:
-                            has_out, out, *_ = await sandbox.feed_run(_state.FETCH_OUT if session else _FETCH_OUT)
+                            has_out, out, *_ = await sandbox.feed_run(fetch)
                             value = out if has_out else value
                     except Paused as p:
                         drive_state = session.paused(p.drive) if session else p.drive
