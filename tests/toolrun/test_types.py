@@ -68,3 +68,13 @@ def test_results_keep_their_dataclass_behaviour() -> None:
         r.structured = 2  # type: ignore[misc]
     with pytest.raises(TypeError):
         RunResult("local:t")  # type: ignore[call-arg]
+    # The object is of the class itself (not of the twin its __init__ borrows), and so is a subclass's.
+    assert type(r) is RunResult and type(b) is BackendResult
+
+    class Sub(RunResult):
+        pass
+
+    s = Sub("local:t", REF, 2)
+    assert type(s) is Sub and (s.tool_id, s.structured, s.duration_ms) == ("local:t", 2, 0.0)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        s.structured = 3  # type: ignore[misc]

@@ -78,10 +78,12 @@ class AuditTrail:
         execution_id: The run's id (the same across its pauses).
     """
 
-    __slots__ = ("_call", "_entries", "_who", "caller", "execution_id", "settings")
+    __slots__ = ("_call", "_entries", "_keep", "_who", "caller", "execution_id", "settings")
 
     def __init__(self, settings: AuditSettings, caller: str | None = None, execution_id: str | None = None) -> None:
         self.settings = settings
+        self._keep = (settings.enabled, settings.args, settings.results)
+        """The settings a call reads, read once (a settings model's attribute costs more than a tuple's item)."""
         self.caller = caller
         self.execution_id = execution_id
         # Each entry as the log keeps it (AuditEntry.to_dict()), built where it happens: a call is on
@@ -120,8 +122,8 @@ class AuditTrail:
         early: str | None = None,
     ) -> None:
         """Record a call that was made (``early``: see :attr:`AuditEntry.early`)."""
-        s = self.settings
-        if not s.enabled:
+        enabled, keep_args, keep_results = self._keep
+        if not enabled:
             return
         row = self._call.copy()
         # Rounded to the millisecond as AuditEntry.to_dict() does, at a quarter of round()'s cost.
@@ -131,9 +133,9 @@ class AuditTrail:
         if code is not None:
             row["code"] = code
         row["duration_ms"] = math.floor(duration_ms * 1000.0 + 0.5) / 1000.0
-        if s.args:
+        if keep_args:
             row["args"] = dict(args)
-        if s.results and ok and result is not None:
+        if keep_results and ok and result is not None:
             row["result"] = _clip_json(result)
         if early is not None:
             row["early"] = early

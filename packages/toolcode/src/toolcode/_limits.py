@@ -227,7 +227,9 @@ class PayloadBudget:
         t = structured.__class__
         if structured is None:
             size_s = 0
-        elif t in _NUMBERS:  # numbers are kept whatever is left
+        elif t is int and structured.bit_length() <= _PRINTABLE_BITS:  # numbers are kept whatever is left
+            size_s = len(str(structured))
+        elif t in _NUMBERS:
             size_s = _scalar_size(structured)
         elif (size_s := _flat_size(structured) if t in _CONTAINERS else _scalar_size(structured)) >= 0:
             if size_s > self.left:
@@ -314,17 +316,24 @@ def _scalar_size(v: Any) -> int:
 
 def _flat_size(value: Any) -> int:
     """``json_text`` length of a dict, list or tuple of plain scalars, or -1 for anything else."""
-    total = 1 + max(1, len(value))  # brackets and commas
+    # Measured on every call's arguments and result: strs and ints inline, other scalars by _scalar_size.
+    n = len(value)
+    total = n + 1 if n else 2  # brackets and commas
     if value.__class__ is dict:
         for k, v in value.items():
-            key, size = _scalar_size(k) if k.__class__ is str else -1, _scalar_size(v)
-            if key < 0 or size < 0:
+            if k.__class__ is not str or not k.isprintable() or '"' in k or "\\" in k:
                 return -1
-            total += key + 1 + size  # "key":value
+            t = v.__class__
+            if t is int and v.bit_length() <= _PRINTABLE_BITS:
+                size = len(str(v))
+            elif t is str and v.isprintable() and '"' not in v and "\\" not in v:
+                size = len(v) + 2
+            elif (size := _scalar_size(v)) < 0:
+                return -1
+            total += len(k) + 3 + size  # "key":value
         return total
     for v in value:
-        size = _scalar_size(v)
-        if size < 0:
+        if (size := _scalar_size(v)) < 0:
             return -1
         total += size
     return total

@@ -62,7 +62,7 @@ class CatalogView:
         hidden: Tool ids out of sight for this caller whatever their namespace.
     """
 
-    __slots__ = ("_allowed", "_hidden", "_unavailable", "index")
+    __slots__ = ("_allowed", "_hidden", "_unavailable", "filtered", "index")
 
     def __init__(
         self,
@@ -75,11 +75,8 @@ class CatalogView:
         self._allowed = frozenset(allowed_namespaces) if allowed_namespaces is not None else None
         self._unavailable: Mapping[str, str] = unavailable if unavailable is not None else {}
         self._hidden = hidden
-
-    @property
-    def filtered(self) -> bool:
+        self.filtered = self._allowed is not None or bool(hidden)
         """Whether some registered tool is out of sight (an id must then be resolved through :meth:`get`)."""
-        return self._allowed is not None or bool(self._hidden)
 
     def key(self) -> tuple[object, ...]:
         """What tells this view's answers apart from another's over the same catalog version."""

@@ -28,18 +28,23 @@ _C = TypeVar("_C", bound=type)
 
 
 def quick_init(cls: _C) -> _C:
-    """Give a frozen slotted dataclass an equivalent ``__init__`` that costs about half as much.
+    """Give a frozen slotted dataclass an equivalent ``__init__`` that costs about a third as much.
 
-    The generated ``__init__`` of a frozen dataclass sets each field with ``object.__setattr__``;
-    this one calls each slot's descriptor directly. Same signature, defaults and resulting
-    object; the class stays frozen. Used on the results built once or twice per tool call.
+    The generated ``__init__`` of a frozen dataclass sets each field with ``object.__setattr__``.
+    This one lends the new object, for the length of its ``__init__``, the class of a twin with the
+    same slots and Python's own attribute setting (a plain ``self.field = value`` each), then gives
+    it its class back. Same signature, defaults and resulting object; the class stays frozen, and a
+    subclass's object is set field by field through the slots. Used on the results built once or
+    twice per tool call.
 
     Raises:
         TypeError: A field with a default factory, ``init=False`` or keyword-only.
     """
     params: list[str] = []
-    body: list[str] = []
-    env: dict[str, Any] = {}
+    fast: list[str] = []
+    slow: list[str] = []
+    plain = {"__slots__": (), "__setattr__": object.__setattr__, "__delattr__": object.__delattr__}
+    env: dict[str, Any] = {"_cls": cls, "_twin": type(cls.__name__, (cls,), plain), "_setattr": object.__setattr__}
     for i, f in enumerate(dataclasses.fields(cls)):
         if f.default_factory is not dataclasses.MISSING or not f.init or f.kw_only:
             raise TypeError(f"{cls.__name__}.{f.name}: only plain fields with plain defaults are supported")
@@ -49,8 +54,15 @@ def quick_init(cls: _C) -> _C:
             params.append(f"{f.name}=_default_{i}")
             env[f"_default_{i}"] = f.default
         env[f"_set_{i}"] = getattr(cls, f.name).__set__
-        body.append(f"    _set_{i}(self, {f.name})\n")
-    exec(f"def __init__(self, {', '.join(params)}):\n{''.join(body)}", env)  # source built above from field names
+        fast.append(f"        self.{f.name} = {f.name}\n")
+        slow.append(f"        _set_{i}(self, {f.name})\n")
+    source = (
+        f"def __init__(self, {', '.join(params)}):\n"
+        "    if self.__class__ is _cls:\n"
+        f"        _setattr(self, '__class__', _twin)\n{''.join(fast)}        self.__class__ = _cls\n"
+        f"    else:\n{''.join(slow)}"
+    )
+    exec(source, env)  # source built above from field names
     init = env["__init__"]
     init.__qualname__ = f"{cls.__qualname__}.__init__"
     init.__annotations__ = dict(cls.__init__.__annotations__)

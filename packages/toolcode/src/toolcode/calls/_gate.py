@@ -101,9 +101,9 @@ class Gate(Layer):
         await self.inner.plan(calls)
 
     async def call(self, call: Call) -> RunResult:
-        key = id(call.planned if call.planned is not None else call)
-        if key in self._planned:
-            self._planned.discard(key)
+        planned = self._planned
+        if planned and (key := id(call.planned or call)) in planned:
+            planned.discard(key)
         elif not self._checkpoint.allowed(call.tool_id):
             await self._judge((call,))
         if not call.tool_id.startswith(_SNIPPETS_PREFIX):

@@ -78,19 +78,12 @@ class Record(Layer):
             if span is not None:
                 span.end(tool_id=tool_id, ok=False, code="cancelled", backend_kind=None)
             raise
-        early = call.early
-        done = trace.succeeded(slot, started, result.tool_id, args, result.value, result.backend.kind, early)
-        self._audit.call(
-            result.tool_id,
-            args,
-            ok=True,
-            code=None,
-            duration_ms=result.duration_ms,
-            result=result.value,
-            early="used" if early else None,
-        )
+        early, value, kind, tool_id = call.early, result.value, result.backend.kind, result.tool_id
+        done = trace.succeeded(slot, started, tool_id, args, value, kind, early)
+        used = "used" if early else None
+        self._audit.call(tool_id, args, ok=True, code=None, duration_ms=result.duration_ms, result=value, early=used)
         if span is not None:
-            span.end(tool_id=result.tool_id, ok=True, code=None, backend_kind=result.backend.kind)
+            span.end(tool_id=tool_id, ok=True, code=None, backend_kind=kind)
         if done is not None:
             await trace.notify(done)
         return result

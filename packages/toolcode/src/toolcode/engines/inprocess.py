@@ -10,7 +10,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from types import CodeType, ModuleType
 from typing import Any
@@ -173,11 +173,7 @@ class UnsafeInProcessEngine:
             ) from None
 
         host = greenlet.getcurrent()
-
-        def call(fn: Callable[..., Awaitable[Any]], *args: Any, **kwargs: Any) -> Any:
-            return host.switch((fn, args, kwargs))
-
-        glb = self._globals(params, tools, call)
+        glb = self._globals(params, tools, host.switch)  # a request: (coroutine function, args, kwargs)
 
         def main(*_: Any) -> Any:
             if code.co_flags & _CO_COROUTINE:
@@ -257,7 +253,7 @@ class UnsafeInProcessEngine:
             fn = getattr(tools, name)
 
             def api(*args: Any, **kwargs: Any) -> Any:
-                return call(fn, *args, **kwargs)
+                return call((fn, args, kwargs))
 
             api.__name__ = name
             return api
@@ -317,7 +313,7 @@ def _module_function(tools: Tools, call: Callable[..., Any], module: str, functi
         return await tools.call_function(module, function, args, kwargs)
 
     def call_sync(*args: Any, **kwargs: Any) -> Any:
-        return call(tools.call_function, module, function, args, kwargs)
+        return call((tools.call_function, (module, function, args, kwargs), {}))
 
     fn = call_async if awaitable else call_sync
     fn.__name__ = function
