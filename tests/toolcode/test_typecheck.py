@@ -597,3 +597,29 @@ async def test_a_kept_answer_is_for_the_same_view_only() -> None:
         assert await checker.check(code, CatalogView(index, None)) == []
     finally:
         await checker.aclose()
+
+
+async def test_a_ty_session_whose_worker_ended_is_replaced() -> None:
+    # A session can end under the checker (a limit, a worker that died): the check in flight fails
+    # open, the session is dropped, and the next check answers from a new one.
+    index = await _one_int_tool()
+    view = CatalogView(index, None)
+    checker = TypeChecker(ToolModules(index))
+
+    def misuse(i: int) -> str:  # a new snippet each time: an answer is kept per snippet
+        return f"from tools import x\nr{i} = x.f(a=1)\nr{i}.upper()"
+
+    def found_misuse(found: list[Any]) -> bool:
+        return any("has no attribute `upper`" in d.message for d in found)
+
+    try:
+        assert found_misuse(await checker.check(misuse(0), view))
+        ended = checker._ty._small.warm  # pyright: ignore[reportPrivateUsage]
+        assert ended is not None
+        await ended.session.__aexit__(None, None, None)  # the session's worker is gone
+        first, *later = [await checker.check(misuse(i), view) for i in range(1, 4)]
+        assert first == [] or found_misuse(first)  # fails open: nothing refused for the checker's own failure
+        assert all(found_misuse(found) for found in later), later
+        assert checker._ty._small.warm is not ended  # pyright: ignore[reportPrivateUsage]
+    finally:
+        await checker.aclose()
