@@ -212,6 +212,33 @@ async def test_a_session_held_by_another_server_is_busy_after_the_queue_timeout(
         assert (await b.codemode.execute("n", session="shared")).value == 1
 
 
+async def test_runs_of_one_session_on_one_server_queue_in_turn(tmp_path: Path) -> None:
+    gate = Gate()
+    settings = _settings(tmp_path / "state", queue_timeout=0.5)
+    async with Toolbox([gate.backend], settings=settings) as box:
+        cm = box.codemode
+        await cm.execute("n = 0", session="q")
+        async with anyio.create_task_group() as tg:
+            slow: list[Any] = []
+            queued: list[Any] = []
+
+            async def hold() -> None:
+                slow.append(await cm.execute("run_tool('gate:hold')\nn = 1", session="q"))
+
+            async def after_it() -> None:
+                queued.append(await cm.execute("n + 10", session="q"))
+
+            tg.start_soon(hold)
+            await gate.wait_held()  # the first run holds the session
+            with anyio.fail_after(60):  # the second gives up after 0.5 s; this bounds one that waits for good
+                busy = await cm.execute("n", session="q")
+            assert busy.error is not None and busy.error.code == "busy", busy
+            assert "another run of this session did not finish within 0.5 s" in busy.error.message
+            tg.start_soon(after_it)
+            gate.release.set()  # a run that waits within the timeout goes on after the first, and sees its state
+        assert slow[0].ok and queued[0].value == 11, (slow, queued)
+
+
 async def test_sessions_belong_to_their_caller(box: Toolbox) -> None:
     cm = box.codemode
     await cm.execute("who = 'alice'", session="s", caller="token:alice")
