@@ -321,7 +321,8 @@ def _flat_size(value: Any) -> int:
     total = n + 1 if n else 2  # brackets and commas
     if value.__class__ is dict:
         for k, v in value.items():
-            if k.__class__ is not str or not k.isprintable() or '"' in k or "\\" in k:
+            # An identifier is printable, without quotes or backslashes: one test for the usual key.
+            if k.__class__ is not str or not (k.isidentifier() or (k.isprintable() and '"' not in k and "\\" not in k)):
                 return -1
             t = v.__class__
             if t is int and v.bit_length() <= _PRINTABLE_BITS:

@@ -10,10 +10,12 @@ from typing import Any
 from toolcode._limits import PayloadBudget, record_chars
 from toolcode._types import OnToolCall, ToolCallRecord
 from toolindex.log import get_logger
+from toolrun import quick_new
 
 __all__ = ["Trace"]
 
 _log = get_logger("toolcode.trace")
+_new_record = quick_new(ToolCallRecord)
 # A slot holds a record, or (for a successful call nobody is listening to) the record's fields as a
 # plain tuple: building the frozen record costs about a microsecond, so it is deferred to records().
 _Slot = ToolCallRecord | tuple[Any, ...] | None
@@ -107,7 +109,7 @@ class Trace:
         if self._on_call is None:
             self._slots[slot] = fields
             return None
-        record = self._slots[slot] = ToolCallRecord(*fields)
+        record = self._slots[slot] = _new_record(*fields)
         return record
 
     @property
@@ -163,7 +165,7 @@ class Trace:
         slots = self._slots
         for i, r in enumerate(slots):
             if isinstance(r, tuple):
-                slots[i] = ToolCallRecord(*r)  # built once: later calls return the same objects
+                slots[i] = _new_record(*r)  # built once: later calls return the same objects
         return tuple(r for r in slots if isinstance(r, ToolCallRecord))
 
     def output_chars(self) -> int:
@@ -175,7 +177,7 @@ class Trace:
         for i in self._unknown:
             r = slots[i]
             if isinstance(r, tuple):
-                r = slots[i] = ToolCallRecord(*r)
+                r = slots[i] = _new_record(*r)
             if r is not None and r.early != "discarded":
                 total += record_chars(r)
         return total

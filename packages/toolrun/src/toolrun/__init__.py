@@ -41,6 +41,7 @@ from toolrun._types import (
     StepResult,
     ValidationPolicy,
     quick_init,
+    quick_new,
 )
 from toolrun._validation import DEFAULT_VALIDATION_POLICY, CompiledSchema, SchemaCache, compile_schema, json_path
 from toolrun.exceptions import (
@@ -130,6 +131,7 @@ __all__ = [
     "mask_secrets",
     "open_backends",
     "quick_init",
+    "quick_new",
     "redact",
     "redact_processor",
     "redact_url",

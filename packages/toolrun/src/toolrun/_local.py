@@ -22,7 +22,7 @@ from typing_extensions import TypedDict
 
 from toolindex import BackendKind, BackendRef, Index, Tool
 from toolindex.log import get_logger
-from toolrun._types import BackendResult, ProgressCallback, ProgressEvent
+from toolrun._types import BackendResult, ProgressCallback, ProgressEvent, quick_new
 from toolrun._validation import json_path
 from toolrun.exceptions import (
     BackendUnavailableError,
@@ -35,6 +35,7 @@ from toolrun.exceptions import (
 __all__ = ["LocalBackend", "Progress"]
 
 _log = get_logger("toolrun.local")
+_new_result = quick_new(BackendResult)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -203,6 +204,9 @@ class LocalBackend:
         self._indexes: list[Index] = []
         self._limiter = anyio.CapacityLimiter(max_threads) if max_threads is not None else None
         self._closed = False
+        self._ref: BackendRef | None = None
+        self._name = ""
+        """The last call's reference and its ``name``, read once."""
 
     # -- Backend protocol ---------------------------------------------------------
 
@@ -277,7 +281,9 @@ class LocalBackend:
                 raise ToolTimeoutError(tool.id, timeout)
             raise AssertionError("unreachable")  # pragma: no cover
         # The call itself, inline: it runs once per tool call, and every frame counts there.
-        spec = self._tools.get(ref.name or "")
+        if ref is not self._ref:  # a model's attribute costs a plain one's several times over
+            self._ref, self._name = ref, ref.name or ""
+        spec = self._tools.get(self._name)
         if spec is None:
             if self._closed:
                 raise BackendUnavailableError("local", "the backend is closed")
@@ -304,13 +310,13 @@ class LocalBackend:
         if type(value) in _JSON_SCALARS:
             if spec.json_text and type(value) is str:
                 return BackendResult(_json_text(value))
-            return BackendResult(value)
+            return _new_result(value, (), False, None)
         try:
             structured = _to_json(value, spec.result_adapter)
         except (PydanticSerializationError, TypeError, ValueError) as e:
             text = f"the result ({type(value).__name__}) cannot be converted to JSON: {e}"
             return BackendResult(None, ({"type": "text", "text": text},), is_error=True, error=e)
-        return BackendResult(structured)
+        return _new_result(structured, (), False, None)
 
     async def aclose(self) -> None:
         """Forget every registered function; idempotent."""

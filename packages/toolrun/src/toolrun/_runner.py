@@ -27,6 +27,7 @@ from toolrun._types import (
     RunResult,
     StepResult,
     ValidationPolicy,
+    quick_new,
 )
 from toolrun._validation import DEFAULT_VALIDATION_POLICY, CompiledSchema, SchemaCache
 from toolrun.exceptions import (
@@ -46,6 +47,7 @@ from toolrun.exceptions import (
 __all__ = ["DEFAULT_MAX_CHAIN_STEPS", "BackendChooser", "DefaultRunner", "ResultRecorder"]
 
 _log = get_logger("toolrun")
+_new_result = quick_new(RunResult)
 
 DEFAULT_MAX_CHAIN_STEPS = 100
 """Longest chain :meth:`DefaultRunner.run_chain` accepts unless configured otherwise."""
@@ -75,7 +77,7 @@ class ResultRecorder(Protocol):
 class _Entry:
     """A resolved tool: everything the hot path needs, computed once per index version."""
 
-    __slots__ = ("backend", "input", "input_error", "output", "output_error", "ref", "tool", "tool_id")
+    __slots__ = ("backend", "checks_output", "input", "input_error", "output", "output_error", "ref", "tool", "tool_id")
 
     def __init__(
         self,
@@ -95,6 +97,8 @@ class _Entry:
         self.input_error = input_error
         self.output = output_schema
         self.output_error = output_error
+        self.checks_output = tool.output_schema is not None
+        """Read once: a model's attribute costs a plain one's several times over."""
 
 
 class DefaultRunner:
@@ -401,7 +405,7 @@ class DefaultRunner:
         res = await entry.backend.call(entry.ref, entry.tool, a, timeout=t, progress=progress)
         if res.is_error:
             raise ToolExecutionError(entry.tool_id, _error_text(res), res.content) from res.error
-        if entry.tool.output_schema is not None and self.validation != "off":
+        if entry.checks_output and self.validation != "off":
             out = entry.output
             if out is None or (res.structured is None and res.content) or not out.is_valid(res.structured):
                 self._check_output(entry, res)  # says why, then raises or warns per the policy
@@ -410,7 +414,7 @@ class DefaultRunner:
         structured, content = res.structured, res.content
         if self._redactor.secrets:
             structured, content = self._mask(entry, structured, content)
-        result = RunResult(entry.tool_id, entry.ref, structured, content, False, (perf_counter() - start) * 1e3)
+        result = _new_result(entry.tool_id, entry.ref, structured, content, False, (perf_counter() - start) * 1e3)
         if self._store is not None:
             try:
                 self._store.record_result(entry.tool_id, result.value)

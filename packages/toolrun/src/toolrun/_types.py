@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
+from typing import Any, Literal, ParamSpec, Protocol, TypeVar, cast, runtime_checkable
 
 from toolindex import BackendKind, BackendRef, Index, Tool
 
@@ -22,9 +22,12 @@ __all__ = [
     "StepResult",
     "ValidationPolicy",
     "quick_init",
+    "quick_new",
 ]
 
 _C = TypeVar("_C", bound=type)
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
 
 
 def quick_init(cls: _C) -> _C:
@@ -61,14 +64,34 @@ def quick_init(cls: _C) -> _C:
         "    if self.__class__ is _cls:\n"
         f"        _setattr(self, '__class__', _twin)\n{''.join(fast)}        self.__class__ = _cls\n"
         f"    else:\n{''.join(slow)}"
+        # quick_new's: born a twin, so one class swap and no type call
+        f"def _new({', '.join(params)}):\n        self = _object_new(_twin)\n{''.join(fast)}"
+        "        self.__class__ = _cls\n        return self\n"
     )
+    env["_object_new"] = object.__new__
     exec(source, env)  # source built above from field names
+    _QUICK_NEW[cls] = env["_new"]
     init = env["__init__"]
     init.__qualname__ = f"{cls.__qualname__}.__init__"
     init.__annotations__ = dict(cls.__init__.__annotations__)
     init.__doc__ = cls.__init__.__doc__
     setattr(cls, "__init__", init)  # noqa: B010 - assigning a method on a class
     return cls
+
+
+_QUICK_NEW: dict[type, Callable[..., Any]] = {}
+
+
+def quick_new(cls: Callable[_P, _T]) -> Callable[_P, _T]:
+    """The constructor of a :func:`quick_init` class, without the class call: about half the cost of ``cls(...)``.
+
+    Same signature and resulting object as ``cls(...)``, but for exactly ``cls`` (not a subclass);
+    for the objects built on every tool call.
+
+    Raises:
+        KeyError: If ``cls`` was not made with :func:`quick_init`.
+    """
+    return cast("Callable[_P, _T]", _QUICK_NEW[cast("type", cls)])
 
 
 ValidationPolicy = Literal["error", "warn", "off"]

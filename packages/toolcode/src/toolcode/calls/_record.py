@@ -9,6 +9,7 @@ from toolcode._otel import call_span, tracing
 from toolcode._trace import Trace
 from toolcode.calls._layer import Call, Layer
 from toolcode.exceptions import ToolError
+from toolindex import BackendRef
 from toolrun import RunResult
 
 __all__ = ["Record"]
@@ -25,7 +26,7 @@ class Record(Layer):
     current while the call is made, so an upstream's own spans join the trace.
     """
 
-    __slots__ = ("_audit", "_spans", "_trace")
+    __slots__ = ("_audit", "_kind", "_ref", "_spans", "_trace")
 
     def __init__(self, inner: Layer, trace: Trace, audit: AuditTrail) -> None:
         super().__init__(inner)
@@ -33,6 +34,9 @@ class Record(Layer):
         self._audit = audit
         self._spans = tracing()
         """Asked once per stack (a run's, a door call's): a provider set up meanwhile serves the next run."""
+        self._ref: BackendRef | None = None
+        self._kind = ""
+        """The last result's backend and its kind: a model's attribute costs a plain one's several times over."""
 
     async def call(self, call: Call) -> RunResult:
         trace, tool_id, args = self._trace, call.tool_id, call.args
@@ -78,7 +82,9 @@ class Record(Layer):
             if span is not None:
                 span.end(tool_id=tool_id, ok=False, code="cancelled", backend_kind=None)
             raise
-        early, value, kind, tool_id = call.early, result.value, result.backend.kind, result.tool_id
+        if (ref := result.backend) is not self._ref:
+            self._ref, self._kind = ref, ref.kind
+        early, value, kind, tool_id = call.early, result.value, self._kind, result.tool_id
         done = trace.succeeded(slot, started, tool_id, args, value, kind, early)
         used = "used" if early else None
         self._audit.call(tool_id, args, ok=True, code=None, duration_ms=result.duration_ms, result=value, early=used)
