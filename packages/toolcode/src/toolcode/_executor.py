@@ -329,7 +329,7 @@ class Executor:
         records = trace.records()
         # Reads started early and never reached follow the run's calls, outside its output budget: the
         # run's value, output and trace are cut exactly as they would be without them.
-        discarded = tuple(r for r in records if r.early == "discarded")
+        discarded = tuple(r for r in records if r.early == "discarded") if trace.discards else ()
         fitted = fit_output_budget(
             value,
             output.text("stdout"),

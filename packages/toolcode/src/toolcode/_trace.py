@@ -30,7 +30,7 @@ class Trace:
     awaits between reading and writing the slot list.
     """
 
-    __slots__ = ("_known", "_on_call", "_slots", "_t0", "_unknown", "on_start", "payloads")
+    __slots__ = ("_known", "_on_call", "_slots", "_t0", "_unknown", "discards", "on_start", "payloads")
 
     def __init__(
         self,
@@ -49,6 +49,8 @@ class Trace:
         self._on_call = on_tool_call
         self.payloads = payloads
         """What the records may keep of call arguments and results (``None``: everything)."""
+        self.discards = 0
+        """How many records are of calls started early and never reached (:meth:`discarded`)."""
 
     def start(self) -> tuple[int, float]:
         """Reserve the next slot; returns ``(slot, start time)`` for :meth:`finish`."""
@@ -151,22 +153,26 @@ class Trace:
             args = {}
         ms, at = (ended - started) * 1e3, (started - self._t0) * 1e3
         self._slots.append(ToolCallRecord(tool_id, args, None, backend_kind, None, None, ms, at, None, "discarded"))
+        self.discards += 1
 
     def restore(self, records: Sequence[ToolCallRecord]) -> None:
         """Start from records of an earlier part of the run (a run continued after a pause)."""
         self._unknown.extend(range(len(self._slots), len(self._slots) + len(records)))
         self._slots.extend(records)
+        self.discards += sum(r.early == "discarded" for r in records)
         if records:
             last = max(r.started_ms + r.duration_ms for r in records)
             self._t0 -= last / 1000.0  # later calls start after the earlier ones
 
     def records(self) -> tuple[ToolCallRecord, ...]:
         """Finished records in start order (calls still running when the run ended are left out)."""
-        slots = self._slots
+        slots, out = self._slots, list[ToolCallRecord]()
         for i, r in enumerate(slots):
             if isinstance(r, tuple):
-                slots[i] = _new_record(*r)  # built once: later calls return the same objects
-        return tuple(r for r in slots if isinstance(r, ToolCallRecord))
+                r = slots[i] = _new_record(*r)  # built once: later calls return the same objects
+            if r is not None:
+                out.append(r)
+        return tuple(out)
 
     def output_chars(self) -> int:
         """What the finished records count in the output budget (:func:`record_chars`).

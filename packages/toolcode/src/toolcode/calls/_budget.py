@@ -34,5 +34,9 @@ class Budget(Layer):
         await self.inner.plan(calls)
 
     async def call(self, call: Call) -> RunResult:
-        self._budget.take()
+        b = self._budget
+        if b.tripped is None and b.calls < b.max_tool_calls:  # take(1), inline: once per call
+            b.calls += 1
+        else:
+            b.take()  # raises the limit
         return await self.inner.call(call)

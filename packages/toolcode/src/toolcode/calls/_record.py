@@ -87,7 +87,7 @@ class Record(Layer):
         early, value, kind, tool_id = call.early, result.value, self._kind, result.tool_id
         done = trace.succeeded(slot, started, tool_id, args, value, kind, early)
         used = "used" if early else None
-        self._audit.call(tool_id, args, ok=True, code=None, duration_ms=result.duration_ms, result=value, early=used)
+        self._audit.call(tool_id, args, True, None, result.duration_ms, value, used)
         if span is not None:
             span.end(tool_id=tool_id, ok=True, code=None, backend_kind=kind)
         if done is not None:
