@@ -23,10 +23,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import shutil
-import socket
 import statistics
-import subprocess
 import tempfile
 import time
 from collections import deque
@@ -35,34 +32,11 @@ from contextlib import aclosing
 from pathlib import Path
 from typing import Any
 
+from _procs import start_redis
 from toolcode._audit import AUDIT_KIND, AuditLog
 from toolcode.state import MemoryStateStore, RedisStateStore, SQLiteStateStore, StateStore
 
 GOAL_RATIO = 2.0
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _start_redis(folder: Path) -> tuple[subprocess.Popen[bytes], str] | None:
-    binary = shutil.which("redis-server")
-    if binary is None:
-        return None
-    port = _free_port()
-    args = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
-    proc = subprocess.Popen([*args, "--dir", str(folder)], stdout=subprocess.DEVNULL)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return proc, f"redis://127.0.0.1:{port}/0"
-        except OSError:
-            time.sleep(0.02)
-    proc.kill()
-    raise SystemExit("redis-server did not start")
 
 
 async def _walk_from_start(store: StateStore) -> list[dict[str, Any]]:
@@ -131,7 +105,7 @@ async def run(lengths: list[int], repeat: int) -> dict[str, Any]:
                 results.append(await measure(name, store, lengths, repeat))
             finally:
                 await store.aclose()
-        started = _start_redis(folder)
+        started = start_redis(folder)
         if started is None:
             skipped["redis"] = "redis-server is not installed"
         else:

@@ -28,7 +28,6 @@ import argparse
 import gc
 import json
 import re
-import socket
 import statistics
 import subprocess
 import sys
@@ -41,6 +40,7 @@ from typing import Any
 import anyio
 from mcp import Client, StdioServerParameters
 
+from _procs import free_port
 from toolindex import InMemoryIndex
 from toolrun import DefaultRunner, MCPBackend, load_config
 
@@ -123,15 +123,9 @@ async def _measure(
     return {**typical, "rounds": rounds, "ratio_p50_by_round": [r["ratio_p50"] for r in results]}
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 class _HttpServer:
     def __init__(self) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         self.proc = subprocess.Popen(
             [sys.executable, str(FAULT_SERVER), "--http", "--port", str(self.port)],
             stdout=subprocess.PIPE,

@@ -30,10 +30,7 @@ import asyncio
 import itertools
 import json
 import logging
-import shutil
-import socket
 import statistics
-import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -41,6 +38,7 @@ from typing import Any
 
 import pydantic_monty as pm
 
+from _procs import start_redis
 from toolcode import Settings, Toolbox
 from toolcode._settings import SessionSettings, StateSettings
 from toolcode.server import log_to_stderr
@@ -58,30 +56,6 @@ TEN_LINES = "\n".join(f"v{i} = a * {i} + len(str(a))  # step {i}" for i in range
 
 def _p50(xs: list[float]) -> float:
     return round(statistics.median(xs), 3)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _start_redis(folder: Path) -> tuple[subprocess.Popen[bytes], str] | None:
-    binary = shutil.which("redis-server")
-    if binary is None:
-        return None
-    port = _free_port()
-    args = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "yes"]
-    proc = subprocess.Popen([*args, "--dir", str(folder)], stdout=subprocess.DEVNULL)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return proc, f"redis://127.0.0.1:{port}/0"
-        except OSError:
-            time.sleep(0.02)
-    proc.kill()
-    raise SystemExit("redis-server did not start")
 
 
 async def _timed(box: Toolbox, code: str, session: str | None, repeat: int) -> float:
@@ -200,7 +174,7 @@ async def run(repeat: int) -> dict[str, Any]:
             results.append(await measure("sqlite", sqlite, store, repeat))
         finally:
             await store.aclose()
-        started = _start_redis(folder)
+        started = start_redis(folder, appendonly=True)
         if started is None:
             skipped["redis"] = "redis-server is not installed"
         else:
