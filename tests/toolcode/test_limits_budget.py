@@ -197,3 +197,24 @@ def test_a_value_counts_in_the_output_budget_as_its_json_text() -> None:
         assert fitted.truncated == () and fitted.value is value
     cut = fit_output_budget("x" * 1_000, "", "", (), 100)
     assert cut.truncated == ("value",) and isinstance(cut.value, str) and len(cut.value) < 1_000
+
+
+def test_the_arguments_left_out_of_a_record_are_its_own() -> None:
+    # What stands for arguments past the allowance is a dict of each record's own: changing one
+    # record's (a library user may) changes no other record, in this run or a later one.
+    def dropped_args() -> dict[str, Any]:
+        trace = Trace(payloads=PayloadBudget(10))
+        for _ in range(2):
+            slot, started = trace.start()
+            trace.succeeded(slot, started, "ns:tool", {"text": "x" * 50}, 1, "local")
+        first, second = trace.records()
+        assert first.args == second.args and first.args is not second.args
+        return dict(first.args)
+
+    before = dropped_args()
+    trace = Trace(payloads=PayloadBudget(10))
+    slot, started = trace.start()
+    trace.succeeded(slot, started, "ns:tool", {"text": "x" * 50}, 1, "local")
+    (record,) = trace.records()
+    record.args["text"] = "changed"  # type: ignore[index]
+    assert dropped_args() == before

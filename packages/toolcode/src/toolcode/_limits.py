@@ -188,20 +188,23 @@ class PayloadBudget:
         self.left = allowance
         self.dropped = 0
 
+    def _fits(self, size: int) -> bool:
+        """Whether a payload of ``size`` fits what is left: taken from it if so; else the allowance is used up."""
+        if size > self.left:
+            self.left = 0
+            self.dropped += 1
+            return False
+        self.left -= size
+        return True
+
     def keep(self, value: Any) -> Any:
         """``value`` if it fits what is left (which shrinks by its size), else :data:`DROPPED_PAYLOAD`."""
         if value is None or value.__class__ in _NUMBERS:
             return value
-        size = approx_size(value, self.left) if self.left > 0 else 1
-        if size > self.left:
-            self.left = 0
-            self.dropped += 1
-            return DROPPED_PAYLOAD
-        self.left -= size
-        return value
+        return value if self._fits(approx_size(value, self.left) if self.left > 0 else 1) else DROPPED_PAYLOAD
 
     def keep_args(self, args: Mapping[str, Any]) -> Mapping[str, Any]:
-        """:meth:`keep` for call arguments: a mapping either way."""
+        """:meth:`keep` for call arguments: a mapping either way (arguments left out: a dict of their own)."""
         if not args:
             return args
         return {"…": DROPPED_PAYLOAD} if self.keep(args) is DROPPED_PAYLOAD else args
@@ -215,13 +218,10 @@ class PayloadBudget:
         """
         size_a = _flat_size(args) if args and args.__class__ is dict else (0 if not args else -1)
         if size_a > 0:
-            size = size_a
-            if size > self.left:
-                args, size_a = _DROPPED_ARGS, _DROPPED_ARGS_SIZE
-                self.left, self.dropped = 0, self.dropped + 1
-            else:
-                self.left -= size
+            if self._fits(size_a):
                 args = dict(args)
+            else:
+                args, size_a = {"…": DROPPED_PAYLOAD}, _DROPPED_ARGS_SIZE
         elif args:
             args = self.keep_args(args)
         t = structured.__class__
@@ -232,13 +232,10 @@ class PayloadBudget:
         elif t in _NUMBERS:
             size_s = _scalar_size(structured)
         elif (size_s := _flat_size(structured) if t in _CONTAINERS else _scalar_size(structured)) >= 0:
-            if size_s > self.left:
+            if not self._fits(size_s):
                 structured, size_s = DROPPED_PAYLOAD, _DROPPED_SIZE
-                self.left, self.dropped = 0, self.dropped + 1
-            else:
-                self.left -= size_s
-                if t is not str and t is not tuple:
-                    structured = structured.copy()
+            elif t is not str and t is not tuple:
+                structured = structured.copy()
         else:
             structured = self.keep(structured)
         return args, structured, -1 if size_a < 0 or size_s < 0 else size_a + size_s
@@ -341,9 +338,8 @@ def _flat_size(value: Any) -> int:
 
 
 _CONTAINERS: Final = (dict, list, tuple)
-_DROPPED_ARGS: Final = {"…": DROPPED_PAYLOAD}
 _DROPPED_SIZE: Final = len(json_text(DROPPED_PAYLOAD))
-_DROPPED_ARGS_SIZE: Final = len(json_text(_DROPPED_ARGS))
+_DROPPED_ARGS_SIZE: Final = len(json_text({"…": DROPPED_PAYLOAD}))
 
 
 def _cut(text: str, keep: int, what: str) -> str:
