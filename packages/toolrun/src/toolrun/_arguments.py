@@ -65,7 +65,7 @@ def check_arguments(args: dict[str, Any], limits: ArgumentLimits = DEFAULT_ARGUM
     Returns:
         The first problem found (with its JSON path), or ``None``.
     """
-    if flat_and_plain(args, limits.max_size, limits.max_depth >= 2):
+    if _flat_and_plain(args, limits.max_size, limits.max_depth >= 2):
         return None
     max_depth = limits.max_depth
     budget = limits.max_size
@@ -143,7 +143,7 @@ def check_arguments(args: dict[str, Any], limits: ArgumentLimits = DEFAULT_ARGUM
     return None
 
 
-def flat_and_plain(args: dict[str, Any], budget: int, lists: bool) -> bool:
+def _flat_and_plain(args: dict[str, Any], budget: int, lists: bool) -> bool:
     """Whether ``args`` is the usual arguments object, plain and within ``budget`` (:func:`check_arguments` passes it).
 
     String keys, scalar values or (with ``lists``) lists of scalars, in one loop and no allocation;

@@ -14,7 +14,7 @@ import anyio
 
 from toolindex import BackendKind, BackendRef, ChangeEvent, Index, Tool, ToolIndexError
 from toolindex.log import get_logger
-from toolrun._arguments import DEFAULT_ARGUMENT_LIMITS, ArgumentLimits, check_arguments, flat_and_plain
+from toolrun._arguments import DEFAULT_ARGUMENT_LIMITS, ArgumentLimits, check_arguments
 from toolrun._redact import Redactor, default_redactor
 from toolrun._schema_limits import DEFAULT_SCHEMA_LIMITS, SchemaLimits
 from toolrun._types import (
@@ -195,8 +195,6 @@ class DefaultRunner:
         self._chooser = chooser
         self._schemas = SchemaCache(limits=schema_limits)
         self._argument_limits = argument_limits
-        self._flat_size, self._flat_lists = argument_limits.max_size, argument_limits.max_depth >= 2
-        """``flat_and_plain``'s bounds: the usual arguments pass without the full walk's call."""
         self._redactor = redactor if redactor is not None else default_redactor()
         self._entries: dict[str, _Entry] = {}
         self._generation = 0
@@ -393,10 +391,7 @@ class DefaultRunner:
             raise InputValidationError(entry.tool_id, [problem])
         # Plain, bounded JSON before anything else looks at them: a value a backend cannot
         # serialise could break a session that other callers share.
-        if (
-            not flat_and_plain(a, self._flat_size, self._flat_lists)
-            and (bad := check_arguments(a, self._argument_limits)) is not None
-        ):
+        if (bad := check_arguments(a, self._argument_limits)) is not None:
             raise InputValidationError(entry.tool_id, [bad])
         if self.validate_input:
             schema = entry.input

@@ -34,9 +34,5 @@ class Budget(Layer):
         await self.inner.plan(calls)
 
     async def call(self, call: Call) -> RunResult:
-        b = self._budget
-        if b.tripped is None and b.calls < b.max_tool_calls:  # take(1), inline: once per call
-            b.calls += 1
-        else:
-            b.take()  # raises the limit
+        self._budget.take()
         return await self.inner.call(call)
