@@ -530,7 +530,8 @@ async def test_what_describe_tool_shows_has_no_internal_lines(box: Toolbox) -> N
 
 
 async def test_a_long_snippet_is_checked_apart_and_a_very_long_one_runs_unchecked() -> None:
-    from toolcode._typecheck._ty import LARGE_CHARS, MAX_CHARS
+    from toolcode._offload import LARGE_CHARS
+    from toolcode._typecheck._ty import MAX_CHARS
 
     index = await _one_int_tool()
     view = CatalogView(index, None)

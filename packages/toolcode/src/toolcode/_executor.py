@@ -28,6 +28,7 @@ from toolcode._limits import (
     check_json,
     fit_output_budget,
 )
+from toolcode._offload import runs_for
 from toolcode._operations import Operations
 from toolcode._options import ExecuteOptions, ResolvedOptions
 from toolcode._otel import run_span
@@ -37,7 +38,6 @@ from toolcode._sessions import owner_of
 from toolcode._snippets import MAX_NESTING, SavedSnippet
 from toolcode._tools import DefaultTools
 from toolcode._trace import Trace
-from toolcode._typecheck import runs_for
 from toolcode._types import ExecuteParams, ExecuteResult, LimitsReport, OnToolCall, PausableEngine, RunPaused
 from toolcode._unavailable import unavailable_reference
 from toolcode._view import CatalogView

@@ -3,6 +3,6 @@
 from toolcode._typecheck._calls import Scan, ToolCall, parsed
 from toolcode._typecheck._checker import TypeChecker
 from toolcode._typecheck._diagnostic import Diagnostic
-from toolcode._typecheck._ty import GLOBALS_STUB, MAX_CHARS, runs_for
+from toolcode._typecheck._ty import GLOBALS_STUB, MAX_CHARS
 
-__all__ = ["GLOBALS_STUB", "MAX_CHARS", "Diagnostic", "Scan", "ToolCall", "TypeChecker", "parsed", "runs_for"]
+__all__ = ["GLOBALS_STUB", "MAX_CHARS", "Diagnostic", "Scan", "ToolCall", "TypeChecker", "parsed"]

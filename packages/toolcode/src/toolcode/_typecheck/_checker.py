@@ -23,11 +23,12 @@ from collections.abc import Mapping, Sequence
 import anyio
 
 from toolcode._modules import PACKAGE, ToolModules
+from toolcode._offload import Runs, run_here, runs_for
 from toolcode._typecheck._arguments import ArgumentChecker
 from toolcode._typecheck._calls import Scan, ToolCall, parsed
 from toolcode._typecheck._diagnostic import Diagnostic, Handlers, Positions, near
 from toolcode._typecheck._findings import Declared, may_fail
-from toolcode._typecheck._ty import MAX_CHARS, Runs, Ty, run_here, runs_for
+from toolcode._typecheck._ty import MAX_CHARS, Ty
 from toolcode._view import CatalogView
 from toolcode.exceptions import ErrorCode
 from toolindex import Tool, ToolIndexError

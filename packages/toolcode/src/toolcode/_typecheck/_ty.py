@@ -11,16 +11,16 @@ the snippet is wrapped in a function that is only defined, never called, so noth
 from __future__ import annotations
 
 import ast
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Protocol, TypeVar, TypeVarTuple
+from typing import Any, Final
 
 import anyio
-import anyio.to_thread
 import pydantic_monty as pm
 
 from toolcode._globals import globals_stub
 from toolcode._modules import PACKAGE, ToolModules
+from toolcode._offload import Runs, run_here
 from toolcode._typecheck._diagnostic import Diagnostic, Positions
 from toolcode._typecheck._findings import Declared, kept
 from toolcode._typecheck._source import ANY_FUNCTION, ANY_TYPE, MAX_CHARS, MODULE_ALIAS, RESULT_FUNCTION, prepared
@@ -28,7 +28,7 @@ from toolcode.engines._monty_pool import sandbox_module, start_pool
 from toolcode.exceptions import EngineError
 from toolindex.log import get_logger
 
-__all__ = ["GLOBALS_STUB", "LARGE_CHARS", "MAX_CHARS", "Runs", "Ty", "run_here", "runs_for"]
+__all__ = ["GLOBALS_STUB", "MAX_CHARS", "Ty"]
 
 _log = get_logger("toolcode.typecheck")
 
@@ -40,32 +40,6 @@ _HELPERS: Final = (
     f"def {RESULT_FUNCTION}(function: Callable[..., _ToolcodeR], value: object, /) -> _ToolcodeR: ...\n"
 )
 _CHECKS_PER_SESSION = 400
-LARGE_CHARS = 4_000
-"""Snippets longer than this (about a hundred lines) are checked apart: checking one can take
-seconds, and a caller sending them must not hold up everyone else (see :class:`TypeChecker`)."""
-
-_T = TypeVar("_T")
-_Ts = TypeVarTuple("_Ts")
-
-
-class Runs(Protocol):
-    """Runs a function that takes the host's CPU: in place, or in a worker thread."""
-
-    def __call__(self, func: Callable[[*_Ts], _T], /, *args: *_Ts) -> Awaitable[_T]: ...
-
-
-async def run_here(func: Callable[[*_Ts], _T], /, *args: *_Ts) -> _T:
-    """Run ``func`` in place (a short snippet's check takes about a millisecond)."""
-    return func(*args)
-
-
-def runs_for(code: str) -> Runs:
-    """Where work on ``code`` that takes the host's CPU (parsing, walking it) runs.
-
-    In place for a short snippet, in a worker thread for a long one, so the event loop goes on
-    serving others.
-    """
-    return run_here if len(code) <= LARGE_CHARS else anyio.to_thread.run_sync
 
 
 @dataclass(slots=True)

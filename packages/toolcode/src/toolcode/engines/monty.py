@@ -16,12 +16,12 @@ from collections.abc import Generator, Mapping
 from contextlib import contextmanager
 from typing import Any, cast
 
-import anyio.to_thread
 import pydantic_monty as pm
 from pydantic_monty.class_instance import ClassInstance
 
 from toolcode._globals import TOOL_ERROR_INFO_SOURCE
 from toolcode._modules import PACKAGE
+from toolcode._offload import runs_for
 from toolcode._types import EngineInfo, ExecuteParams, ExecuteResult, PauseState, RunPaused, Tools
 from toolcode.engines import _monty_state as _state
 from toolcode.engines._monty_drive import Drive, ModuleMap, Paused, cut_path
@@ -39,8 +39,6 @@ _FETCH_OUT = (
     "try:\n    __toolcode_out = (True, __out)\nexcept NameError:\n    __toolcode_out = (False, None)\n__toolcode_out\n"
 )
 _PRELUDE_NAMES = ("ToolError", "println", "tool_error_info")
-_PARSE_HERE_CHARS = 4_000
-"""Longer snippets are parsed on the host in a worker thread."""
 _FETCH_IN_FEED_CHARS = 4_000
 """Snippets up to this long that set ``__out`` and end in a statement fetch it in the same feed (parsed to know)."""
 _MEMORY_RE = re.compile(r"memory limit exceeded: (\d+) bytes > (\d+) bytes")
@@ -195,11 +193,8 @@ class MontyEngine:
         modules = tools.modules() if PACKAGE in code or params.session is not None else None
         package = self._package(modules) if modules else None
         if modules and PACKAGE + "." in code:
-            kept = [name for name in modules if sandbox_module(name)]
-            if len(code) <= _PARSE_HERE_CHARS:
-                code = importable(code, kept)
-            else:  # a long snippet's parse takes a while: off the event loop, which serves other callers
-                code = await anyio.to_thread.run_sync(importable, code, kept)
+            # A long snippet's parse takes a while: off the event loop, which serves other callers.
+            code = await runs_for(code)(importable, code, [name for name in modules if sandbox_module(name)])
         shape = ((tuple(sorted(limits.items())), timeout, id(package)), package)
         drive = Drive(tools, timeout, self._max_depth, modules)
         session = SessionTurn(params.session, paused, self._max_depth) if params.session is not None else None
