@@ -40,22 +40,23 @@ async def child(n: int) -> None:
         assert result.value == n and len(result.tool_calls) == n
 
 
-def count(n: int) -> int:
+def instructions(script: str, *child: str) -> int:
+    """What valgrind counts for one run of ``script --child CHILD...`` (hash seed and BLAS threads fixed).
+
+    Raises:
+        SystemExit: If the run fails or valgrind prints no count.
+    """
     env = {**os.environ, "PYTHONHASHSEED": "0", "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
-    argv = [
-        "valgrind",
-        "--tool=callgrind",
-        "--callgrind-out-file=/dev/null",
-        sys.executable,
-        __file__,
-        "--child",
-        str(n),
-    ]
+    argv = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, script, "--child", *child]
     done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
     found = re.search(r"Collected : (\d+)", done.stderr)
     if done.returncode != 0 or found is None:
-        raise SystemExit(f"valgrind run with {n} calls failed:\n{done.stderr[-2000:]}")
+        raise SystemExit(f"valgrind run of {Path(script).name} {' '.join(child)} failed:\n{done.stderr[-2000:]}")
     return int(found.group(1))
+
+
+def count(n: int) -> int:
+    return instructions(__file__, str(n))
 
 
 def main() -> None:

@@ -17,13 +17,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
-import re
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from call_instructions import instructions
 
 RUNS = 200
 WARM = "__out = 1"
@@ -43,13 +42,7 @@ async def child(n: int, check: str) -> None:
 
 
 def count(n: int, check: str) -> int:
-    env = {**os.environ, "PYTHONHASHSEED": "0", "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
-    argv = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, __file__]
-    done = subprocess.run([*argv, "--child", str(n), check], env=env, capture_output=True, text=True, check=False)
-    found = re.search(r"Collected : (\d+)", done.stderr)
-    if done.returncode != 0 or found is None:
-        raise SystemExit(f"valgrind run of {n} runs (type_check={check}) failed:\n{done.stderr[-2000:]}")
-    return int(found.group(1))
+    return instructions(__file__, str(n), check)
 
 
 def main() -> None:
