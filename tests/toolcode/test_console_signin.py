@@ -116,3 +116,24 @@ async def test_one_name_keeps_at_most_its_cap_of_sign_ins_and_one_more_drops_its
     assert [await a.viewer(c) is not None for c in alices] == [False, True, True, True]
     assert await b.viewer(bobs) is not None
     assert len(await stores[0].list(KIND)) == 4  # alice's 3 and bob's 1
+
+
+async def test_sign_ins_made_at_once_on_two_replicas_still_keep_the_cap(
+    stores: tuple[StateStore, StateStore],
+) -> None:
+    # Each sign-in reads the name's sign-ins, drops the oldest and writes its own: made at the same
+    # time, each could read the others' absence and the name would end over its cap.
+    tokens = BearerTokens({"alice": ALICE})
+    a, b = (SignIns(s, tokens, ConsoleSettings(max_signins=2), lambda caller: False) for s in stores)
+    sids: list[str | None] = []
+
+    async def sign_in(replica: SignIns) -> None:
+        sids.append(await replica.sign_in(ALICE))
+
+    async with anyio.create_task_group() as tg:
+        for i in range(8):
+            tg.start_soon(sign_in, (a, b)[i % 2])
+    assert len(sids) == 8 and all(sids)
+    assert len(await stores[0].list(KIND)) == 2
+    # The ones kept are sign-ins that work.
+    assert sum([await a.viewer(_cookie(sid)) is not None for sid in sids]) == 2

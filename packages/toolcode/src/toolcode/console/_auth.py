@@ -96,13 +96,15 @@ class SignIns:
             if name is None:
                 return None
         owner = owner_of(_caller(name))
-        most = self.settings.max_signins
-        held = sorted(await self.store.list(KIND, prefix=owner + "/", limit=most + 100), key=lambda i: i.created)
-        for info in held[: max(0, len(held) - most + 1)]:  # the oldest go first
-            await self.store.delete(KIND, info.key)
         sid = f"{owner}:{secrets.token_urlsafe(32)}"
         value = json.dumps({"name": name, "csrf": secrets.token_urlsafe(32)}).encode()
         await self.store.put(KIND, _key(sid), value, ttl=self.settings.session_ttl)
+        # Trimmed after the write, not before: of sign-ins made at once (on any replica), the last
+        # to be written sees every other one, so the name ends within its cap.
+        most = self.settings.max_signins
+        held = sorted(await self.store.list(KIND, prefix=owner + "/", limit=most + 100), key=lambda i: i.created)
+        for info in held[: max(0, len(held) - most)]:  # the oldest go first
+            await self.store.delete(KIND, info.key)
         return sid
 
     async def sign_out(self, cookies: Mapping[str, str]) -> None:
