@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
+import functools
 import glob
 import json
 import time
@@ -37,6 +38,7 @@ _MAX_READ: Final = 100_000
 DECISIONS: Final = ("call", "allow", "ask", "deny", "approved", "denied", "aborted", "quarantined")
 
 
+@functools.lru_cache(maxsize=32)  # a filter's two times, asked for once per entry it reads
 def _time(text: str) -> float | None:
     """``2026-11-27T10:00`` (UTC, as a ``datetime-local`` input sends it) or Unix seconds; ``None`` if neither."""
     try:
