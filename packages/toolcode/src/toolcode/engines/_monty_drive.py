@@ -31,7 +31,7 @@ Suspended = pm.AsyncFunctionSnapshot | pm.AsyncFutureSnapshot
 _Call = tuple[int, str, tuple[Any, ...], dict[str, Any]]
 """An awaitable call to start: its future's id, the function's name, the arguments."""
 
-_SYNC_NAMES = call_names()
+_SYNC_NAMES = frozenset(call_names())
 _ASYNC_NAMES = async_names()
 _SLEEPS = frozenset({"time.sleep", "system.sleep"})
 _ASYNC_SLEEPS = frozenset({"asyncio.sleep", "system.async_sleep"})
@@ -72,17 +72,19 @@ class Drive:
         self._timeout = timeout
         self._depth = depth
         self._modules = modules
-        self._sync: dict[str, Handler] = {name: getattr(tools, name) for name in _SYNC_NAMES}
-        self._async: dict[str, Handler] = {name: getattr(tools, method) for name, method in _ASYNC_NAMES.items()}
+        # Handlers are bound as the snippet first calls them: most runs call one or two of them.
+        self._sync: dict[str, Handler] = {}
+        self._async: dict[str, Handler] = {}
         self.raised: dict[str, ToolError] = {}
         """The tool errors sent into the sandbox, by message: one the snippet does not catch is reported as such."""
         self._done: dict[int, pm.ExternalSettledResult] = {}
         self._sleeps: dict[int, float] = {}
         self._mine: set[int] = set()
         """Ids of the futures this drive answers (tool calls in flight, sleeps)."""
-        self._changed = anyio.Event()
+        self._changed: anyio.Event | None = None
+        """Set as an awaitable call ends (made when something first waits for one)."""
         self._inflight = 0
-        self._stack = AsyncExitStack()
+        self._stack: AsyncExitStack
         self._tasks: anyio.abc.TaskGroup | None = None
         self._waiting: dict[int, tuple[str, tuple[Any, ...], dict[str, Any], list[Any]]] = {}
         """Awaitable calls that stopped for a decision: name, arguments, what they wait for."""
@@ -110,14 +112,18 @@ class Drive:
         return value
 
     async def _loop(self, snap: pm.AsyncSnapshot) -> Any:
-        sync = self._sync
+        sync, bind = self._sync, self._sync_handler
         complete, function = pm.MontyComplete, pm.AsyncFunctionSnapshot
         while True:
             if type(snap) is complete:
                 return snap.output
             # Plain calls (the common case: ``run_tool(...)`` in a loop) are answered in place, with
             # no extra frame per call; everything else is a step.
-            if type(snap) is not function or snap.is_os_function or (handler := sync.get(snap.function_name)) is None:
+            if (
+                type(snap) is not function
+                or snap.is_os_function
+                or ((handler := sync.get(snap.function_name)) is None and (handler := bind(snap.function_name)) is None)
+            ):
                 snap = await self._step(snap)
                 continue
             try:
@@ -140,10 +146,11 @@ class Drive:
         assert isinstance(snap, pm.AsyncFunctionSnapshot)  # the loop ends at completion
         name = snap.function_name
         if not snap.is_os_function:
-            if name not in self._async and self._route(name) and name in self._sync:
-                return snap  # a module function, now routed: answered as a plain call
-            if name not in self._async:
-                return await snap.resume_auto()
+            if self._async_handler(name) is None:
+                if not self._route(name):
+                    return await snap.resume_auto()
+                if name in self._sync:
+                    return snap  # a module function, now routed: answered as a plain call
             await self._start((snap.call_id, name, snap.args, snap.kwargs))
             return await snap.resume({"future": ...})
         if name in _SLEEPS or name in _ASYNC_SLEEPS:
@@ -167,6 +174,20 @@ class Drive:
         self._sleeps = {int(i): now + float(t) for i, t in state.get("sleeps", {}).items()}
         self._mine = {int(i) for i in state.get("mine", [])}
         return [(int(i), str(n), tuple(a), dict(k)) for i, (n, a, k) in state.get("waiting", {}).items()]
+
+    def _sync_handler(self, name: str) -> Handler | None:
+        """The host method behind the plain call ``name`` (bound on first use), or ``None``."""
+        handler = self._sync.get(name)
+        if handler is None and name in _SYNC_NAMES:
+            handler = self._sync[name] = getattr(self._tools, name)
+        return handler
+
+    def _async_handler(self, name: str) -> Handler | None:
+        """The host method behind the awaitable call ``name`` (bound on first use), or ``None``."""
+        handler = self._async.get(name)
+        if handler is None and (method := _ASYNC_NAMES.get(name)) is not None:
+            handler = self._async[name] = getattr(self._tools, method)
+        return handler
 
     def _route(self, name: str) -> bool:
         """Route ``tools.<module>.<function>`` (added to the sync or async handlers); ``False``: not one."""
@@ -193,7 +214,7 @@ class Drive:
     async def _start(self, call: _Call) -> None:
         """Start an awaitable call as a task of the drive (the task group opens with the first)."""
         call_id, name = call[0], call[1]
-        if name not in self._async:
+        if self._async_handler(name) is None:
             self._route(name)
         handler = self._async.get(name)
         if handler is None:
@@ -216,7 +237,8 @@ class Drive:
             self._waiting[call_id] = (name, args, kwargs, e.pending)
         finally:
             self._inflight -= 1
-            self._changed.set()
+            if self._changed is not None:
+                self._changed.set()
 
     async def _future(self, snap: pm.AsyncFutureSnapshot) -> pm.AsyncSnapshot:
         ids = snap.pending_call_ids
@@ -238,14 +260,20 @@ class Drive:
                 return await snap.resume(ready)
             wake = min((self._sleeps[i] for i in ids if i in self._sleeps), default=float("inf"))
             with anyio.move_on_after(wake - now):
-                await self._changed.wait()
+                await self._event().wait()
+            self._changed = None
+
+    def _event(self) -> anyio.Event:
+        """The event the next awaitable call to end sets (checked for finished calls just before)."""
+        if self._changed is None:
             self._changed = anyio.Event()
+        return self._changed
 
     async def _pause(self, snap: Suspended, pending: list[Any]) -> Paused:
         """Stop here for a decision: let the calls in flight finish, then describe what is left."""
         while self._inflight:
-            await self._changed.wait()
-            self._changed = anyio.Event()
+            await self._event().wait()
+            self._changed = None
         now = anyio.current_time()
         state = {
             "done": {str(i): _encode_settled(r) for i, r in self._done.items()},
