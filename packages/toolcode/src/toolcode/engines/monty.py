@@ -368,8 +368,11 @@ def _fetches_out(code: str) -> bool:
 
     Its value is then ``__out`` or nothing (a trailing expression's value would be lost by the feed).
     """
-    if "__out" not in code or len(code) > _FETCH_IN_FEED_CHARS:
-        return False
+    return "__out" in code and len(code) <= _FETCH_IN_FEED_CHARS and _ends_in_statement(code)
+
+
+@functools.lru_cache(maxsize=256)  # a snippet run again is not parsed again
+def _ends_in_statement(code: str) -> bool:
     try:
         body = ast.parse(code).body
     except (SyntaxError, ValueError, MemoryError, RecursionError):
