@@ -27,7 +27,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
-import anyio.lowlevel
 import pydantic_monty as pm
 
 from toolcode._compat_monty import find_monty_binary
@@ -138,7 +137,7 @@ class WorkerPool:
         """Give-backs under way (awaited by :meth:`aclose`)."""
 
     async def _get(self) -> pm.AsyncMonty:
-        token = anyio.lowlevel.current_token()
+        token = asyncio.get_running_loop()  # the engine runs on asyncio only (anyio's token asks sniffio)
         if self._pool is not None and self._token == token:
             return self._pool
         async with self._lock:
