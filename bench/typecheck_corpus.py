@@ -762,6 +762,38 @@ IDIOMS: list[tuple[str, str]] = [
         "from tools import git, time_\nnow = time_.get_current_time(timezone='UTC')['datetime'][:10]\n"
         "git.git_commit(repo_path='/home/user/project', message=f'Nightly {now}')",
     ),
+    # -- results enriched with keys of the snippet's own, then read (a result is a plain dict) ----
+    (
+        "a flag set on each result, then counted",
+        "from tools import helpdesk\nts = helpdesk.list_tickets(office='Paris')\nfor t in ts:\n"
+        "    t['stale'] = t['age_days'] > 10\nsum(1 for t in ts if t['stale'])",
+    ),
+    (
+        "a note added to one result",
+        "from tools import helpdesk\nts = helpdesk.list_tickets(office='Paris')\nts[0]['note'] = 'checked'\n"
+        "ts[0]['note']",
+    ),
+    (
+        "a copied result updated",
+        "from tools import helpdesk\nt = helpdesk.list_tickets(office='Paris')[0].copy()\n"
+        "t.update({'seen': True})\n[t['id'], t['seen']]",
+    ),
+    (
+        "a list kept on a result with setdefault",
+        "from tools import helpdesk\nfor e in helpdesk.on_call(office='Paris'):\n"
+        "    e.setdefault('shifts', []).append('night')\n    last = e['shifts'][-1]\nlast",
+    ),
+    (
+        "results joined by a key of their own",
+        "from tools import helpdesk\noffices = helpdesk.list_offices()\nfor o in offices:\n"
+        "    o['on_call'] = [e['name'] for e in helpdesk.on_call(office=o['city'])]\n"
+        "{o['city']: o['on_call'] for o in offices}",
+    ),
+    (
+        "a count kept on a result",
+        "from tools import helpdesk\nt = helpdesk.list_tickets(office='Tokyo')[0]\n"
+        "t['views'] = t.get('views', 0) + 1\nt['views']",
+    ),
 ]
 """Correct snippets in module style: (name, code)."""
 

@@ -4,7 +4,8 @@
 says the operation fails for the type named (a key a ``TypedDict`` result does not have, an
 attribute or operator a type lacks) and every type it names is one value's type: a union (``str |
 None``, ``Literal["a", 1]``) fails only for some of its members, so a finding about one is left to
-the run. What it says about the tools themselves is the argument check's, in the run's own words.
+the run. A key the snippet adds to a dict somewhere is not a missing key: a result is a plain dict
+at run time, and the key is there when the snippet reads it back. What it says about the tools themselves is the argument check's, in the run's own words.
 """
 
 from __future__ import annotations
@@ -83,13 +84,49 @@ _NOT_SIZED_OR_ITERABLE: Final = re.compile(
 type that has neither: Python checks exactly these protocols at run time, so the call fails."""
 _KEY: Final = re.compile(r'^Unknown key "|got key of type `Literal\[-?\d+\]`')
 """The ``invalid-key`` findings about a key written as a literal (a ``str`` variable may hold a valid key)."""
+_UNKNOWN_KEY: Final = re.compile(r'^Unknown key "(.*)" for TypedDict `')
 
 
-def _certain(rule: str, message: str, written: bool) -> str | None:
+def _added_keys(tree: ast.Module) -> frozenset[str]:
+    """The string keys the snippet may add to a dict.
+
+    That is ``d["k"] = v``, ``d.update({"k": v})`` or ``d.update(k=v)``, ``d.setdefault("k", v)``
+    and ``d |= {"k": v}``. A result is a plain dict at run time: a key the snippet adds to one is
+    there when it reads it back, though the result's declared type lacks it. Which dict it was
+    added to is not followed (a missed mistake costs less than refusing working code).
+    """
+    out: set[str] = set()
+
+    def literal(node: ast.expr | None) -> None:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            out.add(node.value)
+
+    def display(node: ast.expr) -> None:
+        if isinstance(node, ast.Dict):
+            for k in node.keys:
+                literal(k)
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
+            literal(node.slice)
+        elif isinstance(node, ast.AugAssign) and isinstance(node.op, ast.BitOr):
+            display(node.value)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr == "update":
+                for arg in node.args:
+                    display(arg)
+                out.update(k.arg for k in node.keywords if k.arg is not None)
+            elif node.func.attr == "setdefault" and node.args:
+                literal(node.args[0])
+    return frozenset(out)
+
+
+def _certain(rule: str, message: str, written: bool, added: frozenset[str] = frozenset()) -> str | None:
     """The exception the run would certainly raise where a finding is (``None``: it may not fail).
 
     ``written``: the finding is at a subscript written to (``t["k"] = v`` adds a key; only reading
-    a key a result lacks fails).
+    a key a result lacks fails). ``added``: the keys the snippet adds somewhere (:func:`_added_keys`);
+    reading one of them back may not fail.
     """
     if rule == "invalid-argument-type" and _NOT_SIZED_OR_ITERABLE.search(message):
         return "TypeError"
@@ -99,6 +136,8 @@ def _certain(rule: str, message: str, written: bool) -> str | None:
     if f"Module `{PACKAGE}" in message:
         return None  # the tools' modules are the argument check's
     if rule == "invalid-key" and (written or not _KEY.search(message)):
+        return None
+    if rule == "invalid-key" and (key := _UNKNOWN_KEY.search(message)) is not None and key.group(1) in added:
         return None
     # Backticks quote names too (an operator, an attribute): only the types matter here.
     named = [t for t in _TYPE.findall(message) if not _is_name_quoted(t, message)]
@@ -166,6 +205,7 @@ def kept(
     for n in ast.walk(tree):
         if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load):
             read.setdefault(positions.of(n), []).append(n)
+    added = _added_keys(tree)
     out: list[Diagnostic] = []
     for text in rendered.splitlines():
         m = _LINE.match(text.strip())
@@ -173,7 +213,7 @@ def kept(
             continue  # a warning or a note, or the wrapper's own line
         at = source.original(int(m.group(1)) - 1, max(1, int(m.group(2)) - 4))
         rule, message = m.group(3), m.group(4)
-        raised = _certain(rule, message, stores.get(at, True))
+        raised = _certain(rule, message, stores.get(at, True), added)
         if raised is None and declared is not None:
             raised = _subscript_certain(rule, message, read.get(at, ()), declared)
         if raised is not None:
