@@ -794,6 +794,16 @@ IDIOMS: list[tuple[str, str]] = [
         "from tools import helpdesk\nt = helpdesk.list_tickets(office='Tokyo')[0]\n"
         "t['views'] = t.get('views', 0) + 1\nt['views']",
     ),
+    (
+        "keys set from a list of names",
+        "from tools import helpdesk\nt = helpdesk.list_tickets(office='Paris')[0]\nfor k in ('seen', 'starred'):\n"
+        "    t[k] = False\n[t['seen'], t['starred']]",
+    ),
+    (
+        "a result updated with a dict built before",
+        "from tools import helpdesk\nextra = {'team': 'infra'}\no = helpdesk.list_offices()[0]\no.update(extra)\n"
+        "o['team']",
+    ),
 ]
 """Correct snippets in module style: (name, code)."""
 

@@ -4,8 +4,10 @@
 says the operation fails for the type named (a key a ``TypedDict`` result does not have, an
 attribute or operator a type lacks) and every type it names is one value's type: a union (``str |
 None``, ``Literal["a", 1]``) fails only for some of its members, so a finding about one is left to
-the run. A key the snippet adds to a dict somewhere is not a missing key: a result is a plain dict
-at run time, and the key is there when the snippet reads it back. What it says about the tools themselves is the argument check's, in the run's own words.
+the run. A key the snippet adds to a dict somewhere (or any key, when it adds keys computed at run
+time) is not a missing key: a result is a plain dict at run time, and the key is there when the
+snippet reads it back. What it says about the tools themselves is the argument check's, in the
+run's own words.
 """
 
 from __future__ import annotations
@@ -87,24 +89,32 @@ _KEY: Final = re.compile(r'^Unknown key "|got key of type `Literal\[-?\d+\]`')
 _UNKNOWN_KEY: Final = re.compile(r'^Unknown key "(.*)" for TypedDict `')
 
 
-def _added_keys(tree: ast.Module) -> frozenset[str]:
-    """The string keys the snippet may add to a dict.
+def _added_keys(tree: ast.Module) -> frozenset[str] | None:
+    """The string keys the snippet may add to a dict; ``None`` when it adds keys computed at run time.
 
-    That is ``d["k"] = v``, ``d.update({"k": v})`` or ``d.update(k=v)``, ``d.setdefault("k", v)``
-    and ``d |= {"k": v}``. A result is a plain dict at run time: a key the snippet adds to one is
-    there when it reads it back, though the result's declared type lacks it. Which dict it was
-    added to is not followed (a missed mistake costs less than refusing working code).
+    Keys are added by ``d["k"] = v``, ``d.update({"k": v})`` or ``d.update(k=v)``,
+    ``d.setdefault("k", v)`` and ``d |= {"k": v}``; ``d[name] = v``, ``d.update(other)`` or
+    ``d |= other`` may add any key. A result is a plain dict at run time: a key the snippet adds to
+    one is there when it reads it back, though the result's declared type lacks it. Which dict it
+    was added to is not followed (a missed mistake costs less than refusing working code).
     """
     out: set[str] = set()
+    computed = False
 
     def literal(node: ast.expr | None) -> None:
+        nonlocal computed
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             out.add(node.value)
+        elif not isinstance(node, ast.Constant):
+            computed = True
 
     def display(node: ast.expr) -> None:
+        nonlocal computed
         if isinstance(node, ast.Dict):
             for k in node.keys:
                 literal(k)
+        else:
+            computed = True
 
     for node in ast.walk(tree):
         if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
@@ -115,18 +125,22 @@ def _added_keys(tree: ast.Module) -> frozenset[str]:
             if node.func.attr == "update":
                 for arg in node.args:
                     display(arg)
-                out.update(k.arg for k in node.keywords if k.arg is not None)
+                for k in node.keywords:
+                    if k.arg is None:
+                        computed = True  # d.update(**other)
+                    else:
+                        out.add(k.arg)
             elif node.func.attr == "setdefault" and node.args:
                 literal(node.args[0])
-    return frozenset(out)
+    return None if computed else frozenset(out)
 
 
-def _certain(rule: str, message: str, written: bool, added: frozenset[str] = frozenset()) -> str | None:
+def _certain(rule: str, message: str, written: bool, added: frozenset[str] | None = frozenset()) -> str | None:
     """The exception the run would certainly raise where a finding is (``None``: it may not fail).
 
     ``written``: the finding is at a subscript written to (``t["k"] = v`` adds a key; only reading
-    a key a result lacks fails). ``added``: the keys the snippet adds somewhere (:func:`_added_keys`);
-    reading one of them back may not fail.
+    a key a result lacks fails). ``added``: the keys the snippet adds somewhere (:func:`_added_keys`;
+    ``None``: any key may be added); reading one of them back may not fail.
     """
     if rule == "invalid-argument-type" and _NOT_SIZED_OR_ITERABLE.search(message):
         return "TypeError"
@@ -137,8 +151,9 @@ def _certain(rule: str, message: str, written: bool, added: frozenset[str] = fro
         return None  # the tools' modules are the argument check's
     if rule == "invalid-key" and (written or not _KEY.search(message)):
         return None
-    if rule == "invalid-key" and (key := _UNKNOWN_KEY.search(message)) is not None and key.group(1) in added:
-        return None
+    if rule == "invalid-key" and (key := _UNKNOWN_KEY.search(message)) is not None:
+        if added is None or key.group(1) in added:
+            return None
     # Backticks quote names too (an operator, an attribute): only the types matter here.
     named = [t for t in _TYPE.findall(message) if not _is_name_quoted(t, message)]
     return raised if all(_one_value_type(t) for t in named) else None
