@@ -804,6 +804,11 @@ IDIOMS: list[tuple[str, str]] = [
         "from tools import helpdesk\nextra = {'team': 'infra'}\no = helpdesk.list_offices()[0]\no.update(extra)\n"
         "o['team']",
     ),
+    (
+        "a result merged with a dict",
+        "from tools import helpdesk\nt = helpdesk.list_tickets(office='Paris')[0] | {'seen': True}\n"
+        "[t['id'], t['seen']]",
+    ),
 ]
 """Correct snippets in module style: (name, code)."""
 

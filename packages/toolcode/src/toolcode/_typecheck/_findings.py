@@ -93,10 +93,11 @@ def _added_keys(tree: ast.Module) -> frozenset[str] | None:
     """The string keys the snippet may add to a dict; ``None`` when it adds keys computed at run time.
 
     Keys are added by ``d["k"] = v``, ``d.update({"k": v})`` or ``d.update(k=v)``,
-    ``d.setdefault("k", v)`` and ``d |= {"k": v}``; ``d[name] = v``, ``d.update(other)`` or
-    ``d |= other`` may add any key. A result is a plain dict at run time: a key the snippet adds to
-    one is there when it reads it back, though the result's declared type lacks it. Which dict it
-    was added to is not followed (a missed mistake costs less than refusing working code).
+    ``d.setdefault("k", v)``, ``d |= {"k": v}`` and ``d | {"k": v}``; ``d[name] = v``,
+    ``d.update(other)`` or ``d |= other`` may add any key. A result is a plain dict at run time: a
+    key the snippet adds to one is there when it reads it back, though the result's declared type
+    lacks it. Which dict it was added to is not followed (a missed mistake costs less than refusing
+    working code).
     """
     out: set[str] = set()
     computed = False
@@ -121,6 +122,10 @@ def _added_keys(tree: ast.Module) -> frozenset[str] | None:
             literal(node.slice)
         elif isinstance(node, ast.AugAssign) and isinstance(node.op, ast.BitOr):
             display(node.value)
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+            for side in (node.left, node.right):
+                if isinstance(side, ast.Dict):  # a number or a set on either side adds no key
+                    display(side)
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             if node.func.attr == "update":
                 for arg in node.args:
