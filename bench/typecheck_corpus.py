@@ -809,6 +809,24 @@ IDIOMS: list[tuple[str, str]] = [
         "from tools import helpdesk\nt = helpdesk.list_tickets(office='Paris')[0] | {'seen': True}\n"
         "[t['id'], t['seen']]",
     ),
+    (
+        "a key read behind an in test",
+        "from tools import helpdesk\nt = helpdesk.list_tickets(office='Paris')[0]\nt['sla'] if 'sla' in t else 'none'",
+    ),
+    (
+        "a key read in try/except KeyError",
+        "from tools import helpdesk\nt = helpdesk.list_tickets(office='Paris')[0]\ntry:\n    sla = t['sla']\n"
+        "except KeyError:\n    sla = None\nsla",
+    ),
+    (
+        "results annotated as list[dict]",
+        "from tools import helpdesk\ntickets: list[dict] = helpdesk.list_tickets(office='Paris')\nlen(tickets)",
+    ),
+    (
+        "the best so far kept as dict | None",
+        "from tools import helpdesk\nbest: dict | None = None\nfor o in helpdesk.list_offices():\n"
+        "    if best is None or o['staff'] > best['staff']:\n        best = o\nbest['city'] if best else ''",
+    ),
 ]
 """Correct snippets in module style: (name, code)."""
 
