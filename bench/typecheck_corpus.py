@@ -810,6 +810,17 @@ IDIOMS: list[tuple[str, str]] = [
         "[t['id'], t['seen']]",
     ),
     (
+        "a summary row appended to a result list",
+        "from tools import helpdesk\nts = helpdesk.list_tickets(office='Paris')\n"
+        "ts.append({'id': 'TOTAL', 'count': len(ts)})\nts[-1]['count']",
+    ),
+    (
+        "rows built before and added to a result list",
+        "from tools import helpdesk\nts = helpdesk.list_tickets(office='Paris')\n"
+        "row = {'id': 'NOTE', 'note': 'none open'}\nts.insert(0, row)\n"
+        "ts.extend([{'id': 'END', 'note': 'end'}])\n[ts[0]['note'], ts[-1]['note']]",
+    ),
+    (
         "a key read behind an in test",
         "from tools import helpdesk\nt = helpdesk.list_tickets(office='Paris')[0]\nt['sla'] if 'sla' in t else 'none'",
     ),

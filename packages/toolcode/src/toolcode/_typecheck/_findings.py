@@ -94,13 +94,21 @@ def _added_keys(tree: ast.Module) -> frozenset[str] | None:
 
     Keys are added by ``d["k"] = v``, ``d.update({"k": v})`` or ``d.update(k=v)``,
     ``d.setdefault("k", v)``, ``d |= {"k": v}`` and ``d | {"k": v}``; ``d[name] = v``,
-    ``d.update(other)`` or ``d |= other`` may add any key. A result is a plain dict at run time: a
+    ``d.update(other)`` or ``d |= other`` may add any key. A dict written in the snippet and put in
+    a list (``append``, ``insert``, ``extend``, directly or through a name bound to it) brings its
+    keys along. A result is a plain dict at run time: a
     key the snippet adds to one is there when it reads it back, though the result's declared type
     lacks it. Which dict it was added to is not followed (a missed mistake costs less than refusing
     working code).
     """
     out: set[str] = set()
     computed = False
+    bound: dict[str, list[ast.Dict]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    bound.setdefault(target.id, []).append(node.value)
 
     def literal(node: ast.expr | None) -> None:
         nonlocal computed
@@ -137,6 +145,13 @@ def _added_keys(tree: ast.Module) -> frozenset[str] | None:
                         out.add(k.arg)
             elif node.func.attr == "setdefault" and node.args:
                 literal(node.args[0])
+            elif node.func.attr in ("append", "insert", "extend"):
+                for part in (sub for arg in node.args for sub in ast.walk(arg)):
+                    if isinstance(part, ast.Name):
+                        for d in bound.get(part.id, ()):
+                            display(d)
+                    elif isinstance(part, ast.Dict):
+                        display(part)
     return None if computed else frozenset(out)
 
 
