@@ -96,10 +96,9 @@ def _added_keys(tree: ast.Module) -> frozenset[str] | None:
     ``d.setdefault("k", v)``, ``d |= {"k": v}`` and ``d | {"k": v}``; ``d[name] = v``,
     ``d.update(other)`` or ``d |= other`` may add any key. A dict written in the snippet and put in
     a list (``append``, ``insert``, ``extend``, directly or through a name bound to it) brings its
-    keys along. A result is a plain dict at run time: a
-    key the snippet adds to one is there when it reads it back, though the result's declared type
-    lacks it. Which dict it was added to is not followed (a missed mistake costs less than refusing
-    working code).
+    keys along. A result is a plain dict at run time: a key the snippet adds to one is there when it
+    reads it back, though the result's declared type lacks it. Which dict it was added to is not
+    followed (a missed mistake costs less than refusing working code).
     """
     out: set[str] = set()
     computed = False
