@@ -821,6 +821,19 @@ IDIOMS: list[tuple[str, str]] = [
         "ts.extend([{'id': 'END', 'note': 'end'}])\n[ts[0]['note'], ts[-1]['note']]",
     ),
     (
+        "a field rewritten as text, then used as text",
+        "from tools import helpdesk\nts = helpdesk.list_tickets(office='Paris')\nfor t in ts:\n"
+        "    t['age_days'] = f\"{t['age_days']} days\"\n[t['age_days'].upper() for t in ts]",
+    ),
+    (
+        "a field turned into a number, then added to",
+        "from tools import helpdesk\no = helpdesk.list_offices()[0]\no['city'] = len(o['city'])\no['city'] + 1",
+    ),
+    (
+        "a list item replaced by text",
+        "from tools import helpdesk\noffices = helpdesk.list_offices()\noffices[0] = 'HQ'\noffices[0].lower()",
+    ),
+    (
         "a key read behind an in test",
         "from tools import helpdesk\nt = helpdesk.list_tickets(office='Paris')[0]\nt['sla'] if 'sla' in t else 'none'",
     ),

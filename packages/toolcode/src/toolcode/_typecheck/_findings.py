@@ -89,18 +89,20 @@ _KEY: Final = re.compile(r'^Unknown key "|got key of type `Literal\[-?\d+\]`')
 _UNKNOWN_KEY: Final = re.compile(r'^Unknown key "(.*)" for TypedDict `')
 
 
-def _added_keys(tree: ast.Module) -> frozenset[str] | None:
-    """The string keys the snippet may add to a dict; ``None`` when it adds keys computed at run time.
+def _written_keys(tree: ast.Module) -> frozenset[str | int] | None:
+    """The keys and indexes the snippet may write to (a key to a dict); ``None`` when some are computed at run time.
 
     Keys are added by ``d["k"] = v``, ``d.update({"k": v})`` or ``d.update(k=v)``,
     ``d.setdefault("k", v)``, ``d |= {"k": v}`` and ``d | {"k": v}``; ``d[name] = v``,
     ``d.update(other)`` or ``d |= other`` may add any key. A dict written in the snippet and put in
     a list (``append``, ``insert``, ``extend``, directly or through a name bound to it) brings its
     keys along. A result is a plain dict at run time: a key the snippet adds to one is there when it
-    reads it back, though the result's declared type lacks it. Which dict it was added to is not
-    followed (a missed mistake costs less than refusing working code).
+    reads it back, though the result's declared type lacks it, and a value it writes over one
+    (``t["age"] = f"{t['age']} days"``, ``offices[0] = "HQ"``) is what it reads back, whatever the
+    declared type. Which dict or list was written to is not followed (a missed mistake costs less
+    than refusing working code).
     """
-    out: set[str] = set()
+    out: set[str | int] = set()
     computed = False
     bound: dict[str, list[ast.Dict]] = {}
     for node in ast.walk(tree):
@@ -111,7 +113,7 @@ def _added_keys(tree: ast.Module) -> frozenset[str] | None:
 
     def literal(node: ast.expr | None) -> None:
         nonlocal computed
-        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str | int):
             out.add(node.value)
         elif not isinstance(node, ast.Constant):
             computed = True
@@ -154,12 +156,12 @@ def _added_keys(tree: ast.Module) -> frozenset[str] | None:
     return None if computed else frozenset(out)
 
 
-def _certain(rule: str, message: str, written: bool, added: frozenset[str] | None = frozenset()) -> str | None:
+def _certain(rule: str, message: str, written: bool, added: frozenset[str | int] | None = frozenset()) -> str | None:
     """The exception the run would certainly raise where a finding is (``None``: it may not fail).
 
     ``written``: the finding is at a subscript written to (``t["k"] = v`` adds a key; only reading
-    a key a result lacks fails). ``added``: the keys the snippet adds somewhere (:func:`_added_keys`;
-    ``None``: any key may be added); reading one of them back may not fail.
+    a key a result lacks fails). ``added``: the keys the snippet writes somewhere (:func:`_written_keys`;
+    ``None``: any key may be written); reading one of them back may not fail.
     """
     if rule == "invalid-argument-type" and _NOT_SIZED_OR_ITERABLE.search(message):
         return "TypeError"
@@ -226,6 +228,29 @@ def _subscript_certain(rule: str, message: str, at: Sequence[ast.Subscript], dec
     return "KeyError" if named.startswith("dict[") else "TypeError"
 
 
+def _outermost(tree: ast.Module, positions: Positions) -> dict[tuple[int, int], ast.expr]:
+    """The widest expression starting at each position (where ``ty`` puts a finding about it)."""
+    out: dict[tuple[int, int], ast.expr] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.expr):
+            at = positions.of(node)
+            held = out.get(at)
+            end = (node.end_lineno or 0, node.end_col_offset or 0)
+            if held is None or end > (held.end_lineno or 0, held.end_col_offset or 0):
+                out[at] = node
+    return out
+
+
+def _reads_written(node: ast.expr | None, written: frozenset[str | int] | None) -> bool:
+    """Whether ``node`` reads a key or index the snippet writes to: its type is then the written value's."""
+    for n in ast.walk(node) if node is not None else ():
+        if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load):
+            key = n.slice
+            if written is None or (isinstance(key, ast.Constant) and key.value in written):
+                return True
+    return False
+
+
 def kept(
     rendered: str, source: CheckedSource, tree: ast.Module, positions: Positions, declared: Declared | None = None
 ) -> list[Diagnostic]:
@@ -239,7 +264,8 @@ def kept(
     for n in ast.walk(tree):
         if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load):
             read.setdefault(positions.of(n), []).append(n)
-    added = _added_keys(tree)
+    written = _written_keys(tree)
+    starts = _outermost(tree, positions)
     out: list[Diagnostic] = []
     for text in rendered.splitlines():
         m = _LINE.match(text.strip())
@@ -247,9 +273,11 @@ def kept(
             continue  # a warning or a note, or the wrapper's own line
         at = source.original(int(m.group(1)) - 1, max(1, int(m.group(2)) - 4))
         rule, message = m.group(3), m.group(4)
-        raised = _certain(rule, message, stores.get(at, True), added)
+        raised = _certain(rule, message, stores.get(at, True), written)
         if raised is None and declared is not None:
             raised = _subscript_certain(rule, message, read.get(at, ()), declared)
+        if raised is not None and rule != "invalid-key" and _reads_written(starts.get(at), written):
+            raised = None  # the type of a value the snippet wrote over is not the declared one
         if raised is not None:
             out.append(Diagnostic(at[0], at[1], message, rule, ErrorCode.RUNTIME_ERROR, raised))
     return out
