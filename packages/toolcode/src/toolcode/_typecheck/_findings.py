@@ -255,6 +255,11 @@ def kept(
     rendered: str, source: CheckedSource, tree: ast.Module, positions: Positions, declared: Declared | None = None
 ) -> list[Diagnostic]:
     """The certain findings among ``ty``'s, where the snippet's own text has them."""
+    # Warnings, notes and the wrapper's own line (1) are not findings; the snippet is walked only
+    # when there is one (correct code, the usual case, has none).
+    found = [m for text in rendered.splitlines() if (m := _LINE.match(text.strip())) and int(m.group(1)) >= 2]
+    if not found:
+        return []
     stores = {
         positions.of(n.slice): isinstance(n.ctx, ast.Store | ast.Del)
         for n in ast.walk(tree)
@@ -267,10 +272,7 @@ def kept(
     written = _written_keys(tree)
     starts = _outermost(tree, positions)
     out: list[Diagnostic] = []
-    for text in rendered.splitlines():
-        m = _LINE.match(text.strip())
-        if m is None or int(m.group(1)) < 2:
-            continue  # a warning or a note, or the wrapper's own line
+    for m in found:
         at = source.original(int(m.group(1)) - 1, max(1, int(m.group(2)) - 4))
         rule, message = m.group(3), m.group(4)
         raised = _certain(rule, message, stores.get(at, True), written)
