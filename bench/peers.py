@@ -413,7 +413,7 @@ class Bench:
             async def fresh() -> float:
                 # What a run that shares nothing needs at the least: a worker of its own, fed, given back
                 # (the next checkout started as the run starts, the give-back started and not waited for,
-                # as toolcode does: a give-back left unstarted until the end made this floor 1.4x too high).
+                # as toolcode does: left unstarted, both made this floor slower than what it stands for).
                 times, spare, leaving = [], asyncio.ensure_future(pool.checkout().__aenter__()), []
                 for _ in range(repeat):
                     t0 = time.perf_counter()
