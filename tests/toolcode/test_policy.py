@@ -209,7 +209,7 @@ def test_a_snippet_runs_only_with_the_code_the_gate_judged() -> None:
     from toolcode.calls._policy import Verdict, _sha, _within, check_judged
 
     judged = Verdict("snippets:x", "read", "allow", "preset", code_digest=_sha("a = 1"))
-    with _within(judged):
+    with _within(judged, None):
         check_judged("snippets:x", "a = 1")
         # Saved anew after the gate judged it (an await later): the new code does not run.
         with pytest.raises(ToolError) as info:
@@ -217,6 +217,10 @@ def test_a_snippet_runs_only_with_the_code_the_gate_judged() -> None:
     assert info.value.code == ErrorCode.NOT_ALLOWED
     with pytest.raises(ToolError):
         check_judged("snippets:x", "a = 1")  # no gate judged any call here
+    # Called inside another snippet's run: the code judged with that one is the one that runs.
+    now = Verdict("snippets:x", "read", "allow", "preset", code_digest=_sha("b = 2"))
+    with _within(now, {"snippets:x": _sha("a = 1")}), pytest.raises(ToolError):
+        check_judged("snippets:x", "b = 2")
 
 
 def test_an_approval_digest_covers_every_field_the_model_sees() -> None:
@@ -233,3 +237,23 @@ def test_an_approval_digest_covers_every_field_the_model_sees() -> None:
     ]
     for change in changes:
         assert tool_hash(tool.model_copy(update=change)) != tool_hash(tool), change
+
+
+class _PlansOnly(Layer):
+    async def plan(self, calls: Any) -> None:
+        return None
+
+    async def call(self, call: Call) -> Any:
+        raise AssertionError(f"{call.tool_id} reached the next layer")
+
+
+@pytest.mark.anyio
+async def test_a_call_is_never_taken_for_a_planned_call_that_did_not_run(view: CatalogView) -> None:
+    # Planned calls that never ran (a chain stopped at its first step) are gone; a new call may
+    # be made at the same address, and must be judged all the same.
+    gate = Gate(_PlansOnly(None), _checkpoint(view), cannot_pause)
+    for _ in range(200):
+        await gate.plan([Call("fs:read_file", {}) for _ in range(40)])
+        with pytest.raises(ToolError) as refused:
+            await gate.call(Call("fs:delete_file", {"path": "a"}))
+        assert refused.value.code == ErrorCode.NOT_ALLOWED

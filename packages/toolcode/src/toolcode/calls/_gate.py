@@ -78,7 +78,8 @@ class Gate(Layer):
         super().__init__(inner)
         self._checkpoint = checkpoint
         self._decide = decide
-        self._planned: set[int] = set()
+        self._planned: set[Call] = set()
+        """Calls judged with a plan and not yet made (the calls themselves: an id could be reused)."""
 
     async def _judge(self, calls: Sequence[Call]) -> None:
         judged = [(c.tool_id, c.args) for c in calls]
@@ -97,12 +98,12 @@ class Gate(Layer):
 
     async def plan(self, calls: Sequence[Call]) -> None:
         await self._judge(calls)
-        self._planned.update(id(c) for c in calls)
+        self._planned.update(calls)
         await self.inner.plan(calls)
 
     async def call(self, call: Call) -> RunResult:
         planned = self._planned
-        if planned and (key := id(call.planned or call)) in planned:
+        if planned and (key := call.planned or call) in planned:
             planned.discard(key)
         elif not self._checkpoint.allowed(call.tool_id):
             await self._judge((call,))

@@ -71,6 +71,8 @@ PRESETS: Final[dict[str, dict[Tier, Decision]]] = {
 
 SNIPPETS_NAMESPACE: Final = "snippets"
 _SNIPPETS_PREFIX: Final = SNIPPETS_NAMESPACE + ":"
+_MAX_NESTING: Final = 16
+"""Snippets named through more snippets than this are judged when called, not with the first."""
 
 
 # -- tiers and verdicts ----------------------------------------------------------------------
@@ -97,12 +99,15 @@ class Verdict:
     reason: str
     """Which rule or preset decided, in words."""
     calls: tuple[str, ...] = ()
-    """For a saved snippet: the tools its code names (approved with it)."""
+    """For a saved snippet: the tools its code names, and those the snippets it names name (approved with it)."""
     digest: str = ""
     """What an approval of this verdict binds: the tool's definition; for a saved snippet, its code
     and the definitions of the tools it names."""
     code_digest: str = ""
     """For a saved snippet: the digest of the code that was judged (only that code runs under it)."""
+    snippets: tuple[tuple[str, str], ...] = ()
+    """For a saved snippet: the snippets it names (through others too), with the digest of the code
+    judged for each (only that code runs under this verdict)."""
 
 
 def literal_tool_ids(code: str, modules: ToolModules | None, known: Callable[[str], bool]) -> tuple[list[str], bool]:
@@ -244,45 +249,80 @@ class Policy:
         self._verdicts[tool.id] = (tool, v)
         return v
 
-    def _snippet_verdict(self, tool: Tool, code: str, view: CatalogView | None) -> Verdict:
-        cached = self._snippet_cache.get(tool.name)
+    def _literal_ids(self, name: str, code: str, view: CatalogView | None) -> tuple[list[str], bool]:
+        cached = self._snippet_cache.get(name)
         if cached is None or cached[0] != code:
-            known = _known_in(view)
-            cached = (code, literal_tool_ids(code, self._modules, known))
+            cached = (code, literal_tool_ids(code, self._modules, _known_in(view)))
             if len(self._snippet_cache) > 1024:
                 self._snippet_cache.clear()
-            self._snippet_cache[tool.name] = cached
-        ids, dynamic = cached[1]
-        tier: Tier = "write" if dynamic else "read"
-        decision, reason = self._decide(tool.id, tool.namespace, tier)
+            self._snippet_cache[name] = cached
+        return cached[1]
+
+    def _snippet_verdict(self, tool: Tool, code: str, view: CatalogView | None) -> Verdict:
+        """A snippet's verdict: its own, made stricter by each tool it names, through the snippets it names.
+
+        Each snippet reached gets the decision of the rules for its own id (tier ``read``, or
+        ``write`` when it computes tool ids); each other tool its verdict. The strictest wins.
+        """
+        tier: Tier = "read"
+        decision: Decision = "allow"
+        reason = ""
         code_digest = _sha(code)
         digest = hashlib.sha256(code_digest.encode())
+        calls: dict[str, None] = {}
+        snippets: dict[str, str] = {tool.id: code_digest}
         strict: list[str] = []  # every named tool the person is asked about, listed in the question
-        for tid in ids:
-            if tid == tool.id or view is None:
-                continue
-            try:
-                inner = view.get(tid)
-            except ToolIndexError:
-                continue
-            if inner.namespace == SNIPPETS_NAMESPACE:
-                # A snippet calling a snippet: judged when that one is called.
-                digest.update(f"\n{inner.id}={tool_hash(inner)}".encode("utf-8", "surrogatepass"))
-                continue
-            iv = self._tool_verdict(inner)
-            digest.update(f"\n{inner.id}={iv.digest}".encode("utf-8", "surrogatepass"))
-            if _TIER_RANK[iv.tier] > _TIER_RANK[tier]:
-                tier = iv.tier
-            d, why = iv.decision, iv.reason
-            if d != "allow":
-                strict.append(inner.id)
-            if _DECISION_RANK[d] > _DECISION_RANK[decision]:
-                decision, reason = d, why
+        dynamic = False
+        todo: list[tuple[Tool, str, int]] = [(tool, code, 0)]  # depth first, each snippet once
+        while todo:
+            snippet, text, depth = todo.pop()
+            ids, computes = self._literal_ids(snippet.name, text, view)
+            own: Tier = "write" if computes else "read"
+            d, why = self._decide(snippet.id, snippet.namespace, own)
+            verdicts = [(snippet.id, own, d, why)]
+            dynamic = dynamic or computes
+            for tid in ids:
+                if view is None or tid in snippets or tid in calls:
+                    continue
+                try:
+                    inner = view.get(tid)
+                except ToolIndexError:
+                    continue
+                inner_code = self._snippet_code(inner.name) if inner.namespace == SNIPPETS_NAMESPACE else None
+                if inner_code is None:
+                    iv = self._tool_verdict(inner)
+                    calls[inner.id] = None
+                    digest.update(f"\n{inner.id}={iv.digest}".encode("utf-8", "surrogatepass"))
+                    verdicts.append((inner.id, iv.tier, iv.decision, iv.reason))
+                elif depth + 1 < _MAX_NESTING:
+                    calls[inner.id] = None
+                    snippets[inner.id] = inner_digest = _sha(inner_code)
+                    digest.update(f"\n{inner.id}={inner_digest}".encode())
+                    todo.append((inner, inner_code, depth + 1))
+                # Deeper: judged when it is called, inside this snippet's run (which cannot stop
+                # for a person, so it is refused unless allowed).
+            for tid, t, d, why in verdicts:
+                if _TIER_RANK[t] > _TIER_RANK[tier]:
+                    tier = t
+                if d != "allow" and tid != tool.id:
+                    strict.append(tid)
+                if not reason or _DECISION_RANK[d] > _DECISION_RANK[decision]:
+                    decision, reason = d, why
         if strict:
             reason = f"it calls {', '.join(strict)}: {reason}"
         if dynamic and _DECISION_RANK["ask"] > _DECISION_RANK[decision] and tier != "read":
             reason += "; it also computes tool ids, each judged when called"
-        return Verdict(tool.id, tier, decision, reason, tuple(ids), digest.hexdigest()[:32], code_digest=code_digest)
+        del snippets[tool.id]
+        return Verdict(
+            tool.id,
+            tier,
+            decision,
+            reason,
+            tuple(calls),
+            digest.hexdigest()[:32],
+            code_digest=code_digest,
+            snippets=tuple(snippets.items()),
+        )
 
 
 # -- a run's approvals --------------------------------------------------------------------------
@@ -376,8 +416,9 @@ Asker = Callable[[Sequence[PendingCall], "int | None"], Awaitable[tuple[str, str
 """Asks a person about pending calls (and the snippet line, when there is one); returns the
 decision (``approve``, ``approve_run``, ``deny`` or ``abort``) and who made it."""
 
-# Inside a saved snippet's run, the tools its code names that were approved with it.
-_scope: ContextVar[frozenset[str] | None] = ContextVar("toolcode_policy_scope", default=None)
+# Inside a saved snippet's run: what was approved with it. Each tool its code names (through the
+# snippets it names too), with, for a snippet, the digest of its code as it was judged then.
+_scope: ContextVar[Mapping[str, str] | None] = ContextVar("toolcode_policy_scope", default=None)
 # The digest of the saved snippet's code that was judged for the call under way.
 _judged_code: ContextVar[str | None] = ContextVar("toolcode_judged_code", default=None)
 
@@ -496,22 +537,29 @@ class Checkpoint:
             self.audit.add(p.tool_id, p.tier, decision, by)
 
     def scope(self, tool_id: str) -> AbstractContextManager[None]:
-        """Around a call that passed :meth:`check`: a saved snippet runs with what it names approved."""
+        """Around a call that passed :meth:`check`: a saved snippet runs with what it names approved.
+
+        A snippet called inside another's run runs only with the code judged with that one.
+        """
         if not tool_id.startswith(_SNIPPETS_PREFIX):
             return nullcontext()
         try:
             tool = self.view.get(tool_id)
         except (ToolIndexError, ToolError):
             return nullcontext()
-        return _within(self.policy.verdict(tool, self.view))
+        return _within(self.policy.verdict(tool, self.view), _scope.get())
 
 
 @contextmanager
-def _within(verdict: Verdict) -> Generator[None]:
-    names = frozenset(verdict.calls)
-    outer = _scope.get()
-    token = _scope.set(names | outer if outer is not None else names)
-    code = _judged_code.set(verdict.code_digest)
+def _within(verdict: Verdict, outer: Mapping[str, str] | None) -> Generator[None]:
+    mine = {tid: "" for tid in verdict.calls}
+    mine.update(verdict.snippets)
+    judged = verdict.code_digest
+    if outer is not None:
+        judged = outer.get(verdict.tool_id, judged)
+        mine.update(outer)  # what the outer snippet was judged with stands
+    token = _scope.set(mine)
+    code = _judged_code.set(judged)
     try:
         yield
     finally:
