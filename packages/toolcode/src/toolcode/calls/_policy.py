@@ -273,13 +273,14 @@ class Policy:
         snippets: dict[str, str] = {tool.id: code_digest}
         strict: list[str] = []  # every named tool the person is asked about, listed in the question
         dynamic = False
+        code_of = self._snippet_code or (lambda _name: None)
         todo: list[tuple[Tool, str, int]] = [(tool, code, 0)]  # depth first, each snippet once
         while todo:
             snippet, text, depth = todo.pop()
             ids, computes = self._literal_ids(snippet.name, text, view)
             own: Tier = "write" if computes else "read"
             d, why = self._decide(snippet.id, snippet.namespace, own)
-            verdicts = [(snippet.id, own, d, why)]
+            verdicts: list[tuple[str, Tier, Decision, str]] = [(snippet.id, own, d, why)]
             dynamic = dynamic or computes
             for tid in ids:
                 if view is None or tid in snippets or tid in calls:
@@ -288,7 +289,7 @@ class Policy:
                     inner = view.get(tid)
                 except ToolIndexError:
                     continue
-                inner_code = self._snippet_code(inner.name) if inner.namespace == SNIPPETS_NAMESPACE else None
+                inner_code = code_of(inner.name) if inner.namespace == SNIPPETS_NAMESPACE else None
                 if inner_code is None:
                     iv = self._tool_verdict(inner)
                     calls[inner.id] = None
