@@ -175,6 +175,10 @@ def _all_literal(node: ast.expr | None) -> bool:
     return False
 
 
+def _no_code(name: str) -> str | None:
+    return None
+
+
 def _known_in(view: CatalogView | None) -> Callable[[str], bool]:
     def known(tool_id: str) -> bool:
         if view is None or ":" not in tool_id or len(tool_id) > 300:
@@ -273,7 +277,7 @@ class Policy:
         snippets: dict[str, str] = {tool.id: code_digest}
         strict: list[str] = []  # every named tool the person is asked about, listed in the question
         dynamic = False
-        code_of = self._snippet_code or (lambda _name: None)
+        code_of: Callable[[str], str | None] = self._snippet_code or _no_code
         todo: list[tuple[Tool, str, int]] = [(tool, code, 0)]  # depth first, each snippet once
         while todo:
             snippet, text, depth = todo.pop()
