@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx2
 import pytest
 from mcp import Client
@@ -114,6 +115,40 @@ async def test_a_callers_snippet_is_out_of_every_other_callers_sight(url: str) -
     taken = {"name": "alice_notes", "code": "__out = 1", "description": "x"}
     failed, out = await _call(url, "bob", "save_snippet", taken)
     assert failed and out["error"]["code"] == "invalid_arguments", out
+
+
+async def test_a_snippet_saved_while_another_callers_run_goes_on_stays_out_of_its_sight(
+    url: str, files_dir: Path
+) -> None:
+    go = files_dir / "go.txt"
+    # Bob's run starts first and waits (polling the upstream) until the test says go.
+    bob = f"""
+import asyncio
+for _ in range(600):
+    try:
+        run_tool('fs:read_text_file', path={str(go)!r})
+        break
+    except ToolError:
+        await asyncio.sleep(0.05)
+found = []
+try:
+    found.append(run_tool('snippets:alice_secret'))
+except ToolError as e:
+    found.append(tool_error_info(e)["code"])
+__out = {{"run": found, "hits": [h["id"] for h in search_tools("alice payroll")["hits"]]}}
+"""
+    async with anyio.create_task_group() as tg:
+        result: dict[str, Any] = {}
+
+        async def run_bob() -> None:
+            result.update(await _ok(url, "bob", "execute_code", {"code": bob, "options": {"type_check": "off"}}))
+
+        tg.start_soon(run_bob)
+        secret = {"name": "alice_secret", "code": "__out = 'ALICE PAYROLL 123456'", "description": "Alice payroll."}
+        await _ok(url, "alice", "save_snippet", secret)
+        go.write_text("go")
+    assert result["value"]["run"] == ["unknown_tool"], result
+    assert "snippets:alice_secret" not in result["value"]["hits"], result
 
 
 async def test_only_an_operator_publishes_a_snippet_to_every_caller(url: str) -> None:

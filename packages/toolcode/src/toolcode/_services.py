@@ -167,12 +167,13 @@ class Services:
 
     def view(self, allowed_namespaces: Sequence[str] | None, caller: str | None) -> CatalogView:
         """The catalog as ``caller`` sees it: these namespaces, without other callers' private snippets."""
-        hidden = (
-            self.stores.snippets.hidden_from(owner_of(caller), self.is_operator(caller))
-            if self.stores is not None
-            else frozenset[str]()
+        if self.stores is None:
+            return CatalogView(self.index, allowed_namespaces, self.unavailable)
+        snippets, owner, operator = self.stores.snippets, owner_of(caller), self.is_operator(caller)
+        # Read at each use: a snippet saved while a run goes on is hidden from it as well.
+        return CatalogView(
+            self.index, allowed_namespaces, self.unavailable, lambda: snippets.hidden_from(owner, operator)
         )
-        return CatalogView(self.index, allowed_namespaces, self.unavailable, hidden)
 
     @property
     def audit_probe(self) -> Callable[[], Awaitable[None]] | None:

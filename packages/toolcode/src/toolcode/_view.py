@@ -15,7 +15,7 @@ tools answers ``server_unavailable`` with the reason instead of ``unknown_tool``
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence, Set
+from collections.abc import Callable, Mapping, Sequence, Set
 from typing import cast
 
 from toolcode.exceptions import ErrorCode, ToolError, clip
@@ -59,24 +59,34 @@ class CatalogView:
         allowed_namespaces: The namespaces visible to the caller (``None``: all of them).
         unavailable: Servers that failed to start, with the reason (a live mapping:
             ``Toolbox.failed``, which a later successful connect clears).
-        hidden: Tool ids out of sight for this caller whatever their namespace.
+        hidden: Tool ids out of sight for this caller whatever their namespace; or a function
+            giving them as they are now (read at each use: a view may outlive a change, such as
+            another caller's private snippet saved during a run).
     """
 
-    __slots__ = ("_allowed", "_hidden", "_unavailable", "filtered", "index")
+    __slots__ = ("_allowed", "_hidden_now", "_unavailable", "index")
 
     def __init__(
         self,
         index: Index,
         allowed_namespaces: Sequence[str] | None = None,
         unavailable: Mapping[str, str] | None = None,
-        hidden: Set[str] = frozenset(),
+        hidden: Set[str] | Callable[[], Set[str]] = frozenset(),
     ) -> None:
         self.index = index
         self._allowed = frozenset(allowed_namespaces) if allowed_namespaces is not None else None
         self._unavailable: Mapping[str, str] = unavailable if unavailable is not None else {}
-        self._hidden = hidden
-        self.filtered = self._allowed is not None or bool(hidden)
+        fixed = hidden if not callable(hidden) else None
+        self._hidden_now: Callable[[], Set[str]] = hidden if callable(hidden) else lambda: fixed or frozenset()
+
+    @property
+    def _hidden(self) -> Set[str]:
+        return self._hidden_now()
+
+    @property
+    def filtered(self) -> bool:
         """Whether some registered tool is out of sight (an id must then be resolved through :meth:`get`)."""
+        return self._allowed is not None or bool(self._hidden_now())
 
     def key(self) -> tuple[object, ...]:
         """What tells this view's answers apart from another's over the same catalog version."""
