@@ -47,6 +47,11 @@ def _backend() -> LocalBackend:
         return {"value": value}
 
     @local.tool(namespace="memo")
+    def blob(n: int) -> str:
+        """``n`` characters."""
+        return "x" * n
+
+    @local.tool(namespace="memo")
     def wrapped_with_more(x: int) -> dict[str, Any]:
         """An object with a ``result`` key next to others."""
         return {"result": {"deep": x}, "items": [x, x + 1]}
@@ -155,3 +160,33 @@ def test_the_chain_schema_names_the_tool_under_either_key() -> None:
     assert {"tool_id", "tool"} <= set(item["properties"])
     assert item["anyOf"] == [{"required": ["tool_id"]}, {"required": ["tool"]}]
     assert "required" not in item
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        {"value": "{{big}}" * 3000},  # a reference written into text, many times
+        {"value": ["{{big}}"] * 3000},  # the value itself, many times
+        {"value": {"a": "{{big}}", "b": ["{{big}} {{big}}"] * 1500}},
+    ],
+    ids=["text", "values", "mixed"],
+)
+async def test_references_filled_in_are_bounded_before_they_are_built(args: dict[str, Any]) -> None:
+    # A 1 MB result referred to 3,000 times would be 3 GB of arguments: refused while filling in,
+    # with the bound in the message, before anything that large is made.
+    import tracemalloc
+
+    steps: list[dict[str, Any]] = [
+        {"id": "big", "tool": "memo:blob", "args": {"n": 1_000_000}},
+        {"tool": "memo:echo", "args": args},
+    ]
+    async with _box() as box:
+        tracemalloc.start()
+        try:
+            out = await box.codemode.run_chain(steps)
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+    error = out.steps[1].error
+    assert error is not None and "larger than 4,194,304 characters" in error.message, out.steps[1]
+    assert peak < 64 * 1024 * 1024, f"{peak:,} bytes at the peak"

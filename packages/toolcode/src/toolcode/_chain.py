@@ -21,9 +21,12 @@ from pydantic.json_schema import SkipJsonSchema
 
 from toolcode._data import as_list, as_mapping
 from toolcode.exceptions import ErrorCode, InvalidArgumentsError, ToolError, clip
+from toolrun import DEFAULT_ARGUMENT_LIMITS
 
 __all__ = ["CHAIN_SCHEMA", "ChainStep", "ChainStepSpec", "one_tool_key", "parse_steps", "resolve_args", "shape_of"]
 
+_MAX_FILLED: Final = DEFAULT_ARGUMENT_LIMITS.max_size
+"""Most characters that references written into text may fill in (the runner's bound on arguments)."""
 _REF: Final = re.compile(r"\{\{\s*([^{}\s]{1,300})\s*\}\}")
 _STEP_ID: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
 _STEP_KEYS: Final = frozenset({"tool_id", "tool", "args", "id", "use_previous", "on_error"})
@@ -286,6 +289,10 @@ def _lookup(ref: str, done: Sequence[tuple[bool, Any]], ids: Mapping[str, int]) 
     return _walk(ref, name, value, path)
 
 
+class _TooLarge(Exception):
+    """The text filled in went past the arguments' size bound."""
+
+
 def _reference_error(tool_id: str, message: str) -> ToolError:
     return ToolError(tool_id, message, "validate_input", code=ErrorCode.INVALID_REFERENCE)
 
@@ -293,13 +300,22 @@ def _reference_error(tool_id: str, message: str) -> ToolError:
 def resolve_args(step: ChainStep, done: Sequence[tuple[bool, Any]], ids: Mapping[str, int]) -> dict[str, Any]:
     """The step's arguments with every reference replaced (``done``: (ok, value) of each earlier step).
 
+    References written into text are filled in within the arguments' size bound (a result
+    referred to many times is not copied past it); a reference that is a whole value is that value.
+
     Raises:
-        ToolError: ``invalid_reference``, with the path tried and the shape of what it looked into.
+        ToolError: ``invalid_reference``, with the path tried and the shape of what it looked into;
+            ``validate_input`` when the text filled in would be larger than the arguments may be.
     """
+    room = [_MAX_FILLED]
 
     def text(m: re.Match[str]) -> str:
         got = _lookup(m.group(1), done, ids)
-        return got if isinstance(got, str) else json.dumps(got, ensure_ascii=False, default=str)
+        out = got if isinstance(got, str) else json.dumps(got, ensure_ascii=False, default=str)
+        room[0] -= len(out)
+        if room[0] < 0:
+            raise _TooLarge
+        return out
 
     def sub(v: Any) -> Any:
         if isinstance(v, str):
@@ -317,6 +333,14 @@ def resolve_args(step: ChainStep, done: Sequence[tuple[bool, Any]], ids: Mapping
         args: dict[str, Any] = {k: sub(x) for k, x in step.args.items()}
     except _Unresolved as e:
         raise _reference_error(step.tool_id, clip(f"reference {{{{{e.ref}}}}} does not resolve: {e}", 1500)) from None
+    except _TooLarge:
+        raise ToolError(
+            step.tool_id,
+            f"the arguments with their references filled in are larger than {_MAX_FILLED:,} characters of JSON: "
+            "refer to less, or to a smaller part of the result",
+            "validate_input",
+            code=ErrorCode.INVALID_ARGUMENTS,
+        ) from None
     up = step.use_previous
     if up is False:
         return args
