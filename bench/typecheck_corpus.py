@@ -115,6 +115,12 @@ DEMO: list[tuple[str, str, bool]] = [
         True,
     ),
     (
+        "tool guarded by hasattr",
+        "from tools import helpdesk\n"
+        "helpdesk.escalate(ticket_id='PAR-1003') if hasattr(helpdesk, 'escalate') else None",
+        False,
+    ),
+    (
         "typed fields",
         "from tools import helpdesk\nts = helpdesk.list_tickets(office='Paris')\n"
         "[t['title'].upper() for t in ts if t['priority'] == 'urgent' and t['age_days'] > 1]",
@@ -294,6 +300,64 @@ def doc_examples() -> list[DocExample]:
 
 IDIOMS: list[tuple[str, str]] = [
     # -- the finding: values built before the call, lists built with append, unions ---------------
+    # -- found by an outside corpus: values ty types loosely, guards, helpers, globals, classes ----
+    (
+        "a result's values unpacked",
+        "from tools import helpdesk\ncity, tz, staff = helpdesk.list_offices()[0].values()\nstaff + 1",
+    ),
+    (
+        "a result's items filtered",
+        "from tools import helpdesk\no = helpdesk.list_offices()[0]\nsum(v for k, v in o.items() if k == 'staff') + 1",
+    ),
+    (
+        "gathered results extended",
+        "import asyncio\nfrom tools import helpdesk\n"
+        "res = await asyncio.gather(helpdesk.on_call_async(office='Paris'), helpdesk.on_call_async(office='Tokyo'))\n"
+        "res.append([])\nres.sort(key=len)\nlen(res)",
+    ),
+    (
+        "key guarded by get",
+        "from tools import helpdesk\no = helpdesk.list_offices()[0]\no['region'] if o.get('region') else 'n/a'",
+    ),
+    (
+        "key guarded by keys()",
+        "from tools import helpdesk\no = helpdesk.list_offices()[0]\no['region'] if 'region' in o.keys() else 'n/a'",
+    ),
+    (
+        "key guarded by any()",
+        "from tools import helpdesk\nos_ = helpdesk.list_offices()\n"
+        "[o['region'] for o in os_] if any('region' in o for o in os_) else []",
+    ),
+    (
+        "tool guarded by the listing",
+        "ids = {t['id'] for t in list_tools('helpdesk')['tools']}\n"
+        "run_tool('helpdesk:escalate', {'ticket_id': 'PAR-1003'}) if 'helpdesk:escalate' in ids else None",
+    ),
+    (
+        "helper called inside try",
+        "def escalate():\n    return run_tool('helpdesk:escalate', {'ticket_id': 'PAR-1003'})\n"
+        "try:\n    out = escalate()\nexcept ToolError:\n    out = None\nout",
+    ),
+    (
+        "rewritten field read through a name",
+        "from tools import helpdesk\nt = helpdesk.list_tickets(office='Paris')[0]\n"
+        "t['age_days'] = f\"{t['age_days']} days\"\nlabel = t['age_days']\nlabel.upper()",
+    ),
+    (
+        "replaced items read in a loop",
+        "from tools import helpdesk\noffices = helpdesk.list_offices()\n"
+        "for i, o in enumerate(offices):\n    offices[i] = o['city']\n[c.lower() for c in offices]",
+    ),
+    (
+        "global set by a helper",
+        "from tools import helpdesk\nstatus = None\ndef set_status(s):\n    global status\n    status = s\n"
+        "set_status(helpdesk.list_offices()[0]['city'])\nstatus.upper()",
+    ),
+    (
+        "attribute set on the snippet's own class",
+        "from tools import helpdesk\nclass Stats:\n    pass\ns = Stats()\n"
+        "s.total = len(helpdesk.list_offices())\ns.total",
+    ),
     (
         "entities built before the call",
         'from tools import memory\nents = [{"name": "c", "entityType": "service", "observations": ["x"]}]\n'

@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 from typecheck_corpus import (
     BROKEN_ARGUMENTS,
     BROKEN_MODULE,
+    DEMO,
     IDIOMS,
     LITERAL_BROKEN,
     LITERAL_IDIOMS,
@@ -101,6 +102,11 @@ async def test_every_idiom_passes_the_check_in_both_styles(box: Toolbox, name: s
     code = dict(IDIOMS)[name]
     assert await _check(box, code) == []
     assert await _check(box, literal_style(code, _resolve(box))) == []
+
+
+@pytest.mark.parametrize("name", [name for name, _, broken in DEMO if not broken])
+async def test_every_correct_demo_snippet_passes_the_check(box: Toolbox, name: str) -> None:
+    assert await _check(box, {n: code for n, code, _ in DEMO}[name]) == []
 
 
 @pytest.mark.parametrize("name", [name for name, _ in LITERAL_IDIOMS])

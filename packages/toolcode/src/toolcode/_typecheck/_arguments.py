@@ -300,7 +300,7 @@ class ArgumentChecker:
             self._view.get(call.tool_id)
         except ToolIndexError as e:
             err = as_tool_error(e, call.tool_id, self._view)
-            return positions.at(call.id_node, str(err.message), "unknown-tool", err.code)
+            return positions.at(call.id_node, str(err.message), "unknown-tool", err.code, subject=call.tool_id)
         return None
 
     def _call(self, call: ToolCall, tool: Tool, constants: _Constants, positions: Positions) -> list[Diagnostic]:

@@ -217,7 +217,7 @@ class TypeChecker:
                 continue
             hint = near(name, self._visible_modules(view))
             msg = f"no namespace module `{PACKAGE}.{name}`{hint} (list_namespaces() lists the namespaces)"
-            out.append(positions.at(node, msg, "unknown-module", ErrorCode.UNKNOWN_TOOL, "ImportError"))
+            out.append(positions.at(node, msg, "unknown-module", ErrorCode.UNKNOWN_TOOL, "ImportError", subject=name))
         for ref in found.references:
             ns = visible.get(ref.module)
             if ns is None:
@@ -228,7 +228,11 @@ class TypeChecker:
                     f"module '{PACKAGE}.{ref.module}' has no attribute '{ref.name}'{near(ref.name, functions)} "
                     f"(list_tools({ns!r}) lists its tools)"
                 )
-                out.append(positions.at(ref.node, msg, "unknown-tool", ErrorCode.UNKNOWN_TOOL, "AttributeError"))
+                out.append(
+                    positions.at(
+                        ref.node, msg, "unknown-tool", ErrorCode.UNKNOWN_TOOL, "AttributeError", subject=ref.name
+                    )
+                )
         return out, visible
 
     def _input_schema(self, tool: Tool) -> CompiledSchema | None:
@@ -292,11 +296,36 @@ def _unpacked(found: Scan, pairs: Mapping[ast.Call, Sequence[str | None]]) -> di
     return out
 
 
+def _tested_names(tree: ast.Module) -> frozenset[str]:
+    """Strings the snippet tests for: ``"ns:tool" in ids``, ``name == "x"``, ``hasattr(module, "tool")``.
+
+    A snippet that tests whether a tool exists before calling it works whether it exists or not.
+    """
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare) and any(
+            isinstance(op, ast.In | ast.NotIn | ast.Eq | ast.NotEq) for op in node.ops
+        ):
+            out.update(
+                s.value
+                for s in (node.left, *node.comparators)
+                if isinstance(s, ast.Constant) and isinstance(s.value, str)
+            )
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "hasattr":
+            out.update(a.value for a in node.args[1:2] if isinstance(a, ast.Constant) and isinstance(a.value, str))
+    return frozenset(out)
+
+
 def _reported(tree: ast.Module, positions: Positions, found: Scan, out: list[Diagnostic]) -> list[Diagnostic]:
     """The diagnostics a run reports, in line order: not those a ``try`` catches, nor a snippet saved meanwhile."""
     if found.saves_snippets:
         # A snippet saved by this very run is a tool once that line has run.
         out = [d for d in out if not any(s in d.message for s in ("snippets:", "tools.snippets", "'snippets'"))]
     handlers = Handlers(tree, positions)
-    unique = {(d.line, d.column, d.message): d for d in out if not handlers.catch(d)}
+    tested = _tested_names(tree)
+    unique = {
+        (d.line, d.column, d.message): d
+        for d in out
+        if not handlers.catch(d) and (d.subject not in tested or not d.subject)
+    }
     return sorted(unique.values(), key=lambda d: (d.line, d.column))

@@ -31,6 +31,9 @@ class Diagnostic:
     fails_at: tuple[int, int] | None = None
     """Where the run would raise it, when not where the problem is written (the call of a
     literal bound to a name earlier)."""
+    subject: str | None = None
+    """The tool id, module or function a name problem is about (a snippet that tests for it first
+    does not fail: ``if "ns:tool" in ids``, ``hasattr(ns, "tool")``)."""
 
     def render(self) -> str:
         """``line L, column C: message``."""
@@ -70,10 +73,11 @@ class Positions:
         code: ErrorCode,
         raises: str = "ToolError",
         fails_at: ast.AST | None = None,
+        subject: str | None = None,
     ) -> Diagnostic:
         """A diagnostic at the start of ``node`` (the run raising at ``fails_at``, when given)."""
         line, col = self.of(node)
-        return Diagnostic(line, col, message, rule, code, raises, self.of(fails_at) if fails_at else None)
+        return Diagnostic(line, col, message, rule, code, raises, self.of(fails_at) if fails_at else None, subject)
 
 
 _CATCHERS: Final[dict[str, frozenset[str]]] = {
@@ -93,27 +97,49 @@ class Handlers:
     program that works whatever the first call does.
     """
 
-    __slots__ = ("_tries",)
+    __slots__ = ("_functions", "_tries", "_uses")
 
     def __init__(self, tree: ast.AST, positions: Positions) -> None:
         self._tries: list[tuple[tuple[int, int], tuple[int, int], list[ast.ExceptHandler]]] = []
+        self._functions: list[tuple[tuple[int, int], tuple[int, int], str]] = []
+        """The snippet's functions: where each body is, and its name."""
+        self._uses: dict[str, list[tuple[int, int]]] = {}
+        """Where each name is read (a function is called, or handed on to be called, there)."""
+
+        def end_of(node: ast.stmt) -> tuple[int, int]:
+            line = node.end_lineno or node.lineno
+            return line, positions.char_column(line, node.end_col_offset or 0) + 1
+
         for node in ast.walk(tree):
             if isinstance(node, ast.Try | ast.TryStar) and node.handlers and node.body:
-                first, last = node.body[0], node.body[-1]
-                end = (
-                    last.end_lineno or last.lineno,
-                    positions.char_column(last.end_lineno or last.lineno, last.end_col_offset or 0) + 1,
-                )
-                self._tries.append((positions.of(first), end, node.handlers))
+                self._tries.append((positions.of(node.body[0]), end_of(node.body[-1]), node.handlers))
+            elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.body:
+                self._functions.append((positions.of(node.body[0]), end_of(node.body[-1]), node.name))
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                self._uses.setdefault(node.id, []).append(positions.of(node))
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):  # a method: ``s.total()``
+                self._uses.setdefault(node.attr, []).append(positions.of(node))
 
     def catch(self, d: Diagnostic) -> bool:
-        """Whether a ``try`` around ``d`` has a handler for what ``d`` would raise."""
-        at = d.fails_at or (d.line, d.column)
-        catchers = _CATCHERS.get(d.raises)
+        """Whether what ``d`` would raise is caught where it would be raised.
+
+        By a ``try`` around it, or around every use of the function it is in (a function never
+        used never runs).
+        """
+        return self._caught(d.fails_at or (d.line, d.column), _CATCHERS.get(d.raises), 0)
+
+    def _caught(self, at: tuple[int, int], catchers: frozenset[str] | None, depth: int) -> bool:
         for start, end, handlers in self._tries:
             if start <= at <= end and any(_catches(h, catchers) for h in handlers):
                 return True
-        return False
+        inside = [(start, name) for start, end, name in self._functions if start <= at <= end]
+        if not inside or depth >= 8:
+            return False
+        name = max(inside)[1]  # the innermost function
+        # A use inside its own body (recursion) adds nothing: the first call comes from outside.
+        own = next((s, e) for s, e, n in self._functions if n == name and s <= at <= e)
+        uses = [u for u in self._uses.get(name, ()) if not own[0] <= u <= own[1]]
+        return all(self._caught(u, catchers, depth + 1) for u in uses)
 
 
 def _catches(handler: ast.ExceptHandler, catchers: frozenset[str] | None) -> bool:

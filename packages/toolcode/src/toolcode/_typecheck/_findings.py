@@ -156,6 +156,83 @@ def _written_keys(tree: ast.Module) -> frozenset[str | int] | None:
     return None if computed else frozenset(out)
 
 
+def _tested_keys(tree: ast.Module) -> frozenset[str | int]:
+    """Keys the snippet tests for before it reads them: ``d.get("k")``, ``"k" in x``, ``"k" not in x``.
+
+    ``ty`` narrows a result on ``"k" in d`` alone; ``if d.get("k"): d["k"]``, ``"k" in d.keys()`` or
+    ``any("k" in o for o in offices)`` guard the read as well (a key a result lacks at run time is
+    then not read).
+    """
+    out: set[str | int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare) and any(isinstance(op, ast.In | ast.NotIn) for op in node.ops):
+            for side in (node.left, *node.comparators):
+                if isinstance(side, ast.Constant) and isinstance(side.value, str | int):
+                    out.add(side.value)
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("get", "pop")
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str | int)
+        ):
+            out.add(node.args[0].value)
+    return frozenset(out)
+
+
+def _loose_names(tree: ast.Module, written: frozenset[str | int] | None) -> frozenset[str]:
+    """Names whose type at run time may not be the one ``ty`` gives them (its findings there are left to the run).
+
+    - a name declared ``global`` or ``nonlocal`` (the check wraps the snippet in a function, so a
+      helper's ``global x`` is not the snippet's ``x`` there);
+    - a name bound to ``await asyncio.gather(...)`` (a list in the sandbox, a tuple to ``ty``);
+    - a list or dict the snippet writes items into at an index or a computed key
+      (``offices[i] = o["city"]``), and a name bound to one of its items or to a key the snippet
+      writes (``label = t["age"]`` after ``t["age"] = "6 days"``);
+    - a name bound from (or looping over) any of these.
+    """
+    loose: set[str] = set()
+    bindings: list[tuple[list[ast.expr], ast.expr]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Global | ast.Nonlocal):
+            loose.update(node.names)
+        elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store) and isinstance(node.value, ast.Name):
+            if not (isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str)):
+                loose.add(node.value.id)  # its items replaced (a key written by name is followed as a key)
+        elif isinstance(node, ast.Assign):
+            bindings.append((node.targets, node.value))
+        elif isinstance(node, ast.AnnAssign | ast.AugAssign | ast.NamedExpr) and node.value is not None:
+            bindings.append(([node.target], node.value))
+        elif isinstance(node, ast.For | ast.AsyncFor | ast.comprehension):
+            bindings.append(([node.target], node.iter))
+    for targets, value in bindings:
+        if _gathers(value) or _reads_written(value, written):
+            loose.update(_bound(targets))
+    changed = bool(loose)
+    while changed:  # what is bound from a loose name is loose too
+        changed = False
+        for targets, value in bindings:
+            names = _bound(targets)
+            if not names <= loose and any(isinstance(n, ast.Name) and n.id in loose for n in ast.walk(value)):
+                loose.update(names)
+                changed = True
+    return frozenset(loose)
+
+
+def _gathers(node: ast.expr) -> bool:
+    if not isinstance(node, ast.Await) or not isinstance(node.value, ast.Call):
+        return False
+    func = node.value.func
+    return (isinstance(func, ast.Attribute) and func.attr == "gather") or (
+        isinstance(func, ast.Name) and func.id == "gather"
+    )
+
+
+def _bound(targets: Sequence[ast.expr]) -> set[str]:
+    return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+
+
 def _certain(rule: str, message: str, written: bool, added: frozenset[str | int] | None = frozenset()) -> str | None:
     """The exception the run would certainly raise where a finding is (``None``: it may not fail).
 
@@ -186,8 +263,8 @@ def _is_name_quoted(t: str, message: str) -> bool:
 
 def _one_value_type(t: str) -> bool:
     """Whether ``t`` is the type of each value it stands for (no union, nothing unknown)."""
-    if not t or "Unknown" in t or "@Todo" in t or t == "Any" or _top_level(t, "|") > 1:
-        return False
+    if not t or "Unknown" in t or "@Todo" in t or t in ("Any", "object") or _top_level(t, "|") > 1:
+        return False  # ``object``: what ``ty`` knows of a TypedDict's ``.values()``, not the value's type
     return not (t.startswith("Literal[") and t.endswith("]") and _top_level(t[8:-1], ",") > 1)
 
 
@@ -241,6 +318,15 @@ def _outermost(tree: ast.Module, positions: Positions) -> dict[tuple[int, int], 
     return out
 
 
+def _loosely_typed(node: ast.expr | None, written: frozenset[str | int] | None, loose: frozenset[str]) -> bool:
+    """Whether ``node`` reads a key the snippet writes, or a name of :func:`_loose_names`."""
+    if node is None:
+        return False
+    if loose and any(isinstance(n, ast.Name) and n.id in loose for n in ast.walk(node)):
+        return True
+    return _reads_written(node, written)
+
+
 def _reads_written(node: ast.expr | None, written: frozenset[str | int] | None) -> bool:
     """Whether ``node`` reads a key or index the snippet writes to: its type is then the written value's."""
     for n in ast.walk(node) if node is not None else ():
@@ -270,16 +356,21 @@ def kept(
         if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load):
             read.setdefault(positions.of(n), []).append(n)
     written = _written_keys(tree)
+    keys = None if written is None else written | _tested_keys(tree)
+    loose = _loose_names(tree, written)
+    classes = {n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
     starts = _outermost(tree, positions)
     out: list[Diagnostic] = []
     for m in found:
         at = source.original(int(m.group(1)) - 1, max(1, int(m.group(2)) - 4))
         rule, message = m.group(3), m.group(4)
-        raised = _certain(rule, message, stores.get(at, True), written)
+        raised = _certain(rule, message, stores.get(at, True), keys)
         if raised is None and declared is not None:
             raised = _subscript_certain(rule, message, read.get(at, ()), declared)
-        if raised is not None and rule != "invalid-key" and _reads_written(starts.get(at), written):
-            raised = None  # the type of a value the snippet wrote over is not the declared one
+        if raised is not None and rule != "invalid-key" and _loosely_typed(starts.get(at), written, loose):
+            raised = None  # the value there may not have the type ``ty`` gives it
+        if raised is not None and rule == "unresolved-attribute" and classes.intersection(_TYPE.findall(message)):
+            raised = None  # an attribute set on an instance of the snippet's own class
         if raised is not None:
             out.append(Diagnostic(at[0], at[1], message, rule, ErrorCode.RUNTIME_ERROR, raised))
     return out
