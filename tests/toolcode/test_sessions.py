@@ -55,6 +55,12 @@ def _local() -> LocalBackend:
         """A record without a declared result type (its shape is learned)."""
         return {"id": n, "name": f"item {n}", "tags": ["a", "b"]}
 
+    @local.tool(namespace="data", inline=True)
+    def customers(query: str):  # type: ignore[no-untyped-def]  # no declared result: its shape is learned
+        """Customers matching a query, by e-mail address."""
+        found = {"ceo.private@acme-secret.example": {"plan": "platinum-hidden-deal"}} if query == "ceo" else {}
+        return {"customers": found, "count": len(found)}
+
     return local
 
 
@@ -438,3 +444,15 @@ async def test_state_stores_given_to_a_toolbox_are_not_closed_by_it(tmp_path: Pa
             await box.codemode.execute("a = 1", session="s")
         assert await store.get("session", "local/s") is not None
         await store.aclose()
+
+
+async def test_a_learned_shape_keeps_no_key_that_is_data(box: Toolbox) -> None:
+    # Learned shapes are shown to every caller who can describe the tool: alice's result must not
+    # put the address it was keyed by into what bob reads.
+    cm = box.codemode
+    for _ in range(3):
+        out = await cm.execute("__out = run_tool('data:customers', query='ceo')['count']", caller="token:alice")
+        assert out.ok and out.value == 1, out.error
+    doc = (await cm.describe_tool("data:customers", "full", caller="token:bob")).text
+    assert "customers" in doc and "count" in doc, doc  # the fields are learned
+    assert "ceo.private" not in doc and "platinum" not in doc, doc

@@ -3,6 +3,7 @@ from __future__ import annotations
 import doctest
 import importlib
 import inspect
+import json
 from typing import Any
 
 import pytest
@@ -108,6 +109,32 @@ def test_infer_shape() -> None:
         "type": "object",
         "additionalProperties": {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
     }
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "ceo.private@acme-secret.example",
+        "2024-01-31",
+        "42",
+        "Acme Corp",
+        "3f2a9c1e-0b7d-4e5f-9a8b-1c2d3e4f5a6b",
+        "https://example.com/a",
+        "a3f9c2e81b7d4f60",
+        "/home/user",
+    ],
+)
+def test_keys_that_are_data_make_a_mapping_not_fields(key: str) -> None:
+    # Field names are learned and shown to everyone who describes the tool; a key that is data (an
+    # address, a date, an id, a name) is not: the object is a mapping of such keys.
+    shape = infer_shape({"customers": {key: {"plan": "gold"}}, "count": 1})
+    assert key not in json.dumps(shape)
+    assert shape["properties"]["customers"] == {
+        "type": "object",
+        "additionalProperties": {"type": "object", "properties": {"plan": {"type": "string"}}, "required": ["plan"]},
+    }
+    fields = ["id", "createdAt", "user_name", "x-rate-limit", "@type", "$ref", "_links", "v2"]
+    assert sorted(infer_shape({k: 1 for k in fields})["properties"]) == sorted(fields)
 
 
 def test_infer_shape_samples_long_lists() -> None:

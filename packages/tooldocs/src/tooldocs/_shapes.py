@@ -18,6 +18,7 @@ import contextlib
 import itertools
 import json
 import os
+import re
 import tempfile
 import warnings
 from collections.abc import Mapping
@@ -58,6 +59,20 @@ class ShapeLimits:
 
 
 _DEFAULT_LIMITS = ShapeLimits()
+_FIELD = re.compile(r"[A-Za-z_$@][A-Za-z0-9_]{0,63}(?:-[A-Za-z0-9_]{1,63}){0,7}")
+"""A key that reads as a field name: ``id``, ``createdAt``, ``x-rate-limit``, ``@type``, ``$ref``."""
+_ID_LIKE = re.compile(r"[0-9a-fA-F]{8}-|[0-9a-fA-F]*[0-9][0-9a-fA-F]*$")
+"""A key that reads as an id however it starts: a UUID, a run of hex digits (``a3f9c2e8...``)."""
+
+
+def _field(key: str) -> bool:
+    """Whether ``key`` is a field name rather than data (an address, a date, an id, a phrase, a path).
+
+    Learned shapes are shown to everyone who describes a tool: only field names are learned as such.
+    """
+    return _FIELD.fullmatch(key) is not None and not (len(key) >= 12 and _ID_LIKE.match(key))
+
+
 # Parts of a value inference may read, per part a shape may hold: items of a list share one
 # shape, so reading takes more parts than the shape keeps.
 _READ_FACTOR = 16
@@ -112,8 +127,8 @@ def _infer(value: Any, limits: ShapeLimits, depth: int, seen: list[int]) -> dict
         return {"type": "array", "items": shape}
     if isinstance(value, Mapping):
         obj = cast("Mapping[Any, Any]", value)
-        if len(obj) > limits.max_keys:
-            # A mapping: a sample of its values stands for all of them.
+        if len(obj) > limits.max_keys or not all(isinstance(k, str) and _field(k) for k in obj):
+            # A mapping (many keys, or keys that are data): a sample of its values stands for all of them.
             merged: dict[str, Any] | None = None
             for k, v in itertools.islice(obj.items(), limits.max_items):
                 if not isinstance(k, str):
