@@ -302,6 +302,30 @@ IDIOMS: list[tuple[str, str]] = [
     # -- the finding: values built before the call, lists built with append, unions ---------------
     # -- found by an outside corpus: values ty types loosely, guards, helpers, globals, classes ----
     (
+        "a result merged with a dict bound before",
+        "from tools import helpdesk\no = helpdesk.list_offices()[0]\nextra = {'region': 'EU'}\n(o | extra)['region']",
+    ),
+    (
+        "two results merged",
+        "from tools import helpdesk\n"
+        "(helpdesk.list_offices()[0] | helpdesk.list_tickets(office='Paris')[0])['title'].upper()",
+    ),
+    (
+        "a result cleared",
+        "from tools import helpdesk\nt = helpdesk.list_tickets(office='Paris')[0]\nt.clear()\nlen(t)",
+    ),
+    ("an item popped from a result", "from tools import helpdesk\nhelpdesk.list_offices()[0].popitem()[0]"),
+    (
+        "key picked by ==",
+        "from tools import helpdesk\no = helpdesk.list_offices()[0]\n[o[k] for k in o if k == 'region']",
+    ),
+    (
+        "key guarded by a keys subset",
+        "from tools import helpdesk\no = helpdesk.list_offices()[0]\n"
+        "a = o['region'] if {'region'} <= o.keys() else None\n"
+        "b = o['region'] if {'region'}.issubset(o.keys()) else None\n[a, b]",
+    ),
+    (
         "a result's values unpacked",
         "from tools import helpdesk\ncity, tz, staff = helpdesk.list_offices()[0].values()\nstaff + 1",
     ),

@@ -89,6 +89,10 @@ _KEY: Final = re.compile(r'^Unknown key "|got key of type `Literal\[-?\d+\]`')
 _UNKNOWN_KEY: Final = re.compile(r'^Unknown key "(.*)" for TypedDict `')
 
 
+_NO_KEYS: Final = (ast.Set, ast.SetComp, ast.Constant, ast.BinOp)
+"""Operands of ``|`` that make it no dict merge (a number, a set; ``a | b | c`` is judged at each ``|``)."""
+
+
 def _written_keys(tree: ast.Module) -> frozenset[str | int] | None:
     """The keys and indexes the snippet may write to (a key to a dict); ``None`` when some are computed at run time.
 
@@ -132,9 +136,14 @@ def _written_keys(tree: ast.Module) -> frozenset[str | int] | None:
         elif isinstance(node, ast.AugAssign) and isinstance(node.op, ast.BitOr):
             display(node.value)
         elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
-            for side in (node.left, node.right):
-                if isinstance(side, ast.Dict):  # a number or a set on either side adds no key
+            sides = (node.left, node.right)
+            if any(isinstance(side, _NO_KEYS) for side in sides):
+                continue  # a number or a set: no key
+            for side in sides:
+                if isinstance(side, ast.Dict):
                     display(side)
+                elif side is node.right:
+                    computed = True  # ``result | other``: the other's keys, whichever they are
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             if node.func.attr == "update":
                 for arg in node.args:
@@ -157,18 +166,31 @@ def _written_keys(tree: ast.Module) -> frozenset[str | int] | None:
 
 
 def _tested_keys(tree: ast.Module) -> frozenset[str | int]:
-    """Keys the snippet tests for before it reads them: ``d.get("k")``, ``"k" in x``, ``"k" not in x``.
+    """Keys the snippet tests for first: ``d.get("k")``, ``"k" in x``, ``k == "k"``, ``{"k"} <= d.keys()``.
 
     ``ty`` narrows a result on ``"k" in d`` alone; ``if d.get("k"): d["k"]``, ``"k" in d.keys()`` or
     ``any("k" in o for o in offices)`` guard the read as well (a key a result lacks at run time is
     then not read).
     """
     out: set[str | int] = set()
+
+    def constants(side: ast.expr) -> None:
+        for part in side.elts if isinstance(side, ast.Set | ast.List | ast.Tuple) else [side]:
+            if isinstance(part, ast.Constant) and isinstance(part.value, str | int):
+                out.add(part.value)
+
     for node in ast.walk(tree):
-        if isinstance(node, ast.Compare) and any(isinstance(op, ast.In | ast.NotIn) for op in node.ops):
+        if isinstance(node, ast.Compare):
+            # ``"k" in t``, ``k == "k"`` (then ``t[k]``), ``{"k"} <= t.keys()``, ``t.keys() >= {"k"}``
             for side in (node.left, *node.comparators):
-                if isinstance(side, ast.Constant) and isinstance(side.value, str | int):
-                    out.add(side.value)
+                constants(side)
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("issubset", "issuperset", "isdisjoint")
+        ):
+            for side in (node.func.value, *node.args):
+                constants(side)
         elif (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
@@ -318,6 +340,24 @@ def _outermost(tree: ast.Module, positions: Positions) -> dict[tuple[int, int], 
     return out
 
 
+_DICT_METHODS: Final = frozenset(m for m in dir(dict) if not m.startswith("_"))
+_BUILTIN_TYPES: Final = re.compile(r"^(str|int|float|bool|bytes|None|list|tuple|set|frozenset|Literal)\b")
+
+
+def _dict_method_of_result(message: str, classes: set[str]) -> bool:
+    """Whether an attribute finding is about the snippet's own class, or a ``dict`` method on a result.
+
+    A result is a plain dict at run time: ``t.clear()`` and ``t.popitem()`` work, though ``ty``'s
+    ``TypedDict`` has neither.
+    """
+    named = _TYPE.findall(message)
+    if classes.intersection(named):
+        return True
+    attribute = next((t for t in named if _is_name_quoted(t, message)), None)
+    types = [t for t in named if t != attribute]
+    return attribute in _DICT_METHODS and bool(types) and not any(_BUILTIN_TYPES.match(t) for t in types)
+
+
 def _loosely_typed(node: ast.expr | None, written: frozenset[str | int] | None, loose: frozenset[str]) -> bool:
     """Whether ``node`` reads a key the snippet writes, or a name of :func:`_loose_names`."""
     if node is None:
@@ -369,8 +409,8 @@ def kept(
             raised = _subscript_certain(rule, message, read.get(at, ()), declared)
         if raised is not None and rule != "invalid-key" and _loosely_typed(starts.get(at), written, loose):
             raised = None  # the value there may not have the type ``ty`` gives it
-        if raised is not None and rule == "unresolved-attribute" and classes.intersection(_TYPE.findall(message)):
-            raised = None  # an attribute set on an instance of the snippet's own class
+        if raised is not None and rule == "unresolved-attribute" and _dict_method_of_result(message, classes):
+            raised = None  # an attribute set on the snippet's own class, or a dict method a result has
         if raised is not None:
             out.append(Diagnostic(at[0], at[1], message, rule, ErrorCode.RUNTIME_ERROR, raised))
     return out
