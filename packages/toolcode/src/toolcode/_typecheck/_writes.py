@@ -1,0 +1,199 @@
+"""What a snippet does to the values it reads: keys it writes or tests for, names ``ty`` types loosely.
+
+A result is a plain dict at run time: a key the snippet adds to one is there when it reads it back,
+a value it writes over is what it reads back, and a key it tests for first is not read when it is
+missing. :mod:`._findings` leaves ``ty``'s findings about such reads to the run.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Sequence
+from typing import Final
+
+__all__ = ["loose_names", "loosely_typed", "tested_keys", "written_keys"]
+
+
+_NO_KEYS: Final = (ast.Set, ast.SetComp, ast.Constant, ast.BinOp)
+"""Operands of ``|`` that make it no dict merge (a number, a set; ``a | b | c`` is judged at each ``|``)."""
+
+
+def written_keys(tree: ast.Module) -> frozenset[str | int] | None:
+    """The keys and indexes the snippet may write to (a key to a dict); ``None`` when some are computed at run time.
+
+    Keys are added by ``d["k"] = v``, ``d.update({"k": v})`` or ``d.update(k=v)``,
+    ``d.setdefault("k", v)``, ``d |= {"k": v}`` and ``d | {"k": v}``; ``d[name] = v``,
+    ``d.update(other)`` or ``d |= other`` may add any key. A dict written in the snippet and put in
+    a list (``append``, ``insert``, ``extend``, directly or through a name bound to it) brings its
+    keys along. A result is a plain dict at run time: a key the snippet adds to one is there when it
+    reads it back, though the result's declared type lacks it, and a value it writes over one
+    (``t["age"] = f"{t['age']} days"``, ``offices[0] = "HQ"``) is what it reads back, whatever the
+    declared type. Which dict or list was written to is not followed (a missed mistake costs less
+    than refusing working code).
+    """
+    out: set[str | int] = set()
+    computed = False
+    bound: dict[str, list[ast.Dict]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    bound.setdefault(target.id, []).append(node.value)
+
+    def literal(node: ast.expr | None) -> None:
+        nonlocal computed
+        if isinstance(node, ast.Constant) and isinstance(node.value, str | int):
+            out.add(node.value)
+        elif not isinstance(node, ast.Constant):
+            computed = True
+
+    def display(node: ast.expr) -> None:
+        nonlocal computed
+        if isinstance(node, ast.Dict):
+            for k in node.keys:
+                literal(k)
+        else:
+            computed = True
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
+            literal(node.slice)
+        elif isinstance(node, ast.AugAssign) and isinstance(node.op, ast.BitOr):
+            display(node.value)
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+            sides = (node.left, node.right)
+            if any(isinstance(side, _NO_KEYS) for side in sides):
+                continue  # a number or a set: no key
+            for side in sides:
+                if isinstance(side, ast.Dict):
+                    display(side)
+                elif side is node.right:
+                    computed = True  # ``result | other``: the other's keys, whichever they are
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr == "update":
+                for arg in node.args:
+                    display(arg)
+                for k in node.keywords:
+                    if k.arg is None:
+                        computed = True  # d.update(**other)
+                    else:
+                        out.add(k.arg)
+            elif node.func.attr == "setdefault" and node.args:
+                literal(node.args[0])
+            elif node.func.attr in ("append", "insert", "extend"):
+                for part in (sub for arg in node.args for sub in ast.walk(arg)):
+                    if isinstance(part, ast.Name):
+                        for d in bound.get(part.id, ()):
+                            display(d)
+                    elif isinstance(part, ast.Dict):
+                        display(part)
+    return None if computed else frozenset(out)
+
+
+def tested_keys(tree: ast.Module) -> frozenset[str | int]:
+    """Keys the snippet tests for first: ``d.get("k")``, ``"k" in x``, ``k == "k"``, ``{"k"} <= d.keys()``.
+
+    ``ty`` narrows a result on ``"k" in d`` alone; ``if d.get("k"): d["k"]``, ``"k" in d.keys()`` or
+    ``any("k" in o for o in offices)`` guard the read as well (a key a result lacks at run time is
+    then not read).
+    """
+    out: set[str | int] = set()
+
+    def constants(side: ast.expr) -> None:
+        for part in side.elts if isinstance(side, ast.Set | ast.List | ast.Tuple) else [side]:
+            if isinstance(part, ast.Constant) and isinstance(part.value, str | int):
+                out.add(part.value)
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            # ``"k" in t``, ``k == "k"`` (then ``t[k]``), ``{"k"} <= t.keys()``, ``t.keys() >= {"k"}``
+            for side in (node.left, *node.comparators):
+                constants(side)
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("issubset", "issuperset", "isdisjoint")
+        ):
+            for side in (node.func.value, *node.args):
+                constants(side)
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("get", "pop")
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str | int)
+        ):
+            out.add(node.args[0].value)
+    return frozenset(out)
+
+
+def loose_names(tree: ast.Module, written: frozenset[str | int] | None) -> frozenset[str]:
+    """Names whose type at run time may not be the one ``ty`` gives them (its findings there are left to the run).
+
+    - a name declared ``global`` or ``nonlocal`` (the check wraps the snippet in a function, so a
+      helper's ``global x`` is not the snippet's ``x`` there);
+    - a name bound to ``await asyncio.gather(...)`` (a list in the sandbox, a tuple to ``ty``);
+    - a list or dict the snippet writes items into at an index or a computed key
+      (``offices[i] = o["city"]``), and a name bound to one of its items or to a key the snippet
+      writes (``label = t["age"]`` after ``t["age"] = "6 days"``);
+    - a name bound from (or looping over) any of these.
+    """
+    loose: set[str] = set()
+    bindings: list[tuple[list[ast.expr], ast.expr]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Global | ast.Nonlocal):
+            loose.update(node.names)
+        elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store) and isinstance(node.value, ast.Name):
+            if not (isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str)):
+                loose.add(node.value.id)  # its items replaced (a key written by name is followed as a key)
+        elif isinstance(node, ast.Assign):
+            bindings.append((node.targets, node.value))
+        elif isinstance(node, ast.AnnAssign | ast.AugAssign | ast.NamedExpr) and node.value is not None:
+            bindings.append(([node.target], node.value))
+        elif isinstance(node, ast.For | ast.AsyncFor | ast.comprehension):
+            bindings.append(([node.target], node.iter))
+    for targets, value in bindings:
+        if _gathers(value) or _reads_written(value, written):
+            loose.update(_bound(targets))
+    changed = bool(loose)
+    while changed:  # what is bound from a loose name is loose too
+        changed = False
+        for targets, value in bindings:
+            names = _bound(targets)
+            if not names <= loose and any(isinstance(n, ast.Name) and n.id in loose for n in ast.walk(value)):
+                loose.update(names)
+                changed = True
+    return frozenset(loose)
+
+
+def _gathers(node: ast.expr) -> bool:
+    if not isinstance(node, ast.Await) or not isinstance(node.value, ast.Call):
+        return False
+    func = node.value.func
+    return (isinstance(func, ast.Attribute) and func.attr == "gather") or (
+        isinstance(func, ast.Name) and func.id == "gather"
+    )
+
+
+def _bound(targets: Sequence[ast.expr]) -> set[str]:
+    return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+
+
+def loosely_typed(node: ast.expr | None, written: frozenset[str | int] | None, loose: frozenset[str]) -> bool:
+    """Whether ``node`` reads a key the snippet writes, or a name of :func:`loose_names`."""
+    if node is None:
+        return False
+    if loose and any(isinstance(n, ast.Name) and n.id in loose for n in ast.walk(node)):
+        return True
+    return _reads_written(node, written)
+
+
+def _reads_written(node: ast.expr | None, written: frozenset[str | int] | None) -> bool:
+    """Whether ``node`` reads a key or index the snippet writes to: its type is then the written value's."""
+    for n in ast.walk(node) if node is not None else ():
+        if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load):
+            key = n.slice
+            if written is None or (isinstance(key, ast.Constant) and key.value in written):
+                return True
+    return False
