@@ -5,7 +5,7 @@ with a ReDoS-pattern tool, an echo tool and a catalog it can churn (the policy a
 `hostile:add`). A bystander client runs `from tools import hostile` + `__out = 6 * 7` (checked
 before it runs, as every run that imports a tool module) through `execute_code` over and over and
 records each latency, first alone, then while an attacker client (on its own MCP session) runs, in
-a loop, each of:
+a loop (measuring on until at least one round of the attack has finished), each of:
 
 - ``cpu``: two CPU-bound snippets (`while True: pass`, 5 s timeout) at once;
 - ``redos``: `run_tool` on a tool whose schema has a catastrophic-backtracking `pattern`,
@@ -18,7 +18,10 @@ a loop, each of:
   branches over a tool module, under 20,000 characters), each taking a long time to check;
 - ``pause_flood``: runs that pause at a call the policy asks about (until the caller's paused-run
   quota answers ``quota_exceeded``);
-- ``result_flood``: runs whose 200,000-character output is kept as a stored result.
+- ``result_flood``: runs whose 200,000-character output is kept as a stored result;
+- ``big_result``: runs that call an upstream tool whose reply is 50 MB (over the server's
+  ``maxResponseBytes``, 4 MiB by default);
+- ``big_allowed``: runs that call an upstream tool whose reply is just under that bound (and use it).
 
 Goal (the hardening issue): the bystander's p95 stays within 5x its solo p95 and under 250 ms in
 every case. The solo p95 each attack is compared with is measured right before that attack (the
@@ -50,6 +53,8 @@ from mcp import Client, MCPError
 ROOT = Path(__file__).resolve().parents[1]
 HOSTILE = ROOT / "tests" / "integration" / "servers" / "hostile_server.py"
 TRIVIAL = {"code": "from tools import hostile\n__out = 6 * 7"}
+_ROUND_WAIT_S = 300.0
+"""Longest the bystander goes on measuring for the attacker's first round to finish."""
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -125,6 +130,16 @@ def _attacks() -> dict[str, tuple[int, Callable[[Client], Awaitable[Any]]]]:
     async def result_flood(c: Client) -> Any:
         return await c.call_tool("execute_code", {"code": "print('x' * 200_000)"})
 
+    big = "r = run_tool('hostile:reply', kind='huge', size={size})\n__out = len(r)"
+
+    async def big_result(c: Client) -> Any:
+        code = big.format(size=50_000_000)
+        return await c.call_tool("execute_code", {"code": code, "options": {"timeout": 120}})
+
+    async def big_allowed(c: Client) -> Any:
+        code = big.format(size=4 * 1024 * 1024 - 1024)  # the JSON-RPC envelope counts too
+        return await c.call_tool("execute_code", {"code": code, "options": {"timeout": 120}})
+
     return {
         "cpu": (2, cpu),
         "redos": (1, redos),
@@ -134,6 +149,8 @@ def _attacks() -> dict[str, tuple[int, Callable[[Client], Awaitable[Any]]]]:
         "typecheck_flood": (2, typecheck_flood),
         "pause_flood": (1, pause_flood),
         "result_flood": (1, result_flood),
+        "big_result": (1, big_result),
+        "big_allowed": (1, big_allowed),
     }
 
 
@@ -192,6 +209,10 @@ async def _measure(url: str, server: psutil.Process, n: int, only: list[str]) ->
                     tg.start_soon(collect)
                     await anyio.sleep(1.5)  # let the attack take hold
                     lat = await _bystander(bystander, n)
+                    # A slow attack (a 50 MB reply) is measured over at least one whole round of it.
+                    with anyio.move_on_after(_ROUND_WAIT_S):
+                        while not out.strip():
+                            lat += await _bystander(bystander, 10)
                     tg.cancel_scope.cancel()
             finally:
                 attacker.terminate()

@@ -108,6 +108,7 @@ SNIPPET_ATTACKS = {
     "invalid UTF-8 reply": ("run_tool('hostile:reply', faults=['invalid_utf8'])", None),
     "reply 5000 levels deep": ("run_tool('hostile:reply', kind='deep', levels=5000)", "tool_error"),
     "garbage before the reply": ("run_tool('hostile:reply', faults=['garbage', 'not_rpc'])", None),
+    "50 MB reply": ("run_tool('hostile:reply', kind='huge', size=50_000_000)", "response_too_large"),
     # The ReDoS pattern is checked in linear time.
     "ReDoS argument": ("run_tool('hostile:schema_redos', text='a' * 40 + '!')", "invalid_arguments"),
     # A CPU-bound snippet is stopped by its timeout.

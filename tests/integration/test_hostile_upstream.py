@@ -24,9 +24,11 @@ from structlog.testing import capture_logs
 import toolrun._config
 from toolindex import BackendRef, ChangeEvent, InMemoryIndex
 from toolrun import (
+    DEFAULT_MAX_RESPONSE_BYTES,
     BackendUnavailableError,
     InputValidationError,
     MCPBackend,
+    ResponseTooLargeError,
     ToolExecutionError,
     ToolTimeoutError,
     UpstreamProtocolError,
@@ -194,11 +196,34 @@ async def test_noise_before_a_reply(mcp_runner: Callable[..., Any], hostile: Hos
         assert isinstance(got, UpstreamProtocolError)
 
 
-async def test_a_huge_reply_arrives_whole(mcp_runner: Callable[..., Any], hostile: Hostile) -> None:
-    size = 4 * 1024 * 1024
+async def test_a_huge_reply_within_the_bound_arrives_whole(mcp_runner: Callable[..., Any], hostile: Hostile) -> None:
+    size = DEFAULT_MAX_RESPONSE_BYTES - 1024  # the JSON-RPC envelope counts too
     async with mcp_runner({"hostile": hostile.entry(), "time": TIME}) as (runner, _):
         got = await under_attack(runner, lambda: runner.run("hostile:reply", {"kind": "huge", "size": size}))
     assert len(got.value) == size
+
+
+@pytest.mark.parametrize("id_last", [False, True], ids=["id first", "id last"])
+async def test_a_reply_over_the_bound_fails_its_call_unread(
+    mcp_runner: Callable[..., Any], hostile: Hostile, id_last: bool
+) -> None:
+    # 50 MB: the SDK's stdio reader held it whole, copying it again for every 64 KiB read, for tens of
+    # seconds on the event loop; then it was parsed, normalised and handed on whole.
+    args = {"kind": "huge", "size": 50_000_000, "id_last": id_last}
+    async with mcp_runner({"hostile": hostile.entry(), "time": TIME}) as (runner, _):
+        got = await under_attack(runner, lambda: runner.run("hostile:reply", args))
+    assert isinstance(got, ResponseTooLargeError), got
+    assert (got.tool_id, got.server, got.limit) == ("hostile:reply", "hostile", DEFAULT_MAX_RESPONSE_BYTES)
+    assert "server 'hostile'" in str(got) and "4,194,304 bytes (maxResponseBytes)" in str(got)
+
+
+async def test_the_bound_is_the_servers_own(mcp_runner: Callable[..., Any], hostile: Hostile) -> None:
+    entry = hostile.entry(maxResponseBytes=100_000)
+    async with mcp_runner({"hostile": entry, "time": TIME}) as (runner, _):
+        small = await runner.run("hostile:reply", {"kind": "huge", "size": 90_000})
+        assert len(small.value) == 90_000
+        got = await under_attack(runner, lambda: runner.run("hostile:reply", {"kind": "huge", "size": 110_000}))
+    assert isinstance(got, ResponseTooLargeError) and got.limit == 100_000
 
 
 # -- arguments -----------------------------------------------------------------------------

@@ -47,5 +47,16 @@ def test_client_session_private_seams() -> None:
     assert "self._closed = True" in sources
 
 
+def test_stdio_process_helpers() -> None:
+    # toolrun/_mcp_stdio.py starts and stops a server with the SDK's own helpers and reads its stdout itself.
+    from mcp.client import stdio
+
+    create = inspect.signature(stdio._create_platform_compatible_process)  # pyright: ignore[reportPrivateUsage]
+    assert list(create.parameters) == ["command", "args", "env", "errlog", "cwd"]
+    for name in ("_drain_stdout", "_stop_server_process", "_get_executable_command"):
+        assert len(inspect.signature(getattr(stdio, name)).parameters) == 1, name
+    assert isinstance(stdio._WRITER_FLUSH_TIMEOUT, float)  # pyright: ignore[reportPrivateUsage]
+
+
 def test_server_session_keeps_its_connection() -> None:
     assert "self._connection" in inspect.getsource(ServerSession.__init__)

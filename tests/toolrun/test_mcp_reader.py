@@ -5,7 +5,14 @@ from typing import Any
 
 import pytest
 
-from toolrun._mcp_reader import MALFORMED, MAX_DEPTH, UNREADABLE, describe_parse_error, mend_text
+from toolrun._mcp_reader import (
+    MALFORMED,
+    MAX_DEPTH,
+    UNREADABLE,
+    describe_parse_error,
+    mend_text,
+    request_id_at_end,
+)
 
 
 def nested(levels: int) -> str:
@@ -91,3 +98,17 @@ def test_describe_parse_error() -> None:
     )
     shape = "Failed to parse SSE message: 4 validation errors for union[...]\nJSONRPCRequest.method\n  Field required"
     assert describe_parse_error(shape) == "the server's reply is not a valid JSON-RPC response"
+
+
+@pytest.mark.parametrize(
+    ("tail", "expected"),
+    [
+        ('xxxx"}]},"id":7}', 7),
+        ('xxxx"}]},"id":"a-1","jsonrpc":"2.0"}\n', "a-1"),
+        ('xxxx"}]}, "id" : -3 }', -3),
+        ('{"id":5,"result":{}}', None),  # the id is not the last member
+        ('"x":{"id":5}}', None),  # a nested id closes two objects
+    ],
+)
+def test_the_id_of_a_reply_is_found_at_its_end(tail: str, expected: int | str | None) -> None:
+    assert request_id_at_end(tail) == expected

@@ -34,7 +34,8 @@ message when there are several):
   - ``"invalid_utf8"``: a text block with bytes that are not UTF-8;
   - ``"surrogates"``: a text block with a lone surrogate escape (``\\ud800``);
   - ``"deep"``: structured content nested ``levels`` deep (default 5000);
-  - ``"huge"``: one text block of ``size`` bytes (default 8 MiB);
+  - ``"huge"``: one text block of ``size`` bytes (default 8 MiB); with ``id_last`` the reply's
+    ``id`` comes after its result, as the TypeScript SDK writes it;
   - ``"bad_shape"``: a result that is a string; ``"bad_content"``: ``content`` that is not a list;
   - ``"no_result"``: a reply with neither ``result`` nor ``error`` (``{"jsonrpc": "2.0", "id": N}``).
 
@@ -114,6 +115,7 @@ WELL_FORMED: list[dict[str, Any]] = [
                 "message": {"type": "string"},
                 "levels": {"type": "integer"},
                 "size": {"type": "integer"},
+                "id_last": {"type": "boolean"},
             }
         ),
     ),
@@ -202,7 +204,10 @@ def reply_message(req_id: Any, args: dict[str, Any]) -> bytes | None:
         value = "[" * levels + "]" * levels
         return f'{{"jsonrpc":"2.0","id":{rid},"result":{{"content":[],"structuredContent":{{"v":{value}}}}}}}'.encode()
     if kind == "huge":
-        return _result(req_id, _ok("x" * int(args.get("size", 8 * 1024 * 1024))))
+        result = _ok("x" * int(args.get("size", 8 * 1024 * 1024)))
+        if args.get("id_last"):
+            return _line({"jsonrpc": "2.0", "result": result, "id": req_id})
+        return _result(req_id, result)
     if kind == "bad_shape":
         return _result(req_id, "not an object")
     if kind == "bad_content":

@@ -70,6 +70,7 @@ class ErrorCode(StrEnum):
     STATE_UNAVAILABLE = "state_unavailable"
     SESSION_LIMIT = "session_limit"
     QUOTA_EXCEEDED = "quota_exceeded"
+    RESPONSE_TOO_LARGE = "response_too_large"
 
 
 ERROR_CODE_MEANINGS: Final[dict[ErrorCode, str]] = {
@@ -100,5 +101,7 @@ ERROR_CODE_MEANINGS: Final[dict[ErrorCode, str]] = {
     "nothing was half-written",
     ErrorCode.SESSION_LIMIT: "a session limit was hit: too many sessions, or a session's state over its size limit",
     ErrorCode.QUOTA_EXCEEDED: "a caller's quota is used up (paused runs, saved snippets): free some, then try again",
+    ErrorCode.RESPONSE_TOO_LARGE: "an upstream tool's reply was larger than its server's `maxResponseBytes`, so it "
+    "was not read; the message names the server, the tool and the bound",
 }
 """One line per code: what it means (docs/errors.md shows exactly these, with each code's exit code)."""

@@ -57,6 +57,10 @@ def _qualify(e: ix.AmbiguousToolIDError) -> str:
     return "qualify the name: " + ", ".join(e.candidates[:5])
 
 
+def _ask_less(e: rn.ResponseTooLargeError) -> str:
+    return f"ask the tool for less (a filter, a smaller page), or raise maxResponseBytes of server {e.server!r}"
+
+
 def _restart(e: rn.BackendUnavailableError) -> str:
     # A server that never started says what would fix it; one that went away is restarted by the next call.
     return e.fix or "the server may be restarting; try again, or use another tool"
@@ -95,6 +99,7 @@ LOWER_ERRORS: Final[dict[type[Exception], Lower]] = {
     rn.SchemaLimitError: _FAILED,
     rn.ToolExecutionError: _FAILED,
     rn.UpstreamProtocolError: _FAILED,
+    rn.ResponseTooLargeError: Lower("call", ErrorCode.RESPONSE_TOO_LARGE, _ask_less),
     rn.HTTPStatusError: _FAILED,
     rn.ToolTimeoutError: Lower("timeout", ErrorCode.TIMEOUT),
     rn.BackendUnavailableError: Lower("backend", ErrorCode.UPSTREAM_UNAVAILABLE, _restart),

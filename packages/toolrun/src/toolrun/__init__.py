@@ -2,6 +2,7 @@
 
 from toolrun._arguments import DEFAULT_ARGUMENT_LIMITS, ArgumentLimits, check_arguments
 from toolrun._config import (
+    DEFAULT_MAX_RESPONSE_BYTES,
     DEFAULT_MCP_TIMEOUT,
     HttpServerConfig,
     OpenAPIServerConfig,
@@ -14,7 +15,7 @@ from toolrun._from_config import backends_from_config, open_backends
 from toolrun._local import LocalBackend, Progress
 from toolrun._mcp import MCPBackend
 from toolrun._mcp_reader import find_request_id
-from toolrun._openapi import DEFAULT_MAX_RESPONSE_BYTES, OpenAPIProvider
+from toolrun._openapi import OpenAPIProvider
 from toolrun._provider import Provider, ProviderBackend
 from toolrun._redact import (
     RedactingFilter,
@@ -55,6 +56,7 @@ from toolrun.exceptions import (
     InvalidToolIDError,
     NoBackendError,
     OutputValidationError,
+    ResponseTooLargeError,
     SchemaLimitError,
     StreamNotSupportedError,
     ToolExecutionError,
@@ -104,6 +106,7 @@ __all__ = [
     "ProviderBackend",
     "RedactingFilter",
     "Redactor",
+    "ResponseTooLargeError",
     "ResultRecorder",
     "RunResult",
     "Runner",

@@ -22,6 +22,7 @@ from toolrun._redact import MASK, looks_secret, redact_url, register_secrets
 from toolrun.exceptions import ConfigError
 
 __all__ = [
+    "DEFAULT_MAX_RESPONSE_BYTES",
     "DEFAULT_MCP_TIMEOUT",
     "HttpServerConfig",
     "OpenAPIServerConfig",
@@ -37,6 +38,8 @@ __all__ = [
 
 DEFAULT_MCP_TIMEOUT = 60.0
 """Seconds a call to an MCP server may take when neither the call nor the server's config says."""
+DEFAULT_MAX_RESPONSE_BYTES = 4 * 1024 * 1024
+"""Bytes of one response read at most (an MCP server's message, an HTTP API's body); a larger one fails its call."""
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-(.*?))?\}")
 
@@ -66,6 +69,10 @@ class _EntryBase(BaseModel):
     connect_timeout: float = Field(default=30.0, gt=0, alias="connectTimeout")
     """Seconds allowed for starting the server and the MCP handshake (for an OpenAPI entry:
     for fetching its document)."""
+    max_response_bytes: int = Field(default=DEFAULT_MAX_RESPONSE_BYTES, gt=0, alias="maxResponseBytes")
+    """The largest response read (default 4 MiB): a larger one fails its call while it is being
+    read, and is never kept whole. For an MCP server: every message it sends (a tool's result, a
+    page of its tool list)."""
 
     @field_validator("timeout", mode="after")
     @classmethod
@@ -204,8 +211,6 @@ class OpenAPIServerConfig(_EntryBase):
     """Only operations with one of these tags become tools (default: all)."""
     output_schema: bool = Field(default=True, alias="outputSchema")
     """Whether tools declare their success response's schema (checked per the runner's policy)."""
-    max_response_bytes: int = Field(default=4 * 1024 * 1024, gt=0, alias="maxResponseBytes")
-    """Larger responses fail the call instead of being read (default 4 MiB)."""
 
     @field_validator("openapi")
     @classmethod

@@ -21,7 +21,6 @@ import httpx2
 import mcp_types as types
 from mcp import Client, ClientSession, MCPError, StdioServerParameters
 from mcp.client.session import IncomingMessage
-from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.dispatcher import ProgressFnT
 from mcp_types import CONNECTION_CLOSED, HEADER_MISMATCH, PARSE_ERROR
@@ -34,6 +33,7 @@ from toolrun._compat_mcp import TransportStreams, is_closed
 from toolrun._config import HttpServerConfig, ServerConfig, StdioServerConfig, check_server_name
 from toolrun._mcp_reader import (
     MALFORMED,
+    TOO_LARGE,
     UNREADABLE,
     describe_parse_error,
     mend_http_response,
@@ -41,6 +41,7 @@ from toolrun._mcp_reader import (
     nested_deeper_than,
 )
 from toolrun._mcp_stderr import LogLimiter, StderrPump
+from toolrun._mcp_stdio import bounded_stdio_client
 from toolrun._mcp_wire import learn_param_headers, normalise_result, parse_tool, raw_request
 from toolrun._redact import redact, redact_url, register_secrets
 from toolrun._spawn import watchdog_command
@@ -48,6 +49,7 @@ from toolrun._types import BackendResult, ProgressCallback, ProgressEvent
 from toolrun.exceptions import (
     BackendUnavailableError,
     InputValidationError,
+    ResponseTooLargeError,
     ToolExecutionError,
     ToolTimeoutError,
     UpstreamProtocolError,
@@ -85,6 +87,12 @@ def _leaf(exc: BaseException) -> BaseException:
         if not inner:
             return out  # pyright: ignore[reportReturnType]
         out = inner[0]
+
+
+def _error_reason(e: MCPError) -> Any:
+    # ``error.data.reason`` of an error the reader made up (MALFORMED, TOO_LARGE), else None.
+    data: Any = e.error.data
+    return cast(dict[str, Any], data).get("reason") if isinstance(data, dict) else None
 
 
 def _json_problem(value: Any) -> ValidationProblem:
@@ -186,7 +194,9 @@ class MCPBackend:
     One call cannot hurt the others on the session: arguments that are not JSON fail that
     call before anything is sent; an error reply, a reply that is not valid JSON or JSON-RPC,
     or one nested too deep fails only the call it answers, at once
-    (:class:`~toolrun.UpstreamProtocolError`); bytes that are not UTF-8 are read as U+FFFD.
+    (:class:`~toolrun.UpstreamProtocolError`); bytes that are not UTF-8 are read as U+FFFD. No
+    message is read past the server's ``maxResponseBytes``: the call a larger reply answers fails
+    with :class:`~toolrun.ResponseTooLargeError` while the rest is dropped unread.
 
     :meth:`attach` lists the server's tools (following ``nextCursor``) into the index under
     the server's name as namespace, and keeps them current when the server announces
@@ -385,8 +395,10 @@ class MCPBackend:
             tail = conn.stderr.tail() if conn.stderr is not None else ""
             self._log.warning("mcp.connection_lost", tool=name, stderr=tail[-500:] or None)
             return BackendUnavailableError(self.label, reason + conn.stderr_note())
-        data: Any = e.error.data
-        if isinstance(data, dict) and cast(dict[str, Any], data).get("reason") == MALFORMED:
+        reason = _error_reason(e)
+        if reason == TOO_LARGE:
+            return ResponseTooLargeError(tool.id, self._name, self._config.max_response_bytes)
+        if reason == MALFORMED:
             return UpstreamProtocolError(tool.id, e.message)
         if http and e.code == PARSE_ERROR and e.message.startswith("Failed to parse"):
             # The SDK's own parse errors quote pydantic's whole report (and part of the reply).
@@ -551,8 +563,11 @@ class MCPBackend:
             params = StdioServerParameters(command=command, args=args, env=env, cwd=cfg.cwd)
             # Bytes that are not UTF-8 become U+FFFD instead of killing the reader, and with it the session.
             params.encoding_error_handler = "replace"
-            # The child's stderr goes to a pipe read by the StderrPump (the operator's log).
-            transport = stdio_client(params, errlog=cast(TextIO, stderr))
+            # The child's stderr goes to a pipe read by the StderrPump (the operator's log); its stdout
+            # is read with every message bounded (the SDK's reader holds and re-copies a huge one).
+            transport = bounded_stdio_client(
+                params, cast(TextIO, stderr), max_bytes=cfg.max_response_bytes, on_drop=self._on_drop
+            )
         else:
             assert isinstance(cfg, HttpServerConfig)
             # Reads may idle while a tool works; per-call timeouts are the real bound.
@@ -560,7 +575,7 @@ class MCPBackend:
             http = httpx2.AsyncClient(
                 headers=cfg.headers,
                 timeout=httpx2.Timeout(cfg.connect_timeout, read=read),
-                event_hooks={"response": [mend_http_response]},
+                event_hooks={"response": [partial(mend_http_response, max_bytes=cfg.max_response_bytes)]},
             )
             await stack.enter_async_context(http)
             # The SDK caps one SSE event at 1 MiB by default; tool results can be larger.
@@ -659,7 +674,9 @@ class MCPBackend:
             if e.code == CONNECTION_CLOSED and is_closed(conn.session):
                 self._retire(conn)
             reason = f"tools/list failed: {e.message}{conn.stderr_note()}"
-            raise BackendUnavailableError(self.label, reason) from _safe_cause(e)
+            fix = f'raise the server\'s "maxResponseBytes" ({self._config.max_response_bytes:,})'
+            fix_if = fix if _error_reason(e) == TOO_LARGE else None
+            raise BackendUnavailableError(self.label, reason, fix=fix_if) from _safe_cause(e)
         modern = conn.session.protocol_version in MODERN_PROTOCOL_VERSIONS
         # Checking schemas is CPU work that grows with the catalog (seconds for a tool with 30,000
         # properties): a worker thread does it, so the event loop keeps serving every other call.

@@ -15,6 +15,9 @@ reading side of both transports and mends what it can:
   instead of at its timeout;
 - anything else (a line of noise, a reply to no request) is left to the SDK, which drops it.
 
+A message larger than the server's ``maxResponseBytes`` is never read whole: the transport
+counts and drops it, and :func:`too_large_error` stands for it (marked :data:`TOO_LARGE`).
+
 Messages the SDK reads fine are passed through untouched: the cost on the normal path is one
 ``isinstance`` per message over stdio and a bracket count per HTTP body or SSE event.
 """
@@ -39,6 +42,7 @@ from toolrun._compat_mcp import TransportStreams
 __all__ = [
     "MALFORMED",
     "MAX_DEPTH",
+    "TOO_LARGE",
     "UNREADABLE",
     "MendingReadStream",
     "describe_parse_error",
@@ -46,6 +50,8 @@ __all__ = [
     "mend_http_response",
     "mend_text",
     "nested_deeper_than",
+    "request_id_at_end",
+    "too_large_error",
 ]
 
 MAX_DEPTH = 190
@@ -54,6 +60,8 @@ UNREADABLE = "x-toolrun-unreadable"
 """Key of the stub that replaces a listed tool the reader had to cut; its value is the reason."""
 MALFORMED = "toolrun:malformed-reply"
 """``error.data.reason`` of an error this module made up for a reply it could not read."""
+TOO_LARGE = "toolrun:reply-too-large"
+"""``error.data.reason`` of the error that stands for a reply over the server's size bound."""
 
 _CUT = "\u0000toolrun:cut"
 _CUT_JSON = json.dumps(_CUT)
@@ -128,6 +136,37 @@ def find_request_id(text: str) -> int | str | None:
             value: Any = json.loads(v.group(1))
             return cast(int | str, value)
     return None
+
+
+# The last member of a message: the id, or the id then "jsonrpc" (the TypeScript SDK writes both after the result).
+_ID_AT_END = re.compile(r'"id"\s*:\s*(-?\d+|"[^"\\]*(?:\\.[^"\\]*)*")\s*(?:,\s*"jsonrpc"\s*:\s*"2\.0"\s*)?\}\s*$')
+
+
+def request_id_at_end(tail: str) -> int | str | None:
+    """The ``"id"`` of a JSON-RPC message whose last member it is, from the message's last characters.
+
+    Args:
+        tail: The end of the message (a few hundred characters are enough).
+
+    Returns:
+        The id, or ``None`` when the message does not end with one.
+    """
+    m = _ID_AT_END.search(tail)
+    if m is None:
+        return None
+    value: Any = json.loads(m.group(1))
+    return cast(int | str, value)
+
+
+def too_large_error(request_id: int | str, limit: int) -> dict[str, Any]:
+    """The error reply that stands for a reply to ``request_id`` larger than ``limit`` bytes."""
+    message = f"the server's reply is larger than {limit:,} bytes (maxResponseBytes); it was not read"
+    data = {"reason": TOO_LARGE, "limit": limit}
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "error": {"code": types.INTERNAL_ERROR, "message": message, "data": data},
+    }
 
 
 def _has_cut(value: Any) -> bool:
@@ -326,12 +365,37 @@ async def _mend_json_text(text: str) -> str | None:
     return json.dumps(mended, ensure_ascii=False) if mended is not None else None
 
 
+def _request_id_of(request: httpx2.Request) -> int | str | None:
+    # The id of the JSON-RPC request this response answers: our own request body says it.
+    try:
+        msg = json.loads(request.content) if request.content else None
+    except (ValueError, httpx2.RequestNotRead):
+        return None
+    return _request_id(cast(dict[str, Any], msg)) if isinstance(msg, dict) else None
+
+
+def _too_large_bytes(request_id: int | str | None, limit: int) -> bytes | None:
+    return None if request_id is None else json.dumps(too_large_error(request_id, limit)).encode()
+
+
 class _MendedJSON(httpx2.AsyncByteStream):
-    def __init__(self, inner: httpx2.AsyncByteStream) -> None:
+    def __init__(self, inner: httpx2.AsyncByteStream, request_id: int | str | None, limit: int) -> None:
         self._inner = inner
+        self._request_id = request_id
+        self._limit = limit
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        body = b"".join([chunk async for chunk in self._inner])
+        parts: list[bytes] = []
+        size = 0
+        async for chunk in self._inner:
+            size += len(chunk)
+            if size > self._limit:
+                # Not read on: the request fails with the error that stands for its reply.
+                await self._inner.aclose()
+                yield _too_large_bytes(self._request_id, self._limit) or b""
+                return
+            parts.append(chunk)
+        body = b"".join(parts)
         mended = await _mend_json_text(body.decode("utf-8", errors="replace")) if body else None
         yield mended.encode() if mended is not None else body
 
@@ -343,19 +407,28 @@ _EVENT_END = re.compile(rb"\r\n\r\n|\n\n|\r\r")
 
 
 class _MendedSSE(httpx2.AsyncByteStream):
-    def __init__(self, inner: httpx2.AsyncByteStream) -> None:
+    def __init__(self, inner: httpx2.AsyncByteStream, request_id: int | str | None, limit: int) -> None:
         self._inner = inner
+        self._request_id = request_id
+        self._limit = limit
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         buffer = b""
         async for chunk in self._inner:
+            # Only the new bytes (and the 3 before them, a separator may straddle) are searched again.
+            start, search = 0, max(0, len(buffer) - 3)
             buffer += chunk
-            start = 0
             out: list[bytes] = []
-            while (m := _EVENT_END.search(buffer, start)) is not None:
+            while (m := _EVENT_END.search(buffer, search)) is not None:
                 out.append(await self._event(buffer[start : m.start()]) + m.group())
-                start = m.end()
+                start = search = m.end()
             buffer = buffer[start:]
+            if len(buffer) > self._limit:
+                # An event over the bound is not read on: the stream ends with the error that stands for it.
+                await self._inner.aclose()
+                error = _too_large_bytes(self._request_id, self._limit)
+                yield b"".join(out) + (b"event: message\ndata: " + error + b"\n\n" if error else b"")
+                return
             if out:
                 yield b"".join(out)
         if buffer:
@@ -377,10 +450,12 @@ class _MendedSSE(httpx2.AsyncByteStream):
         await self._inner.aclose()
 
 
-async def mend_http_response(response: httpx2.Response) -> None:
+async def mend_http_response(response: httpx2.Response, *, max_bytes: int = 4 * 1024 * 1024) -> None:
     """An ``httpx2`` response hook: mends JSON bodies and SSE events that are nested too deep.
 
-    Compressed bodies are left alone (they are decoded after this hook's stream).
+    A body or an event larger than ``max_bytes`` is not read on: the request it answers gets
+    :func:`too_large_error` instead. Compressed bodies are left alone (they are decoded after
+    this hook's stream).
     """
     if response.headers.get("content-encoding", "identity").lower() not in ("", "identity"):
         return
@@ -389,6 +464,6 @@ async def mend_http_response(response: httpx2.Response) -> None:
     if not isinstance(stream, httpx2.AsyncByteStream):
         return
     if ctype == "application/json":
-        response.stream = _MendedJSON(stream)
+        response.stream = _MendedJSON(stream, _request_id_of(response.request), max_bytes)
     elif ctype == "text/event-stream":
-        response.stream = _MendedSSE(stream)
+        response.stream = _MendedSSE(stream, _request_id_of(response.request), max_bytes)

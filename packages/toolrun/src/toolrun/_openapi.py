@@ -34,6 +34,7 @@ import httpx2
 
 from toolindex.log import get_logger
 from toolrun._config import (
+    DEFAULT_MAX_RESPONSE_BYTES,
     DEFAULT_MCP_TIMEOUT,
     OpenAPIServerConfig,
     base_url_problem,
@@ -64,10 +65,8 @@ from toolrun.exceptions import (
     ValidationProblem,
 )
 
-__all__ = ["DEFAULT_MAX_RESPONSE_BYTES", "OpenAPIProvider"]
+__all__ = ["OpenAPIProvider"]
 
-DEFAULT_MAX_RESPONSE_BYTES: Final = 4 * 1024 * 1024
-"""Bytes of a response that are read at most; a larger response fails the call."""
 _EXCERPT_CHARS: Final = 1_000
 _SHOWN_URL: Final = 200
 _HEADER_UNSAFE = re.compile(r"[\r\n\x00]")

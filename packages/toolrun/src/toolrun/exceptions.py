@@ -15,7 +15,8 @@ toolindex class of the same name); :data:`INDEX_ERRORS` is the one table that ma
     ├── InvalidSchemaError        a tool's JSON Schema cannot be used (invalid, refers outside itself)
     │   └── SchemaLimitError      the schema is over one of its bounds (depth, size, $ref expansion, …)
     ├── ToolExecutionError        the tool ran and failed (MCP isError, an exception in a local function)
-    │   └── UpstreamProtocolError the server's reply broke the protocol (invalid JSON, too deep, wrong shape)
+    │   ├── UpstreamProtocolError the server's reply broke the protocol (invalid JSON, too deep, wrong shape)
+    │   └── ResponseTooLargeError the server's reply was over its maxResponseBytes bound (it was not read)
     ├── HTTPStatusError           an HTTP API answered non-2xx (the cause of an OpenAPI tool's ToolExecutionError)
     ├── ToolTimeoutError          the call exceeded its timeout (also a TimeoutError)
     ├── BackendUnavailableError   the backend cannot be reached (server crashed, failed to start)
@@ -50,6 +51,7 @@ __all__ = [
     "InvalidToolIDError",
     "NoBackendError",
     "OutputValidationError",
+    "ResponseTooLargeError",
     "SchemaLimitError",
     "StreamNotSupportedError",
     "ToolExecutionError",
@@ -218,6 +220,28 @@ class UpstreamProtocolError(ToolExecutionError):
         tool_id: The tool.
         message: What was wrong with the reply.
     """
+
+
+class ResponseTooLargeError(ToolExecutionError):
+    """The server's reply to a call was larger than the server's ``maxResponseBytes``.
+
+    The reply was refused while it was being read, and never held or parsed whole; only that
+    call fails, and the session stays usable for the others.
+
+    Attributes:
+        tool_id: The tool.
+        server: The server's name in ``mcpServers``.
+        limit: The bound, in bytes.
+    """
+
+    def __init__(self, tool_id: str, server: str, limit: int) -> None:
+        self.server = server
+        self.limit = limit
+        super().__init__(
+            tool_id,
+            f"the reply of server {server!r} is larger than its bound of {limit:,} bytes (maxResponseBytes), "
+            "so it was not read",
+        )
 
 
 class HTTPStatusError(ToolRunError):

@@ -21,7 +21,8 @@ EXIT_CODES: dict[int, str] = {
     "unknown_tool, ...; also invalid_arguments of a tool called inside the snippet)",
     USAGE_EXIT: "usage error: the command's own arguments or options are invalid (invalid_arguments)",
     3: "configuration error: config file, engine name, server entry (config_error)",
-    4: "a limit stopped the run (timeout, tool_call_limit, output_limit, memory_limit, session_limit, quota_exceeded)",
+    4: "a limit stopped the run (timeout, tool_call_limit, output_limit, memory_limit, session_limit, quota_exceeded, "
+    "response_too_large)",
     5: "an upstream server or the state store was unreachable, the engine failed or was busy "
     "(upstream_unavailable, server_unavailable, state_unavailable, engine_error, busy)",
     6: "the run is paused, waiting for an approval (approval_required)",
@@ -34,7 +35,16 @@ EXIT_BY_CODE: dict[str, int] = {
     "invalid_arguments": 2,
     "config_error": 3,
     **dict.fromkeys(
-        ("timeout", "tool_call_limit", "output_limit", "memory_limit", "session_limit", "quota_exceeded"), 4
+        (
+            "timeout",
+            "tool_call_limit",
+            "output_limit",
+            "memory_limit",
+            "session_limit",
+            "quota_exceeded",
+            "response_too_large",
+        ),
+        4,
     ),
     **dict.fromkeys(("busy", "upstream_unavailable", "server_unavailable", "engine_error", "state_unavailable"), 5),
     "approval_required": 6,

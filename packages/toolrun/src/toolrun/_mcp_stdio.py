@@ -1,0 +1,227 @@
+"""The stdio transport: the SDK's process handling, with a reader that bounds every message.
+
+The SDK's ``stdio_client`` reads a server's stdout as text and re-joins everything it has
+buffered with each new 64 KiB chunk, then splits the lot again: a 50 MB reply costs tens of
+seconds of copying, on the event loop, in hundreds of slices that every other caller waits
+behind, before the whole of it is parsed there too. This transport starts and stops the
+server exactly as the SDK does (its own helpers, through ``_compat_mcp``) but reads stdout
+itself:
+
+- bytes are split into lines in linear time: each chunk is searched for a newline and the
+  parts of a line are joined once;
+- a line longer than ``max_bytes`` is never kept: from the byte that crosses the bound on, the
+  line is counted and dropped up to its newline, and the request it answers fails with
+  :func:`~toolrun._mcp_reader.too_large_error`. The request's id is looked for in the line's
+  first 64 KiB (the Python SDK writes it there), so the call fails as soon as the bound is
+  crossed; else in its last bytes (the TypeScript SDK writes it last), when the line ends. A
+  line with neither is dropped and logged, and its call waits for its timeout;
+- a line over 256 KiB is decoded and parsed in a worker thread.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncGenerator, Callable
+from contextlib import asynccontextmanager
+from typing import TextIO
+
+import anyio
+import anyio.lowlevel
+import anyio.to_thread
+import mcp_types as types
+from mcp import StdioServerParameters
+from mcp.shared.message import SessionMessage
+
+from toolrun._compat_mcp import (
+    WRITER_FLUSH_TIMEOUT,
+    TransportStreams,
+    create_process,
+    drain_stdout,
+    executable_command,
+    get_default_environment,
+    stop_server_process,
+)
+from toolrun._mcp_reader import find_request_id, request_id_at_end, too_large_error
+
+__all__ = ["bounded_stdio_client"]
+
+_HEAD_BYTES = 64 * 1024
+"""Start of an oversized line searched for its request id."""
+_TAIL_BYTES = 512
+"""End of an oversized line kept to find its request id there."""
+_INLINE_BYTES = 256 * 1024
+"""Longer lines are parsed in a worker thread."""
+
+
+class _SessionGone(Exception):
+    """The session stopped reading: nothing more is delivered."""
+
+
+class _Refusal:
+    """An oversized line being dropped: its size so far, whether its caller was told, its last bytes."""
+
+    def __init__(self, head: bytes, encoding: str) -> None:
+        self.size = len(head)
+        self.encoding = encoding
+        self.request_id = find_request_id(head[:_HEAD_BYTES].decode(encoding, errors="replace"))
+        self.tail = head[-_TAIL_BYTES:]
+
+    def add(self, piece: bytes) -> None:
+        self.size += len(piece)
+        self.tail = (self.tail + piece)[-_TAIL_BYTES:] if len(piece) < _TAIL_BYTES else piece[-_TAIL_BYTES:]
+
+    def id_at_end(self) -> int | str | None:
+        return request_id_at_end(self.tail.decode(self.encoding, errors="replace"))
+
+
+def _parse(line: bytes, encoding: str, errors: str) -> SessionMessage | Exception:
+    try:
+        message = types.jsonrpc_message_adapter.validate_json(line.decode(encoding, errors), by_name=False)
+    except ValueError as exc:  # the session surfaces it; the mending reader may turn it into an error reply
+        return exc
+    return SessionMessage(message)
+
+
+def _error_message(request_id: int | str, limit: int) -> SessionMessage:
+    error = types.jsonrpc_message_adapter.validate_python(too_large_error(request_id, limit), by_name=False)
+    return SessionMessage(error)
+
+
+@asynccontextmanager
+async def bounded_stdio_client(
+    server: StdioServerParameters,
+    errlog: TextIO = sys.stderr,
+    *,
+    max_bytes: int,
+    on_drop: Callable[[str], None],
+) -> AsyncGenerator[TransportStreams]:
+    """Start an MCP server as a child process and connect to it over its stdin and stdout.
+
+    Like the SDK's ``stdio_client`` (same start, same shutdown), but no message from the
+    server longer than ``max_bytes`` is ever held whole (see the module docstring).
+
+    Args:
+        server: How to start it.
+        errlog: Where its stderr goes.
+        max_bytes: The largest message read, in bytes (its newline not counted).
+        on_drop: Told about an oversized message that answers no request it could find.
+
+    Raises:
+        OSError: If the server cannot be started.
+    """
+    command = await executable_command(server.command)
+    process = await create_process(
+        command=command,
+        args=server.args,
+        env=get_default_environment() | (server.env or {}),
+        errlog=errlog,
+        cwd=server.cwd,
+    )
+    encoding, errors = server.encoding, server.encoding_error_handler
+    read_stream_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    write_stream, write_stream_reader = anyio.create_memory_object_stream[SessionMessage](0)
+    shutting_down = False
+    writer_done = anyio.Event()
+
+    async def deliver(item: SessionMessage | Exception) -> None:
+        try:
+            await read_stream_writer.send(item)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            raise _SessionGone from None
+
+    async def end_line(parts: list[bytes], refusal: _Refusal | None) -> None:
+        if refusal is not None:
+            if refusal.request_id is None:
+                rid = refusal.id_at_end()
+                if rid is None:
+                    on_drop(
+                        f"a message of {refusal.size:,} bytes, over the {max_bytes:,}-byte bound, answering no request"
+                    )
+                    return
+                await deliver(_error_message(rid, max_bytes))
+            return
+        line = b"".join(parts)
+        if not line.strip():
+            return
+        if len(line) <= _INLINE_BYTES:
+            await deliver(_parse(line, encoding, errors))
+        else:
+            await deliver(await anyio.to_thread.run_sync(_parse, line, encoding, errors, abandon_on_cancel=True))
+
+    async def stdout_reader() -> None:
+        assert process.stdout, "Opened process is missing stdout"
+        try:
+            async with read_stream_writer:
+                try:
+                    parts: list[bytes] = []
+                    size = 0
+                    refusal: _Refusal | None = None
+                    async for chunk in process.stdout:
+                        start = 0
+                        while True:
+                            end = chunk.find(b"\n", start)
+                            piece = chunk[start:] if end < 0 else chunk[start:end]
+                            if refusal is not None:
+                                refusal.add(piece)
+                            elif size + len(piece) > max_bytes:
+                                refusal = _Refusal(b"".join([*parts, piece]), encoding)
+                                parts, size = [], 0
+                                if refusal.request_id is not None:
+                                    await deliver(_error_message(refusal.request_id, max_bytes))
+                            elif piece:
+                                parts.append(piece)
+                                size += len(piece)
+                            if end < 0:
+                                break
+                            await end_line(parts, refusal)
+                            parts, size, refusal = [], 0, None
+                            start = end + 1
+                except _SessionGone:
+                    return  # only the drain below remains
+                finally:
+                    await drain_stdout(process)
+        except anyio.ClosedResourceError:
+            pass  # our own shutdown closed the stdout stream under the read
+        except (anyio.BrokenResourceError, ConnectionError):
+            # Teardown noise during shutdown, a real failure otherwise; either way the session
+            # sees a clean close when the read stream closes.
+            if not shutting_down:
+                on_drop("reading the server's stdout failed mid-session")
+
+    async def stdin_writer() -> None:
+        assert process.stdin, "Opened process is missing stdin"
+        try:
+            async with write_stream_reader:
+                async for session_message in write_stream_reader:
+                    json = session_message.message.model_dump_json(by_alias=True, exclude_unset=True)
+                    await process.stdin.send((json + "\n").encode(encoding, errors))
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            # The server may still be alive: close the read stream so the session sees the
+            # connection end instead of a request hanging forever.
+            await read_stream_writer.aclose()
+        finally:
+            writer_done.set()
+
+    async def shutdown() -> None:
+        # The SDK's order: unblock the reader into its drain, let the writer flush, stop the server.
+        read_stream.close()
+        write_stream.close()
+        with anyio.move_on_after(WRITER_FLUSH_TIMEOUT):
+            await writer_done.wait()
+        await stop_server_process(process)
+        for stream in (read_stream, write_stream, read_stream_writer, write_stream_reader):
+            await stream.aclose()
+        await anyio.lowlevel.checkpoint()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(stdout_reader)
+        tg.start_soon(stdin_writer)
+        try:
+            yield read_stream, write_stream
+        finally:
+            shutting_down = True
+            # Shutdown must finish even when the caller is cancelled, or the server would be left running.
+            with anyio.CancelScope(shield=True):
+                await shutdown()
+            tg.cancel_scope.cancel()
+    await anyio.lowlevel.cancel_shielded_checkpoint()
