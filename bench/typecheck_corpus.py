@@ -302,6 +302,16 @@ IDIOMS: list[tuple[str, str]] = [
     # -- the finding: values built before the call, lists built with append, unions ---------------
     # -- found by an outside corpus: values ty types loosely, guards, helpers, globals, classes ----
     (
+        "a tools module's name taken by a standard module",
+        "from tools import time\nnow = time.get_current_time(timezone='UTC')['datetime']\n"
+        "import time\nfrom datetime import time as clock\n[now, time.time() > 0, clock.fromisoformat('09:30').minute]",
+    ),
+    (
+        "tuples compared, an item optional",
+        "from tools import helpdesk\nt = helpdesk.list_tickets(office='Tokyo')[0]\n"
+        "(t['age_days'], t['assignee']) < (t['age_days'] + 1, t['assignee'])",
+    ),
+    (
         "a result merged with a dict bound before",
         "from tools import helpdesk\no = helpdesk.list_offices()[0]\nextra = {'region': 'EU'}\n(o | extra)['region']",
     ),

@@ -105,9 +105,9 @@ class _Names:
                 head, _, rest = node.module.partition(".")
                 for a in node.names:
                     local = a.asname or a.name
-                    imported[local] += 1
                     if head != PACKAGE or a.name == "*":
-                        continue
+                        continue  # another module's name: it rebinds ``local`` (``from datetime import time``)
+                    imported[local] += 1
                     if not rest:
                         out.modules.setdefault(a.name, node)
                         self.modules[local] = a.name
@@ -122,9 +122,9 @@ class _Names:
                 for a in node.names:
                     head, _, rest = a.name.partition(".")
                     local = a.asname or head
-                    imported[local] += 1
                     if head != PACKAGE:
-                        continue
+                        continue  # ``import time`` after ``from tools import time``: not the tools module
+                    imported[local] += 1
                     if rest:
                         out.modules.setdefault(rest.split(".")[0], node)
                     if a.asname is None:
@@ -133,7 +133,8 @@ class _Names:
                         self.modules[a.asname] = rest
                     elif not rest:
                         self.packages.add(a.asname)
-        # A name that is also bound another way (assigned, a parameter, ...) may not be the import.
+        # A name that is also bound another way (assigned, a parameter, another module's import, ...)
+        # may not be the tools import.
         for name, count in out.bindings.items():
             if count > imported[name]:
                 self.modules.pop(name, None)
