@@ -228,6 +228,18 @@ async def test_broken_and_hostile_snippets_are_errors_and_server_keeps_serving(
         assert ok.structured_content is not None and ok.structured_content["value"] == 42
 
 
+async def test_options_that_are_not_an_object_are_invalid_arguments(connect: ClientFactory) -> None:
+    async with connect("auto") as client:
+        for options in ["x", 5, True, ["a"], [], {"timeout": "x"}]:
+            res = await client.call_tool("execute_code", {"code": "1", "options": options})
+            assert res.is_error and res.structured_content is not None, options
+            error = res.structured_content["error"]
+            assert error["code"] == "invalid_arguments", (options, error)
+            assert "'options" in error["message"], (options, error)
+        ok = await client.call_tool("execute_code", {"code": "__out = 1", "options": {}})
+        assert not ok.is_error
+
+
 async def test_allowed_namespaces_restrict_a_run(connect: ClientFactory) -> None:
     async with connect("auto") as client:
         res = await client.call_tool(
