@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import jsonschema_rs
 import mcp_types as types
 import pytest
 from mcp import Client
@@ -321,6 +322,29 @@ async def test_expose_publishes_upstream_tool(config_file: tuple[Path, Path]) ->
         res = await client.call_tool("time__get_current_time", {"timezone": "UTC"})
         assert not res.is_error
         assert "UTC" in res.content[0].text  # type: ignore[union-attr]
+
+
+async def test_failed_call_of_an_exposed_tool_keeps_to_its_output_schema(config_file: tuple[Path, Path]) -> None:
+    # A client checks structuredContent against the tool's outputSchema (the JS SDK throws -32602
+    # when it does not match), so a failure must not answer the door's own error object there.
+    config, _ = config_file
+    params = StdioServerParameters(
+        command=sys.executable, args=_serve_args(config, "--expose", "time:get_current_time")
+    )
+    async with Client(params, mode="auto") as client:
+        listed = {t.name: t for t in (await client.list_tools()).tools}
+        schema = listed["time__get_current_time"].output_schema
+        assert schema is not None
+        valid = jsonschema_rs.validator_for(schema)
+        ok = await client.call_tool("time__get_current_time", {"timezone": "UTC"})
+        assert not ok.is_error and valid.is_valid(ok.structured_content)
+        for args in ({"timezone": "Mars/Base"}, {"timezone": 5}):
+            res = await client.call_tool("time__get_current_time", args)
+            assert res.is_error, args
+            assert res.structured_content is None or valid.is_valid(res.structured_content), res.structured_content
+            text = " ".join(getattr(b, "text", "") for b in res.content)
+            assert text.startswith("error ["), text
+        assert "Mars/Base" in text or "timezone" in text
 
 
 FAULT_SERVER = Path(__file__).parent / "servers" / "fault_server.py"
