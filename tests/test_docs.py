@@ -93,11 +93,11 @@ def _listed_tools() -> tuple[list[str], list[str]]:
 
 def test_serve_help_and_every_doc_list_the_tools_the_server_lists(capsys: pytest.CaptureFixture[str]) -> None:
     plain, asking = _listed_tools()
-    assert plain == list(DEFAULT_TOOLS) and asking == [t for t in DEFAULT_TOOLS if t != "resume_execution"]
+    assert plain == list(DEFAULT_TOOLS) and asking == plain  # a dismissed question needs resume_execution
     with pytest.raises(SystemExit):
         main(["serve", "--help"])
     help_text = " ".join(capsys.readouterr().out.split())
-    described = re.search(r"streamable HTTP: (.*?) \(resume_execution only to clients", help_text)
+    described = re.search(r"streamable HTTP: (.*?), or those the config", help_text)
     assert described is not None, help_text
     assert re.split(r", | and ", described.group(1)) == plain
     assert "(any of: " + ", ".join(META_TOOLS) + ")" in help_text

@@ -510,6 +510,9 @@ async def test_mcp_a_dismissed_question_answers_the_runs_own_outcome(
         assert "paused" not in data
         assert eid in res.content[0].text  # type: ignore[union-attr]
         assert not (files_dir / "c.txt").exists()
+        # The reply says to decide with resume_execution: the client was told of that tool.
+        assert "resume_execution" in res.content[0].text  # type: ignore[union-attr]
+        assert "resume_execution" in {t.name for t in (await client.list_tools()).tools}
         done = await client.call_tool("resume_execution", {"execution_id": eid, "decision": "approve"})
         assert done.structured_content is not None and done.structured_content["value"] == 1, done.content
     assert (files_dir / "c.txt").read_text() == "c"

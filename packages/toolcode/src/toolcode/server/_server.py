@@ -30,7 +30,7 @@ from toolcode._metatools import MetaToolReply, as_object, instructions, reply_of
 from toolcode._results import RESULT_URI_PREFIX, result_ref_of_uri
 from toolcode.exceptions import ToolCodeError, clip
 from toolcode.models import ExecuteOutcome, RunToolOutcome, StoredResultInfo
-from toolcode.server._ask import asker, can_ask_by_retry, can_elicit, continue_by_retry, decide_now, input_required
+from toolcode.server._ask import asker, can_ask_by_retry, continue_by_retry, decide_now, input_required
 from toolcode.server._http_guard import http_caller
 from toolcode.server._progress import Progress
 from tooldocs import json_text
@@ -42,8 +42,6 @@ __all__ = ["CodeModeServer"]
 log = get_logger("toolcode.server")
 
 _CONTENT_BLOCK: TypeAdapter[types.ContentBlock] = TypeAdapter(types.ContentBlock)
-_ASKED_INLINE = frozenset({"resume_execution"})
-"""Not listed to clients that declare elicitation: their user decides within the request."""
 
 
 def _caller_of(ctx: ServerRequestContext[Any]) -> str:
@@ -190,12 +188,9 @@ class CodeModeServer:
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         self._remember(ctx)
-        listed = self.door.definitions()
-        if can_elicit(ctx):
-            # This client's user is asked within execute_code: it does not need the tool (it is
-            # still callable, for a run left paused when the user dismissed the question).
-            listed = [d for d in listed if d.name not in _ASKED_INLINE]
-        return types.ListToolsResult(tools=[_wire(d) for d in listed])
+        # The same list for every client: one that can ask its user still needs resume_execution
+        # for a run left paused when the user dismissed the question (the reply names it).
+        return types.ListToolsResult(tools=[_wire(d) for d in self.door.definitions()])
 
     async def _on_call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
