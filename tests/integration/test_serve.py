@@ -229,6 +229,19 @@ async def test_broken_and_hostile_snippets_are_errors_and_server_keeps_serving(
         assert ok.structured_content is not None and ok.structured_content["value"] == 42
 
 
+async def test_a_snippet_too_large_for_the_workers_memory_is_memory_limit(connect: ClientFactory) -> None:
+    # 1.2 MB of code: the sandbox worker outgrows its memory and is terminated, as other
+    # memory exhaustion is reported: memory_limit, not the snippet's runtime_error.
+    async with connect("auto") as client:
+        res = await client.call_tool("execute_code", {"code": "x = 1\n" * 200_000 + "__out = x"})
+        assert res.is_error and res.structured_content is not None
+        error = res.structured_content["error"]
+        assert error["code"] == "memory_limit", error
+        assert error["message"].startswith("limit max_memory exceeded: configured 128 MiB"), error
+        ok = await client.call_tool("execute_code", {"code": "__out = 6 * 7"})
+        assert ok.structured_content is not None and ok.structured_content["value"] == 42
+
+
 async def test_options_that_are_not_an_object_are_invalid_arguments(connect: ClientFactory) -> None:
     async with connect("auto") as client:
         for options in ["x", 5, True, ["a"], [], {"timeout": "x"}]:

@@ -42,6 +42,8 @@ _PRELUDE_NAMES = ("ToolError", "println", "tool_error_info")
 _FETCH_IN_FEED_CHARS = 4_000
 """Snippets up to this long that set ``__out`` and end in a statement fetch it in the same feed (parsed to know)."""
 _MEMORY_RE = re.compile(r"memory limit exceeded: (\d+) bytes > (\d+) bytes")
+_WORKER_OUT_OF_MEMORY = "the worker exceeded its memory limit"
+"""What Monty says when the worker process, not the heap's count, went over the limit (a very long snippet, say)."""
 _MODULE_CACHE = 16
 
 DEFAULT_MAX_MEMORY = 128 * 1024 * 1024
@@ -295,6 +297,8 @@ class MontyEngine:
                 return LimitExceededError("max_recursion_depth", self._max_depth, None, message)
             if limit == "max_memory" and (m := _MEMORY_RE.search(message)):
                 return LimitExceededError("max_memory", self._max_memory, int(m.group(1)), _what_needed(e))
+            if limit == "max_memory" and _WORKER_OUT_OF_MEMORY in message:  # the process outgrew it: no count
+                return LimitExceededError("max_memory", self._max_memory, None, "the sandbox worker was terminated")
         else:
             return EngineError("monty", f"{type(e).__name__}: {e}")
         frames = e.traceback()
