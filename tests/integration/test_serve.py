@@ -242,6 +242,34 @@ async def test_a_snippet_too_large_for_the_workers_memory_is_memory_limit(connec
         assert ok.structured_content is not None and ok.structured_content["value"] == 42
 
 
+@pytest.mark.parametrize("session", [None, "s"])
+async def test_functions_modules_and_classes_are_refused_as_results(
+    connect: ClientFactory, session: str | None
+) -> None:
+    # They are not JSON data, like a set: refused, not returned as their repr.
+    cases = {
+        "def f():\n    pass\n__out = f": "$ is a function",
+        "__out = lambda x: x": "$ is a function",
+        "import json\n__out = json": "$ is a module",
+        "class A:\n    pass\n__out = {'k': [1, A]}": "$.k[1] is a type",
+        "__out = range(3)": "$ is a range",
+        "__out = {1, 2}": "$ is a set",
+    }
+    extra = {} if session is None else {"session": session}
+    async with connect("auto") as client:
+        for code, where in cases.items():
+            res = await client.call_tool("execute_code", {"code": code, **extra})
+            assert res.is_error and res.structured_content is not None, (code, res.structured_content)
+            error = res.structured_content["error"]
+            assert error["code"] == "runtime_error", (code, error)
+            assert error["message"] == f"TypeError: the result must be JSON data {_JSON_DATA}: {where}", (code, error)
+        ok = await client.call_tool("execute_code", {"code": "__out = {'a': [1, 'x', None]}", **extra})
+        assert ok.structured_content is not None and ok.structured_content["value"] == {"a": [1, "x", None]}
+
+
+_JSON_DATA = "(dicts with str keys, lists, str, numbers, bool, None)"
+
+
 async def test_options_that_are_not_an_object_are_invalid_arguments(connect: ClientFactory) -> None:
     async with connect("auto") as client:
         for options in ["x", 5, True, ["a"], [], {"timeout": "x"}]:
