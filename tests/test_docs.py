@@ -128,3 +128,15 @@ def test_configuration_page_names_every_variable_a_stdio_server_gets() -> None:
     assert set(BASE_ENV) | set(NETWORK_ENV) - npm - lower_proxies <= named
     assert {n.upper() for n in lower_proxies} <= named
     assert named - set(BASE_ENV) - set(NETWORK_ENV) <= {"NPM_TOKEN", "UV_PUBLISH_TOKEN", "GITHUB_TOKEN"}
+
+
+def test_stored_result_references_in_the_docs_have_the_form_the_server_writes() -> None:
+    from toolcode._results import _REF  # pyright: ignore[reportPrivateUsage]
+
+    refs = [
+        (page.name, ref)
+        for page in sorted([*DOCS.glob("*.md"), DOCS.parent / "README.md"])
+        for ref in re.findall(r"\br-[0-9a-f]{4,}\b", page.read_text())
+    ]
+    assert refs, "no stored-result reference found in the docs"
+    assert [r for r in refs if not _REF.match(r[1])] == []
