@@ -395,18 +395,11 @@ async def run_codemode(client: Client, defs: list[dict[str, Any]], sc: Scenario)
 SURFACE_CALLS = (1, 10, 100)
 
 
-async def _decline(context: Any, params: Any) -> Any:
-    import mcp_types
-
-    return mcp_types.ElicitResult(action="decline")
-
-
 async def surface() -> dict[str, Any]:
     """What the model reads of `toolcode serve` itself, on the demo catalog.
 
-    ``tools_list_tokens``: every listed definition plus the server's instructions;
-    ``tools_list_tokens_elicitation``: the same for a client that declares elicitation (its user
-    decides about paused runs within the request: ``resume_execution`` is not listed to it).
+    ``tools_list_tokens``: every listed definition plus the server's instructions (the same list for
+    every client, whether it declares elicitation or not);
     ``stored_result_overhead_tokens``: the same for a value over the output budget (its preview
     counts as the value; the stored-result line and the resource link are the overhead).
     ``execute_result_overhead_tokens``: what an ``execute_code`` result adds to the snippet's own
@@ -425,12 +418,6 @@ async def surface() -> dict[str, Any]:
             instructions = server.server.instructions or ""
             out["tools_list_tokens"] = count_defs(defs) + count_tokens(instructions)
             out["tools"] = [d["name"] for d in defs]
-        # A client that declares elicitation is asked about paused runs within the request, and is
-        # not shown resume_execution.
-        async with Client(server.server, elicitation_callback=_decline) as asking:
-            asked_defs = [_wire(t) for t in (await asking.list_tools()).tools]
-            out["tools_list_tokens_elicitation"] = count_defs(asked_defs) + count_tokens(instructions)
-            out["tools_elicitation"] = [d["name"] for d in asked_defs]
         async with Client(server.server) as client:
             overhead: dict[str, int] = {}
             for n in SURFACE_CALLS:
@@ -561,8 +548,7 @@ def main() -> int:
     )
     sf = report["surface"]
     console.print(
-        f"surface: tools/list {sf['tools_list_tokens']} tokens ({len(sf['tools'])} tools + instructions; "
-        f"{sf['tools_list_tokens_elicitation']} for a client that declares elicitation); "
+        f"surface: tools/list {sf['tools_list_tokens']} tokens ({len(sf['tools'])} tools + instructions); "
         "execute_code result overhead "
         + ", ".join(f"{k} calls: {v}" for k, v in sf["execute_result_overhead_tokens"].items())
         + f" tokens; a stored result adds {sf['stored_result_overhead_tokens']} tokens"

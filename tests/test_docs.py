@@ -93,11 +93,11 @@ def _listed_tools() -> tuple[list[str], list[str]]:
 
 def test_serve_help_and_every_doc_list_the_tools_the_server_lists(capsys: pytest.CaptureFixture[str]) -> None:
     plain, asking = _listed_tools()
-    assert plain == list(DEFAULT_TOOLS) and asking == [t for t in DEFAULT_TOOLS if t != "resume_execution"]
+    assert plain == list(DEFAULT_TOOLS) and asking == plain  # a dismissed question needs resume_execution
     with pytest.raises(SystemExit):
         main(["serve", "--help"])
     help_text = " ".join(capsys.readouterr().out.split())
-    described = re.search(r"streamable HTTP: (.*?) \(resume_execution only to clients", help_text)
+    described = re.search(r"streamable HTTP: (.*?), or those the config", help_text)
     assert described is not None, help_text
     assert re.split(r", | and ", described.group(1)) == plain
     assert "(any of: " + ", ".join(META_TOOLS) + ")" in help_text
@@ -128,3 +128,15 @@ def test_configuration_page_names_every_variable_a_stdio_server_gets() -> None:
     assert set(BASE_ENV) | set(NETWORK_ENV) - npm - lower_proxies <= named
     assert {n.upper() for n in lower_proxies} <= named
     assert named - set(BASE_ENV) - set(NETWORK_ENV) <= {"NPM_TOKEN", "UV_PUBLISH_TOKEN", "GITHUB_TOKEN"}
+
+
+def test_stored_result_references_in_the_docs_have_the_form_the_server_writes() -> None:
+    from toolcode._results import _REF  # pyright: ignore[reportPrivateUsage]
+
+    refs = [
+        (page.name, ref)
+        for page in sorted([*DOCS.glob("*.md"), DOCS.parent / "README.md"])
+        for ref in re.findall(r"\br-[0-9a-f]{4,}\b", page.read_text())
+    ]
+    assert refs, "no stored-result reference found in the docs"
+    assert [r for r in refs if not _REF.match(r[1])] == []

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import jsonschema_rs
 import mcp_types as types
 import pytest
 from mcp import Client
@@ -228,6 +229,59 @@ async def test_broken_and_hostile_snippets_are_errors_and_server_keeps_serving(
         assert ok.structured_content is not None and ok.structured_content["value"] == 42
 
 
+async def test_a_snippet_too_large_for_the_workers_memory_is_memory_limit(connect: ClientFactory) -> None:
+    # 1.2 MB of code: the sandbox worker outgrows its memory and is terminated, as other
+    # memory exhaustion is reported: memory_limit, not the snippet's runtime_error.
+    async with connect("auto") as client:
+        res = await client.call_tool("execute_code", {"code": "x = 1\n" * 200_000 + "__out = x"})
+        assert res.is_error and res.structured_content is not None
+        error = res.structured_content["error"]
+        assert error["code"] == "memory_limit", error
+        assert error["message"].startswith("limit max_memory exceeded: configured 128 MiB"), error
+        ok = await client.call_tool("execute_code", {"code": "__out = 6 * 7"})
+        assert ok.structured_content is not None and ok.structured_content["value"] == 42
+
+
+@pytest.mark.parametrize("session", [None, "s"])
+async def test_functions_modules_and_classes_are_refused_as_results(
+    connect: ClientFactory, session: str | None
+) -> None:
+    # They are not JSON data, like a set: refused, not returned as their repr.
+    cases = {
+        "def f():\n    pass\n__out = f": "$ is a function",
+        "__out = lambda x: x": "$ is a function",
+        "import json\n__out = json": "$ is a module",
+        "class A:\n    pass\n__out = {'k': [1, A]}": "$.k[1] is a type",
+        "__out = range(3)": "$ is a range",
+        "__out = {1, 2}": "$ is a set",
+    }
+    extra = {} if session is None else {"session": session}
+    async with connect("auto") as client:
+        for code, where in cases.items():
+            res = await client.call_tool("execute_code", {"code": code, **extra})
+            assert res.is_error and res.structured_content is not None, (code, res.structured_content)
+            error = res.structured_content["error"]
+            assert error["code"] == "runtime_error", (code, error)
+            assert error["message"] == f"TypeError: the result must be JSON data {_JSON_DATA}: {where}", (code, error)
+        ok = await client.call_tool("execute_code", {"code": "__out = {'a': [1, 'x', None]}", **extra})
+        assert ok.structured_content is not None and ok.structured_content["value"] == {"a": [1, "x", None]}
+
+
+_JSON_DATA = "(dicts with str keys, lists, str, numbers, bool, None)"
+
+
+async def test_options_that_are_not_an_object_are_invalid_arguments(connect: ClientFactory) -> None:
+    async with connect("auto") as client:
+        for options in ["x", 5, True, ["a"], [], {"timeout": "x"}]:
+            res = await client.call_tool("execute_code", {"code": "1", "options": options})
+            assert res.is_error and res.structured_content is not None, options
+            error = res.structured_content["error"]
+            assert error["code"] == "invalid_arguments", (options, error)
+            assert "'options" in error["message"], (options, error)
+        ok = await client.call_tool("execute_code", {"code": "__out = 1", "options": {}})
+        assert not ok.is_error
+
+
 async def test_allowed_namespaces_restrict_a_run(connect: ClientFactory) -> None:
     async with connect("auto") as client:
         res = await client.call_tool(
@@ -309,6 +363,29 @@ async def test_expose_publishes_upstream_tool(config_file: tuple[Path, Path]) ->
         res = await client.call_tool("time__get_current_time", {"timezone": "UTC"})
         assert not res.is_error
         assert "UTC" in res.content[0].text  # type: ignore[union-attr]
+
+
+async def test_failed_call_of_an_exposed_tool_keeps_to_its_output_schema(config_file: tuple[Path, Path]) -> None:
+    # A client checks structuredContent against the tool's outputSchema (the JS SDK throws -32602
+    # when it does not match), so a failure must not answer the door's own error object there.
+    config, _ = config_file
+    params = StdioServerParameters(
+        command=sys.executable, args=_serve_args(config, "--expose", "time:get_current_time")
+    )
+    async with Client(params, mode="auto") as client:
+        listed = {t.name: t for t in (await client.list_tools()).tools}
+        schema = listed["time__get_current_time"].output_schema
+        assert schema is not None
+        valid = jsonschema_rs.validator_for(schema)
+        ok = await client.call_tool("time__get_current_time", {"timezone": "UTC"})
+        assert not ok.is_error and valid.is_valid(ok.structured_content)
+        for args in ({"timezone": "Mars/Base"}, {"timezone": 5}):
+            res = await client.call_tool("time__get_current_time", args)
+            assert res.is_error, args
+            assert res.structured_content is None or valid.is_valid(res.structured_content), res.structured_content
+            text = " ".join(getattr(b, "text", "") for b in res.content)
+            assert text.startswith("error ["), text
+        assert "Mars/Base" in text or "timezone" in text
 
 
 FAULT_SERVER = Path(__file__).parent / "servers" / "fault_server.py"

@@ -32,6 +32,7 @@ __all__ = [
     "as_json_data",
     "check_json",
     "fit_output_budget",
+    "json_data_needed",
     "record_chars",
 ]
 
@@ -271,7 +272,12 @@ def _path_of_bad(value: Any, path: str = "$", depth: int = 0) -> str | None:
 def check_json(value: Any, what: str = "the result") -> str | None:
     """``None`` when ``value`` (named ``what``) is JSON data, else the JSON path and type of its first offender."""
     bad = _path_of_bad(value)
-    return bad and f"{what} must be JSON data (dicts with str keys, lists, str, numbers, bool, None): {bad}"
+    return bad and json_data_needed(bad, what)
+
+
+def json_data_needed(bad: str, what: str = "the result") -> str:
+    """The message for ``what`` that is not JSON data; ``bad``: where, and what is there (``$.k is a set``)."""
+    return f"{what} must be JSON data (dicts with str keys, lists, str, numbers, bool, None): {bad}"
 
 
 def as_json_data(value: Any) -> Any:

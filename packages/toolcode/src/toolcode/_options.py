@@ -177,8 +177,10 @@ def parse_options(
             opts = ExecuteOptions()
         elif isinstance(value, ExecuteOptions):
             opts = value
+        elif (given := as_mapping(value)) is not None:
+            opts = ExecuteOptions.model_validate(dict(given))
         else:
-            opts = ExecuteOptions.model_validate(dict(value))
+            raise InvalidArgumentsError(field, f"must be an object of options, got {type(value).__name__}")
         extra = {k: v for k, v in overrides.items() if v is not None}
         if extra:
             if isinstance(extra.get("allowed_namespaces"), Sequence) and not isinstance(

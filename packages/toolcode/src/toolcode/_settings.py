@@ -53,8 +53,7 @@ META_TOOLS: Final[tuple[str, ...]] = tuple(
 DEFAULT_TOOLS: Final = ("search_tools", "describe_tool", "execute_code", "resume_execution")
 """The tools ``toolcode serve`` lists unless ``toolcode.tools`` says otherwise (kept few: each
 definition is paid for in a model's context on every turn). ``list_tools()`` and ``run_tool()``
-are one call away in code, and ``resume_execution`` is not listed to clients that can be asked
-within ``execute_code`` (MCP elicitation)."""
+are one call away in code."""
 
 
 class _Section(BaseModel):

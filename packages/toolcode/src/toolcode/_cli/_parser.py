@@ -127,9 +127,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = command(
         "serve",
         "run the code-mode MCP server in front of the configured servers",
-        f"Serve the code-mode tools over stdio (default) or streamable HTTP: {_tool_list(DEFAULT_TOOLS)} "
-        "(resume_execution only to clients that cannot be asked within execute_code), or those the config's "
-        "toolcode.tools lists (any of: " + ", ".join(META_TOOLS) + "), and upstream tools published with --expose.",
+        f"Serve the code-mode tools over stdio (default) or streamable HTTP: {_tool_list(DEFAULT_TOOLS)}, "
+        "or those the config's toolcode.tools lists (any of: "
+        + ", ".join(META_TOOLS)
+        + "), and upstream tools published with --expose.",
         catalog=False,
         json=False,
     )

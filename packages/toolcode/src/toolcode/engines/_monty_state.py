@@ -30,7 +30,18 @@ from typing import Any, Final, TypeGuard
 from toolcode._data import is_dict, is_list
 from toolcode._globals import TOOL_ERROR_INFO_SOURCE
 
-__all__ = ["EXPORT", "FETCH_OUT", "RESET_OUT", "SessionHead", "decode", "encode", "engine_name", "plain_data"]
+__all__ = [
+    "EXPORT",
+    "FETCH_OUT",
+    "NOT_DATA_OF_SUSPECT",
+    "RESET_OUT",
+    "SessionHead",
+    "decode",
+    "encode",
+    "engine_name",
+    "plain_data",
+    "suspect",
+]
 
 _MAGIC: Final = b"TCM1"
 FLOOR: Final = 4096
@@ -43,8 +54,63 @@ _PRELUDE: Final = "ToolError = RuntimeError\nprintln = print\n__toolcode_no_out 
 PRELUDE_NAMES: Final = frozenset({"ToolError", "println", ERROR_INFO})
 _RECIPE_WORDS: Final = ("def", "lambda", "import", "global", *PRELUDE_NAMES)
 """What a snippet spells out when it may create a recipe or re-bind a helper (a cheap test before parsing)."""
-FETCH_OUT: Final = "(__out is not __toolcode_no_out, __out, (__out := __toolcode_no_out))"
-"""Whether the run set ``__out``, its value, and ``__out`` reset — without a global that would keep the value."""
+_NOT_DATA: Final = """\
+def __toolcode_not_data(v):
+    try:
+        return __toolcode_first_not_data(v, "$")
+    except Exception:  # a cycle, a value too deep: the host's own check tells
+        return None
+
+
+def __toolcode_first_not_data(v, path):
+    t = type(v)
+    if t is str or t is int or t is float or t is bool or v is None:
+        return None
+    if t is list or t is tuple:
+        i = 0
+        for x in v:
+            bad = __toolcode_first_not_data(x, f"{path}[{i}]")
+            if bad is not None:
+                return bad
+            i += 1
+        return None
+    if t is dict:
+        for k, x in v.items():
+            if type(k) is not str:
+                return f"{path} has a {type(k).__name__} key {str(k)[:40]!r} (keys must be strings)"
+            bad = __toolcode_first_not_data(x, f"{path}.{k[:40]}")
+            if bad is not None:
+                return bad
+        return None
+    return f"{path} is a {t.__name__}"
+"""
+"""Defines ``__toolcode_not_data(value)``: ``None``, or where the value holds what is not data and what it is.
+
+A function, a module, a class, a range or an iterator leaves the sandbox as its repr string, so
+only the sandbox can tell it from data. The walk goes in the order the host's own check walks,
+with its paths and wording; it is fed only for a suspect (:func:`suspect`)."""
+NOT_DATA_OF_SUSPECT: Final = _NOT_DATA + "(__toolcode_not_data(__toolcode_suspect), (__toolcode_suspect := None))[0]"
+"""Where the suspect is not data (``None``: nothing), the suspect let go."""
+
+
+def suspect(value: str) -> str:
+    """Statements binding ``__toolcode_suspect`` to ``value`` if ``json.dumps`` refuses a type in it, else ``None``.
+
+    The fast test, in the fetch's own feed; :data:`NOT_DATA_OF_SUSPECT` says where, in a feed of its own.
+    """
+    return (
+        "try:\n    import json as __toolcode_json\n"
+        f"    __toolcode_json.dumps({value})\n    __toolcode_suspect = None\n"
+        f"except TypeError:\n    __toolcode_suspect = {value}\n"
+        "except Exception:\n    __toolcode_suspect = None\n"
+    )
+
+
+FETCH_OUT: Final = suspect("__out") + (
+    "(__out is not __toolcode_no_out, __out, __toolcode_suspect is not None, (__out := __toolcode_no_out))"
+)
+"""Whether the run set ``__out``, its value, whether it is a suspect (:func:`suspect`), and ``__out``
+reset — without a global that would keep the value."""
 RESET_OUT: Final = "__out = __toolcode_no_out"
 _ENGINE_NAMES: Final = frozenset({"__out", "input", "_ToolcodeNoOut"})
 """Names the engine binds itself (``input`` each run; ``_ToolcodeNoOut`` in sessions stored before the head)."""

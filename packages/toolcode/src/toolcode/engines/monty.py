@@ -20,6 +20,7 @@ import pydantic_monty as pm
 from pydantic_monty.class_instance import ClassInstance
 
 from toolcode._globals import TOOL_ERROR_INFO_SOURCE
+from toolcode._limits import json_data_needed
 from toolcode._modules import PACKAGE
 from toolcode._offload import runs_for
 from toolcode._types import EngineInfo, ExecuteParams, ExecuteResult, PauseState, RunPaused, Tools
@@ -36,12 +37,16 @@ __all__ = ["DEFAULT_MAX_MEMORY", "MontyEngine", "default_max_processes"]
 # ToolError name to catch (host exception classes cannot cross; a ToolError arrives as RuntimeError).
 _PRELUDE = "ToolError = RuntimeError\ndef println(*args):\n    print(*args)\n" + TOOL_ERROR_INFO_SOURCE
 _FETCH_OUT = (
-    "try:\n    __toolcode_out = (True, __out)\nexcept NameError:\n    __toolcode_out = (False, None)\n__toolcode_out\n"
+    "try:\n    __toolcode_out = (True, __out)\nexcept NameError:\n    __toolcode_out = (False, None)\n"
+    + _state.suspect("__toolcode_out[1]")
+    + "(*__toolcode_out, __toolcode_suspect is not None)\n"
 )
 _PRELUDE_NAMES = ("ToolError", "println", "tool_error_info")
 _FETCH_IN_FEED_CHARS = 4_000
 """Snippets up to this long that set ``__out`` and end in a statement fetch it in the same feed (parsed to know)."""
 _MEMORY_RE = re.compile(r"memory limit exceeded: (\d+) bytes > (\d+) bytes")
+_WORKER_OUT_OF_MEMORY = "the worker exceeded its memory limit"
+"""What Monty says when the worker process, not the heap's count, went over the limit (a very long snippet, say)."""
 _MODULE_CACHE = 16
 
 DEFAULT_MAX_MEMORY = 128 * 1024 * 1024
@@ -236,14 +241,18 @@ class MontyEngine:
                                 print_callback=on_print,
                             )
                         value: Any = await drive.run(restored, paused.drive if paused is not None else None)
-                        # (set, __out): a paused run written by an earlier version gives None here.
+                        rest: list[Any] = []
+                        # (set, __out, suspect): a paused run written by an earlier version gives None here.
                         if fetched and isinstance(value, tuple):
-                            has_out, out, *_ = cast("tuple[Any, ...]", value)
+                            has_out, out, *rest = cast("tuple[Any, ...]", value)
                             value = out if has_out else None
                         # Only a snippet that names __out can have set it (no exec, no globals()).
                         elif "__out" in code:
-                            has_out, out, *_ = await sandbox.feed_run(fetch)
+                            has_out, out, *rest = await sandbox.feed_run(fetch)
                             value = out if has_out else value
+                        # True only: a session's fetch written by an earlier version has the reset marker there.
+                        suspect = rest[:1] == [True]
+                        not_data = await sandbox.feed_run(_state.NOT_DATA_OF_SUSPECT) if suspect else None
                     except Paused as p:
                         drive_state = session.paused(p.drive) if session else p.drive
                         raise RunPaused(PauseState(p.snap.dump(), drive_state, p.pending, p.line(code))) from None
@@ -255,6 +264,8 @@ class MontyEngine:
                         raise
                     if session is not None:
                         await session.keep(worker, code, checkout, completed=True)
+                    if isinstance(not_data, str):
+                        raise CodeExecutionError("TypeError", json_data_needed(not_data))
                     cut = cut_path(value, self._max_depth)
                     if cut is not None:
                         raise CodeExecutionError(
@@ -295,6 +306,8 @@ class MontyEngine:
                 return LimitExceededError("max_recursion_depth", self._max_depth, None, message)
             if limit == "max_memory" and (m := _MEMORY_RE.search(message)):
                 return LimitExceededError("max_memory", self._max_memory, int(m.group(1)), _what_needed(e))
+            if limit == "max_memory" and _WORKER_OUT_OF_MEMORY in message:  # the process outgrew it: no count
+                return LimitExceededError("max_memory", self._max_memory, None, "the sandbox worker was terminated")
         else:
             return EngineError("monty", f"{type(e).__name__}: {e}")
         frames = e.traceback()

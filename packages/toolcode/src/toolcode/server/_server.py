@@ -3,7 +3,8 @@
 A thin adapter over a :class:`~toolcode._door.Door`: each call is the door's, its reply becomes a
 ``CallToolResult`` (the result model as ``structuredContent``, the reply text as text content). A
 failure is ``isError`` with ``structuredContent = {"ok": false, "error": {"code", "message", "line",
-"column", "tool_id", "hint"}}`` in every tool.
+"column", "tool_id", "hint"}}`` in every tool but an exposed one that declares an ``outputSchema``: that
+shape would break the schema (clients check it), so its failure is the text alone.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from toolcode._metatools import MetaToolReply, as_object, instructions, reply_of
 from toolcode._results import RESULT_URI_PREFIX, result_ref_of_uri
 from toolcode.exceptions import ToolCodeError, clip
 from toolcode.models import ExecuteOutcome, RunToolOutcome, StoredResultInfo
-from toolcode.server._ask import asker, can_ask_by_retry, can_elicit, continue_by_retry, decide_now, input_required
+from toolcode.server._ask import asker, can_ask_by_retry, continue_by_retry, decide_now, input_required
 from toolcode.server._http_guard import http_caller
 from toolcode.server._progress import Progress
 from tooldocs import json_text
@@ -41,8 +42,6 @@ __all__ = ["CodeModeServer"]
 log = get_logger("toolcode.server")
 
 _CONTENT_BLOCK: TypeAdapter[types.ContentBlock] = TypeAdapter(types.ContentBlock)
-_ASKED_INLINE = frozenset({"resume_execution"})
-"""Not listed to clients that declare elicitation: their user decides within the request."""
 
 
 def _caller_of(ctx: ServerRequestContext[Any]) -> str:
@@ -61,7 +60,8 @@ def _stored(result: BaseModel | None) -> list[StoredResultInfo]:
     return list(result.stored) if isinstance(result, ExecuteOutcome) else []
 
 
-def _result(reply: MetaToolReply) -> types.CallToolResult:
+def _result(reply: MetaToolReply, output_schema: bool = False) -> types.CallToolResult:
+    """The wire result of a reply; ``output_schema``: the tool declares one, so a failure has no structured content."""
     run = reply.run
     if run is not None:  # an exposed upstream tool: passed on as it answered
         content: list[types.ContentBlock] = [_CONTENT_BLOCK.validate_python(dict(b)) for b in run.content]
@@ -70,7 +70,8 @@ def _result(reply: MetaToolReply) -> types.CallToolResult:
     blocks: list[types.ContentBlock] = [types.TextContent(text=reply.text)]
     # What did not fit is a resource: resources/read returns it (a page at a time; the cut's marker gives its size).
     blocks.extend(types.ResourceLink(uri=st.uri, name=st.what) for st in _stored(reply.result))
-    return types.CallToolResult(content=blocks, structured_content=reply.structured(), is_error=reply.is_error)
+    structured = None if reply.is_error and output_schema else reply.structured()
+    return types.CallToolResult(content=blocks, structured_content=structured, is_error=reply.is_error)
 
 
 def _wire(d: Definition) -> types.Tool:
@@ -187,12 +188,9 @@ class CodeModeServer:
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         self._remember(ctx)
-        listed = self.door.definitions()
-        if can_elicit(ctx):
-            # This client's user is asked within execute_code: it does not need the tool (it is
-            # still callable, for a run left paused when the user dismissed the question).
-            listed = [d for d in listed if d.name not in _ASKED_INLINE]
-        return types.ListToolsResult(tools=[_wire(d) for d in listed])
+        # The same list for every client: one that can ask its user still needs resume_execution
+        # for a run left paused when the user dismissed the question (the reply names it).
+        return types.ListToolsResult(tools=[_wire(d) for d in self.door.definitions()])
 
     async def _on_call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
@@ -200,7 +198,9 @@ class CodeModeServer:
         self._remember(ctx)
         name, args, caller, ask = params.name, params.arguments or {}, _caller_of(ctx), asker(ctx)
         if name not in ("execute_code", "run_chain") or name not in self.door.names:
-            return _result(await self.door.call(name, args, caller=caller, ask=ask))
+            reply = await self.door.call(name, args, caller=caller, ask=ask)
+            exposed = None if name in self.door.names else self.door.current.tools.get(name)
+            return _result(reply, output_schema=exposed is not None and exposed.output_schema is not None)
         if name == "execute_code" and params.request_state is not None:
             out = await continue_by_retry(self.codemode, ctx, params, caller)
             return out if isinstance(out, types.InputRequiredResult) else _result(reply_of(out))
