@@ -1,6 +1,6 @@
 """How fast large OpenAPI documents become searchable tools, and whether search finds the obvious ones.
 
-    uv run python bench/openapi_register.py [--runs 3] [--document PATH] [--json]
+    uv run python bench/openapi_register.py [--runs 3] [--document PATH] [--secrets N] [--json]
 
 The documents are the ones vendored under ``tests/data/openapi/`` (see the README there), each
 unpacked to a temporary file:
@@ -9,7 +9,9 @@ unpacked to a temporary file:
 - ``msgraph-v1.0.json.gz``: Microsoft Graph v1.0, 11,422 operations, 20 MB of JSON.
 
 ``--document PATH`` measures that one document instead (its search rows only if it is one of
-these). Each run is a fresh process (imports done before the clock starts) that measures:
+these). ``--secrets N`` registers N random secret values before the clock starts, as a
+configuration with N credentials does (every listed definition is then searched for them; none
+occurs, so none is copied). Each run is a fresh process (imports done before the clock starts) that measures:
 
 - ``register_s``: ``ProviderBackend.attach`` of an ``OpenAPIProvider`` on the file into an
   empty ``InMemoryIndex``: read, parse, resolve references, build every tool, register them
@@ -76,13 +78,15 @@ DOCUMENTS: dict[str, tuple[str, dict[str, str]]] = {
 }
 
 
-def one_run(path: str, key: str) -> dict[str, Any]:
+def one_run(path: str, key: str, n_secrets: int = 0) -> dict[str, Any]:
+    import secrets
+
     import anyio
     import structlog
 
     from tooldocs import render_module
     from toolindex import InMemoryIndex
-    from toolrun import OpenAPIProvider, ProviderBackend
+    from toolrun import OpenAPIProvider, ProviderBackend, register_secrets
     from toolrun._openapi_document import parse_document, read_file
     from toolrun._openapi_tools import build_tools
 
@@ -91,6 +95,7 @@ def one_run(path: str, key: str) -> dict[str, Any]:
     importlib.import_module("orjson")
     importlib.import_module("referencing.jsonschema")
     anyio.run(anyio.sleep, 0)
+    register_secrets(secrets.token_urlsafe(24) for _ in range(n_secrets))
     server, queries = DOCUMENTS.get(key, ("api", {}))
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(40))  # warnings off: some are expected
     index = InMemoryIndex()
@@ -168,7 +173,7 @@ def semantic_search(path: Path, key: str) -> dict[str, Any]:
     }
 
 
-def measure(document: Path, runs: int) -> dict[str, Any]:
+def measure(document: Path, runs: int, n_secrets: int = 0) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / document.name.removesuffix(".gz")
         data = gzip.decompress(document.read_bytes()) if document.suffix == ".gz" else document.read_bytes()
@@ -176,7 +181,7 @@ def measure(document: Path, runs: int) -> dict[str, Any]:
         results: list[dict[str, Any]] = []
         for _ in range(runs):
             proc = subprocess.run(
-                [sys.executable, __file__, "--one", str(path), "--key", document.name],
+                [sys.executable, __file__, "--one", str(path), "--key", document.name, "--secrets", str(n_secrets)],
                 capture_output=True,
                 text=True,
                 check=True,
@@ -188,6 +193,7 @@ def measure(document: Path, runs: int) -> dict[str, Any]:
         "document": str(document.relative_to(ROOT)) if document.is_relative_to(ROOT) else str(document),
         "document_bytes": len(data),
         "runs": runs,
+        "secrets": n_secrets,
         "register_s_all": [round(r["register_s"], 3) for r in results],
         **best,
         "target_s": TARGET_S,
@@ -200,7 +206,8 @@ def measure(document: Path, runs: int) -> dict[str, Any]:
 
 def table(r: dict[str, Any]) -> str:
     rows = [
-        f"OpenAPI → tools: {r['document']} ({r['document_bytes']:,} bytes, {r['operations']:,} operations)",
+        f"OpenAPI → tools: {r['document']} ({r['document_bytes']:,} bytes, {r['operations']:,} operations)"
+        + (f", {r['secrets']} secrets registered" if r["secrets"] else ""),
         f"{'step':<38}{'seconds':>10}",
         f"{'register (read+parse+build+index)':<38}{r['register_s']:>10.3f}",
         f"{'  read + parse':<38}{r['parse_s']:>10.3f}",
@@ -231,14 +238,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--document", type=Path, help="one OpenAPI document (.json, .yaml, .gz) instead of the vendored ones"
     )
+    parser.add_argument("--secrets", type=int, default=0, help="random secret values to register first (default 0)")
     parser.add_argument("--one", help=argparse.SUPPRESS)
     parser.add_argument("--key", default="", help=argparse.SUPPRESS)
     ns = parser.parse_args(argv)
     if ns.one:
-        print(json.dumps(one_run(ns.one, ns.key)))
+        print(json.dumps(one_run(ns.one, ns.key, ns.secrets)))
         return 0
     documents = [ns.document.resolve()] if ns.document else [DATA / name for name in DOCUMENTS]
-    results = [measure(document, ns.runs) for document in documents]
+    results = [measure(document, ns.runs, ns.secrets) for document in documents]
     print(json.dumps({"documents": results}, indent=2) if ns.json else "\n\n".join(map(table, results)))
     return 0
 

@@ -1,4 +1,4 @@
-"""Secrets never reach a caller through a successful result, on any path a result takes.
+"""Secrets never reach a caller through a result, on any path a result takes, nor through a tool's definition.
 
 Every kind of registered secret meets a real upstream that echoes it back in a successful result
 — as it is, percent-encoded in a link, base64-encoded alone and inside a ``Basic`` credential,
@@ -8,6 +8,11 @@ key and a header (the real service on 127.0.0.1), and a local tool whose value t
 registered. The result is then looked for in every place it goes: the value a snippet sees, what
 it prints, the trace, the stored result, the audit log, OpenTelemetry spans, log lines and error
 messages.
+
+The same upstreams also quote their credential in a tool's definition (description, title,
+schemas, annotations, ``_meta``; an OpenAPI document written for the key's holder): the definition
+is looked for in the index and its search, every discovery operation at a door and in a snippet,
+the type checker's stubs and its diagnostics, and the log.
 """
 
 from __future__ import annotations
@@ -49,6 +54,8 @@ HTTP_SECRET = "http/Hd+8w=Pn!2zk"  # an HTTP server's Authorization header
 API_SECRET = "api/Qk+3m=Rv!5yg"  # an OpenAPI entry's query key and X-API-Key header
 LOCAL_SECRET = "loc/Vt+6j=Wc!8ub"  # a value the host application registered
 SECRETS = (STDIO_SECRET, INHERITED_SECRET, HTTP_SECRET, API_SECRET, LOCAL_SECRET)
+# Words no tool uses, so a search for them finds a definition only by its secret.
+WORDY_SECRET = "quokka/Zephyr+8=Marigold!3"
 BUDGET = 400  # the run's value is larger: it is stored, and read back
 
 
@@ -73,8 +80,8 @@ def encodings(secret: str) -> dict[str, str]:
     return out
 
 
-def assert_clean(text: str, where: str) -> None:
-    for secret in SECRETS:
+def assert_clean(text: str, where: str, secrets: tuple[str, ...] = SECRETS) -> None:
+    for secret in secrets:
         for name, form in encodings(secret).items():
             assert form not in text, f"{where} shows {secret!r} {name} ({form!r})"
 
@@ -265,3 +272,111 @@ async def test_no_secret_reaches_a_caller_through_any_result_path(
     assert {s.name for s in finished} >= {"toolcode.execute", "toolcode.tool_call"}
     assert_clean("".join(s.to_json() for s in finished), "the OpenTelemetry spans")
     assert_clean(json.dumps(events, default=repr), "the log")
+
+
+DEFINITION_SECRETS = (WORDY_SECRET, HTTP_SECRET, API_SECRET)
+DEFINED = ("stdio:configure", "http:configure", "pets:weather")
+
+
+def personal_document(path: Path) -> Path:
+    """The test service's document as a portal writes it for the key's holder: the key in a summary and a default."""
+    text = OPENAPI_SPEC.read_text()
+    summary = "summary: The weather in a city (needs the API key as the appid query parameter and as X-API-Key)"
+    assert summary in text
+    text = text.replace(summary, f"summary: {json.dumps(f'The weather in a city (your key is {API_SECRET})')}")
+    city = "- {name: city, in: query, required: true, schema: {type: string}}"
+    assert city in text
+    text = text.replace(
+        city, f"- {{name: city, in: query, required: true, schema: {{type: string, default: {b64(API_SECRET)}}}}}"
+    )
+    path.write_text(text)
+    return path
+
+
+DEFINITION_SNIPPET = """
+docs = [describe_tool(t, level=level) for t in input for level in ('summary', 'schema', 'full')]
+found = search_tools('configure the client', detail='schema')
+print(docs, found)
+[docs, found, list_namespaces()]
+"""
+
+
+async def test_no_secret_reaches_a_caller_through_a_tool_definition(tmp_path: Path, leaky_http: RunningServer) -> None:
+    config = {
+        "mcpServers": {
+            "stdio": {"command": sys.executable, "args": [str(LEAKY)], "env": {"LEAKY_TOKEN": WORDY_SECRET}},
+            "http": {"url": leaky_http.url, "headers": {"Authorization": f"Bearer {HTTP_SECRET}"}},
+            "pets": {
+                "openapi": str(personal_document(tmp_path / "pets.yaml")),
+                "baseUrl": "http://127.0.0.1:9",  # never called here
+                "query": {"appid": API_SECRET},
+                "headers": {"X-API-Key": API_SECRET},
+            },
+        }
+    }
+    settings = Settings(state=StateSettings(dir=str(tmp_path / "state")), policy=PolicySettings(preset="allow-all"))
+    seen: dict[str, str] = {}
+    with log_events(lambda _event: False, anyio.Event()) as events:
+        async with Toolbox.from_config(config, settings=settings, strict=True) as box:
+            index, cm = box.index, box.codemode
+            tools = {t: index.get(t) for t in DEFINED}
+            seen["the index"] = json.dumps([t.model_dump(mode="json") for t in index.list_tools(limit=1000).tools])
+            seen["the index's search"] = json.dumps([h.model_dump(mode="json") for h in index.search("configure")])
+            seen["search_tools"] = (await cm.search_tools("configure the client", detail="schema")).model_dump_json()
+            seen["list_tools"] = (await cm.list_tools()).model_dump_json()
+            for level in ("summary", "schema", "full"):
+                seen[f"describe_tool {level}"] = (await cm.describe_tool(list(DEFINED), level)).model_dump_json()
+            seen["the stubs"] = "".join(
+                m.stub for ns in ("stdio", "http", "pets") if (m := box.services.modules.module(ns))
+            )
+            snippet = await cm.execute(DEFINITION_SNIPPET, input=list(DEFINED), options={"trace": "full"})
+            assert snippet.ok, snippet.error
+            seen["a snippet's discovery"] = snippet.model_dump_json()
+            # The type checker refuses a wrong argument, quoting the parameter's enum.
+            refused = await cm.execute("run_tool('stdio:configure', credential=7)")
+            assert not refused.ok
+            seen["a type check's diagnostics"] = refused.model_dump_json()
+            by_secret = index.search("quokka zephyr marigold")
+            by_words = [h.id for h in index.search("configures the client")]
+            stdio_backend = next(b for b in box.backends if getattr(b, "name", None) == "stdio")
+            seen["the backend's tools"] = json.dumps([t.model_dump(mode="json") for t in stdio_backend.tools.values()])
+    seen["the log"] = json.dumps(events, default=repr)
+
+    # The definitions are all there, and only the secrets in them are masked.
+    for tool_id in ("stdio:configure", "http:configure"):
+        tool = tools[tool_id]
+        assert tool.title == "Configure the client for ***"
+        assert tool.description == (
+            "Configures the client. Your credential is ***; the next page is "
+            'https://api.example.test/items?access=***; sample config {"token": "***"}; upstream auth Basic c3ZjO***.'
+        )
+        credential = tool.input_schema["properties"]["credential"]
+        assert credential == {
+            "type": "string",
+            "default": "***",
+            "enum": ["***", "anonymous"],
+            "examples": ["***"],
+            "description": "Defaults to ***.",
+        }
+        # In a regular expression the mask is a regex literal (``***`` is none: the tool would be unusable).
+        assert tool.input_schema["properties"]["mode"] == {"type": "string", "pattern": r"^(fast|\*\*\*)$"}
+        assert tool.output_schema is not None
+        assert tool.output_schema["properties"]["by_credential"] == {
+            "type": "object",
+            "properties": {"***": {"type": "string"}},
+            "required": ["***"],
+        }
+        assert tool.annotations == {"title": "configure ***", "readOnlyHint": True}
+        assert tool.meta == {"credential": "***", "credential_b64": "***"}
+    weather = tools["pets:weather"]
+    assert weather.title == "The weather in a city (your key is ***)"
+    assert weather.input_schema["properties"]["city"]["default"] == "***"
+    assert "appid" not in weather.input_schema["properties"]  # a configured query key is no argument
+    # Search reads the masked text: the secret's words find nothing, the definition's own words find it.
+    assert [h.id for h in by_secret if not h.weak] == []
+    assert "stdio:configure" in by_words
+    # The type checker reads the masked schema, and so does what it says.
+    assert 'credential: Literal["***", "anonymous"] = "***",' in seen["the stubs"]
+    assert refused.error is not None and '7 is not one of "***" or "anonymous"' in refused.error.message
+    for where, text in seen.items():
+        assert_clean(text, where, DEFINITION_SECRETS)

@@ -21,6 +21,7 @@ from toolrun import (
     ProviderBackend,
     ToolExecutionError,
     ToolTimeoutError,
+    register_secrets,
 )
 
 HANG_S = 60
@@ -194,3 +195,60 @@ async def test_closed_provider_backend_refuses_calls() -> None:
     await runner.aclose()
     with pytest.raises(BackendUnavailableError):
         await backend.call(BackendRef.of_provider("notes", tool="get"), index.get("notes:get"), {"key": "a"})
+
+
+SECRET = "prov/Ky+4s=Tq!9wd"
+
+
+class CatalogProvider:
+    """A remote catalog whose definitions quote the key it is reached with (as a key holder's catalog does)."""
+
+    def __init__(self) -> None:
+        self.plain = Tool(name="ping", namespace="cat", description="Answers pong.")
+        self.quoting = Tool(name="whoami", namespace="cat", description="Who holds the key.", meta={"key": SECRET})
+
+    async def list_tools(self) -> Sequence[Tool | Mapping[str, Any]]:
+        return [
+            self.plain,
+            self.quoting,
+            {
+                "name": "search",
+                "description": f"Searches with key {SECRET}.",
+                "inputSchema": {
+                    "type": "object",
+                    "properties": {"key": {"type": "string", "pattern": f"^({SECRET}|public)$", "default": SECRET}},
+                },
+            },
+            {"name": f"key_{SECRET}", "description": "A name that quotes the key."},
+        ]
+
+    async def call_tool(self, name: str, args: Mapping[str, Any]) -> Any:
+        return {"tool": name, "args": dict(args)}
+
+
+@pytest.mark.anyio
+async def test_attach_masks_registered_secrets_in_listed_definitions() -> None:
+    register_secrets([SECRET])
+    provider = CatalogProvider()
+    backend = ProviderBackend("cat", provider)
+    index = InMemoryIndex()
+    tools = {t.name: t for t in await backend.attach(index)}
+
+    assert tools["ping"] is provider.plain  # a definition without a secret is registered as it is
+    assert tools["whoami"].meta == {"key": "***"}
+    search = index.get("cat:search")
+    assert search.description == "Searches with key ***."
+    # In a regular expression the mask is a regex literal: the schema still compiles, and runs.
+    assert search.input_schema["properties"]["key"] == {
+        "type": "string",
+        "pattern": r"^(\*\*\*|public)$",
+        "default": "***",
+    }
+    async with DefaultRunner(index, [backend]) as runner:
+        assert (await runner.run("cat:search", {"key": "public"})).value == {
+            "tool": "search",
+            "args": {"key": "public"},
+        }
+    # A name that quotes the key cannot be masked and stay a name: the tool is skipped, saying so without the key.
+    assert list(backend.skipped) == ["key_***"]
+    assert SECRET not in repr(backend.skipped) and SECRET not in repr(index.list_tools().tools)

@@ -10,7 +10,11 @@ Tools:
   pagination link, base64-encoded alone and inside ``Basic base64("svc:" + credential)``, and as
   a key, in structured content, in a text block and in an embedded resource (text and URI);
   it also prints the base64 form to stderr;
-- ``fail()``: an ``isError`` result whose text carries the base64 form.
+- ``fail()``: an ``isError`` result whose text carries the base64 form;
+- ``configure(credential, mode)``: a tool whose definition quotes the credential in every field
+  a definition has (description, title, input and output schema: ``default``, ``enum``,
+  ``examples``, ``const``, ``pattern``, a property name; annotations, ``_meta``), as it is,
+  percent-encoded, JSON-escaped and base64-encoded, as wrappers that document "your" key do.
 """
 
 from __future__ import annotations
@@ -41,6 +45,42 @@ def _b64(text: str) -> str:
     return base64.b64encode(text.encode()).decode()
 
 
+def _configure(cred: str) -> types.Tool:
+    """A tool whose definition quotes ``cred`` everywhere a definition can."""
+    escaped = json.dumps({"token": cred}).replace("/", "\\/")  # as a JSON encoder that escapes "/" writes it
+    return types.Tool(
+        name="configure",
+        title=f"Configure the client for {cred}",
+        description=(
+            f"Configures the client. Your credential is {cred}; the next page is "
+            f"https://api.example.test/items?access={quote(cred, safe='')}; sample config {escaped}; "
+            f"upstream auth Basic {_b64('svc:' + cred)}."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "credential": {
+                    "type": "string",
+                    "default": cred,
+                    "enum": [cred, "anonymous"],
+                    "examples": [_b64(cred)],
+                    "description": f"Defaults to {cred}.",
+                },
+                "mode": {"type": "string", "pattern": f"^(fast|{cred})$"},
+            },
+        },
+        output_schema={
+            "type": "object",
+            "properties": {
+                "token": {"const": cred},
+                "by_credential": {"type": "object", "properties": {cred: {"type": "string"}}, "required": [cred]},
+            },
+        },
+        annotations=types.ToolAnnotations(title=f"configure {cred}", read_only_hint=True),
+        meta={"credential": cred, "credential_b64": _b64(cred)},
+    )
+
+
 def _credential(ctx: ServerRequestContext[Any]) -> str:
     headers = getattr(ctx.request, "headers", None)
     if headers is not None:
@@ -51,7 +91,7 @@ def _credential(ctx: ServerRequestContext[Any]) -> str:
 async def list_tools(
     ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
 ) -> types.ListToolsResult:
-    return types.ListToolsResult(tools=TOOLS)
+    return types.ListToolsResult(tools=[*TOOLS, _configure(_credential(ctx))])
 
 
 async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:

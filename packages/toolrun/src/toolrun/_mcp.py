@@ -31,6 +31,7 @@ from toolindex.log import get_logger
 from toolrun._child_env import child_env
 from toolrun._compat_mcp import TransportStreams, is_closed
 from toolrun._config import HttpServerConfig, ServerConfig, StdioServerConfig, check_server_name
+from toolrun._definitions import masked_definitions
 from toolrun._mcp_reader import (
     MALFORMED,
     TOO_LARGE,
@@ -203,7 +204,9 @@ class MCPBackend:
     ``tools/list_changed``. A malformed tool is skipped with a logged reason (see
     :attr:`skipped`); the rest of the server stays usable. Checking the listed tools runs in
     a worker thread and registering them in slices, so a huge catalog does not stall the
-    event loop; change storms are re-listed at most once a second.
+    event loop; change storms are re-listed at most once a second. Every registered secret
+    (see :func:`~toolrun.register_secrets`) a definition quotes is masked (``***``) before the
+    tool is checked or indexed, as in results: a tool whose name would change is skipped.
 
     A stdio server's stderr is logged (``mcp.stderr``, redacted and rate-limited) and quoted
     in errors only when its config sets ``exposeStderr``.
@@ -765,6 +768,7 @@ class MCPBackend:
 @dataclass(frozen=True, slots=True)
 class _Verdict:
     raw: Any
+    """The definition as checked (masked)."""
     modern: bool
     outcome: Tool | str
     """The tool, or why it was skipped."""
@@ -805,17 +809,21 @@ def _plan_listing(
     skipped: dict[str, str] = {}
     usable: list[dict[str, Any]] = []
     fresh: dict[str, _Verdict] = {}
-    for i, raw in enumerate(raw_tools):
-        name = cast(dict[str, Any], raw).get("name") if isinstance(raw, dict) else None
+    # Search, docs, stubs and digests all read the index: a secret is masked here, before a
+    # definition is checked, compared or indexed. The wire form (``raw``) is what travels back to
+    # this server (its ``Mcp-Param-*`` headers).
+    shown = masked_definitions(raw_tools)
+    for i, (raw, entry) in enumerate(zip(raw_tools, shown, strict=True)):
+        name = cast(dict[str, Any], entry).get("name") if isinstance(entry, dict) else None
         label = name[:128] if isinstance(name, str) and name else f"#{i}"
         seen = verdicts.get(label)
-        if seen is not None and seen.modern == modern and seen.raw == raw:
+        if seen is not None and seen.modern == modern and seen.raw == entry:
             outcome = seen.outcome
         else:
-            outcome = _check_tool(raw, server, modern)
+            outcome = _check_tool(entry, server, modern)
             # Hand the GIL over between tools: the event loop waits for it to serve other calls.
             time.sleep(0)
-        fresh.setdefault(label, _Verdict(raw, modern, outcome))
+        fresh.setdefault(label, _Verdict(entry, modern, outcome))
         if isinstance(outcome, str):
             skipped[label] = outcome
         elif outcome.name in tools:

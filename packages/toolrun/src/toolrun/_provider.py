@@ -11,7 +11,9 @@ from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from toolindex import BackendKind, BackendRef, Index, InvalidToolError, Tool
 from toolindex.log import get_logger
+from toolrun._definitions import masked_listing
 from toolrun._gc import collector_paused
+from toolrun._redact import mask_secrets
 from toolrun._types import BackendResult, ProgressCallback
 from toolrun.exceptions import (
     BackendUnavailableError,
@@ -62,7 +64,9 @@ class ProviderBackend:
 
     Tools are registered under ``namespace`` (default: the provider id) with
     ``BackendRef.of_provider(provider_id, tool=<provider's name>)``. A malformed tool is
-    skipped with a logged reason; the provider's other tools stay usable.
+    skipped with a logged reason; the provider's other tools stay usable. Every registered
+    secret (see :func:`~toolrun.register_secrets`) a definition quotes is masked (``***``)
+    before the tool is registered, as in results: a tool whose name would change is skipped.
     """
 
     def __init__(self, provider_id: str, provider: Provider, *, namespace: str | None = None) -> None:
@@ -122,8 +126,10 @@ class ProviderBackend:
         with collector_paused(len(listed) >= _GC_PAUSE_TOOLS):
             items: list[tuple[Tool, BackendRef]] = []
             self.skipped = {}
-            for entry in listed:
+            for entry in masked_listing(listed):
                 try:
+                    if isinstance(entry, InvalidToolError):
+                        raise entry
                     if isinstance(entry, Tool):
                         tool = (
                             entry
@@ -133,7 +139,7 @@ class ProviderBackend:
                     else:
                         tool = Tool.from_mcp(entry, namespace=self.namespace)
                 except InvalidToolError as e:
-                    name = str(entry.get("name", "?")) if isinstance(entry, Mapping) else "?"
+                    name = mask_secrets(str(entry.get("name", "?"))) if isinstance(entry, Mapping) else "?"
                     self.skipped[name] = str(e)
                     _log.warning("provider.tool_skipped", provider=self.provider_id, tool=name, reason=str(e))
                     continue

@@ -10,7 +10,8 @@ Values shorter than :data:`MIN_SECRET_LENGTH` characters are not registered (``"
 
 - :func:`mask_secrets` replaces the registered values — as they are, percent-encoded,
   JSON-escaped or base64-encoded — in text or anywhere inside a structured value. The runner
-  applies it to every successful result, so what a tool returns never shows them.
+  applies it to every successful result, so what a tool returns never shows them, and the MCP
+  and provider backends to every tool definition they list (:mod:`toolrun._definitions`).
 - :func:`redact` does the same in text and also removes what looks like a credential: the user
   information of URLs (``https://user:pass@host`` → ``https://***@host``) and the values of
   parameters whose names look secret (``api_key=…``, ``"password": "…"``, ``Authorization: …``,
