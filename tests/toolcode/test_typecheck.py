@@ -584,6 +584,26 @@ async def test_ty_is_asked_only_where_it_could_find_something_and_once_per_snipp
         await checker.aclose()
 
 
+async def test_a_fixed_length_array_is_used_as_the_list_it_is() -> None:
+    # An array with ``prefixItems`` and no more items is a tuple in the stub, and a list at run time.
+    from toolindex import BackendRef, Tool
+
+    index = InMemoryIndex()
+    pair = {"type": "array", "prefixItems": [{"type": "number"}, {"type": "number"}], "items": False}
+    out = {"type": "object", "properties": {"at": pair}, "required": ["at"]}
+    tool = Tool.validated(name="point", namespace="geo", input_schema={"type": "object"}, output_schema=out)
+    index.register(tool, BackendRef.of_provider("p", tool="point"))
+    checker = TypeChecker(ToolModules(index))
+    view = CatalogView(index, None)
+    try:
+        code = "from tools import geo\np = geo.point()['at']\np.append(3.0)\np.sort()\nlen(p)"
+        assert await checker.check(code, view) == []
+        [found] = await checker.check("from tools import geo\ngeo.point()['at'].uper()", view)
+        assert "uper" in found.message  # what neither a list nor a tuple has is still refused
+    finally:
+        await checker.aclose()
+
+
 async def test_a_kept_answer_is_for_the_same_view_only() -> None:
     index = await _one_int_tool()
     checker = TypeChecker(ToolModules(index))

@@ -180,21 +180,28 @@ def _outermost(tree: ast.Module, positions: Positions) -> dict[tuple[int, int], 
 
 
 _DICT_METHODS: Final = frozenset(m for m in dir(dict) if not m.startswith("_"))
+_LIST_ONLY_METHODS: Final = frozenset(m for m in dir(list) if not m.startswith("_")) - frozenset(dir(tuple))
 _BUILTIN_TYPES: Final = re.compile(r"^(str|int|float|bool|bytes|None|list|tuple|set|frozenset|Literal)\b")
 
 
-def _dict_method_of_result(message: str, classes: set[str]) -> bool:
-    """Whether an attribute finding is about the snippet's own class, or a ``dict`` method on a result.
+def _has_at_run_time(message: str, classes: set[str]) -> bool:
+    """Whether the value an attribute finding is about has the attribute at run time after all.
 
-    A result is a plain dict at run time: ``t.clear()`` and ``t.popitem()`` work, though ``ty``'s
-    ``TypedDict`` has neither.
+    The snippet's own class (attributes are set on instances); a ``dict`` method on a result (a
+    plain dict at run time, though ``ty``'s ``TypedDict`` lacks ``clear`` and ``popitem``); a
+    ``list`` method on a ``tuple`` (a fixed-length array in a schema, ``asyncio.gather(...)``:
+    lists in the sandbox).
     """
     named = _TYPE.findall(message)
     if classes.intersection(named):
         return True
     attribute = next((t for t in named if _is_name_quoted(t, message)), None)
     types = [t for t in named if t != attribute]
-    return attribute in _DICT_METHODS and bool(types) and not any(_BUILTIN_TYPES.match(t) for t in types)
+    if not types:
+        return False
+    if attribute in _LIST_ONLY_METHODS and all(t.startswith("tuple[") for t in types):
+        return True
+    return attribute in _DICT_METHODS and not any(_BUILTIN_TYPES.match(t) for t in types)
 
 
 def kept(
@@ -229,8 +236,8 @@ def kept(
             raised = _subscript_certain(rule, message, read.get(at, ()), declared)
         if raised is not None and rule != "invalid-key" and loosely_typed(starts.get(at), written, loose):
             raised = None  # the value there may not have the type ``ty`` gives it
-        if raised is not None and rule == "unresolved-attribute" and _dict_method_of_result(message, classes):
-            raised = None  # an attribute set on the snippet's own class, or a dict method a result has
+        if raised is not None and rule == "unresolved-attribute" and _has_at_run_time(message, classes):
+            raised = None  # see _has_at_run_time
         if raised is not None:
             out.append(Diagnostic(at[0], at[1], message, rule, ErrorCode.RUNTIME_ERROR, raised))
     return out
