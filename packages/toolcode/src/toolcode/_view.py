@@ -64,7 +64,7 @@ class CatalogView:
             another caller's private snippet saved during a run).
     """
 
-    __slots__ = ("_allowed", "_hidden_now", "_unavailable", "index")
+    __slots__ = ("_allowed", "_fixed", "_live", "_unavailable", "index")
 
     def __init__(
         self,
@@ -76,17 +76,17 @@ class CatalogView:
         self.index = index
         self._allowed = frozenset(allowed_namespaces) if allowed_namespaces is not None else None
         self._unavailable: Mapping[str, str] = unavailable if unavailable is not None else {}
-        fixed = hidden if not callable(hidden) else None
-        self._hidden_now: Callable[[], Set[str]] = hidden if callable(hidden) else lambda: fixed or frozenset()
+        self._live: Callable[[], Set[str]] | None = hidden if callable(hidden) else None
+        self._fixed: Set[str] = frozenset() if callable(hidden) else hidden
 
     @property
     def _hidden(self) -> Set[str]:
-        return self._hidden_now()
+        return self._fixed if self._live is None else self._live()
 
     @property
     def filtered(self) -> bool:
         """Whether some registered tool is out of sight (an id must then be resolved through :meth:`get`)."""
-        return self._allowed is not None or bool(self._hidden_now())
+        return self._allowed is not None or bool(self._fixed if self._live is None else self._live())
 
     def key(self) -> tuple[object, ...]:
         """What tells this view's answers apart from another's over the same catalog version."""
