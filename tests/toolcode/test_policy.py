@@ -152,7 +152,7 @@ class _Unreached(Layer):
 @pytest.mark.anyio
 async def test_the_gate_asks_denies_and_remembers_decisions(view: CatalogView) -> None:
     gate = _checkpoint(view)
-    assert [v.decision for v in gate.check([("fs:read_file", {}), ("fs:touch", {})])] == ["allow", "allow"]
+    assert [v.decision for v in gate.check([("fs:read_file", {}), ("fs:touch", {})]).values()] == ["allow", "allow"]
     with pytest.raises(ApprovalNeeded) as asked:
         gate.check([("fs:read_file", {}), ("fs:delete_file", {"path": "a"})])
     assert [p.tool_id for p in asked.value.pending] == ["fs:delete_file"]
@@ -171,7 +171,7 @@ async def test_the_gate_asks_denies_and_remembers_decisions(view: CatalogView) -
         await Gate(_Unreached(None), _checkpoint(view), cannot_pause).call(Call("fs:delete_file", {}))
     assert refused.value.code == ErrorCode.NOT_ALLOWED
     # Unknown tools are left to the call itself (which reports them with suggestions).
-    assert gate.check([("fs:nope", {})]) == []
+    assert gate.check([("fs:nope", {})]) == {}
 
 
 def test_a_paused_run_round_trips_through_its_encoding() -> None:

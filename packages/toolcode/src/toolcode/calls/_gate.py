@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from toolcode._types import CallPaused
 from toolcode.calls._layer import Call, Layer
-from toolcode.calls._policy import ApprovalNeeded, Asker, Checkpoint, PendingCall
+from toolcode.calls._policy import ApprovalNeeded, Asker, Checkpoint, PendingCall, Verdict
 from toolcode.exceptions import ErrorCode, ToolError
 from toolrun import RunResult
 
@@ -78,15 +78,15 @@ class Gate(Layer):
         super().__init__(inner)
         self._checkpoint = checkpoint
         self._decide = decide
-        self._planned: set[Call] = set()
-        """Calls judged with a plan and not yet made (the calls themselves: an id could be reused)."""
+        self._planned: dict[Call, Verdict | None] = {}
+        """Calls judged with a plan and not yet made, with their verdicts (keyed by the calls
+        themselves: an id could be reused)."""
 
-    async def _judge(self, calls: Sequence[Call]) -> None:
+    async def _judge(self, calls: Sequence[Call]) -> dict[str, Verdict]:
         judged = [(c.tool_id, c.args) for c in calls]
         for _ in range(_ASK_AT_MOST):
             try:
-                self._checkpoint.check(judged)
-                return
+                return self._checkpoint.check(judged)
             except ApprovalNeeded as e:
                 # A person decides; what changed meanwhile (a snippet saved anew, a definition) has
                 # another digest, which their decision does not cover: they are asked again.
@@ -97,17 +97,18 @@ class Gate(Layer):
         )
 
     async def plan(self, calls: Sequence[Call]) -> None:
-        await self._judge(calls)
-        self._planned.update(calls)
+        verdicts = await self._judge(calls)
+        self._planned.update((c, verdicts.get(c.tool_id)) for c in calls)
         await self.inner.plan(calls)
 
     async def call(self, call: Call) -> RunResult:
-        planned = self._planned
+        planned, verdict = self._planned, None
         if planned and (key := call.planned or call) in planned:
-            planned.discard(key)
+            verdict = planned.pop(key)
         elif not self._checkpoint.allowed(call.tool_id):
-            await self._judge((call,))
+            verdict = (await self._judge((call,))).get(call.tool_id)
         if not call.tool_id.startswith(_SNIPPETS_PREFIX):
             return await self.inner.call(call)
-        with self._checkpoint.scope(call.tool_id):  # a saved snippet: what it names goes with it
+        # A saved snippet: what it names goes with it, and only the code judged runs.
+        with self._checkpoint.scope(call.tool_id, verdict):
             return await self.inner.call(call)

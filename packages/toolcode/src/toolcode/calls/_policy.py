@@ -106,8 +106,8 @@ class Verdict:
     code_digest: str = ""
     """For a saved snippet: the digest of the code that was judged (only that code runs under it)."""
     snippets: tuple[tuple[str, str], ...] = ()
-    """For a saved snippet: the snippets it names (through others too), with the digest of the code
-    judged for each (only that code runs under this verdict)."""
+    """For a saved snippet: itself and the snippets it names (through others too), with the digest
+    of the code judged for each (only that code runs under this verdict, however deep)."""
 
 
 def literal_tool_ids(code: str, modules: ToolModules | None, known: Callable[[str], bool]) -> tuple[list[str], bool]:
@@ -317,7 +317,6 @@ class Policy:
             reason = f"it calls {', '.join(strict)}: {reason}"
         if dynamic and _DECISION_RANK["ask"] > _DECISION_RANK[decision] and tier != "read":
             reason += "; it also computes tool ids, each judged when called"
-        del snippets[tool.id]
         return Verdict(
             tool.id,
             tier,
@@ -449,8 +448,8 @@ class Checkpoint:
         self.approvals = approvals if approvals is not None else Approvals()
         self._allowed: dict[str, tuple[Any, Verdict]] = {}
 
-    def check(self, calls: Iterable[tuple[str, Mapping[str, Any]]]) -> list[Verdict]:
-        """Judge calls about to be made together; returns their verdicts if all may go.
+    def check(self, calls: Iterable[tuple[str, Mapping[str, Any]]]) -> dict[str, Verdict]:
+        """Judge calls about to be made together; returns their verdicts (by the id as given) if all may go.
 
         Raises:
             ToolError: ``not_allowed`` (denied, quarantined, or asked about inside a saved
@@ -460,7 +459,7 @@ class Checkpoint:
         """
         version = getattr(self.view.index, "version", None)
         calls = list(calls) if not isinstance(calls, list) else calls
-        verdicts: list[Verdict] = []
+        verdicts: dict[str, Verdict] = {}
         pending: list[PendingCall] = []
         pending_keys: list[str] = []
         scope = _scope.get()
@@ -486,7 +485,7 @@ class Checkpoint:
                     tool.id, f"the policy denies it ({v.reason})", "not_allowed", code=ErrorCode.NOT_ALLOWED
                 )
             if v.decision == "allow":
-                verdicts.append(v)
+                verdicts[tool_id] = v
                 if version is not None and tool_id == tool.id and tool.namespace != SNIPPETS_NAMESPACE:
                     if len(self._allowed) > 4096:
                         self._allowed.clear()
@@ -498,12 +497,12 @@ class Checkpoint:
                 self.approvals.denied.remove(key)
                 raise ToolError(tool.id, "a person denied this call", "not_allowed", code=ErrorCode.APPROVAL_DENIED)
             if self.approvals.tools.get(tool.id) == v.digest or (scope is not None and tool.id in scope):
-                verdicts.append(v)
+                verdicts[tool_id] = v
                 continue
             approved = call_key(tool.id, args, v.digest)
             if approved in self.approvals.once:
                 pending_keys.append(approved)
-                verdicts.append(v)
+                verdicts[tool_id] = v
                 continue
             pending.append(PendingCall(tool.id, dict(args), v.tier, v.reason, v.digest))
         if pending:
@@ -541,18 +540,20 @@ class Checkpoint:
         for p in pending:
             self.audit.add(p.tool_id, p.tier, decision, by)
 
-    def scope(self, tool_id: str) -> AbstractContextManager[None]:
-        """Around a call that passed :meth:`check`: a saved snippet runs with what it names approved.
+    def scope(self, tool_id: str, judged: Verdict | None) -> AbstractContextManager[None]:
+        """Around a call that passed :meth:`check` (``judged``: its verdict then).
 
-        A snippet called inside another's run runs only with the code judged with that one.
+        A saved snippet runs with what it names approved, and only with the code judged: then, or
+        with the snippet whose run calls it.
         """
         if not tool_id.startswith(_SNIPPETS_PREFIX):
             return nullcontext()
-        try:
-            tool = self.view.get(tool_id)
-        except (ToolIndexError, ToolError):
-            return nullcontext()
-        return _within(self.policy.verdict(tool, self.view), _scope.get())
+        if judged is None:  # not judged here: judged now (its code as it is)
+            try:
+                judged = self.policy.verdict(self.view.get(tool_id), self.view)
+            except (ToolIndexError, ToolError):
+                return nullcontext()
+        return _within(judged, _scope.get())
 
 
 @contextmanager
