@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import pytest
@@ -112,3 +113,24 @@ def test_describe_parse_error() -> None:
 )
 def test_the_id_of_a_reply_is_found_at_its_end(tail: str, expected: int | str | None) -> None:
     assert request_id_at_end(tail) == expected
+
+
+def test_the_id_search_takes_time_in_proportion_to_the_text() -> None:
+    # A broken message that is one long string full of escaped quotes: each quote must not start
+    # another scan to the end (15 s for 64 KiB when it did). Compared with itself on a text 8 times
+    # shorter, in CPU time, so a busy machine does not matter.
+    from toolrun._mcp_reader import find_request_id
+
+    def cost(n: int) -> float:
+        text = '{"jsonrpc": "2.0", "result": {"x": "' + '\\"' * n
+        start = time.process_time()
+        for _ in range(50):
+            assert find_request_id(text) is None
+        return time.process_time() - start
+
+    cost(100)
+    small, large = cost(2_000), cost(16_000)
+    assert large < 24 * max(small, 1e-4), (small, large)  # 8x the text: about 8x, never 64x
+    assert find_request_id('{"jsonrpc": "2.0", "id": 7, "result": {"x": "a\\"b"}}') == 7
+    assert find_request_id('{"result": {"x": "\\"", "id": 3}, "id": "r-1"}') == "r-1"
+    assert find_request_id('{"id": 5, "result": "cut short \\') == 5

@@ -65,7 +65,9 @@ TOO_LARGE = "toolrun:reply-too-large"
 
 _CUT = "\u0000toolrun:cut"
 _CUT_JSON = json.dumps(_CUT)
-_TOKENS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
+_TOKENS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*(?:(")|\\?\Z)|[\[\]{}]')
+"""A string (group 1 is its closing quote; a string cut short runs to the end, so that no quote
+inside it starts another scan) or a bracket."""
 _ID_VALUE = re.compile(r'\s*:\s*(-?\d+|"[^"\\]*(?:\\.[^"\\]*)*")')
 # Bigger texts are mended in a worker thread: the scan is a Python loop over tokens.
 _INLINE_CHARS = 256 * 1024
@@ -132,6 +134,8 @@ def find_request_id(text: str) -> int | str | None:
             if depth <= 0:
                 return None
             continue
+        if m.group(1) is None:
+            return None  # the text ends inside this string
         if depth == 1 and tok == '"id"' and (v := _ID_VALUE.match(text, m.end())) is not None:
             value: Any = json.loads(v.group(1))
             return cast(int | str, value)
