@@ -168,8 +168,9 @@ def test_the_chain_schema_names_the_tool_under_either_key() -> None:
         {"value": "{{big}}" * 3000},  # a reference written into text, many times
         {"value": ["{{big}}"] * 3000},  # the value itself, many times
         {"value": {"a": "{{big}}", "b": ["{{big}} {{big}}"] * 1500}},
+        {"value": "{{empty}}" * 350_000},  # nothing filled in, but a lookup each: counted too
     ],
-    ids=["text", "values", "mixed"],
+    ids=["text", "values", "mixed", "many"],
 )
 async def test_references_filled_in_are_bounded_before_they_are_built(args: dict[str, Any]) -> None:
     # A 1 MB result referred to 3,000 times would be 3 GB of arguments: refused while filling in,
@@ -178,6 +179,7 @@ async def test_references_filled_in_are_bounded_before_they_are_built(args: dict
 
     steps: list[dict[str, Any]] = [
         {"id": "big", "tool": "memo:blob", "args": {"n": 1_000_000}},
+        {"id": "empty", "tool": "memo:blob", "args": {"n": 0}},
         {"tool": "memo:echo", "args": args},
     ]
     async with _box() as box:
@@ -187,6 +189,6 @@ async def test_references_filled_in_are_bounded_before_they_are_built(args: dict
             _, peak = tracemalloc.get_traced_memory()
         finally:
             tracemalloc.stop()
-    error = out.steps[1].error
-    assert error is not None and "larger than 4,194,304 characters" in error.message, out.steps[1]
+    error = out.steps[2].error
+    assert error is not None and "larger than 4,194,304 characters" in error.message, out.steps[2]
     assert peak < 64 * 1024 * 1024, f"{peak:,} bytes at the peak"

@@ -27,6 +27,8 @@ __all__ = ["CHAIN_SCHEMA", "ChainStep", "ChainStepSpec", "one_tool_key", "parse_
 
 _MAX_FILLED: Final = DEFAULT_ARGUMENT_LIMITS.max_size
 """Most characters that references written into text may fill in (the runner's bound on arguments)."""
+_MAX_REFERENCES: Final = 10_000
+"""Most references one step's arguments may fill in (each is a lookup on the event loop)."""
 _REF: Final = re.compile(r"\{\{\s*([^{}\s]{1,300})\s*\}\}")
 _STEP_ID: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
 _STEP_KEYS: Final = frozenset({"tool_id", "tool", "args", "id", "use_previous", "on_error"})
@@ -301,16 +303,23 @@ def resolve_args(step: ChainStep, done: Sequence[tuple[bool, Any]], ids: Mapping
     """The step's arguments with every reference replaced (``done``: (ok, value) of each earlier step).
 
     References written into text are filled in within the arguments' size bound (a result
-    referred to many times is not copied past it); a reference that is a whole value is that value.
+    referred to many times is not copied past it), at most :data:`_MAX_REFERENCES` of them; a
+    reference that is a whole value is that value.
 
     Raises:
         ToolError: ``invalid_reference``, with the path tried and the shape of what it looked into;
             ``validate_input`` when the text filled in would be larger than the arguments may be.
     """
-    room = [_MAX_FILLED]
+    room = [_MAX_FILLED, _MAX_REFERENCES]
+
+    def lookup(ref: str) -> Any:
+        room[1] -= 1
+        if room[1] < 0:
+            raise _TooLarge
+        return _lookup(ref, done, ids)
 
     def text(m: re.Match[str]) -> str:
-        got = _lookup(m.group(1), done, ids)
+        got = lookup(m.group(1))
         out = got if isinstance(got, str) else json.dumps(got, ensure_ascii=False, default=str)
         room[0] -= len(out)
         if room[0] < 0:
@@ -322,7 +331,7 @@ def resolve_args(step: ChainStep, done: Sequence[tuple[bool, Any]], ids: Mapping
             if "{{" not in v:
                 return v
             whole = _REF.fullmatch(v.strip())
-            return _lookup(whole.group(1), done, ids) if whole is not None else _REF.sub(text, v)
+            return lookup(whole.group(1)) if whole is not None else _REF.sub(text, v)
         if (m := as_mapping(v)) is not None:
             return {k: sub(x) for k, x in m.items()}
         if (seq := as_list(v)) is not None:
@@ -336,8 +345,8 @@ def resolve_args(step: ChainStep, done: Sequence[tuple[bool, Any]], ids: Mapping
     except _TooLarge:
         raise ToolError(
             step.tool_id,
-            f"the arguments with their references filled in are larger than {_MAX_FILLED:,} characters of JSON: "
-            "refer to less, or to a smaller part of the result",
+            f"the arguments with their references filled in are larger than {_MAX_FILLED:,} characters of JSON, "
+            f"or refer more than {_MAX_REFERENCES:,} times: refer to less, or to a smaller part of the result",
             "validate_input",
             code=ErrorCode.INVALID_ARGUMENTS,
         ) from None
