@@ -122,6 +122,8 @@ def test_infer_shape() -> None:
         "https://example.com/a",
         "a3f9c2e81b7d4f60",
         "/home/user",
+        "sk_live_4eC39HqLyjWDarjtT1zdp7dc",
+        "AKIAIOSFODNN7EXAMPLE",
     ],
 )
 def test_keys_that_are_data_make_a_mapping_not_fields(key: str) -> None:
@@ -133,7 +135,18 @@ def test_keys_that_are_data_make_a_mapping_not_fields(key: str) -> None:
         "type": "object",
         "additionalProperties": {"type": "object", "properties": {"plan": {"type": "string"}}, "required": ["plan"]},
     }
-    fields = ["id", "createdAt", "user_name", "x-rate-limit", "@type", "$ref", "_links", "v2"]
+    fields = [
+        "id",
+        "createdAt",
+        "user_name",
+        "x-rate-limit",
+        "@type",
+        "$ref",
+        "_links",
+        "v2",
+        "oauth2_token_url",
+        "MAX_RETRIES",
+    ]
     assert sorted(infer_shape({k: 1 for k in fields})["properties"]) == sorted(fields)
 
 

@@ -70,7 +70,26 @@ def _field(key: str) -> bool:
 
     Learned shapes are shown to everyone who describes a tool: only field names are learned as such.
     """
-    return _FIELD.fullmatch(key) is not None and not (len(key) >= 12 and _ID_LIKE.match(key))
+    if _FIELD.fullmatch(key) is None or (len(key) >= 12 and _ID_LIKE.match(key)):
+        return False
+    return not any(_token_like(part) for part in _PARTS.split(key))
+
+
+_PARTS = re.compile(r"[_-]")
+
+
+def _token_like(part: str) -> bool:
+    """Whether a part of a key reads as a token or a credential.
+
+    Long, with letters and digits mixed (``4eC39HqLyjWDarjtT1zdp7dc``), or long capitals and
+    digits (``AKIAIOSFODNN7EXAMPLE``).
+    """
+    if len(part) < 10:
+        return False
+    digits = sum(c.isdigit() for c in part)
+    if digits >= 2 and len(part) - digits >= 2:
+        return True
+    return len(part) >= 16 and part.isupper()
 
 
 # Parts of a value inference may read, per part a shape may hold: items of a list share one
