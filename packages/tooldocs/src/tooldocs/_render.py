@@ -1070,10 +1070,12 @@ def _render_signature(
             r.warn("/properties", f"a parameter name has {len(wire):,} characters (at most {MAX_KEY})", "not shown")
             omitted += 1
             continue
+        was_spent = r.spent
         ann = r.type_of(sub, f"/properties/{wire}", (prefix, wire), 1)
         # What a row can hold: name, type, default, comment and punctuation.
         row = len(wire) + len(ann) + options.max_default + max(options.descriptions, 40) + 16
-        if r.spent or not r.emit(f"/properties/{wire}", row):
+        # A parameter whose own type spent the budget is kept: what did not fit is already a stand-in.
+        if was_spent or not (r.spent or r.emit(f"/properties/{wire}", row)):
             omitted += len(entries) - i
             break
         shown.append((wire, sub, req, ann))
