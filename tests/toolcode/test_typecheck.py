@@ -17,7 +17,7 @@ from toolcode._typecheck import TypeChecker
 from toolcode._view import CatalogView
 from toolcode.demo import demo_backends
 from toolindex import InMemoryIndex
-from toolrun import LocalBackend
+from toolrun import LocalBackend, ProviderBackend
 
 pytestmark = pytest.mark.anyio
 
@@ -644,3 +644,66 @@ async def test_a_ty_session_whose_worker_ended_is_replaced() -> None:
         assert checker._ty._small.warm is not ended  # pyright: ignore[reportPrivateUsage]
     finally:
         await checker.aclose()
+
+
+_PET = {"type": "object", "properties": {"id": {"type": "integer"}, "name": {"type": "string"}}, "required": ["id"]}
+_DEFS = {
+    "Pet": _PET,
+    "Dog": {"allOf": [{"$ref": "#/$defs/Pet"}, {"type": "object", "properties": {"breed": {"type": "string"}}}]},
+    "Puppy": {"allOf": [{"$ref": "#/$defs/Dog"}, {"type": "object", "properties": {"age": {"type": "integer"}}}]},
+    "Open": {"type": "object", "properties": {"id": {"type": "string"}}, "additionalProperties": True},
+}
+# Tool → (output schema, result): each result has a key the schema admits beyond the first place it looks.
+_WIDE: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
+    "chain": ({"$defs": _DEFS, "$ref": "#/$defs/Puppy"}, {"id": 1, "breed": "lab", "age": 9}),
+    "root_all_of": (
+        {"$defs": _DEFS, "allOf": [{"$ref": "#/$defs/Pet"}, {"properties": {"age": {"type": "integer"}}}]},
+        {"id": 1, "age": 9},
+    ),
+    "one_of": (
+        {**_PET, "oneOf": [{"properties": {"age": {"type": "integer"}}, "required": ["age"]}, {"required": ["x"]}]},
+        {"id": 1, "age": 9},
+    ),
+    "if_then": (
+        {**_PET, "if": {"required": ["name"]}, "then": {"properties": {"age": {"type": "integer"}}}},
+        {"id": 1, "age": 9},
+    ),
+    "ref_siblings": (
+        {"$defs": _DEFS, "$ref": "#/$defs/Pet", "properties": {"age": {"type": "integer"}}},
+        {"id": 1, "age": 9},
+    ),
+    "open_ref": (
+        {"$defs": _DEFS, "type": "object", "properties": {"o": {"$ref": "#/$defs/Open"}}},
+        {"o": {"age": 9}},
+    ),
+    "open_root": ({**_PET, "additionalProperties": {"type": "integer"}}, {"id": 1, "age": 9}),
+}
+
+
+class _Wide:
+    """A provider whose results have keys that only a combinator, a sibling or an open object admits."""
+
+    async def list_tools(self) -> list[dict[str, Any]]:
+        no_args = {"type": "object", "properties": {}}
+        return [
+            {"name": n, "description": "Wide.", "inputSchema": no_args, "outputSchema": s}
+            for n, (s, _) in _WIDE.items()
+        ]
+
+    async def call_tool(self, name: str, args: Any) -> Any:
+        return _WIDE[name][1]
+
+    async def aclose(self) -> None:
+        return None
+
+
+@pytest.mark.parametrize("name", list(_WIDE))
+async def test_a_key_the_output_schema_admits_is_not_refused(name: str) -> None:
+    read = "r['o']['age']" if name == "open_ref" else "r['age']"
+    async with Toolbox([ProviderBackend("w", _Wide())], engine="inprocess") as wide:
+        out = await wide.codemode.execute(f"from tools import w\nr = w.{name}()\n{read}")
+        assert out.ok and out.value == 9, out.error
+        # A key the schema closes out is still found before the run.
+        out = await wide.codemode.execute("from tools import w\nw.chain()['agee']")
+        assert out.error is not None and out.error.code == "type_error"
+        assert 'Unknown key "agee"' in out.error.message

@@ -213,6 +213,17 @@ def test_a_30000_property_output_schema_stands_in_as_a_dict() -> None:
     assert sig.warnings
 
 
+def test_the_parameter_whose_type_spends_the_budget_is_still_shown() -> None:
+    body = {"type": "object", "properties": {"big": wide_schema(30_000)}}
+    tool = Tool(name="put", input_schema=obj({"body": body, "after": {"type": "string"}}))
+    with computes_within(BOUND_S):
+        sig = tool_signature(tool)
+    parses(sig.text)
+    assert [p.wire_name for p in sig.params] == ["body"]
+    assert "PutBodyBig = dict[str, Any]" in sig.text
+    assert sig.omitted == 1 and "1 more parameters not shown" in sig.text
+
+
 def test_a_union_of_100000_branches_shows_as_any() -> None:
     schema = obj({"u": {"anyOf": [{"const": f"value-{i}-" * 5} for i in range(100_000)]}})
     with computes_within(BOUND_S):

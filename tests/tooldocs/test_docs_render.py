@@ -212,6 +212,95 @@ def test_all_of_objects_merge() -> None:
     assert "a: str" in r.source and "b: NotRequired[int]" in r.source
 
 
+# Schemas whose keys come from several places. The stub must admit every key the schema admits
+# (a checker refuses a key the stub lacks), so what cannot be merged into one class is open.
+_PET = obj({"id": {"type": "integer"}, "name": {"type": "string"}}, ["id", "name"])
+_DOG = {"allOf": [{"$ref": "#/$defs/Pet"}, obj({"breed": {"type": "string"}}, ["breed"])]}
+_PUPPY = {"allOf": [{"$ref": "#/$defs/Dog"}, obj({"age_weeks": {"type": "integer"}}, ["age_weeks"])]}
+_DEFS = {"Pet": _PET, "Dog": _DOG, "Puppy": _PUPPY}
+_LOOSE = RenderOptions(loose_open_objects=True)
+
+
+def _keys(r: Any, cls: str) -> dict[str, str]:
+    """Field name → annotation of one rendered class, optional ones as ``NotRequired[...]``."""
+    [source] = [d for d in r.definitions if d.startswith((f"class {cls}(", f"{cls} = TypedDict("))]
+    total = "total=False" not in source
+    fields = {}
+    for line in source.splitlines()[1:]:
+        key, _, value = line.strip().partition(": ")
+        if value:
+            value = value.split("  #")[0].rstrip(",")
+            if not total:
+                value = value[len("Required[") : -1] if value.startswith("Required[") else f"NotRequired[{value}]"
+            fields[key.strip('"')] = value
+    return fields
+
+
+def test_all_of_member_that_is_itself_an_all_of_merges_every_level() -> None:
+    r = schema_to_python({"$defs": _DEFS, "$ref": "#/$defs/Puppy"}, name="R")
+    assert r.annotation == "Puppy"
+    assert _keys(r, "Puppy") == {"id": "int", "name": "str", "breed": "str", "age_weeks": "int"}
+    inline = obj({"litter": {"type": "array", "items": {"allOf": [{"$ref": "#/$defs/Dog"}, obj({"w": {}})]}}})
+    r = schema_to_python({"$defs": _DEFS, **inline}, name="R")
+    assert set(_keys(r, "RLitterItem")) == {"id", "name", "breed", "w"}
+
+
+def test_root_all_of_beside_defs_merges_its_members() -> None:
+    schema = {"$defs": _DEFS, "allOf": [{"$ref": "#/$defs/Pet"}, obj({"took_ms": {"type": "integer"}}, ["took_ms"])]}
+    r = schema_to_python(schema, name="R")
+    assert _keys(r, "R") == {"id": "int", "name": "str", "took_ms": "int"}
+
+
+def test_properties_beside_combinators_add_the_combinators_keys() -> None:
+    # allOf members are required as declared; keys only some branches have are NotRequired.
+    both = obj({"took_ms": {"type": "integer"}}, ["took_ms"], allOf=[{"$ref": "#/$defs/Pet"}], **{"$defs": _DEFS})
+    assert _keys(schema_to_python(both, name="R"), "R") == {"took_ms": "int", "id": "int", "name": "str"}
+    branches = [obj({"card": {"type": "string"}}, ["card"]), obj({"iban": {"type": "string"}}, ["iban"])]
+    for key in ("oneOf", "anyOf"):
+        r = schema_to_python(obj({"id": {"type": "string"}}, ["id"], **{key: branches}), name="Pay")
+        assert _keys(r, "Pay") == {"id": "str", "card": "NotRequired[str]", "iban": "NotRequired[str]"}
+    cond = obj(
+        {"kind": {"type": "string"}},
+        ["kind"],
+        **{"if": obj({"kind": {"const": "file"}}), "then": obj({"size": {"type": "integer"}}, ["size"])},
+        **{"else": obj({"children": {"type": "integer"}})},
+    )
+    assert _keys(schema_to_python(cond, name="C"), "C") == {
+        "kind": "str",
+        "size": "NotRequired[int]",
+        "children": "NotRequired[int]",
+    }
+
+
+def test_ref_with_sibling_keywords_merges_the_siblings() -> None:
+    pet = {"$ref": "#/$defs/Pet", "properties": {"chip": {"type": "string"}}, "required": ["chip"]}
+    r = schema_to_python({"$defs": _DEFS, **obj({"pet": pet}, ["pet"])}, name="R")
+    assert _keys(r, "RPet") == {"id": "int", "name": "str", "chip": "str"}
+
+
+def test_open_objects_are_dicts_wherever_they_are_when_asked() -> None:
+    open_obj = obj({"id": {"type": "string"}}, ["id"], additionalProperties=True)
+    typed = obj({"id": {"type": "string"}}, ["id"], additionalProperties={"type": "integer"})
+    pattern = obj({"id": {"type": "string"}}, ["id"], patternProperties={"^x-": {"type": "string"}})
+    defs = {"Open": open_obj, "Typed": typed}
+    for root in (open_obj, typed, pattern, {"allOf": [open_obj, obj({"b": {}})]}):
+        assert ann(root, options=_LOOSE) == "dict[str, Any]", root
+        assert ann(root) != "dict[str, Any]"  # docs still show the declared keys
+    nested = {"$defs": defs, **obj({"o": {"$ref": "#/$defs/Open"}, "t": {"$ref": "#/$defs/Typed"}})}
+    r = schema_to_python(nested, name="N", options=_LOOSE)
+    assert _keys(r, "N") == {"o": "NotRequired[dict[str, Any]]", "t": "NotRequired[dict[str, Any]]"}, r.source
+    # An object the schema closes stays a class, so unknown keys are still found.
+    assert ann(_PET, options=_LOOSE, name="Pet") == "Pet"
+    assert ann({"$defs": _DEFS, "$ref": "#/$defs/Puppy"}, options=_LOOSE) == "Puppy"
+
+
+def test_combinators_that_cannot_be_merged_leave_the_object_open() -> None:
+    schema = obj({"id": {"type": "string"}}, ["id"], oneOf=[obj({"a": {}}), {"type": "string"}])
+    assert ann(schema, options=_LOOSE) == "dict[str, Any]"
+    # A plain union of objects stays a union.
+    assert ann({"anyOf": [obj({"a": {}}), obj({"b": {}})]}, name="U") == "U1 | U2"
+
+
 def test_depth_cap_and_flat_option() -> None:
     deep: dict[str, Any] = {"type": "string"}
     for i in range(10):

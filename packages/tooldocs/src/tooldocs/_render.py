@@ -18,7 +18,7 @@ import itertools
 import keyword
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 from tooldocs._budget import MAX_ANNOTATION, MAX_CLASS_NAME, MAX_KEY, MAX_REF, MAX_SCAN, MAX_WARNINGS, RenderBudget
@@ -47,6 +47,8 @@ _ANY = "Any"
 _SIMPLE_TYPES = {"string": "str", "integer": "int", "number": "float", "boolean": "bool", "null": "None"}
 _MAX_STACK = 64
 _OBJECT_KEYS = ("properties", "additionalProperties", "patternProperties", "required")
+# Keywords that add keys to an object from elsewhere; branches (all but allOf) add optional ones.
+_BRANCH_KEYS = ("anyOf", "oneOf", "then", "else")
 
 
 @dataclass(frozen=True, slots=True)
@@ -296,6 +298,39 @@ def _base_type_of_values(values: Sequence[Any]) -> str:
     return _union(names)
 
 
+@dataclass(slots=True)
+class _Merged:
+    """The keys gathered from the parts of one object schema (its ``$ref``, ``allOf``, branches)."""
+
+    properties: dict[str, Any] = field(default_factory=dict[str, Any])
+    required: list[str] = field(default_factory=list[str])
+    refs: list[str] = field(default_factory=list[str])
+    """References merged in place: met again inside, they are a cycle."""
+    branch_keys: set[str] = field(default_factory=set[str])
+    is_object: bool = False
+    open: bool = False
+    description: Any = None
+
+    def schema(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": "object", "properties": self.properties, "required": self.required}
+        if self.description is not None:
+            out["description"] = self.description
+        if self.open:
+            out["additionalProperties"] = True
+        return out
+
+
+def _is_merged_object(schema: Mapping[str, Any]) -> bool:
+    """Whether a schema is one object whose keys come from several places, rather than a union."""
+    if isinstance(schema.get("$ref"), str):
+        return any(k in schema for k in (*_OBJECT_KEYS, "allOf", *_BRANCH_KEYS))
+    if isinstance(schema.get("allOf"), list):
+        return True
+    if "anyOf" in schema or "oneOf" in schema:
+        return any(k in schema for k in _OBJECT_KEYS)
+    return "then" in schema or "else" in schema
+
+
 class _Renderer:
     """Renders schemas into annotations, collecting TypedDict classes. One per signature/module."""
 
@@ -415,32 +450,122 @@ class _Renderer:
         if target is None:
             return _ANY
         def_name = ref.rstrip("/").rsplit("/", 1)[-1].replace("~1", "/").replace("~0", "~") or "Root"
-        target_obj = self._object_target(target, path)
-        if target_obj is None and depth < self.options.max_depth and self.options.nested_classes:
-            target_obj = self._all_of_object(target, ref, path)
-        if target_obj is not None and depth < self.options.max_depth and self.options.nested_classes:
+        found = self._class_schema(target, path, ref) if depth < self.options.max_depth else None
+        if found is not None and self._is_open(found[0]):
+            ann = "dict[str, Any]"
+        elif found is not None:
             name = self.new_class_name(def_name)
             self._in_progress[ref] = name
-            ann = self.object_class(target_obj, path, name, depth, describe=True)
+            ann = self._merged_class(found, path, name, depth, describe=True)
         else:
             self._in_progress[ref] = None
             ann = self.type_of(target, path, (def_name,), depth)
-        del self._in_progress[ref]
+        self._in_progress.pop(ref, None)
         self._ref_cache[ref] = ann
         return ann
 
-    def _object_target(self, schema: dict[str, Any], path: str) -> dict[str, Any] | None:
-        # An object with named properties, reachable without unions: it becomes a class.
-        seen = 0
-        while "$ref" in schema and isinstance(schema["$ref"], str) and seen < 16:
-            nxt = self.resolve(schema["$ref"], path)
-            if nxt is None:
-                return None
-            schema = nxt
-            seen += 1
-        if self._is_object(schema) and _as_schema(schema.get("properties")):
-            return schema
-        return None
+    def _class_schema(
+        self, schema: dict[str, Any], path: str, ref: str | None = None
+    ) -> tuple[dict[str, Any], list[str]] | None:
+        """The object with named properties a schema stands for, reachable without unions: it becomes a class.
+
+        Returns the object schema and the references merged into it; ``None`` when the schema is
+        no such object (or classes are off).
+        """
+        if not self.options.nested_classes:
+            return None
+        found: tuple[dict[str, Any], list[str]] | None
+        if _is_merged_object(schema) or isinstance(schema.get("$ref"), str):
+            merged = self._merge(schema, path, ref)
+            found = None if merged is None else (merged.schema(), merged.refs)
+        elif self._is_object(schema) and "anyOf" not in schema and "oneOf" not in schema:
+            found = (schema, [])
+        else:
+            return None
+        return found if found is not None and _as_schema(found[0].get("properties")) else None
+
+    def _is_open(self, schema: dict[str, Any]) -> bool:
+        # A type checker must not refuse a key the schema lets through.
+        return self.options.loose_open_objects and _admits_extra_keys(schema)
+
+    def _merged_class(
+        self, found: tuple[dict[str, Any], list[str]], path: str, name: str, depth: int, *, describe: bool = False
+    ) -> str:
+        schema, refs = found
+        added = [r for r in refs if r not in self._inline]
+        self._inline.update(added)
+        try:
+            return self.object_class(schema, path, name, depth, describe=describe)
+        finally:
+            self._inline.difference_update(added)
+
+    def _merge(self, schema: dict[str, Any], path: str, ref: str | None = None) -> _Merged | None:
+        """Every key an object schema admits, gathered from all its parts; ``None`` if a part is no object."""
+        out = _Merged(refs=[ref] if ref is not None else [])
+        if not self._gather(schema, path, out, optional=False) or not out.is_object:
+            return None
+        if ref is not None:
+            out.refs.remove(ref)
+        return out
+
+    def _gather(self, s: dict[str, Any], path: str, out: _Merged, *, optional: bool) -> bool:
+        # The stub must admit every key the schema does: allOf members and $ref siblings add
+        # their keys as declared, branches (oneOf/anyOf/then/else) as optional ones.
+        if not self.visit(path):
+            return False
+        t = s.get("type")
+        if t is not None and t != "object" and not (isinstance(t, list) and "object" in t):
+            return False
+        if t is not None or any(k in s for k in _OBJECT_KEYS):
+            out.is_object = True
+        if out.description is None and isinstance(s.get("description"), str):
+            out.description = s["description"]
+        ref = s.get("$ref")
+        if isinstance(ref, str):
+            if ref in out.refs:
+                pass  # met already (a diamond or a cycle): nothing new
+            elif ref in self._in_progress or ref in self._inline:
+                # Expanding a schema being rendered again would never end: leave the object open.
+                out.open = True
+            else:
+                out.refs.append(ref)
+                target = self.resolve(ref, path)
+                if target is None or not self._gather(target, path, out, optional=optional):
+                    return False
+        props = _as_schema(s.get("properties")) or {}
+        if not self.visit(path, len(props)):
+            return False
+        for key, sub in props.items():
+            if not optional:
+                out.properties[key] = sub
+                out.branch_keys.discard(key)
+            elif key not in out.properties:
+                out.properties[key] = sub
+                out.branch_keys.add(key)
+            elif key in out.branch_keys and out.properties[key] != sub:
+                out.properties[key] = {"anyOf": [out.properties[key], sub]}
+        req = s.get("required")
+        if not optional and isinstance(req, list):
+            out.required.extend(x for x in cast("list[Any]", req)[:MAX_SCAN] if isinstance(x, str))
+        if _admits_extra_keys(s):
+            out.open = True
+        parts: list[tuple[str, Any]] = []
+        all_of = s.get("allOf")
+        if isinstance(all_of, list):
+            parts += [("allOf", m) for m in cast("list[Any]", all_of)]
+        for key in _BRANCH_KEYS:
+            branch = s.get(key)
+            if isinstance(branch, list):
+                parts += [(key, m) for m in cast("list[Any]", branch)]
+            elif key in ("then", "else") and branch is not None:
+                parts.append((key, branch))
+        for i, (key, m) in enumerate(parts):
+            if m is True or m is False:
+                continue  # admits anything (keys declared elsewhere) or nothing: adds no key
+            ms = _as_schema(m)
+            if ms is None or not self._gather(ms, f"{path}/{key}/{i}", out, optional=optional or key != "allOf"):
+                return False
+        return True
 
     @staticmethod
     def _is_object(schema: dict[str, Any]) -> bool:
@@ -456,21 +581,21 @@ class _Renderer:
     def root_type(self, schema: Any, path: str, hint: tuple[str, ...]) -> str:
         """Render the root of the current document; a root object gets the class "#" refers to."""
         s = _as_schema(schema)
-        if (
-            s is not None
-            and "$ref" not in s
-            and self._is_object(s)
-            and _as_schema(s.get("properties"))
-            and self.options.nested_classes
-            and self.options.max_depth > 0
-        ):
+        found = None
+        # A root that only refers elsewhere is named after what it refers to (see ref_type).
+        if s is not None and ("$ref" not in s or _is_merged_object(s)) and self.options.max_depth > 0:
+            found = self._class_schema(s, path, "#")
+        if found is None:
+            return self.type_of(schema, path, hint, 0)
+        if self._is_open(found[0]):
+            ann = "dict[str, Any]"
+        else:
             name = self.new_class_name(*hint)
             self._in_progress["#"] = name
-            ann = self.object_class(s, path, name, 0)
+            ann = self._merged_class(found, path, name, 0)
             del self._in_progress["#"]
-            self._ref_cache["#"] = ann
-            return ann
-        return self.type_of(schema, path, hint, 0)
+        self._ref_cache["#"] = ann
+        return ann
 
     def type_of(self, schema: Any, path: str, hint: tuple[str, ...], depth: int) -> str:
         if not self.visit(path):
@@ -516,6 +641,22 @@ class _Renderer:
         return out
 
     def _type_of(self, s: dict[str, Any], path: str, hint: tuple[str, ...], depth: int) -> str:
+        if _is_merged_object(s):
+            merged = self._merge(s, path)
+            if merged is not None:
+                inline = [r for r in merged.refs if r not in self._inline]
+                self._inline.update(inline)
+                try:
+                    ann = self._single_type(merged.schema(), "object", path, hint, depth)
+                finally:
+                    self._inline.difference_update(inline)
+                t = s.get("type")
+                return _union([ann, "None"]) if isinstance(t, list) and "null" in t else ann
+            if self.spent:
+                return _ANY
+            if self._is_object(s):
+                # Its parts cannot be merged into one class: any key may be valid.
+                return "dict[str, Any]"
         ref = s.get("$ref")
         if isinstance(ref, str):
             return self.ref_type(ref, path, depth)
@@ -621,21 +762,6 @@ class _Renderer:
                 ms = target
             resolved.append(ms)
         return resolved, recursive, inline
-
-    def _all_of_object(self, target: dict[str, Any], ref: str, path: str) -> dict[str, Any] | None:
-        """The object a referenced ``allOf`` of objects stands for (``Node = Base and {children: [Node]}``).
-
-        It becomes a class like any referenced object, so references back to it are named.
-        """
-        members = target.get("allOf")
-        if not isinstance(members, list) or any(k in target for k in ("$ref", "anyOf", "oneOf", "enum", "const")):
-            return None
-        self._inline.add(ref)
-        try:
-            found = self._all_of_members(target, cast("list[Any]", members), path)
-        finally:
-            self._inline.discard(ref)
-        return self._merged_object(found[0], path) if found is not None else None
 
     def _merged_object(self, resolved: list[dict[str, Any]], path: str) -> dict[str, Any] | None:
         """One object schema for an intersection of objects; ``None`` if a member is not an object."""
@@ -944,10 +1070,12 @@ def _render_signature(
             r.warn("/properties", f"a parameter name has {len(wire):,} characters (at most {MAX_KEY})", "not shown")
             omitted += 1
             continue
+        was_spent = r.spent
         ann = r.type_of(sub, f"/properties/{wire}", (prefix, wire), 1)
         # What a row can hold: name, type, default, comment and punctuation.
         row = len(wire) + len(ann) + options.max_default + max(options.descriptions, 40) + 16
-        if r.spent or not r.emit(f"/properties/{wire}", row):
+        # A parameter whose own type spent the budget is kept: what did not fit is already a stand-in.
+        if was_spent or not (r.spent or r.emit(f"/properties/{wire}", row)):
             omitted += len(entries) - i
             break
         shown.append((wire, sub, req, ann))
