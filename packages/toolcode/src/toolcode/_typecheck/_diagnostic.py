@@ -132,13 +132,12 @@ class Handlers:
         for start, end, handlers in self._tries:
             if start <= at <= end and any(_catches(h, catchers) for h in handlers):
                 return True
-        inside = [(start, name) for start, end, name in self._functions if start <= at <= end]
+        inside = [f for f in self._functions if f[0] <= at <= f[1]]
         if not inside or depth >= 8:
             return False
-        name = max(inside)[1]  # the innermost function
+        start, end, name = max(inside)  # the innermost function
         # A use inside its own body (recursion) adds nothing: the first call comes from outside.
-        own = next((s, e) for s, e, n in self._functions if n == name and s <= at <= e)
-        uses = [u for u in self._uses.get(name, ()) if not own[0] <= u <= own[1]]
+        uses = [u for u in self._uses.get(name, ()) if not start <= u <= end]
         return all(self._caught(u, catchers, depth + 1) for u in uses)
 
 
