@@ -175,10 +175,6 @@ def _all_literal(node: ast.expr | None) -> bool:
     return False
 
 
-def _no_code(name: str) -> str | None:
-    return None
-
-
 def _known_in(view: CatalogView | None) -> Callable[[str], bool]:
     def known(tool_id: str) -> bool:
         if view is None or ":" not in tool_id or len(tool_id) > 300:
@@ -237,7 +233,7 @@ class Policy:
         if tool.namespace == SNIPPETS_NAMESPACE and self._snippet_code is not None:
             code = self._snippet_code(tool.name)
             if code is not None:
-                return self._snippet_verdict(tool, code, view)
+                return self._snippet_verdict(tool, code, view, self._snippet_code)
         return self._tool_verdict(tool)
 
     def _tool_verdict(self, tool: Tool) -> Verdict:
@@ -262,11 +258,14 @@ class Policy:
             self._snippet_cache[name] = cached
         return cached[1]
 
-    def _snippet_verdict(self, tool: Tool, code: str, view: CatalogView | None) -> Verdict:
+    def _snippet_verdict(
+        self, tool: Tool, code: str, view: CatalogView | None, code_of: Callable[[str], str | None]
+    ) -> Verdict:
         """A snippet's verdict: its own, made stricter by each tool it names, through the snippets it names.
 
         Each snippet reached gets the decision of the rules for its own id (tier ``read``, or
         ``write`` when it computes tool ids); each other tool its verdict. The strictest wins.
+        ``code_of`` gives a saved snippet's code by name.
         """
         tier: Tier = "read"
         decision: Decision = "allow"
@@ -277,7 +276,6 @@ class Policy:
         snippets: dict[str, str] = {tool.id: code_digest}
         strict: list[str] = []  # every named tool the person is asked about, listed in the question
         dynamic = False
-        code_of: Callable[[str], str | None] = self._snippet_code or _no_code
         todo: list[tuple[Tool, str, int]] = [(tool, code, 0)]  # depth first, each snippet once
         while todo:
             snippet, text, depth = todo.pop()
