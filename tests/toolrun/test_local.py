@@ -219,6 +219,32 @@ async def test_results_are_plain_json_values() -> None:
         assert (await runner.run("untyped")).structured == {"p": {"x": 1, "y": 0}, "t": [1, 2]}
 
 
+class Aliased(BaseModel):
+    item_id: int = Field(alias="itemId")
+    display_name: str = Field(alias="displayName")
+
+
+@pytest.mark.anyio
+async def test_a_result_with_aliased_fields_is_written_as_its_schema_names_them() -> None:
+    # The output schema names the aliases (pydantic's serialization schema): the result must too,
+    # or every call fails output validation.
+    local, index = make()
+
+    @local.tool
+    def item() -> Aliased:
+        return Aliased(itemId=1, displayName="x")
+
+    @local.tool
+    def items() -> list[Aliased]:
+        return [Aliased(itemId=2, displayName="y")]
+
+    async with DefaultRunner(index, [local], validation="error") as runner:
+        await runner.attach()
+        assert set(index.get("item").output_schema["properties"]) == {"itemId", "displayName"}
+        assert (await runner.run("item")).structured == {"itemId": 1, "displayName": "x"}
+        assert (await runner.run("items")).structured == [{"itemId": 2, "displayName": "y"}]
+
+
 class Row(TypedDict):
     id: int
     name: str

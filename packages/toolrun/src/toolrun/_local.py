@@ -465,7 +465,8 @@ def _is_null(branch: Any) -> bool:
 
 def _to_json(value: Any, adapter: TypeAdapter[Any] | None) -> Any:
     if adapter is not None:
-        return adapter.dump_python(value, mode="json", warnings=False)
+        # By alias, as the output schema (pydantic's serialization schema) names the fields.
+        return adapter.dump_python(value, mode="json", by_alias=True, warnings=False)
     return to_jsonable_python(value)
 
 
