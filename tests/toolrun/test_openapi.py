@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
+import jsonschema_rs
 import pytest
 import structlog
 
@@ -271,6 +272,32 @@ async def test_schema_keywords_are_kept_converted_or_dropped_each_as_its_kind() 
         "additionalProperties": {"type": "string"},
         "anyOf": [{"required": ["n"]}, {"required": ["f"]}],
     }
+
+
+@pytest.mark.parametrize(
+    "wrapped",
+    [
+        {"allOf": [{"$ref": "#/components/schemas/User"}], "nullable": True, "description": "who"},
+        {"oneOf": [{"$ref": "#/components/schemas/User"}], "nullable": True},
+        {"type": "object", "allOf": [{"$ref": "#/components/schemas/User"}], "nullable": True},
+    ],
+)
+async def test_nullable_beside_a_combinator_admits_null_and_nothing_else(wrapped: dict[str, Any]) -> None:
+    # OpenAPI 3.0's way to make a referenced object nullable (siblings of $ref are ignored):
+    # null is an alternative to the whole schema, not a type added beside its members.
+    user = {"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]}
+    answer = {"type": "object", "properties": {"assignee": wrapped}, "required": ["assignee"]}
+    document = doc({"/t": {"get": {"responses": ok(answer)}}}, schemas={"User": user})
+    tools, _ = await tools_of(document)
+    check = jsonschema_rs.validator_for(tools["get_t"].output_schema)
+    assert check.is_valid({"assignee": None})
+    assert check.is_valid({"assignee": {"id": 1}})
+    assert not check.is_valid({"assignee": {"name": "x"}})
+    assert not check.is_valid({"assignee": 3})
+    assignee = tools["get_t"].output_schema["properties"]["assignee"]
+    assert "nullable" not in json.dumps(assignee)
+    if "description" in wrapped:
+        assert assignee["description"] == "who"
 
 
 @pytest.mark.parametrize(

@@ -422,20 +422,15 @@ class SchemaConverter:
             elif kind is _TYPE:
                 if not isinstance(value, str) or value in _JSON_TYPES:
                     out[key] = value  # else e.g. "file" (Swagger 2): no JSON type to check
-        if self._openapi30:
-            _from_openapi30(out)
-        return out
+        return _from_openapi30(out) if self._openapi30 else out
 
 
-def _from_openapi30(out: dict[str, Any]) -> None:
+_COMBINATORS: Final = ("allOf", "anyOf", "oneOf")
+_ANNOTATIONS: Final = ("title", "description", "default", "deprecated", "readOnly", "writeOnly")
+
+
+def _from_openapi30(out: dict[str, Any]) -> dict[str, Any]:
     # OpenAPI 3.0's schema dialect differs from JSON Schema 2020-12 in these keywords.
-    if out.pop("nullable", False) is True:
-        t = out.get("type")
-        if isinstance(t, str):
-            out["type"] = [t, "null"]
-        enum = out.get("enum")
-        if isinstance(enum, list) and None not in enum:
-            out["enum"] = [*cast(list[Any], enum), None]
     for bound, flag in (("minimum", "exclusiveMinimum"), ("maximum", "exclusiveMaximum")):
         exclusive = out.get(flag)
         if isinstance(exclusive, bool):
@@ -443,6 +438,20 @@ def _from_openapi30(out: dict[str, Any]) -> None:
                 out[flag] = out.pop(bound)
             else:
                 del out[flag]
+    if out.pop("nullable", False) is not True:
+        return out
+    if any(key in out for key in _COMBINATORS):
+        # Null is an alternative to the whole schema (3.0's nullable reference is
+        # ``allOf: [$ref], nullable: true``): a type added beside the members would still fail them.
+        notes = {key: out.pop(key) for key in _ANNOTATIONS if key in out}
+        return {**notes, "anyOf": [out, {"type": "null"}]}
+    t = out.get("type")
+    if isinstance(t, str):
+        out["type"] = [t, "null"]
+    enum = out.get("enum")
+    if isinstance(enum, list) and None not in enum:
+        out["enum"] = [*cast(list[Any], enum), None]
+    return out
 
 
 def _measure(schema: Any) -> tuple[int, dict[str, int]]:
