@@ -30,6 +30,7 @@ from toolrun import (
     InputValidationError,
     OpenAPIProvider,
     ProviderBackend,
+    ResponseTooLargeError,
     ToolExecutionError,
     ToolTimeoutError,
     backends_from_config,
@@ -224,8 +225,18 @@ async def test_an_oversized_response_fails_without_being_read_whole(
     service: RunningServer, env: dict[str, str]
 ) -> None:
     async with runner_for(entry(service, maxResponseBytes=65536), env) as runner:
-        with pytest.raises(ToolExecutionError, match=r"larger than 65,536 bytes \(maxResponseBytes\)"):
+        too_large = r"larger than its bound of 65,536 bytes \(maxResponseBytes\)"
+        with pytest.raises(ResponseTooLargeError, match=too_large) as e:
             await runner.run("pets:big")
+        assert (e.value.tool_id, e.value.limit) == ("pets:big", 65536)
+        # The same error, under the id the index gives the tool in another namespace.
+        provider = OpenAPIProvider("pets", SPEC, base_url=service.url, max_response_bytes=65536)
+        async with DefaultRunner(InMemoryIndex(), [ProviderBackend("pets", provider, namespace="animals")]) as other:
+            with structlog.testing.capture_logs():
+                await other.attach()
+            with pytest.raises(ResponseTooLargeError) as e:
+                await other.run("animals:big")
+            assert e.value.tool_id == "animals:big"
 
 
 async def test_the_document_can_come_from_the_service_itself(service: RunningServer, env: dict[str, str]) -> None:

@@ -61,6 +61,7 @@ from toolrun.exceptions import (
     ConfigError,
     HTTPStatusError,
     InputValidationError,
+    ResponseTooLargeError,
     ToolTimeoutError,
     ValidationProblem,
 )
@@ -425,7 +426,7 @@ class OpenAPIProvider:
         started = time.perf_counter()
         with anyio.move_on_after(math.inf if self._timeout is None else self._timeout) as scope:
             try:
-                result = await self._send(op, sent, request.shown)
+                result = await self._send(tool_id, op, sent, request.shown)
             except httpx2.TimeoutException as e:
                 raise ToolTimeoutError(tool_id, self._timeout or 0.0) from e
             except httpx2.ConnectError as e:
@@ -445,7 +446,7 @@ class OpenAPIProvider:
         assert scope.cancelled_caught
         raise ToolTimeoutError(tool_id, self._timeout or 0.0)
 
-    async def _send(self, op: Operation, request: httpx2.Request, url: str) -> BackendResult:
+    async def _send(self, tool_id: str, op: Operation, request: httpx2.Request, url: str) -> BackendResult:
         response = await self._http().send(request, stream=True)
         try:
             chunks: list[bytes] = []
@@ -474,11 +475,7 @@ class OpenAPIProvider:
             err = HTTPStatusError(status, op.method, url, excerpt, reason)
             return BackendResult(None, ({"type": "text", "text": str(err)},), is_error=True, error=err)
         if too_big:
-            text = (
-                f"{op.method} {shown}: the response is larger than {self._max_response:,} bytes "
-                "(maxResponseBytes); ask for less (filters, a smaller page)"
-            )
-            return BackendResult(None, ({"type": "text", "text": text},), is_error=True)
+            raise ResponseTooLargeError(tool_id, self.name, self._max_response)
         return _result(body, content_type, encoding, op, shown)
 
     async def aclose(self) -> None:

@@ -19,6 +19,7 @@ from toolrun.exceptions import (
     BackendUnavailableError,
     InputValidationError,
     NoBackendError,
+    ResponseTooLargeError,
     ToolRunError,
     ToolTimeoutError,
 )
@@ -185,16 +186,12 @@ class ProviderBackend:
                 return await self._call(name, args)
             with anyio.move_on_after(timeout) as scope:
                 return await self._call(name, args)
-        except ToolTimeoutError as e:
+        except (ToolTimeoutError, InputValidationError, ResponseTooLargeError) as e:
             # The provider's own errors know its tool by the provider's name, not by the id the
             # index gives it (a namespace other than the provider's).
             if e.tool_id == tool.id:
                 raise
-            raise ToolTimeoutError(tool.id, e.timeout) from e
-        except InputValidationError as e:  # arguments only the provider can judge (an OpenAPI path value)
-            if e.tool_id == tool.id:
-                raise
-            raise InputValidationError(tool.id, e.problems) from e
+            raise _renamed(e, tool.id) from e
         if scope.cancelled_caught:
             raise ToolTimeoutError(tool.id, timeout)
         raise AssertionError("unreachable")  # pragma: no cover
@@ -225,3 +222,14 @@ class ProviderBackend:
             result = closer()
             if inspect.isawaitable(result):
                 await result
+
+
+def _renamed(
+    e: ToolTimeoutError | InputValidationError | ResponseTooLargeError, tool_id: str
+) -> ToolTimeoutError | InputValidationError | ResponseTooLargeError:
+    """``e`` about the tool the index knows as ``tool_id``."""
+    if isinstance(e, ToolTimeoutError):
+        return ToolTimeoutError(tool_id, e.timeout)
+    if isinstance(e, InputValidationError):  # arguments only the provider can judge (an OpenAPI path value)
+        return InputValidationError(tool_id, e.problems)
+    return ResponseTooLargeError(tool_id, e.server, e.limit)

@@ -230,7 +230,7 @@ class ResponseTooLargeError(ToolExecutionError):
 
     Attributes:
         tool_id: The tool.
-        server: The server's name in ``mcpServers``.
+        server: The server's name in ``mcpServers`` (an MCP server or an OpenAPI service).
         limit: The bound, in bytes.
     """
 
