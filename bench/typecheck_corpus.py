@@ -121,6 +121,11 @@ DEMO: list[tuple[str, str, bool]] = [
         False,
     ),
     (
+        "tool tested for with getattr",
+        "from tools import helpdesk\nhelpdesk.nope() if getattr(helpdesk, 'nope', None) else None",
+        False,
+    ),
+    (
         "typed fields",
         "from tools import helpdesk\nts = helpdesk.list_tickets(office='Paris')\n"
         "[t['title'].upper() for t in ts if t['priority'] == 'urgent' and t['age_days'] > 1]",
@@ -949,10 +954,54 @@ IDIOMS: list[tuple[str, str]] = [
         "from tools import helpdesk\nbest: dict | None = None\nfor o in helpdesk.list_offices():\n"
         "    if best is None or o['staff'] > best['staff']:\n        best = o\nbest['city'] if best else ''",
     ),
+    (
+        "an attribute set on the snippet's class outside its body",
+        "from tools import helpdesk\nclass Cfg:\n    city = 'Paris'\nCfg.limit = 2\n"
+        "len(helpdesk.list_tickets(office=Cfg.city)[:Cfg.limit])",
+    ),
+    (
+        "a key held in a name, tested with get",
+        "from tools import helpdesk\no = helpdesk.list_offices()[0]\nk = 'region'\no[k] if o.get(k) else None",
+    ),
+    (
+        "keys tested with all() over a tuple",
+        "from tools import helpdesk\no = helpdesk.list_offices()[0]\n"
+        "o['region'] if all(k in o for k in ('region',)) else None",
+    ),
+    (
+        "a key tested by a mapping pattern",
+        "from tools import helpdesk\no = helpdesk.list_offices()[0]\nmatch o:\n"
+        "    case {'region': _}:\n        out = o['region']\n    case _:\n        out = None\nout",
+    ),
+    (
+        "a key tested by a helper",
+        "from tools import helpdesk\ndef has(d, k):\n    return k in d\no = helpdesk.list_offices()[0]\n"
+        "o['region'] if has(o, 'region') else None",
+    ),
+    (
+        "a tool tested for by the end of its id",
+        "from tools import helpdesk\nhits = search_tools('incidents')['hits']\n"
+        "helpdesk.nope() if any(h['id'].endswith(':nope') for h in hits) else None",
+    ),
+    (
+        "a lambda reading a key, called inside a wrapper's try",
+        "from tools import helpdesk\no = helpdesk.list_offices()[0]\ndef safe(fn):\n    try:\n        return fn()\n"
+        "    except KeyError:\n        return None\nsafe(lambda: o['region'])",
+    ),
 ]
 """Correct snippets in module style: (name, code)."""
 
 LITERAL_IDIOMS: list[tuple[str, str]] = [
+    (
+        "a lambda called inside a wrapper's try",
+        "def safe(fn):\n    try:\n        return fn()\n    except ToolError:\n"
+        "        return None\nsafe(lambda: run_tool('helpdesk:nope'))",
+    ),
+    (
+        "a function handed to a loop that calls it inside try",
+        "def a():\n    return run_tool('helpdesk:nope')\nfor f in (a,):\n    try:\n"
+        "        out = f()\n    except ToolError:\n        out = None\nout",
+    ),
     (
         "run_tool with a dict built before",
         "args = {'office': 'Paris'}\nargs['status'] = 'closed'\nlen(run_tool('helpdesk:list_tickets', args))",

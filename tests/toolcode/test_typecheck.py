@@ -604,6 +604,30 @@ async def test_a_fixed_length_array_is_used_as_the_list_it_is() -> None:
         await checker.aclose()
 
 
+async def test_a_json_number_is_used_as_the_int_it_may_be() -> None:
+    # A JSON ``number`` is ``float`` in the stub; a whole one arrives as an ``int``, which repeats a
+    # string or bounds a slice. What a number has in neither form is still refused.
+    from toolindex import BackendRef, Tool
+
+    index = InMemoryIndex()
+    out = {"type": "object", "properties": {"rating": {"type": "number"}}, "required": ["rating"]}
+    tool = Tool.validated(name="get", namespace="crm", input_schema={"type": "object"}, output_schema=out)
+    index.register(tool, BackendRef.of_provider("p", tool="get"))
+    checker = TypeChecker(ToolModules(index))
+    view = CatalogView(index, None)
+    try:
+        for code in (
+            "from tools import crm\n'*' * crm.get()['rating']",
+            "from tools import crm\n['a', 'b', 'c'][: crm.get()['rating'] // 2]",
+            "from tools import crm\nr = crm.get()['rating']\n'#' * r + '.' * (10 - r)",
+        ):
+            assert await checker.check(code, view) == [], code
+        [found] = await checker.check("from tools import crm\ncrm.get()['rating'].upper()", view)
+        assert "upper" in found.message
+    finally:
+        await checker.aclose()
+
+
 async def test_a_kept_answer_is_for_the_same_view_only() -> None:
     index = await _one_int_tool()
     checker = TypeChecker(ToolModules(index))

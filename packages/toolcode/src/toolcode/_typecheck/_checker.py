@@ -17,8 +17,10 @@ from __future__ import annotations
 import ast
 import dataclasses
 import hashlib
+import re
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
+from typing import Final
 
 import anyio
 
@@ -29,6 +31,7 @@ from toolcode._typecheck._calls import Scan, ToolCall, parsed
 from toolcode._typecheck._diagnostic import Diagnostic, Handlers, Positions, near
 from toolcode._typecheck._findings import Declared, may_fail
 from toolcode._typecheck._ty import MAX_CHARS, Ty
+from toolcode._typecheck._writes import mentions
 from toolcode._view import CatalogView
 from toolcode.exceptions import ErrorCode
 from toolindex import Tool, ToolIndexError
@@ -296,24 +299,19 @@ def _unpacked(found: Scan, pairs: Mapping[ast.Call, Sequence[str | None]]) -> di
     return out
 
 
-def _tested_names(tree: ast.Module) -> frozenset[str]:
-    """Strings the snippet tests for: ``"ns:tool" in ids``, ``name == "x"``, ``hasattr(module, "tool")``.
+def _tested(subject: str, named: frozenset[str]) -> bool:
+    """Whether the snippet names the tool or module ``subject`` anywhere but where it calls it.
 
-    A snippet that tests whether a tool exists before calling it works whether it exists or not.
+    A snippet that tests whether a tool exists before calling it works whether it exists or not,
+    and tests come in more forms than can be listed (``"ns:tool" in ids``, ``hasattr(ns, "tool")``,
+    ``h["id"].endswith(":tool")``, ``describe_tool("ns:tool")`` in a ``try``): a string naming it,
+    whole or as one part of an id, is taken for one.
     """
-    out: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Compare) and any(
-            isinstance(op, ast.In | ast.NotIn | ast.Eq | ast.NotEq) for op in node.ops
-        ):
-            out.update(
-                s.value
-                for s in (node.left, *node.comparators)
-                if isinstance(s, ast.Constant) and isinstance(s.value, str)
-            )
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "hasattr":
-            out.update(a.value for a in node.args[1:2] if isinstance(a, ast.Constant) and isinstance(a.value, str))
-    return frozenset(out)
+    name = re.split(r"[:.]", subject)[-1]
+    return any(text == subject or name in _PARTS.split(text) for text in named)
+
+
+_PARTS: Final = re.compile(r"[\s:./,]+")
 
 
 def _reported(tree: ast.Module, positions: Positions, found: Scan, out: list[Diagnostic]) -> list[Diagnostic]:
@@ -322,10 +320,10 @@ def _reported(tree: ast.Module, positions: Positions, found: Scan, out: list[Dia
         # A snippet saved by this very run is a tool once that line has run.
         out = [d for d in out if not any(s in d.message for s in ("snippets:", "tools.snippets", "'snippets'"))]
     handlers = Handlers(tree, positions)
-    tested = _tested_names(tree)
+    named = mentions(tree, [c.id_node for c in found.calls if c.id_node is not None])
     unique = {
         (d.line, d.column, d.message): d
         for d in out
-        if not handlers.catch(d) and (d.subject not in tested or not d.subject)
+        if not handlers.catch(d) and not (d.subject and _tested(d.subject, named))
     }
     return sorted(unique.values(), key=lambda d: (d.line, d.column))

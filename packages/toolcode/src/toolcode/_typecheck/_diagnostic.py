@@ -101,30 +101,34 @@ class Handlers:
 
     def __init__(self, tree: ast.AST, positions: Positions) -> None:
         self._tries: list[tuple[tuple[int, int], tuple[int, int], list[ast.ExceptHandler]]] = []
-        self._functions: list[tuple[tuple[int, int], tuple[int, int], str]] = []
-        """The snippet's functions: where each body is, and its name."""
-        self._uses: dict[str, list[tuple[int, int]]] = {}
-        """Where each name is read (a function is called, or handed on to be called, there)."""
+        self._functions: list[tuple[tuple[int, int], tuple[int, int], str | None]] = []
+        """The snippet's functions: where each body is, and its name (``None``: a lambda)."""
+        self._uses: dict[str, list[tuple[tuple[int, int], bool]]] = {}
+        """Where each name is read, and whether it is called there (else it is handed on, to be called elsewhere)."""
 
-        def end_of(node: ast.stmt) -> tuple[int, int]:
+        def end_of(node: ast.stmt | ast.expr) -> tuple[int, int]:
             line = node.end_lineno or node.lineno
             return line, positions.char_column(line, node.end_col_offset or 0) + 1
 
+        called = {n.func for n in ast.walk(tree) if isinstance(n, ast.Call)}
         for node in ast.walk(tree):
             if isinstance(node, ast.Try | ast.TryStar) and node.handlers and node.body:
                 self._tries.append((positions.of(node.body[0]), end_of(node.body[-1]), node.handlers))
             elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.body:
                 self._functions.append((positions.of(node.body[0]), end_of(node.body[-1]), node.name))
+            elif isinstance(node, ast.Lambda):
+                self._functions.append((positions.of(node.body), end_of(node.body), None))
             elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-                self._uses.setdefault(node.id, []).append(positions.of(node))
+                self._uses.setdefault(node.id, []).append((positions.of(node), node in called))
             elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):  # a method: ``s.total()``
-                self._uses.setdefault(node.attr, []).append(positions.of(node))
+                self._uses.setdefault(node.attr, []).append((positions.of(node), node in called))
 
     def catch(self, d: Diagnostic) -> bool:
         """Whether what ``d`` would raise is caught where it would be raised.
 
-        By a ``try`` around it, or around every use of the function it is in (a function never
-        used never runs).
+        By a ``try`` around it, or around every call of the function it is in (a function never
+        used never runs). A function handed on (a lambda, ``safe(fetch)``, ``for f in (a, b)``) is
+        called where the check cannot follow: any handler of the snippet that catches it may be there.
         """
         return self._caught(d.fails_at or (d.line, d.column), _CATCHERS.get(d.raises), 0)
 
@@ -135,10 +139,13 @@ class Handlers:
         inside = [f for f in self._functions if f[0] <= at <= f[1]]
         if not inside or depth >= 8:
             return False
-        start, end, name = max(inside)  # the innermost function
+        start, end, name = max(inside, key=lambda f: (f[0], f[1]))  # the innermost function
         # A use inside its own body (recursion) adds nothing: the first call comes from outside.
-        uses = [u for u in self._uses.get(name, ()) if not start <= u <= end]
-        return all(self._caught(u, catchers, depth + 1) for u in uses)
+        uses = [(u, call) for u, call in self._uses.get(name, ()) if not start <= u <= end] if name else []
+        handed_on = name is None or not all(call for _, call in uses)
+        if handed_on and not any(_catches(h, catchers) for _, _, handlers in self._tries for h in handlers):
+            return False
+        return all(self._caught(u, catchers, depth + 1) for u, call in uses if call)
 
 
 def _catches(handler: ast.ExceptHandler, catchers: frozenset[str] | None) -> bool:

@@ -8,10 +8,10 @@ missing. :mod:`._findings` leaves ``ty``'s findings about such reads to the run.
 from __future__ import annotations
 
 import ast
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Final
 
-__all__ = ["loose_names", "loosely_typed", "tested_keys", "written_keys"]
+__all__ = ["loose_names", "loosely_typed", "mentions", "tested_keys", "written_keys"]
 
 
 _NO_KEYS: Final = (ast.Set, ast.SetComp, ast.Constant, ast.BinOp)
@@ -90,41 +90,60 @@ def written_keys(tree: ast.Module) -> frozenset[str | int] | None:
     return None if computed else frozenset(out)
 
 
+def mentions(tree: ast.Module, skip: Collection[ast.AST] = ()) -> frozenset[str]:
+    """The strings the snippet names other than as a key it reads or builds, or in ``skip``.
+
+    A key or a tool the snippet names anywhere else is one it may test for before it reads or
+    calls it, in more ways than can be listed: ``"k" in d``, ``d.get(k)`` after ``k = "k"``,
+    ``all(k in d for k in ("k",))``, ``case {"k": _}``, ``has(d, "k")``, ``id.endswith(":tool")``,
+    ``getattr(module, "tool", None)``. A key written only where it is read (``t["titel"]``) or
+    built (``{"title": t["title"]}``) is the usual mistake, and stays a finding. F-string parts
+    and docstrings are text, not names.
+    """
+    left_out: set[ast.AST] = set(skip)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
+            left_out.add(node.slice)
+        elif isinstance(node, ast.Dict):
+            left_out.update(k for k in node.keys if k is not None)
+        elif isinstance(node, ast.JoinedStr):
+            left_out.update(node.values)
+        elif isinstance(node, ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                left_out.add(first.value)
+    return frozenset(
+        n.value
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and n not in left_out
+    )
+
+
 def tested_keys(tree: ast.Module) -> frozenset[str | int]:
-    """Keys the snippet tests for first: ``d.get("k")``, ``"k" in x``, ``k == "k"``, ``{"k"} <= d.keys()``.
+    """Keys the snippet may test for first: the strings it :func:`mentions`, and the numbers it compares or gets.
 
     ``ty`` narrows a result on ``"k" in d`` alone; ``if d.get("k"): d["k"]``, ``"k" in d.keys()`` or
     ``any("k" in o for o in offices)`` guard the read as well (a key a result lacks at run time is
     then not read).
     """
-    out: set[str | int] = set()
+    out: set[str | int] = set(mentions(tree))
 
-    def constants(side: ast.expr) -> None:
+    def numbers(side: ast.expr) -> None:
         for part in side.elts if isinstance(side, ast.Set | ast.List | ast.Tuple) else [side]:
-            if isinstance(part, ast.Constant) and isinstance(part.value, str | int):
+            if isinstance(part, ast.Constant) and isinstance(part.value, int) and not isinstance(part.value, bool):
                 out.add(part.value)
 
     for node in ast.walk(tree):
         if isinstance(node, ast.Compare):
-            # ``"k" in t``, ``k == "k"`` (then ``t[k]``), ``{"k"} <= t.keys()``, ``t.keys() >= {"k"}``
             for side in (node.left, *node.comparators):
-                constants(side)
+                numbers(side)
         elif (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
-            and node.func.attr in ("issubset", "issuperset", "isdisjoint")
+            and node.func.attr in ("get", "pop", "issubset", "issuperset", "isdisjoint")
         ):
-            for side in (node.func.value, *node.args):
-                constants(side)
-        elif (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr in ("get", "pop")
-            and node.args
-            and isinstance(node.args[0], ast.Constant)
-            and isinstance(node.args[0].value, str | int)
-        ):
-            out.add(node.args[0].value)
+            for side in (node.func.value, *node.args[:1]):
+                numbers(side)
     return frozenset(out)
 
 
