@@ -52,17 +52,23 @@ CREATE TABLE IF NOT EXISTS log (
     value BLOB NOT NULL
 );
 CREATE INDEX IF NOT EXISTS log_kind ON log (kind, seq);
+CREATE TABLE IF NOT EXISTS versions (id INTEGER PRIMARY KEY CHECK (id = 0), last INTEGER NOT NULL);
+INSERT OR IGNORE INTO versions (id, last) SELECT 0, COALESCE(MAX(version), 0) FROM records;
 """
+# ``versions.last``: the last version given to any record. Every write takes the next one, so a
+# record made again (after a delete or its expiry) never takes a version it had: a reader of the
+# old one cannot act on the new one with it. (A file from before this table starts from the
+# highest version of its live records.)
 _LIVE = " AND (expires IS NULL OR expires > :now)"
 _UPSERT = (
     "INSERT INTO records (kind, key, value, version, created, updated, expires)"
-    " VALUES (:kind, :key, :value, 1, :now, :now, :expires)"
+    " VALUES (:kind, :key, :value, :version, :now, :now, :expires)"
     " ON CONFLICT (kind, key) DO UPDATE SET value = excluded.value, updated = excluded.updated,"
-    " expires = excluded.expires,"
-    " version = CASE WHEN records.expires IS NOT NULL AND records.expires <= :now THEN 1 ELSE records.version + 1 END,"
+    " expires = excluded.expires, version = excluded.version,"
     " created = CASE WHEN records.expires IS NOT NULL AND records.expires <= :now THEN :now ELSE records.created END"
 )
-"""Write a record (new, expired or live): the version moves on, or starts over for a new or expired one."""
+"""Write a record (new, expired or live) at the version taken for it."""
+_NEXT_VERSION = "UPDATE versions SET last = last + 1 WHERE id = 0 RETURNING last"
 _PURGE_EVERY = 256
 """Writes between two purges of expired records."""
 
@@ -70,7 +76,7 @@ _PURGE_EVERY = 256
 class SQLiteStateStore:
     """State in one SQLite file: the embedded default.
 
-    Every write is one SQL statement (atomic on its own) in WAL mode with ``synchronous=NORMAL``
+    Every write is one transaction in WAL mode with ``synchronous=NORMAL``
     on a file opened by this process only through this object: a crash loses at most the
     transactions not yet checkpointed by the OS, never a committed record's consistency, and
     several processes may share the file (SQLite's own locking; a writer waits up to
@@ -148,26 +154,33 @@ class SQLiteStateStore:
         data = bytes(value)
 
         def body(conn: sqlite3.Connection) -> int:
-            # One statement, atomic on its own (no explicit transaction, one round trip).
+            # One transaction: the next version, then the conditional write (a lost race rolls both back).
             now = time.time()
             args = {"kind": kind, "key": key, "value": data, "now": now, "expires": now + ttl if ttl else None}
-            if expect == ANY or expect == ABSENT:
-                guard = "" if expect == ANY else " WHERE records.expires IS NOT NULL AND records.expires <= :now"
-                row = conn.execute(_UPSERT + guard + " RETURNING version", args).fetchone()
-            else:
-                row = conn.execute(
-                    "UPDATE records SET value = :value, version = version + 1, updated = :now, expires = :expires"
-                    " WHERE kind = :kind AND key = :key AND version = :expect" + _LIVE + " RETURNING version",
-                    {**args, "expect": expect},
-                ).fetchone()
-            if row is None:
-                found = conn.execute(
-                    "SELECT version FROM records WHERE kind = :kind AND key = :key" + _LIVE, args
-                ).fetchone()
-                raise StateConflictError(kind, key, expect, int(found[0]) if found else ABSENT)
-            self._writes += 1
-            if self._writes % _PURGE_EVERY == 0:
-                conn.execute("DELETE FROM records WHERE expires IS NOT NULL AND expires <= ?", (now,))
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                args["version"] = conn.execute(_NEXT_VERSION).fetchone()[0]
+                if expect == ANY or expect == ABSENT:
+                    guard = "" if expect == ANY else " WHERE records.expires IS NOT NULL AND records.expires <= :now"
+                    row = conn.execute(_UPSERT + guard + " RETURNING version", args).fetchone()
+                else:
+                    row = conn.execute(
+                        "UPDATE records SET value = :value, version = :version, updated = :now, expires = :expires"
+                        " WHERE kind = :kind AND key = :key AND version = :expect" + _LIVE + " RETURNING version",
+                        {**args, "expect": expect},
+                    ).fetchone()
+                if row is None:
+                    found = conn.execute(
+                        "SELECT version FROM records WHERE kind = :kind AND key = :key" + _LIVE, args
+                    ).fetchone()
+                    raise StateConflictError(kind, key, expect, int(found[0]) if found else ABSENT)
+                self._writes += 1
+                if self._writes % _PURGE_EVERY == 0:
+                    conn.execute("DELETE FROM records WHERE expires IS NOT NULL AND expires <= ?", (now,))
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
             return int(row[0])
 
         return await self._run(body)

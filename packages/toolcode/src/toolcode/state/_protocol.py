@@ -32,7 +32,7 @@ __all__ = [
 ANY: Final = "any"
 """``expect=ANY``: write whatever the record's current version."""
 ABSENT: Final = 0
-"""``expect=ABSENT``: write only if the record does not exist (versions start at 1)."""
+"""``expect=ABSENT``: write only if the record does not exist (versions are >= 1)."""
 Expect = int | Literal["any"]
 """What a conditional write expects of the record's current version: a version, ``ABSENT`` or ``ANY``."""
 KEY_PATTERN: Final = re.compile(r"^[A-Za-z0-9_.:/@+=-]{1,512}$")
@@ -88,7 +88,9 @@ class RecordInfo:
     kind: str
     key: str
     version: int
-    """1 for a new record, +1 on every write."""
+    """Greater on every write, and never one the key had before: a record made again (after a delete
+    or its expiry) takes a version above any it had, so a conditional write or delete that read
+    the old record cannot act on the new one."""
     size: int
     """Bytes of the value."""
     created: float

@@ -34,20 +34,28 @@ _IDLE_CHECK = 1.0
 # Every write is one Lua script: Redis runs it atomically, so a conditional write cannot
 # interleave with another replica's. Records are hashes (value, version, created, updated);
 # a sorted set per kind indexes their keys for listing; the TTL is Redis's own.
+# KEYS[3] holds the last version given to any record: every write takes the next one, so a record
+# made again (after a delete or its expiry) never takes a version it had, and a reader of the old
+# one cannot act on the new one with it.
 _PUT = """
 local cur = tonumber(redis.call('HGET', KEYS[1], 'version') or '0')
 local expect = ARGV[1]
 if expect ~= 'any' and tonumber(expect) ~= cur then
   return {-1, cur}
 end
+local version = redis.call('INCR', KEYS[3])
+if version <= cur then
+  version = cur + 1
+  redis.call('SET', KEYS[3], version)
+end
 local now = ARGV[3]
 local created = redis.call('HGET', KEYS[1], 'created') or now
 if cur == 0 then created = now end
-redis.call('HSET', KEYS[1], 'value', ARGV[2], 'version', cur + 1, 'created', created, 'updated', now)
+redis.call('HSET', KEYS[1], 'value', ARGV[2], 'version', version, 'created', created, 'updated', now)
 local ttl = tonumber(ARGV[4])
 if ttl > 0 then redis.call('PEXPIRE', KEYS[1], ttl) else redis.call('PERSIST', KEYS[1]) end
 redis.call('ZADD', KEYS[2], 0, ARGV[5])
-return {cur + 1, cur}
+return {version, cur}
 """
 _DELETE = """
 local cur = tonumber(redis.call('HGET', KEYS[1], 'version') or '0')
@@ -166,7 +174,8 @@ class RedisStateStore:
         ttl = check_ttl(ttl)
         ttl_ms = max(1, int(ttl * 1000)) if ttl else 0
         args = [str(expect), bytes(value), repr(time.time()), ttl_ms, key]
-        result = await self._call("put", lambda: self._put(keys=[self._key(kind, key), self._index(kind)], args=args))
+        keys = [self._key(kind, key), self._index(kind), f"{self._prefix}:versions"]
+        result = await self._call("put", lambda: self._put(keys=keys, args=args))
         version, current = (int(x) for x in result)
         if version < 0:
             raise StateConflictError(kind, key, expect, current)
