@@ -133,9 +133,41 @@ async def test_abort_ends_the_run_and_approve_run_lets_later_writes_through(file
         assert out.approval is not None
         second = await cm.resume(out.approval.execution_id, "approve")
         assert second.status == "approval_required" and second.approval is not None
-        assert second.approval.execution_id == out.approval.execution_id
+        # Each question has an id of its own (a decision answers the question it was given for).
+        assert second.approval.execution_id != out.approval.execution_id
         assert second.approval.line == 2
         assert (files_dir / "g0.txt").exists() and not (files_dir / "g1.txt").exists()
+        done = await cm.resume(second.approval.execution_id, "approve_run")
+        assert done.ok and done.value == 3, done
+
+
+async def test_a_decision_answers_the_question_it_was_given_for_not_the_next(files_dir: Path, tmp_path: Path) -> None:
+    # A person shown the first write approves it after the run's caller denied it and the run
+    # went on to ask about another write: the approval must not reach the write nobody was shown.
+    code = (
+        "try:\n"
+        '    run_tool("fs:write_file", path=input["dir"] + "/hello.txt", content="harmless")\n'
+        "except ToolError:\n"
+        "    pass\n"
+        'run_tool("fs:write_file", path=input["dir"] + "/other.txt", content="not shown")\n'
+        "__out = 1"
+    )
+    async with _box(files_dir, tmp_path) as box:
+        cm = box.codemode
+        first = await cm.execute(code, input={"dir": str(files_dir)})
+        assert first.approval is not None
+        shown = first.approval.execution_id
+        second = await cm.resume(shown, "deny")
+        assert second.status == "approval_required" and second.approval is not None
+        assert second.approval.execution_id != shown
+        stale = await cm.resume(shown, "approve")  # the decision about the first question, arriving late
+        assert not (files_dir / "other.txt").exists()
+        # It hears how that question ended: the run asks again, under the id of its next question.
+        assert stale.approval is not None and stale.approval.execution_id == second.approval.execution_id
+        assert not (files_dir / "hello.txt").exists()
+        entries = await box.stores.audit.read()
+    # The audit log keeps one id for the run across its questions: the first's.
+    assert entries and all(e.get("execution_id") == shown for e in entries)
 
 
 async def test_a_paused_run_survives_a_restart_and_time_spent_waiting_does_not_count(

@@ -409,10 +409,10 @@ class CodeMode:
 
         Returns:
             The run's outcome, with the calls from before the pause in its trace, and an
-            ``approval`` entry where it paused; or ``approval_required`` again when it reaches
-            another call that needs a decision. A run already decided (by its caller, an
-            operator or the console) answers its caller with the outcome it ended with, for an
-            hour.
+            ``approval`` entry where it paused; or ``approval_required`` again, under a new
+            ``execution_id``, when it reaches another call that needs a decision. A run already
+            decided (by its caller, an operator or the console) answers its caller with the
+            outcome it ended with, for an hour.
         """
         started = time.perf_counter()
         try:
@@ -482,7 +482,7 @@ class CodeMode:
                 started_ms=run.elapsed * 1000.0,
             )
         )
-        trail = AuditTrail(self.services.settings.policy.audit, run.caller, run.execution_id)
+        trail = AuditTrail(self.services.settings.policy.audit, run.caller, run.run_id)
         for p in pending:
             trail.add(p.tool_id, p.tier, _OUTCOME_WORD[chosen], who)
         entries = trail.take()

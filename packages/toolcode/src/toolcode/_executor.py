@@ -185,7 +185,7 @@ class Executor:
         output = OutputBuffer(min(max(opts.max_output_chars, keep), MAX_TRACE_PAYLOAD_CHARS))
         output.on_write = listen.on_print
         budget = CallBudget(opts.max_tool_calls, opts.max_chain_steps)
-        audit = AuditTrail(s.settings.policy.audit, caller, paused.execution_id if paused else new_execution_id())
+        audit = AuditTrail(s.settings.policy.audit, caller, paused.run_id if paused else new_execution_id())
         approvals = paused.approvals if paused is not None else None
         checkpoint = Checkpoint(s.policy, s.view(opts.allowed_namespaces, caller), audit, approvals)
         if paused is not None:
@@ -396,8 +396,11 @@ class Executor:
             # A long snippet's parse takes a while: off the event loop, which serves other callers.
             on = runs_for(p.code)
             may_call = (await on(literal_tool_ids, p.code, self.services.modules, known))[0]
+        run_id = checkpoint.audit.execution_id or new_execution_id()
         paused = PausedRun(
-            execution_id=checkpoint.audit.execution_id or new_execution_id(),
+            # Each question an id of its own: a decision made about this one cannot reach the next.
+            execution_id=run_id if before is None else new_execution_id(),
+            run_id=run_id,
             owner=owner_of(p.caller),
             caller=p.caller,
             code=p.code,

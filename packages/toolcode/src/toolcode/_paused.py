@@ -83,6 +83,12 @@ class PausedRun:
     created: float = field(default_factory=time.time)
     paused_at: float = field(default_factory=time.time)
     expires: float | None = None
+    run_id: str = ""
+    """The run's id in the audit log: its first question's ``execution_id`` (each question has an
+    id of its own, so that a decision answers the question it was given for); that id by default."""
+
+    def __post_init__(self) -> None:
+        self.run_id = self.run_id or self.execution_id
 
     @property
     def pending(self) -> list[PendingCall]:
@@ -112,6 +118,7 @@ class PausedRun:
             "line": self.state.line,
             "approvals": self.approvals.to_dict(),
             "trace": [r.to_dict() for r in self.trace],
+            "run_id": self.run_id,
         }
         return json_text(header).encode("utf-8", "surrogatepass") + b"\n" + self.state.snapshot
 
@@ -138,6 +145,7 @@ class PausedRun:
                 state=PauseState(snapshot, dict(d["drive"]), pending, d["line"]),
                 approvals=Approvals.from_dict(d["approvals"]),
                 trace=[_record_of(r) for r in d["trace"]],
+                run_id=str(d.get("run_id") or ""),  # a record from before run ids: its own
             )
         except (KeyError, TypeError, AttributeError) as e:
             raise ValueError(f"unreadable paused run: {type(e).__name__}: {e}") from None
