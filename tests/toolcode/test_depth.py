@@ -61,3 +61,31 @@ async def test_arguments_too_deep_to_leave_the_sandbox_are_refused_before_the_ca
         assert out.ok and out.value["code"] == "invalid_arguments", out
         assert "nested deeper than 200 levels at $.x[0]" in out.value["message"]
         assert out.calls.count == 0
+
+
+# A value of shared parts is small in the sandbox and huge once written out: ``[a] * 10_000`` of a
+# 1,000-item ``a`` is 10 million items to the host. Counted the host's way, it is refused before
+# the host walks or copies it whole (which held every other caller's run for seconds, and grew the
+# process by gigabytes). The bound is about items, so the time it takes is not measured here.
+SHARED = "a = [[]] * 1000\nb = [a] * 100\n"
+
+
+async def test_a_result_of_too_many_shared_items_is_refused_before_it_is_written_out() -> None:
+    async with Toolbox([ProviderBackend("p", _Deep())]) as box:
+        out = await box.codemode.execute(SHARED + "[b] * 100")
+        assert out.error is not None and out.error.code == "output_limit", out
+        assert "1,000,000" in out.error.message and "items" in out.error.message
+        small = await box.codemode.execute(SHARED + "[b] * 2")  # 200,000 items: within the bound
+        assert small.ok, small.error
+
+
+async def test_arguments_of_too_many_shared_items_are_refused_before_the_call() -> None:
+    async with Toolbox([ProviderBackend("p", _Deep())]) as box:
+        code = (
+            SHARED + "try:\n    run_tool('p:echo', {'x': [b] * 100})\n    r = 'called'\n"
+            "except ToolError as e:\n    r = tool_error_info(e)\nr"
+        )
+        out = await box.codemode.execute(code)
+        assert out.ok and out.value["code"] == "invalid_arguments", out
+        assert "1,000,000 items" in out.value["message"]
+        assert out.calls.count == 0

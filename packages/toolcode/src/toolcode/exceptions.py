@@ -65,6 +65,7 @@ _LIMIT_CODES: Final = {
     "max_tool_calls": ErrorCode.TOOL_CALL_LIMIT,
     "max_chain_steps": ErrorCode.TOOL_CALL_LIMIT,
     "max_output_chars": ErrorCode.OUTPUT_LIMIT,
+    "max_value_items": ErrorCode.OUTPUT_LIMIT,
     "max_memory": ErrorCode.MEMORY_LIMIT,
     "max_recursion_depth": ErrorCode.MEMORY_LIMIT,
     "max_paused_bytes": ErrorCode.MEMORY_LIMIT,
@@ -256,7 +257,8 @@ class LimitExceededError(ToolCodeError):
 
     Attributes:
         limit: Which limit: ``"timeout"``, ``"max_tool_calls"``, ``"max_chain_steps"``,
-            ``"max_memory"``, ``"max_recursion_depth"``, ``"max_output_chars"``, ``"max_paused_bytes"``,
+            ``"max_memory"``, ``"max_recursion_depth"``, ``"max_output_chars"``, ``"max_value_items"``,
+            ``"max_paused_bytes"``,
             ``"max_paused_runs"`` (code ``quota_exceeded``).
         configured: The configured value (seconds, calls, steps, bytes, frames).
         reached: What the run reached when it was stopped (``None`` when unknown).

@@ -12,7 +12,7 @@ from toolcode._types import PauseState, SessionState
 from toolcode.engines import _monty_state as _state
 from toolcode.engines._monty_drive import cut_path
 from toolcode.engines._monty_pool import Worker, exit_quietly
-from toolcode.exceptions import EngineError
+from toolcode.exceptions import EngineError, LimitExceededError
 from toolindex.log import get_logger
 
 __all__ = ["SessionTurn"]
@@ -101,7 +101,11 @@ class SessionTurn:
         except pm.MontyError as e:
             _log.debug("monty.session_export_failed", error=repr(e)[:300])
             return None
-        if bad or not _state.plain_data(data) or cut_path(data, self._depth) is not None:
+        try:
+            cut = cut_path(data, self._depth)
+        except LimitExceededError:
+            cut = "too many items"
+        if bad or not _state.plain_data(data) or cut is not None:
             _log.debug("monty.session_not_rebuilt", names=[str(n)[:40] for n in bad[:10]])
             return None
         old, worker.session = worker.session, None
