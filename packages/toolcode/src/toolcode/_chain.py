@@ -30,7 +30,7 @@ _MAX_FILLED: Final = DEFAULT_ARGUMENT_LIMITS.max_size
 _MAX_REFERENCES: Final = 10_000
 """Most references one step's arguments may fill in (each is a lookup on the event loop)."""
 _REF: Final = re.compile(r"\{\{\s*([^{}\s]{1,300})\s*\}\}")
-_STEP_ID: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
+_STEP_ID: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}\Z")
 _STEP_KEYS: Final = frozenset({"tool_id", "tool", "args", "id", "use_previous", "on_error"})
 _MAX_STEPS_SCANNED: Final = 10_000
 _PART: Final = re.compile(r"([^\[\]]*)((?:\[-?\d{1,9}\])*)")

@@ -39,7 +39,7 @@ _DECIDED_KIND: Final = "paused-decided"
 _DECIDED_TTL: Final = 3_600.0
 _OPERATOR_SCAN: Final = 10_000
 """Paused records an operator's lookup or listing reads at most (every caller's)."""
-ID_PATTERN: Final = re.compile(r"^[0-9a-f]{32}$")
+ID_PATTERN: Final = re.compile(r"^[0-9a-f]{32}\Z")
 Decision = Literal["approve", "approve_run", "deny", "abort"]
 """``approve``: this call, once; ``approve_run``: these tools for the rest of the run; ``deny``: the
 snippet gets ``approval_denied``; ``abort``: the run ends here."""

@@ -24,7 +24,7 @@ __all__ = ["RESULT_URI_PREFIX", "Stored", "StoredResults", "result_ref_of_uri"]
 
 KIND: Final = "result"
 RESULT_URI_PREFIX: Final = "toolcode://results/"
-_REF: Final = re.compile(r"^r-[0-9a-f]{12}$")
+_REF: Final = re.compile(r"^r-[0-9a-f]{12}\Z")
 DEFAULT_PAGE_CHARS: Final = 100_000
 MAX_PAGE_CHARS: Final = 1_000_000
 

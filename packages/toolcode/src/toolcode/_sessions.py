@@ -38,7 +38,7 @@ __all__ = ["SESSION_NAME", "Sessions", "owner_of", "tools_imports"]
 
 _log = get_logger("toolcode.sessions")
 
-SESSION_NAME: Final = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+SESSION_NAME: Final = re.compile(r"^[A-Za-z0-9_.-]{1,64}\Z")
 """A session's name: 1 to 64 letters, digits, ``_``, ``.`` or ``-``."""
 _MAGIC = b"TCS1"
 KIND = "session"

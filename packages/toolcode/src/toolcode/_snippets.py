@@ -56,7 +56,7 @@ MAX_CODE_CHARS: Final = 100_000
 MAX_DESCRIPTION_CHARS: Final = 2_000
 MAX_NESTING: Final = 4
 """Saved snippets calling saved snippets: deeper is refused (a snippet calling itself stops here)."""
-_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}\Z")
 _KIND = "snippet"
 _DEFAULT_SCHEMA: Final[dict[str, Any]] = {"type": "object"}
 

@@ -12,9 +12,9 @@ from toolindex.exceptions import InvalidToolIDError
 __all__ = ["NAME_PATTERN", "ToolID", "validate_name", "validate_namespace"]
 
 #: MCP tool names: 1-128 characters of letters, digits, ``_``, ``.`` and ``-``.
-NAME_PATTERN = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
-_NAMESPACE_PATTERN = re.compile(r"^[A-Za-z0-9_.\-/@ ]{1,128}$")
-_VERSION_PATTERN = re.compile(r"^[A-Za-z0-9_.+\-]{1,64}$")
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9_.\-]{1,128}\Z")
+_NAMESPACE_PATTERN = re.compile(r"^[A-Za-z0-9_.\-/@ ]{1,128}\Z")
+_VERSION_PATTERN = re.compile(r"^[A-Za-z0-9_.+\-]{1,64}\Z")
 
 
 def validate_name(name: str, *, raw: str | None = None) -> str:

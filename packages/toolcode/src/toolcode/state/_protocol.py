@@ -35,7 +35,7 @@ ABSENT: Final = 0
 """``expect=ABSENT``: write only if the record does not exist (versions are >= 1)."""
 Expect = int | Literal["any"]
 """What a conditional write expects of the record's current version: a version, ``ABSENT`` or ``ANY``."""
-KEY_PATTERN: Final = re.compile(r"^[A-Za-z0-9_.:/@+=-]{1,512}$")
+KEY_PATTERN: Final = re.compile(r"^[A-Za-z0-9_.:/@+=-]{1,512}\Z")
 """Kinds and keys: printable ASCII without spaces, 1 to 512 characters."""
 Release = Callable[[], Coroutine[Any, Any, None]]
 """Gives a lock back (idempotent)."""
