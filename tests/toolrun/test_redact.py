@@ -307,3 +307,47 @@ def test_content_blocks_are_masked_in_every_field() -> None:
     assert resource == {"type": "resource", "resource": {"uri": "mem://x?k=***", "text": "***"}}
     assert MASK in image["data"] and image["mimeType"] == "image/png"  # the secret's bytes in binary data too
     assert clean is content[3]
+
+
+@pytest.mark.anyio
+async def test_one_drain_of_stderr_reads_a_bounded_amount_however_fast_the_child_writes() -> None:
+    # A child that writes as fast as it is read kept the reading loop, and with it the event loop
+    # every caller shares, busy for as long as it wrote.
+    import threading
+
+    from toolrun._mcp_stderr import _DRAIN  # pyright: ignore[reportPrivateUsage]
+
+    class Counting(StderrPump):
+        read = 0
+
+        def _feed(self, chunk: bytes) -> None:
+            self.read += len(chunk)
+            super()._feed(chunk)
+
+    pump = Counting(structlog.get_logger("test"))
+    writer = pump.open()
+    total = 64 * 1024 * 1024
+    stop = threading.Event()
+
+    def flood() -> None:
+        line = b"x" * 1023 + b"\n"
+        written = 0
+        try:
+            while written < total and not stop.is_set():
+                written += writer.write(line) or 0
+        except (BrokenPipeError, OSError, ValueError):
+            return
+
+    t = threading.Thread(target=flood, daemon=True)
+    t.start()
+    try:
+        while pump.read == 0:
+            pump.drain()
+        before = pump.read
+        assert pump.drain() is True  # still open: more to read later
+        assert pump.read - before <= _DRAIN
+    finally:
+        stop.set()
+        pump.close()
+        t.join(timeout=60)
+    assert not t.is_alive()

@@ -31,6 +31,8 @@ WINDOW_S = 10.0
 TAIL_CHARS = 2000
 """Characters of recent stderr kept for ``exposeStderr``."""
 _READ = 64 * 1024
+_DRAIN = 4 * _READ
+"""Bytes read at most before the loop is given back to everything else."""
 # A "line" without a newline is cut here, so a child writing megabytes without one stays bounded.
 _PENDING_MAX = 8 * 1024
 
@@ -115,8 +117,14 @@ class StderrPump:
             self._flush()
 
     def drain(self) -> bool:
-        """Read what is available without waiting; ``False`` at end of file or when closed."""
-        while not self._closed:
+        """Read what is available without waiting, up to :data:`_DRAIN` bytes; ``False`` at end of file or closed.
+
+        Bounded: a child that writes as fast as it is read would otherwise keep this loop, and the
+        event loop every caller shares, busy for as long as it writes.
+        """
+        for _ in range(_DRAIN // _READ):
+            if self._closed:
+                return False
             try:
                 chunk = os.read(self._rfd, _READ)
             except BlockingIOError:
@@ -126,7 +134,7 @@ class StderrPump:
             if not chunk:
                 return False
             self._feed(chunk)
-        return False
+        return not self._closed
 
     def tail(self) -> str:
         """The last lines the child wrote (read so far), redacted."""
