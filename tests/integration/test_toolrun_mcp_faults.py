@@ -12,6 +12,7 @@ from typing import Any
 import anyio
 import psutil
 import pytest
+import structlog
 from mcp_support import FAULT_SERVER, RunningServer
 
 from toolindex import ChangeEvent, InMemoryIndex, ToolNotFoundError
@@ -94,6 +95,18 @@ async def test_lists_every_page_and_skips_the_malformed_tool(mcp_runner: Callabl
         res = await runner.run("fault:echo", {"text": "still here"})
         assert res.structured == {"text": "still here"}
         assert str(res.backend) == "mcp:fault/echo"
+
+
+async def test_a_listing_that_never_ends_stops_at_its_size_bound(mcp_runner: Callable[..., Any]) -> None:
+    # Pages of 64 KB, each with a next cursor: the listing stops once it holds 4 x maxResponseBytes
+    # (1 MiB here), instead of holding up to 1,000 pages (4 GiB at the default bound).
+    entry = {**fault_stdio("--endless-pages", "64"), "maxResponseBytes": 256 * 1024}
+    with structlog.testing.capture_logs() as logs:
+        async with mcp_runner({"fault": entry}) as (_, backends):
+            backend: MCPBackend = backends["fault"]
+            assert 0 < len(backend.tools) <= 1024 // 64 + 1
+    [capped] = [e for e in logs if e["event"] == "mcp.list_size_cap"]
+    assert capped["max_bytes"] == 4 * 256 * 1024
 
 
 async def test_results_are_normalised(mcp_runner: Callable[..., Any], fault: dict[str, Any]) -> None:

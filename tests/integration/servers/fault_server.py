@@ -132,8 +132,10 @@ _AUDIO = base64.b64encode(b"RIFF\x24\x00\x00\x00WAVEfmt ").decode()
 
 
 class FaultServer:
-    def __init__(self, page_size: int, changed_flag: str | None = None) -> None:
+    def __init__(self, page_size: int, changed_flag: str | None = None, endless_kb: int = 0) -> None:
         self.page_size = page_size
+        self.endless_kb = endless_kb
+        """With ``--endless-pages KB``: every tools/list page one more tool of a KB description, never the last."""
         self.changed_flag = changed_flag
         self.dynamic: dict[str, types.Tool] = {}
         self.cancelled = 0
@@ -180,6 +182,11 @@ class FaultServer:
     ) -> types.ListToolsResult:
         tools = self.all_tools()
         start = int(params.cursor) if params is not None and params.cursor else 0
+        if self.endless_kb:
+            filler = types.Tool(
+                name=f"filler_{start}", description="x" * (self.endless_kb * 1024), input_schema={"type": "object"}
+            )
+            return types.ListToolsResult(tools=[filler], next_cursor=str(start + 1))
         end = start + self.page_size
         return types.ListToolsResult(tools=tools[start:end], next_cursor=str(end) if end < len(tools) else None)
 
@@ -318,12 +325,15 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--page-size", type=int, default=5)
     p.add_argument("--malformed", action="store_true", help="add a malformed tool to every tools/list page")
     p.add_argument(
+        "--endless-pages", type=int, default=0, metavar="KB", help="list pages of one KB-sized tool, forever"
+    )
+    p.add_argument(
         "--changed-flag",
         metavar="FILE",
         help="while FILE exists, echo's description differs (its title only, if FILE says 'title')",
     )
     a = p.parse_args(argv)
-    fs = FaultServer(a.page_size, a.changed_flag)
+    fs = FaultServer(a.page_size, a.changed_flag, a.endless_pages)
     if a.http:
         anyio.run(serve_http, fs, a.port)
     else:

@@ -18,6 +18,7 @@ from toolcode._data import as_dict, as_list
 from toolcode._records import ToolCallRecord
 from toolcode.exceptions import LimitExceededError
 from tooldocs import json_text
+from toolrun._size import approx_size
 
 __all__ = [
     "DROPPED_PAYLOAD",
@@ -28,7 +29,6 @@ __all__ = [
     "FittedOutput",
     "OutputBuffer",
     "PayloadBudget",
-    "approx_size",
     "as_json_data",
     "check_json",
     "fit_output_budget",
@@ -128,58 +128,10 @@ class OutputBuffer:
         return self._sizes[stream] + self.dropped[stream]
 
 
-def approx_size(value: Any, cap: int) -> int:
-    """About how many characters ``value`` takes as JSON, counting no further than ``cap``.
-
-    The work is proportional to ``min(size, cap)``, not to the value's size: the walk stops as
-    soon as the count passes ``cap``, and then returns ``cap + 1``.
-    """
-    # ``value.__class__`` on the hot paths: as cheap as ``type()``, and the checker leaves ``Any`` as it is.
-    t = value.__class__
-    if t is str:
-        return len(value) + 2
-    if t is dict:
-        # Flat objects (most arguments and many results) without the general walk.
-        total = 2
-        for k, v in value.items():
-            tv = v.__class__
-            if tv is str:
-                total += len(k) + len(v) + 6
-            elif tv in _NUMBERS or v is None:
-                total += len(k) + 12
-            else:
-                break
-            if total > cap:
-                return cap + 1
-        else:
-            return total
-    total = 0
-    stack: list[Any] = [value]
-    while stack:
-        v = stack.pop()
-        if isinstance(v, str):
-            total += len(v) + 2
-        elif (d := as_dict(v)) is not None:
-            total += 2
-            for k, item in d.items():
-                total += len(k) + 4 if isinstance(k, str) else 8
-                stack.append(item)
-                if total > cap:
-                    return cap + 1
-        elif (items := as_list(v)) is not None:
-            stack.extend(items)
-            total += 2 + len(items)
-        else:
-            total += 8
-        if total > cap:
-            return cap + 1
-    return total
-
-
 class PayloadBudget:
     """How much call payload (arguments and results) one run's trace may keep in host memory.
 
-    Each call's payloads are measured with :func:`approx_size` against what is left; once the
+    Each call's payloads are measured with :func:`toolrun._size.approx_size` against what is left; once the
     allowance is used up, later payloads are replaced by :data:`DROPPED_PAYLOAD` at no cost.
     """
 

@@ -45,6 +45,7 @@ from toolrun._mcp_stderr import LogLimiter, StderrPump
 from toolrun._mcp_stdio import bounded_stdio_client
 from toolrun._mcp_wire import learn_param_headers, normalise_result, parse_tool, raw_request
 from toolrun._redact import redact, redact_url, register_secrets
+from toolrun._size import approx_size
 from toolrun._spawn import watchdog_command
 from toolrun._types import BackendResult, ProgressCallback, ProgressEvent
 from toolrun.exceptions import (
@@ -63,6 +64,10 @@ _log = get_logger("toolrun.mcp")
 
 _CLIENT_INFO = types.Implementation(name="toolrun", version="0.1.0")
 _MAX_LIST_PAGES = 1000
+_LIST_BYTES_PER_REPLY = 4
+"""A whole tool listing holds at most this many times the server's ``maxResponseBytes``."""
+_SHOWN_CURSOR = 100
+"""Characters of a cursor quoted in the log."""
 # Tools registered into the index per slice of a re-list, between which other tasks run.
 _REGISTER_SLICE = 100
 # Skipped tools logged one by one per listing; the rest are counted.
@@ -642,17 +647,26 @@ class MCPBackend:
         out: list[Any] = []
         cursor: str | None = None
         seen: set[str] = set()
+        # The whole listing is bounded, not only each page: pages of a server that never gives
+        # the last one would otherwise be held up to _MAX_LIST_PAGES of them.
+        most = _LIST_BYTES_PER_REPLY * self._config.max_response_bytes
+        held = 0
         for _ in range(_MAX_LIST_PAGES):
             page = await raw_request(conn.session, "tools/list", {"cursor": cursor} if cursor else None)
             tools = page.get("tools")
             if isinstance(tools, list):
+                held += approx_size(tools, most - held)
+                if held > most:
+                    self._log.warning("mcp.list_size_cap", max_bytes=most, tools=len(out))
+                    return out
                 out.extend(cast(list[Any], tools))
             nxt = page.get("nextCursor")
             if not isinstance(nxt, str) or not nxt:
                 return out
             if nxt in seen:
-                self._log.warning("mcp.list_cursor_loop", cursor=nxt)
+                self._log.warning("mcp.list_cursor_loop", cursor=nxt[:_SHOWN_CURSOR])
                 return out
+            held += len(nxt)
             seen.add(nxt)
             cursor = nxt
         self._log.warning("mcp.list_page_cap", pages=_MAX_LIST_PAGES)
