@@ -203,6 +203,36 @@ def test_a_paused_run_round_trips_through_its_encoding() -> None:
     assert (back.input, back.session, back.calls, back.state.line) == (run.input, "s", 2, 3)
     with pytest.raises(ValueError, match=r"unreadable|unknown"):
         PausedRun.decode(b'{"v": 1}\n')
+    # A listing reads each run without its snapshot (most of its size) and keeps everything else.
+    light = PausedRun.decode(run.encode(), snapshot=False)
+    assert light.state.snapshot == b"" and light.pending == run.pending and light.code == run.code
+
+
+@pytest.mark.anyio
+async def test_a_listing_of_paused_runs_holds_no_snapshot(tmp_path: Any) -> None:
+    from toolcode._options import ExecuteOptions
+    from toolcode._paused import PausedRuns
+    from toolcode._settings import PolicySettings
+    from toolcode.state import SQLiteStateStore
+
+    store = SQLiteStateStore(tmp_path / "state.sqlite3")
+    runs = PausedRuns(store, PolicySettings())
+    try:
+        for i in range(3):
+            pending = [PendingCall("fs:w", {"p": i}, "write", "w", "d")]
+            big = PauseState(bytes(2 * 1024 * 1024), {"done": {}}, pending, 1)
+            run = PausedRun(
+                execution_id=f"{i:032x}", owner="local", caller=None, code="x = 1", input=None,
+                options=ExecuteOptions().resolve(), session=None, state=big, approvals=Approvals(),
+                trace=[], stdout="", stderr="", calls=0, elapsed=0.0,
+            )  # fmt: skip
+            await runs.save(run)
+        listed = await runs.list(None)
+        assert len(listed) == 3 and all(r.state.snapshot == b"" for r in listed)
+        taken = await runs.take(f"{1:032x}", None)
+        assert len(taken.state.snapshot) == 2 * 1024 * 1024  # what continues a run has it whole
+    finally:
+        await store.aclose()
 
 
 def test_a_snippet_runs_only_with_the_code_the_gate_judged() -> None:

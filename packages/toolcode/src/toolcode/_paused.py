@@ -123,13 +123,20 @@ class PausedRun:
         return json_text(header).encode("utf-8", "surrogatepass") + b"\n" + self.state.snapshot
 
     @classmethod
-    def decode(cls, blob: bytes) -> PausedRun:
+    def decode(cls, blob: bytes, *, snapshot: bool = True) -> PausedRun:
         """Read :meth:`encode`'s output back.
+
+        Args:
+            blob: The record.
+            snapshot: Whether to keep the engine's snapshot (``False``: an empty one, what a
+                listing needs: the snapshot is most of a paused run's size).
 
         Raises:
             ValueError: If the record is not a paused run this version can read.
         """
-        head, _, snapshot = blob.partition(b"\n")
+        end = blob.find(b"\n")
+        head = blob if end < 0 else blob[:end]
+        kept = blob[end + 1 :] if snapshot and end >= 0 else b""
         try:
             d = json.loads(head)
             if d.get("v") != 1:
@@ -142,7 +149,7 @@ class PausedRun:
             return cls(
                 **{name: read(d[name]) for name, read in _PLAIN.items()},
                 options=ResolvedOptions(**o),
-                state=PauseState(snapshot, dict(d["drive"]), pending, d["line"]),
+                state=PauseState(kept, dict(d["drive"]), pending, d["line"]),
                 approvals=Approvals.from_dict(d["approvals"]),
                 trace=[_record_of(r) for r in d["trace"]],
                 run_id=str(d.get("run_id") or ""),  # a record from before run ids: its own
@@ -323,7 +330,7 @@ class PausedRuns:
         return run
 
     async def list(self, caller: str | None, *, limit: int = 100, operator: bool = False) -> list[PausedRun]:
-        """This caller's paused runs (every caller's, for an ``operator``), oldest first."""
+        """This caller's paused runs (every caller's, for an ``operator``), oldest first, without their snapshots."""
         owner = owner_of(caller)
         out: list[PausedRun] = []
         prefix, most = ("", _OPERATOR_SCAN) if operator else (owner + "/", max(limit, self.settings.max_paused_runs))
@@ -332,9 +339,11 @@ class PausedRuns:
             if rec is None:
                 continue
             try:
-                run = PausedRun.decode(rec.value)
+                # One record at a time, each without its snapshot: a listing holds what it shows.
+                run = PausedRun.decode(rec.value, snapshot=False)
             except ValueError:
                 continue
+            del rec
             if run.owner == owner or operator:
                 out.append(run)
         return sorted(out, key=lambda r: r.paused_at)[:limit]
