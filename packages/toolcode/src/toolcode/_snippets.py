@@ -32,7 +32,7 @@ import anyio
 
 from toolcode._data import as_mapping
 from toolcode.exceptions import InvalidArgumentsError, LimitExceededError, TypeCheckError
-from toolcode.state import StateStore
+from toolcode.state import ABSENT, StateStore
 from toolcode.state._protocol import keep_in_sync
 from toolindex import BackendRef, Index, Tool, ToolIndexError
 from toolindex.log import get_logger
@@ -277,7 +277,6 @@ class SnippetLibrary:
             StateUnavailableError: If the store cannot be written.
         """
         name = self.check_name(name)
-        self._check_owner(name, owner, operator)
         if not isinstance(shared, bool):
             raise InvalidArgumentsError("shared", f"must be true or false, got {type(shared).__name__}")
         if shared and not operator:
@@ -306,12 +305,11 @@ class SnippetLibrary:
             raise TypeCheckError(found)
         now = time.time()
         async with self._lock:
-            self._check_owner(name, owner, operator)
-            old = self.snippets.get(name)
+            old, current = await self._stored(name, owner, operator)
             self._check_quota(name, owner, quota)
             made = old.created if old else now
             snippet = SavedSnippet(name, code, description.strip(), schema, made, now, owner, shared)
-            version = await self.store.put(_KIND, name, _encode(snippet))
+            version = await self.store.put(_KIND, name, _encode(snippet), expect=current)
             self.snippets[name] = snippet
             self._versions[name] = version
             self._show(snippet)
@@ -326,8 +324,8 @@ class SnippetLibrary:
         """
         name = self.check_name(name)
         async with self._lock:
-            self._check_owner(name, owner, operator)
-            gone = await self.store.delete(_KIND, name)
+            old, current = await self._stored(name, owner, operator)
+            gone = old is not None and await self.store.delete(_KIND, name, expect=current)
             self.snippets.pop(name, None)
             self._versions.pop(name, None)
             self._hide(name)
@@ -339,12 +337,20 @@ class SnippetLibrary:
             why = "not saved: this caller keeps as many snippets as it may (snippets.max_per_caller); delete one first"
             raise LimitExceededError("max_snippets", quota, kept, why)
 
-    def _check_owner(self, name: str, owner: str, operator: bool) -> None:
-        old = self.snippets.get(name)
-        if old is not None and old.owner != owner and not operator:
+    async def _stored(self, name: str, owner: str, operator: bool) -> tuple[SavedSnippet | None, int]:
+        """The snippet as the store has it now and its version, after checking ``owner`` may change it.
+
+        The store settles who owns a name, not this replica's copy (another replica may have saved
+        it since the last :meth:`sync`); the write that follows is conditional on that version (a
+        change meanwhile fails it with ``StateConflictError``, code ``busy``).
+        """
+        rec = await self.store.get(_KIND, name)
+        old = _decode(rec.value) if rec is not None else None
+        if rec is not None and (old is None or old.owner != owner) and not operator:
             raise InvalidArgumentsError(
                 "name", f"snippet {name!r} was saved by another caller: choose another name (an operator may change it)"
             )
+        return old, rec.version if rec is not None else ABSENT
 
     def get(self, name: Any, owner: str | None = None, operator: bool = False) -> SavedSnippet:
         """One snippet (of those the caller ``owner`` sees, when given).
