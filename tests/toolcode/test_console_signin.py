@@ -72,6 +72,28 @@ async def test_revoking_a_token_ends_its_console_sessions_on_every_replica(
     assert await a.viewer(ops) is None
 
 
+async def test_replacing_a_token_under_the_same_name_ends_the_sessions_it_signed_in(
+    tmp_path: Path, stores: tuple[StateStore, StateStore]
+) -> None:
+    # A leaked token is replaced, its name kept: the sessions the leaked token opened end too.
+    tokens_file = tmp_path / "tokens"
+    _write(tokens_file, f"alice:{ALICE}\n")
+    a, b = (SignIns(s, BearerTokens(file=tokens_file), ConsoleSettings(), lambda caller: False) for s in stores)
+    leaked = _cookie(await a.sign_in(ALICE))
+    assert await b.viewer(leaked) is not None
+    fresh = secrets.token_urlsafe(32)
+    _write(tokens_file, f"alice:{fresh}\n")
+    assert await b.viewer(leaked) is None and await a.viewer(leaked) is None
+    assert await a.sign_in(ALICE) is None
+    renewed = _cookie(await a.sign_in(fresh))
+    seen = await b.viewer(renewed)
+    assert seen is not None and seen.name == "alice"
+    # What the store keeps of the token tells nothing of it.
+    for info in await stores[1].list(KIND):
+        record = await stores[1].get(KIND, info.key)
+        assert record is not None and fresh not in record.value.decode() and ALICE not in record.value.decode()
+
+
 async def test_the_store_holds_a_digest_of_the_id_never_the_id(stores: tuple[StateStore, StateStore]) -> None:
     signins = SignIns(stores[0], None, ConsoleSettings(), lambda caller: caller is None)
     sid = await signins.sign_in("")

@@ -4,13 +4,14 @@ A session id is ``<owner>:<256 random bits>`` in an ``HttpOnly; SameSite=Strict`
 console's path; a fresh one on every sign-in. It lives in the state store the core already has, so
 every replica sharing that store sees the same sign-ins, and a restart keeps them: under the key
 ``<owner>/<sha256 of the id>`` (a reader of the store learns no id it could present), with the
-token's name and a CSRF token as its value, and the sign-in's TTL as the record's (an expired
-sign-in disappears by itself). One token name keeps at most ``console.max_signins`` sign-ins; one
-more drops that name's oldest, never another name's. Every request looks the name up again among
-the tokens accepted right now, so revoking a token ends its sessions on every replica. Every POST
-needs an ``Origin`` header (the guard in front has already refused a foreign one) and the session's
-CSRF token; the sign-in form, made before there is a session, carries one bound to a short-lived
-cookie.
+token's name, a fingerprint of the token (a digest of its digest) and a CSRF token as its value,
+and the sign-in's TTL as the record's (an expired sign-in disappears by itself). One token name
+keeps at most ``console.max_signins`` sign-ins; one more drops that name's oldest, never another
+name's. Every request looks the token up again among the tokens accepted right now, so revoking
+a token, or replacing it under the same name, ends the sessions it opened on every replica. Every
+POST needs an ``Origin`` header (the guard in front has already refused a foreign one) and the
+session's CSRF token; the sign-in form, made before there is a session, carries one bound to a
+short-lived cookie.
 """
 
 from __future__ import annotations
@@ -91,13 +92,16 @@ class SignIns:
             StateUnavailableError: If the state store cannot be reached (nobody is signed in).
         """
         name: str | None = None
+        bound: dict[str, Any] = {}
         if self.tokens is not None:
             name = self.tokens.verify(token.strip()) if token.strip() else None
             if name is None:
                 return None
+            # The sign-in lasts as long as this very token does: replaced under its name, it ends.
+            bound["token"] = self.tokens.fingerprint(token.strip())
         owner = owner_of(_caller(name))
         sid = f"{owner}:{secrets.token_urlsafe(32)}"
-        value = json.dumps({"name": name, "csrf": secrets.token_urlsafe(32)}).encode()
+        value = json.dumps({"name": name, "csrf": secrets.token_urlsafe(32), **bound}).encode()
         await self.store.put(KIND, _key(sid), value, ttl=self.settings.session_ttl)
         # Trimmed after the write, not before: of sign-ins made at once (on any replica), the last
         # to be written sees every other one, so the name ends within its cap.
@@ -130,8 +134,13 @@ class SignIns:
             name, csrf = held["name"], held["csrf"]
         except (ValueError, TypeError, KeyError):
             return None
-        accepted: list[str | None] = [*self.tokens.names] if self.tokens is not None else [None]
-        if name not in accepted or not isinstance(csrf, str):  # revoked since: signed out everywhere
+        if self.tokens is not None:  # revoked or replaced since: signed out everywhere
+            fingerprint = held.get("token")
+            current = isinstance(name, str) and isinstance(fingerprint, str)
+            current = current and self.tokens.still_accepts(name, fingerprint)
+        else:
+            current = name is None
+        if not current or not isinstance(csrf, str):
             await self.store.delete(KIND, key)
             return None
         caller = _caller(name)

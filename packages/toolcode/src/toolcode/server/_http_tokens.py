@@ -44,6 +44,10 @@ def _digest(token: str) -> bytes:
     return hashlib.sha256(token.encode("utf-8")).digest()
 
 
+def _fingerprint(digest: bytes) -> str:
+    return hashlib.sha256(b"toolcode console sign-in\0" + digest).hexdigest()
+
+
 def _token_id(token: str) -> str:
     return "token-" + hashlib.sha256(token.encode("utf-8")).hexdigest()[:12]
 
@@ -200,6 +204,24 @@ class BearerTokens:
         """The caller names (identities) of the accepted tokens."""
         self._refresh()
         return [e.name for e in (*self._static, *self._file_entries)]
+
+    def fingerprint(self, presented: str) -> str:
+        """What names the token ``presented`` among tokens without revealing it (kept with a console sign-in).
+
+        Not its digest as compared here: a digest of that, so a reader of the store learns nothing
+        the door accepts.
+        """
+        return _fingerprint(_digest(presented))
+
+    def still_accepts(self, name: str, fingerprint: str) -> bool:
+        """Whether the token of ``name`` is still the one ``fingerprint`` was made from (replaced or revoked: no)."""
+        self._refresh()
+        found = False
+        for entry in (*self._static, *self._file_entries):
+            # Every entry compared, whatever matched before (as in verify).
+            if hmac.compare_digest(_fingerprint(entry.digest), fingerprint) and entry.name == name:
+                found = True
+        return found
 
     def verify(self, presented: str) -> str | None:
         """The name of the token ``presented`` matches, or ``None``.
