@@ -272,8 +272,11 @@ class Console:
             return _message(viewer, "Refused", _STALE, 403)
         tool_id = form.get("tool_id", "")
         if form.get("action") == "approve":
-            approved = await self.views.approve_tool(viewer, tool_id)
-            text = f"Approved {', '.join(approved)}." if approved else f"No tool {tool_id!r} to approve."
+            approved = await self.views.approve_tool(viewer, tool_id, form.get("digest", ""))
+            if approved is None:
+                text = f"{tool_id}'s definition is not the one shown (it changed since): nothing approved; look again."
+            else:
+                text = f"Approved {', '.join(approved)}." if approved else f"No tool {tool_id!r} to approve."
         else:
             await self.views.keep_blocked(viewer, tool_id)
             text = f"{tool_id} stays blocked."

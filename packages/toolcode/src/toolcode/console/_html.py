@@ -202,7 +202,8 @@ def quarantine(viewer: Viewer, changes: Sequence[Change], *, enabled: bool) -> s
         )
         act = (
             f'<form method="post" class="decide">{_csrf(viewer)}<input type="hidden" name="tool_id" '
-            f'value="{esc(c.tool_id)}"><button name="action" value="approve" class="approve">Approve this definition'
+            f'value="{esc(c.tool_id)}"><input type="hidden" name="digest" value="{esc(c.digest)}">'
+            '<button name="action" value="approve" class="approve">Approve this definition'
             '</button><button name="action" value="keep" class="deny">Keep blocked</button></form>'
             if viewer.operator
             else '<p class="hint">An operator decides.</p>'

@@ -12,6 +12,7 @@ import difflib
 import fnmatch
 import functools
 import glob
+import hmac
 import json
 import time
 from collections.abc import Callable, Mapping
@@ -21,7 +22,7 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from toolcode import _paused, _results, _sessions
-from toolcode._audit import AuditEntry, tool_definition
+from toolcode._audit import AuditEntry, tool_definition, tool_hash
 from toolcode._core import CodeMode
 from toolcode._metatools import as_operator
 from toolcode._paused import PausedRun
@@ -96,6 +97,8 @@ class Change:
     approved_at: float | None
     diff: list[str]
     """Unified diff lines (``+``/``-``/`` ``/``@@``); the whole definition as ``+`` lines when none was approved."""
+    digest: str = ""
+    """The digest of the definition shown (:func:`tool_hash`): an approval names it."""
 
 
 @dataclass(slots=True)
@@ -161,21 +164,31 @@ class Views:
         quarantine = self.stores.quarantine
         out: list[Change] = []
         for entry in self.cm.quarantined_tools().tools if quarantine is not None else ():
-            now = tool_definition(self.cm.services.index.get(entry.tool_id))
+            tool = self.cm.services.index.get(entry.tool_id)
+            now = tool_definition(tool)
             before = await quarantine.approved_definition(entry.tool_id) if quarantine is not None else None
             old, new = (_lines(before) if before is not None else []), _lines(now)
             diff = list(difflib.unified_diff(old, new, "approved", "now", n=3, lineterm=""))[2:]
-            out.append(Change(entry.tool_id, entry.state, entry.approved_by, entry.approved_at, diff))
+            out.append(Change(entry.tool_id, entry.state, entry.approved_by, entry.approved_at, diff, tool_hash(tool)))
         return out
 
-    async def approve_tool(self, viewer: Viewer, tool_id: str) -> list[str]:
-        """Approve one tool's current definition (operators only); the ids approved.
+    async def approve_tool(self, viewer: Viewer, tool_id: str, shown: str) -> list[str] | None:
+        """Approve the definition of one tool the viewer was shown (operators only); the ids approved.
+
+        ``shown``: the digest of the definition on the viewer's page. ``None`` when the tool's
+        definition here is another (changed since, or another replica's): nothing is approved.
 
         Raises:
             ToolError: ``not_allowed`` if the viewer is not an operator.
             InvalidArgumentsError: If quarantine is off.
         """
         by = as_operator(self.cm, viewer.caller or "local")
+        try:
+            now = tool_hash(self.cm.services.index.get(tool_id))
+        except ToolIndexError:
+            return []
+        if not hmac.compare_digest(now, shown):
+            return None
         return (await self.cm.approve_tools([glob.escape(tool_id)], by=by)).approved or []
 
     async def keep_blocked(self, viewer: Viewer, tool_id: str) -> None:
