@@ -119,6 +119,23 @@ def test_the_command_dies_when_the_launcher_is_killed() -> None:
             launcher.kill()
 
 
+def test_what_the_command_left_behind_goes_when_it_exits() -> None:
+    # A server that crashed while a child of its own still held its stdout: its client never saw
+    # the end of the stream (every call waited for its timeout), and the child outlived everything.
+    program, args = watchdog_command("sh", ["-c", "sleep 300 & echo $!; exit 5"])
+    with subprocess.Popen([program, *args], stdout=subprocess.PIPE) as launcher:
+        try:
+            assert launcher.stdout is not None
+            left = int(launcher.stdout.readline())
+            # The end of the stream comes (nobody holds it any more); bounded, as a real hang would not.
+            assert select.select([launcher.stdout], [], [], GONE_S)[0], "stdout is still held open"
+            assert launcher.stdout.read() == b""
+            assert launcher.wait(timeout=30) == 5  # the command's own status, as before
+            assert wait_gone([left], GONE_S) == []
+        finally:
+            launcher.kill()
+
+
 def test_a_termination_signal_to_the_launcher_reaches_the_command() -> None:
     script = "trap 'echo stopping; exit 3' TERM; echo ready; while :; do sleep 0.05; done"
     program, args = watchdog_command("sh", ["-c", script])

@@ -14,11 +14,11 @@ Linux only (see :mod:`toolrun._spawn`, which builds these command lines). The la
    single thread, so the signal is bound to its whole life (the parent-death signal fires when
    the *thread* that forked exits, which is why it is not set on the command directly: a
    spawner may fork from any of its threads, as pydantic-monty forks from its runtime's),
-4. waits for whichever comes first: the command exits (the launcher exits the same way, so its
-   spawner sees the command's status), or the parent is gone (a pidfd of the parent becomes
-   readable; ``getppid()`` is polled where pidfds are missing). Then it sends ``SIGTERM`` to its
-   process group, waits up to one second for the command, and ends with ``SIGKILL`` to the group,
-   itself included.
+4. waits for whichever comes first: the command exits (what it left in the group is killed, and
+   the launcher exits the same way, so its spawner sees the command's status), or the parent is
+   gone (a pidfd of the parent becomes readable; ``getppid()`` is polled where pidfds are
+   missing). Then it sends ``SIGTERM`` to its process group, waits up to one second for the
+   command, and ends with ``SIGKILL`` to the group, itself included.
 
 Termination signals sent to the launcher alone (``SIGTERM``, ``SIGINT``, ``SIGHUP``, ``SIGQUIT``,
 ``SIGUSR1``, ``SIGUSR2``) are passed on to the command. A signal sent to the whole group (as the MCP
@@ -112,6 +112,32 @@ def _exit_like(status: int) -> NoReturn:
     os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
 
 
+def _kill_rest_of_group(me: int) -> None:
+    """Kill what the command left in the group when it exits, the launcher spared (it exits like the command).
+
+    A server that crashed while a child of its own held its stdout would leave its client waiting
+    for an end of stream that never comes, and the child running after everything else is gone.
+    """
+    if os.getpgrp() != me:
+        return  # never signal a group not ours
+    for _ in range(3):  # what forks while it is being killed is found on the next pass
+        found = False
+        for name in os.listdir("/proc"):
+            if not name.isdigit() or int(name) == me:
+                continue
+            try:
+                with open(f"/proc/{name}/stat", "rb") as f:
+                    stat = f.read()
+                # pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses.
+                if int(stat[stat.rindex(b")") + 2 :].split()[2]) == me:
+                    os.kill(int(name), signal.SIGKILL)
+                    found = True
+            except (OSError, ValueError, IndexError):
+                continue  # gone meanwhile, or not readable
+        if not found:
+            return
+
+
 def _kill_group(child: int, child_fd: int | None) -> NoReturn:
     for sig in _FORWARDED:
         signal.signal(sig, signal.SIG_IGN)
@@ -180,6 +206,7 @@ def main(argv: list[str]) -> NoReturn:
         poller.poll(timeout)
         done, status = os.waitpid(child, os.WNOHANG)
         if done:
+            _kill_rest_of_group(me)
             _exit_like(status)
         if os.getppid() != parent:
             _kill_group(child, child_fd)
