@@ -542,6 +542,23 @@ async def test_a_document_without_a_server_needs_a_base_url() -> None:
         assert len(await OpenAPIProvider("api", document, base_url="http://127.0.0.1:1").list_tools()) == 1
 
 
+async def test_an_operation_whose_own_server_cannot_be_used_is_skipped_alone() -> None:
+    # One operation declares a server that is no http(s) URL: it goes, the others stay.
+    bad = {"get": {"operationId": "bad", "servers": [{"url": "file:///etc/passwd"}], "responses": ok()}}
+    document = doc({"/a": {"get": {"operationId": "a", "responses": ok()}}, "/bad": bad})
+    provider = OpenAPIProvider("api", document)
+    with structlog.testing.capture_logs() as logs:
+        tools = await provider.list_tools()
+    assert [t["name"] for t in tools] == ["a"] and list(provider.operations) == ["a"]
+    assert "not an http(s) URL" in provider.skipped["GET /bad"]
+    assert any(e["event"] == "openapi.operation_skipped" and e["operation"] == "GET /bad" for e in logs)
+    # When no operation has a usable server, the configuration is what is wrong.
+    only_bad = doc({"/bad": bad})
+    del only_bad["servers"]
+    with pytest.raises(ConfigError, match="baseUrl"):
+        await OpenAPIProvider("api", only_bad).list_tools()
+
+
 async def test_without_the_extra_the_error_names_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setitem(sys.modules, "referencing", None)
     with pytest.raises(ConfigError, match=r"pip install 'toolrun\[openapi\]'"):

@@ -282,7 +282,16 @@ class OpenAPIProvider:
                 first=list(itertools.islice(built.notes, _NAMED_IN_SUMMARY)),
                 detail="provider.trimmed; log openapi.tool_trimmed (info) per tool",
             )
-        self._check_origins(built.operations.values())
+        unusable = self._check_origins(built.operations.values())
+        if unusable:
+            # One operation's own server cannot be used: that operation goes, not the whole document.
+            for name, reason in unusable.items():
+                op = built.operations.pop(name)
+                built.skipped[f"{op.method} {op.path}"] = reason
+                _log.warning(
+                    "openapi.operation_skipped", server=self.name, operation=f"{op.method} {op.path}", reason=reason
+                )
+            built.tools = [t for t in built.tools if t.get("name") in built.operations]
         self.operations = built.operations
         self._targets = {}
         self.skipped = built.skipped
@@ -350,16 +359,28 @@ class OpenAPIProvider:
             return origin(self._document_url)
         return None
 
-    def _check_origins(self, operations: Iterable[Operation]) -> None:
-        # Every operation has a usable base URL; with credentials configured, each is on their origin.
+    def _check_origins(self, operations: Iterable[Operation]) -> dict[str, str]:
+        """The operations (by name) without a usable base URL, each with why; :class:`ConfigError` when none has one.
+
+        With credentials configured, every operation must be on their origin (else :class:`ConfigError`).
+        """
         fields = [f for f, given in (("headers", self._headers), ("query", self._query)) if given]
         allowed = self._credentials_origin() if fields else None
         origins: dict[str, str] = {}
+        unusable: dict[str, str] = {}
+        first: ConfigError | None = None
+        usable = 0
         for op in operations:
-            base = self._base_for(op, config_error=True)
-            where = origins.get(base)
-            if where is None:
-                where = origins[base] = _origin_of(base, self.name, "baseUrl")
+            try:
+                base = self._base_for(op, config_error=True)
+                where = origins.get(base)
+                if where is None:
+                    where = origins[base] = _origin_of(base, self.name, "baseUrl")
+            except ConfigError as e:
+                first = first or e
+                unusable[op.name] = e.reason
+                continue
+            usable += 1
             if not fields or where == allowed:
                 continue
             what = " and ".join(repr(f) for f in fields)
@@ -376,6 +397,9 @@ class OpenAPIProvider:
                     "baseUrl to the API's URL to send them there"
                 )
             raise ConfigError(self.name, "baseUrl", reason)
+        if first is not None and not usable:
+            raise first
+        return unusable
 
     def _target(self, op: Operation) -> PathTemplate:
         target = self._targets.get(op.name)
