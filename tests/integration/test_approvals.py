@@ -495,6 +495,8 @@ async def test_mcp_elicitation_asks_within_the_same_request(files_dir: Path, tmp
         assert "line 3" in asked[1]
         decisions = [t["result"]["decision"] for t in data["trace"] if t["result"] and "decision" in t["result"]]
         assert decisions == ["approve", "deny"]
+        deciders = {t["result"]["by"] for t in data["trace"] if t["result"] and "decision" in t["result"]}
+        assert deciders == {"person (elicitation)"}  # the local user; a token's caller is named (below)
         # A direct call asks too, where the server can ask within the call (2025-11-25); on
         # 2026-07-28 it answers approval_required and points to execute_code.
         answers = iter(["approve"])
@@ -509,6 +511,13 @@ async def test_mcp_elicitation_asks_within_the_same_request(files_dir: Path, tmp
             assert direct.structured_content["error"]["code"] == "approval_required"
             assert not (files_dir / "e3.txt").exists()
     assert (files_dir / "e1.txt").exists() and not (files_dir / "e2.txt").exists()
+
+
+def test_an_answer_through_a_tokens_client_names_its_caller() -> None:
+    from toolcode.server._ask import _by  # pyright: ignore[reportPrivateUsage]
+
+    assert _by("token:ops") == "person:token:ops (elicitation)"
+    assert _by(None) == _by("local") == "person (elicitation)"
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])

@@ -29,6 +29,13 @@ log = get_logger("toolcode.server")
 _MAX_ASKS_PER_REQUEST = 100
 """Decisions asked for within one execute_code request, at most (then the run stays paused)."""
 _BY = "person (elicitation)"
+
+
+def _by(caller: str | None) -> str:
+    """Who answered a question asked through the client: the person behind the caller, named (audit, trace)."""
+    return f"person:{caller} (elicitation)" if caller and caller != "local" else _BY
+
+
 _SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -82,24 +89,25 @@ def can_ask_by_retry(ctx: ServerRequestContext[Any]) -> bool:
 
 async def _elicit(
     ctx: ServerRequestContext[Any], pending: Sequence[PendingCall | PendingCallInfo], line: int | None, code: str
-) -> tuple[str, str]:
+) -> str:
+    """The person's decision, asked through the client (``cancel``: dismissed, or the client failed to ask)."""
     try:
         result = await ctx.session.elicit_form(
             _message(pending, line, code), _SCHEMA, related_request_id=ctx.request_id
         )
     except Exception as e:  # the client failed to ask: the run stays paused, to resume later
         log.warning("server.elicitation_failed", error=repr(e)[:300])
-        return "cancel", "nobody"
-    return _decision_of(result), _BY
+        return "cancel"
+    return _decision_of(result)
 
 
-def asker(ctx: ServerRequestContext[Any]) -> Asker | None:
+def asker(ctx: ServerRequestContext[Any], caller: str | None) -> Asker | None:
     """Asks the client's user (MCP elicitation) when the client declared it can; else ``None``."""
     if not can_elicit(ctx) or not ctx.session.can_send_request:
         return None
 
     async def ask(pending: Sequence[PendingCall], line: int | None) -> tuple[str, str]:
-        return await _elicit(ctx, pending, line, "")
+        return await _elicit(ctx, pending, line, ""), _by(caller)
 
     return ask
 
@@ -123,7 +131,7 @@ async def continue_by_retry(
     decision = _decision_of(answer) if isinstance(answer, types.ElicitResult) else "cancel"
     if decision == "cancel":  # dismissed: the run stays paused, as the 2025-11-25 era answers
         return await codemode.paused_outcome(params.request_state, caller)
-    out = await codemode.resume(params.request_state, decision, caller=caller, by=_BY)
+    out = await codemode.resume(params.request_state, decision, caller=caller, by=_by(caller))
     return input_required(out, str((params.arguments or {}).get("code") or "")) if out.approval is not None else out
 
 
@@ -136,14 +144,16 @@ async def decide_now(
     on_tool_call: OnToolCall | None,
 ) -> ExecuteOutcome:
     """While the run waits and the client can ask its user, ask within this request and continue."""
-    if asker(ctx) is None:
+    if asker(ctx, caller) is None:
         return out
     for _ in range(_MAX_ASKS_PER_REQUEST):
         approval = out.approval
         if approval is None:
             break
-        decision, who = await _elicit(ctx, approval.pending, approval.line, code)
+        decision = await _elicit(ctx, approval.pending, approval.line, code)
         if decision == "cancel":
             break  # left paused: resume_execution continues it later
-        out = await codemode.resume(approval.execution_id, decision, caller=caller, on_tool_call=on_tool_call, by=who)
+        out = await codemode.resume(
+            approval.execution_id, decision, caller=caller, on_tool_call=on_tool_call, by=_by(caller)
+        )
     return out
