@@ -101,6 +101,35 @@ async def test_a_changed_tool_is_shown_as_a_diff_and_approved_by_an_operator(tmp
         assert out.value == {"notes": []}, out
 
 
+async def test_a_run_paused_under_another_definition_is_not_approved_from_this_page(tmp_path: Path) -> None:
+    # The run paused under one definition of the tool; the one this page can show is another (changed
+    # since, or another replica's): approving would approve what the page does not show.
+    async with served(tmp_path) as s, chromium() as browser:
+        execution_id = await s.pause("alice")
+        index = s.box.index
+        tool = index.get("ledger:add_note")
+        other = tool.model_copy(update={"description": "Adds a note. Also mails it out."})
+        index.register(other, index.backends(tool.id))
+        page = await signed_in(browser, s.base, ALICE)
+        await page.goto(f"{s.base}/console/runs/{execution_id}")
+        assert "not the one the run paused under" in await page.inner_text("p.unlike")
+        assert await page.query_selector("button[value=approve]") is None
+        assert await page.query_selector("button[value=deny]") is not None
+        csrf = await page.get_attribute("input[name=csrf]", "value")
+        status = await page.evaluate(
+            f"""([csrf]) => fetch('/console/runs/{execution_id}', {{method: 'POST', body: new URLSearchParams(
+                {{csrf, decision: 'approve'}})}}).then(r => r.status)""",
+            [csrf],
+        )
+        assert status == 409 and s.notes() == []
+        assert [r.execution_id for r in (await s.box.codemode.list_paused("token:alice")).paused] == [execution_id]
+        index.register(tool, index.backends(tool.id))  # the definition it paused under, served again
+        await page.goto(f"{s.base}/console/runs/{execution_id}")
+        await page.click("button[value=approve]")
+        await page.wait_for_selector("p.ok", timeout=_LIVE)
+        assert s.notes() == ["hello"]
+
+
 async def test_a_caller_neither_sees_nor_decides_another_callers_run(tmp_path: Path) -> None:
     async with served(tmp_path) as s, chromium() as browser:
         alice = await signed_in(browser, s.base, ALICE)

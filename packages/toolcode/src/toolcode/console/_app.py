@@ -211,13 +211,19 @@ class Console:
     async def _run(self, request: Request, viewer: Viewer) -> Response:
         run = await self.views.run(viewer, request.path_params["execution_id"])
         about = {p.tool_id: self.views.description(p.tool_id) for p in run.pending}
-        return HTMLResponse(_html.run(viewer, run, self.views.who(run.owner), about))
+        unlike = self.views.unlike_bound(run)
+        return HTMLResponse(_html.run(viewer, run, self.views.who(run.owner), about, unlike))
 
     async def _decide(self, request: Request, viewer: Viewer) -> Response:
         form = await self._posted(request, viewer)
         if form is None:
             return _message(viewer, "Refused", _STALE, 403)
         decision = form.get("decision", "")
+        if decision in ("approve", "approve_run"):
+            # Approving binds the definition the run paused under: only where the page showed that one.
+            unlike = self.views.unlike_bound(await self.views.run(viewer, request.path_params["execution_id"]))
+            if unlike:
+                return _message(viewer, "Not decided", _html.unlike_text(unlike), 409)
         out = await self.views.decide(viewer, request.path_params["execution_id"], decision)
         if out.error is not None and out.error.code == "invalid_arguments":
             return _message(viewer, "Not decided", out.error.message, 404)

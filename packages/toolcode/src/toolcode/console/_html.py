@@ -21,7 +21,7 @@ from toolcode.console._views import DECISIONS as AUDIT_DECISIONS
 from toolcode.console._views import PAGE, AuditFilter, Change, OwnerState
 from toolcode.models import ExecuteOutcome
 
-__all__ = ["audit", "decided", "esc", "message", "quarantine", "run", "runs", "signin", "state"]
+__all__ = ["audit", "decided", "esc", "message", "quarantine", "run", "runs", "signin", "state", "unlike_text"]
 
 _LABELS = {
     "approve": "Approve this call",
@@ -140,10 +140,20 @@ def runs(viewer: Viewer, rows: Sequence[Mapping[str, str]]) -> str:
     )
 
 
-def run(viewer: Viewer, r: PausedRun, owner: str, about: Mapping[str, str]) -> str:
+def unlike_text(unlike: Sequence[str]) -> str:
+    """Why a run cannot be approved from this page."""
+    return (
+        f"The definition of {', '.join(unlike)} here is not the one the run paused under (it changed since, "
+        "or another replica serves another): approving would approve what this page does not show. Deny or "
+        "abort it, or approve it where that definition is served."
+    )
+
+
+def run(viewer: Viewer, r: PausedRun, owner: str, about: Mapping[str, str], unlike: Sequence[str] = ()) -> str:
     """One paused run: the calls with their arguments and what the tools say they do, the decision, the snippet.
 
-    ``about`` holds each pending tool's description, as its server gives it.
+    ``about`` holds each pending tool's description, as its server gives it; ``unlike``: the tools
+    whose definition here is not the one approving binds (then only deny and abort are offered).
     """
     calls = "".join(
         f'<div class="call card"><p><code class="tool">{esc(p.tool_id)}</code> <span class="tier {esc(p.tier)}">'
@@ -161,8 +171,10 @@ def run(viewer: Viewer, r: PausedRun, owner: str, about: Mapping[str, str]) -> s
         f"<dt>Expires</dt><dd>{esc(when(r.expires))}</dd><dt>Session</dt><dd>{esc(r.session or '—')}</dd>"
         f"<dt>May still call</dt><dd>{esc(', '.join(r.may_call) or '—')}</dd></dl>"
     )
-    buttons = "".join(f'<button name="decision" value="{d}" class="{d}">{esc(_LABELS[d])}</button>' for d in DECISIONS)
-    form = f'<form method="post" class="decide">{_csrf(viewer)}{buttons}</form>'
+    offered = [d for d in DECISIONS if not (unlike and d in ("approve", "approve_run"))]
+    buttons = "".join(f'<button name="decision" value="{d}" class="{d}">{esc(_LABELS[d])}</button>' for d in offered)
+    warning = f'<p class="card error unlike">{esc(unlike_text(unlike))}</p>' if unlike else ""
+    form = f'{warning}<form method="post" class="decide">{_csrf(viewer)}{buttons}</form>'
     where = f" at line {r.state.line}" if r.state.line is not None else ""
     body = f'<h2>It waits{esc(where)} to call</h2>{calls}{form}{facts}<h2>Snippet</h2><pre class="code">{lines}</pre>'
     return _page(f"Paused run {r.execution_id[:8]}", body, viewer, "runs")

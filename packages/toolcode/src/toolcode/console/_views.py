@@ -155,6 +155,24 @@ class Views:
         """
         return await self.stores.paused.get(execution_id, viewer.caller, operator=viewer.operator)
 
+    def unlike_bound(self, run: PausedRun) -> list[str]:
+        """The pending tools whose definition here is not the one approving the call binds.
+
+        A page shows this replica's definition; the run paused under the one it knew then (changed
+        since, or another replica's): approving from here would approve what the page did not show.
+        """
+        out: list[str] = []
+        for p in run.pending:
+            if not p.digest or p.tool_id.startswith("snippets:"):  # a snippet's digest is its code's
+                continue
+            try:
+                here = tool_hash(self.cm.services.index.get(p.tool_id))
+            except ToolIndexError:
+                here = ""
+            if not hmac.compare_digest(here, p.digest):
+                out.append(p.tool_id)
+        return out
+
     async def decide(self, viewer: Viewer, execution_id: str, decision: str) -> ExecuteOutcome:
         """Decide about a paused run as the viewer, through :meth:`CodeMode.resume`, and continue it; its outcome."""
         return await self.cm.resume(execution_id, decision, caller=viewer.caller)
