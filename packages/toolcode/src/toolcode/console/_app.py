@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hmac
 import json
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
@@ -212,7 +213,7 @@ class Console:
         run = await self.views.run(viewer, request.path_params["execution_id"])
         about = {p.tool_id: self.views.description(p.tool_id) for p in run.pending}
         unlike = self.views.unlike_bound(run)
-        return HTMLResponse(_html.run(viewer, run, self.views.who(run.owner), about, unlike))
+        return HTMLResponse(_html.run(viewer, run, self.views.who(run.owner), about, unlike, self.views.shown(run)))
 
     async def _decide(self, request: Request, viewer: Viewer) -> Response:
         form = await self._posted(request, viewer)
@@ -220,10 +221,13 @@ class Console:
             return _message(viewer, "Refused", _STALE, 403)
         decision = form.get("decision", "")
         if decision in ("approve", "approve_run"):
-            # Approving binds the definition the run paused under: only where the page showed that one.
-            unlike = self.views.unlike_bound(await self.views.run(viewer, request.path_params["execution_id"]))
-            if unlike:
-                return _message(viewer, "Not decided", _html.unlike_text(unlike), 409)
+            # Approving binds the definition the run paused under: only from a page that showed that one
+            # (whichever replica serves the page, and whichever receives the decision).
+            run = await self.views.run(viewer, request.path_params["execution_id"])
+            unlike = self.views.unlike_bound(run)
+            if unlike or not hmac.compare_digest(form.get("shown", ""), self.views.shown(run)):
+                text = _html.unlike_text(unlike or [p.tool_id for p in run.pending])
+                return _message(viewer, "Not decided", text, 409)
         out = await self.views.decide(viewer, request.path_params["execution_id"], decision)
         if out.error is not None and out.error.code == "invalid_arguments":
             return _message(viewer, "Not decided", out.error.message, 404)

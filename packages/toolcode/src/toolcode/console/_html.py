@@ -149,11 +149,14 @@ def unlike_text(unlike: Sequence[str]) -> str:
     )
 
 
-def run(viewer: Viewer, r: PausedRun, owner: str, about: Mapping[str, str], unlike: Sequence[str] = ()) -> str:
+def run(
+    viewer: Viewer, r: PausedRun, owner: str, about: Mapping[str, str], unlike: Sequence[str] = (), shown: str = ""
+) -> str:
     """One paused run: the calls with their arguments and what the tools say they do, the decision, the snippet.
 
     ``about`` holds each pending tool's description, as its server gives it; ``unlike``: the tools
-    whose definition here is not the one approving binds (then only deny and abort are offered).
+    whose definition here is not the one approving binds (then only deny and abort are offered);
+    ``shown``: the digest of the definitions shown, which an approval carries back.
     """
     calls = "".join(
         f'<div class="call card"><p><code class="tool">{esc(p.tool_id)}</code> <span class="tier {esc(p.tier)}">'
@@ -174,7 +177,10 @@ def run(viewer: Viewer, r: PausedRun, owner: str, about: Mapping[str, str], unli
     offered = [d for d in DECISIONS if not (unlike and d in ("approve", "approve_run"))]
     buttons = "".join(f'<button name="decision" value="{d}" class="{d}">{esc(_LABELS[d])}</button>' for d in offered)
     warning = f'<p class="card error unlike">{esc(unlike_text(unlike))}</p>' if unlike else ""
-    form = f'{warning}<form method="post" class="decide">{_csrf(viewer)}{buttons}</form>'
+    form = (
+        f'{warning}<form method="post" class="decide">{_csrf(viewer)}'
+        f'<input type="hidden" name="shown" value="{esc(shown)}">{buttons}</form>'
+    )
     where = f" at line {r.state.line}" if r.state.line is not None else ""
     body = f'<h2>It waits{esc(where)} to call</h2>{calls}{form}{facts}<h2>Snippet</h2><pre class="code">{lines}</pre>'
     return _page(f"Paused run {r.execution_id[:8]}", body, viewer, "runs")

@@ -12,6 +12,7 @@ import difflib
 import fnmatch
 import functools
 import glob
+import hashlib
 import hmac
 import json
 import time
@@ -154,6 +155,16 @@ class Views:
             InvalidArgumentsError: Unknown, decided, expired, or not the viewer's (the same answer).
         """
         return await self.stores.paused.get(execution_id, viewer.caller, operator=viewer.operator)
+
+    def shown(self, run: PausedRun) -> str:
+        """A digest of the definitions this replica shows for the run's pending tools (a page's form carries it)."""
+        parts: list[str] = []
+        for p in run.pending:
+            try:
+                parts.append(f"{p.tool_id}={tool_hash(self.cm.services.index.get(p.tool_id))}")
+            except ToolIndexError:
+                parts.append(f"{p.tool_id}=")
+        return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:32]
 
     def unlike_bound(self, run: PausedRun) -> list[str]:
         """The pending tools whose definition here is not the one approving the call binds.
