@@ -134,3 +134,35 @@ def test_the_id_search_takes_time_in_proportion_to_the_text() -> None:
     assert find_request_id('{"jsonrpc": "2.0", "id": 7, "result": {"x": "a\\"b"}}') == 7
     assert find_request_id('{"result": {"x": "\\"", "id": 3}, "id": "r-1"}') == "r-1"
     assert find_request_id('{"id": 5, "result": "cut short \\') == 5
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        '{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"ok"}],"structuredContent":{"a":[1,2.5]}}}',
+        '{"jsonrpc":"2.0","id":2,"result":{"v":NaN,"w":Infinity}}',
+        '{"jsonrpc":"2.0","id":3,"result":{"big":' + "9" * 5000 + "}}",
+        '{"jsonrpc":"2.0","id":4,"result":{"emoji":"\\ud83d\\ude00"}}',
+        '{"jsonrpc":"2.0","id":5,"result":{"lone":"\\ud800 here"}}',
+        '{"jsonrpc":"2.0","id":6,"result":{"deep":' + "[" * 3000 + "]" * 3000 + "}}",
+        '{"jsonrpc":"2.0","id":7,"result":{"broken":',
+        '{"jsonrpc":"2.0","id":8,"result":{"a":1,"a":2}}',
+        '{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}',
+    ],
+)
+def test_a_line_is_read_as_the_sdk_reads_it(line: str) -> None:
+    # Parsed with json first (a fifth of the memory for a reply of many small containers), with the
+    # SDK's own parser where json reads otherwise: the same message, or an error, either way.
+    import mcp_types as types
+
+    from toolrun._mcp_stdio import _parse  # pyright: ignore[reportPrivateUsage]
+
+    got = _parse(line.encode(), "utf-8", "strict")
+    try:
+        want: object = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+    except ValueError as e:
+        want = e
+    if isinstance(want, Exception):
+        assert isinstance(got, Exception) and type(got) is type(want)
+    else:
+        assert not isinstance(got, Exception) and repr(got.message) == repr(want)  # NaN is not equal to itself

@@ -20,10 +20,11 @@ itself:
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import AsyncGenerator, Callable
 from contextlib import asynccontextmanager
-from typing import TextIO
+from typing import Final, TextIO
 
 import anyio
 import anyio.lowlevel
@@ -75,11 +76,28 @@ class _Refusal:
 
 
 def _parse(line: bytes, encoding: str, errors: str) -> SessionMessage | Exception:
+    text = line.decode(encoding, errors)
+    data: object = _UNPARSED
+    # Parsed first, then validated: pydantic's own JSON parsing of a reply of many small containers
+    # held about five times the memory (448 against 89 MB for 4 MiB of `[]`s), which a hostile
+    # server could have many callers pay at once. Surrogate escapes are left to pydantic's parser,
+    # which refuses a lone one (``json`` would keep it, and it could not be written out later).
+    if "\\ud" not in text and "\\uD" not in text:
+        try:
+            data = json.loads(text)
+        except (ValueError, RecursionError):
+            pass  # pydantic's parser says why, in the words the mending reader reads
     try:
-        message = types.jsonrpc_message_adapter.validate_json(line.decode(encoding, errors), by_name=False)
+        if data is _UNPARSED:
+            message = types.jsonrpc_message_adapter.validate_json(text, by_name=False)
+        else:
+            message = types.jsonrpc_message_adapter.validate_python(data, by_name=False)
     except ValueError as exc:  # the session surfaces it; the mending reader may turn it into an error reply
         return exc
     return SessionMessage(message)
+
+
+_UNPARSED: Final = object()
 
 
 def _error_message(request_id: int | str, limit: int) -> SessionMessage:
