@@ -258,8 +258,7 @@ class LimitExceededError(ToolCodeError):
     Attributes:
         limit: Which limit: ``"timeout"``, ``"max_tool_calls"``, ``"max_chain_steps"``,
             ``"max_memory"``, ``"max_recursion_depth"``, ``"max_output_chars"``, ``"max_value_items"``,
-            ``"max_paused_bytes"``,
-            ``"max_paused_runs"`` (code ``quota_exceeded``).
+            ``"max_paused_bytes"``, ``"max_paused_runs"`` (code ``quota_exceeded``).
         configured: The configured value (seconds, calls, steps, bytes, frames).
         reached: What the run reached when it was stopped (``None`` when unknown).
         detail: Extra words from the engine, if any.

@@ -9,9 +9,9 @@ what it needs to go on from the restored snapshot.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sized
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack
-from typing import Any, Final, cast
+from typing import Any
 
 import anyio
 import anyio.abc
@@ -20,9 +20,10 @@ import pydantic_monty as pm
 from toolcode._globals import async_names, call_names
 from toolcode._modules import PACKAGE, ModuleFunction
 from toolcode._types import CallPaused, Tools
-from toolcode.exceptions import ErrorCode, LimitExceededError, ToolCodeError, ToolError
+from toolcode.engines._leaving import check_depth
+from toolcode.exceptions import ErrorCode, ToolCodeError, ToolError
 
-__all__ = ["MAX_ITEMS", "Drive", "ModuleMap", "Paused", "check_depth", "cut_path"]
+__all__ = ["Drive", "ModuleMap", "Paused"]
 
 Handler = Callable[..., Awaitable[Any]]
 ModuleMap = Mapping[str, Mapping[str, ModuleFunction]]
@@ -35,8 +36,6 @@ _ASYNC_NAMES = async_names()
 _SLEEPS = frozenset({"time.sleep", "system.sleep"})
 _ASYNC_SLEEPS = frozenset({"asyncio.sleep", "system.async_sleep"})
 _MODULE_PREFIX = PACKAGE + "."
-_CONTAINERS = (dict, list, tuple)
-_CUT = "<deeply nested>"
 """What Monty puts in place of a value nested deeper than its recursion limit when it leaves the sandbox."""
 
 
@@ -305,99 +304,3 @@ def _decode_settled(d: Mapping[str, Any], raised: dict[str, ToolError]) -> pm.Ex
     name, message = d.get("error", ["RuntimeError", "failed"])
     kind = {"TypeError": TypeError, "ValueError": ValueError}.get(str(name), RuntimeError)
     return {"exception": kind(str(message))}
-
-
-MAX_ITEMS: Final = 1_000_000
-"""Items a value leaving the sandbox may hold, a shared one counted each time it appears: the host
-writes it out that way (``[a] * 10_000`` of a 1,000-item ``a`` is small in the sandbox and 10
-million items to the host, which would copy and walk them all on the loop other callers share)."""
-
-
-def cut_path(value: Any, max_depth: int) -> str | None:
-    """The JSON path where a value leaving the sandbox was cut for depth, if it was.
-
-    Only containers are walked, strings are compared only near the depth where the cut happens,
-    and a path is spelt out only for a cut, so shallow data costs next to nothing.
-
-    Raises:
-        LimitExceededError: ``max_value_items``: the value holds more than :data:`MAX_ITEMS`
-            items, counted as the host would write it out (the walk stops there).
-    """
-    near = max(0, max_depth - 4)
-    # Each entry: a value, its depth, and how it was reached (the parent's link and the key).
-    stack: list[tuple[Any, int, _Link | None]] = [(value, 0, None)]
-    items_seen = 0
-    while stack:
-        v, depth, link = stack.pop()
-        pairs: Iterable[tuple[Any, Any]]
-        if mapping := isinstance(v, dict):
-            pairs = cast("dict[Any, Any]", v).items()
-        elif isinstance(v, list | tuple):
-            pairs = enumerate(cast("list[Any]", v))
-        else:
-            if depth >= near and v == _CUT:
-                return _spelt(link)
-            continue
-        items_seen += len(cast("Sized", v))
-        if items_seen > MAX_ITEMS:
-            raise LimitExceededError(
-                "max_value_items", MAX_ITEMS, None, "each shared value counted every time it appears; return less"
-            )
-        child = depth + 1
-        push = stack.append
-        if child < near:  # far from the cut: only containers with something in them matter
-            for k, x in pairs:
-                if x and isinstance(x, dict | list | tuple):
-                    push((cast(Any, x), child, (link, k, mapping)))
-        else:
-            for k, x in pairs:
-                if isinstance(x, dict | list | tuple) or x == _CUT:
-                    push((cast(Any, x), child, (link, k, mapping)))
-    return None
-
-
-_Link = tuple[Any, Any, bool]
-"""How a value was reached: its parent's link (``None`` at the top), its key or index there, and
-whether that is a key (of a dict) or an index (of a list)."""
-
-
-def _spelt(link: _Link | None) -> str:
-    parts: list[str] = []
-    while link is not None:
-        link, key, mapping = link
-        parts.append(f".{str(key)[:40]}" if mapping else f"[{key}]")
-    path = "$" + "".join(reversed(parts))
-    return path if len(path) <= 120 else f"{path[:40]}…{path[-60:]}"
-
-
-def check_depth(name: str, args: tuple[Any, ...], kwargs: dict[str, Any], max_depth: int) -> None:
-    """Refuse arguments that Monty cut for depth on their way out of the sandbox (never silently).
-
-    Raises:
-        ToolError: An argument was cut (``validate_input``).
-    """
-    # Most calls pass a tool id and flat keywords: nothing to walk (a plain loop: this runs per call).
-    for a in args:
-        if type(a) in _CONTAINERS:
-            break
-    else:
-        for a in kwargs.values():
-            if type(a) in _CONTAINERS:
-                break
-        else:
-            return
-    named = [*((str(i + 1), a) for i, a in enumerate(args)), *((repr(k), a) for k, a in kwargs.items())]
-    for label, a in named:
-        try:
-            cut = cut_path(a, max_depth - 1) if isinstance(a, dict | list | tuple) else None
-        except LimitExceededError:
-            raise ToolError(
-                "",
-                f"{name}(): argument {label} holds more than {MAX_ITEMS:,} items (each shared value counted every "
-                "time it appears)",
-                "validate_input",
-            ) from None
-        if cut is not None:
-            raise ToolError(
-                "", f"{name}(): argument {label} is nested deeper than {max_depth} levels at {cut}", "validate_input"
-            )

@@ -10,7 +10,7 @@ import pydantic_monty as pm
 
 from toolcode._types import PauseState, SessionState
 from toolcode.engines import _monty_state as _state
-from toolcode.engines._monty_drive import cut_path
+from toolcode.engines._leaving import cut_path
 from toolcode.engines._monty_pool import Worker, exit_quietly
 from toolcode.exceptions import EngineError, LimitExceededError
 from toolindex.log import get_logger

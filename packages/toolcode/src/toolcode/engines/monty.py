@@ -25,7 +25,8 @@ from toolcode._modules import PACKAGE
 from toolcode._offload import runs_for
 from toolcode._types import EngineInfo, ExecuteParams, ExecuteResult, PauseState, RunPaused, Tools
 from toolcode.engines import _monty_state as _state
-from toolcode.engines._monty_drive import Drive, ModuleMap, Paused, cut_path
+from toolcode.engines._leaving import cut_path
+from toolcode.engines._monty_drive import Drive, ModuleMap, Paused
 from toolcode.engines._monty_imports import importable
 from toolcode.engines._monty_pool import CALLER, WorkerPool, sandbox_module, start_pool
 from toolcode.engines._monty_session import SessionTurn
