@@ -628,6 +628,25 @@ async def test_a_json_number_is_used_as_the_int_it_may_be() -> None:
         await checker.aclose()
 
 
+async def test_a_result_handed_straight_to_len_is_checked() -> None:
+    # Nothing else in the snippet needs ty, so it used to be spared: ``len()`` of an int failed at run time only.
+    from toolindex import BackendRef, Tool
+
+    index = InMemoryIndex()
+    for name, out in (("count", {"type": "integer"}), ("names", {"type": "array", "items": {"type": "string"}})):
+        tool = Tool.validated(name=name, namespace="crm", input_schema={"type": "object"}, output_schema=out)
+        index.register(tool, BackendRef.of_provider("p", tool=name))
+    checker = TypeChecker(ToolModules(index))
+    view = CatalogView(index, None)
+    try:
+        [found] = await checker.check("from tools import crm\nlen(crm.count())", view)
+        assert "Sized" in found.message and found.code == "runtime_error"
+        assert await checker.check("from tools import crm\nlen(crm.names())", view) == []
+        assert await checker.check("from tools import crm\nsorted(crm.names())", view) == []
+    finally:
+        await checker.aclose()
+
+
 async def test_a_kept_answer_is_for_the_same_view_only() -> None:
     index = await _one_int_tool()
     checker = TypeChecker(ToolModules(index))

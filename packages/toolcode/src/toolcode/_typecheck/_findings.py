@@ -58,7 +58,8 @@ def may_fail(tree: ast.Module, found: Scan) -> bool:
     """Whether ``ty`` could find anything in the snippet (``ty``'s cost is spared one that only calls and returns).
 
     It could wherever there is a node other than those of :data:`_INERT`, a plain assignment to a
-    name, or a call of a global or of a tool.
+    name, or a call of a global or of a tool; and where a tool's result is handed straight to a
+    builtin that needs a length or an iteration of it (``len(ns.count())`` on an ``int``).
     """
     calls = {c.node for c in found.calls}
     functions = [c.node.func for c in found.calls if c.module is not None]
@@ -70,7 +71,11 @@ def may_fail(tree: ast.Module, found: Scan) -> bool:
             return True
         if isinstance(node, ast.Call):
             func = node.func
-            if node in calls or (isinstance(func, ast.Name) and not found.bindings[func.id]):
+            if node in calls:
+                continue
+            if isinstance(func, ast.Name) and not found.bindings[func.id]:
+                if func.id in _SIZED_OR_ITERATED and any(a in calls for a in node.args):
+                    return True
                 continue
             return True
         if node not in tool_functions and not isinstance(node, _INERT):
@@ -78,6 +83,10 @@ def may_fail(tree: ast.Module, found: Scan) -> bool:
     return False
 
 
+_SIZED_OR_ITERATED: Final = frozenset(
+    "len sum min max sorted reversed list tuple set frozenset dict enumerate zip iter any all map filter".split()
+)
+"""Builtins that take a length or an iteration of their argument (what :data:`_NOT_SIZED_OR_ITERABLE` finds)."""
 _NOT_SIZED_OR_ITERABLE: Final = re.compile(
     r"^Argument to function `\w+` is incorrect: Expected `(Sized|Iterable\[[^`]*\])`, "
     r"found `(int|float|bool|None|Literal\[(-?\d+|True|False)\])`$"
