@@ -140,7 +140,6 @@ def test_the_id_search_takes_time_in_proportion_to_the_text() -> None:
     "line",
     [
         '{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"ok"}],"structuredContent":{"a":[1,2.5]}}}',
-        '{"jsonrpc":"2.0","id":2,"result":{"v":NaN,"w":Infinity}}',
         '{"jsonrpc":"2.0","id":3,"result":{"big":' + "9" * 5000 + "}}",
         '{"jsonrpc":"2.0","id":4,"result":{"emoji":"\\ud83d\\ude00"}}',
         '{"jsonrpc":"2.0","id":5,"result":{"lone":"\\ud800 here"}}',
@@ -166,3 +165,16 @@ def test_a_line_is_read_as_the_sdk_reads_it(line: str) -> None:
         assert isinstance(got, Exception) and type(got) is type(want)
     else:
         assert not isinstance(got, Exception) and repr(got.message) == repr(want)  # NaN is not equal to itself
+
+
+def test_nan_or_infinity_in_a_reply_fails_the_call_it_answers() -> None:
+    import mcp_types as types
+
+    from toolrun._mcp_reader import MALFORMED
+    from toolrun._mcp_stdio import _parse  # pyright: ignore[reportPrivateUsage]
+
+    got = _parse(b'{"jsonrpc":"2.0","id":2,"result":{"v":NaN,"w":Infinity}}', "utf-8", "strict")
+    assert not isinstance(got, Exception)
+    message = got.message
+    assert isinstance(message, types.JSONRPCError) and message.id == 2
+    assert "NaN" in message.error.message and message.error.data == {"reason": MALFORMED}

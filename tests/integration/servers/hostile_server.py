@@ -33,6 +33,7 @@ message when there are several):
   - ``"truncated"``: the ok reply cut in half;
   - ``"invalid_utf8"``: a text block with bytes that are not UTF-8;
   - ``"surrogates"``: a text block with a lone surrogate escape (``\\ud800``);
+  - ``"nan"``: ``NaN`` and ``-Infinity`` in the structured result (Python's ``json`` reads them; JSON has neither);
   - ``"deep"``: structured content nested ``levels`` deep (default 5000);
   - ``"huge"``: one text block of ``size`` bytes (default 8 MiB); with ``id_last`` the reply's
     ``id`` comes after its result, as the TypeScript SDK writes it;
@@ -193,6 +194,10 @@ def reply_message(req_id: Any, args: dict[str, Any]) -> bytes | None:
         return whole[: len(whole) // 2]
     if kind == "invalid_utf8":
         return b'{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"bad \xff\xfe bytes"}]}}' % (
+            rid.encode()
+        )
+    if kind == "nan":
+        return b'{"jsonrpc":"2.0","id":%s,"result":{"content":[],"structuredContent":{"v":NaN,"w":-Infinity}}}' % (
             rid.encode()
         )
     if kind == "surrogates":

@@ -47,6 +47,7 @@ __all__ = [
     "MendingReadStream",
     "describe_parse_error",
     "find_request_id",
+    "malformed_error",
     "mend_http_response",
     "mend_text",
     "nested_deeper_than",
@@ -186,7 +187,8 @@ def _has_cut(value: Any) -> bool:
     return False
 
 
-def _error(request_id: int | str, message: str) -> dict[str, Any]:
+def malformed_error(request_id: int | str, message: str) -> dict[str, Any]:
+    """The error reply that stands for a malformed one (its caller gets ``UpstreamProtocolError``)."""
     data = {"reason": MALFORMED}
     return {"jsonrpc": "2.0", "id": request_id, "error": {"code": types.PARSE_ERROR, "message": message, "data": data}}
 
@@ -216,7 +218,7 @@ def _mend_object(msg: Any, cut: bool) -> dict[str, Any] | None:
         return None  # not a reply: nobody waits for it
     if not ("result" in msg or "error" in msg):
         # An id and no method is a reply by its shape: its request fails now, not at its timeout.
-        return _error(rid, "the server's reply has neither result nor error")
+        return malformed_error(rid, "the server's reply has neither result nor error")
     result = msg.get("result")
     if cut and isinstance(result, dict) and isinstance(tools := cast(dict[str, Any], result).get("tools"), list):
         reason = f"its definition is nested deeper than {MAX_DEPTH} levels"
@@ -230,8 +232,8 @@ def _mend_object(msg: Any, cut: bool) -> dict[str, Any] | None:
         if not _has_cut({k: v for k, v in cast(dict[str, Any], result).items() if k != "tools"}):
             return {**msg, "result": {**cast(dict[str, Any], result), "tools": mended}}
     if cut:
-        return _error(rid, f"the server's reply is nested deeper than {MAX_DEPTH} levels")
-    return _error(rid, "the server's reply is not a valid JSON-RPC response")
+        return malformed_error(rid, f"the server's reply is nested deeper than {MAX_DEPTH} levels")
+    return malformed_error(rid, "the server's reply is not a valid JSON-RPC response")
 
 
 def mend_text(text: str) -> dict[str, Any] | None:
@@ -254,7 +256,7 @@ def mend_text(text: str) -> dict[str, Any] | None:
             return None
         # jiter says what and where ("EOF while parsing a string at line 1 column 88"), never the text.
         detail = str(e).split(" [", 1)[0]
-        return _error(rid, f"the server's reply is not valid JSON ({detail})")
+        return malformed_error(rid, f"the server's reply is not valid JSON ({detail})")
     return _mend_object(msg, cuts > 0)
 
 

@@ -24,7 +24,7 @@ import json
 import sys
 from collections.abc import AsyncGenerator, Callable
 from contextlib import asynccontextmanager
-from typing import Final, TextIO
+from typing import Any, Final, TextIO
 
 import anyio
 import anyio.lowlevel
@@ -42,7 +42,7 @@ from toolrun._compat_mcp import (
     get_default_environment,
     stop_server_process,
 )
-from toolrun._mcp_reader import find_request_id, request_id_at_end, too_large_error
+from toolrun._mcp_reader import find_request_id, malformed_error, request_id_at_end, too_large_error
 
 __all__ = ["bounded_stdio_client"]
 
@@ -84,7 +84,13 @@ def _parse(line: bytes, encoding: str, errors: str) -> SessionMessage | Exceptio
     # which refuses a lone one (``json`` would keep it, and it could not be written out later).
     if "\\ud" not in text and "\\uD" not in text:
         try:
-            data = json.loads(text)
+            data = json.loads(text, parse_constant=_not_json)
+        except _NotJson as e:
+            # NaN and Infinity are not JSON: the call they answer fails, naming its tool, in every door alike.
+            rid = find_request_id(text[:_HEAD_BYTES]) or request_id_at_end(text[-_TAIL_BYTES:])
+            if rid is not None:
+                reply = malformed_error(rid, f"the server's reply holds {e}, which JSON does not have")
+                return SessionMessage(types.jsonrpc_message_adapter.validate_python(reply, by_name=False))
         except (ValueError, RecursionError):
             pass  # pydantic's parser says why, in the words the mending reader reads
     try:
@@ -98,6 +104,14 @@ def _parse(line: bytes, encoding: str, errors: str) -> SessionMessage | Exceptio
 
 
 _UNPARSED: Final = object()
+
+
+class _NotJson(ValueError):
+    """A constant Python's ``json`` reads and JSON does not have (``NaN``, ``Infinity``)."""
+
+
+def _not_json(name: str) -> Any:
+    raise _NotJson(name)
 
 
 def _error_message(request_id: int | str, limit: int) -> SessionMessage:
