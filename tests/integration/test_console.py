@@ -125,9 +125,17 @@ async def test_a_run_paused_under_another_definition_is_not_approved_from_this_p
         assert [r.execution_id for r in (await s.box.codemode.list_paused("token:alice")).paused] == [execution_id]
         index.register(tool, index.backends(tool.id))  # the definition it paused under, served again
         await page.goto(f"{s.base}/console/runs/{execution_id}")
+        shown = await page.get_attribute("input[name=shown]", "value")
         await page.click("button[value=approve]")
         await page.wait_for_selector("p.ok", timeout=_LIVE)
         assert s.notes() == ["hello"]
+        # The same approval sent again (a second tab): it hears how the run ended, and nothing runs twice.
+        again = await page.evaluate(
+            f"""([csrf, shown]) => fetch('/console/runs/{execution_id}', {{method: 'POST', body: new URLSearchParams(
+                {{csrf, shown, decision: 'approve'}})}}).then(async r => [r.status, await r.text()])""",
+            [csrf, shown],
+        )
+        assert again[0] == 200 and "The run finished" in again[1] and s.notes() == ["hello"]
 
 
 async def test_a_caller_neither_sees_nor_decides_another_callers_run(tmp_path: Path) -> None:

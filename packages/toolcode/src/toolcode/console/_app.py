@@ -223,9 +223,12 @@ class Console:
         if decision in ("approve", "approve_run"):
             # Approving binds the definition the run paused under: only from a page that showed that one
             # (whichever replica serves the page, and whichever receives the decision).
-            run = await self.views.run(viewer, request.path_params["execution_id"])
-            unlike = self.views.unlike_bound(run)
-            if unlike or not hmac.compare_digest(form.get("shown", ""), self.views.shown(run)):
+            try:
+                run = await self.views.run(viewer, request.path_params["execution_id"])
+            except InvalidArgumentsError:
+                run = None  # decided or expired meanwhile: the core answers with how it ended
+            unlike = self.views.unlike_bound(run) if run is not None else []
+            if run is not None and (unlike or not hmac.compare_digest(form.get("shown", ""), self.views.shown(run))):
                 text = _html.unlike_text(unlike or [p.tool_id for p in run.pending])
                 return _message(viewer, "Not decided", text, 409)
         out = await self.views.decide(viewer, request.path_params["execution_id"], decision)
