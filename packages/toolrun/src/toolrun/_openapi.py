@@ -268,6 +268,14 @@ class OpenAPIProvider:
         # Abandoned when start-up is cancelled: the caller stops at once; the thread (bounded work
         # on a bounded document) ends on its own and its result is dropped.
         built: BuiltTools = await anyio.to_thread.run_sync(lambda: self._build(load, large), abandon_on_cancel=True)
+        unusable = self._check_origins(built.operations.values())
+        if unusable:
+            # One operation's own server cannot be used: that operation goes, not the whole document.
+            for name, reason in unusable.items():
+                op = built.operations.pop(name)
+                built.notes.pop(name, None)
+                built.skipped[f"{op.method} {op.path}"] = reason
+            built.tools = [t for t in built.tools if t.get("name") in built.operations]
         for where, reason in built.skipped.items():
             _log.warning("openapi.operation_skipped", server=self.name, operation=where, reason=reason)
         # A tool kept without its output schema still works: one line each at info, and one
@@ -282,16 +290,6 @@ class OpenAPIProvider:
                 first=list(itertools.islice(built.notes, _NAMED_IN_SUMMARY)),
                 detail="provider.trimmed; log openapi.tool_trimmed (info) per tool",
             )
-        unusable = self._check_origins(built.operations.values())
-        if unusable:
-            # One operation's own server cannot be used: that operation goes, not the whole document.
-            for name, reason in unusable.items():
-                op = built.operations.pop(name)
-                built.skipped[f"{op.method} {op.path}"] = reason
-                _log.warning(
-                    "openapi.operation_skipped", server=self.name, operation=f"{op.method} {op.path}", reason=reason
-                )
-            built.tools = [t for t in built.tools if t.get("name") in built.operations]
         self.operations = built.operations
         self._targets = {}
         self.skipped = built.skipped
