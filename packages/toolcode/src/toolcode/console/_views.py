@@ -156,14 +156,16 @@ class Views:
         """
         return await self.stores.paused.get(execution_id, viewer.caller, operator=viewer.operator)
 
+    def _here(self, tool_id: str) -> str:
+        """The digest of this replica's definition of ``tool_id`` (:func:`tool_hash`); ``""`` for none."""
+        try:
+            return tool_hash(self.cm.services.index.get(tool_id))
+        except ToolIndexError:
+            return ""
+
     def shown(self, run: PausedRun) -> str:
         """A digest of the definitions this replica shows for the run's pending tools (a page's form carries it)."""
-        parts: list[str] = []
-        for p in run.pending:
-            try:
-                parts.append(f"{p.tool_id}={tool_hash(self.cm.services.index.get(p.tool_id))}")
-            except ToolIndexError:
-                parts.append(f"{p.tool_id}=")
+        parts = [f"{p.tool_id}={self._here(p.tool_id)}" for p in run.pending]
         return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:32]
 
     def unlike_bound(self, run: PausedRun) -> list[str]:
@@ -176,11 +178,7 @@ class Views:
         for p in run.pending:
             if not p.digest or p.tool_id.startswith("snippets:"):  # a snippet's digest is its code's
                 continue
-            try:
-                here = tool_hash(self.cm.services.index.get(p.tool_id))
-            except ToolIndexError:
-                here = ""
-            if not hmac.compare_digest(here, p.digest):
+            if not hmac.compare_digest(self._here(p.tool_id), p.digest):
                 out.append(p.tool_id)
         return out
 
@@ -212,9 +210,8 @@ class Views:
             InvalidArgumentsError: If quarantine is off.
         """
         by = as_operator(self.cm, viewer.caller or "local")
-        try:
-            now = tool_hash(self.cm.services.index.get(tool_id))
-        except ToolIndexError:
+        now = self._here(tool_id)
+        if not now:
             return []
         if not hmac.compare_digest(now, shown):
             return None
