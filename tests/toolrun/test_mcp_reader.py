@@ -173,8 +173,9 @@ def test_nan_or_infinity_in_a_reply_fails_the_call_it_answers() -> None:
     from toolrun._mcp_reader import MALFORMED
     from toolrun._mcp_stdio import _parse  # pyright: ignore[reportPrivateUsage]
 
-    got = _parse(b'{"jsonrpc":"2.0","id":2,"result":{"v":NaN,"w":Infinity}}', "utf-8", "strict")
-    assert not isinstance(got, Exception)
-    message = got.message
-    assert isinstance(message, types.JSONRPCError) and message.id == 2
-    assert "NaN" in message.error.message and message.error.data == {"reason": MALFORMED}
+    for rid in (2, 0):  # an id of 0 is an id too
+        got = _parse(b'{"jsonrpc":"2.0","id":%d,"result":{"v":NaN,"w":Infinity}}' % rid, "utf-8", "strict")
+        assert not isinstance(got, Exception)
+        message = got.message
+        assert isinstance(message, types.JSONRPCError) and message.id == rid
+        assert "NaN" in message.error.message and message.error.data == {"reason": MALFORMED}

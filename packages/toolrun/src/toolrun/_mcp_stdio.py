@@ -86,11 +86,11 @@ def _parse(line: bytes, encoding: str, errors: str) -> SessionMessage | Exceptio
         try:
             data = json.loads(text, parse_constant=_not_json)
         except _NotJson as e:
-            # NaN and Infinity are not JSON: the call they answer fails, naming its tool, in every door alike.
-            rid = find_request_id(text[:_HEAD_BYTES]) or request_id_at_end(text[-_TAIL_BYTES:])
+            # NaN and Infinity are not JSON: the call they answer fails, naming its tool, at every door.
+            rid = find_request_id(text[:_HEAD_BYTES])
+            rid = rid if rid is not None else request_id_at_end(text[-_TAIL_BYTES:])  # an id of 0 counts
             if rid is not None:
-                reply = malformed_error(rid, f"the server's reply holds {e}, which JSON does not have")
-                return SessionMessage(types.jsonrpc_message_adapter.validate_python(reply, by_name=False))
+                return _reply(malformed_error(rid, f"the server's reply holds {e}, which JSON does not have"))
         except (ValueError, RecursionError):
             pass  # pydantic's parser says why, in the words the mending reader reads
     try:
@@ -114,9 +114,9 @@ def _not_json(name: str) -> Any:
     raise _NotJson(name)
 
 
-def _error_message(request_id: int | str, limit: int) -> SessionMessage:
-    error = types.jsonrpc_message_adapter.validate_python(too_large_error(request_id, limit), by_name=False)
-    return SessionMessage(error)
+def _reply(message: dict[str, Any]) -> SessionMessage:
+    """A reply made up here (an error standing for the server's), as the session reads it."""
+    return SessionMessage(types.jsonrpc_message_adapter.validate_python(message, by_name=False))
 
 
 @asynccontextmanager
@@ -170,7 +170,7 @@ async def bounded_stdio_client(
                         f"a message of {refusal.size:,} bytes, over the {max_bytes:,}-byte bound, answering no request"
                     )
                     return
-                await deliver(_error_message(rid, max_bytes))
+                await deliver(_reply(too_large_error(rid, max_bytes)))
             return
         line = b"".join(parts)
         if not line.strip():
@@ -199,7 +199,7 @@ async def bounded_stdio_client(
                                 refusal = _Refusal(b"".join([*parts, piece]), encoding)
                                 parts, size = [], 0
                                 if refusal.request_id is not None:
-                                    await deliver(_error_message(refusal.request_id, max_bytes))
+                                    await deliver(_reply(too_large_error(refusal.request_id, max_bytes)))
                             elif piece:
                                 parts.append(piece)
                                 size += len(piece)
