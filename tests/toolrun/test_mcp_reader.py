@@ -179,3 +179,39 @@ def test_nan_or_infinity_in_a_reply_fails_the_call_it_answers() -> None:
         message = got.message
         assert isinstance(message, types.JSONRPCError) and message.id == rid
         assert "NaN" in message.error.message and message.error.data == {"reason": MALFORMED}
+
+
+@pytest.mark.anyio
+async def test_nan_or_infinity_over_http_fails_the_call_it_answers() -> None:
+    # The SDK's HTTP client reads NaN as a float: a JSON body and an SSE event are read first.
+    import httpx2
+
+    from toolrun._mcp_reader import mend_http_response
+
+    async def answer(body: bytes, ctype: str) -> Any:
+        class Body(httpx2.AsyncByteStream):
+            async def __aiter__(self) -> Any:
+                yield body
+
+        request = httpx2.Request("POST", "http://127.0.0.1/mcp", content=b'{"jsonrpc":"2.0","id":5,"method":"x"}')
+        response = httpx2.Response(200, headers={"content-type": ctype}, stream=Body(), request=request)
+        await mend_http_response(response)
+        return b"".join([chunk async for chunk in response.stream])
+
+    def sse(data: bytes) -> bytes:
+        return b"event: message\ndata: " + data + b"\n\n"
+
+    for rid in (5, 0):
+        bad = b'{"jsonrpc":"2.0","id":%d,"result":{"content":[],"structuredContent":{"v":-Infinity}}}' % rid
+        tail = b'{"jsonrpc":"2.0","result":{"structuredContent":{"v":NaN}},"id":%d}' % rid  # the id written last
+        for body, ctype in ((bad, "application/json"), (tail, "application/json"), (sse(bad), "text/event-stream")):
+            got = (await answer(body, ctype)).decode()
+            data = json.loads(got.partition("data: ")[2] if ctype == "text/event-stream" else got)
+            assert data["id"] == rid and data["error"]["data"] == {"reason": MALFORMED}
+            assert "which JSON does not have" in data["error"]["message"]
+    # The words in a string, and a notification (no call to fail), are left as they are.
+    fine = b'{"jsonrpc":"2.0","id":5,"result":{"content":[{"type":"text","text":"NaN and Infinity"}]}}'
+    note = b'{"jsonrpc":"2.0","method":"notifications/message","params":{"data":NaN}}'
+    for body in (fine, note):
+        assert await answer(body, "application/json") == body
+        assert await answer(sse(body), "text/event-stream") == sse(body)

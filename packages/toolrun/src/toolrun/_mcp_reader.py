@@ -13,13 +13,16 @@ reading side of both transports and mends what it can:
 - a reply that is not valid JSON, or not JSON-RPC, but whose request id can be found becomes
   an error for that request (marked with :data:`MALFORMED`), so the call fails at once
   instead of at its timeout;
+- a reply holding ``NaN`` or ``Infinity`` (which the SDK reads as floats; JSON has neither)
+  becomes an error for its request (over stdio the transport's own parse refuses them);
 - anything else (a line of noise, a reply to no request) is left to the SDK, which drops it.
 
 A message larger than the server's ``maxResponseBytes`` is never read whole: the transport
 counts and drops it, and :func:`too_large_error` stands for it (marked :data:`TOO_LARGE`).
 
 Messages the SDK reads fine are passed through untouched: the cost on the normal path is one
-``isinstance`` per message over stdio and a bracket count per HTTP body or SSE event.
+``isinstance`` per message over stdio and a bracket count and two substring searches per HTTP
+body or SSE event.
 """
 
 from __future__ import annotations
@@ -40,17 +43,22 @@ from pydantic import ValidationError
 from toolrun._compat_mcp import TransportStreams
 
 __all__ = [
+    "HEAD_CHARS",
     "MALFORMED",
     "MAX_DEPTH",
+    "TAIL_CHARS",
     "TOO_LARGE",
     "UNREADABLE",
     "MendingReadStream",
+    "NotJsonConstant",
     "describe_parse_error",
     "find_request_id",
     "malformed_error",
     "mend_http_response",
     "mend_text",
     "nested_deeper_than",
+    "not_json",
+    "reply_id",
     "request_id_at_end",
     "too_large_error",
 ]
@@ -185,6 +193,46 @@ def _has_cut(value: Any) -> bool:
         elif v == _CUT:
             return True
     return False
+
+
+class NotJsonConstant(ValueError):
+    """A constant Python's ``json`` reads and JSON does not have (``NaN``, ``Infinity``): its name."""
+
+
+def not_json(name: str) -> Any:
+    """``json.loads``'s ``parse_constant``: refuses what JSON does not have (raises :class:`NotJsonConstant`)."""
+    raise NotJsonConstant(name)
+
+
+def not_json_error(request_id: int | str, constant: NotJsonConstant) -> dict[str, Any]:
+    """The error reply that stands for a reply holding ``NaN`` or ``Infinity``: the call it answers fails."""
+    return malformed_error(request_id, f"the server's reply holds {constant}, which JSON does not have")
+
+
+HEAD_CHARS = 64 * 1024
+"""How much of a message's start is searched for its id (characters, or bytes of one not decoded)."""
+TAIL_CHARS = 512
+"""How much of a message's end is searched for an id written last (characters, or bytes)."""
+
+
+def reply_id(text: str) -> int | str | None:
+    """The request id of a whole message: near its start, or as its last member."""
+    rid = find_request_id(text[:HEAD_CHARS])
+    return rid if rid is not None else request_id_at_end(text[-TAIL_CHARS:])  # an id of 0 counts
+
+
+def _refuse_constants(text: str) -> dict[str, Any] | None:
+    # The substrings rule out nearly every message; only the rest is parsed (they may be in a string).
+    if "NaN" not in text and "Infinity" not in text:
+        return None
+    try:
+        json.loads(text, parse_constant=not_json)
+    except NotJsonConstant as e:
+        rid = reply_id(text)
+        return None if rid is None else not_json_error(rid, e)
+    except (ValueError, RecursionError):
+        pass  # not JSON, or too deep: the depth mending and the SDK's parser say why
+    return None
 
 
 def malformed_error(request_id: int | str, message: str) -> dict[str, Any]:
@@ -365,6 +413,14 @@ def _too_deep(text: str) -> bool:
 
 
 async def _mend_json_text(text: str) -> str | None:
+    # NaN and Infinity are not JSON (the SDK's parser reads them as floats): the call they answer
+    # fails, naming its tool, as over stdio.
+    if len(text) <= _INLINE_CHARS:
+        refused = _refuse_constants(text)
+    else:
+        refused = await anyio.to_thread.run_sync(_refuse_constants, text, abandon_on_cancel=True)
+    if refused is not None:
+        return json.dumps(refused)
     if not _too_deep(text):
         return None
     mended = await _mend_text_async(text)
@@ -442,7 +498,7 @@ class _MendedSSE(httpx2.AsyncByteStream):
 
     @staticmethod
     async def _event(event: bytes) -> bytes:
-        if event.count(b"[") + event.count(b"{") <= MAX_DEPTH:
+        if event.count(b"[") + event.count(b"{") <= MAX_DEPTH and b"NaN" not in event and b"Infinity" not in event:
             return event
         lines = event.decode("utf-8", errors="replace").splitlines()
         data = "\n".join(ln[5:].removeprefix(" ") for ln in lines if ln.startswith("data:"))
@@ -457,7 +513,7 @@ class _MendedSSE(httpx2.AsyncByteStream):
 
 
 async def mend_http_response(response: httpx2.Response, *, max_bytes: int = 4 * 1024 * 1024) -> None:
-    """An ``httpx2`` response hook: mends JSON bodies and SSE events that are nested too deep.
+    """An ``httpx2`` response hook: mends JSON bodies and SSE events that are nested too deep or hold ``NaN``.
 
     A body or an event larger than ``max_bytes`` is not read on: the request it answers gets
     :func:`too_large_error` instead. Compressed bodies are left alone (they are decoded after

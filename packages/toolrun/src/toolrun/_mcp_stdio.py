@@ -42,14 +42,20 @@ from toolrun._compat_mcp import (
     get_default_environment,
     stop_server_process,
 )
-from toolrun._mcp_reader import find_request_id, malformed_error, request_id_at_end, too_large_error
+from toolrun._mcp_reader import (
+    HEAD_CHARS,
+    TAIL_CHARS,
+    NotJsonConstant,
+    find_request_id,
+    not_json,
+    not_json_error,
+    reply_id,
+    request_id_at_end,
+    too_large_error,
+)
 
 __all__ = ["bounded_stdio_client"]
 
-_HEAD_BYTES = 64 * 1024
-"""Start of an oversized line searched for its request id."""
-_TAIL_BYTES = 512
-"""End of an oversized line kept to find its request id there."""
 _INLINE_BYTES = 256 * 1024
 """Longer lines are parsed in a worker thread."""
 
@@ -64,12 +70,12 @@ class _Refusal:
     def __init__(self, head: bytes, encoding: str) -> None:
         self.size = len(head)
         self.encoding = encoding
-        self.request_id = find_request_id(head[:_HEAD_BYTES].decode(encoding, errors="replace"))
-        self.tail = head[-_TAIL_BYTES:]
+        self.request_id = find_request_id(head[:HEAD_CHARS].decode(encoding, errors="replace"))
+        self.tail = head[-TAIL_CHARS:]
 
     def add(self, piece: bytes) -> None:
         self.size += len(piece)
-        self.tail = (self.tail + piece)[-_TAIL_BYTES:] if len(piece) < _TAIL_BYTES else piece[-_TAIL_BYTES:]
+        self.tail = (self.tail + piece)[-TAIL_CHARS:] if len(piece) < TAIL_CHARS else piece[-TAIL_CHARS:]
 
     def id_at_end(self) -> int | str | None:
         return request_id_at_end(self.tail.decode(self.encoding, errors="replace"))
@@ -84,13 +90,11 @@ def _parse(line: bytes, encoding: str, errors: str) -> SessionMessage | Exceptio
     # which refuses a lone one (``json`` would keep it, and it could not be written out later).
     if "\\ud" not in text and "\\uD" not in text:
         try:
-            data = json.loads(text, parse_constant=_not_json)
-        except _NotJson as e:
+            data = json.loads(text, parse_constant=not_json)
+        except NotJsonConstant as e:
             # NaN and Infinity are not JSON: the call they answer fails, naming its tool, at every door.
-            rid = find_request_id(text[:_HEAD_BYTES])
-            rid = rid if rid is not None else request_id_at_end(text[-_TAIL_BYTES:])  # an id of 0 counts
-            if rid is not None:
-                return _reply(malformed_error(rid, f"the server's reply holds {e}, which JSON does not have"))
+            if (rid := reply_id(text)) is not None:
+                return _reply(not_json_error(rid, e))
         except (ValueError, RecursionError):
             pass  # pydantic's parser says why, in the words the mending reader reads
     try:
@@ -104,14 +108,6 @@ def _parse(line: bytes, encoding: str, errors: str) -> SessionMessage | Exceptio
 
 
 _UNPARSED: Final = object()
-
-
-class _NotJson(ValueError):
-    """A constant Python's ``json`` reads and JSON does not have (``NaN``, ``Infinity``)."""
-
-
-def _not_json(name: str) -> Any:
-    raise _NotJson(name)
 
 
 def _reply(message: dict[str, Any]) -> SessionMessage:
