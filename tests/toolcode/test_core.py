@@ -21,7 +21,7 @@ from toolcode import (
 )
 from toolcode._door import call_exposed, exposed_description, exposed_tools
 from toolcode._outcome import outcome_text
-from toolcode.exceptions import clip
+from toolcode.exceptions import TypeCheckError, clip
 from toolcode.server import CodeModeServer
 from toolrun import LocalBackend
 
@@ -363,3 +363,35 @@ async def test_a_saved_snippet_is_changed_only_by_its_owner_or_an_operator(tmp_p
         await cm.save_snippet("report", "__out = 'alice 2'", "Alice's report.", caller="token:alice")
         await cm.save_snippet("report", "__out = 'op'", "Reviewed.", caller="token:op")  # an operator may
         assert await cm.delete_snippet("report", caller="token:op")
+
+
+async def test_a_snippet_saved_from_a_run_counts_against_its_callers_quota(tmp_path: Path) -> None:
+    from toolcode._settings import SnippetSettings, StateSettings
+
+    settings = Settings(state=StateSettings(dir=str(tmp_path / "state")), snippets=SnippetSettings(max_per_caller=2))
+    async with Toolbox([_backend()], settings=settings, engine="inprocess") as box:
+        cm = box.codemode
+        await cm.save_snippet("one", "__out = 1", "One.", caller="token:alice")
+        save = "save_snippet('{}', '__out = 2', 'Another.')"
+        assert (await cm.execute(save.format("two"), caller="token:alice")).error is None
+        over = await cm.execute(save.format("three"), caller="token:alice")
+        assert over.error is not None and "max_per_caller" in over.error.message, over
+        assert [s.name for s in (await cm.list_snippets(caller="token:alice")).snippets] == ["one", "two"]
+        assert (await cm.execute(save.format("two"), caller="token:alice")).error is None  # a new version of one kept
+
+
+async def test_with_the_check_off_a_snippet_is_saved_unchecked_at_every_door(tmp_path: Path) -> None:
+    from toolcode._settings import StateSettings
+
+    on = Settings(state=StateSettings(dir=str(tmp_path / "on")))
+    off = Settings(state=StateSettings(dir=str(tmp_path / "off")), limits=ExecuteOptions(type_check="off"))
+    code = "__out = run_tool('files:read_file', path=1)"  # the check refuses it (path is a str)
+    async with Toolbox([_backend()], settings=on, engine="inprocess") as box:
+        with pytest.raises(TypeCheckError):
+            await box.codemode.save_snippet("checked", code, "Read a file.")
+    async with Toolbox([_backend()], settings=off, engine="inprocess") as box:
+        cm = box.codemode
+        await cm.save_snippet("unchecked", code, "Read a file.")
+        out = await cm.execute(f"save_snippet('unchecked2', {code!r}, 'Read a file.')")
+        assert out.error is None, out
+        assert [s.name for s in (await cm.list_snippets()).snippets] == ["unchecked", "unchecked2"]

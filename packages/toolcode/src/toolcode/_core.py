@@ -683,17 +683,8 @@ class CodeMode:
             TypeCheckError: If the code calls its tools wrongly.
             StateUnavailableError: If the state store cannot be written.
         """
-        view, checker = self.view(caller=caller), self.services.checker
-        saved = await self._stores("name").snippets.save(
-            name,
-            code,
-            description,
-            input_schema,
-            lambda text: checker.check(text, view),
-            owner=owner_of(caller),
-            operator=self.services.is_operator(caller),
-            shared=shared,
-            quota=self.services.settings.snippets.max_per_caller,
+        saved = await self.services.save_snippet(
+            self.view(caller=caller), caller, name, code, description, input_schema, shared=shared
         )
         return SnippetEntry(**saved.to_dict())
 

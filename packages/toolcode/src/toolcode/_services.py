@@ -12,13 +12,13 @@ from toolcode._paused import PausedRuns
 from toolcode._results import StoredResults
 from toolcode._sessions import Sessions, owner_of
 from toolcode._settings import Settings
-from toolcode._snippets import SnippetLibrary
-from toolcode._typecheck import TypeChecker
+from toolcode._snippets import SavedSnippet, SnippetLibrary
+from toolcode._typecheck import Diagnostic, TypeChecker
 from toolcode._types import Engine
 from toolcode._view import CatalogView
 from toolcode.calls import Policy
 from toolcode.engines import load_engine
-from toolcode.exceptions import ConfigurationError
+from toolcode.exceptions import ConfigurationError, InvalidArgumentsError
 from toolcode.state import StateStore
 from toolindex import Index
 from toolrun import Runner
@@ -173,6 +173,48 @@ class Services:
         # Read at each use: a snippet saved while a run goes on is hidden from it as well.
         return CatalogView(
             self.index, allowed_namespaces, self.unavailable, lambda: snippets.hidden_from(owner, operator)
+        )
+
+    async def save_snippet(
+        self,
+        view: CatalogView,
+        caller: str | None,
+        name: Any,
+        code: Any,
+        description: Any,
+        input_schema: Any = None,
+        *,
+        shared: Any = False,
+    ) -> SavedSnippet:
+        """Save a snippet for ``caller``: the one way a door and a snippet save one.
+
+        The caller owns it and may keep ``snippets.max_per_caller`` of them; its code is checked
+        against ``view`` unless the check is off (``limits.type_check``).
+
+        Raises:
+            InvalidArgumentsError: If there is no state store (field ``name``), or
+                :meth:`~toolcode._snippets.SnippetLibrary.save` refuses a field.
+            LimitExceededError: ``quota_exceeded``.
+            TypeCheckError: If the code calls its tools wrongly.
+            StateUnavailableError: If the state store cannot be written.
+        """
+        if self.stores is None:
+            raise InvalidArgumentsError("name", "saved snippets need a state store (none is configured)")
+        checker, strict = self.checker, self.settings.limits.type_check != "off"
+
+        async def check(text: str) -> list[Diagnostic]:
+            return await checker.check(text, view) if strict else []
+
+        return await self.stores.snippets.save(
+            name,
+            code,
+            description,
+            input_schema,
+            check,
+            owner=owner_of(caller),
+            operator=self.is_operator(caller),
+            shared=shared,
+            quota=self.settings.snippets.max_per_caller,
         )
 
     @property

@@ -17,7 +17,6 @@ from toolcode._limits import OutputBuffer
 from toolcode._modules import PACKAGE, ModuleFunction, positional_message
 from toolcode._operations import Operations
 from toolcode._services import Services
-from toolcode._sessions import owner_of
 from toolcode._types import Stream
 from toolcode.exceptions import ErrorCode, InvalidArgumentsError, ToolError, TypeCheckError
 
@@ -124,20 +123,9 @@ class DefaultTools:
 
     async def save_snippet(self, name: Any, code: Any, description: Any, input_schema: Any = None) -> dict[str, Any]:
         """Save a parameterised snippet as the tool ``snippets:<name>``."""
-        stores = self._services.stores
-        view = self.ops.view
         try:
-            if stores is None:
-                raise InvalidArgumentsError("name", "saved snippets need a state store (this run has none)")
-            saved = await stores.snippets.save(
-                name,
-                code,
-                description,
-                input_schema,
-                lambda text: self._services.checker.check(text, view),
-                owner=owner_of(self._caller),
-                operator=self._services.is_operator(self._caller),
-            )
+            view, caller = self.ops.view, self._caller
+            saved = await self._services.save_snippet(view, caller, name, code, description, input_schema)
         except InvalidArgumentsError as e:
             raise _as_tool_error("save_snippet", e) from None
         except TypeCheckError as e:
