@@ -675,3 +675,42 @@ def test_cli_asks_at_a_terminal_for_exec_run_and_chain(
     steps = json.dumps([{"tool_id": "fs:write_file", "args": {"path": d + "/chain.txt", "content": "c"}}])
     assert main(["chain", "--steps", steps, *base]) == 1  # [n]: denied
     assert not (files_dir / "chain.txt").exists()
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_mcp_elicitation_approves_only_what_the_question_showed(
+    files_dir: Path, tmp_path: Path, mode: str
+) -> None:
+    # The question listed ten calls and cut arguments at 600 characters, while approving covered
+    # them all: an eleventh write, or the end of a long one, was approved unseen.
+    import mcp_types as types
+    from mcp import Client
+
+    asked: list[types.ElicitRequestParams] = []
+
+    async def on_elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params)
+        return types.ElicitResult(action="accept", content={"decision": "approve"})  # whatever was offered
+
+    cfg = _serve_config(files_dir, tmp_path)
+    d = str(files_dir)
+    many = ", ".join(f"('fs:write_file', {{'path': {d!r} + '/m{i}.txt', 'content': 'x'}})" for i in range(12))
+    async with Client(_stdio(cfg), mode=mode, elicitation_callback=on_elicit) as client:  # type: ignore[arg-type]
+        res = await client.call_tool("execute_code", {"code": f"run_tools([{many}])\n__out = 'all'"})
+        assert res.structured_content is not None and res.structured_content.get("value") == "all", res.content
+        message = asked[-1].message
+        assert all(f"/m{i}.txt" in message for i in range(12)), message  # every call approved was shown
+        # A call too long to show whole cannot be approved here: deny and stop only; an answer
+        # outside what was offered leaves the run paused.
+        long = "y" * 30_000 + "THE END"
+        res = await client.call_tool(
+            "execute_code", {"code": f"run_tool('fs:write_file', path={d!r} + '/long.txt', content={long!r})"}
+        )
+        params = asked[-1]
+        assert isinstance(params, types.ElicitRequestFormParams)
+        offered = params.requested_schema["properties"]["decision"]["enum"]
+        assert offered == ["deny", "abort"], offered
+        assert "resume_execution" in params.message and "console" in params.message
+        data = res.structured_content
+        assert data is not None and data.get("status") == "approval_required", res.content
+        assert not (files_dir / "long.txt").exists()

@@ -36,44 +36,58 @@ def _by(caller: str | None) -> str:
     return f"person:{caller} (elicitation)" if caller and caller != "local" else _BY
 
 
-_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "decision": {
-            "type": "string",
-            "title": "Decision",
-            "enum": list(DECISIONS),
-            "enumNames": ["Approve this call", "Approve these tools for this run", "Deny this call", "Stop the run"],
-        }
-    },
-    "required": ["decision"],
+_NAMES = {
+    "approve": "Approve this call",
+    "approve_run": "Approve these tools for this run",
+    "deny": "Deny this call",
+    "abort": "Stop the run",
 }
-"""The form a person fills in about paused calls."""
+_MAX_SHOWN_CHARS = 20_000
+"""The longest list of calls a question shows; a longer one cannot be approved in the question."""
+_REFUSALS = ("deny", "abort")
 
 
-def _message(pending: Sequence[PendingCall | PendingCallInfo], line: int | None, code: str) -> str:
-    """The question a person answers about paused calls."""
-    shown = "\n".join(
-        f"- {p.tool_id} ({p.tier}): {clip(json_text(p.args), 600)}\n  why asked: {clip(p.reason, 200)}"
-        for p in pending[:10]
-    )
+def _form(decisions: Sequence[str]) -> dict[str, Any]:
+    """The form a person fills in about paused calls, offering ``decisions``."""
+    names = [_NAMES[d] for d in decisions]
+    field = {"type": "string", "title": "Decision", "enum": list(decisions), "enumNames": names}
+    return {"type": "object", "properties": {"decision": field}, "required": ["decision"]}
+
+
+Pending = Sequence[PendingCall | PendingCallInfo]
+
+
+def _question(pending: Pending, line: int | None, code: str) -> tuple[str, tuple[str, ...]]:
+    """The question a person answers about paused calls, and the decisions it offers.
+
+    A person approves only what they were shown: every call, its arguments and why it is asked
+    about, whole. Calls too long to show here are offered only deny and stop; they are approved
+    where they can be read whole (the console, ``toolcode paused``, ``resume_execution``).
+    """
+    shown = "\n".join(f"- {p.tool_id} ({p.tier}): {json_text(p.args)}\n  why asked: {p.reason}" for p in pending)
     lines = code.splitlines()
     where = (
         f"\nat line {line}: {clip(lines[line - 1].strip(), 300)}" if line is not None and 0 < line <= len(lines) else ""
     )
-    return (
-        f"A program run by the assistant wants to make {len(pending)} call(s) that need your decision:\n{shown}{where}"
+    head = f"A program run by the assistant wants to make {len(pending)} call(s) that need your decision:\n"
+    if len(shown) <= _MAX_SHOWN_CHARS:
+        return head + shown + where, DECISIONS
+    cut = (
+        f"{clip(shown, 2_000)}\n(too long to show here in full: {len(shown):,} characters. It can be denied or "
+        "stopped here; to approve it, read it whole in the console or in the paused run's pending calls, then "
+        "decide with resume_execution.)"
     )
+    return head + cut + where, _REFUSALS
 
 
-def _decision_of(result: types.ElicitResult) -> str:
-    """A person's answer as a decision; ``cancel`` leaves the run paused."""
+def _decision_of(result: types.ElicitResult, offered: Sequence[str]) -> str:
+    """A person's answer as a decision; ``cancel`` leaves the run paused (as does one that was not offered)."""
     if result.action == "decline":
         return "deny"
     if result.action != "accept" or not result.content:
         return "cancel"
     decision = result.content.get("decision")
-    return decision if isinstance(decision, str) and decision in DECISIONS else "cancel"
+    return decision if isinstance(decision, str) and decision in offered else "cancel"
 
 
 def can_elicit(ctx: ServerRequestContext[Any]) -> bool:
@@ -91,14 +105,13 @@ async def _elicit(
     ctx: ServerRequestContext[Any], pending: Sequence[PendingCall | PendingCallInfo], line: int | None, code: str
 ) -> str:
     """The person's decision, asked through the client (``cancel``: dismissed, or the client failed to ask)."""
+    message, offered = _question(pending, line, code)
     try:
-        result = await ctx.session.elicit_form(
-            _message(pending, line, code), _SCHEMA, related_request_id=ctx.request_id
-        )
+        result = await ctx.session.elicit_form(message, _form(offered), related_request_id=ctx.request_id)
     except Exception as e:  # the client failed to ask: the run stays paused, to resume later
         log.warning("server.elicitation_failed", error=repr(e)[:300])
         return "cancel"
-    return _decision_of(result)
+    return _decision_of(result, offered)
 
 
 def asker(ctx: ServerRequestContext[Any], caller: str | None) -> Asker | None:
@@ -116,8 +129,8 @@ def input_required(out: ExecuteOutcome, code: str) -> types.InputRequiredResult:
     """The question about a paused run, for a client that asks its user and retries with the answer."""
     approval = out.approval
     assert approval is not None
-    message = _message(approval.pending, approval.line, code)
-    params = types.ElicitRequestFormParams(message=message, requested_schema=_SCHEMA)
+    message, offered = _question(approval.pending, approval.line, code)
+    params = types.ElicitRequestFormParams(message=message, requested_schema=_form(offered))
     return types.InputRequiredResult(
         input_requests={"decision": types.ElicitRequest(params=params)}, request_state=approval.execution_id
     )
@@ -128,9 +141,14 @@ async def continue_by_retry(
 ) -> ExecuteOutcome | types.InputRequiredResult:
     """The retry of an execute_code that asked for a decision: continue the paused run with it."""
     answer = (params.input_responses or {}).get("decision")
-    decision = _decision_of(answer) if isinstance(answer, types.ElicitResult) else "cancel"
+    paused = await codemode.paused_outcome(params.request_state, caller)
+    approval = paused.approval
+    # What the question offered is asked again of the run as it waits (the question is its own:
+    # a decided one answers below with how it ended, whatever the answer).
+    offered = _question(approval.pending, approval.line, "")[1] if approval is not None else DECISIONS
+    decision = _decision_of(answer, offered) if isinstance(answer, types.ElicitResult) else "cancel"
     if decision == "cancel":  # dismissed: the run stays paused, as the 2025-11-25 era answers
-        return await codemode.paused_outcome(params.request_state, caller)
+        return paused
     out = await codemode.resume(params.request_state, decision, caller=caller, by=_by(caller))
     return input_required(out, str((params.arguments or {}).get("code") or "")) if out.approval is not None else out
 
