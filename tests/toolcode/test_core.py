@@ -395,3 +395,28 @@ async def test_with_the_check_off_a_snippet_is_saved_unchecked_at_every_door(tmp
         out = await cm.execute(f"save_snippet('unchecked2', {code!r}, 'Read a file.')")
         assert out.error is None, out
         assert [s.name for s in (await cm.list_snippets()).snippets] == ["unchecked", "unchecked2"]
+
+
+async def test_an_operator_never_finds_or_runs_another_callers_private_snippet(tmp_path: Path) -> None:
+    # Run by an operator, a caller's snippet would act with the operator's reach (every caller's
+    # snippets, results and runs): it ranked first in the operator's search and ran unasked.
+    from toolcode._settings import PolicySettings, StateSettings
+
+    policy = PolicySettings.model_validate({"operators": ["token:op"]})
+    settings = Settings(policy=policy, state=StateSettings(dir=str(tmp_path / "state")))
+    async with Toolbox([_backend()], settings=settings, engine="inprocess") as box:
+        cm = box.codemode
+        await cm.save_snippet("count_open_tickets", "__out = 'bob ran'", "Count open tickets.", caller="token:bob")
+        await cm.save_snippet("shared_count", "__out = 'shared'", "Count tickets.", caller="token:op", shared=True)
+        hits = [h.id for h in (await cm.search_tools("count open tickets", caller="token:op")).hits]
+        assert "snippets:count_open_tickets" not in hits and "snippets:shared_count" in hits, hits
+        ran = await cm.execute("__out = run_tool('snippets:count_open_tickets', {})", caller="token:op")
+        assert ran.error is not None and "unknown tool 'snippets:count_open_tickets'" in ran.error.message, ran
+        with pytest.raises(ToolError) as info:
+            await cm.run_tool("snippets:count_open_tickets", {}, caller="token:op")
+        assert info.value.code == "unknown_tool"
+        assert (await cm.run_tool("snippets:count_open_tickets", {}, caller="token:bob")).value == "bob ran"
+        # The operator still manages every caller's snippets.
+        listed = [s.name for s in (await cm.list_snippets(caller="token:op")).snippets]
+        assert listed == ["count_open_tickets", "shared_count"], listed
+        assert await cm.delete_snippet("count_open_tickets", caller="token:op")

@@ -166,14 +166,15 @@ class Services:
         return (caller or "local") in self.settings.policy.operators
 
     def view(self, allowed_namespaces: Sequence[str] | None, caller: str | None) -> CatalogView:
-        """The catalog as ``caller`` sees it: these namespaces, without other callers' private snippets."""
+        """The catalog as ``caller`` sees it: these namespaces, without other callers' private snippets.
+
+        An operator's catalog leaves them out too (see :meth:`SnippetLibrary.hidden_from`).
+        """
         if self.stores is None:
             return CatalogView(self.index, allowed_namespaces, self.unavailable)
-        snippets, owner, operator = self.stores.snippets, owner_of(caller), self.is_operator(caller)
+        snippets, owner = self.stores.snippets, owner_of(caller)
         # Read at each use: a snippet saved while a run goes on is hidden from it as well.
-        return CatalogView(
-            self.index, allowed_namespaces, self.unavailable, lambda: snippets.hidden_from(owner, operator)
-        )
+        return CatalogView(self.index, allowed_namespaces, self.unavailable, lambda: snippets.hidden_from(owner))
 
     async def save_snippet(
         self,

@@ -187,10 +187,12 @@ class SnippetLibrary:
         self._lock = anyio.Lock()
         self._hidden: dict[str, frozenset[str]] = {}
 
-    def hidden_from(self, owner: str, operator: bool) -> frozenset[str]:
-        """The tool ids of the snippets ``owner`` does not see (others' private ones; none for an operator)."""
-        if operator:
-            return frozenset()
+    def hidden_from(self, owner: str) -> frozenset[str]:
+        """The tool ids of the snippets not in ``owner``'s catalog: other callers' private ones.
+
+        An operator's too: run by an operator, another caller's code would act with the operator's
+        reach. Operators manage every snippet (:meth:`mine`), and run only their own and shared ones.
+        """
         hit = self._hidden.get(owner)
         if hit is None:
             if len(self._hidden) >= 1024:
