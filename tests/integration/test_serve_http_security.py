@@ -568,3 +568,31 @@ def test_origin_rules(origin: str, host: str, allowed: bool) -> None:
 
     guard = HTTPGuard(_app, host="127.0.0.1", port=8808, allowed_origins=["https://app.example.com"])
     assert guard.origin_allowed(origin, host) is allowed
+
+
+# ------------------------------------------------------------------------------ a session is its caller's
+
+
+def test_a_session_answers_only_the_token_that_opened_it(public: Door) -> None:
+    # Another valid token holding a session's id (a leak) used it, ended it, and answered the
+    # approval questions asked in it, which were then logged as the session's caller's.
+    base = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+
+    def send(token: str, sid: str | None, body: str | None, method: str = "POST") -> httpx2.Response:
+        headers = {**base, "authorization": f"Bearer {token}", "mcp-protocol-version": "2025-11-25"}
+        if sid is not None:
+            headers["mcp-session-id"] = sid
+        return httpx2.request(method, public.endpoint(), headers=headers, content=body, timeout=20)
+
+    opened = send(ALICE, None, INITIALIZE)
+    assert opened.status_code == 200, opened.text
+    sid = opened.headers["mcp-session-id"]
+    ping = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "ping"})
+    answer = json.dumps({"jsonrpc": "2.0", "id": 0, "result": {"action": "accept", "content": {"decision": "approve"}}})
+    assert send(UNNAMED, sid, ping).status_code == 404
+    assert send(UNNAMED, sid, answer).status_code == 404
+    assert send(UNNAMED, sid, None, "DELETE").status_code == 404
+    assert send(ALICE, sid, ping).status_code == 200  # still hers, still open
+    assert send(ALICE, sid, None, "DELETE").status_code in (200, 204)
+    assert send(ALICE, sid, ping).status_code == 404  # ended
+    assert send(UNNAMED, "f" * 32, ping).status_code == 404  # a session nobody opened

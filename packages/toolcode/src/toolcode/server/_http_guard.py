@@ -8,7 +8,10 @@ text when:
    page on an attacker's domain resolves that domain to this server's address;
 2. it carries an ``Origin`` header that is neither same-host nor allowed (``403``);
 3. tokens are configured and it carries no valid ``Authorization: Bearer TOKEN`` (``401`` with
-   ``WWW-Authenticate: Bearer``).
+   ``WWW-Authenticate: Bearer``);
+4. tokens are configured and it names an MCP session (``Mcp-Session-Id``) that another caller
+   opened, or one this guard does not know (``404``, as for a session that ended): a session's
+   requests, its answers to the server's questions and its end are its caller's alone.
 
 Tokens (:class:`~toolcode.server.BearerTokens`) come from an environment variable or a file,
 each optionally named (``NAME:TOKEN``). The name of the token that authenticated a request is its caller
@@ -18,6 +21,7 @@ identity, put in the ASGI scope under :data:`CALLER_SCOPE_KEY`; request handlers
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping, Sequence
 from typing import Any, TypeVar
 
@@ -49,6 +53,11 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 T = TypeVar("T")
+
+_SESSION_HEADER = b"mcp-session-id"
+_MAX_SESSIONS = 10_000
+"""Sessions whose caller the guard remembers; past it the least recently used is forgotten (its
+requests are refused from then on, and its client opens another)."""
 
 CALLER_SCOPE_KEY = "toolcode.caller"
 """ASGI scope key holding the authenticated caller's identity (``str``); absent without tokens."""
@@ -115,6 +124,8 @@ class HTTPGuard:
             rules.update((name, port) for name in LOOPBACK_NAMES)
         self._hosts = frozenset(rules)
         self._origins = frozenset(_checked("allowed_origins", normalize_origin, allowed_origins))
+        self._sessions: OrderedDict[str, str] = OrderedDict()
+        """MCP session id → the caller that opened it, least recently used first."""
 
     def host_allowed(self, value: str) -> bool:
         """Whether a ``Host`` header value is allowed."""
@@ -168,7 +179,41 @@ class HTTPGuard:
                 await self._refuse(scope, send, 401, text, headers=[(b"www-authenticate", challenge.encode())])
                 return
             scope[CALLER_SCOPE_KEY] = caller
+            if kind == "http":
+                await self._in_session(caller, scope, receive, send)
+                return
         await self.app(scope, receive, send)
+
+    async def _in_session(self, caller: str, scope: Scope, receive: Receive, send: Send) -> None:
+        """Pass on a request of ``caller``'s: in a session it opened, or one that may open a session."""
+        named = _header(scope, _SESSION_HEADER)
+        if named:
+            sid = named[0]
+            if len(named) != 1 or self._sessions.get(sid) != caller:
+                await self._refuse(scope, send, 404, "session not found")
+                return
+            self._sessions.move_to_end(sid)
+            ending = scope.get("method") == "DELETE"
+
+            async def ended(message: Message) -> None:
+                if ending and message["type"] == "http.response.start" and 200 <= int(message["status"]) < 300:
+                    self._sessions.pop(sid, None)
+                await send(message)
+
+            await self.app(scope, receive, ended)
+            return
+
+        async def opened(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers: Iterable[tuple[bytes, bytes]] = message.get("headers") or ()
+                for key, value in headers:
+                    if key.lower() == _SESSION_HEADER:
+                        self._sessions[value.decode("latin-1")] = caller
+                        if len(self._sessions) > _MAX_SESSIONS:
+                            self._sessions.popitem(last=False)
+            await send(message)
+
+        await self.app(scope, receive, opened)
 
     def _authenticate(self, scope: Scope) -> str | None:
         assert self.tokens is not None
