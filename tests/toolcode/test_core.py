@@ -190,6 +190,28 @@ async def test_ceilings_bind_callers_of_the_mcp_door(box: Toolbox) -> None:
     assert (await box.codemode.execute("1", options={"timeout": 0})).ok  # the operator's own door: no ceiling
 
 
+async def test_a_doors_clients_are_bound_by_finite_ceilings_unless_the_operator_lifts_them() -> None:
+    # Without ceilings any client could switch its run's timeout off and hold workers without end.
+    async def asks(settings: Settings, **options: object) -> str | None:
+        async with Toolbox([_backend()], settings=settings, engine="inprocess") as box:
+            async with Client(CodeModeServer(box).server) as client:
+                res = await client.call_tool("execute_code", {"code": "__out = 1", "options": options})
+                assert res.structured_content is not None
+                error = res.structured_content.get("error")
+                return None if error is None else f"{error['code']}: {error['message']}"
+
+    default = Settings()
+    for over in ({"timeout": 0}, {"timeout": 301}, {"max_tool_calls": None}, {"max_output_chars": 1_000_001}):
+        refused = await asks(default, **over)
+        assert refused is not None and refused.startswith("invalid_arguments") and "maximum" in refused, over
+    assert await asks(default, timeout=300, max_tool_calls=10_000, max_chain_steps=1_000) is None
+    # A ceiling the config leaves out keeps its default; 0 lets clients ask for no limit; null lifts them all.
+    raised = Settings.model_validate({"max_limits": {"timeout": 0}})
+    assert await asks(raised, timeout=0) is None
+    assert await asks(raised, max_tool_calls=0) is not None
+    assert await asks(Settings.model_validate({"max_limits": None}), timeout=0, max_tool_calls=0) is None
+
+
 async def test_the_unsandboxed_engine_says_so_in_the_server_instructions(box: Toolbox) -> None:
     server = CodeModeServer(box)
     assert "without a sandbox" in (server.server.instructions or "")

@@ -15,7 +15,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from toolcode._data import as_dict, as_list, as_mapping
 from toolcode._options import ExecuteOptions
@@ -309,6 +309,14 @@ class ConsoleSettings(_Section):
         return f"{(self.url or '').rstrip('/')}/console/runs/{execution_id}" if self.enabled else None
 
 
+DEFAULT_CEILINGS: Final = ExecuteOptions(
+    timeout=300.0, max_tool_calls=10_000, max_chain_steps=1_000, max_output_chars=1_000_000
+)
+"""What a door's clients may ask for at most unless the config says otherwise: each a finite bound, so that
+no caller holds a worker, or the server's memory, without end."""
+_CEILING_FIELDS: Final = ("timeout", "max_tool_calls", "max_chain_steps", "max_output_chars")
+
+
 class Settings(_Section):
     """Server-wide defaults: the ``toolcode`` section of the config file."""
 
@@ -317,7 +325,12 @@ class Settings(_Section):
         description="Options of every run that sets none: limits (0 or null: no limit), allowed_namespaces, trace.",
     )
     max_limits: ExecuteOptions | None = Field(
-        default=None, description="The highest limits an MCP client may ask for (unset: no ceiling)."
+        default_factory=lambda: DEFAULT_CEILINGS,
+        description=(
+            "The highest limits a client of a door may ask for; a field left out keeps its default ceiling "
+            "(300 s, 10,000 calls, 1,000 chain steps, 1,000,000 characters), 0 lets clients ask for no limit, "
+            "null lifts every ceiling."
+        ),
     )
     strict: bool = Field(
         default=False,
@@ -350,6 +363,14 @@ class Settings(_Section):
         description="Tiers, allow/ask/deny rules, quarantine and the audit log of tool calls made from code.",
     )
     console: ConsoleSettings = Field(default_factory=ConsoleSettings)
+
+    @field_validator("max_limits", mode="after")
+    @classmethod
+    def _ceilings_left_out_keep_their_default(cls, ceilings: ExecuteOptions | None) -> ExecuteOptions | None:
+        if ceilings is None:
+            return None
+        kept = {f: getattr(DEFAULT_CEILINGS, f) for f in _CEILING_FIELDS if getattr(ceilings, f) is None}
+        return ceilings.model_copy(update=kept) if kept else ceilings
 
     def meta_tools(self) -> tuple[str, ...]:
         """The code-mode tools to list, in :data:`META_TOOLS` order.
