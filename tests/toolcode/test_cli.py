@@ -292,6 +292,23 @@ def test_out_of_range_values_are_usage_errors(capsys: pytest.CaptureFixture[str]
     assert "invalid_arguments" in err and err.count("\n") <= 4
 
 
+@pytest.mark.parametrize(
+    ("argv", "abbreviation"),
+    [
+        (["serve", "--http", ":0", "--token", "abc123"], "--token"),  # not --token-file: no token on a command line
+        (["exec", "-c", "1", "--js"], "--js"),
+        (["search", "tickets", "--dem"], "--dem"),
+    ],
+)
+def test_an_abbreviated_option_is_refused_not_completed(
+    capsys: pytest.CaptureFixture[str], argv: list[str], abbreviation: str
+) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    assert f"unrecognized arguments: {abbreviation}" in capsys.readouterr().err
+
+
 def test_a_code_file_that_is_not_utf8_is_a_usage_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     f = tmp_path / "latin1.py"
     f.write_bytes("__out = 'café'".encode("latin-1"))

@@ -365,6 +365,22 @@ async def test_paused_runs_are_kept_per_caller_under_a_quota(
         assert again.status == "approval_required", again
 
 
+async def test_an_aborted_run_names_who_aborted_it_in_words(tmp_path: Path) -> None:
+    from toolcode._settings import PolicySettings, StateSettings
+
+    policy = PolicySettings.model_validate({"rules": [{"tools": "files:delete_*", "decision": "ask"}]})
+    settings = Settings(policy=policy, state=StateSettings(dir=str(tmp_path / "state")))
+    ask = 'run_tool("files:delete_file", path="/a")'
+    async with Toolbox([_backend()], settings=settings) as box:  # monty: runs pause
+        cm = box.codemode
+        for caller, by in ((None, "a person"), ("token:alice", "person:token:alice")):
+            out = await cm.execute(ask, caller=caller)
+            assert out.approval is not None, out
+            aborted = await cm.resume(out.approval.execution_id, "abort", caller=caller)
+            assert aborted.error is not None and aborted.error.code == "approval_denied", aborted
+            assert f"the run was aborted by {by} before this call" in aborted.error.message
+
+
 async def test_a_saved_snippet_is_changed_only_by_its_owner_or_an_operator(tmp_path: Path) -> None:
     from toolcode._settings import PolicySettings, StateSettings
 

@@ -34,7 +34,7 @@ from toolcode._snippets import SavedSnippet
 from toolcode._trace import Trace
 from toolcode._types import ExecuteParams, ExecuteResult, OnToolCall, SessionState, ToolCallRecord
 from toolcode._view import CatalogView
-from toolcode.calls import Asker, Checkpoint, Scope, ask_person, build, refuse
+from toolcode.calls import Asker, Checkpoint, Scope, ask_person, build, decider, refuse
 from toolcode.exceptions import (
     ApprovalRequiredError,
     ErrorCode,
@@ -448,7 +448,7 @@ class CodeMode:
             pending = run.pending
             err = ToolError(
                 pending[0].tool_id if pending else "",
-                f"the run was aborted by {who} before this call"
+                f"the run was aborted by {decider(who)} before this call"
                 + (f" (line {run.state.line})" if run.state.line is not None else ""),
                 "not_allowed",
                 code=ErrorCode.APPROVAL_DENIED,

@@ -103,6 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
         "run one short Python program that calls many tools.",
         epilog=_EPILOG,
         formatter_class=fmt,
+        allow_abbrev=False,  # an option is spelt whole: '--token' must not be taken for '--token-file'
     )
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="log more (to stderr); repeat for debug")
@@ -112,7 +113,9 @@ def build_parser() -> argparse.ArgumentParser:
     def command(
         name: str, help: str, description: str | None = None, *, catalog: bool = True, json: bool = True
     ) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, help=help, description=description, epilog=_EPILOG, formatter_class=fmt)
+        p = sub.add_parser(
+            name, help=help, description=description, epilog=_EPILOG, formatter_class=fmt, allow_abbrev=False
+        )
         with_options.append((p, catalog, json))  # added last: after the command's own, in --help too
         return p
 

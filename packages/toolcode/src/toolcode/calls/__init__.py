@@ -42,6 +42,7 @@ from toolcode.calls._policy import (
     Policy,
     call_key,
     check_judged,
+    decider,
     literal_tool_ids,
 )
 from toolcode.calls._record import Record
@@ -64,6 +65,7 @@ __all__ = [
     "build",
     "call_key",
     "cannot_pause",
+    "decider",
     "early_calls",
     "literal_tool_ids",
     "pause",

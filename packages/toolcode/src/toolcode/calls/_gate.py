@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from toolcode._types import CallPaused
 from toolcode.calls._layer import Call, Layer
-from toolcode.calls._policy import ApprovalNeeded, Asker, Checkpoint, PendingCall, Verdict
+from toolcode.calls._policy import ApprovalNeeded, Asker, Checkpoint, PendingCall, Verdict, decider
 from toolcode.exceptions import ErrorCode, ToolError
 from toolrun import RunResult
 
@@ -57,7 +57,7 @@ def ask_person(asker: Asker) -> Decide:
         if decision in ("deny", "abort"):
             checkpoint.log_decision(pending, "denied", who)
             raise ToolError(
-                pending[0].tool_id, f"{who} denied this call", "not_allowed", code=ErrorCode.APPROVAL_DENIED
+                pending[0].tool_id, f"{decider(who)} denied this call", "not_allowed", code=ErrorCode.APPROVAL_DENIED
             )
         checkpoint.log_decision(pending, "approved", who)
         checkpoint.approve_once(pending)

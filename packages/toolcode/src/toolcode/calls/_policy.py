@@ -53,6 +53,7 @@ __all__ = [
     "Verdict",
     "call_key",
     "check_judged",
+    "decider",
     "literal_tool_ids",
 ]
 
@@ -417,6 +418,16 @@ class ApprovalNeeded(Exception):  # a signal, not an error: the run pauses
 Asker = Callable[[Sequence[PendingCall], "int | None"], Awaitable[tuple[str, str]]]
 """Asks a person about pending calls (and the snippet line, when there is one); returns the
 decision (``approve``, ``approve_run``, ``deny`` or ``abort``) and who made it."""
+
+
+def decider(who: str) -> str:
+    """Who decided, as a message names them: ``a person`` for the unnamed one, a named one as recorded.
+
+    >>> decider("person"), decider("person (elicitation)"), decider("person:token:alice")
+    ('a person', 'a person (elicitation)', 'person:token:alice')
+    """
+    return f"a {who}" if who == "person" or who.startswith("person ") else who
+
 
 # Inside a saved snippet's run: what was approved with it. Each tool its code names (through the
 # snippets it names too), with, for a snippet, the digest of its code as it was judged then.
