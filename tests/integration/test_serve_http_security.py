@@ -236,7 +236,7 @@ def test_non_loopback_without_token_exits_3_and_says_how_to_configure_one(
     err = " ".join(proc.stderr.split())
     assert "refusing to serve HTTP" in err and "without authentication" in err, err
     assert "--token-file" in err and "TOOLCODE_HTTP_TOKENS" in err, err
-    assert "Configure bearer tokens (" in err, err  # our own words, not taken for a credential
+    assert "Configure the tokens callers must present (" in err, err  # whole: nothing taken for a credential
     assert "listening" not in err and proc.stdout == ""
 
 

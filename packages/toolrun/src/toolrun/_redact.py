@@ -78,14 +78,12 @@ _HEADER = re.compile(
     r"(?<![A-Za-z0-9_-])((?:proxy-)?authorization|x-api-key|api-key|x-auth-token|cookie|set-cookie)(\s*:\s*)([^\r\n]+)",
     re.IGNORECASE,
 )
-# An authorization scheme and its credential. The word after it must look like a credential (a
-# digit, a symbol, or an upper-case letter after a lower-case one), or "Token expired", "Basic
-# Configuration" and "bearer tokens" would go; after "Bearer", a word of 20 letters or more is
-# taken as well (no word of prose is that long, a random token of letters alone may be).
-_CREDENTIAL = r"(?=[A-Za-z]*(?:[0-9._~+/=-]|(?-i:[a-z][A-Z])))"
+# An authorization scheme and its credential. Only "Bearer" is taken on its own: after "Basic" or
+# "Token" the word must look like a credential (a digit, a symbol, or an upper-case letter after a
+# lower-case one), or "Token expired" and "Basic Configuration" would go.
 _SCHEME_TOKEN = re.compile(
-    rf"\b(?:(Bearer)(\s+)((?:{_CREDENTIAL}|(?=[A-Za-z]{{20}}))[A-Za-z0-9._~+/=-]{{6,}})|(Basic|Token|Digest)(\s+)"
-    rf"({_CREDENTIAL}[A-Za-z0-9._~+/=-]{{8,}}))",
+    r"\b(?:(Bearer)(\s+)([A-Za-z0-9._~+/=-]{6,})|(Basic|Token|Digest)(\s+)"
+    r"((?=[A-Za-z]*(?:[0-9._~+/=-]|(?-i:[a-z][A-Z])))[A-Za-z0-9._~+/=-]{8,}))",
     re.IGNORECASE,
 )
 # scheme://userinfo@ — userinfo is everything up to the last @ before the host part ends.

@@ -188,6 +188,6 @@ def check_bind(host: str, tokens: object | None, *, hint: str = "pass tokens=Bea
         raise ConfigurationError(
             "tokens",
             f"refusing to serve HTTP on {shown} without authentication: anyone who can reach it could run code "
-            f"with every configured server. Configure bearer tokens ({hint}), or bind to 127.0.0.1; "
+            f"with every configured server. Configure the tokens callers must present ({hint}), or bind to 127.0.0.1; "
             "see 'Running the HTTP door' in docs/security.md",
         )
