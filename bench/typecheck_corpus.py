@@ -307,6 +307,15 @@ IDIOMS: list[tuple[str, str]] = [
     # -- the finding: values built before the call, lists built with append, unions ---------------
     # -- found by an outside corpus: values ty types loosely, guards, helpers, globals, classes ----
     (
+        "a branch the snippet's own constant rules out",
+        "from tools import helpdesk\nSTATUS = 'all'\nDEBUG = False\n"
+        "if STATUS == 'all':\n    ts = helpdesk.list_tickets(office='Paris')\n"
+        "else:\n    ts = helpdesk.list_tickets(office='Paris', status=STATUS)\n"
+        "if DEBUG:\n    helpdesk.list_tickets(office='Paris', status='debug')\n"
+        "n = len(ts) if STATUS in ('all', 'any') else len(helpdesk.list_tickets(office='Paris', status=STATUS))\n"
+        "[len(ts), n]",
+    ),
+    (
         "a tools module's name taken by a standard module",
         "from tools import time\nnow = time.get_current_time(timezone='UTC')['datetime']\n"
         "import time\nfrom datetime import time as clock\n[now, time.time() > 0, clock.fromisoformat('09:30').minute]",
@@ -1183,6 +1192,13 @@ BROKEN_ARGUMENTS: list[tuple[str, str, str]] = [
         "value outside the enum",
         "from tools import helpdesk\nts = helpdesk.list_tickets(office='Paris')\n"
         "helpdesk.list_tickets(office='Paris', status='pending')",
+        "enum_value",
+    ),
+    (
+        "value outside the enum, in the branch its constant takes",
+        "from tools import helpdesk\nts = helpdesk.list_tickets(office='Paris')\nSTATUS = 'pending'\n"
+        "if STATUS == 'all':\n    n = len(ts)\n"
+        "else:\n    n = len(helpdesk.list_tickets(office='Paris', status=STATUS))",
         "enum_value",
     ),
     (

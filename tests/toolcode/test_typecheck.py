@@ -750,3 +750,175 @@ async def test_a_key_the_output_schema_admits_is_not_refused(name: str) -> None:
         out = await wide.codemode.execute("from tools import w\nw.chain()['agee']")
         assert out.error is not None and out.error.code == "type_error"
         assert 'Unknown key "agee"' in out.error.message
+
+
+# Code the snippet's own constants rule out never runs: what it would do wrong there is no failure.
+# (ruled out, live): the same program, the second with the branch taken and a call the run refuses.
+RULED_OUT: dict[str, tuple[str, str]] = {
+    "if ==, the other branch passes the constant on": (
+        'from tools import helpdesk\nstatus = "all"\nif status == "all":\n'
+        '    n = len(helpdesk.list_tickets(office="Paris"))\nelse:\n'
+        '    n = len(helpdesk.list_tickets(office="Paris", status=status))\nn',
+        'from tools import helpdesk\nstatus = "pending"\nif status == "all":\n'
+        '    n = len(helpdesk.list_tickets(office="Paris"))\nelse:\n'
+        '    n = len(helpdesk.list_tickets(office="Paris", status=status))\nn',
+    ),
+    "if !=, run_tool keywords": (
+        'STATUS = "all"\nif STATUS != "all":\n'
+        '    n = len(run_tool("helpdesk:list_tickets", office="Paris", status=STATUS))\nelse:\n'
+        '    n = len(run_tool("helpdesk:list_tickets", office="Paris"))\nn',
+        'STATUS = "pending"\nif STATUS != "all":\n'
+        '    n = len(run_tool("helpdesk:list_tickets", office="Paris", status=STATUS))\nelse:\n'
+        '    n = len(run_tool("helpdesk:list_tickets", office="Paris"))\nn',
+    ),
+    "if in, run_tool dict": (
+        'STATUS = "all"\nargs = {"office": "Paris"}\nif STATUS in ("open", "closed"):\n'
+        '    n = len(run_tool("helpdesk:list_tickets", {"office": "Paris", "status": STATUS}))\nelse:\n'
+        '    n = len(run_tool("helpdesk:list_tickets", args))\nn',
+        'STATUS = "pending"\nargs = {"office": "Paris"}\nif STATUS in ("open", "pending"):\n'
+        '    n = len(run_tool("helpdesk:list_tickets", {"office": "Paris", "status": STATUS}))\nelse:\n'
+        '    n = len(run_tool("helpdesk:list_tickets", args))\nn',
+    ),
+    "if not in, then elif": (
+        'from tools import helpdesk\nSTATUS = "all"\nif STATUS not in ("open", "closed"):\n'
+        '    n = len(helpdesk.list_tickets(office="Paris"))\nelif STATUS == "open":\n'
+        "    n = 0\nelse:\n"
+        '    n = len(helpdesk.list_tickets(office="Paris", status=STATUS))\nn',
+        'from tools import helpdesk\nSTATUS = "pending"\nif STATUS not in ("open", "pending"):\n'
+        '    n = len(helpdesk.list_tickets(office="Paris"))\nelif STATUS == "open":\n'
+        "    n = 0\nelse:\n"
+        '    n = len(helpdesk.list_tickets(office="Paris", status=STATUS))\nn',
+    ),
+    "conditional expression": (
+        'from tools import helpdesk\nSTATUS = "all"\nts = helpdesk.list_tickets(office="Paris") if STATUS == "all" '
+        'else helpdesk.list_tickets(office="Paris", status=STATUS)\nlen(ts)',
+        'from tools import helpdesk\nSTATUS = "pending"\nts = helpdesk.list_tickets(office="Paris") if STATUS == "all" '
+        'else helpdesk.list_tickets(office="Paris", status=STATUS)\nlen(ts)',
+    ),
+    "if on a flag": (
+        "from tools import helpdesk\nDEBUG = False\nif DEBUG:\n"
+        '    helpdesk.list_tickets(office="Paris", status="pending")\nlen(helpdesk.on_call(office="Paris"))',
+        "from tools import helpdesk\nDEBUG = True\nif DEBUG:\n"
+        '    helpdesk.list_tickets(office="Paris", status="pending")\nlen(helpdesk.on_call(office="Paris"))',
+    ),
+    "while false at entry": (
+        "from tools import helpdesk\nRETRIES = 0\nwhile RETRIES > 0:\n"
+        '    helpdesk.list_tickets(office="Paris", status="pending")\n    break\nlen(helpdesk.on_call(office="Paris"))',
+        "from tools import helpdesk\nRETRIES = 1\nwhile RETRIES > 0:\n"
+        '    helpdesk.list_tickets(office="Paris", status="pending")\n    break\nlen(helpdesk.on_call(office="Paris"))',
+    ),
+    "a tool that does not exist, behind a flag": (
+        'USE_LEGACY = False\nif USE_LEGACY:\n    n = run_tool("helpdesk:legacy_count", {})\nelse:\n'
+        '    n = len(run_tool("helpdesk:list_tickets", {"office": "Paris"}))\nn',
+        'USE_LEGACY = True\nif USE_LEGACY:\n    n = run_tool("helpdesk:legacy_count", {})\nelse:\n'
+        '    n = len(run_tool("helpdesk:list_tickets", {"office": "Paris"}))\nn',
+    ),
+    "a module function that does not exist, behind a flag": (
+        "from tools import helpdesk\nUSE_LEGACY = False\n"
+        'n = helpdesk.legacy_count() if USE_LEGACY else len(helpdesk.on_call(office="Paris"))\nn',
+        "from tools import helpdesk\nUSE_LEGACY = True\n"
+        'n = helpdesk.legacy_count() if USE_LEGACY else len(helpdesk.on_call(office="Paris"))\nn',
+    ),
+    "and": (
+        'from tools import helpdesk\nDEBUG = False\nDEBUG and helpdesk.list_tickets(office="Paris", status="pending")\n'
+        'len(helpdesk.on_call(office="Paris"))',
+        'from tools import helpdesk\nDEBUG = True\nDEBUG and helpdesk.list_tickets(office="Paris", status="pending")\n'
+        'len(helpdesk.on_call(office="Paris"))',
+    ),
+    "or": (
+        'from tools import helpdesk\nQUIET = True\nQUIET or helpdesk.list_tickets(office="Paris", status="pending")\n'
+        'len(helpdesk.on_call(office="Paris"))',
+        'from tools import helpdesk\nQUIET = False\nQUIET or helpdesk.list_tickets(office="Paris", status="pending")\n'
+        'len(helpdesk.on_call(office="Paris"))',
+    ),
+    "a result misused where the test rules it out": (
+        # ``ty`` sees the list as built at run time, so it does not rule the branch out itself.
+        'from tools import helpdesk\nMODE = "summary"\nn = len(helpdesk.list_offices())\nif MODE in ["full", "raw"]:\n'
+        '    n = helpdesk.list_offices()[0]["citty"]\nn',
+        'from tools import helpdesk\nMODE = "raw"\nn = len(helpdesk.list_offices())\nif MODE in ["full", "raw"]:\n'
+        '    n = helpdesk.list_offices()[0]["citty"]\nn',
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(RULED_OUT))
+async def test_code_the_snippets_constants_rule_out_is_not_refused(box: Toolbox, name: str) -> None:
+    ruled_out, live = RULED_OUT[name]
+    checked = await box.codemode.execute(ruled_out)
+    unchecked = await box.codemode.execute(ruled_out, options={"type_check": "off"})
+    assert checked.ok and unchecked.ok, (name, checked.error, unchecked.error)
+    assert checked.value == unchecked.value
+    # The same program with the branch taken: still refused before it runs, and failing when run unchecked.
+    refused = await box.codemode.execute(live)
+    assert refused.error is not None and refused.error.code == "type_error", (name, refused)
+    failed = await box.codemode.execute(live, options={"type_check": "off"})
+    assert failed.error is not None, (name, failed.value)
+
+
+# A test → its truth, as the text settles it (``None``: not settled).
+_PRELUDE = (
+    'from tools import x\nMODE = "fast"\nSAME = MODE\nLIMIT = 3\nRATIO = 0.5\nDEBUG: bool = False\nNOTHING = None\n'
+    'PAIR = ("a", "b")\nNAMES = ["fast"]\nAGAIN = 1\nAGAIN = 2\n'
+)
+_TESTS: dict[str, bool | None] = {
+    'MODE == "fast"': True,
+    'MODE != "fast"': False,
+    'SAME == "fast"': True,
+    "LIMIT < 3": False,
+    "LIMIT <= 3": True,
+    "LIMIT > 2.5": True,
+    "LIMIT >= 4": False,
+    "0 < LIMIT < 3": False,
+    "-LIMIT > 0": False,
+    'MODE in ("fast", "slow")': True,
+    'MODE not in ["fast"]': False,
+    'MODE in {"slow"}': False,
+    '"as" in MODE': True,
+    "MODE in PAIR": False,
+    "NOTHING is None": True,
+    "DEBUG is not False": False,
+    "MODE is None": False,
+    "not DEBUG": True,
+    "DEBUG": False,
+    "MODE": True,
+    "RATIO": True,
+    "PAIR": True,
+    "()": False,
+    "DEBUG and AGAIN == 1": False,
+    "AGAIN and DEBUG": False,
+    "AGAIN or MODE": True,
+    'LIMIT == 3 and MODE == "fast" or DEBUG': True,
+    '(MODE if DEBUG else "slow") == "slow"': True,
+    # Not settled: both branches are checked.
+    "AGAIN == 1": None,  # bound twice
+    'NAMES == ["fast"]': None,  # a list may change in place
+    "MODE is MODE": None,  # two strings may or may not be one object
+    'LIMIT < "a"': None,  # Python refuses the comparison
+    "LIMIT in 3": None,
+    "LATER == 1": None,  # bound after the test
+    "len(MODE) == 4": None,
+    "DEBUG or AGAIN": None,
+}
+_FORMS: dict[str, str] = {
+    "if": "if {test}:\n    x.f(a='then')\nelse:\n    x.f(a='else')\n",
+    "elif": "if AGAIN:\n    pass\nelif {test}:\n    x.f(a='then')\nelse:\n    x.f(a='else')\n",
+    "conditional expression": "y = x.f(a='then') if {test} else x.f(a='else')\n",
+    "while": "while {test}:\n    x.f(a='then')\n    break\nelse:\n    x.f(a='else')\n",
+    "and, or": "({test}) and x.f(a='then')\n({test}) or x.f(a='else')\n",
+}
+
+
+@pytest.mark.parametrize("form", list(_FORMS))
+async def test_a_test_settled_by_the_text_rules_out_a_branch(form: str) -> None:
+    index = await _one_int_tool()
+    view = CatalogView(index, None)
+    checker = TypeChecker(ToolModules(index))
+    try:
+        for test, truth in _TESTS.items():
+            found = await checker.check(_PRELUDE + _FORMS[form].format(test=test) + "LATER = 1\n", view)
+            branches = {b for d in found for b in ("then", "else") if f'"{b}" is not of type' in d.message}
+            # ``while`` runs its ``else`` once the test is false, after the body when it does not break.
+            expected = {"then"} if truth else {"else"} if truth is False else {"then", "else"}
+            assert branches == expected, (form, test, [d.message for d in found])
+    finally:
+        await checker.aclose()

@@ -9,7 +9,9 @@
   ``run_tool_async``) call with a literal id is typed as the module function of its tool.
 
 What the text cannot settle (a value computed at run time, a tool id built from strings) is left
-to the run. A problem inside a ``try`` whose handler catches what it raises is the snippet's own.
+to the run. A problem inside a ``try`` whose handler catches what it raises is the snippet's own,
+and one in code the snippet's own constants rule out (``DEBUG = False`` then ``if DEBUG: ...``,
+:mod:`._dead`) is no problem of the run.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from toolcode._modules import PACKAGE, ToolModules
 from toolcode._offload import Runs, run_here, runs_for
 from toolcode._typecheck._arguments import ArgumentChecker
 from toolcode._typecheck._calls import Scan, ToolCall, parsed
+from toolcode._typecheck._dead import DeadCode
 from toolcode._typecheck._diagnostic import Diagnostic, Handlers, Positions, near
 from toolcode._typecheck._findings import Declared, may_fail
 from toolcode._typecheck._ty import MAX_CHARS, Ty
@@ -315,10 +318,16 @@ _PARTS: Final = re.compile(r"[\s:./,]+")
 
 
 def _reported(tree: ast.Module, positions: Positions, found: Scan, out: list[Diagnostic]) -> list[Diagnostic]:
-    """The diagnostics a run reports, in line order: not those a ``try`` catches, nor a snippet saved meanwhile."""
+    """The diagnostics a run reports, in line order: not those a ``try`` catches, nor a snippet saved meanwhile.
+
+    Nor those where the run cannot get (:mod:`._dead`), whichever part of the check found them.
+    """
     if found.saves_snippets:
         # A snippet saved by this very run is a tool once that line has run.
         out = [d for d in out if not any(s in d.message for s in ("snippets:", "tools.snippets", "'snippets'"))]
+    if out:
+        dead = DeadCode(tree, found, positions)
+        out = [d for d in out if not dead.covers(d.fails_at or (d.line, d.column))]
     handlers = Handlers(tree, positions)
     named = mentions(tree, [c.id_node for c in found.calls if c.id_node is not None])
     unique = {
