@@ -294,6 +294,28 @@ def test_open_objects_are_dicts_wherever_they_are_when_asked() -> None:
     assert ann({"$defs": _DEFS, "$ref": "#/$defs/Puppy"}, options=_LOOSE) == "Puppy"
 
 
+def test_a_class_is_closed_only_where_the_schema_closes_its_object() -> None:
+    # JSON Schema: an object that says nothing of other keys admits them; a checker must know which
+    # classes are closed (no key they lack is valid) and which only declare some keys.
+    shut = {"additionalProperties": False}
+    r = schema_to_python(obj({"a": obj({"b": {}}, **shut), "c": obj({"d": {}})}), name="R")
+    assert r.closed == {"RA"}, r.source
+    assert schema_to_python(obj({"a": {}}, unevaluatedProperties=False), name="U").closed == {"U"}
+    assert schema_to_python(obj({"a": {}}, **shut, patternProperties={"^x-": {}}), name="P").closed == set()
+    # Merged objects: a part every value matches closes them; a branch alone does not.
+    pet = {**_PET, **shut}
+    dog = {"allOf": [{"$ref": "#/$defs/Pet"}, obj({"breed": {}})]}
+    assert schema_to_python({"$defs": {"Pet": pet}, **dog}, name="D").closed == {"D"}
+    assert schema_to_python({"$defs": _DEFS, "$ref": "#/$defs/Puppy"}).closed == set()
+    branch = obj({"id": {}}, oneOf=[obj({"a": {}}, **shut), obj({"b": {}}, **shut)])
+    assert schema_to_python(branch, name="B").closed == set()
+    # A tool's signature says it for its parameters' and its result's classes.
+    closed = obj({"login": {"type": "string"}}, ["login"], **shut)
+    sig = tool_signature(tool(props={"q": obj({"x": {}})}, output_schema=closed))
+    assert sig.closed == {"TResult"}, sig.text
+    assert tool_signature(tool(props={}, output_schema=obj({"login": {}}))).closed == set()
+
+
 def test_combinators_that_cannot_be_merged_leave_the_object_open() -> None:
     schema = obj({"id": {"type": "string"}}, ["id"], oneOf=[obj({"a": {}}), {"type": "string"}])
     assert ann(schema, options=_LOOSE) == "dict[str, Any]"

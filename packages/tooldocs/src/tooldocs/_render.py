@@ -104,6 +104,10 @@ class RenderedType:
     """Keys of one object that map to the same identifier (only where an identifier is needed)."""
     warnings: tuple[str, ...] = ()
     """Parts of the schema that could not be rendered exactly (unresolvable ``$ref``, ...)."""
+    closed: frozenset[str] = frozenset()
+    """The classes whose object the schema closes (``additionalProperties: false``): no key they do
+    not declare is valid. Every other class stands for an object that may have keys it does not
+    declare (JSON Schema's default), so a key a class lacks is not wrong in itself."""
 
     @property
     def source(self) -> str:
@@ -159,6 +163,8 @@ class Signature:
     omitted: int = 0
     """Parameters the schema declares that the signature does not show (past the render budget,
     or names too long to show); a call passes them through ``**kwargs`` under their wire names."""
+    closed: frozenset[str] = frozenset()
+    """The classes of :attr:`definitions` whose object the schema closes (see :attr:`RenderedType.closed`)."""
 
     @property
     def wire_names(self) -> dict[str, str]:
@@ -216,6 +222,21 @@ def _admits_extra_keys(schema: Mapping[str, Any]) -> bool:
     return (extra is True or (isinstance(extra, dict) and extra != {"not": {}})) or bool(
         schema.get("patternProperties")
     )
+
+
+def _refuses_extra_keys(schema: Mapping[str, Any]) -> bool:
+    """Whether an object schema says outright that no key it does not declare is valid.
+
+    ``additionalProperties`` (or ``unevaluatedProperties``) ``false``, and no ``patternProperties``.
+    An object that says nothing admits any key (JSON Schema's default), and most output schemas
+    say nothing (pydantic's among them, unless ``extra="forbid"``).
+    """
+    if _admits_extra_keys(schema):
+        return False
+    return any(schema.get(k) is False or schema.get(k) == {"not": {}} for k in _CLOSING_KEYS)
+
+
+_CLOSING_KEYS = ("additionalProperties", "unevaluatedProperties")
 
 
 def _as_schema(value: Any) -> dict[str, Any] | None:
@@ -309,6 +330,9 @@ class _Merged:
     branch_keys: set[str] = field(default_factory=set[str])
     is_object: bool = False
     open: bool = False
+    closed: bool = False
+    """A part every value must match (not a branch) refuses the keys it does not declare: a key no
+    part declares is refused too. An object both open and closed is taken for open."""
     description: Any = None
 
     def schema(self) -> dict[str, Any]:
@@ -317,6 +341,8 @@ class _Merged:
             out["description"] = self.description
         if self.open:
             out["additionalProperties"] = True
+        elif self.closed:
+            out["additionalProperties"] = False
         return out
 
 
@@ -339,6 +365,7 @@ class _Renderer:
         self.strict = strict
         self.classes: set[str] = classes if classes is not None else set()
         self.definitions: list[str] = []
+        self.closed: set[str] = set()
         self.collisions: list[Collision] = []
         self.warnings: list[str] = []
         self._more_warnings = 0
@@ -549,6 +576,8 @@ class _Renderer:
             out.required.extend(x for x in cast("list[Any]", req)[:MAX_SCAN] if isinstance(x, str))
         if _admits_extra_keys(s):
             out.open = True
+        elif not optional and _refuses_extra_keys(s):
+            out.closed = True
         parts: list[tuple[str, Any]] = []
         all_of = s.get("allOf")
         if isinstance(all_of, list):
@@ -895,6 +924,8 @@ class _Renderer:
             for key, ann, req, fdesc in fields:
                 lines.append(f"    {key}: {value_of(ann, req)}" + (f"  # {fdesc}" if fdesc else ""))
         self.definitions.append("\n".join(lines))
+        if _refuses_extra_keys(s):
+            self.closed.add(name)
         return name
 
     def _stand_in(self, name: str) -> str:
@@ -985,7 +1016,7 @@ def schema_to_python(
     root = _as_schema(schema) or {}
     r.set_root(root)
     ann = r.root_type(schema if isinstance(schema, bool) else dict(schema), "", (name,))
-    return RenderedType(ann, tuple(r.definitions), tuple(r.collisions), tuple(r.warnings))
+    return RenderedType(ann, tuple(r.definitions), tuple(r.collisions), tuple(r.warnings), frozenset(r.closed))
 
 
 def _input_params(r: _Renderer, schema: dict[str, Any]) -> tuple[list[tuple[str, Any, bool]], bool, int]:
@@ -1114,6 +1145,7 @@ def _render_signature(
         collisions=tuple(collisions),
         warnings=tuple(r.warnings),
         omitted=omitted,
+        closed=frozenset(r.closed),
     )
 
 
