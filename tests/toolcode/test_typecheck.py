@@ -7,7 +7,7 @@ namespaces named like a standard-library module and like no identifier at all.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -750,6 +750,42 @@ async def test_a_key_the_output_schema_admits_is_not_refused(name: str) -> None:
         out = await wide.codemode.execute("from tools import w\nw.chain()['agee']")
         assert out.error is not None and out.error.code == "type_error"
         assert 'Unknown key "agee"' in out.error.message
+
+
+class _Beyond:
+    """A provider whose tools return a key their output schema does not declare (one closes its object)."""
+
+    LOGIN: ClassVar[dict[str, Any]] = {"type": "object", "properties": {"login": {"type": "string"}}}
+
+    async def list_tools(self) -> list[dict[str, Any]]:
+        no_args = {"type": "object", "properties": {}}
+        closed = {**self.LOGIN, "additionalProperties": False}
+        return [
+            {"name": "user", "description": "A user.", "inputSchema": no_args, "outputSchema": self.LOGIN},
+            {"name": "closed_user", "description": "A user.", "inputSchema": no_args, "outputSchema": closed},
+        ]
+
+    async def call_tool(self, name: str, args: Any) -> Any:
+        return {"login": "octo", "company": "Acme"} if name == "user" else {"login": "octo"}
+
+    async def aclose(self) -> None:
+        return None
+
+
+async def test_a_key_beyond_an_open_objects_schema_is_refused_with_the_way_to_read_it() -> None:
+    # A key the schema does not declare is refused (a misread result is the usual cause), but an
+    # object that does not close itself may carry it: the finding says how to read it (``.get``).
+    async with Toolbox([ProviderBackend("gh", _Beyond())], engine="inprocess") as box:
+        for code in ("from tools import gh\ngh.user()['company']", "run_tool('gh:user', {})['company']"):
+            out = await box.codemode.execute(code)
+            assert out.error is not None and out.error.code == "type_error", out
+            assert 'if the tool returns it anyway, read it with .get("company")' in out.error.message
+            fixed = await box.codemode.execute(code.replace("['company']", ".get('company')"))
+            assert fixed.ok and fixed.value == "Acme", fixed.error
+        for code in ("from tools import gh\ngh.closed_user()['company']", "from tools import gh\ngh.user()['logni']"):
+            out = await box.codemode.execute(code)
+            assert out.error is not None and out.error.code == "type_error", out
+            assert ".get(" not in out.error.message, out.error.message  # closed, or a slip ty names
 
 
 # Code the snippet's own constants rule out never runs: what it would do wrong there is no failure.

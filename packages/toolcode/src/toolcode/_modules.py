@@ -150,6 +150,9 @@ class NamespaceModule:
     """Tool id → the tool's function as the stub has it (no import line, no awaitable form)."""
     collisions: tuple[str, ...] = ()
     """Names that could not be given as the rule says (reported, never merged)."""
+    closed: frozenset[str] = frozenset()
+    """The stub's classes whose object the schema closes (``additionalProperties: false``); another
+    class's object may, by JSON Schema, carry keys the class does not declare."""
 
     @property
     def import_line(self) -> str:
@@ -286,7 +289,8 @@ class ToolModules:
                 collisions.append(f"{tool.id}: no awaitable form ({alias!r} is another tool)")
             tool_stubs[tool.id] = f"from {PACKAGE} import {name}\n\n{text}"
         stub = "\n\n\n".join(parts) + "\n"
-        hit = NamespaceModule(namespace, name, functions, stub, tool_stubs, signatures, tuple(collisions))
+        closed = frozenset(c for sig in rendered.signatures for c in sig.closed)
+        hit = NamespaceModule(namespace, name, functions, stub, tool_stubs, signatures, tuple(collisions), closed)
         self._modules[namespace] = hit
         return hit
 

@@ -96,6 +96,7 @@ type that has neither: Python checks exactly these protocols at run time, so the
 _KEY: Final = re.compile(r'^Unknown key "|got key of type `Literal\[-?\d+\]`')
 """The ``invalid-key`` findings about a key written as a literal (a ``str`` variable may hold a valid key)."""
 _UNKNOWN_KEY: Final = re.compile(r'^Unknown key "(.*)" for TypedDict `')
+_UNKNOWN_KEY_OF: Final = re.compile(r'^Unknown key "([^"\\]*)" for TypedDict `([^`]*)`')
 
 
 def _certain(rule: str, message: str, written: bool, added: frozenset[str | int] | None = frozenset()) -> str | None:
@@ -235,9 +236,19 @@ def _has_at_run_time(message: str, classes: set[str]) -> bool:
 
 
 def kept(
-    rendered: str, source: CheckedSource, tree: ast.Module, positions: Positions, declared: Declared | None = None
+    rendered: str,
+    source: CheckedSource,
+    tree: ast.Module,
+    positions: Positions,
+    declared: Declared | None = None,
+    closed: frozenset[str] | None = None,
 ) -> list[Diagnostic]:
-    """The certain findings among ``ty``'s, where the snippet's own text has them."""
+    """The certain findings among ``ty``'s, where the snippet's own text has them.
+
+    ``closed`` names the tools' classes whose schema closes their object: reading a key another
+    class does not declare is still refused (a misread result is the usual cause), with the way to
+    read a key the tool returns beyond its schema (:func:`_beyond_schema`).
+    """
     # Warnings, notes and the wrapper's own line (1) are not findings; the snippet is walked only
     # when there is one (correct code, the usual case, has none).
     found = [m for text in rendered.splitlines() if (m := _LINE.match(text.strip())) and int(m.group(1)) >= 2]
@@ -269,5 +280,19 @@ def kept(
         if raised is not None and rule == "unresolved-attribute" and _has_at_run_time(message, classes):
             raised = None  # see _has_at_run_time
         if raised is not None:
+            if rule == "invalid-key" and closed is not None:
+                message = _beyond_schema(message, closed)
             out.append(Diagnostic(at[0], at[1], message, rule, ErrorCode.RUNTIME_ERROR, raised))
     return out
+
+
+def _beyond_schema(message: str, closed: frozenset[str]) -> str:
+    """``ty``'s unknown-key message, with how to read a key an open object's tool returns beyond its schema."""
+    m = _UNKNOWN_KEY_OF.search(message)
+    if m is None or m.group(2) in closed or "did you mean" in message:
+        return message  # a closed object's, or a slip for a key it declares (ty names that key)
+    key = m.group(1)
+    return (
+        f"{message} (the tool's output schema does not declare it; if the tool returns it anyway, "
+        f'read it with .get("{key}"))'
+    )

@@ -119,7 +119,11 @@ class Ty:
             # RuntimeError: pydantic-monty's answer for a session its worker already ended.
             _log.warning("typecheck.unavailable", error=repr(e)[:300])
             return None
-        return await run(kept, rendered, source, tree, positions, declared)
+        closed: frozenset[str] | None = None
+        if "Unknown key" in rendered:
+            found = (self._modules.module(ns) for ns in dict.fromkeys(visible.values()))
+            closed = frozenset(c for m in found if m is not None for c in m.closed)
+        return await run(kept, rendered, source, tree, positions, declared, closed)
 
     async def _check(self, warm: _Warm, wrapped: str) -> str:
         """``ty``'s diagnostics for a wrapped snippet (concise format), or ``""``."""
