@@ -958,3 +958,43 @@ async def test_a_test_settled_by_the_text_rules_out_a_branch(form: str) -> None:
             assert branches == expected, (form, test, [d.message for d in found])
     finally:
         await checker.aclose()
+
+
+# A dict the snippet makes and fills under computed keys gets keys of its own, never a result's:
+# a result's unknown key is still found (it used to be spared by any computed key written anywhere).
+OWN_DICTS: dict[str, tuple[str, bool]] = {
+    "counted by a result's key": (
+        'counts = {}\nfor o in run_tool("helpdesk:list_offices"):\n    counts[o["city"]] = o["name"]\ncounts',
+        True,
+    ),
+    "made by dict(), filled by setdefault and update": (
+        'seen = dict()\nfor o in run_tool("helpdesk:list_offices"):\n'
+        '    seen.setdefault(o["city"], []).append(o["head"])\n    seen.update({o["tz"]: 1})\nseen',
+        True,
+    ),
+    "the same name also bound to a result": (
+        'counts = {}\ncounts = run_tool("helpdesk:list_offices")[0]\nk = "name"\ncounts[k] = 1\ncounts["name"]',
+        False,
+    ),
+    "a parameter of that name": (
+        'def fill(counts, k):\n    counts[k] = 1\nr = run_tool("helpdesk:list_offices")[0]\nfill(r, "name")\nr["name"]',
+        False,
+    ),
+    "a loop target of that name": (
+        'counts = {}\nfor counts in run_tool("helpdesk:list_offices"):\n    k = "name"\n    counts[k] = 1\n'
+        '    counts["name"]',
+        False,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(OWN_DICTS))
+async def test_keys_written_to_a_dict_the_snippet_made_are_its_own(box: Toolbox, name: str) -> None:
+    code, refused = OWN_DICTS[name]
+    out = await box.codemode.execute(code)
+    if refused:
+        assert out.error is not None and out.error.code == "type_error", (name, out)
+        assert "Unknown key" in out.error.message
+        assert (await box.codemode.execute(code, options={"type_check": "off"})).error is not None  # KeyError
+    else:
+        assert out.ok, (name, out.error)  # a result that may have been given the key: left to the run

@@ -29,10 +29,13 @@ def written_keys(tree: ast.Module) -> frozenset[str | int] | None:
     reads it back, though the result's declared type lacks it, and a value it writes over one
     (``t["age"] = f"{t['age']} days"``, ``offices[0] = "HQ"``) is what it reads back, whatever the
     declared type. Which dict or list was written to is not followed (a missed mistake costs less
-    than refusing working code).
+    than refusing working code), but for a dict the snippet makes itself and binds to a name that
+    is never bound to anything else (:func:`_own_dicts`, ``counts = {}`` then
+    ``counts[o["city"]] = n``): any key it gets is its own, never a result's.
     """
     out: set[str | int] = set()
     computed = False
+    own = _own_dicts(tree)
     bound: dict[str, list[ast.Dict]] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict):
@@ -55,11 +58,16 @@ def written_keys(tree: ast.Module) -> frozenset[str | int] | None:
         else:
             computed = True
 
+    def owned(node: ast.expr) -> bool:
+        return isinstance(node, ast.Name) and node.id in own
+
     for node in ast.walk(tree):
         if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
-            literal(node.slice)
+            if not owned(node.value):
+                literal(node.slice)
         elif isinstance(node, ast.AugAssign) and isinstance(node.op, ast.BitOr):
-            display(node.value)
+            if not owned(node.target):
+                display(node.value)
         elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
             sides = (node.left, node.right)
             if any(isinstance(side, _NO_KEYS) for side in sides):
@@ -69,7 +77,7 @@ def written_keys(tree: ast.Module) -> frozenset[str | int] | None:
                     display(side)
                 elif side is node.right:
                     computed = True  # ``result | other``: the other's keys, whichever they are
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and not owned(node.func.value):
             if node.func.attr == "update":
                 for arg in node.args:
                     display(arg)
@@ -88,6 +96,53 @@ def written_keys(tree: ast.Module) -> frozenset[str | int] | None:
                     elif isinstance(part, ast.Dict):
                         display(part)
     return None if computed else frozenset(out)
+
+
+_MAKERS: Final = frozenset({"dict", "defaultdict", "Counter", "OrderedDict"})
+"""Calls that make a new dict (of a copy, at most: ``dict(result)`` shares no key with ``result`` later)."""
+
+
+def _own_dicts(tree: ast.Module) -> frozenset[str]:
+    """Names bound only to dicts the snippet makes (``{}``, a dict comprehension, ``dict(...)``).
+
+    Every binding of such a name, in any scope, is a plain assignment of a new dict: never a loop,
+    ``with`` or comprehension target, an unpacking, a parameter, a ``global``, a walrus, an import,
+    a ``def`` or a ``del``; so no result is ever one of them, and a key written to one is never a
+    result's. (A result merged into one, or one into a result, is :func:`written_keys`' ``update``
+    and ``|``.)
+    """
+    fresh: set[str] = set()
+    other: set[str] = set()
+    plain: dict[str, int] = {}
+    stores: dict[str, int] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign | ast.AnnAssign):
+            new = node.value is not None and _makes_dict(node.value)
+            for t in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                if isinstance(t, ast.Name):
+                    plain[t.id] = plain.get(t.id, 0) + 1
+                    (fresh if new else other).add(t.id)
+        elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            stores[node.id] = stores.get(node.id, 0) + 1
+        elif isinstance(node, ast.arg):
+            other.add(node.arg)
+        elif isinstance(node, ast.Global | ast.Nonlocal):
+            other.update(node.names)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            other.add(node.name)
+        elif isinstance(node, ast.alias):
+            other.add(node.asname or node.name.partition(".")[0])
+    return frozenset(n for n in fresh - other if stores.get(n, 0) == plain[n])
+
+
+def _makes_dict(value: ast.expr) -> bool:
+    if isinstance(value, ast.Dict | ast.DictComp):
+        return True
+    if isinstance(value, ast.Call):
+        f = value.func
+        name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+        return name in _MAKERS
+    return False
 
 
 def mentions(tree: ast.Module, skip: Collection[ast.AST] = ()) -> frozenset[str]:
