@@ -744,3 +744,19 @@ async def test_credentials_need_the_origin_the_configuration_names(tmp_path: Pat
     # Without credentials, the document's server URLs are used as they are.
     with structlog.testing.capture_logs():
         assert await OpenAPIProvider("api", PETSTORE).list_tools()
+
+
+async def test_headers_the_client_owns_are_never_arguments() -> None:
+    # A document declaring ``Host`` as a header parameter let a snippet send the configured
+    # credentials to another virtual host behind the same address; an override header turns a GET
+    # (judged a read) into a DELETE at services that honour it. What a web page's script may not
+    # set (the Fetch standard's forbidden request headers) a snippet may not either.
+    owned = [
+        "Host", "connection", "Content-Length", "Transfer-Encoding", "Expect", "Upgrade", "TE", "Trailer",
+        "Keep-Alive", "Cookie", "Origin", "Referer", "Via", "Date", "Proxy-Authorization", "Sec-Fetch-Site",
+        "X-HTTP-Method-Override", "X-HTTP-Method", "X-Method-Override", "Accept-Encoding",
+    ]  # fmt: skip
+    params = [{"name": n, "in": "header", "schema": {"type": "string"}} for n in [*owned, "X-Request-Id"]]
+    document = doc({"/items": {"get": {"operationId": "items", "parameters": params, "responses": ok()}}})
+    tools, _ = await tools_of(document)
+    assert list(tools["items"].input_schema["properties"]) == ["X-Request-Id"]

@@ -46,8 +46,21 @@ METHODS: Final = ("get", "put", "post", "delete", "options", "head", "patch", "t
 
 Location = Literal["path", "query", "header", "cookie"]
 _LOCATIONS: Final = ("path", "query", "header", "cookie")
-# Header parameters the OpenAPI specification says to ignore: the client sets them.
-_IGNORED_HEADERS: Final = frozenset({"accept", "content-type", "authorization"})
+# Header parameters the OpenAPI specification says to ignore (the client sets them), and those a
+# caller's code may never set: the Fetch standard's forbidden request headers (what a web page's
+# script may not set, for the same reasons: Host would send the configured credentials to another
+# virtual host, the framing headers would split requests) with its method overrides (a GET judged
+# a read that a service runs as a DELETE).
+_IGNORED_HEADERS: Final = frozenset(
+    {
+        "accept", "content-type", "authorization",
+        "accept-charset", "accept-encoding", "access-control-request-headers", "access-control-request-method",
+        "connection", "content-length", "cookie", "cookie2", "date", "dnt", "expect", "host", "keep-alive",
+        "origin", "referer", "set-cookie", "te", "trailer", "transfer-encoding", "upgrade", "via",
+        "x-http-method", "x-http-method-override", "x-method-override",
+    }
+)  # fmt: skip
+_IGNORED_PREFIXES: Final = ("proxy-", "sec-")
 _BASE_URI: Final = "urn:toolrun:openapi"
 _MAX_REF_HOPS: Final = 32
 _SUCCESS: Final = re.compile(r"2(\d\d|XX)", re.IGNORECASE)
@@ -308,6 +321,8 @@ class _Builder:
                     raise Skip("a parameter has no valid 'name' and 'in'")
                 if (location, wire.lower() if location == "header" else wire) in self.supplied:
                     continue  # the client or the configuration sends it
+                if location == "header" and wire.lower().startswith(_IGNORED_PREFIXES):
+                    continue
                 found[(wire, location)] = (wire, location, p, p_resolver)
         return list(found.values())
 
