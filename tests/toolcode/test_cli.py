@@ -467,3 +467,26 @@ def test_every_command_reports_a_failure_as_one_json_document_with_json(capsys: 
         code, out, _ = run(capsys, *argv, "--demo", "--no-state", "--json")
         doc = json.loads(out)
         assert code != 0 and doc["ok"] is False and doc["error"]["code"] in ("invalid_arguments", "unknown_tool"), argv
+
+
+def test_the_terminal_asks_only_about_what_it_showed_whole(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The prompt cut the arguments at 500 characters, unmarked, and offered approval of them whole.
+    from toolcode._cli._common import ask_terminal
+    from toolcode.models import PendingCallInfo
+
+    def call(content: str) -> PendingCallInfo:
+        args = {"content": content, "path": "/home/alice/.ssh/authorized_keys"}
+        return PendingCallInfo(tool_id="fs:write_file", args=args, tier="write", reason="the preset asks about writes")
+
+    answers = iter(["y"])
+    monkeypatch.setattr("builtins.input", lambda: next(answers))
+    assert ask_terminal([call("x" * 3_000)], 1, "run_tool('fs:write_file', content=c, path=where)") == "approve"
+    shown = capsys.readouterr().err
+    assert "authorized_keys" in shown and "x" * 3_000 in shown.replace("\n", "")
+    assert "[y] approve once" in shown and "[l] leave paused" in shown  # the keys, not taken for markup
+    answers = iter(["y", "r", "l"])  # approving is not offered: asked again until an offered answer
+    assert ask_terminal([call("x" * 30_000)], None, "") is None
+    shown = capsys.readouterr().err
+    assert "too long to show here in full" in shown and "[y]" not in shown and "[n] deny" in shown

@@ -24,6 +24,7 @@ from toolcode._app import UNSANDBOXED_WARNING, ConnectEvent, Toolbox
 from toolcode._cli._render import print_json, safe
 from toolcode._errors import describe_error
 from toolcode._metatools import failure_reply, reply_of
+from toolcode._paused import shown_to_decide
 from toolcode._settings import Settings, StateSettings
 from toolcode.calls import Asker, PendingCall
 from toolcode.exceptions import ConfigurationError, ToolCodeError
@@ -224,26 +225,32 @@ def interactive() -> bool:
 
 
 _ANSWERS = {"y": "approve", "r": "approve_run", "n": "deny", "a": "abort", "l": None}
+_LABELS = {"y": "approve once", "r": "approve for this run", "n": "deny", "a": "abort", "l": "leave paused"}
 
 
 def ask_terminal(pending: Sequence[PendingCall | PendingCallInfo], line: int | None, code: str) -> str | None:
-    """Ask the person at the terminal about pending calls; ``None``: leave the run paused."""
+    """Ask the person at the terminal about pending calls; ``None``: leave the run paused.
+
+    Every call is shown whole (:func:`~toolcode._paused.shown_to_decide`); calls too long to show
+    may only be denied, stopped or left paused here.
+    """
     err = stderr()
     lines = code.splitlines()
-    for p in pending:
-        shown = json.dumps(p.args, ensure_ascii=False, default=str)[:500]
-        err.print(Text.assemble(("approval needed: ", "yellow"), safe(f"{p.tool_id} ({p.tier}) {shown}")))
-        err.print(Text(safe(f"  why: {p.reason}")))
+    shown, offered = shown_to_decide(pending)
+    err.print(Text("approval needed:", "yellow"))
+    err.print(Text(safe(shown)))
     if line is not None and 0 < line <= len(lines):
         err.print(Text(safe(f"  line {line}: {lines[line - 1].strip()[:300]}")))
+    keys = {k: d for k, d in _ANSWERS.items() if d is None or d in offered}
+    prompt = "  ".join(f"[{k}] {_LABELS[k]}" for k in keys) + ": "
     while True:
-        err.print("[y] approve once  [r] approve for this run  [n] deny  [a] abort  [l] leave paused: ", end="")
+        err.print(Text(prompt), end="")
         try:
             answer = input().strip().lower()[:1]
         except EOFError:
             return None
-        if answer in _ANSWERS:
-            return _ANSWERS[answer]
+        if answer in keys:
+            return keys[answer]
 
 
 def decide(

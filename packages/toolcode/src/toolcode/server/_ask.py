@@ -14,12 +14,11 @@ import mcp_types as types
 from mcp.server import ServerRequestContext
 
 from toolcode._core import CodeMode
-from toolcode._paused import DECISIONS
+from toolcode._paused import DECISIONS, shown_to_decide
 from toolcode._types import OnToolCall
 from toolcode.calls import Asker, PendingCall
 from toolcode.exceptions import clip
 from toolcode.models import ExecuteOutcome, PendingCallInfo
-from tooldocs import json_text
 from toolindex.log import get_logger
 
 __all__ = ["asker", "can_ask_by_retry", "can_elicit", "continue_by_retry", "decide_now", "input_required"]
@@ -42,9 +41,6 @@ _NAMES = {
     "deny": "Deny this call",
     "abort": "Stop the run",
 }
-_MAX_SHOWN_CHARS = 20_000
-"""The longest list of calls a question shows; a longer one cannot be approved in the question."""
-_REFUSALS = ("deny", "abort")
 
 
 def _form(decisions: Sequence[str]) -> dict[str, Any]:
@@ -58,26 +54,14 @@ Pending = Sequence[PendingCall | PendingCallInfo]
 
 
 def _question(pending: Pending, line: int | None, code: str) -> tuple[str, tuple[str, ...]]:
-    """The question a person answers about paused calls, and the decisions it offers.
-
-    A person approves only what they were shown: every call, its arguments and why it is asked
-    about, whole. Calls too long to show here are offered only deny and stop; they are approved
-    where they can be read whole (the console, ``toolcode paused``, ``resume_execution``).
-    """
-    shown = "\n".join(f"- {p.tool_id} ({p.tier}): {json_text(p.args)}\n  why asked: {p.reason}" for p in pending)
+    """The question a person answers about paused calls, and the decisions it offers (:func:`shown_to_decide`)."""
+    shown, offered = shown_to_decide(pending)
     lines = code.splitlines()
     where = (
         f"\nat line {line}: {clip(lines[line - 1].strip(), 300)}" if line is not None and 0 < line <= len(lines) else ""
     )
     head = f"A program run by the assistant wants to make {len(pending)} call(s) that need your decision:\n"
-    if len(shown) <= _MAX_SHOWN_CHARS:
-        return head + shown + where, DECISIONS
-    cut = (
-        f"{clip(shown, 2_000)}\n(too long to show here in full: {len(shown):,} characters. It can be denied or "
-        "stopped here; to approve it, read it whole in the console or in the paused run's pending calls, then "
-        "decide with resume_execution.)"
-    )
-    return head + cut + where, _REFUSALS
+    return head + shown + where, offered
 
 
 def _decision_of(result: types.ElicitResult, offered: Sequence[str]) -> str:
