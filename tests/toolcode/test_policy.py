@@ -264,9 +264,13 @@ def test_an_approval_digest_covers_every_field_the_model_sees() -> None:
         {"output_schema": {"type": "object"}},
         {"annotations": {"destructiveHint": True}},
         {"name": "t2"},
+        {"meta": {"docs": "https://evil.example/ignore-previous-instructions"}},  # shown among references
+        {"tags": ("admin",)},  # search ranks by them
     ]
     for change in changes:
         assert tool_hash(tool.model_copy(update=change)) != tool_hash(tool), change
+    # What the model never reads leaves the digest as it was (approvals made before it counted stay valid).
+    assert tool_hash(tool.model_copy(update={"meta": {"x-trace": "abc"}})) == tool_hash(tool)
 
 
 class _PlansOnly(Layer):

@@ -22,7 +22,7 @@ from toolcode.exceptions import StateUnavailableError
 from toolcode.models import ToolApprovalEntry
 from toolcode.state import StateStore
 from toolcode.state._protocol import keep_in_sync
-from tooldocs import json_text
+from tooldocs import REFERENCE_META_KEYS, json_text
 from toolindex import Index, Tool
 from toolindex.log import get_logger
 
@@ -152,8 +152,12 @@ def _clip_json(value: Any, limit: int = 2000) -> Any:
 
 
 def tool_definition(tool: Tool) -> dict[str, Any]:
-    """Every field of a tool the model sees: id, title, description, schemas, annotations."""
-    return {
+    """Every field of a tool the model sees: id, title, description, schemas, annotations, and more.
+
+    Also, when there are any, the tags search ranks it by and the ``_meta`` links its docs show as
+    references; they are left out when empty, so that a definition without them keeps its digest.
+    """
+    out: dict[str, Any] = {
         "id": tool.id,
         "title": tool.title,
         "description": tool.description,
@@ -161,6 +165,12 @@ def tool_definition(tool: Tool) -> dict[str, Any]:
         "output_schema": tool.output_schema,
         "annotations": tool.annotations,
     }
+    if tool.tags:
+        out["tags"] = list(tool.tags)
+    meta = tool.meta or {}
+    if links := {k: meta[k] for k in REFERENCE_META_KEYS if k in meta}:
+        out["references"] = links
+    return out
 
 
 def tool_hash(tool: Tool) -> str:

@@ -33,7 +33,7 @@ from tooldocs._render import (
     tool_signature,
 )
 from tooldocs._shapes import ShapeFileWarning, ShapeLimits, infer_shape, merge_shapes
-from tooldocs._store import InMemoryStore, Store
+from tooldocs._store import REFERENCE_META_KEYS, InMemoryStore, Store
 from tooldocs._text import cap_text, json_text
 from tooldocs.exceptions import (
     ArgsTooLargeError,
@@ -45,6 +45,7 @@ from tooldocs.exceptions import (
 )
 
 __all__ = [
+    "REFERENCE_META_KEYS",
     "RENDER_TIERS",
     "STUB_IMPORTS",
     "ArgsTooLargeError",

@@ -7,7 +7,7 @@ import re
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol, cast, runtime_checkable
+from typing import Any, Final, Protocol, cast, runtime_checkable
 
 from tooldocs._doc import RENDER_TIERS, Budgets, DetailLevel, ToolDoc, parse_level
 from tooldocs._examples import DEFAULT_CAPS, ExampleCaps, ToolExample
@@ -25,6 +25,8 @@ _log = get_logger("tooldocs")
 _LISTED_PARAMS = 20
 # Notes and references keep 300 characters of one line; reading more of a text would only cost time.
 _NOTE_SCAN = 4 * 300
+REFERENCE_META_KEYS: Final = ("docs", "documentation", "docsUrl", "url", "homepage")
+"""The ``_meta`` keys whose ``http(s)`` URL the ``full`` level shows among a tool's references."""
 _URL = re.compile(r"https?://[^\s<>()\"'`\]]+[^\s<>()\"'`\].,;:!?]")
 
 
@@ -302,7 +304,7 @@ class InMemoryStore:
     def _references(self, tool: Tool) -> list[str]:
         found = _URL.findall((tool.description or "")[:SCAN_CHARS])
         meta = tool.meta or {}
-        for key in ("docs", "documentation", "docsUrl", "url", "homepage"):
+        for key in REFERENCE_META_KEYS:
             v = meta.get(key)
             if isinstance(v, str) and v.startswith(("http://", "https://")):
                 found.append(v)
