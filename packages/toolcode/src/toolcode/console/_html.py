@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -32,9 +33,30 @@ _LABELS = {
 _NAV = (("runs", "Paused runs"), ("quarantine", "Quarantine"), ("audit", "Audit"), ("state", "State"))
 
 
+_INVISIBLE = re.compile(
+    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e"
+    "\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000e0000-\U000e007f]"
+)
+"""Control and format characters: bidi overrides and isolates, zero-width and tag characters."""
+
+
+def visible(text: str) -> str:
+    r"""``text`` with its control and format characters written out (``\u202e``, ``\U000e0041``).
+
+    What a person reads is what is there: never text a bidi override reorders or an invisible
+    character hides.
+    """
+    return _INVISIBLE.sub(_written_out, text)
+
+
+def _written_out(m: re.Match[str]) -> str:
+    code = ord(m.group())
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
 def esc(value: object) -> str:
-    """``value`` as HTML text (quotes too: safe in attributes)."""
-    return html.escape(str(value), quote=True)
+    """``value`` as HTML text (quotes too: safe in attributes), its invisible characters made visible."""
+    return html.escape(visible(str(value)), quote=True)
 
 
 def when(t: float | None) -> str:
@@ -113,7 +135,7 @@ def run_row(run: PausedRun, owner: str) -> dict[str, str]:
         "id": run.execution_id,
         "url": f"/console/runs/{run.execution_id}",
         "caller": owner,
-        "tools": ", ".join(p.tool_id for p in run.pending),
+        "tools": visible(", ".join(p.tool_id for p in run.pending)),
         "paused": when(run.paused_at),
         "paused_at": str(run.paused_at),
         "expires": when(run.expires),
