@@ -458,3 +458,24 @@ async def test_an_operator_never_finds_or_runs_another_callers_private_snippet(t
         listed = [s.name for s in (await cm.list_snippets(caller="token:op")).snippets]
         assert listed == ["count_open_tickets", "shared_count"], listed
         assert await cm.delete_snippet("count_open_tickets", caller="token:op")
+
+
+async def test_approving_a_quarantined_definition_is_in_the_audit_log(tmp_path: Path) -> None:
+    # Keeping a tool blocked was logged, approving it was not: no history of who let which definition through.
+    from contextlib import aclosing
+
+    from toolcode._audit import tool_hash
+    from toolcode._settings import PolicySettings, StateSettings
+
+    policy = PolicySettings.model_validate({"quarantine": True})
+    settings = Settings(policy=policy, state=StateSettings(dir=str(tmp_path / "state")))
+    async with Toolbox([_backend()], settings=settings, engine="inprocess") as box:
+        approved = (await box.codemode.approve_tools(["files:read_*"], by="person:token:ops")).approved
+        assert approved == ["files:read_file"]
+        assert box.stores is not None
+        async with aclosing(box.stores.audit.newest()) as entries:
+            logged = [e async for e in entries]
+    digest = tool_hash(box.index.get("files:read_file"))
+    assert [(e["tool_id"], e["decision"], e["decided_by"], e.get("args")) for e in logged] == [
+        ("files:read_file", "approved", "person:token:ops", {"definition": digest})
+    ]

@@ -18,7 +18,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, cast
 
-from toolcode._audit import AuditTrail, Quarantine
+from toolcode._audit import AuditEntry, AuditTrail, Quarantine, tool_hash
 from toolcode._discovery import Discovery
 from toolcode._executor import Executor, Listeners
 from toolcode._limits import NARROW_HINT
@@ -733,7 +733,18 @@ class CodeMode:
             raise InvalidArgumentsError("tools", "must be a list of tool ids or globs")
         wanted = cast("list[str]", patterns)
         chosen = [t for t in every_tool(self.services.index) if any(fnmatch.fnmatchcase(t.id, p) for p in wanted)]
-        return ToolApprovalsResult(approved=await quarantine.approve(chosen, by))
+        approved = await quarantine.approve(chosen, by)
+        stores = self.services.stores
+        if stores is not None and self.services.settings.policy.audit.enabled:
+            # Who let which definition through: one entry per tool, the digest of what was approved.
+            now, ids = time.time(), set(approved)
+            entries = [
+                AuditEntry(now, t.id, None, "approved", by, args={"definition": tool_hash(t)}).to_dict()
+                for t in chosen
+                if t.id in ids
+            ]
+            await stores.audit.write(entries)
+        return ToolApprovalsResult(approved=approved)
 
     def quarantined_tools(self, *, only_blocked: bool = True) -> ToolApprovalsResult:
         """Each tool's standing in the quarantine (by default only the blocked ones: new or changed).
