@@ -52,3 +52,28 @@ async def test_calls_are_refused_while_the_audit_log_cannot_be_written(
             redis_server.start()
         assert (await cm.execute("run_tool('notes:add', text='four')")).ok  # back: calls go again
         assert made[-1] == "four"
+
+
+async def test_a_store_that_answers_reads_but_refuses_writes_refuses_calls(redis_url: str) -> None:
+    # A primary without its replicas (min-replicas-to-write), or one demoted after a failover,
+    # answers reads and refuses writes: the guard read its probe, let the call through, and the
+    # run's entries were lost at its end.
+    import redis.asyncio as aioredis
+
+    made: list[str] = []
+    policy = PolicySettings(audit=AuditSettings(required=True))
+    settings = Settings(policy=policy, state=StateSettings(url=redis_url))
+    client = aioredis.from_url(redis_url)
+    async with Toolbox([_backend(made)], settings=settings, engine="inprocess") as box:
+        cm = box.codemode
+        assert (await cm.execute("run_tool('notes:add', text='one')")).ok
+        await client.config_set("min-replicas-to-write", 1)  # no replica: every write is refused
+        try:
+            out = await cm.execute("run_tool('notes:add', text='two')")
+            assert out.error is not None and out.error.code == ErrorCode.STATE_UNAVAILABLE.value, out
+            assert made == ["one"]
+        finally:
+            await client.config_set("min-replicas-to-write", 0)
+            await client.aclose()
+        assert (await cm.execute("run_tool('notes:add', text='three')")).ok
+        assert made == ["one", "three"]

@@ -39,6 +39,11 @@ class _AuditDown(MemoryStateStore):
             raise StateUnavailableError("memory", "the audit log is down")
         return await super().get(kind, key)
 
+    async def put(self, kind: str, key: str, value: bytes, **kw: Any) -> int:
+        if kind.startswith("audit"):
+            raise StateUnavailableError("memory", "the audit log is down")
+        return await super().put(kind, key, value, **kw)
+
 
 class World:
     """Local tools that record every call they receive: reads (``t:get``, ``t:meet``, ...) and a write (``t:put``)."""

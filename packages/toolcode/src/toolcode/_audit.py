@@ -193,12 +193,15 @@ class AuditLog:
         self.clock_skew = clock_skew
 
     async def probe(self) -> None:
-        """Make sure the store answers.
+        """Make sure the store takes writes.
+
+        A store may answer reads and refuse writes: a Redis primary without its replicas, one
+        demoted after a failover, a read-only file.
 
         Raises:
             StateUnavailableError: If it does not.
         """
-        await self.store.get(AUDIT_KIND + "-probe", "probe")
+        await self.store.put(AUDIT_KIND + "-probe", "probe", b"1", ttl=60.0)
 
     async def write(self, entries: Sequence[Mapping[str, Any]]) -> None:
         """Append a run's entries (:meth:`AuditEntry.to_dict`; one append: they land together).
