@@ -479,3 +479,36 @@ async def test_approving_a_quarantined_definition_is_in_the_audit_log(tmp_path: 
     assert [(e["tool_id"], e["decision"], e["decided_by"], e.get("args")) for e in logged] == [
         ("files:read_file", "approved", "person:token:ops", {"definition": digest})
     ]
+
+
+async def test_a_session_run_that_waited_while_another_paused_is_refused_not_lost(tmp_path: Path) -> None:
+    # The "a run waits in this session" check came before the session's lock, and the mark after
+    # it: a run queued on the lock while another paused went through, and the paused run's state
+    # overwrote its work when it was resumed.
+    import anyio
+
+    from toolcode._settings import PolicySettings, StateSettings
+
+    policy = PolicySettings.model_validate({"rules": [{"tools": "files:delete_*", "decision": "ask"}]})
+    settings = Settings(policy=policy, state=StateSettings(dir=str(tmp_path / "state")))
+    async with Toolbox([_backend()], settings=settings) as box:  # monty: runs pause
+        cm = box.codemode
+        started = anyio.Event()
+
+        async def on_call(record: object) -> None:
+            started.set()
+
+        first = "a = 1\nrun_tool('files:read_file', path='x')\nimport time\ntime.sleep(0.5)\n"
+        first += "run_tool('files:delete_file', path='/a')"
+        outs: dict[str, object] = {}
+
+        async def pausing() -> None:
+            outs["first"] = await cm.execute(first, session="s", on_tool_call=on_call)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(pausing)
+            await started.wait()  # the first run holds the session
+            second = await cm.execute("b = 2\n__out = b", session="s")
+        paused = outs["first"]
+        assert getattr(paused, "status", None) == "approval_required", paused
+        assert second.error is not None and "waits for a decision" in second.error.message, second

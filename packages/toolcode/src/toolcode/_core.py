@@ -356,27 +356,20 @@ class CodeMode:
                 raise InvalidArgumentsError("code", "is empty: write a program that sets __out")
             opts = self.options(options)
             if session is not None:
-                stores = self._stores("session")
+                self._stores("session")
                 Sessions.check_name(session)
-                waiting = await stores.paused.waiting_in(caller, session)
-                if waiting is not None:
-                    # Its state becomes the session's when it is resumed: a run meanwhile would be lost.
-                    raise SessionLimitError(
-                        session,
-                        "runs_while_paused",
-                        0,
-                        1,
-                        f"run {waiting} of this session waits for a decision: decide it first "
-                        "(resume_execution, toolcode resume), then run again",
-                    )
         except ToolCodeError as exc:
             return _Done(outcome(None, exc, "none", started), None, exc)
         resolved = opts.resolve(self.defaults)
         params = ExecuteParams(code=code, input=input, options=opts, resolved=resolved, caller=caller)
 
         async def go(state: SessionState | None) -> ExecuteResult:
-            p = params if state is None else dataclasses.replace(params, session=state)
-            return await self.executor.execute(p, listen)
+            if state is None:
+                return await self.executor.execute(params, listen)
+            # Asked while the session is held, where a run that pauses marks it (see _go): a run
+            # that waited for the session while another paused is refused, not lost.
+            await self._none_waiting(caller, state.name)
+            return await self.executor.execute(dataclasses.replace(params, session=state), listen)
 
         hold = resolved.timeout
         detail = opts.trace or self.defaults.trace or "none"
@@ -510,18 +503,32 @@ class CodeMode:
                     result = await go(srun.state if srun is not None else None)
                 except ToolCodeError as exc:
                     error, result = exc, exc.result
+                if error is not None:
+                    # Kept while the session is held: its next run sees the mark (_none_waiting).
+                    error = await self._keep_paused(error)
                 if srun is not None and srun.state.kept is not None:
                     srun.state.imports = (*srun.state.imports, *tools_imports(code))
         except ToolCodeError as exc:  # the session itself: busy, a limit, the store
             error = exc
-        if error is not None:
-            error = await self._keep_paused(error)
         out = outcome(result, error, detail, started, view, self.services.settings.console.link)
         if error is None and result is not None:
             out = await self._with_stored(out, result, caller)
         if srun is not None:
             out = out.model_copy(update={"session": srun.report})
         return _Done(out, result, error)
+
+    async def _none_waiting(self, caller: str | None, session: str) -> None:
+        """Refuse a run of a session in which a run waits for a decision (its state becomes the session's)."""
+        waiting = await self._stores("session").paused.waiting_in(caller, session)
+        if waiting is not None:
+            raise SessionLimitError(
+                session,
+                "runs_while_paused",
+                0,
+                1,
+                f"run {waiting} of this session waits for a decision: decide it first "
+                "(resume_execution, toolcode resume), then run again",
+            )
 
     @asynccontextmanager
     async def _session(self, caller: str | None, name: str | None, hold: float) -> AsyncGenerator[SessionRun | None]:
