@@ -291,3 +291,45 @@ async def test_a_call_is_never_taken_for_a_planned_call_that_did_not_run(view: C
         with pytest.raises(ToolError) as refused:
             await gate.call(Call("fs:delete_file", {"path": "a"}))
         assert refused.value.code == ErrorCode.NOT_ALLOWED
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("undo", ["works", "fails"])
+async def test_a_pause_whose_write_was_not_confirmed_is_never_resumable(undo: str) -> None:
+    # The store's answer to the paused run's write was lost (a timeout) while the write landed: the
+    # caller was told the run failed, and the run was later approved and made its write.
+    from toolcode._options import ExecuteOptions
+    from toolcode._paused import KIND, PausedRuns
+    from toolcode._settings import PolicySettings
+    from toolcode.exceptions import StateUnavailableError
+    from toolcode.state import MemoryStateStore
+
+    class LostReply(MemoryStateStore):
+        deletes_fail = undo == "fails"
+
+        async def put(self, kind: str, key: str, value: bytes, **kw: Any) -> int:
+            version = await super().put(kind, key, value, **kw)
+            if kind == KIND:
+                raise StateUnavailableError("memory", "put: TimeoutError")  # written, answer lost
+            return version
+
+        async def delete(self, kind: str, key: str, **kw: Any) -> bool:
+            if self.deletes_fail:
+                raise StateUnavailableError("memory", "delete: TimeoutError")
+            return await super().delete(kind, key, **kw)
+
+    store = LostReply()
+    runs = PausedRuns(store, PolicySettings())
+    pending = [PendingCall("fs:w", {"p": 1}, "write", "w", "d")]
+    run = PausedRun(
+        execution_id="a" * 32, owner="local", caller=None, code="x = 1", input=None,
+        options=ExecuteOptions().resolve(), session="s", state=PauseState(b"x", {"done": {}}, pending, 1),
+        approvals=Approvals(), trace=[], stdout="", stderr="", calls=0, elapsed=0.0,
+    )  # fmt: skip
+    with pytest.raises(StateUnavailableError) as caught:
+        await runs.save(run)
+    if undo == "works":
+        assert await runs.list(None) == []  # undone: nothing anyone could resume
+        assert await runs.waiting_in(None, "s") is None
+    else:  # still there, maybe: the error names the run, so that its caller can abort it
+        assert "a" * 32 in str(caught.value) and "abort" in str(caught.value)

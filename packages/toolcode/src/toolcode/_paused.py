@@ -25,7 +25,7 @@ from toolcode._sessions import owner_of
 from toolcode._settings import PolicySettings
 from toolcode._types import PauseState, ToolCallRecord
 from toolcode.calls import Approvals, PendingCall, call_key
-from toolcode.exceptions import InvalidArgumentsError, LimitExceededError, StateConflictError
+from toolcode.exceptions import InvalidArgumentsError, LimitExceededError, StateConflictError, StateUnavailableError
 from toolcode.models import PendingCallInfo
 from toolcode.state import StateStore
 from tooldocs import json_text
@@ -287,10 +287,36 @@ class PausedRuns:
                 "the run could not pause: it holds too much to keep while a person decides; keep less in "
                 "variables before a call that asks (policy.max_paused_bytes)",
             )
-        await self.store.put(KIND, f"{run.owner}/{run.execution_id}", blob, ttl=self.ttl)
-        if run.session is not None:  # the session's next runs wait for this one's decision
-            await self.store.put(_SESSION_KIND, f"{run.owner}/{run.session}", run.execution_id.encode(), ttl=self.ttl)
+        key = f"{run.owner}/{run.execution_id}"
+        try:
+            await self.store.put(KIND, key, blob, ttl=self.ttl)
+            if run.session is not None:  # the session's next runs wait for this one's decision
+                marker, eid = f"{run.owner}/{run.session}", run.execution_id.encode()
+                await self.store.put(_SESSION_KIND, marker, eid, ttl=self.ttl)
+        except StateUnavailableError as e:
+            # The write may have landed though its answer was lost (a timeout): a run its caller is
+            # told did not pause must never be resumed later. Undone; if that fails too, the error
+            # names the run, so that its caller can abort it.
+            with anyio.CancelScope(shield=True):
+                try:
+                    await self.store.delete(KIND, key)
+                    if run.session is not None:
+                        await self._unmark(run)
+                except StateUnavailableError:
+                    reason = (
+                        f"{e.reason}; the run may have been kept waiting all the same: abort it "
+                        f"(execution_id {run.execution_id})"
+                    )
+                    raise StateUnavailableError(e.store, reason) from None
+            raise
         self._change()
+
+    async def _unmark(self, run: PausedRun) -> None:
+        """Take the session's mark away if it is this run's."""
+        marker = f"{run.owner}/{run.session}"
+        rec = await self.store.get(_SESSION_KIND, marker)
+        if rec is not None and rec.value == run.execution_id.encode():
+            await self.store.delete(_SESSION_KIND, marker, expect=rec.version)
 
     async def waiting_in(self, caller: str | None, session: str) -> str | None:
         """The id of the caller's paused run in ``session``, if one waits for a decision."""
