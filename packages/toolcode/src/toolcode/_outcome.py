@@ -6,12 +6,13 @@ import json
 import sys
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Final
 
 from toolcode._errors import error_info
-from toolcode._paused import PausedRun
+from toolcode._paused import DECISIONS, Decision, PausedRun
 from toolcode._types import ExecuteResult, LimitsReport, ToolCallRecord
 from toolcode._view import CatalogView
+from toolcode.calls import PendingCall
 from toolcode.exceptions import ApprovalRequiredError, ToolCodeError, clip
 from toolcode.models import (
     ApprovalRequest,
@@ -198,3 +199,28 @@ def outcome_text(outcome: ExecuteOutcome) -> str:
         line += f"; truncated: {', '.join(cut)}"
     parts.append(line + "]")
     return "\n".join(parts)
+
+
+MAX_SHOWN_CHARS: Final = 20_000
+"""The longest list of pending calls a question shows whole; a person approves only what was shown."""
+REFUSALS: Final[tuple[Decision, ...]] = ("deny", "abort")
+"""What a question offers about calls too long to show whole."""
+
+
+def shown_to_decide(pending: Sequence[PendingCall | PendingCallInfo]) -> tuple[str, tuple[Decision, ...]]:
+    """Every pending call as a person reads it before deciding, and the decisions that may be made about it.
+
+    A person approves only what they were shown: each call whole. Calls too long to show
+    (:data:`MAX_SHOWN_CHARS` together) are shown cut, with a marker, and may only be denied or
+    stopped there; they are approved where they can be read whole (the console, ``toolcode
+    paused --json``, the paused run's ``pending``).
+    """
+    text = "\n".join(f"- {p.tool_id} ({p.tier}): {json_text(p.args)}\n  why asked: {p.reason}" for p in pending)
+    if len(text) <= MAX_SHOWN_CHARS:
+        return text, DECISIONS
+    cut = (
+        f"{text[:2_000]}…\n(too long to show here in full: {len(text):,} characters. It can be denied or "
+        "stopped here; to approve it, read it whole in the console or in the paused run's pending calls, then "
+        "decide with resume_execution or toolcode resume.)"
+    )
+    return cut, REFUSALS

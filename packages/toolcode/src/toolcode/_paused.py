@@ -14,7 +14,7 @@ import math
 import os
 import re
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Final, Literal, get_args
 
@@ -26,7 +26,6 @@ from toolcode._settings import PolicySettings
 from toolcode._types import PauseState, ToolCallRecord
 from toolcode.calls import Approvals, PendingCall, call_key
 from toolcode.exceptions import InvalidArgumentsError, LimitExceededError, StateConflictError, StateUnavailableError
-from toolcode.models import PendingCallInfo
 from toolcode.state import StateStore
 from tooldocs import json_text
 
@@ -45,30 +44,6 @@ Decision = Literal["approve", "approve_run", "deny", "abort"]
 """``approve``: this call, once; ``approve_run``: these tools for the rest of the run; ``deny``: the
 snippet gets ``approval_denied``; ``abort``: the run ends here."""
 DECISIONS: Final[tuple[Decision, ...]] = get_args(Decision)
-
-MAX_SHOWN_CHARS: Final = 20_000
-"""The longest list of pending calls a question shows whole; a person approves only what was shown."""
-REFUSALS: Final[tuple[Decision, ...]] = ("deny", "abort")
-"""What a question offers about calls too long to show whole."""
-
-
-def shown_to_decide(pending: Sequence[PendingCall | PendingCallInfo]) -> tuple[str, tuple[Decision, ...]]:
-    """Every pending call as a person reads it before deciding, and the decisions that may be made about it.
-
-    A person approves only what they were shown: each call whole. Calls too long to show
-    (:data:`MAX_SHOWN_CHARS` together) are shown cut, with a marker, and may only be denied or
-    stopped there; they are approved where they can be read whole (the console, ``toolcode
-    paused --json``, the paused run's ``pending``).
-    """
-    text = "\n".join(f"- {p.tool_id} ({p.tier}): {json_text(p.args)}\n  why asked: {p.reason}" for p in pending)
-    if len(text) <= MAX_SHOWN_CHARS:
-        return text, DECISIONS
-    cut = (
-        f"{text[:2_000]}…\n(too long to show here in full: {len(text):,} characters. It can be denied or "
-        "stopped here; to approve it, read it whole in the console or in the paused run's pending calls, then "
-        "decide with resume_execution or toolcode resume.)"
-    )
-    return cut, REFUSALS
 
 
 def new_execution_id() -> str:

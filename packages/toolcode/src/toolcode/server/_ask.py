@@ -14,7 +14,8 @@ import mcp_types as types
 from mcp.server import ServerRequestContext
 
 from toolcode._core import CodeMode
-from toolcode._paused import DECISIONS, shown_to_decide
+from toolcode._outcome import shown_to_decide
+from toolcode._paused import DECISIONS
 from toolcode._types import OnToolCall
 from toolcode.calls import Asker, PendingCall
 from toolcode.exceptions import clip
