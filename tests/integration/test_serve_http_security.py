@@ -15,6 +15,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx2
@@ -597,3 +598,53 @@ def test_a_session_answers_only_the_token_that_opened_it(public: Door) -> None:
     assert send(ALICE, sid, None, "DELETE").status_code in (200, 204)
     assert send(ALICE, sid, ping).status_code == 404  # ended
     assert send(UNNAMED, "f" * 32, ping).status_code == 404  # a session nobody opened
+
+
+@pytest.mark.anyio
+async def test_no_caller_pushes_another_callers_sessions_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The guard kept every session id the server named, errors included (the SDK names a new one on
+    # a refused request and drops it), in one list for all callers: another token's cheap bad
+    # requests pushed a caller's live session out.
+    import itertools
+
+    import toolcode.server._http_guard as guard_module
+    from toolcode.server import BearerTokens, HTTPGuard
+
+    ids = itertools.count()
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:  # the SDK's answers, in short
+        named = [v for k, v in scope["headers"] if k == b"mcp-session-id"]
+        ok = bool(named) or scope["headers"][-1] == (b"x-initialize", b"1")
+        headers = [] if named else [(b"mcp-session-id", f"s{next(ids)}".encode())]
+        await send({"type": "http.response.start", "status": 200 if ok else 400, "headers": headers})
+        await send({"type": "http.response.body", "body": b""})
+
+    async def call(token: str, sid: str | None = None, initialize: bool = False) -> tuple[int, str | None]:
+        headers = [(b"host", b"127.0.0.1:8808"), (b"authorization", f"Bearer {token}".encode())]
+        if sid is not None:
+            headers.append((b"mcp-session-id", sid.encode()))
+        if initialize:
+            headers.append((b"x-initialize", b"1"))
+        got: dict[str, Any] = {}
+
+        async def send(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                got["status"], got["headers"] = message["status"], dict(message.get("headers") or [])
+
+        async def receive() -> Any:
+            return {"type": "http.request", "body": b""}
+
+        await guard({"type": "http", "method": "POST", "path": "/mcp", "headers": headers}, receive, send)
+        sid_out = got["headers"].get(b"mcp-session-id")
+        return got["status"], sid_out.decode() if sid_out else None
+
+    monkeypatch.setattr(guard_module, "_MAX_SESSIONS", 50)
+    monkeypatch.setattr(guard_module, "_MAX_SESSIONS_PER_CALLER", 5)
+    guard = HTTPGuard(app, host="127.0.0.1", port=8808, tokens=BearerTokens({"alice": ALICE, "bob": BOB}))
+    _, sid = await call(ALICE, initialize=True)
+    assert sid is not None and (await call(ALICE, sid))[0] == 200
+    for _ in range(60):
+        await call(BOB)  # refused by the server: no session anyone holds
+    for _ in range(60):
+        await call(BOB, initialize=True)  # sessions of bob's own: only his oldest make room
+    assert (await call(ALICE, sid))[0] == 200  # alice's session is still hers

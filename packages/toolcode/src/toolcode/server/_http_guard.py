@@ -58,6 +58,8 @@ _SESSION_HEADER = b"mcp-session-id"
 _MAX_SESSIONS = 10_000
 """Sessions whose caller the guard remembers; past it the least recently used is forgotten (its
 requests are refused from then on, and its client opens another)."""
+_MAX_SESSIONS_PER_CALLER = 100
+"""A caller's share: its oldest session is forgotten when it opens more (never another caller's)."""
 
 CALLER_SCOPE_KEY = "toolcode.caller"
 """ASGI scope key holding the authenticated caller's identity (``str``); absent without tokens."""
@@ -196,24 +198,41 @@ class HTTPGuard:
             ending = scope.get("method") == "DELETE"
 
             async def ended(message: Message) -> None:
-                if ending and message["type"] == "http.response.start" and 200 <= int(message["status"]) < 300:
-                    self._sessions.pop(sid, None)
+                if message["type"] == "http.response.start":
+                    status = int(message["status"])
+                    # Ended by its client, or gone from the server (its idle timeout): forgotten here too.
+                    if (ending and 200 <= status < 300) or status == 404:
+                        self._sessions.pop(sid, None)
                 await send(message)
 
             await self.app(scope, receive, ended)
             return
 
         async def opened(message: Message) -> None:
-            if message["type"] == "http.response.start":
+            if message["type"] == "http.response.start" and 200 <= int(message["status"]) < 300:
+                # The server names a session on its errors too, and drops it: only a session it
+                # answered with success is one the caller holds.
                 headers: Iterable[tuple[bytes, bytes]] = message.get("headers") or ()
                 for key, value in headers:
                     if key.lower() == _SESSION_HEADER:
-                        self._sessions[value.decode("latin-1")] = caller
-                        if len(self._sessions) > _MAX_SESSIONS:
-                            self._sessions.popitem(last=False)
+                        self._remember(value.decode("latin-1"), caller)
             await send(message)
 
         await self.app(scope, receive, opened)
+
+    def _remember(self, sid: str, caller: str) -> None:
+        """Keep a new session's caller.
+
+        A caller's own oldest is forgotten past its share, so that no caller's new sessions push
+        another's out; past the whole bound, the least recently used.
+        """
+        sessions = self._sessions
+        sessions[sid] = caller
+        mine = [s for s, c in sessions.items() if c == caller]
+        if len(mine) > _MAX_SESSIONS_PER_CALLER:
+            del sessions[mine[0]]
+        if len(sessions) > _MAX_SESSIONS:
+            sessions.popitem(last=False)
 
     def _authenticate(self, scope: Scope) -> str | None:
         assert self.tokens is not None
