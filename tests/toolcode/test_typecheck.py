@@ -980,6 +980,19 @@ OWN_DICTS: dict[str, tuple[str, bool]] = {
         'def fill(counts, k):\n    counts[k] = 1\nr = run_tool("helpdesk:list_offices")[0]\nfill(r, "name")\nr["name"]',
         False,
     ),
+    "put into a result": (
+        'ts = run_tool("helpdesk:list_offices")\nx = {}\nx[input["k"]] = 1\nts.append(x)\nts[-1]["note"]',
+        False,
+    ),
+    "copied into a result": (
+        'ts = run_tool("helpdesk:list_offices")\nx = {}\nx[input["k"]] = 1\nts[0].update(x.copy())\nts[0]["note"]',
+        False,
+    ),
+    "rebound by a match capture": (
+        'r = run_tool("helpdesk:list_offices")[0]\nd = {}\nmatch r:\n    case {"city": _} as d:\n        pass\n'
+        'd[input["k"]] = 1\nr["note"]',
+        False,
+    ),
     "a loop target of that name": (
         'counts = {}\nfor counts in run_tool("helpdesk:list_offices"):\n    k = "name"\n    counts[k] = 1\n'
         '    counts["name"]',
@@ -991,10 +1004,11 @@ OWN_DICTS: dict[str, tuple[str, bool]] = {
 @pytest.mark.parametrize("name", list(OWN_DICTS))
 async def test_keys_written_to_a_dict_the_snippet_made_are_its_own(box: Toolbox, name: str) -> None:
     code, refused = OWN_DICTS[name]
-    out = await box.codemode.execute(code)
+    out = await box.codemode.execute(code, input={"k": "note"})
     if refused:
         assert out.error is not None and out.error.code == "type_error", (name, out)
         assert "Unknown key" in out.error.message
-        assert (await box.codemode.execute(code, options={"type_check": "off"})).error is not None  # KeyError
+        unchecked = await box.codemode.execute(code, input={"k": "note"}, options={"type_check": "off"})
+        assert unchecked.error is not None  # KeyError
     else:
         assert out.ok, (name, out.error)  # a result that may have been given the key: left to the run

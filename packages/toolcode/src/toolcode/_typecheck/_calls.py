@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from toolcode._modules import ASYNC_SUFFIX, PACKAGE
 
-__all__ = ["Scan", "ToolCall", "ToolReference", "parsed", "scan"]
+__all__ = ["Scan", "ToolCall", "ToolReference", "bound_names", "parsed", "scan"]
 
 RUN_TOOL: frozenset[str] = frozenset({"run_tool", "run_tool" + ASYNC_SUFFIX})
 RUN_TOOLS: frozenset[str] = frozenset({"run_tools", "run_tools" + ASYNC_SUFFIX})
@@ -71,7 +71,12 @@ class Scan:
     """The snippet calls ``save_snippet``: tools of the ``snippets`` namespace may appear as it runs."""
 
 
-def _bound_names(nodes: Iterable[ast.AST]) -> Iterator[str]:
+def bound_names(nodes: Iterable[ast.AST]) -> Iterator[str]:
+    """Every name the nodes bind, once per binding.
+
+    Assignment and loop targets, parameters, ``def`` and ``class`` names, ``except`` and ``match``
+    captures, ``global`` and ``nonlocal``, ``del``.
+    """
     for node in nodes:
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
             yield node.id
@@ -171,7 +176,7 @@ def scan(tree: ast.AST) -> Scan:
         for child in ast.iter_child_nodes(node):
             out.parents[child] = node
             todo.append(child)
-    out.bindings.update(_bound_names(nodes))
+    out.bindings.update(bound_names(nodes))
     for a in (a for n in nodes if isinstance(n, ast.Import | ast.ImportFrom) for a in n.names):
         out.bindings[a.asname or a.name.partition(".")[0]] += 1
     names = _Names(nodes, out)

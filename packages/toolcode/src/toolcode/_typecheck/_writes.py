@@ -8,8 +8,11 @@ missing. :mod:`._findings` leaves ``ty``'s findings about such reads to the run.
 from __future__ import annotations
 
 import ast
+from collections import Counter
 from collections.abc import Collection, Sequence
 from typing import Final
+
+from toolcode._typecheck._calls import bound_names
 
 __all__ = ["loose_names", "loosely_typed", "mentions", "tested_keys", "written_keys"]
 
@@ -103,36 +106,55 @@ _MAKERS: Final = frozenset({"dict", "defaultdict", "Counter", "OrderedDict"})
 
 
 def _own_dicts(tree: ast.Module) -> frozenset[str]:
-    """Names bound only to dicts the snippet makes (``{}``, a dict comprehension, ``dict(...)``).
+    """Names bound only to dicts the snippet makes (``{}``, a dict comprehension, ``dict(...)``), kept in.
 
-    Every binding of such a name, in any scope, is a plain assignment of a new dict: never a loop,
-    ``with`` or comprehension target, an unpacking, a parameter, a ``global``, a walrus, an import,
-    a ``def`` or a ``del``; so no result is ever one of them, and a key written to one is never a
-    result's. (A result merged into one, or one into a result, is :func:`written_keys`' ``update``
-    and ``|``.)
+    Every binding of such a name, in any scope, is a plain assignment of a new dict (never a loop,
+    ``with``, ``except``, ``match`` or comprehension target, an unpacking, a parameter, a
+    ``global``, a walrus, an import, a ``def`` or a ``del``), so no result is one of them; and the
+    dict is only read, written, tested, measured, printed or made the run's value (:func:`_stays`),
+    never put into anything else, so no result gets its keys. A key written to one is its own.
     """
     fresh: set[str] = set()
     other: set[str] = set()
-    plain: dict[str, int] = {}
-    stores: dict[str, int] = {}
+    plain: Counter[str] = Counter()
     for node in ast.walk(tree):
         if isinstance(node, ast.Assign | ast.AnnAssign):
             new = node.value is not None and _makes_dict(node.value)
             for t in node.targets if isinstance(node, ast.Assign) else [node.target]:
                 if isinstance(t, ast.Name):
-                    plain[t.id] = plain.get(t.id, 0) + 1
+                    plain[t.id] += 1
                     (fresh if new else other).add(t.id)
-        elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-            stores[node.id] = stores.get(node.id, 0) + 1
-        elif isinstance(node, ast.arg):
-            other.add(node.arg)
-        elif isinstance(node, ast.Global | ast.Nonlocal):
-            other.update(node.names)
-        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            other.add(node.name)
         elif isinstance(node, ast.alias):
             other.add(node.asname or node.name.partition(".")[0])
-    return frozenset(n for n in fresh - other if stores.get(n, 0) == plain[n])
+    bound = Counter(bound_names(ast.walk(tree)))
+    own = {n for n in fresh - other if bound[n] == plain[n]}
+    if own:
+        parents = {child: parent for parent in ast.walk(tree) for child in ast.iter_child_nodes(parent)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in own:
+                if not _stays(node, parents.get(node)):
+                    own.discard(node.id)
+    return frozenset(own)
+
+
+_KEEPING: Final = frozenset({"get", "setdefault", "update", "pop", "clear"})
+"""A dict's methods that give out a value or nothing, never the dict or its keys."""
+_MEASURING: Final = frozenset({"len", "bool", "print", "println"})
+
+
+def _stays(name: ast.Name, parent: ast.AST | None) -> bool:
+    """Whether this use of a dict leaves it where it is (nothing else gets it, or its keys)."""
+    if isinstance(parent, ast.Subscript):
+        return parent.value is name
+    if isinstance(parent, ast.Attribute):
+        return parent.value is name and parent.attr in _KEEPING
+    if isinstance(parent, ast.Compare):
+        return name is not parent.left  # ``k in d``
+    if isinstance(parent, ast.Call):
+        return isinstance(parent.func, ast.Name) and parent.func.id in _MEASURING and name in parent.args
+    if isinstance(parent, ast.Assign):  # the run's value
+        return all(isinstance(t, ast.Name) and t.id == "__out" for t in parent.targets)
+    return isinstance(parent, ast.Expr | ast.FormattedValue)
 
 
 def _makes_dict(value: ast.expr) -> bool:
