@@ -77,3 +77,25 @@ async def test_a_store_that_answers_reads_but_refuses_writes_refuses_calls(redis
             await client.aclose()
         assert (await cm.execute("run_tool('notes:add', text='three')")).ok
         assert made == ["one", "three"]
+
+
+async def test_no_definition_is_approved_while_its_audit_entry_cannot_be_written(redis_url: str) -> None:
+    import redis.asyncio as aioredis
+
+    from toolcode.exceptions import StateUnavailableError
+
+    made: list[str] = []
+    policy = PolicySettings(audit=AuditSettings(required=True), quarantine=True)
+    settings = Settings(policy=policy, state=StateSettings(url=redis_url))
+    client = aioredis.from_url(redis_url)
+    async with Toolbox([_backend(made)], settings=settings, engine="inprocess") as box:
+        cm = box.codemode
+        await client.config_set("min-replicas-to-write", 1)
+        try:
+            with pytest.raises(StateUnavailableError):
+                await cm.approve_tools(["notes:*"], by="person:ops")
+        finally:
+            await client.config_set("min-replicas-to-write", 0)
+            await client.aclose()
+        assert [t.tool_id for t in cm.quarantined_tools().tools] == ["notes:add"]  # still blocked
+        assert (await cm.approve_tools(["notes:*"], by="person:ops")).approved == ["notes:add"]

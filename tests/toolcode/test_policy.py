@@ -294,11 +294,12 @@ async def test_a_call_is_never_taken_for_a_planned_call_that_did_not_run(view: C
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("undo", ["works", "fails"])
+@pytest.mark.parametrize("undo", ["works", "fails", "fails for the mark"])
 async def test_a_pause_whose_write_was_not_confirmed_is_never_resumable(undo: str) -> None:
     # The store's answer to the paused run's write was lost (a timeout) while the write landed: the
     # caller was told the run failed, and the run was later approved and made its write.
     from toolcode._options import ExecuteOptions
+    from toolcode._paused import _SESSION_KIND as MARK  # pyright: ignore[reportPrivateUsage]
     from toolcode._paused import KIND, PausedRuns
     from toolcode._settings import PolicySettings
     from toolcode.exceptions import StateUnavailableError
@@ -309,12 +310,12 @@ async def test_a_pause_whose_write_was_not_confirmed_is_never_resumable(undo: st
 
         async def put(self, kind: str, key: str, value: bytes, **kw: Any) -> int:
             version = await super().put(kind, key, value, **kw)
-            if kind == KIND:
+            if kind == (KIND if undo != "fails for the mark" else MARK):
                 raise StateUnavailableError("memory", "put: TimeoutError")  # written, answer lost
             return version
 
         async def delete(self, kind: str, key: str, **kw: Any) -> bool:
-            if self.deletes_fail:
+            if self.deletes_fail or (undo == "fails for the mark" and kind != KIND):
                 raise StateUnavailableError("memory", "delete: TimeoutError")
             return await super().delete(kind, key, **kw)
 
@@ -331,5 +332,8 @@ async def test_a_pause_whose_write_was_not_confirmed_is_never_resumable(undo: st
     if undo == "works":
         assert await runs.list(None) == []  # undone: nothing anyone could resume
         assert await runs.waiting_in(None, "s") is None
-    else:  # still there, maybe: the error names the run, so that its caller can abort it
+    elif undo == "fails":  # still there, maybe: the error names the run, so that its caller can abort it
         assert "a" * 32 in str(caught.value) and "abort" in str(caught.value)
+    else:  # the run is gone, its session's mark is not: the error says so, not "abort it"
+        assert await runs.list(None) == []
+        assert "session 's' may refuse runs" in str(caught.value) and "abort" not in str(caught.value)

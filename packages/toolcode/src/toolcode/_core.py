@@ -740,9 +740,11 @@ class CodeMode:
             raise InvalidArgumentsError("tools", "must be a list of tool ids or globs")
         wanted = cast("list[str]", patterns)
         chosen = [t for t in every_tool(self.services.index) if any(fnmatch.fnmatchcase(t.id, p) for p in wanted)]
+        stores, audit = self.services.stores, self.services.settings.policy.audit
+        if stores is not None and audit.enabled and audit.required:
+            await stores.audit.probe()  # no approval while its entry cannot be written (fail closed)
         approved = await quarantine.approve(chosen, by)
-        stores = self.services.stores
-        if stores is not None and self.services.settings.policy.audit.enabled:
+        if stores is not None and audit.enabled:
             # Who let which definition through: one entry per tool, the digest of what was approved.
             now, ids = time.time(), set(approved)
             entries = [

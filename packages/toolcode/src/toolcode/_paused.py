@@ -275,12 +275,18 @@ class PausedRuns:
             with anyio.CancelScope(shield=True):
                 try:
                     await self.store.delete(KIND, key)
-                    if run.session is not None:
-                        await self._unmark(run)
                 except StateUnavailableError:
                     reason = (
                         f"{e.reason}; the run may have been kept waiting all the same: abort it "
                         f"(execution_id {run.execution_id})"
+                    )
+                    raise StateUnavailableError(e.store, reason) from None
+                try:
+                    if run.session is not None:
+                        await self._unmark(run)
+                except StateUnavailableError:
+                    reason = (
+                        f"{e.reason}; session {run.session!r} may refuse runs until its mark expires (policy.pause_ttl)"
                     )
                     raise StateUnavailableError(e.store, reason) from None
             raise
