@@ -210,6 +210,10 @@ async def test_a_doors_clients_are_bound_by_finite_ceilings_unless_the_operator_
     assert await asks(raised, timeout=0) is None
     assert await asks(raised, max_tool_calls=0) is not None
     assert await asks(Settings.model_validate({"max_limits": None}), timeout=0, max_tool_calls=0) is None
+    # Without max_limits in the config, a client may ask for what runs get unasked there.
+    longer = Settings.model_validate({"limits": {"timeout": 600, "max_tool_calls": 0}})
+    assert await asks(longer, timeout=600, max_tool_calls=0) is None
+    assert await asks(longer, timeout=601) is not None
 
 
 async def test_the_unsandboxed_engine_says_so_in_the_server_instructions(box: Toolbox) -> None:

@@ -205,7 +205,7 @@ class Door:
         self.names = settings.meta_tools()
         self.patterns = tuple(expose) if expose is not None else settings.expose
         # The model picks its own limits: the operator's ceilings apply at every door.
-        self.codemode = toolbox.codemode.with_ceilings(settings.max_limits)
+        self.codemode = toolbox.codemode.with_ceilings(settings.ceilings())
         self.meta = [Definition(n, DESCRIPTIONS[n], input_schema(n), n in PERSON_TOOLS) for n in self.names]
         self._rules = names
         self._version: int | None = None

@@ -18,7 +18,7 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from toolcode._data import as_dict, as_list, as_mapping
-from toolcode._options import ExecuteOptions
+from toolcode._options import UNLIMITED, ExecuteOptions
 from toolcode.exceptions import ConfigurationError, clip
 from toolindex import DEFAULT_WEAK_RELEVANCE, InMemoryIndex, SemanticUnavailableError
 from toolrun._config import expand_vars
@@ -326,6 +326,14 @@ class Settings(_Section):
     )
     max_limits: ExecuteOptions | None = Field(
         default_factory=lambda: DEFAULT_CEILINGS,
+        json_schema_extra={
+            "default": {
+                "timeout": 300,
+                "max_tool_calls": 10_000,
+                "max_chain_steps": 1_000,
+                "max_output_chars": 1_000_000,
+            }
+        },
         description=(
             "The highest limits a client of a door may ask for; a field left out keeps its default ceiling "
             "(300 s, 10,000 calls, 1,000 chain steps, 1,000,000 characters), 0 lets clients ask for no limit, "
@@ -371,6 +379,22 @@ class Settings(_Section):
             return None
         kept = {f: getattr(DEFAULT_CEILINGS, f) for f in _CEILING_FIELDS if getattr(ceilings, f) is None}
         return ceilings.model_copy(update=kept) if kept else ceilings
+
+    def ceilings(self) -> ExecuteOptions | None:
+        """The highest limits a door's client may ask for (``None``: no ceiling).
+
+        When the config leaves ``max_limits`` out, each default ceiling is raised to the config's own
+        ``limits`` where that is higher (or off): a client may always ask for what runs get unasked.
+        """
+        cap = self.max_limits
+        if cap is None or "max_limits" in self.model_fields_set:
+            return cap
+        raised: dict[str, Any] = {}
+        for name in _CEILING_FIELDS:
+            own, most = getattr(self.limits, name), getattr(cap, name)
+            if own is not None and (own == UNLIMITED or most is None or own > most):
+                raised[name] = own
+        return cap.model_copy(update=raised) if raised else cap
 
     def meta_tools(self) -> tuple[str, ...]:
         """The code-mode tools to list, in :data:`META_TOOLS` order.
