@@ -173,6 +173,8 @@ def test_nan_or_infinity_in_a_reply_fails_the_call_it_answers() -> None:
     from toolrun._mcp_reader import MALFORMED
     from toolrun._mcp_stdio import _parse  # pyright: ignore[reportPrivateUsage]
 
+    asks = _parse(b'{"jsonrpc":"2.0","id":2,"method":"sampling/createMessage","params":{"t":NaN}}', "utf-8", "strict")
+    assert not isinstance(asks, Exception) and not isinstance(asks.message, types.JSONRPCError)  # the server's own
     for rid in (2, 0):  # an id of 0 is an id too
         got = _parse(b'{"jsonrpc":"2.0","id":%d,"result":{"v":NaN,"w":Infinity}}' % rid, "utf-8", "strict")
         assert not isinstance(got, Exception)
@@ -212,6 +214,8 @@ async def test_nan_or_infinity_over_http_fails_the_call_it_answers() -> None:
     # The words in a string, and a notification (no call to fail), are left as they are.
     fine = b'{"jsonrpc":"2.0","id":5,"result":{"content":[{"type":"text","text":"NaN and Infinity"}]}}'
     note = b'{"jsonrpc":"2.0","method":"notifications/message","params":{"data":NaN}}'
-    for body in (fine, note):
+    # A request of the server's carries its own id: failing our call of that number would be wrong.
+    asks = b'{"jsonrpc":"2.0","id":5,"method":"sampling/createMessage","params":{"t":NaN}}'
+    for body in (fine, note, asks):
         assert await answer(body, "application/json") == body
         assert await answer(sse(body), "text/event-stream") == sse(body)

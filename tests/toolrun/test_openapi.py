@@ -755,6 +755,7 @@ async def test_headers_the_client_owns_are_never_arguments() -> None:
         "Host", "connection", "Content-Length", "Transfer-Encoding", "Expect", "Upgrade", "TE", "Trailer",
         "Keep-Alive", "Cookie", "Origin", "Referer", "Via", "Date", "Proxy-Authorization", "Sec-Fetch-Site",
         "X-HTTP-Method-Override", "X-HTTP-Method", "X-Method-Override", "Accept-Encoding",
+        "Forwarded", "X-Forwarded-Host", "X-Forwarded-For", "X-Original-URL", "X-Rewrite-URL",
     ]  # fmt: skip
     params = [{"name": n, "in": "header", "schema": {"type": "string"}} for n in [*owned, "X-Request-Id"]]
     document = doc({"/items": {"get": {"operationId": "items", "parameters": params, "responses": ok()}}})

@@ -58,7 +58,6 @@ __all__ = [
     "mend_text",
     "nested_deeper_than",
     "not_json",
-    "reply_id",
     "request_id_at_end",
     "too_large_error",
 ]
@@ -204,21 +203,28 @@ def not_json(name: str) -> Any:
     raise NotJsonConstant(name)
 
 
-def not_json_error(request_id: int | str, constant: NotJsonConstant) -> dict[str, Any]:
-    """The error reply that stands for a reply holding ``NaN`` or ``Infinity``: the call it answers fails."""
-    return malformed_error(request_id, f"the server's reply holds {constant}, which JSON does not have")
+def not_json_error(text: str, constant: NotJsonConstant) -> dict[str, Any] | None:
+    """The error reply that stands for a reply holding ``NaN`` or ``Infinity``: the call it answers fails.
+
+    ``None`` for a message that answers no call of ours (a request or a notification of the
+    server's, which the SDK reads as it is): its id, if any, is the server's, not one of ours.
+    """
+    try:
+        message = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(message, dict) or "method" in message:
+        return None
+    rid = cast(dict[str, Any], message).get("id")
+    if isinstance(rid, bool) or not isinstance(rid, int | str):
+        return None
+    return malformed_error(rid, f"the server's reply holds {constant}, which JSON does not have")
 
 
 HEAD_CHARS = 64 * 1024
 """How much of a message's start is searched for its id (characters, or bytes of one not decoded)."""
 TAIL_CHARS = 512
 """How much of a message's end is searched for an id written last (characters, or bytes)."""
-
-
-def reply_id(text: str) -> int | str | None:
-    """The request id of a whole message: near its start, or as its last member."""
-    rid = find_request_id(text[:HEAD_CHARS])
-    return rid if rid is not None else request_id_at_end(text[-TAIL_CHARS:])  # an id of 0 counts
 
 
 def _refuse_constants(text: str) -> dict[str, Any] | None:
@@ -228,8 +234,7 @@ def _refuse_constants(text: str) -> dict[str, Any] | None:
     try:
         json.loads(text, parse_constant=not_json)
     except NotJsonConstant as e:
-        rid = reply_id(text)
-        return None if rid is None else not_json_error(rid, e)
+        return not_json_error(text, e)
     except (ValueError, RecursionError):
         pass  # not JSON, or too deep: the depth mending and the SDK's parser say why
     return None

@@ -49,7 +49,6 @@ from toolrun._mcp_reader import (
     find_request_id,
     not_json,
     not_json_error,
-    reply_id,
     request_id_at_end,
     too_large_error,
 )
@@ -93,8 +92,8 @@ def _parse(line: bytes, encoding: str, errors: str) -> SessionMessage | Exceptio
             data = json.loads(text, parse_constant=not_json)
         except NotJsonConstant as e:
             # NaN and Infinity are not JSON: the call they answer fails, naming its tool, at every door.
-            if (rid := reply_id(text)) is not None:
-                return _reply(not_json_error(rid, e))
+            if (refused := not_json_error(text, e)) is not None:
+                return _reply(refused)
         except (ValueError, RecursionError):
             pass  # pydantic's parser says why, in the words the mending reader reads
     try:

@@ -50,7 +50,7 @@ _LOCATIONS: Final = ("path", "query", "header", "cookie")
 # caller's code may never set: the Fetch standard's forbidden request headers (what a web page's
 # script may not set, for the same reasons: Host would send the configured credentials to another
 # virtual host, the framing headers would split requests) with its method overrides (a GET judged
-# a read that a service runs as a DELETE).
+# a read that a service runs as a DELETE) and the proxies' routing headers (X-Forwarded-Host, ...).
 _IGNORED_HEADERS: Final = frozenset(
     {
         "accept", "content-type", "authorization",
@@ -58,9 +58,10 @@ _IGNORED_HEADERS: Final = frozenset(
         "connection", "content-length", "cookie", "cookie2", "date", "dnt", "expect", "host", "keep-alive",
         "origin", "referer", "set-cookie", "te", "trailer", "transfer-encoding", "upgrade", "via",
         "x-http-method", "x-http-method-override", "x-method-override",
+        "forwarded", "x-real-ip", "x-original-url", "x-rewrite-url", "x-host",
     }
 )  # fmt: skip
-_IGNORED_PREFIXES: Final = ("proxy-", "sec-")
+_IGNORED_PREFIXES: Final = ("proxy-", "sec-", "x-forwarded-")
 _BASE_URI: Final = "urn:toolrun:openapi"
 _MAX_REF_HOPS: Final = 32
 _SUCCESS: Final = re.compile(r"2(\d\d|XX)", re.IGNORECASE)
