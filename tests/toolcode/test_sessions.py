@@ -164,6 +164,10 @@ async def test_limits_max_sessions_and_max_bytes(tmp_path: Path) -> None:
         assert big.error is not None and big.error.code == "session_limit" and "max_bytes" in big.error.message
         assert big.value is None
         assert (await cm.execute("a", session="s1")).value == 2  # kept its state from before
+        # A session refused for max_sessions left its lock held: busy until a restart, room or not.
+        assert await cm.reset_session("s2")
+        fourth = await cm.execute("a = 3\na", session="s3")
+        assert fourth.ok and fourth.value == 3, fourth.error
 
 
 async def test_an_idle_session_expires_after_its_idle_ttl(tmp_path: Path) -> None:

@@ -165,7 +165,12 @@ class Sessions:
             if rec is not None and decoded is None:
                 _log.warning("sessions.unreadable", session=name)
             if decoded is None:
-                await self._check_room(owner, name, replacing=rec is not None)
+                try:
+                    await self._check_room(owner, name, replacing=rec is not None)
+                except BaseException:  # refused before it started: the session's lock goes with it
+                    with anyio.CancelScope(shield=True):
+                        await self._release_quietly(release, f"session/{key}")
+                    raise
                 meta, state = _Meta(time.time()), None
             else:
                 meta, state = decoded
