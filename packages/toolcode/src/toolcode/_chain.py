@@ -139,7 +139,7 @@ def parse_steps(
         if "tool" in step and "tool_id" in step and step["tool"] != step["tool_id"]:
             raise _bad(at, "has both tool_id and tool (the same thing): keep one")
         tid = check_tool_id(f"{at}.{key}", step.get(key))
-        args = check_args(step.get("args"), tid)
+        args = check_args(step.get("args"), tid, f"{at}.args")
         sid = step.get("id")
         if sid is not None:
             if not isinstance(sid, str) or not _STEP_ID.match(sid) or sid == "steps":

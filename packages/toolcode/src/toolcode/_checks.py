@@ -85,16 +85,16 @@ def check_names(field: str, value: Any) -> list[str] | None:
     return [check_str(f"{field}[{i}]", v, max_chars=200) for i, v in enumerate(items)]
 
 
-def check_args(value: Any, tool_id: str) -> dict[str, Any]:
-    """Tool arguments: a mapping with string keys (``None`` for none)."""
+def check_args(value: Any, tool_id: str, field: str = "args") -> dict[str, Any]:
+    """Tool arguments: a mapping with string keys (``None`` for none); ``field`` names them in an error."""
     if value is None:
         return {}
     if not isinstance(value, Mapping):
-        raise bad("args", f"must be a dict, got {type(value).__name__}", tool_id)
+        raise bad(field, f"must be a dict, got {type(value).__name__}", tool_id)
     args = cast("Mapping[Any, Any]", value)
     for k in args:
         if not isinstance(k, str):
-            raise bad("args", f"keys must be strings, got {type(k).__name__} key {shown(k)}", tool_id)
+            raise bad(field, f"keys must be strings, got {type(k).__name__} key {shown(k)}", tool_id)
     return dict(cast("Mapping[str, Any]", args))
 
 
@@ -120,4 +120,4 @@ def parse_call(i: int, call: Any) -> tuple[str, dict[str, Any]]:
     else:
         raise bad(f"calls[{i}]", f"must be (tool_id, args), a dict or a tool id; got {shown(call)}")
     tid = check_tool_id(f"calls[{i}].tool_id", tool_id)
-    return tid, check_args(args, tid)
+    return tid, check_args(args, tid, f"calls[{i}].args")
