@@ -147,7 +147,7 @@ async def test_a_missing_path_still_says_what_it_looked_into() -> None:
         ({"tool": "memo:echo", "args": {"value": "{{w..data}}"}}, "not a path of keys and indices"),
         ({"tool": "memo:echo", "args": {"value": "{{steps[3].x}}"}}, "not before step 1"),
         ({"args": {"value": 1}}, "steps[1].tool_id"),
-        ({"tool": "memo:echo", "args": 5}, "steps[1].args: must be a dict"),  # which step's args
+        ({"tool": "memo:echo", "args": 5}, "invalid 'steps[1].args': must be a dict"),  # which step's args
     ],
 )
 async def test_malformed_steps_are_refused_before_anything_runs(step: dict[str, Any], message: str) -> None:
