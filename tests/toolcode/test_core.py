@@ -516,3 +516,22 @@ async def test_a_session_run_that_waited_while_another_paused_is_refused_not_los
         paused = outs["first"]
         assert getattr(paused, "status", None) == "approval_required", paused
         assert second.error is not None and "waits for a decision" in second.error.message, second
+
+
+async def test_a_person_is_asked_only_about_a_call_that_can_be_made(tmp_path: Path) -> None:
+    # Arguments computed at run time that the tool's schema refuses paused the run and asked a
+    # person, who approved a call that then failed with invalid_arguments.
+    from toolcode._settings import PolicySettings, StateSettings
+
+    policy = PolicySettings.model_validate({"rules": [{"tools": "files:delete_*", "decision": "ask"}]})
+    settings = Settings(policy=policy, state=StateSettings(dir=str(tmp_path / "state")))
+    async with Toolbox([_backend()], settings=settings) as box:  # monty: runs pause
+        cm = box.codemode
+        out = await cm.execute("run_tool('files:delete_file', path=input['p'])", input={"p": ["/a"]})
+        assert out.status != "approval_required" and out.error is not None, out
+        assert "files:delete_file" in out.error.message and "path" in out.error.message
+        with pytest.raises(ToolError) as info:  # a door's direct call: refused for its arguments, not asked about
+            await cm.run_tool("files:delete_file", {}, caller="token:alice")
+        assert info.value.code == "invalid_arguments", info.value
+        good = await cm.execute("run_tool('files:delete_file', path=input['p'])", input={"p": "/a"})
+        assert good.status == "approval_required"  # a call that can be made is asked about, as before

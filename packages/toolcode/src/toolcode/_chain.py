@@ -111,7 +111,7 @@ def parse_steps(
     steps: Any,
     *,
     check_tool_id: Callable[[str, Any], str],
-    check_args: Callable[[Any, str], dict[str, Any]],
+    check_args: Callable[[Any, str, str], dict[str, Any]],
     check_choice: Callable[[str, Any, tuple[str, ...]], str],
 ) -> list[ChainStep]:
     """Parse and check a chain (the checkers are the operations' own, for one set of messages).

@@ -3,7 +3,8 @@
 A call from a snippet, a chain, a saved snippet, an exposed tool or a door's ``run_tool`` goes
 down the same layers, put together by :func:`build`::
 
-    Gate (policy: allow / ask / deny, quarantine, approvals)
+    Gate (policy: allow / ask / deny, quarantine, approvals; asks only about calls whose arguments
+          the tool takes: makeable_first)
       → AuditGuard (with policy.audit.required: no call while the audit log cannot be written)
       → Budget (max_tool_calls; in runs)
         → Record (trace, audit trail, span)
@@ -46,7 +47,7 @@ from toolcode.calls._policy import (
     literal_tool_ids,
 )
 from toolcode.calls._record import Record
-from toolcode.calls._run import Run
+from toolcode.calls._run import Run, makeable_first
 from toolrun import Runner
 
 __all__ = [
@@ -118,4 +119,4 @@ def build(runner: Runner, scope: Scope) -> Layer:
         stack = Budget(stack, scope.budget)
     if scope.audit_probe is not None:
         stack = AuditGuard(stack, scope.audit_probe)
-    return Gate(stack, scope.checkpoint, scope.decide)
+    return Gate(stack, scope.checkpoint, makeable_first(scope.decide, scope.view))

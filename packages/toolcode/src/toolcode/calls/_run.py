@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from toolcode._errors import as_tool_error
 from toolcode._snippets import NAMESPACE, RunSnippet, running_snippets
 from toolcode._view import CatalogView
+from toolcode.calls._gate import Decide
 from toolcode.calls._layer import Call, Layer
+from toolcode.calls._policy import Checkpoint, PendingCall
 from toolcode.exceptions import ToolError
 from toolindex import ToolIndexError
-from toolrun import Runner, RunResult, ToolRunError
+from toolrun import InputValidationError, Runner, RunResult, ToolRunError, compile_schema
 
-__all__ = ["Run"]
+__all__ = ["Run", "makeable_first"]
 
 _SNIPPETS_PREFIX = NAMESPACE + ":"
 
@@ -59,3 +62,32 @@ class Run(Layer):
         except (ToolIndexError, ToolError):
             return None
         return refs[0].kind if refs else None
+
+
+def makeable_first(decide: Decide, view: CatalogView) -> Decide:
+    """``decide``, asked only about calls that can be made.
+
+    A call whose arguments its tool would refuse (computed at run time, where the check before the
+    run cannot see them) fails as it would once approved, before anyone is asked about it.
+    """
+
+    async def checked(checkpoint: Checkpoint, pending: Sequence[PendingCall]) -> None:
+        for p in pending:
+            refused = _refused_arguments(view, p.tool_id, p.args)
+            if refused is not None:
+                raise refused
+        await decide(checkpoint, pending)
+
+    return checked
+
+
+def _refused_arguments(view: CatalogView, tool_id: str, args: Mapping[str, Any]) -> ToolError | None:
+    """What the runner would raise for these arguments, before calling anything (``None``: none)."""
+    try:
+        tool = view.get(tool_id)
+        problems = compile_schema(tool.input_schema).problems(dict(args))
+    except (ToolRunError, ToolIndexError, ToolError):
+        return None  # an unknown tool, an unusable schema: the call reports it as it is made
+    if not problems:
+        return None
+    return as_tool_error(InputValidationError(tool.id, problems), tool_id, view)
