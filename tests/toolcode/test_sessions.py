@@ -460,3 +460,34 @@ async def test_a_learned_shape_keeps_no_key_that_is_data(box: Toolbox) -> None:
     doc = (await cm.describe_tool("data:customers", "full", caller="token:bob")).text
     assert "customers" in doc and "count" in doc, doc  # the fields are learned
     assert "ceo.private" not in doc and "platinum" not in doc, doc
+
+
+@pytest.mark.parametrize(
+    ("rebind", "use"),
+    [
+        ("import time", "time.time() > 0"),
+        ("def time():\n    return 1", "time() + 1"),
+        ("class time:\n    pass", "time() is not None"),
+        ("from datetime import time", "time(12, 0).hour"),
+        ("for time in [1]:\n    pass", "time + 1"),
+        ("import json as time", "time.dumps(1)"),
+    ],
+)
+async def test_a_name_a_later_run_binds_otherwise_is_no_longer_the_tools_module(
+    tmp_path: Path, rebind: str, use: str
+) -> None:
+    # The check knew every tools import a session had made, never that a later run bound the name
+    # to something else: the next run's correct use of it was refused.
+    from toolcode.demo import demo_backends
+
+    async with Toolbox(demo_backends(), settings=_settings(tmp_path / "state")) as box:
+        cm = box.codemode
+        assert (await cm.execute("from tools import time, helpdesk", session="s")).ok
+        assert (await cm.execute(rebind, session="s")).ok
+        unchecked = await cm.execute(use, session="s", options={"type_check": "off"})
+        assert unchecked.ok, unchecked.error
+        out = await cm.execute(use, session="s")
+        assert out.ok, (rebind, out.error)
+        # The other name of the same line is still the tools module, and still checked.
+        wrong = await cm.execute("helpdesk.list_offices(nope=1)", session="s")
+        assert wrong.error is not None and wrong.error.code == "type_error", (rebind, wrong)

@@ -29,7 +29,7 @@ from toolcode._otel import run_span
 from toolcode._outcome import APPROVAL_OP, outcome, paused_result
 from toolcode._paused import Decision, PausedRun, check_decision
 from toolcode._services import Services, Stores
-from toolcode._sessions import SessionRun, Sessions, owner_of, tools_imports
+from toolcode._sessions import SessionRun, Sessions, owner_of, session_imports
 from toolcode._snippets import SavedSnippet
 from toolcode._trace import Trace
 from toolcode._types import ExecuteParams, ExecuteResult, OnToolCall, SessionState, ToolCallRecord
@@ -507,7 +507,7 @@ class CodeMode:
                     # Kept while the session is held: its next run sees the mark (_none_waiting).
                     error = await self._keep_paused(error)
                 if srun is not None and srun.state.kept is not None:
-                    srun.state.imports = (*srun.state.imports, *tools_imports(code))
+                    srun.state.imports = session_imports(srun.state.imports, code)
         except ToolCodeError as exc:  # the session itself: busy, a limit, the store
             error = exc
         out = outcome(result, error, detail, started, view, self.services.settings.console.link)

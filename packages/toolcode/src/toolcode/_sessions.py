@@ -14,7 +14,7 @@ import json
 import re
 import time
 import weakref
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Collection, Iterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any, Final
@@ -34,7 +34,7 @@ from toolcode.models import SessionEntry, SessionReport
 from toolcode.state import ABSENT, Record, Release, StateStore
 from toolindex.log import get_logger
 
-__all__ = ["SESSION_NAME", "Sessions", "owner_of", "tools_imports"]
+__all__ = ["SESSION_NAME", "Sessions", "owner_of", "session_imports"]
 
 _log = get_logger("toolcode.sessions")
 
@@ -55,19 +55,88 @@ def owner_of(caller: str | None) -> str:
     return _LOCAL
 
 
-def tools_imports(code: str) -> list[str]:
-    """The ``tools`` import statements of a snippet, as source lines (for the next runs' check)."""
+def session_imports(earlier: Sequence[str], code: str) -> tuple[str, ...]:
+    """The ``tools`` imports a session's next runs are checked with, after a run of ``code``.
+
+    The earlier ones, less each name this run bound otherwise at its top level (``import time``,
+    ``def time():``, a loop variable ``time``: no longer the module), then this run's own, as
+    source lines.
+    """
     try:
         tree = ast.parse(code)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
-        return []
-    out: list[str] = []
+        return tuple(earlier)
+    last: dict[str, bool] = {}
+    """Each name the run binds at its top level → whether its last binding is a ``tools`` import."""
+    mine: list[ast.Import | ast.ImportFrom] = []
     for node in tree.body:
-        if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] == PACKAGE:
-            out.append(ast.unparse(node))
-        elif isinstance(node, ast.Import) and any(a.name.split(".")[0] == PACKAGE for a in node.names):
-            out.append(ast.unparse(node))
-    return out
+        if _imports_tools(node):
+            assert isinstance(node, ast.Import | ast.ImportFrom)
+            mine.append(node)
+            last.update((_bound_by(a), True) for a in node.names)
+        else:
+            last.update((n, False) for n in _top_level_names(node))
+    kept = [line for e in earlier if (line := _without(e, last.keys())) is not None]
+    own = [line for node in mine if (line := _without(ast.unparse(node), {n for n, t in last.items() if not t}))]
+    return (*kept, *own)
+
+
+def _imports_tools(node: ast.stmt) -> bool:
+    if isinstance(node, ast.ImportFrom):
+        return node.level == 0 and (node.module or "").split(".")[0] == PACKAGE
+    return isinstance(node, ast.Import) and any(a.name.split(".")[0] == PACKAGE for a in node.names)
+
+
+def _bound_by(alias: ast.alias) -> str:
+    return alias.asname or alias.name.split(".")[0]
+
+
+def _top_level_names(node: ast.stmt) -> Iterator[str]:
+    """The names a top-level statement binds in the module (not inside the functions or classes it defines)."""
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        yield node.name
+        return
+    if isinstance(node, ast.Import | ast.ImportFrom):
+        yield from (_bound_by(a) for a in node.names)
+        return
+    stack: list[ast.AST] = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            yield n.name  # defined in a block of the module: still a module name
+            continue
+        if isinstance(n, ast.Lambda | ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp):
+            continue  # a scope of its own
+        if isinstance(n, ast.Import | ast.ImportFrom):
+            yield from (_bound_by(a) for a in n.names)
+        elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store | ast.Del):
+            yield n.id
+        elif isinstance(n, ast.ExceptHandler) and n.name:
+            yield n.name
+        elif isinstance(n, ast.MatchAs | ast.MatchStar) and n.name:
+            yield n.name
+        elif isinstance(n, ast.MatchMapping) and n.rest:
+            yield n.rest
+        elif isinstance(n, ast.NamedExpr):
+            yield n.target.id
+        stack.extend(ast.iter_child_nodes(n))
+
+
+def _without(line: str, names: Collection[str]) -> str | None:
+    """An import line without the aliases that bind ``names`` (``None`` when none is left)."""
+    try:
+        node = ast.parse(line).body[0]
+    except (SyntaxError, ValueError, IndexError, MemoryError, RecursionError):
+        return None
+    if not isinstance(node, ast.Import | ast.ImportFrom):
+        return None
+    left = [a for a in node.names if _bound_by(a) not in names]
+    if not left:
+        return None
+    if len(left) == len(node.names):
+        return line
+    node.names = left
+    return ast.unparse(node)
 
 
 @dataclass(slots=True)
@@ -216,7 +285,9 @@ class Sessions:
             )
         meta.runs += 1
         meta.token = run.state.token
-        imports = [*meta.imports, *(i for i in run.state.imports if i not in meta.imports)]
+        # The run started from these imports and left them as its code does (session_imports):
+        # one it no longer has was bound to something else.
+        imports = list(dict.fromkeys(run.state.imports))
         meta.imports = imports[-_MAX_IMPORTS:]
         ttl = self.settings.idle_ttl or None
         await self.store.put(KIND, key, _encode(meta, kept), ttl=ttl, expect=version)
