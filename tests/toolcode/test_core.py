@@ -535,3 +535,22 @@ async def test_a_person_is_asked_only_about_a_call_that_can_be_made(tmp_path: Pa
         assert info.value.code == "invalid_arguments", info.value
         good = await cm.execute("run_tool('files:delete_file', path=input['p'])", input={"p": "/a"})
         assert good.status == "approval_required"  # a call that can be made is asked about, as before
+
+
+async def test_a_saved_snippets_failure_keeps_its_own_code(tmp_path: Path) -> None:
+    # Every failure inside a saved snippet reached its caller as tool_error, its code only in the text.
+    from toolcode._settings import StateSettings
+
+    settings = Settings(state=StateSettings(dir=str(tmp_path / "state")))
+    async with Toolbox([_backend()], settings=settings, engine="inprocess") as box:
+        cm = box.codemode
+        await cm.save_snippet("reader", "__out = run_tool('files:read_file', path=input['p'])", "Read a file.")
+        await cm.save_snippet("picky", "__out = {}['missing']", "Fails.")
+        catch = "try:\n    run_tool('snippets:{}', {})\nexcept ToolError as e:\n    __out = tool_error_info(e)"
+        bad_args = (await cm.execute(catch.format("reader", "{'p': 3}"))).value
+        assert bad_args["code"] == "invalid_arguments" and "line 1 of the saved snippet" in bad_args["message"]
+        raised = (await cm.execute(catch.format("picky", "{}"))).value
+        assert raised["code"] == "runtime_error" and "KeyError" in raised["message"], raised
+        with pytest.raises(ToolError) as info:  # at a door too
+            await cm.run_tool("snippets:reader", {"p": 3})
+        assert info.value.code == "invalid_arguments"

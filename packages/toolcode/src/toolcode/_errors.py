@@ -166,6 +166,12 @@ def as_tool_error(exc: BaseException, tool_id: str, view: CatalogView | None = N
         hint = _nearest(view.suggest(asked) if view is not None else list(getattr(exc, "suggestions", [])))
         # The hint is in the message too: inside a snippet only the message travels.
         err = ToolError(tool_id, f"unknown tool {clip(asked)!r}; {hint}", lower.op, code=lower.code)
+    elif isinstance(exc, rn.ToolExecutionError) and isinstance(inner := exc.__cause__, ToolCodeError):
+        # A saved snippet's run that failed: its own code and words, not a tool's plain failure.
+        line = getattr(inner, "line", None) if isinstance(inner, CodeExecutionError) else None
+        where = f" (line {line} of the saved snippet)" if line is not None else ""
+        err = ToolError(tool_id, message_of(inner) + where, lower.op, code=inner.code)
+        hint = inner.hint
     else:
         err = ToolError(tool_id, message_of(exc), lower.op, code=lower.code)
         hint = lower.hint(exc) if lower.hint is not None else None
