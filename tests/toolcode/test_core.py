@@ -554,3 +554,18 @@ async def test_a_saved_snippets_failure_keeps_its_own_code(tmp_path: Path) -> No
         with pytest.raises(ToolError) as info:  # at a door too
             await cm.run_tool("snippets:reader", {"p": 3})
         assert info.value.code == "invalid_arguments"
+
+
+async def test_a_snippet_that_calls_itself_saves_in_either_call_style(tmp_path: Path) -> None:
+    from toolcode._settings import StateSettings
+
+    settings = Settings(state=StateSettings(dir=str(tmp_path / "state")))
+    async with Toolbox([_backend()], settings=settings, engine="inprocess") as box:
+        cm = box.codemode
+        for name, call in (("rt", "run_tool('snippets:rt', {'d': 1})"), ("mod", "snippets.mod(d=1)")):
+            code = f"from tools import snippets\nif input.get('d', 0) < 1:\n    __out = {call}\n"
+            code += "else:\n    __out = 'bottom'"
+            await cm.save_snippet(name, code, "Calls itself once.")
+            assert (await cm.run_tool(f"snippets:{name}", {})).value == "bottom"
+        with pytest.raises(TypeCheckError):  # another snippet that does not exist is still found
+            await cm.save_snippet("other", "from tools import snippets\nsnippets.nothing_here()", "Calls nothing.")

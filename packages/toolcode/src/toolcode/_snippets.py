@@ -151,7 +151,13 @@ def _decode(blob: bytes) -> SavedSnippet | None:
 
 
 def _names_itself(message: str, name: str) -> bool:
-    return f"'{NAMESPACE}:{name}'" in message or f"`tools.{NAMESPACE}`" in message or f"`{name}`" in message
+    """Whether a finding is about the snippet being saved, which is no tool yet (in either call style)."""
+    return (
+        f"'{NAMESPACE}:{name}'" in message
+        or f"`tools.{NAMESPACE}`" in message
+        or f"`{name}`" in message
+        or f"'tools.{NAMESPACE}' has no attribute '{name}'" in message
+    )
 
 
 class _Provider:
