@@ -569,3 +569,20 @@ async def test_a_snippet_that_calls_itself_saves_in_either_call_style(tmp_path: 
             assert (await cm.run_tool(f"snippets:{name}", {})).value == "bottom"
         with pytest.raises(TypeCheckError):  # another snippet that does not exist is still found
             await cm.save_snippet("other", "from tools import snippets\nsnippets.nothing_here()", "Calls nothing.")
+
+
+async def test_a_session_is_not_reset_while_a_run_of_it_waits_for_a_decision(tmp_path: Path) -> None:
+    # The reset went through, and the resumed run's state then silently replaced it.
+    from toolcode._settings import PolicySettings, StateSettings
+    from toolcode.exceptions import SessionLimitError
+
+    policy = PolicySettings.model_validate({"rules": [{"tools": "files:delete_*", "decision": "ask"}]})
+    settings = Settings(policy=policy, state=StateSettings(dir=str(tmp_path / "state")))
+    async with Toolbox([_backend()], settings=settings) as box:  # monty: runs pause
+        cm = box.codemode
+        paused = await cm.execute("a = 1\nrun_tool('files:delete_file', path='/a')", session="s")
+        assert paused.approval is not None
+        with pytest.raises(SessionLimitError, match="waits for a decision"):
+            await cm.reset_session("s")
+        await cm.resume(paused.approval.execution_id, "deny")
+        assert await cm.reset_session("s")  # decided: the reset goes through

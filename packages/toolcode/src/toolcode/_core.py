@@ -662,9 +662,14 @@ class CodeMode:
 
         Raises:
             InvalidArgumentsError: If the name is invalid or this core has no state store.
+            SessionLimitError: ``runs_while_paused``, while a run of the session waits for a decision
+                (its state would replace the reset when it is resumed).
             StateUnavailableError: If the store cannot be reached.
         """
-        return await self._stores("session").sessions.reset(caller, name)
+        sessions = self._stores("session").sessions
+        sessions.check_name(name)
+        await self._none_waiting(caller, name)
+        return await sessions.reset(caller, name)
 
     async def save_snippet(
         self,
