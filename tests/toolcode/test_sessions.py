@@ -491,3 +491,17 @@ async def test_a_name_a_later_run_binds_otherwise_is_no_longer_the_tools_module(
         # The other name of the same line is still the tools module, and still checked.
         wrong = await cm.execute("helpdesk.list_offices(nope=1)", session="s")
         assert wrong.error is not None and wrong.error.code == "type_error", (rebind, wrong)
+
+
+async def test_a_module_a_session_imported_outside_a_later_runs_namespaces_is_unknown_tool(tmp_path: Path) -> None:
+    # The call was blocked, but as "NameError: name 'tools.helpdesk.list_offices' is not defined".
+    from toolcode.demo import demo_backends
+
+    async with Toolbox(demo_backends(), settings=_settings(tmp_path / "state")) as box:
+        cm = box.codemode
+        assert (await cm.execute("from tools import helpdesk", session="s")).ok
+        out = await cm.execute(
+            "helpdesk.list_offices()", session="s", options={"allowed_namespaces": ["time"], "type_check": "off"}
+        )
+        assert out.error is not None and out.error.code == "unknown_tool", out.error
+        assert "tools.helpdesk.list_offices is not a tool of this run" in out.error.message

@@ -146,6 +146,10 @@ class Drive:
         if not snap.is_os_function:
             if self._async_handler(name) is None:
                 if not self._route(name):
+                    if name.startswith(_MODULE_PREFIX):
+                        # A tools module the run may not use (a session imported it under other options).
+                        err = ToolError("", f"{name} is not a tool of this run", "resolve", code=ErrorCode.UNKNOWN_TOOL)
+                        return await snap.resume(self._failure(err))
                     return await snap.resume_auto()
                 if name in self._sync:
                     return snap  # a module function, now routed: answered as a plain call
