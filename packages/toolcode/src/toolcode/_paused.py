@@ -270,25 +270,16 @@ class PausedRuns:
                 await self.store.put(_SESSION_KIND, marker, eid, ttl=self.ttl)
         except StateUnavailableError as e:
             # The write may have landed though its answer was lost (a timeout): a run its caller is
-            # told did not pause must never be resumed later. Undone; if that fails too, the error
-            # names the run, so that its caller can abort it.
+            # told did not pause must never be resumed later. Undone; what could not be, the error says.
             with anyio.CancelScope(shield=True):
+                left = f"the run may have been kept waiting all the same: abort it (execution_id {run.execution_id})"
                 try:
                     await self.store.delete(KIND, key)
-                except StateUnavailableError:
-                    reason = (
-                        f"{e.reason}; the run may have been kept waiting all the same: abort it "
-                        f"(execution_id {run.execution_id})"
-                    )
-                    raise StateUnavailableError(e.store, reason) from None
-                try:
+                    left = f"session {run.session!r} may refuse runs until its mark expires (policy.pause_ttl)"
                     if run.session is not None:
                         await self._unmark(run)
                 except StateUnavailableError:
-                    reason = (
-                        f"{e.reason}; session {run.session!r} may refuse runs until its mark expires (policy.pause_ttl)"
-                    )
-                    raise StateUnavailableError(e.store, reason) from None
+                    raise StateUnavailableError(e.store, f"{e.reason}; {left}") from None
             raise
         self._change()
 

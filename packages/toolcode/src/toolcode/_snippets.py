@@ -152,12 +152,9 @@ def _decode(blob: bytes) -> SavedSnippet | None:
 
 def _names_itself(message: str, name: str) -> bool:
     """Whether a finding is about the snippet being saved, which is no tool yet (in either call style)."""
-    return (
-        f"'{NAMESPACE}:{name}'" in message
-        or f"`tools.{NAMESPACE}`" in message
-        or f"`{name}`" in message
-        or f"'tools.{NAMESPACE}' has no attribute '{name}'" in message
-    )
+    module_style = f"'tools.{NAMESPACE}' has no attribute '{name}'"
+    marks = (f"'{NAMESPACE}:{name}'", f"`tools.{NAMESPACE}`", f"`{name}`", module_style)
+    return any(m in message for m in marks)
 
 
 class _Provider:
