@@ -535,6 +535,11 @@ async def test_a_person_is_asked_only_about_a_call_that_can_be_made(tmp_path: Pa
         assert info.value.code == "invalid_arguments", info.value
         good = await cm.execute("run_tool('files:delete_file', path=input['p'])", input={"p": "/a"})
         assert good.status == "approval_required"  # a call that can be made is asked about, as before
+        # A chain's step gets its arguments from earlier steps after it was judged: asked about as it is.
+        chain = "run_chain([{'tool': 'files:read_file', 'args': {'path': 'x'}}, "
+        chain += "{'tool': 'files:delete_file', 'use_previous': 'path'}])"
+        planned = await cm.execute(chain)
+        assert planned.status == "approval_required", planned.error
 
 
 async def test_a_saved_snippets_failure_keeps_its_own_code(tmp_path: Path) -> None:

@@ -3,8 +3,8 @@
 A call from a snippet, a chain, a saved snippet, an exposed tool or a door's ``run_tool`` goes
 down the same layers, put together by :func:`build`::
 
-    Gate (policy: allow / ask / deny, quarantine, approvals; asks only about calls whose arguments
-          the tool takes: makeable_first)
+    Gate (policy: allow / ask / deny, quarantine, approvals; asks about a single call only when
+          its arguments are ones the tool takes: makeable_first)
       → AuditGuard (with policy.audit.required: no call while the audit log cannot be written)
       → Budget (max_tool_calls; in runs)
         → Record (trace, audit trail, span)
@@ -119,4 +119,4 @@ def build(runner: Runner, scope: Scope) -> Layer:
         stack = Budget(stack, scope.budget)
     if scope.audit_probe is not None:
         stack = AuditGuard(stack, scope.audit_probe)
-    return Gate(stack, scope.checkpoint, makeable_first(scope.decide, scope.view))
+    return Gate(stack, scope.checkpoint, scope.decide, makeable_first(scope.decide, scope.view))

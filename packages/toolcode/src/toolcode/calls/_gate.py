@@ -72,17 +72,20 @@ class Gate(Layer):
     A call of a saved snippet goes on with the tools its code names approved with it.
     """
 
-    __slots__ = ("_checkpoint", "_decide", "_planned")
+    __slots__ = ("_checkpoint", "_decide", "_makeable", "_planned")
 
-    def __init__(self, inner: Layer, checkpoint: Checkpoint, decide: Decide) -> None:
+    def __init__(self, inner: Layer, checkpoint: Checkpoint, decide: Decide, makeable: Decide | None = None) -> None:
         super().__init__(inner)
         self._checkpoint = checkpoint
         self._decide = decide
+        self._makeable = makeable or decide
+        """What decides about a single call: a person is asked only about one that can be made
+        (planned calls, a chain's steps among them, may hold arguments filled in later)."""
         self._planned: dict[Call, Verdict | None] = {}
         """Calls judged with a plan and not yet made, with their verdicts (keyed by the calls
         themselves: an id could be reused)."""
 
-    async def _judge(self, calls: Sequence[Call]) -> dict[str, Verdict]:
+    async def _judge(self, calls: Sequence[Call], decide: Decide) -> dict[str, Verdict]:
         judged = [(c.tool_id, c.args) for c in calls]
         for _ in range(_ASK_AT_MOST):
             try:
@@ -90,14 +93,14 @@ class Gate(Layer):
             except ApprovalNeeded as e:
                 # A person decides; what changed meanwhile (a snippet saved anew, a definition) has
                 # another digest, which their decision does not cover: they are asked again.
-                await self._decide(self._checkpoint, e.pending)
+                await decide(self._checkpoint, e.pending)
         first = judged[0][0]
         raise ToolError(
             first, "what was approved kept changing while a person decided", "not_allowed", code=ErrorCode.NOT_ALLOWED
         )
 
     async def plan(self, calls: Sequence[Call]) -> None:
-        verdicts = await self._judge(calls)
+        verdicts = await self._judge(calls, self._decide)
         self._planned.update((c, verdicts.get(c.tool_id)) for c in calls)
         await self.inner.plan(calls)
 
@@ -106,7 +109,7 @@ class Gate(Layer):
         if planned and (key := call.planned or call) in planned:
             verdict = planned.pop(key)
         elif not self._checkpoint.allowed(call.tool_id):
-            verdict = (await self._judge((call,))).get(call.tool_id)
+            verdict = (await self._judge((call,), self._makeable)).get(call.tool_id)
         if not call.tool_id.startswith(_SNIPPETS_PREFIX):
             return await self.inner.call(call)
         # A saved snippet: what it names goes with it, and only the code judged runs.
