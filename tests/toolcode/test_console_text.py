@@ -27,3 +27,15 @@ def test_the_live_list_row_writes_them_out_too() -> None:
         expires=None,
     )
     assert run_row(run, "alice")["tools"] == "fs:write\\u202efile"  # type: ignore[arg-type]
+
+
+def test_a_question_about_pending_calls_writes_them_out_too() -> None:
+    # The elicitation form and the terminal read the same text: what is approved reads as it is.
+    from toolcode._outcome import shown_to_decide
+    from toolcode.models import PendingCallInfo
+
+    spoof = {"path": "/home/alice/.ssh/\u202esyek_dezirohtua\u202c/../notes.txt"}
+    call = PendingCallInfo(tool_id="fs:write_file", args=spoof, tier="write", reason="writes\u200b")
+    text, offered = shown_to_decide([call])
+    assert "\u202e" not in text and "\\u202e" in text and "\\u200b" in text
+    assert offered == ("approve", "approve_run", "deny", "abort")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -216,6 +217,7 @@ def shown_to_decide(pending: Sequence[PendingCall | PendingCallInfo]) -> tuple[s
     paused --json``, the paused run's ``pending``).
     """
     text = "\n".join(f"- {p.tool_id} ({p.tier}): {json_text(p.args)}\n  why asked: {p.reason}" for p in pending)
+    text = visible(text)  # no bidi override reorders what is approved, no invisible character hides it
     if len(text) <= MAX_SHOWN_CHARS:
         return text, DECISIONS
     cut = (
@@ -224,3 +226,24 @@ def shown_to_decide(pending: Sequence[PendingCall | PendingCallInfo]) -> tuple[s
         "decide with resume_execution or toolcode resume.)"
     )
     return cut, REFUSALS
+
+
+_INVISIBLE = re.compile(
+    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e"
+    "\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000e0000-\U000e007f]"
+)
+"""Control and format characters: bidi overrides and isolates, zero-width and tag characters."""
+
+
+def visible(text: str) -> str:
+    r"""``text`` with its control and format characters written out (``\u202e``, ``\U000e0041``).
+
+    What a person reads is what is there: never text a bidi override reorders or an invisible
+    character hides.
+    """
+    return _INVISIBLE.sub(_written_out, text)
+
+
+def _written_out(m: re.Match[str]) -> str:
+    code = ord(m.group())
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import html
 import json
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlencode
 
+from toolcode._outcome import visible
 from toolcode._paused import DECISIONS, PausedRun
 from toolcode._settings import Settings
 from toolcode.console._auth import Viewer
@@ -31,27 +31,6 @@ _LABELS = {
     "abort": "Abort the run",
 }
 _NAV = (("runs", "Paused runs"), ("quarantine", "Quarantine"), ("audit", "Audit"), ("state", "State"))
-
-
-_INVISIBLE = re.compile(
-    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e"
-    "\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000e0000-\U000e007f]"
-)
-"""Control and format characters: bidi overrides and isolates, zero-width and tag characters."""
-
-
-def visible(text: str) -> str:
-    r"""``text`` with its control and format characters written out (``\u202e``, ``\U000e0041``).
-
-    What a person reads is what is there: never text a bidi override reorders or an invisible
-    character hides.
-    """
-    return _INVISIBLE.sub(_written_out, text)
-
-
-def _written_out(m: re.Match[str]) -> str:
-    code = ord(m.group())
-    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
 def esc(value: object) -> str:
