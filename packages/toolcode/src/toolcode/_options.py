@@ -15,7 +15,7 @@ import math
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Self
+from typing import Any, Final, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -24,6 +24,7 @@ from toolcode.exceptions import InvalidArgumentsError, clip, limit_text
 
 __all__ = [
     "DEFAULT_OPTIONS",
+    "LIMIT_FIELDS",
     "UNLIMITED",
     "ExecuteOptions",
     "ResolvedOptions",
@@ -43,7 +44,8 @@ result (``summary``), or the line and every call with its arguments and result (
 UNLIMITED = 0
 """The value that switches a limit off (``timeout=0``: no time limit)."""
 
-_LIMIT_FIELDS = ("timeout", "max_tool_calls", "max_chain_steps", "max_output_chars")
+LIMIT_FIELDS: Final = ("timeout", "max_tool_calls", "max_chain_steps", "max_output_chars")
+"""The options that bound a run (``0`` or ``null``: no bound)."""
 _NO_COUNT_LIMIT = sys.maxsize
 
 
@@ -73,8 +75,8 @@ class ExecuteOptions(BaseModel):
     def _explicit_null_is_unlimited(cls, data: object) -> object:
         # In JSON, ``"timeout": null`` written on purpose means "no limit"; absent means "inherit".
         raw = as_mapping(data)
-        if raw is not None and any(k in raw and raw[k] is None for k in _LIMIT_FIELDS):
-            return {k: (UNLIMITED if k in _LIMIT_FIELDS and v is None else v) for k, v in raw.items()}
+        if raw is not None and any(k in raw and raw[k] is None for k in LIMIT_FIELDS):
+            return {k: (UNLIMITED if k in LIMIT_FIELDS and v is None else v) for k, v in raw.items()}
         return data
 
     def resolve(self, defaults: ExecuteOptions | None = None) -> ResolvedOptions:
@@ -94,7 +96,7 @@ class ExecuteOptions(BaseModel):
                     return v
             return None
 
-        timeout, calls, steps, chars = (pick(name) for name in _LIMIT_FIELDS)
+        timeout, calls, steps, chars = (pick(name) for name in LIMIT_FIELDS)
         return ResolvedOptions(
             timeout=math.inf if timeout == UNLIMITED else float(timeout),
             max_tool_calls=_NO_COUNT_LIMIT if calls == UNLIMITED else calls,
@@ -121,7 +123,7 @@ class ExecuteOptions(BaseModel):
         """
         if ceilings is None:
             return self
-        for name in _LIMIT_FIELDS:
+        for name in LIMIT_FIELDS:
             asked = getattr(self, name)
             cap = getattr(ceilings, name)
             if asked is None or cap is None or cap == UNLIMITED:
@@ -158,7 +160,7 @@ class ResolvedOptions:
     def applied(self) -> dict[str, float | int]:
         """The limits in force, for reports (``0`` where a limit is off)."""
         out: dict[str, float | int] = {}
-        for name in _LIMIT_FIELDS:
+        for name in LIMIT_FIELDS:
             v = getattr(self, name)
             out[name] = UNLIMITED if v in (math.inf, _NO_COUNT_LIMIT) else v
         return out

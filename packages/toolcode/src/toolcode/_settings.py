@@ -18,7 +18,7 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from toolcode._data import as_dict, as_list, as_mapping
-from toolcode._options import UNLIMITED, ExecuteOptions
+from toolcode._options import LIMIT_FIELDS, UNLIMITED, ExecuteOptions
 from toolcode.exceptions import ConfigurationError, clip
 from toolindex import DEFAULT_WEAK_RELEVANCE, InMemoryIndex, SemanticUnavailableError
 from toolrun._config import expand_vars
@@ -314,7 +314,6 @@ DEFAULT_CEILINGS: Final = ExecuteOptions(
 )
 """What a door's clients may ask for at most unless the config says otherwise: each a finite bound, so that
 no caller holds a worker, or the server's memory, without end."""
-_CEILING_FIELDS: Final = ("timeout", "max_tool_calls", "max_chain_steps", "max_output_chars")
 
 
 class Settings(_Section):
@@ -326,14 +325,7 @@ class Settings(_Section):
     )
     max_limits: ExecuteOptions | None = Field(
         default_factory=lambda: DEFAULT_CEILINGS,
-        json_schema_extra={
-            "default": {
-                "timeout": 300,
-                "max_tool_calls": 10_000,
-                "max_chain_steps": 1_000,
-                "max_output_chars": 1_000_000,
-            }
-        },
+        json_schema_extra={"default": DEFAULT_CEILINGS.model_dump(mode="json", exclude_none=True)},
         description=(
             "The highest limits a client of a door may ask for; a field left out keeps its default ceiling "
             "(300 s, 10,000 calls, 1,000 chain steps, 1,000,000 characters), 0 lets clients ask for no limit, "
@@ -377,7 +369,7 @@ class Settings(_Section):
     def _ceilings_left_out_keep_their_default(cls, ceilings: ExecuteOptions | None) -> ExecuteOptions | None:
         if ceilings is None:
             return None
-        kept = {f: getattr(DEFAULT_CEILINGS, f) for f in _CEILING_FIELDS if getattr(ceilings, f) is None}
+        kept = {f: getattr(DEFAULT_CEILINGS, f) for f in LIMIT_FIELDS if getattr(ceilings, f) is None}
         return ceilings.model_copy(update=kept) if kept else ceilings
 
     def ceilings(self) -> ExecuteOptions | None:
@@ -390,7 +382,7 @@ class Settings(_Section):
         if cap is None or "max_limits" in self.model_fields_set:
             return cap
         raised: dict[str, Any] = {}
-        for name in _CEILING_FIELDS:
+        for name in LIMIT_FIELDS:
             own, most = getattr(self.limits, name), getattr(cap, name)
             if own is not None and (own == UNLIMITED or most is None or own > most):
                 raised[name] = own
