@@ -95,8 +95,8 @@ _NOT_SIZED_OR_ITERABLE: Final = re.compile(
 type that has neither: Python checks exactly these protocols at run time, so the call fails."""
 _KEY: Final = re.compile(r'^Unknown key "|got key of type `Literal\[-?\d+\]`')
 """The ``invalid-key`` findings about a key written as a literal (a ``str`` variable may hold a valid key)."""
-_UNKNOWN_KEY: Final = re.compile(r'^Unknown key "(.*)" for TypedDict `')
-_UNKNOWN_KEY_OF: Final = re.compile(r'^Unknown key "([^"\\]*)" for TypedDict `([^`]*)`')
+_UNKNOWN_KEY: Final = re.compile(r'^Unknown key "(.*)" for TypedDict `([^`]*)`')
+"""``ty``'s finding of a key a class does not declare: the key, and the class."""
 
 
 def _certain(rule: str, message: str, written: bool, added: frozenset[str | int] | None = frozenset()) -> str | None:
@@ -288,10 +288,12 @@ def kept(
 
 def _beyond_schema(message: str, closed: frozenset[str]) -> str:
     """``ty``'s unknown-key message, with how to read a key an open object's tool returns beyond its schema."""
-    m = _UNKNOWN_KEY_OF.search(message)
+    m = _UNKNOWN_KEY.search(message)
     if m is None or m.group(2) in closed or "did you mean" in message:
         return message  # a closed object's, or a slip for a key it declares (ty names that key)
     key = m.group(1)
+    if '"' in key or "\\" in key:
+        return message  # not written back into a literal
     return (
         f"{message} (the tool's output schema does not declare it; if the tool returns it anyway, "
         f'read it with .get("{key}"))'
