@@ -328,9 +328,9 @@ class Quarantine:
         """Re-read the approvals every two seconds until cancelled (a background task)."""
         await keep_in_sync(self.sync, _log, "quarantine.sync_failed")
 
-    async def approve(self, tools: Iterable[Tool], by: str) -> list[str]:
-        """Approve the tools' current definitions; returns the ids approved."""
-        out: list[str] = []
+    async def approve(self, tools: Iterable[Tool], by: str) -> dict[str, str]:
+        """Approve the tools' current definitions; returns the ids approved, each with its definition's digest."""
+        out: dict[str, str] = {}
         now = time.time()
         for tool in tools:
             h = self._hash(tool)
@@ -339,7 +339,7 @@ class Quarantine:
             body = body.encode()
             await self.store.put(APPROVED_KIND, _key(tool.id), body)
             self._approved[tool.id] = (h, by, now)
-            out.append(tool.id)
+            out[tool.id] = h
         return out
 
     async def approved_definition(self, tool_id: str) -> dict[str, Any] | None:

@@ -18,7 +18,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, cast
 
-from toolcode._audit import AuditEntry, AuditTrail, Quarantine, tool_hash
+from toolcode._audit import AuditEntry, AuditTrail, Quarantine
 from toolcode._discovery import Discovery
 from toolcode._executor import Executor, Listeners
 from toolcode._limits import NARROW_HINT
@@ -751,14 +751,13 @@ class CodeMode:
         approved = await quarantine.approve(chosen, by)
         if stores is not None and audit.enabled:
             # Who let which definition through: one entry per tool, the digest of what was approved.
-            now, ids = time.time(), set(approved)
+            now = time.time()
             entries = [
-                AuditEntry(now, t.id, None, "approved", by, args={"definition": tool_hash(t)}).to_dict()
-                for t in chosen
-                if t.id in ids
+                AuditEntry(now, tool_id, None, "approved", by, args={"definition": digest}).to_dict()
+                for tool_id, digest in approved.items()
             ]
             await stores.audit.write(entries)
-        return ToolApprovalsResult(approved=approved)
+        return ToolApprovalsResult(approved=list(approved))
 
     def quarantined_tools(self, *, only_blocked: bool = True) -> ToolApprovalsResult:
         """Each tool's standing in the quarantine (by default only the blocked ones: new or changed).
