@@ -611,12 +611,14 @@ async def test_no_caller_pushes_another_callers_sessions_out(monkeypatch: pytest
     from toolcode.server import BearerTokens, HTTPGuard
 
     ids = itertools.count()
+    ended: set[bytes] = set()
 
     async def app(scope: Any, receive: Any, send: Any) -> None:  # the SDK's answers, in short
         named = [v for k, v in scope["headers"] if k == b"mcp-session-id"]
         ok = bool(named) or scope["headers"][-1] == (b"x-initialize", b"1")
         headers = [] if named else [(b"mcp-session-id", f"s{next(ids)}".encode())]
-        await send({"type": "http.response.start", "status": 200 if ok else 400, "headers": headers})
+        status = 404 if named and named[0] in ended else 200 if ok else 400  # the server's idle timeout
+        await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": b""})
 
     async def call(token: str, sid: str | None = None, initialize: bool = False) -> tuple[int, str | None]:
@@ -648,3 +650,6 @@ async def test_no_caller_pushes_another_callers_sessions_out(monkeypatch: pytest
     for _ in range(60):
         await call(BOB, initialize=True)  # sessions of bob's own: only his oldest make room
     assert (await call(ALICE, sid))[0] == 200  # alice's session is still hers
+    ended.add(sid.encode())  # the server ends it: the guard forgets it too
+    assert (await call(ALICE, sid))[0] == 404
+    assert sid not in guard._sessions  # pyright: ignore[reportPrivateUsage]
