@@ -1,8 +1,8 @@
 """The private parts of dependencies that toolcode and toolrun rely on are still where they were.
 
 Each lives behind one compat module (``toolcode._compat_monty``, ``toolrun._compat_mcp``,
-``toolrun._compat_referencing``, the provider peek in ``toolcode._otel``); these tests fail loudly
-on an upgrade that moves one, before anything else breaks in a subtler way.
+``toolrun._compat_referencing``, ``toolcode.server._compat_uvicorn``, the provider peek in
+``toolcode._otel``); these tests fail loudly on an upgrade that moves one, before anything else breaks in a subtler way.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from mcp import ClientSession
 from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 
 from toolcode._compat_monty import find_monty_binary
+from toolcode.server._compat_uvicorn import CHECKED_ON as UVICORN_CHECKED_ON
 from toolrun._compat_mcp import TransportStreams
 from toolrun._compat_referencing import Resolver, base_uri
 
@@ -50,3 +51,22 @@ def test_referencing_resolvers_have_a_base_uri() -> None:
 def test_the_opentelemetry_provider_peek_is_there() -> None:
     # toolcode._otel reads this module global on every call to skip the API's own lookup.
     assert hasattr(opentelemetry.trace, "_TRACER_PROVIDER")
+
+
+def test_the_uvicorn_h11_protocol_seams_are_there() -> None:
+    # toolcode.server._compat_uvicorn subclasses H11Protocol and reads these to time a request's arrival.
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    source = inspect.getsource(H11Protocol)
+    for seam in (
+        "def connection_made(",
+        "def data_received(",
+        "def connection_lost(",
+        "self.conn = h11.Connection(",
+        "self.transport = transport",
+        "self.loop = ",
+    ):
+        assert seam in source, seam
+    assert h11.IDLE is not h11.SEND_BODY
+    assert version("uvicorn").startswith(UVICORN_CHECKED_ON + "."), version("uvicorn")

@@ -16,6 +16,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 
 from toolcode._app import Toolbox
 from toolcode.exceptions import ConfigurationError
+from toolcode.server._compat_uvicorn import BODY_TIMEOUT, HEAD_TIMEOUT, deadline_protocol
 from toolcode.server._http_address import check_bind, is_loopback
 from toolcode.server._http_guard import ASGIApp, HTTPGuard, Receive, Scope, Send
 from toolcode.server._http_tokens import BearerTokens
@@ -142,6 +143,8 @@ async def serve_http(
     tokens: BearerTokens | None = None,
     allowed_hosts: Sequence[str] = (),
     allowed_origins: Sequence[str] = (),
+    head_timeout: float = HEAD_TIMEOUT,
+    body_timeout: float = BODY_TIMEOUT,
 ) -> None:
     """Serve streamable HTTP on ``host:port`` (``port=0`` picks a free port) until cancelled.
 
@@ -164,6 +167,11 @@ async def serve_http(
         tokens: The bearer tokens callers must present (required off loopback).
         allowed_hosts: Extra ``Host`` values, ``NAME`` or ``NAME:PORT`` (a reverse proxy's public name).
         allowed_origins: Extra allowed ``Origin`` values, e.g. ``https://app.example.com``.
+        head_timeout: Seconds a request's head may take to arrive (from the connection's start, or
+            from its first byte after a response); a connection past it is closed unanswered, so
+            half-sent requests cannot hold the server's connections.
+        body_timeout: Seconds a request's body may take to arrive after its head; a connection past
+            it is closed.
 
     Raises:
         ConfigurationError: A non-loopback ``host`` without ``tokens``; a malformed
@@ -173,6 +181,9 @@ async def serve_http(
     check_bind(host, tokens)
     if not 0 <= port <= 65535:
         raise ConfigurationError("port", f"{port} is not a port number from 0 to 65535")
+    for field, seconds in (("head_timeout", head_timeout), ("body_timeout", body_timeout)):
+        if not seconds > 0:
+            raise ConfigurationError(field, f"{seconds!r} is not a number of seconds > 0")
     bind_host = host.strip("[]") or "0.0.0.0"
     server = CodeModeServer(toolbox, expose=expose)
     sock = socket.socket(socket.AF_INET6 if ":" in bind_host else socket.AF_INET, socket.SOCK_STREAM)
@@ -208,7 +219,9 @@ async def serve_http(
             address=shown,
             tokens=len(tokens) if tokens is not None else 0,
         )
-    web = _Server(uvicorn.Config(guarded, log_level="warning", lifespan="on", timeout_graceful_shutdown=2))
+    protocol = deadline_protocol(head_timeout, body_timeout)
+    config = uvicorn.Config(guarded, http=protocol, log_level="warning", lifespan="on", timeout_graceful_shutdown=2)
+    web = _Server(config)
 
     async def announce() -> None:
         await web.ready.wait()

@@ -1,0 +1,159 @@
+"""The HTTP door's connections: a request that never completes cannot hold one open.
+
+A real `serve_http` on 127.0.0.1 and raw sockets: half-sent heads (before any request, and after a
+response on a kept-alive connection) are closed once the head deadline passes, a token holder's
+unfinished body once the body deadline passes, while complete requests are answered as before.
+The waits below bound hangs only: each test measures what the server did, never how fast.
+"""
+
+from __future__ import annotations
+
+import secrets
+import socket
+import time
+from collections.abc import AsyncIterator
+
+import anyio
+import pytest
+
+from toolcode import Toolbox
+from toolcode.exceptions import ConfigurationError
+from toolcode.server import BearerTokens, serve_http
+
+pytestmark = [pytest.mark.integration, pytest.mark.anyio]
+
+TOKEN = secrets.token_urlsafe(32)
+HEAD_TIMEOUT = 0.5
+BODY_TIMEOUT = 1.0
+HANG = 60.0
+"""Seconds after which a socket the server should have closed counts as held forever."""
+
+
+@pytest.fixture
+async def port() -> AsyncIterator[int]:
+    ready = anyio.Event()
+    url: list[str] = []
+
+    def on_ready(u: str) -> None:
+        url.append(u)
+        ready.set()
+
+    async with Toolbox() as box, anyio.create_task_group() as tg:
+        tg.start_soon(
+            lambda: serve_http(
+                box,
+                "127.0.0.1",
+                0,
+                on_ready=on_ready,
+                tokens=BearerTokens({"alice": TOKEN}),
+                head_timeout=HEAD_TIMEOUT,
+                body_timeout=BODY_TIMEOUT,
+            )
+        )
+        with anyio.fail_after(HANG):
+            await ready.wait()
+        yield int(url[0].rsplit(":", 1)[1].split("/")[0])
+        tg.cancel_scope.cancel()
+
+
+def _closed_by_server(sock: socket.socket) -> tuple[bool, bytes]:
+    """Read until the server closes the socket (``True``, what it sent) or the hang bound passes."""
+    sock.settimeout(HANG)
+    got = b""
+    try:
+        while chunk := sock.recv(65536):
+            got += chunk
+    except TimeoutError:
+        return False, got
+    return True, got
+
+
+def _request(port: int, token: str | None) -> bytes:
+    auth = f"Authorization: Bearer {token}\r\n" if token else ""
+    return (f"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{auth}Accept: text/event-stream\r\n\r\n").encode()
+
+
+def _connect(port: int) -> socket.socket:
+    return socket.create_connection(("127.0.0.1", port), timeout=HANG)
+
+
+async def test_a_head_that_never_completes_is_closed_unanswered(port: int) -> None:
+    def half_sent() -> tuple[bool, bytes, float]:
+        with _connect(port) as s:
+            s.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # no end of the head, no token
+            t0 = time.monotonic()
+            closed, got = _closed_by_server(s)
+            return closed, got, time.monotonic() - t0
+
+    closed, got, waited = await anyio.to_thread.run_sync(half_sent)
+    assert closed and got == b""  # closed, without an answer
+    assert waited >= HEAD_TIMEOUT * 0.9  # not before the deadline
+
+
+async def test_a_connection_that_sends_nothing_is_closed(port: int) -> None:
+    def silent() -> tuple[bool, bytes]:
+        with _connect(port) as s:
+            return _closed_by_server(s)
+
+    assert await anyio.to_thread.run_sync(silent) == (True, b"")
+
+
+async def test_a_half_sent_head_after_a_response_is_closed_too(port: int) -> None:
+    def kept_alive() -> tuple[bytes, bool, bytes]:
+        with _connect(port) as s:
+            s.sendall(_request(port, None))  # answered 401, and the connection kept alive
+            first = b""
+            while b"\r\n\r\n" not in first:
+                first += s.recv(65536)
+            s.sendall(b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # the next head, never finished
+            return (first, *_closed_by_server(s))
+
+    first, closed, rest = await anyio.to_thread.run_sync(kept_alive)
+    assert first.startswith(b"HTTP/1.1 401")
+    assert closed and b"HTTP/1.1" not in rest.split(b"\r\n\r\n", 1)[-1]
+
+
+async def test_complete_requests_are_answered_while_heads_are_held(port: int) -> None:
+    def both() -> tuple[bytes, bool]:
+        held = [_connect(port) for _ in range(20)]
+        try:
+            for s in held:
+                s.sendall(b"POST /mcp HTTP/1.1\r\n")
+            with _connect(port) as s:
+                s.sendall(_request(port, "wrong-" + TOKEN))
+                answer = s.recv(65536)
+            return answer, all(_closed_by_server(s)[0] for s in held)
+        finally:
+            for s in held:
+                s.close()
+
+    answer, all_closed = await anyio.to_thread.run_sync(both)
+    assert answer.startswith(b"HTTP/1.1 401")
+    assert all_closed
+
+
+async def test_a_token_holders_unfinished_body_is_closed(port: int) -> None:
+    def unfinished() -> tuple[bool, bytes, float]:
+        with _connect(port) as s:
+            s.sendall(
+                (
+                    f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {TOKEN}\r\n"
+                    "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+                    "Content-Length: 100000\r\n\r\n{"
+                ).encode()
+            )
+            t0 = time.monotonic()
+            closed, got = _closed_by_server(s)
+            return closed, got, time.monotonic() - t0
+
+    closed, _, waited = await anyio.to_thread.run_sync(unfinished)
+    assert closed
+    assert waited >= BODY_TIMEOUT * 0.9
+
+
+async def test_deadlines_must_be_positive() -> None:
+    async with Toolbox() as box:
+        for field in ("head_timeout", "body_timeout"):
+            for bad in (0, -1.0, float("nan")):
+                with pytest.raises(ConfigurationError, match=field):
+                    await serve_http(box, "127.0.0.1", 0, **{field: bad})
