@@ -471,6 +471,9 @@ async def test_a_learned_shape_keeps_no_key_that_is_data(box: Toolbox) -> None:
         ("from datetime import time", "time(12, 0).hour"),
         ("for time in [1]:\n    pass", "time + 1"),
         ("import json as time", "time.dumps(1)"),
+        ("found = [time := n for n in [1, 2]]", "time + 1"),  # a comprehension's walrus binds in the module
+        ("if (time := 5) > 1:\n    pass", "time + 1"),
+        ("try:\n    1 / 0\nexcept ZeroDivisionError as time:\n    pass\ntime = 3", "time + 1"),
     ],
 )
 async def test_a_name_a_later_run_binds_otherwise_is_no_longer_the_tools_module(

@@ -304,6 +304,19 @@ VALID: dict[str, tuple[str, Any]] = {
         ["Paris", "New York"],
     ),
     "import as": ("import tools.helpdesk as hd\nlen(hd.on_call(office='Paris'))", 2),
+    # A tools import's name bound again: to ty an import declared its type for good.
+    "module name rebound to its result": (
+        "from tools import helpdesk\nhelpdesk = helpdesk.list_offices()\nhelpdesk[0]['city']",
+        "Paris",
+    ),
+    "module name rebound by a walrus": (
+        "from tools import time, helpdesk\n(time := 5) + len(helpdesk.on_call(office='Paris'))",
+        7,
+    ),
+    "aliased module rebound in a loop": (
+        "import tools.helpdesk as hd\nn = len(hd.list_offices())\nfor hd in range(2):\n    n += hd\nn",
+        None,
+    ),
     "dotted access": ("import tools.helpdesk\ntools.helpdesk.list_tickets(office='Tokyo')[0]['office']", "Tokyo"),
     "from module import function": (
         "from tools.helpdesk import list_tickets\nlen(list_tickets(office='Nairobi', status='open'))",

@@ -14,7 +14,7 @@ import json
 import re
 import time
 import weakref
-from collections.abc import AsyncGenerator, Collection, Iterator, Sequence
+from collections.abc import AsyncGenerator, Collection, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any, Final
@@ -22,6 +22,7 @@ from typing import Any, Final
 import anyio
 
 from toolcode._modules import PACKAGE
+from toolcode._names import alias_name, module_names
 from toolcode._settings import SessionSettings
 from toolcode._types import SessionState
 from toolcode.exceptions import (
@@ -73,9 +74,9 @@ def session_imports(earlier: Sequence[str], code: str) -> tuple[str, ...]:
         if _imports_tools(node):
             assert isinstance(node, ast.Import | ast.ImportFrom)
             mine.append(node)
-            last.update((_bound_by(a), True) for a in node.names)
+            last.update((alias_name(a), True) for a in node.names)
         else:
-            last.update((n, False) for n in _top_level_names(node))
+            last.update((n, False) for n in module_names(node))
     kept = [line for e in earlier if (line := _without(e, last.keys())) is not None]
     own = [line for node in mine if (line := _without(ast.unparse(node), {n for n, t in last.items() if not t}))]
     return (*kept, *own)
@@ -87,41 +88,6 @@ def _imports_tools(node: ast.stmt) -> bool:
     return isinstance(node, ast.Import) and any(a.name.split(".")[0] == PACKAGE for a in node.names)
 
 
-def _bound_by(alias: ast.alias) -> str:
-    return alias.asname or alias.name.split(".")[0]
-
-
-def _top_level_names(node: ast.stmt) -> Iterator[str]:
-    """The names a top-level statement binds in the module (not inside the functions or classes it defines)."""
-    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-        yield node.name
-        return
-    if isinstance(node, ast.Import | ast.ImportFrom):
-        yield from (_bound_by(a) for a in node.names)
-        return
-    stack: list[ast.AST] = [node]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            yield n.name  # defined in a block of the module: still a module name
-            continue
-        if isinstance(n, ast.Lambda | ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp):
-            continue  # a scope of its own
-        if isinstance(n, ast.Import | ast.ImportFrom):
-            yield from (_bound_by(a) for a in n.names)
-        elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store | ast.Del):
-            yield n.id
-        elif isinstance(n, ast.ExceptHandler) and n.name:
-            yield n.name
-        elif isinstance(n, ast.MatchAs | ast.MatchStar) and n.name:
-            yield n.name
-        elif isinstance(n, ast.MatchMapping) and n.rest:
-            yield n.rest
-        elif isinstance(n, ast.NamedExpr):
-            yield n.target.id
-        stack.extend(ast.iter_child_nodes(n))
-
-
 def _without(line: str, names: Collection[str]) -> str | None:
     """An import line without the aliases that bind ``names`` (``None`` when none is left)."""
     try:
@@ -130,7 +96,7 @@ def _without(line: str, names: Collection[str]) -> str | None:
         return None
     if not isinstance(node, ast.Import | ast.ImportFrom):
         return None
-    left = [a for a in node.names if _bound_by(a) not in names]
+    left = [a for a in node.names if alias_name(a) not in names]
     if not left:
         return None
     if len(left) == len(node.names):

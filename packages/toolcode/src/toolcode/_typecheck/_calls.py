@@ -17,12 +17,13 @@ from __future__ import annotations
 import ast
 import functools
 from collections import Counter, deque
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from toolcode._modules import ASYNC_SUFFIX, PACKAGE
+from toolcode._names import bound_names
 
-__all__ = ["Scan", "ToolCall", "ToolReference", "bound_names", "parsed", "scan"]
+__all__ = ["Scan", "ToolCall", "ToolReference", "parsed", "scan"]
 
 RUN_TOOL: frozenset[str] = frozenset({"run_tool", "run_tool" + ASYNC_SUFFIX})
 RUN_TOOLS: frozenset[str] = frozenset({"run_tools", "run_tools" + ASYNC_SUFFIX})
@@ -69,29 +70,6 @@ class Scan:
     parents: dict[ast.AST, ast.AST] = field(default_factory=dict[ast.AST, ast.AST])
     saves_snippets: bool = False
     """The snippet calls ``save_snippet``: tools of the ``snippets`` namespace may appear as it runs."""
-
-
-def bound_names(nodes: Iterable[ast.AST]) -> Iterator[str]:
-    """Every name the nodes bind, once per binding.
-
-    Assignment and loop targets, parameters, ``def`` and ``class`` names, ``except`` and ``match``
-    captures, ``global`` and ``nonlocal``, ``del``.
-    """
-    for node in nodes:
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
-            yield node.id
-        elif isinstance(node, ast.arg):
-            yield node.arg
-        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            yield node.name
-        elif isinstance(node, ast.ExceptHandler) and node.name:
-            yield node.name
-        elif isinstance(node, ast.Global | ast.Nonlocal):
-            yield from node.names
-        elif isinstance(node, ast.MatchAs | ast.MatchStar) and node.name:
-            yield node.name
-        elif isinstance(node, ast.MatchMapping) and node.rest:
-            yield node.rest
 
 
 class _Names:
@@ -177,8 +155,6 @@ def scan(tree: ast.AST) -> Scan:
             out.parents[child] = node
             todo.append(child)
     out.bindings.update(bound_names(nodes))
-    for a in (a for n in nodes if isinstance(n, ast.Import | ast.ImportFrom) for a in n.names):
-        out.bindings[a.asname or a.name.partition(".")[0]] += 1
     names = _Names(nodes, out)
     # ``hd.extra = 1`` gives a module an attribute: reading it later is no unknown tool.
     assigned = {

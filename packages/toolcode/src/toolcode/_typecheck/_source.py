@@ -10,7 +10,10 @@ display, a comprehension, a ``list()``/``dict()``/``set()`` call) is handed to `
 Python does not enforce. What keeps its type: the tools' results (declared by their output
 schemas), scalars and tuples, and whatever flows from them. A ``run_tool("ns:x", ...)`` call with
 a literal id is handed over as ``toolcode_result(<the module function>, run_tool(...))``, so its
-result is typed exactly as ``ns.x(...)``'s is.
+result is typed exactly as ``ns.x(...)``'s is. An import from ``tools`` whose name the snippet
+binds again is handed over as an import under another name and a plain assignment
+(``from tools import helpdesk as toolcode_import_0; helpdesk = toolcode_import_0``): to ``ty`` an
+import declares its name's type for good, and a Python name may be bound to anything later.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from toolcode._modules import PACKAGE
 from toolcode._typecheck._diagnostic import Positions
 
 __all__ = [
@@ -39,6 +43,8 @@ __all__ = [
 ANY_FUNCTION: Final = "toolcode_dynamic"
 ANY_TYPE: Final = "ToolcodeDynamic"
 RESULT_FUNCTION: Final = "toolcode_result"
+IMPORT_ALIAS: Final = "toolcode_import_"
+"""A ``tools`` import whose name the snippet binds again is imported under this prefix, then assigned."""
 MODULE_ALIAS: Final = "toolcode_module_"
 """The warm session binds each module it holds under this prefix too (a snippet may rebind ``tools``)."""
 BUILT = (ast.Dict, ast.List, ast.Set, ast.ListComp, ast.SetComp, ast.DictComp)
@@ -134,11 +140,33 @@ def checked_source(
         edits.append((start, 1, -end, end, ANY_TYPE))
         skip.update(id(n) for n in ast.walk(node))
 
+    def rebind(stmt: ast.Import | ast.ImportFrom) -> None:
+        """Import what the snippet binds again under another name, then assign it (a binding, not a declaration)."""
+        assigned: list[str] = []
+        for a in stmt.names:
+            local = a.asname or a.name
+            if isinstance(stmt, ast.Import) and a.asname is None and "." in a.name:
+                continue  # ``import tools.x`` binds ``tools``: left as written
+            if bindings.get(local, 0) > 1:
+                alias = f"{IMPORT_ALIAS}{len(imports)}"
+                imports.append(alias)
+                start, end = span(a)
+                edits.append((start, 1, -end, end, f"{a.name} as {alias}"))
+                assigned.append(f"{local} = {alias}")
+        if assigned:
+            start, end = span(stmt)
+            edits.append((end, 0, -start, end, "".join(f"; {x}" for x in assigned)))
+
+    imports: list[str] = []
     # Positions inside f-strings are not reliable before Python 3.12: left as written.
     skip = {id(n) for f in ast.walk(tree) if isinstance(f, ast.JoinedStr) for n in ast.walk(f) if n is not f}
     for node in ast.walk(tree):
         if id(node) in skip:
             continue
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] == PACKAGE:
+            rebind(node)
+        elif isinstance(node, ast.Import) and any(a.name.split(".")[0] == PACKAGE for a in node.names):
+            rebind(node)
         if typed and isinstance(node, ast.Call) and node in typed:
             first, *rest = typed[node]
             if isinstance(node.func, ast.Name) and node.func.id == "run_tools":

@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Collection, Sequence
 from typing import Final
 
-from toolcode._typecheck._calls import bound_names
+from toolcode._names import bound_names
 
 __all__ = ["loose_names", "loosely_typed", "mentions", "tested_keys", "written_keys"]
 

@@ -29,6 +29,7 @@ from typing import Any, Final, TypeGuard
 
 from toolcode._data import is_dict, is_list
 from toolcode._globals import TOOL_ERROR_INFO_SOURCE
+from toolcode._names import bound_names
 
 __all__ = [
     "EXPORT",
@@ -258,7 +259,8 @@ class SessionHead:
         for stmt in tree.body:
             recipe = _recipe(code, stmt) if completed else None
             direct = _direct_names(stmt) if recipe is not None else ()
-            for name in _bound_names(stmt):
+            # Over-approximated (a function's local names count too): that only turns a recipe into a value.
+            for name in bound_names(ast.walk(stmt)):
                 self.recipes.pop(name, None)  # re-inserted last: replays follow definition order
                 if engine_name(name) or name in declared:
                     continue
@@ -349,28 +351,6 @@ def _direct_names(stmt: ast.stmt) -> tuple[str, ...]:
     if isinstance(stmt, ast.Import | ast.ImportFrom):
         return tuple(a.asname or a.name.split(".")[0] for a in stmt.names)
     return ()
-
-
-def _bound_names(stmt: ast.stmt) -> list[str]:
-    """Every name ``stmt`` may bind, over-approximated.
-
-    A function's local names count too: that only turns a recipe into a value, never the reverse.
-    """
-    names: list[str] = []
-    for node in ast.walk(stmt):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            names.append(node.id)
-        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            names.append(node.name)
-        elif isinstance(node, ast.alias):
-            names.append(node.asname or node.name.split(".")[0])
-        elif isinstance(node, ast.MatchAs | ast.MatchStar) and node.name:
-            names.append(node.name)
-        elif isinstance(node, ast.MatchMapping) and node.rest:
-            names.append(node.rest)
-        elif isinstance(node, ast.ExceptHandler) and node.name:
-            names.append(node.name)
-    return names
 
 
 def encode(head: SessionHead, dump: bytes) -> bytes:
