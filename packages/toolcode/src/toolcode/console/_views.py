@@ -28,7 +28,7 @@ from toolcode._core import CodeMode
 from toolcode._metatools import as_operator
 from toolcode._paused import PausedRun
 from toolcode.console._auth import Viewer
-from toolcode.exceptions import InvalidArgumentsError
+from toolcode.exceptions import InvalidArgumentsError, clip
 from toolcode.models import ExecuteOutcome
 from toolindex import ToolIndexError
 
@@ -218,7 +218,15 @@ class Views:
         return (await self.cm.approve_tools([glob.escape(tool_id)], by=by)).approved or []
 
     async def keep_blocked(self, viewer: Viewer, tool_id: str) -> None:
-        """Record in the audit log that a person looked at a changed tool and kept it blocked."""
+        """Record in the audit log that an operator looked at a blocked tool and kept it blocked.
+
+        Raises:
+            ToolError: ``not_allowed`` if the viewer is not an operator.
+            InvalidArgumentsError: If quarantine is off, or ``tool_id`` is no tool the quarantine blocks.
+        """
+        as_operator(self.cm, viewer.caller or "local")
+        if tool_id not in {t.tool_id for t in self.cm.quarantined_tools().tools}:
+            raise InvalidArgumentsError("tool_id", f"no blocked tool {clip(tool_id, 80)!r} to keep blocked")
         by = f"person:{viewer.caller or 'local'}"
         entry = AuditEntry(time.time(), tool_id, None, "quarantined", by, viewer.caller)
         await self.stores.audit.write([entry.to_dict()])
