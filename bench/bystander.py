@@ -21,7 +21,9 @@ a loop (measuring on until at least one round of the attack has finished), each 
 - ``result_flood``: runs whose 200,000-character output is kept as a stored result;
 - ``big_result``: runs that call an upstream tool whose reply is 50 MB (over the server's
   ``maxResponseBytes``, 4 MiB by default);
-- ``big_allowed``: runs that call an upstream tool whose reply is just under that bound (and use it).
+- ``big_allowed``: runs that call an upstream tool whose reply is just under that bound (and use it);
+- ``discovery_flood``: three runs at once (the bystander shares their caller's four), each listing a catalog of 3,000 tools 1,000 at a time
+  (``list_tools(limit=1000)``) in a loop until its 20 s timeout.
 
 Goal (the hardening issue): the bystander's p95 stays within 5x its solo p95 and under 250 ms in
 every case. The solo p95 each attack is compared with is measured right before that attack (the
@@ -140,6 +142,12 @@ def _attacks() -> dict[str, tuple[int, Callable[[Client], Awaitable[Any]]]]:
         code = big.format(size=4 * 1024 * 1024 - 1024)  # the JSON-RPC envelope counts too
         return await c.call_tool("execute_code", {"code": code, "options": {"timeout": 120}})
 
+    listing = "while True:\n    list_tools(limit=1000)"
+
+    async def discovery_flood(c: Client) -> Any:
+        await c.call_tool("run_tool", {"tool_id": "hostile:churn", "args": {"storm": 1, "tools": 3000}})
+        return await c.call_tool("execute_code", {"code": listing, "options": {"timeout": 20}})
+
     return {
         "cpu": (2, cpu),
         "redos": (1, redos),
@@ -151,6 +159,7 @@ def _attacks() -> dict[str, tuple[int, Callable[[Client], Awaitable[Any]]]]:
         "result_flood": (1, result_flood),
         "big_result": (1, big_result),
         "big_allowed": (1, big_allowed),
+        "discovery_flood": (3, discovery_flood),
     }
 
 

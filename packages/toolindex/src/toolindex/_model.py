@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 import reprlib
 from collections.abc import Mapping
@@ -43,6 +44,7 @@ _SPACES = re.compile(r"\s+")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z(\[`\"'])")
 
 
+@functools.lru_cache(maxsize=8192)  # asked for each tool of every listed page: once per description
 def summarize(text: str | None, limit: int = 160) -> str:
     """First sentence (or line) of a description, whitespace-collapsed and capped.
 
@@ -213,7 +215,10 @@ class Tool(BaseModel):
     @property
     def id(self) -> str:
         """Fully qualified id: ``namespace:name`` or ``namespace:name:version``."""
-        return str(self.tool_id)
+        # What str(self.tool_id) gives, without checking again the parts the model checked when made.
+        if self.version is None:
+            return f"{self.namespace}:{self.name}"
+        return f"{self.namespace}:{self.name}:{self.version}"
 
     @property
     def key(self) -> str:
