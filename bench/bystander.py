@@ -22,7 +22,8 @@ a loop (measuring on until at least one round of the attack has finished), each 
 - ``big_result``: runs that call an upstream tool whose reply is 50 MB (over the server's
   ``maxResponseBytes``, 4 MiB by default);
 - ``big_allowed``: runs that call an upstream tool whose reply is just under that bound (and use it);
-- ``discovery_flood``: three runs at once (the bystander shares their caller's four), each listing a catalog of 3,000 tools 1,000 at a time
+- ``discovery_flood``: three runs at once (the bystander shares their caller's four), each listing
+  a catalog of 3,000 tools 1,000 at a time
   (``list_tools(limit=1000)``) in a loop until its 20 s timeout.
 
 Goal (the hardening issue): the bystander's p95 stays within 5x its solo p95 and under 250 ms in

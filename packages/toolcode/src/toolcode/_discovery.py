@@ -170,7 +170,7 @@ class Discovery:
         except ValueError as e:
             raise bad("cursor", "is not a cursor from an earlier list_tools page") from e
         return ToolListResult(
-            # Built without validation: ids and summaries come from the index, already checked (a page is 1,000 at most).
+            # Built without validation: ids and summaries come from the index, already checked.
             tools=[ToolEntry.model_construct(id=t.id, summary=self._marked(t.id, t.summary)) for t in page.tools],
             next_cursor=page.next_cursor,
         )
