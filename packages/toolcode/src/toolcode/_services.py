@@ -6,6 +6,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import anyio
+
 from toolcode._audit import AuditLog, Quarantine
 from toolcode._modules import ToolModules
 from toolcode._paused import PausedRuns
@@ -98,6 +100,9 @@ class Services:
     """Configured servers that failed to start, with the reason (a live mapping)."""
     owns_engine: bool = False
     """Whether :meth:`aclose` closes the engine (it was made from a name)."""
+    turns: anyio.Lock = field(default_factory=anyio.Lock)
+    """Taken by a run's catalog reads (search, list, describe), which take the event loop every caller
+    shares for milliseconds: runs reading the catalog take turns, and everything else goes on between."""
 
     @classmethod
     def of(

@@ -9,8 +9,11 @@ with code ``invalid_arguments``, never an engine failure.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
+
+import anyio
 
 from toolcode._discovery import Discovery
 from toolcode._limits import OutputBuffer
@@ -56,29 +59,42 @@ class DefaultTools:
             raise _as_tool_error(op, e) from None
         return result.model_dump()
 
+    async def _read(self, op: str, call: Callable[[], Awaitable[Any]]) -> Any:
+        """A read of the catalog: one run's at a time, each followed by a rest as long as it took.
+
+        Reads take the event loop every caller shares; so taken, all of them together take at most
+        about half of it, however many runs loop over them, and everything else goes on in the rest.
+        """
+        async with self._services.turns:
+            started = time.perf_counter()
+            try:
+                return await self._plain(op, call)
+            finally:
+                await anyio.sleep(time.perf_counter() - started)
+
     # -- discovery ------------------------------------------------------------------
 
     async def search_tools(
         self, query: Any, limit: Any = 10, detail: Any = "summary", namespaces: Any = None
     ) -> dict[str, Any]:
         """``{hits: [{id, namespace, name, score, summary, signature}], hint}``, best first."""
-        return await self._plain("search_tools", lambda: self.discovery.search_tools(query, limit, detail, namespaces))
+        return await self._read("search_tools", lambda: self.discovery.search_tools(query, limit, detail, namespaces))
 
     async def list_tools(self, namespace: Any = None, cursor: Any = None, limit: Any = 100) -> dict[str, Any]:
         """``{tools: [{id, summary}], next_cursor}``: one page of the catalog."""
-        return await self._plain("list_tools", lambda: self.discovery.list_tools(namespace, cursor, limit))
+        return await self._read("list_tools", lambda: self.discovery.list_tools(namespace, cursor, limit))
 
     async def list_namespaces(self) -> dict[str, Any]:
         """``{namespaces: [{name, tool_count}]}``."""
-        return await self._plain("list_namespaces", self.discovery.list_namespaces)
+        return await self._read("list_namespaces", self.discovery.list_namespaces)
 
     async def describe_tool(self, tool_id: Any, level: Any = "schema") -> dict[str, Any]:
         """``{text, docs: [{id, level, text}], errors}`` for one id or a list of ids."""
-        return await self._plain("describe_tool", lambda: self.discovery.describe_tool(tool_id, level))
+        return await self._read("describe_tool", lambda: self.discovery.describe_tool(tool_id, level))
 
     async def list_tool_examples(self, tool_id: Any, max: Any = 3) -> dict[str, Any]:
         """``{id, examples}``."""
-        return await self._plain("list_tool_examples", lambda: self.discovery.list_tool_examples(tool_id, max))
+        return await self._read("list_tool_examples", lambda: self.discovery.list_tool_examples(tool_id, max))
 
     # -- running --------------------------------------------------------------------
 
