@@ -94,7 +94,9 @@ ERROR_CODE_MEANINGS: Final[dict[ErrorCode, str]] = {
     "connection)",
     ErrorCode.SERVER_UNAVAILABLE: "a configured server failed to start or connect, so its tools are not in the "
     "catalog; the message names the server and the reason",
-    ErrorCode.APPROVAL_REQUIRED: "the run is paused: a tool call waits for a decision",
+    ErrorCode.APPROVAL_REQUIRED: "a tool call waits for a decision: the run is paused, or, where nothing can wait "
+    "for one (a door's direct call, a plan under way or a saved snippet's run whose tool changed since it was "
+    "judged), the call was not made",
     ErrorCode.APPROVAL_DENIED: "a person (or the policy) denied a paused tool call",
     ErrorCode.INVALID_REFERENCE: "a chain step refers to a result path that does not exist",
     ErrorCode.STATE_UNAVAILABLE: "the state store (the SQLite file, Redis) cannot be reached or written; "

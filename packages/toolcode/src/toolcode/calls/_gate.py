@@ -68,8 +68,13 @@ def ask_person(asker: Asker) -> Decide:
 class Gate(Layer):
     """Judges each call with the policy (allow, ask, deny, quarantine) before it goes on.
 
-    Calls planned together are judged together, before the first of them is made, and not again.
-    A call of a saved snippet goes on with the tools its code names approved with it.
+    Calls planned together are judged together, before the first of them is made. Each verdict
+    carries the digest of the definition it was made under: when a planned call is made, a tool
+    whose definition changed since (or that is quarantined now) is judged again. A question about
+    it then cannot stop the run (resuming would make the plan's earlier calls again): the call
+    fails with ``approval_required``, and calling it again asks about what it is now.
+    A call of a saved snippet goes on with the tools its code names approved with it, as they
+    were defined when it was judged (:meth:`Checkpoint.scope`).
     """
 
     __slots__ = ("_checkpoint", "_decide", "_makeable", "_planned")
@@ -99,6 +104,21 @@ class Gate(Layer):
             first, "what was approved kept changing while a person decided", "not_allowed", code=ErrorCode.NOT_ALLOWED
         )
 
+    async def _midway(self, checkpoint: Checkpoint, pending: Sequence[PendingCall]) -> None:
+        """Decides about a planned call judged again as it is made: the run cannot stop here."""
+        try:
+            await self._makeable(checkpoint, pending)
+        except CallPaused:
+            first = pending[0]
+            raise ToolError(
+                first.tool_id,
+                f"needs approval ({first.reason}): its definition changed after it was judged (or approved) "
+                "with the calls planned with it, and a plan under way cannot stop for a question; "
+                "nothing was called: call it again to be asked about it as it is now",
+                "not_allowed",
+                code=ErrorCode.APPROVAL_REQUIRED,
+            ) from None
+
     async def plan(self, calls: Sequence[Call]) -> None:
         verdicts = await self._judge(calls, self._decide)
         self._planned.update((c, verdicts.get(c.tool_id)) for c in calls)
@@ -108,6 +128,8 @@ class Gate(Layer):
         planned, verdict = self._planned, None
         if planned and (key := call.planned or call) in planned:
             verdict = planned.pop(key)
+            if verdict is None or not self._checkpoint.stands(verdict):
+                verdict = (await self._judge((call,), self._midway)).get(call.tool_id)
         elif not self._checkpoint.allowed(call.tool_id):
             verdict = (await self._judge((call,), self._makeable)).get(call.tool_id)
         if not call.tool_id.startswith(_SNIPPETS_PREFIX):

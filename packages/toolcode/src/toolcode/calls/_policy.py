@@ -14,7 +14,10 @@ decision the strictest of its own and theirs, so a snippet never launders a writ
 An approval names exactly what the person saw: each verdict carries a **digest** (a tool's
 definition; a snippet's code and the definitions of every tool it names), and a decision binds it.
 A changed definition, or a snippet saved anew, has another digest: the approval no longer covers it,
-and the person is asked again. A snippet's run goes on only with the code that was judged.
+and the person is asked again. A snippet's run goes on only with the code that was judged, and the
+tools it names are approved with it only as they were defined when it was judged. A verdict made
+before its call (a plan's, a saved snippet's) is compared with the definition when the call is
+made (:meth:`Checkpoint.stands`): a changed one is judged again.
 
 One :class:`Checkpoint` per run (or door call) holds the run's approvals and applies the policy;
 the gate layer (:mod:`toolcode.calls._gate`) puts it in front of every call. ``deny`` raises a
@@ -99,8 +102,9 @@ class Verdict:
     decision: Decision
     reason: str
     """Which rule or preset decided, in words."""
-    calls: tuple[str, ...] = ()
-    """For a saved snippet: the tools its code names, and those the snippets it names name (approved with it)."""
+    calls: tuple[tuple[str, str], ...] = ()
+    """For a saved snippet: the tools its code names, and those the snippets it names name (approved with
+    it), each with what its approval binds: a tool's definition digest, a snippet's code digest."""
     digest: str = ""
     """What an approval of this verdict binds: the tool's definition; for a saved snippet, its code
     and the definitions of the tools it names."""
@@ -273,7 +277,7 @@ class Policy:
         reason = ""
         code_digest = _sha(code)
         digest = hashlib.sha256(code_digest.encode())
-        calls: dict[str, None] = {}
+        calls: dict[str, str] = {}
         snippets: dict[str, str] = {tool.id: code_digest}
         strict: list[str] = []  # every named tool the person is asked about, listed in the question
         dynamic = False
@@ -295,12 +299,11 @@ class Policy:
                 inner_code = code_of(inner.name) if inner.namespace == SNIPPETS_NAMESPACE else None
                 if inner_code is None:
                     iv = self._tool_verdict(inner)
-                    calls[inner.id] = None
+                    calls[inner.id] = iv.digest
                     digest.update(f"\n{inner.id}={iv.digest}".encode("utf-8", "surrogatepass"))
                     verdicts.append((inner.id, iv.tier, iv.decision, iv.reason))
                 elif depth + 1 < _MAX_NESTING:
-                    calls[inner.id] = None
-                    snippets[inner.id] = inner_digest = _sha(inner_code)
+                    calls[inner.id] = snippets[inner.id] = inner_digest = _sha(inner_code)
                     digest.update(f"\n{inner.id}={inner_digest}".encode())
                     todo.append((inner, inner_code, depth + 1))
                 # Deeper: judged when it is called, inside this snippet's run (which cannot stop
@@ -321,7 +324,7 @@ class Policy:
             tier,
             decision,
             reason,
-            tuple(calls),
+            tuple(calls.items()),
             digest.hexdigest()[:32],
             code_digest=code_digest,
             snippets=tuple(snippets.items()),
@@ -430,7 +433,7 @@ def decider(who: str) -> str:
 
 
 # Inside a saved snippet's run: what was approved with it. Each tool its code names (through the
-# snippets it names too), with, for a snippet, the digest of its code as it was judged then.
+# snippets it names too), with the digest judged then: a tool's definition, a snippet's code.
 _scope: ContextVar[Mapping[str, str] | None] = ContextVar("toolcode_policy_scope", default=None)
 # The digest of the saved snippet's code that was judged for the call under way.
 _judged_code: ContextVar[str | None] = ContextVar("toolcode_judged_code", default=None)
@@ -505,7 +508,7 @@ class Checkpoint:
                 # The denial was logged when the person made it; refusing the call is not another.
                 self.approvals.denied.remove(key)
                 raise ToolError(tool.id, "a person denied this call", "not_allowed", code=ErrorCode.APPROVAL_DENIED)
-            if self.approvals.tools.get(tool.id) == v.digest or (scope is not None and tool.id in scope):
+            if self.approvals.tools.get(tool.id) == v.digest or (scope is not None and _covers(scope, v)):
                 verdicts[tool_id] = v
                 continue
             approved = call_key(tool.id, args, v.digest)
@@ -517,6 +520,15 @@ class Checkpoint:
         if pending:
             if scope is not None:
                 first = pending[0]
+                if first.tool_id in scope:
+                    raise ToolError(
+                        first.tool_id,
+                        f"needs approval ({first.reason}): its definition changed after the calling snippet was "
+                        "approved, and a saved snippet's own run cannot pause for it; nothing was called: call "
+                        "the snippet again to be asked about what it names as it is now",
+                        "not_allowed",
+                        code=ErrorCode.APPROVAL_REQUIRED,
+                    )
                 raise ToolError(
                     first.tool_id,
                     f"needs approval ({first.reason}), and a saved snippet's own run cannot pause for it: "
@@ -539,6 +551,21 @@ class Checkpoint:
         """
         hit = self._allowed.get(tool_id)
         return hit is not None and hit[0] == getattr(self.view.index, "version", None)
+
+    def stands(self, verdict: Verdict) -> bool:
+        """Whether a verdict made earlier still holds as its call is made.
+
+        It does while the tool is defined as it was then (a saved snippet: its code and the tools it
+        names) and is not quarantined; an unknown tool's call reports itself.
+        """
+        try:
+            tool = self.view.get(verdict.tool_id)
+        except (ToolIndexError, ToolError):
+            return True
+        quarantined = self.policy.quarantined
+        if quarantined is not None and quarantined(tool):
+            return False
+        return self.policy.verdict(tool, self.view).digest == verdict.digest
 
     def approve_once(self, pending: Sequence[PendingCall]) -> None:
         """A person approved these calls, once each."""
@@ -565,9 +592,19 @@ class Checkpoint:
         return _within(judged, _scope.get())
 
 
+def _covers(scope: Mapping[str, str], v: Verdict) -> bool:
+    """Whether an approved snippet covers a call it names.
+
+    A tool as it was defined when the snippet was judged; a snippet whatever it is now, since only
+    the code judged for it runs (:func:`check_judged`).
+    """
+    judged = scope.get(v.tool_id)
+    return judged is not None and (judged == v.digest or bool(v.code_digest))
+
+
 @contextmanager
 def _within(verdict: Verdict, outer: Mapping[str, str] | None) -> Generator[None]:
-    mine = {tid: "" for tid in verdict.calls}
+    mine = dict(verdict.calls)
     mine.update(verdict.snippets)
     judged = verdict.code_digest
     if outer is not None:
