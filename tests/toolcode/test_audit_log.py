@@ -1,4 +1,5 @@
-"""The audit log read back: the newest entries, at the cost of those entries, not of the log's length.
+"""The audit log: read back (the newest entries, at the cost of those entries, not of the log's length), and
+bounded per run (arguments clipped, refused calls counted, long trails written in pieces).
 
 Each store is a real one (a SQLite file, a redis-server, memory) that counts the log entries it hands out.
 """
@@ -15,8 +16,12 @@ from typing import Any
 import anyio.lowlevel
 import pytest
 
-from toolcode._audit import AUDIT_KIND, AuditLog
+from toolcode import ExecuteOptions, Settings, Toolbox
+from toolcode._audit import AUDIT_KIND, CLIP_CHARS, WRITE_CHUNK, AuditLog
+from toolcode._settings import PolicySettings, StateSettings
 from toolcode.state import LogEntry, MemoryStateStore, RedisStateStore, SQLiteStateStore
+from tooldocs import json_text
+from toolrun import LocalBackend
 
 pytestmark = pytest.mark.anyio
 
@@ -143,3 +148,89 @@ async def test_reading_the_newest_entries_holds_only_those_in_memory(tmp_path: P
         assert [e["tool_id"] for e in await log.read(since=39.495, limit=3)] == ["t:497", "t:498", "t:499"]
     finally:
         await store.aclose()
+
+
+async def test_a_long_trail_is_written_in_appends_of_bounded_size(store: Counted) -> None:
+    log = AuditLog(store)
+    entries = [{"at": 1.0 + i / 10_000, "tool_id": f"t:{i}", "decision": "call"} for i in range(2 * WRITE_CHUNK + 1)]
+    await log.write(entries)
+    appends = await store.read_log(AUDIT_KIND, limit=1000)
+    assert [len(json.loads(a.value)) for a in appends] == [WRITE_CHUNK, WRITE_CHUNK, 1]
+    assert await log.read(limit=0) == entries
+
+
+def _box(policy: dict[str, Any], tmp_path: Path) -> Toolbox:
+    local = LocalBackend()
+
+    @local.tool(namespace="notes")
+    def read(text: str) -> str:
+        """Read a note."""
+        return text[:10]
+
+    @local.tool(namespace="notes")
+    def wipe(text: str) -> str:
+        """Wipe a note."""
+        return "wiped"
+
+    settings = Settings(policy=PolicySettings.model_validate(policy), state=StateSettings(dir=str(tmp_path / "state")))
+    return Toolbox([local], settings=settings)
+
+
+async def test_arguments_are_clipped_like_results_even_for_a_call_refused_for_its_size(tmp_path: Path) -> None:
+    # With audit.args on, arguments were kept whole: a run of calls with 20 MB strings, refused by the
+    # runner for their size, appended hundreds of MB to the log and held them in the server until then.
+    code = (
+        "refused = 0\n"
+        "for text in ['x' * 5_000_000, 'y' * 3_000, 'z']:\n"
+        "    try:\n"
+        "        run_tool('notes:read', text=text)\n"
+        "    except ToolError:\n"
+        "        refused += 1\n"
+        "__out = refused"
+    )
+    policy = {"preset": "allow-all", "audit": {"args": True, "results": True}}
+    async with _box(policy, tmp_path) as box:
+        out = await box.codemode.execute(code)
+        assert out.ok and out.value == 1, out  # the first is over the runner's 4 MiB argument limit
+        assert box.stores is not None
+        calls = [e for e in await box.stores.audit.read() if e["decision"] == "call"]
+    assert [e["ok"] for e in calls] == [False, True, True]
+    for entry, letter in zip(calls[:2], "xy", strict=True):
+        assert entry["args"] == json_text({"text": letter * 5_000_000})[:CLIP_CHARS] + "…"
+    assert calls[2]["args"] == {"text": "z"} and calls[2]["result"] == "z"
+
+
+async def test_a_refused_call_counts_against_max_tool_calls(tmp_path: Path) -> None:
+    # A call the policy refused was audited but not counted: a snippet catching the refusal in a
+    # loop piled up entries until its timeout, all held in the server until the run ended.
+    code = (
+        "for i in range(50):\n"
+        "    try:\n"
+        "        run_tool('notes:wipe', text=str(i))\n"
+        "    except ToolError:\n"
+        "        pass\n"
+        "    try:\n"
+        "        run_tools([('notes:read', {'text': 'a'}), ('notes:wipe', {'text': 'b'})])\n"
+        "    except ToolError:\n"
+        "        pass\n"
+        "__out = 'done'"
+    )
+    policy = {"rules": [{"tools": "notes:wipe", "decision": "deny"}]}
+    async with _box(policy, tmp_path) as box:
+        out = await box.codemode.execute(code, options=ExecuteOptions(max_tool_calls=10))
+        assert out.error is not None and out.error.code == "tool_call_limit", out
+        assert "max_tool_calls" in out.error.message
+        assert box.stores is not None
+        entries = await box.stores.audit.read()
+    # Five single calls and four plans refused, one call each; the fifth plan no longer fit the budget.
+    assert [(e["tool_id"], e["decision"]) for e in entries] == [("notes:wipe", "deny")] * 9, entries
+
+
+async def test_a_call_that_paused_is_counted_once_when_it_is_made(tmp_path: Path) -> None:
+    code = "a = run_tool('notes:wipe', text='a')\nb = run_tool('notes:read', text='b')\n__out = [a, b]"
+    policy = {"rules": [{"tools": "notes:wipe", "decision": "ask"}]}
+    async with _box(policy, tmp_path) as box:
+        out = await box.codemode.execute(code, options=ExecuteOptions(max_tool_calls=2))
+        assert out.approval is not None, out
+        done = await box.codemode.resume(out.approval.execution_id, "approve")
+        assert done.ok and done.value == ["wiped", "b"], done

@@ -369,6 +369,50 @@ async def test_paused_runs_are_kept_per_caller_under_a_quota(
         assert again.status == "approval_required", again
 
 
+@pytest.mark.parametrize("store", ["sqlite", "redis"])
+async def test_decided_outcomes_are_kept_within_the_callers_paused_quota_across_replicas(
+    tmp_path: Path, store: str, request: pytest.FixtureRequest
+) -> None:
+    # Every decision kept the outcome it led to for an hour, counted against no quota: a caller
+    # approving its own run's questions in a loop grew the shared store without bound.
+    from toolcode._paused import _DECIDED_KIND  # pyright: ignore[reportPrivateUsage]
+    from toolcode._sessions import owner_of
+    from toolcode._settings import PolicySettings, StateSettings
+
+    policy = PolicySettings.model_validate(
+        {"rules": [{"tools": "files:delete_*", "decision": "ask"}], "max_paused_runs": 2}
+    )
+    if store == "redis":
+        state = StateSettings(url=str(request.getfixturevalue("redis_url")))
+    else:
+        state = StateSettings(dir=str(tmp_path / "state"))
+    settings = Settings(policy=policy, state=state)
+    loop = "for i in range(10):\n    run_tool('files:delete_file', path=str(i))\n__out = 'done'"
+    # Two replicas over one store (monty: runs pause).
+    async with Toolbox([_backend()], settings=settings) as one, Toolbox([_backend()], settings=settings) as two:
+        assert one.stores is not None
+        bob = await one.codemode.execute("run_tool('files:delete_file', path='/b')", caller="token:bob")
+        assert bob.approval is not None, bob
+        assert (await two.codemode.resume(bob.approval.execution_id, "approve", caller="token:bob")).ok
+        out = await one.codemode.execute(loop, caller="token:alice")
+        decided: list[str] = []
+        for n in range(6):
+            assert out.approval is not None, out
+            decided.append(out.approval.execution_id)
+            out = await (one, two)[n % 2].codemode.resume(decided[-1], "approve", caller="token:alice")
+        store_ = one.stores.paused.store
+        kept = await store_.list(_DECIDED_KIND, prefix=owner_of("token:alice") + "/")
+        assert len(kept) == policy.max_paused_runs, kept
+        # The newest answer again with the outcome each led to; an older one was dropped.
+        assert out.approval is not None
+        again = await one.codemode.resume(decided[-1], "approve", caller="token:alice")
+        assert again.approval is not None and again.approval.execution_id == out.approval.execution_id, again
+        gone = await two.codemode.resume(decided[0], "approve", caller="token:alice")
+        assert gone.error is not None and gone.error.code == "invalid_arguments", gone
+        # Another caller's quota is its own: alice's decisions dropped none of bob's.
+        assert (await one.codemode.resume(bob.approval.execution_id, "approve", caller="token:bob")).ok
+
+
 async def test_an_aborted_run_names_who_aborted_it_in_words(tmp_path: Path) -> None:
     from toolcode._settings import PolicySettings, StateSettings
 

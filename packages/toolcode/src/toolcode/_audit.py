@@ -1,7 +1,9 @@
 """The audit log and the quarantine of tool definitions, both kept in the state store (docs/security.md).
 
-* :class:`AuditLog`: every tool call made from code and every decision on a paused run, one
-  append per run (a run's entries land together or not at all).
+* :class:`AuditLog`: every tool call made from code and every decision on a paused run, written
+  when the run ends or pauses, in appends of at most :data:`WRITE_CHUNK` entries. A run's entries
+  are bounded: each call the snippet makes (a refused one too) counts against its
+  ``max_tool_calls``, and arguments and results are clipped to :data:`CLIP_CHARS`.
 * :class:`Quarantine`: with ``policy.quarantine`` on, a tool whose definition has no approved
   digest is not callable; the digests live in the store, so every replica agrees.
 """
@@ -33,6 +35,12 @@ _log = get_logger("toolcode.audit")
 AUDIT_KIND: Final = "audit"
 APPROVED_KIND: Final = "approved-tool"
 _SNIPPETS: Final = "snippets"
+CLIP_CHARS: Final = 2_000
+"""What the audit log keeps of a call's arguments (``policy.audit.args``) or result (``policy.audit.results``):
+their JSON text when longer, cut to this many characters."""
+WRITE_CHUNK: Final = 500
+"""Entries per append when a run's trail is written: a long trail is written in pieces of bounded size
+(each entry's arguments and result clipped to :data:`CLIP_CHARS`), never serialised whole."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +141,7 @@ class AuditTrail:
             row["code"] = code
         row["duration_ms"] = (duration_ms * 1000.0 + 0.5) // 1.0 / 1000.0
         if keep_args:
-            row["args"] = dict(args)
+            row["args"] = _clip_json(dict(args))
         if keep_results and ok and result is not None:
             row["result"] = _clip_json(result)
         if early is not None:
@@ -146,7 +154,8 @@ class AuditTrail:
         return out
 
 
-def _clip_json(value: Any, limit: int = 2000) -> Any:
+def _clip_json(value: Any, limit: int = CLIP_CHARS) -> Any:
+    """``value`` itself if its JSON text is ``limit`` characters at most, else that text cut there, with "…"."""
     text = json_text(value)
     return value if len(text) <= limit else text[:limit] + "…"
 
@@ -204,17 +213,17 @@ class AuditLog:
         await self.store.put(AUDIT_KIND + "-probe", "probe", b"1", ttl=60.0)
 
     async def write(self, entries: Sequence[Mapping[str, Any]]) -> None:
-        """Append a run's entries (:meth:`AuditEntry.to_dict`; one append: they land together).
+        """Append a run's entries (:meth:`AuditEntry.to_dict`), :data:`WRITE_CHUNK` to an append, in order.
 
-        A store failure is logged, not raised.
+        A store failure is logged, not raised (the entries not written yet are lost with it).
         """
-        if not entries:
-            return
-        blob = json_text(entries)
-        try:
-            await self.store.append(AUDIT_KIND, blob.encode("utf-8", "surrogatepass"))
-        except StateUnavailableError as e:
-            _log.warning("audit.write_failed", entries=len(entries), error=str(e)[:300])
+        for start in range(0, len(entries), WRITE_CHUNK):
+            blob = json_text(entries[start : start + WRITE_CHUNK])
+            try:
+                await self.store.append(AUDIT_KIND, blob.encode("utf-8", "surrogatepass"))
+            except StateUnavailableError as e:
+                _log.warning("audit.write_failed", entries=len(entries) - start, error=str(e)[:300])
+                return
 
     async def newest(self, *, since: float | None = None) -> AsyncGenerator[dict[str, Any], None]:
         """Entries at or after ``since`` (Unix time), newest first, read from the log's end as they are asked for.

@@ -372,14 +372,30 @@ class PausedRuns:
         return sorted(out, key=lambda r: r.paused_at)[:limit]
 
     async def keep_outcome(self, run: PausedRun, outcome_json: bytes) -> None:
-        """Keep what a decided run ended with, for its owner, an hour at most (within ``max_paused_bytes``).
+        """Keep what a decided run ended with, for its owner, an hour at most, within its owner's quota.
 
         Whoever decided (the caller, an operator, the console), the run's own caller reads it back
-        by resuming the same id again (:meth:`outcome_of`) instead of hearing "unknown".
+        by resuming the same id again (:meth:`outcome_of`) instead of hearing "unknown". An outcome
+        over ``max_paused_bytes`` is not kept; an owner keeps its newest ``max_paused_runs`` outcomes,
+        the older ones are dropped (so they hold no more than its paused runs may).
         """
-        if len(outcome_json) <= self.settings.max_paused_bytes:
-            ttl = min(self.ttl, _DECIDED_TTL)
-            await self.store.put(_DECIDED_KIND, f"{run.owner}/{run.execution_id}", outcome_json, ttl=ttl)
+        if len(outcome_json) > self.settings.max_paused_bytes:
+            return
+        ttl = min(self.ttl, _DECIDED_TTL)
+        await self.store.put(_DECIDED_KIND, f"{run.owner}/{run.execution_id}", outcome_json, ttl=ttl)
+        await self._trim_outcomes(run.owner)
+
+    async def _trim_outcomes(self, owner: str) -> None:
+        """Drop the owner's oldest kept outcomes past ``max_paused_runs``.
+
+        Trimmed after each write, from what the shared store holds: replicas that keep outcomes at
+        once each see the others' writes, so together they leave the quota, not one each.
+        """
+        most = self.settings.max_paused_runs
+        kept = await self.store.list(_DECIDED_KIND, prefix=owner + "/", limit=2 * most + 16)
+        kept.sort(key=lambda r: (r.created, r.key), reverse=True)
+        for old in kept[most:]:
+            await self.store.delete(_DECIDED_KIND, old.key)
 
     async def outcome_of(self, execution_id: Any, caller: str | None) -> bytes | None:
         """The kept outcome of the caller's decided run ``execution_id`` (``None``: none is kept)."""

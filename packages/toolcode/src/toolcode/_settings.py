@@ -98,7 +98,9 @@ class AuditSettings(_Section):
     """What the audit log keeps of each call made from code."""
 
     enabled: bool = Field(default=True, description="Append every call and decision to the state store's audit log.")
-    args: bool = Field(default=False, description="Keep each call's arguments (may hold personal data).")
+    args: bool = Field(
+        default=False, description="Keep each call's arguments (clipped to 2,000 characters; may hold personal data)."
+    )
     results: bool = Field(default=False, description="Keep each call's result (clipped to 2,000 characters).")
     required: bool = Field(
         default=False,
@@ -140,7 +142,10 @@ class PolicySettings(_Section):
         "that would keep more ends with memory_limit instead of pausing.",
     )
     max_paused_runs: int = Field(
-        default=100, ge=1, description="Paused runs one caller may have waiting at once (more: quota_exceeded)."
+        default=100,
+        ge=1,
+        description="Paused runs one caller may have waiting at once (more: quota_exceeded); also the outcomes of its "
+        "decided runs kept for a later resume of the same id (its newest ones).",
     )
     operators: tuple[str, ...] = Field(
         default=("local",),

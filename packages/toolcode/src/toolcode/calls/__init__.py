@@ -3,14 +3,18 @@
 A call from a snippet, a chain, a saved snippet, an exposed tool or a door's ``run_tool`` goes
 down the same layers, put together by :func:`build`::
 
-    Gate (policy: allow / ask / deny, quarantine, approvals; asks about a single call only when
-          its arguments are ones the tool takes: makeable_first)
-      → AuditGuard (with policy.audit.required: no call while the audit log cannot be written)
-      → Budget (max_tool_calls; in runs)
-        → Record (trace, audit trail, span)
-          → Deadline (a door's bound on a direct call)
-            → Prefetch (in a run: reads started before the code reached them)
-              → Run (the caller's view, then toolrun)
+    Budget (max_tool_calls; in runs: every call the snippet makes, a refused one too)
+      → Gate (policy: allow / ask / deny, quarantine, approvals; asks about a single call only when
+              its arguments are ones the tool takes: makeable_first)
+        → AuditGuard (with policy.audit.required: no call while the audit log cannot be written)
+          → Record (trace, audit trail, span)
+            → Deadline (a door's bound on a direct call)
+              → Prefetch (in a run: reads started before the code reached them)
+                → Run (the caller's view, then toolrun)
+
+The budget comes first so that a call the gate refuses (denied, quarantined: an audit entry each)
+is counted too, and a run cannot pile up refusals in a loop; a call that pauses the run is counted
+once, when it is made after the decision.
 
 Each layer is a small class that calls the next once (:class:`Layer`); a concern that applies to
 every call is a new layer and one line in :func:`build`. Only this package (the gate and its
@@ -115,8 +119,7 @@ def build(runner: Runner, scope: Scope) -> Layer:
     if scope.deadline is not None:
         stack = Deadline(stack, scope.deadline)
     stack = Record(stack, scope.trace, scope.audit)
-    if scope.budget is not None:
-        stack = Budget(stack, scope.budget)
     if scope.audit_probe is not None:
         stack = AuditGuard(stack, scope.audit_probe)
-    return Gate(stack, scope.checkpoint, scope.decide, makeable_first(scope.decide, scope.view))
+    stack = Gate(stack, scope.checkpoint, scope.decide, makeable_first(scope.decide, scope.view))
+    return stack if scope.budget is None else Budget(stack, scope.budget)
