@@ -254,7 +254,6 @@ class _Built:
 
     def split(self, hidden: frozenset[str]) -> dict[str, frozenset[str]]:
         """The ids of ``hidden`` by namespace (kept per set: a caller's set is the same object each time)."""
-        self.current()
         hit = self._splits.get(hidden)
         if hit is None:
             grouped: dict[str, set[str]] = {}
@@ -267,7 +266,8 @@ class _Built:
         return hit
 
     def _tools(self, namespace: str, hidden: frozenset[str]) -> list[Tool]:
-        return [t for t in every_tool(self.index, namespace) if t.id not in hidden]
+        tools = every_tool(self.index, namespace)
+        return [t for t in tools if t.id not in hidden] if hidden else list(tools)
 
     def _variant(self, kind: str, key: _Key) -> None:
         """Note a use of a variant built for some hidden tools; forget the least recently used past the bound."""
@@ -354,17 +354,25 @@ class ModulesView:
         """The tool ids hidden from the view, as they are now."""
         return self.view.hidden
 
-    def _hidden(self, namespace: str) -> frozenset[str]:
-        return self._built.split(self.view.hidden).get(namespace, _NONE)
+    def _held(self, namespace: str) -> frozenset[str] | None:
+        """The ids of ``namespace`` the view hides, or ``None`` when it holds no module for it."""
+        view, built = self.view, self._built
+        allowed = view.allowed_namespaces
+        if allowed is not None and namespace not in allowed:
+            return None
+        built.current()
+        count = built.counts.get(namespace)
+        if count is None or namespace not in built.names:
+            return None
+        hidden = view.hidden
+        if not hidden:
+            return _NONE
+        mine = built.split(hidden).get(namespace, _NONE)
+        return mine if count > len(mine) else None
 
     def holds(self, namespace: str) -> bool:
         """Whether the view holds a module for ``namespace`` (visible, with a tool the view holds)."""
-        if self.allowed is not None and namespace not in self.allowed:
-            return False
-        self._built.current()
-        if namespace not in self._built.names:
-            return False
-        return self._built.counts.get(namespace, 0) > len(self._hidden(namespace))
+        return self._held(namespace) is not None
 
     def module_name(self, namespace: str) -> str | None:
         """The module name of ``namespace`` (``None`` when the view holds no module for it)."""
@@ -387,9 +395,8 @@ class ModulesView:
         Cheap (names only, no rendering): what an engine needs to run a snippet. Empty when the
         view holds no module for the namespace.
         """
-        if not self.holds(namespace):
-            return {}
-        return self._built.functions(namespace, self._hidden(namespace))
+        hidden = self._held(namespace)
+        return self._built.functions(namespace, hidden) if hidden is not None else {}
 
     def function_of(self, tool: Tool, awaitable: bool = False) -> tuple[str, str] | None:
         """``(module, function)`` that calls ``tool`` (its awaitable form if asked), or ``None``."""
@@ -402,9 +409,8 @@ class ModulesView:
 
     def module(self, namespace: str) -> NamespaceModule | None:
         """The namespace's module with its stub (rendered on first use per catalog version and hidden tools)."""
-        if not self.holds(namespace):
-            return None
-        return self._built.module(namespace, self._hidden(namespace))
+        hidden = self._held(namespace)
+        return self._built.module(namespace, hidden) if hidden is not None else None
 
     def module_named(self, name: str) -> NamespaceModule | None:
         """The module held under a module name (or its former name), or ``None``."""
