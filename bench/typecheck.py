@@ -166,7 +166,7 @@ def _style_of(code: str) -> str:
 
 
 def corpus(box: Toolbox) -> list[Snippet]:
-    modules = box.services.modules
+    modules = box.services.modules.seen_by(CatalogView(box.index))
     out: list[Snippet] = []
 
     def resolve(module: str, function: str) -> tuple[str, bool] | None:

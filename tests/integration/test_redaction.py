@@ -39,6 +39,7 @@ import toolcode._otel as otel
 from toolcode import ExecuteOptions, Settings, Toolbox
 from toolcode._settings import AuditSettings, PolicySettings, StateSettings
 from toolcode._types import ToolCallRecord
+from toolcode._view import CatalogView
 from toolrun import LocalBackend, register_secrets
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
@@ -327,7 +328,9 @@ async def test_no_secret_reaches_a_caller_through_a_tool_definition(tmp_path: Pa
             for level in ("summary", "schema", "full"):
                 seen[f"describe_tool {level}"] = (await cm.describe_tool(list(DEFINED), level)).model_dump_json()
             seen["the stubs"] = "".join(
-                m.stub for ns in ("stdio", "http", "pets") if (m := box.services.modules.module(ns))
+                m.stub
+                for ns in ("stdio", "http", "pets")
+                if (m := box.services.modules.seen_by(CatalogView(box.index)).module(ns))
             )
             snippet = await cm.execute(DEFINITION_SNIPPET, input=list(DEFINED), options={"trace": "full"})
             assert snippet.ok, snippet.error

@@ -7,10 +7,12 @@ from typing import Any
 import pytest
 
 from toolcode._modules import ToolModules
+from toolcode._view import CatalogView
 from toolcode.calls._foresee import foresee
 from toolindex import InMemoryIndex
 
-MODULES = ToolModules(InMemoryIndex())
+_INDEX = InMemoryIndex()
+MODULES = ToolModules(_INDEX).seen_by(CatalogView(_INDEX))
 
 
 def known(code: str, given: Any = None) -> list[tuple[str, dict[str, Any]]]:

@@ -439,7 +439,7 @@ def test_module_names_follow_the_documented_rule() -> None:
 
 
 async def test_describe_tool_shows_the_stub_the_checker_reads(box: Toolbox) -> None:
-    modules = box.services.modules
+    modules = box.services.modules.seen_by(CatalogView(box.index))
     for tool_id in ("helpdesk:list_tickets", "time:convert_time"):
         tool = box.index.get(tool_id)
         stub = modules.tool_stub(tool)
@@ -464,9 +464,10 @@ async def test_describe_module_returns_a_whole_namespace_within_a_budget(box: To
     # By module name, and by a tool of the namespace, too.
     assert (await box.codemode.describe_tool("time_", "module")).text == doc.text  # its former name
     assert (await box.codemode.describe_tool("time:convert_time", "module")).text == doc.text
-    whole = box.services.modules.module_text("helpdesk", 100_000)
+    modules = box.services.modules.seen_by(CatalogView(box.index))
+    whole = modules.module_text("helpdesk", 100_000)
     assert whole is not None and "more functions, not shown" not in whole
-    small = box.services.modules.module_text("helpdesk", len(whole) // 2)
+    small = modules.module_text("helpdesk", len(whole) // 2)
     assert small is not None and len(small) <= len(whole) // 2
     assert "more functions, not shown" in small and "helpdesk:" in small
 
@@ -538,7 +539,7 @@ async def test_what_describe_tool_shows_has_no_internal_lines(box: Toolbox) -> N
     for text in texts:
         assert "_awaitable" not in text and "ParamSpec" not in text and "TypeVar" not in text, text
     # The checker still knows the awaitable forms (the module's stub binds them).
-    module = box.services.modules.module("helpdesk")
+    module = box.services.modules.seen_by(CatalogView(box.index)).module("helpdesk")
     assert module is not None and "on_call_async = _awaitable(on_call)" in module.stub
 
 

@@ -65,7 +65,7 @@ async def box(backends: list[Any]) -> AsyncIterator[Toolbox]:
 
 
 def _resolve(box: Toolbox) -> Callable[[str, str], tuple[str, bool] | None]:
-    modules = box.services.modules
+    modules = box.services.modules.seen_by(CatalogView(box.index))
 
     def resolve(module: str, function: str) -> tuple[str, bool] | None:
         ns = modules.namespace_of(module)

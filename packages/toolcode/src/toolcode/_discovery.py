@@ -73,7 +73,7 @@ class Discovery:
         self.view = view
         self.budget = budget
         self.store = services.docs
-        self.modules = services.modules
+        self.modules = services.modules.seen_by(view)
         self._quarantined = services.policy.quarantined
 
     def _check_budget(self) -> None:
@@ -267,7 +267,7 @@ class Discovery:
         """A namespace's module: ``name`` is a namespace, a module name, or a tool id of the namespace."""
 
         def known(ns: str | None) -> bool:
-            return ns is not None and self.modules.module_name(ns) is not None and self.view.visible(ns)
+            return ns is not None and self.modules.module_name(ns) is not None
 
         namespace = name if known(name) else (self.modules.namespace_of(name) or "")
         if not known(namespace):

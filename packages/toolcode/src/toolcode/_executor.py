@@ -395,7 +395,7 @@ class Executor:
 
             # A long snippet's parse takes a while: off the event loop, which serves other callers.
             on = runs_for(p.code)
-            may_call = (await on(literal_tool_ids, p.code, self.services.modules, known))[0]
+            may_call = (await on(literal_tool_ids, p.code, self.services.modules.seen_by(view), known))[0]
         run_id = checkpoint.audit.execution_id or new_execution_id()
         paused = PausedRun(
             # Each question an id of its own: a decision made about this one cannot reach the next.

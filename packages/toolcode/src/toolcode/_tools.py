@@ -121,7 +121,7 @@ class DefaultTools:
     def modules(self) -> Mapping[str, Mapping[str, ModuleFunction]]:
         """``{module: {function: ModuleFunction}}`` of the namespaces this run may use."""
         if self._module_map is None:
-            self._module_map = self._services.modules.runtime(self.ops.view.allowed_namespaces)
+            self._module_map = self._services.modules.seen_by(self.ops.view).runtime()
         return self._module_map
 
     async def call_function(self, module: str, function: str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:

@@ -84,13 +84,18 @@ class CatalogView:
         return self._fixed if self._live is None else self._live()
 
     @property
+    def hidden(self) -> frozenset[str]:
+        """The tool ids out of sight for this caller whatever their namespace, as they are now."""
+        return frozenset(self._hidden)  # the same object when it already is one
+
+    @property
     def filtered(self) -> bool:
         """Whether some registered tool is out of sight (an id must then be resolved through :meth:`get`)."""
         return self._allowed is not None or bool(self._fixed if self._live is None else self._live())
 
     def key(self) -> tuple[object, ...]:
         """What tells this view's answers apart from another's over the same catalog version."""
-        return self._allowed, frozenset(self._hidden), tuple(sorted(self._unavailable.items()))
+        return self._allowed, self.hidden, tuple(sorted(self._unavailable.items()))
 
     def _shown(self, tool_id: str) -> bool:
         return tool_id not in self._hidden

@@ -26,7 +26,7 @@ from typing import Final
 
 import anyio
 
-from toolcode._modules import PACKAGE, ToolModules
+from toolcode._modules import PACKAGE, ModulesView, ToolModules
 from toolcode._offload import Runs, run_here, runs_for
 from toolcode._typecheck._arguments import ArgumentChecker
 from toolcode._typecheck._calls import Scan, ToolCall, parsed
@@ -46,7 +46,14 @@ _log = get_logger("toolcode.typecheck")
 __all__ = ["TypeChecker"]
 
 _Static = tuple[
-    ast.Module, Positions, Scan, list[Diagnostic], dict[str, str], dict[ast.Call, tuple[str, ...]], dict[ast.AST, Tool]
+    ast.Module,
+    Positions,
+    Scan,
+    list[Diagnostic],
+    dict[str, str],
+    dict[ast.Call, tuple[str, ...]],
+    dict[ast.AST, Tool],
+    ModulesView,
 ]
 """What the text alone settles (see ``TypeChecker._static``)."""
 _ANSWERS = 256
@@ -57,7 +64,7 @@ class TypeChecker:
     """Checks snippets before they run (see the module docstring).
 
     Args:
-        modules: The catalog's namespace modules (names and stubs).
+        modules: The catalog's namespace modules (names and stubs; each check reads them as its view holds them).
         max_modules: Modules ``ty``'s warm session may hold before it starts over with just what
             a snippet needs.
         timeout: Seconds ``ty``'s check may take before the run goes on unchecked.
@@ -65,7 +72,7 @@ class TypeChecker:
 
     def __init__(self, modules: ToolModules, *, max_modules: int = 32, timeout: float = 10.0) -> None:
         self._modules = modules
-        self._ty = Ty(modules, max_modules, timeout)
+        self._ty = Ty(max_modules, timeout)
         self._large = anyio.Lock()
         self._schemas: dict[str, CompiledSchema | None] = {}
         self._schemas_version = -1
@@ -123,12 +130,14 @@ class TypeChecker:
         static = await run(self._static, code, view)
         if static is None:
             return [], True
-        tree, positions, found, out, visible, typed, results = static
+        tree, positions, found, out, visible, typed, results, modules = static
         complete = True
         # ``ty`` is asked only where it could find something (its check costs about a millisecond).
         if visible and await run(may_fail, tree, found):
-            declared = self._declared(tree, found, results)
-            findings = await self._ty.findings(code, tree, found.bindings, visible, positions, run, typed, declared)
+            declared = self._declared(tree, found, results, modules)
+            findings = await self._ty.findings(
+                code, tree, found.bindings, visible, modules, positions, run, typed, declared
+            )
             complete = findings is not None
             out.extend(findings or ())
         return await run(_reported, tree, positions, found, out), complete
@@ -144,7 +153,8 @@ class TypeChecker:
             return None
         tree, found = read
         positions = Positions(code)
-        out, visible = self._names(found, view, positions)
+        modules = self._modules.seen_by(view)
+        out, visible = self._names(found, modules, positions)
         arguments = ArgumentChecker(view, self._input_schema)
         calls: list[tuple[ToolCall, Tool]] = []
         typed: dict[ast.Call, tuple[str, ...]] = {}
@@ -152,10 +162,10 @@ class TypeChecker:
         pairs: dict[ast.Call, list[str | None]] = {}  # each ``run_tools([...])`` call's pairs, in order
         for call in found.calls:
             if call.module is not None:
-                tool = self._tool_of(call, visible)
+                tool = self._tool_of(call, visible, modules)
                 if tool is not None:
                     calls.append((call, tool))
-                    if self._modules.function_of(tool) == (self._modules.module_name(tool.namespace), call.module.name):
+                    if modules.function_of(tool) == (modules.module_name(tool.namespace), call.module.name):
                         results[call.node] = tool
                 continue
             unknown = arguments.unknown_tool(call, positions)
@@ -167,7 +177,7 @@ class TypeChecker:
             calls.append((call, tool))
             func = call.node.func
             awaitable = call.node in found.parents and isinstance(func, ast.Name) and func.id != "run_tool"
-            function = self._modules.function_of(tool, awaitable=awaitable)
+            function = modules.function_of(tool, awaitable=awaitable)
             if function is not None:
                 visible.setdefault(function[0], tool.namespace)
             if call.node not in found.parents:  # one of ``run_tools``' pairs
@@ -182,9 +192,11 @@ class TypeChecker:
                     results[call.node] = tool
         typed.update(_unpacked(found, pairs))
         out.extend(arguments.check(tree, found, calls, positions))
-        return tree, positions, found, out, visible, typed, results
+        return tree, positions, found, out, visible, typed, results, modules
 
-    def _declared(self, tree: ast.Module, found: Scan, results: Mapping[ast.AST, Tool]) -> Declared:
+    def _declared(
+        self, tree: ast.Module, found: Scan, results: Mapping[ast.AST, Tool], modules: ModulesView
+    ) -> Declared:
         """The declared result type of a tool call, or of a name bound once (by ``name = call``) to one."""
         once = {
             n.targets[0].id: n.value
@@ -198,37 +210,29 @@ class TypeChecker:
         def declared(expr: ast.expr) -> str | None:
             value = once.get(expr.id) if isinstance(expr, ast.Name) and found.bindings[expr.id] == 1 else expr
             tool = results.get(value) if value is not None else None
-            return self._returns(tool) if tool is not None else None
+            return _returns(modules.signature(tool)) if tool is not None else None
 
         return declared
 
-    def _returns(self, tool: Tool) -> str | None:
-        """The result annotation of the tool's function, as its stub has it."""
-        signature = self._modules.signature(tool)
-        try:
-            tree = ast.parse(signature or "")
-        except SyntaxError:
-            return None
-        fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.returns is not None), None)
-        return ast.unparse(fn.returns) if fn is not None and fn.returns is not None else None
-
-    def _names(self, found: Scan, view: CatalogView, positions: Positions) -> tuple[list[Diagnostic], dict[str, str]]:
+    def _names(
+        self, found: Scan, modules: ModulesView, positions: Positions
+    ) -> tuple[list[Diagnostic], dict[str, str]]:
         """Unknown modules and unknown functions of known ones; the visible modules named (name → namespace)."""
         out: list[Diagnostic] = []
         visible: dict[str, str] = {}
         for name, node in sorted(found.modules.items()):
-            ns = self._modules.namespace_of(name)
-            if ns is not None and view.visible(ns):
+            ns = modules.namespace_of(name)
+            if ns is not None:
                 visible[name] = ns
                 continue
-            hint = near(name, self._visible_modules(view))
+            hint = near(name, modules.module_names())
             msg = f"no namespace module `{PACKAGE}.{name}`{hint} (list_namespaces() lists the namespaces)"
             out.append(positions.at(node, msg, "unknown-module", ErrorCode.UNKNOWN_TOOL, "ImportError", subject=name))
         for ref in found.references:
             ns = visible.get(ref.module)
             if ns is None:
                 continue
-            functions = self._modules.functions(ns)
+            functions = modules.functions(ns)
             if ref.name not in functions:
                 msg = (
                     f"module '{PACKAGE}.{ref.module}' has no attribute '{ref.name}'{near(ref.name, functions)} "
@@ -254,24 +258,31 @@ class TypeChecker:
                 self._schemas[tool.id] = None
         return self._schemas[tool.id]
 
-    def _tool_of(self, call: ToolCall, visible: Mapping[str, str]) -> Tool | None:
+    @staticmethod
+    def _tool_of(call: ToolCall, visible: Mapping[str, str], modules: ModulesView) -> Tool | None:
         assert call.module is not None
         ns = visible.get(call.module.module)
-        fn = self._modules.functions(ns).get(call.module.name) if ns is not None else None
+        fn = modules.functions(ns).get(call.module.name) if ns is not None else None
         if fn is None:
             return None
         try:
-            return self._modules.index.get(fn.tool_id)
+            return modules.index.get(fn.tool_id)
         except ToolIndexError:
             return None
-
-    def _visible_modules(self, view: CatalogView) -> list[str]:
-        names = (self._modules.module_name(n.name) for n in view.namespaces())
-        return [n for n in names if n is not None]
 
     async def aclose(self) -> None:
         """Close ``ty``'s warm session and worker pool; idempotent (a later check starts them again)."""
         await self._ty.aclose()
+
+
+def _returns(signature: str | None) -> str | None:
+    """The result annotation of a tool's function, as its stub has it."""
+    try:
+        tree = ast.parse(signature or "")
+    except SyntaxError:
+        return None
+    fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.returns is not None), None)
+    return ast.unparse(fn.returns) if fn is not None and fn.returns is not None else None
 
 
 def _unpacked(found: Scan, pairs: Mapping[ast.Call, Sequence[str | None]]) -> dict[ast.Call, tuple[str, ...]]:

@@ -6,6 +6,9 @@ to fail are kept (:mod:`._findings`).
 
 **Where it runs.** In a warm pydantic-monty session kept per set of modules and catalog version:
 the snippet is wrapped in a function that is only defined, never called, so nothing executes.
+A module is the one the checking caller's view holds (:class:`~toolcode._modules.ModulesView`): a
+session that holds another view's version of a module the snippet names (the ``snippets`` module of
+a caller with other private snippets), or holds one the view lacks, is replaced before the check.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import anyio
 import pydantic_monty as pm
 
 from toolcode._globals import globals_stub
-from toolcode._modules import PACKAGE, ToolModules
+from toolcode._modules import PACKAGE, ModulesView, NamespaceModule
 from toolcode._offload import Runs, run_here
 from toolcode._typecheck._diagnostic import Diagnostic, Positions
 from toolcode._typecheck._findings import Declared, kept
@@ -48,8 +51,8 @@ class _Warm:
 
     session: pm.AsyncMontySession
     version: int
-    modules: dict[str, str]
-    """Module name → namespace, for every module it can check."""
+    modules: dict[str, NamespaceModule]
+    """Module name → the module it holds under that name (each built for one catalog version)."""
     checks: int = 0
 
 
@@ -65,14 +68,14 @@ class Ty:
     """``ty``'s certain findings on snippets, from warm sessions (see the module docstring).
 
     The session holds the modules snippets have imported so far (up to ``max_modules``), and is
-    replaced by one holding one more module when a snippet imports a new one, or by a fresh one
-    when the catalog changes. Checks are serialised on it (a warm check takes about a millisecond),
-    long snippets on a second session of their own, so they hold up only each other;
-    one that fails (no worker, a timeout) finds nothing: it is logged and the run goes on unchecked.
+    replaced by one holding one more module when a snippet imports a new one (or another version of
+    one it holds, as another caller's view has it), or by a fresh one when the catalog changes.
+    Checks are serialised on it (a warm check takes about a millisecond), long snippets on a second
+    session of their own, so they hold up only each other; one that fails (no worker, a timeout)
+    finds nothing: it is logged and the run goes on unchecked.
     """
 
-    def __init__(self, modules: ToolModules, max_modules: int, timeout: float) -> None:
-        self._modules = modules
+    def __init__(self, max_modules: int, timeout: float) -> None:
         self._max_modules = max_modules
         self._timeout = timeout
         self._pool: pm.AsyncMonty | None = None
@@ -86,12 +89,15 @@ class Ty:
         tree: ast.Module,
         bindings: Mapping[str, int],
         visible: Mapping[str, str],
+        modules: ModulesView,
         positions: Positions,
         run: Runs = run_here,
         typed: Mapping[ast.Call, Sequence[str]] | None = None,
         declared: Declared | None = None,
     ) -> list[Diagnostic] | None:
         """What the snippet does wrong with the typed results of the ``visible`` modules (name → namespace).
+
+        ``modules`` are the modules as the caller's view holds them: the session checks with those only.
 
         ``run`` runs the parts that take the host's CPU (here, or in a worker thread for a long snippet);
         ``typed`` gives the ``run_tool`` calls with a literal id their module function (``<module>.<name>``),
@@ -108,7 +114,7 @@ class Ty:
             with anyio.fail_after(self._timeout):
                 async with lane.lock:
                     try:
-                        rendered = await self._check(await self._session_for(lane, visible), wrapped)
+                        rendered = await self._check(await self._session_for(lane, visible, modules), wrapped)
                     except BaseException:
                         # A check cut short (the run's timeout, a failure) leaves the session in
                         # an unknown state: it is not reused.
@@ -121,7 +127,7 @@ class Ty:
             return None
         closed: frozenset[str] | None = None
         if "Unknown key" in rendered:
-            found = (self._modules.module(ns) for ns in dict.fromkeys(visible.values()))
+            found = (modules.module(ns) for ns in dict.fromkeys(visible.values()))
             closed = frozenset(c for m in found if m is not None for c in m.closed)
         return await run(kept, rendered, source, tree, positions, declared, closed)
 
@@ -139,16 +145,21 @@ class Ty:
             warm.checks = _CHECKS_PER_SESSION
         return ""
 
-    async def _session_for(self, lane: _Lane, visible: Mapping[str, str]) -> _Warm:
-        """The lane's warm session, replaced when it lacks a module, the catalog moved or it is worn."""
-        version = self._modules.version
-        needed = dict(visible)
+    async def _session_for(self, lane: _Lane, visible: Mapping[str, str], modules: ModulesView) -> _Warm:
+        """The lane's warm session, replaced when it lacks a module, the catalog moved or it is worn.
+
+        Also when it holds a module otherwise than ``modules`` do (another caller's version of
+        ``snippets``, or one the caller has not): a snippet reaches every module the session holds.
+        """
+        version = modules.version
+        needed = {name: m for name, ns in visible.items() if (m := modules.module(ns)) is not None}
         old = lane.warm
         if old is not None and old.version == version and old.checks < _CHECKS_PER_SESSION:
-            if needed.keys() <= old.modules.keys():
+            kept = {n: m for n, m in old.modules.items() if modules.module_named(n) is m}
+            if len(kept) == len(old.modules) and needed.keys() <= kept.keys():
                 return old
-            if len(old.modules) + len(needed) <= self._max_modules:
-                needed = {**old.modules, **needed}
+            if len(kept) + len(needed) <= self._max_modules:
+                needed = {**kept, **needed}
         await self._drop(lane)
         async with self._start:
             if self._pool is None:
@@ -156,15 +167,13 @@ class Ty:
             pool = self._pool
         package: dict[str, Any] = {}
         keys: dict[str, str] = {}
-        for name, ns in needed.items():
-            module = self._modules.module(ns)
-            if module is not None:
-                # A name the sandbox keeps (``time``) is a module under another key, named in the package stub.
-                key = name
-                while sandbox_module(key) or (key != name and key in needed and needed[key] != ns):
-                    key += "_"
-                keys[name] = key
-                package[key] = pm.ExternalModule(dict.fromkeys(module.functions, _placeholder), stubs=module.stub)
+        for name, module in needed.items():
+            # A name the sandbox keeps (``time``) is a module under another key, named in the package stub.
+            key = name
+            while sandbox_module(key) or (key != name and key in needed and needed[key] is not module):
+                key += "_"
+            keys[name] = key
+            package[key] = pm.ExternalModule(dict.fromkeys(module.functions, _placeholder), stubs=module.stub)
         stub = "".join(f"import {PACKAGE}.{k}\n{n} = {PACKAGE}.{k}\n" for n, k in keys.items() if n != k)
         checkout = pool.checkout(
             # The session only ever defines a function; limits in case a snippet finds a way out of it.

@@ -81,7 +81,7 @@ def kind_of(checkpoint: Checkpoint, tool_id: str) -> tuple[bool, bool]:
 
 def early_calls(code: str, checkpoint: Checkpoint, modules: ToolModules, given: Any) -> Foresight | None:
     """What a run of ``code`` may start early (``None``: nothing); see :func:`~toolcode.calls._foresee.foresee`."""
-    return foresee(code, modules, given, lambda tool_id: kind_of(checkpoint, tool_id)[1])
+    return foresee(code, modules.seen_by(checkpoint.view), given, lambda tool_id: kind_of(checkpoint, tool_id)[1])
 
 
 class _Held:

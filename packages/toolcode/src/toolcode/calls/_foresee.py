@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, cast
 
-from toolcode._modules import PACKAGE, ToolModules
+from toolcode._modules import PACKAGE, ModulesView
 from toolcode._typecheck import MAX_CHARS, Scan, ToolCall, parsed
 from toolcode.calls._known import Env, Unknown, bind, holds, iterable, value
 
@@ -99,7 +99,7 @@ class _Reader:
     """Reads one parsed snippet against the catalog's modules and the run's input."""
 
     def __init__(
-        self, tree: ast.Module, found: Scan, modules: ToolModules, given: Any, may_start: Callable[[str], bool]
+        self, tree: ast.Module, found: Scan, modules: ModulesView, given: Any, may_start: Callable[[str], bool]
     ) -> None:
         self.found = found
         self.modules = modules
@@ -291,13 +291,13 @@ class _Reader:
 
 
 def foresee(
-    code: str, modules: ToolModules, given: Any, may_start: Callable[[str], bool] = lambda _: True
+    code: str, modules: ModulesView, given: Any, may_start: Callable[[str], bool] = lambda _: True
 ) -> Foresight | None:
     """The calls of a snippet whose tool and arguments are known before it runs (see the module docstring).
 
     Args:
         code: The snippet.
-        modules: The catalog's namespace modules (``from tools import ns``).
+        modules: The namespace modules as the run's view holds them (``from tools import ns``).
         given: The run's ``input``.
         may_start: Whether calls of a tool id (as written) may start early: the others are only sites.
 

@@ -39,7 +39,7 @@ from typing import Any, Final, cast, get_args
 
 from toolcode._audit import AuditTrail, tool_hash
 from toolcode._data import as_mapping
-from toolcode._modules import PACKAGE, ToolModules
+from toolcode._modules import PACKAGE, ModulesView, ToolModules
 from toolcode._settings import Decision, PolicySettings, Tier
 from toolcode._view import CatalogView
 from toolcode.exceptions import ErrorCode, ToolError
@@ -115,7 +115,7 @@ class Verdict:
     of the code judged for each (only that code runs under this verdict, however deep)."""
 
 
-def literal_tool_ids(code: str, modules: ToolModules | None, known: Callable[[str], bool]) -> tuple[list[str], bool]:
+def literal_tool_ids(code: str, modules: ModulesView | None, known: Callable[[str], bool]) -> tuple[list[str], bool]:
     """The tool ids a snippet names literally, and whether it may call tools it computes.
 
     Literal ids are string constants that are known tool ids, and namespace-module functions
@@ -200,7 +200,8 @@ class Policy:
         settings: The ``policy`` section (``None``: the defaults).
         snippet_code: Returns a saved snippet's code by name (``None`` when there is none),
             so that a snippet is judged by the tools it calls.
-        modules: The catalog's namespace modules (to read ``fs.write_file`` in snippet code).
+        modules: The catalog's namespace modules (to read ``fs.write_file`` in snippet code, as the view
+            a verdict is asked in holds them).
         quarantined: Whether a tool is quarantined (``None``: quarantine is off).
     """
 
@@ -216,7 +217,7 @@ class Policy:
         self._preset = PRESETS[self.settings.preset]
         self._snippet_code = snippet_code
         self._modules = modules
-        self._snippet_cache: dict[str, tuple[str, tuple[list[str], bool]]] = {}
+        self._snippet_cache: dict[tuple[object, ...], tuple[str, tuple[list[str], bool]]] = {}
         self._verdicts: dict[str, tuple[Tool, Verdict]] = {}
 
     def tier(self, tool: Tool) -> Tier:
@@ -255,12 +256,17 @@ class Policy:
         return v
 
     def _literal_ids(self, name: str, code: str, view: CatalogView | None) -> tuple[list[str], bool]:
-        cached = self._snippet_cache.get(name)
+        # The module functions a snippet names are those of the view it runs in (``None``: the whole catalog).
+        key = (name, view.allowed_namespaces, view.hidden) if view is not None else (name,)
+        cached = self._snippet_cache.get(key)
         if cached is None or cached[0] != code:
-            cached = (code, literal_tool_ids(code, self._modules, _known_in(view)))
+            modules = None
+            if self._modules is not None:
+                modules = self._modules.seen_by(view if view is not None else CatalogView(self._modules.index))
+            cached = (code, literal_tool_ids(code, modules, _known_in(view)))
             if len(self._snippet_cache) > 1024:
                 self._snippet_cache.clear()
-            self._snippet_cache[name] = cached
+            self._snippet_cache[key] = cached
         return cached[1]
 
     def _snippet_verdict(
