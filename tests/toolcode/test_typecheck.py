@@ -598,12 +598,19 @@ async def test_ty_is_asked_only_where_it_could_find_something_and_once_per_snipp
 
 
 async def test_a_fixed_length_array_is_used_as_the_list_it_is() -> None:
-    # An array with ``prefixItems`` and no more items is a tuple in the stub, and a list at run time.
+    # An array with ``prefixItems`` and no more items (or draft-04's array form of ``items``) is a
+    # list at run time: typed as one, not as a tuple (which refuses ``+`` with a list, and passes
+    # ``%``-formatting and hashing, which a list fails).
     from toolindex import BackendRef, Tool
 
     index = InMemoryIndex()
     pair = {"type": "array", "prefixItems": [{"type": "number"}, {"type": "number"}], "items": False}
-    out = {"type": "object", "properties": {"at": pair}, "required": ["at"]}
+    old = {"type": "array", "items": [{"type": "number"}, {"type": "string"}]}
+    out = {
+        "type": "object",
+        "properties": {"at": pair, "old": old, "path": {"type": "array", "items": {"type": "number"}}},
+        "required": ["at", "old", "path"],
+    }
     tool = Tool.validated(name="point", namespace="geo", input_schema={"type": "object"}, output_schema=out)
     index.register(tool, BackendRef.of_provider("p", tool="point"))
     checker = TypeChecker(ToolModules(index))
@@ -626,7 +633,16 @@ async def test_a_json_number_is_used_as_the_int_it_may_be() -> None:
     out = {"type": "object", "properties": {"rating": {"type": "number"}}, "required": ["rating"]}
     tool = Tool.validated(name="get", namespace="crm", input_schema={"type": "object"}, output_schema=out)
     index.register(tool, BackendRef.of_provider("p", tool="get"))
-    checker = TypeChecker(ToolModules(index))
+    modules = ToolModules(index)
+        for code in (
+            "from tools import geo\nr = geo.point()\nr['at'] + r['path']",
+            "from tools import geo\nr = geo.point()\np = r['at']\np += r['path']\np",
+            "from tools import geo\nr = geo.point()\nr['at'][1:] + r['old'] + r['path']",
+        ):
+            assert await checker.check(code, view) == [], code
+        signature = modules.signature(tool) or ""
+        assert "at: list[float]" in signature and "old: list[float | str]" in signature, signature
+    checker = TypeChecker(modules)
     view = CatalogView(index, None)
     try:
         for code in (

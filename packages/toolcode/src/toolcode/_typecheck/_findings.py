@@ -219,8 +219,7 @@ def _has_at_run_time(message: str, classes: set[str]) -> bool:
 
     The snippet's own class (attributes are set on instances); a ``dict`` method on a result (a
     plain dict at run time, though ``ty``'s ``TypedDict`` lacks ``clear`` and ``popitem``); a
-    ``list`` method on a ``tuple`` (a fixed-length array in a schema, ``asyncio.gather(...)``:
-    lists in the sandbox).
+    ``list`` method on a ``tuple`` (``await asyncio.gather(...)``: a list in the sandbox).
     """
     named = _TYPE.findall(message)
     # The class itself (``Cfg.limit = 2``, ``ty`` names it ``<class 'Cfg'>``) or one of its instances.
