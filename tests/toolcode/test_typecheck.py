@@ -391,6 +391,17 @@ VALID: dict[str, tuple[str, Any]] = {
         "target_timezone='Asia/Tokyo')['target']['datetime'][11:16]",
         "21:00",
     ),
+    # Defensive code: a path taken only when the result is not the declared dict is the run's business.
+    "a result read by its type": (
+        "now = run_tool('time:get_current_time', timezone='UTC')\n"
+        "[now['timezone'] if type(now) is dict else now.strip(), now.strip() if type(now) != dict else 'ok']",
+        ["UTC", "ok"],
+    ),
+    "a result misread, handled": (
+        "now = run_tool('time:get_current_time', timezone='UTC')\ntry:\n    tz = now['timezone']\n"
+        "except (TypeError, KeyError):\n    tz = now.strip() or now['tz']\ntz",
+        "UTC",
+    ),
     "tool error caught": (
         "from tools import helpdesk\ntry:\n    helpdesk.list_tickets(office='Atlantis')\n"
         "except ToolError as e:\n    r = tool_error_info(e)['code']\nr",
@@ -530,6 +541,10 @@ async def test_a_problem_the_snippet_handles_is_not_refused(box: Toolbox) -> Non
     out = await box.codemode.execute(fallback.replace("except ToolError", "except KeyError"))
     assert out.error is not None and out.error.code == "type_error"
     assert [d.code for d in out.error.diagnostics or []] == ["unknown_tool"]
+    # A handler that catches no misread of the result: what it does with the result is still refused.
+    misread = "now = run_tool('time:get_current_time', timezone='UTC')\ntry:\n    tz = now['timezone']\n"
+    out = await box.codemode.execute(misread + "except ValueError:\n    tz = now.strip()\ntz")
+    assert out.error is not None and out.error.code == "type_error" and "strip" in out.error.message
 
 
 async def test_what_describe_tool_shows_has_no_internal_lines(box: Toolbox) -> None:
@@ -613,11 +628,20 @@ async def test_a_fixed_length_array_is_used_as_the_list_it_is() -> None:
     }
     tool = Tool.validated(name="point", namespace="geo", input_schema={"type": "object"}, output_schema=out)
     index.register(tool, BackendRef.of_provider("p", tool="point"))
-    checker = TypeChecker(ToolModules(index))
+    modules = ToolModules(index)
+    checker = TypeChecker(modules)
     view = CatalogView(index, None)
     try:
         code = "from tools import geo\np = geo.point()['at']\np.append(3.0)\np.sort()\nlen(p)"
         assert await checker.check(code, view) == []
+        for code in (
+            "from tools import geo\nr = geo.point()\nr['at'] + r['path']",
+            "from tools import geo\nr = geo.point()\np = r['at']\np += r['path']\np",
+            "from tools import geo\nr = geo.point()\nr['at'][1:] + r['old'] + r['path']",
+        ):
+            assert await checker.check(code, view) == [], code
+        signature = modules.signature(tool) or ""
+        assert "at: list[float]" in signature and "old: list[float | str]" in signature, signature
         [found] = await checker.check("from tools import geo\ngeo.point()['at'].uper()", view)
         assert "uper" in found.message  # what neither a list nor a tuple has is still refused
     finally:
@@ -633,16 +657,7 @@ async def test_a_json_number_is_used_as_the_int_it_may_be() -> None:
     out = {"type": "object", "properties": {"rating": {"type": "number"}}, "required": ["rating"]}
     tool = Tool.validated(name="get", namespace="crm", input_schema={"type": "object"}, output_schema=out)
     index.register(tool, BackendRef.of_provider("p", tool="get"))
-    modules = ToolModules(index)
-        for code in (
-            "from tools import geo\nr = geo.point()\nr['at'] + r['path']",
-            "from tools import geo\nr = geo.point()\np = r['at']\np += r['path']\np",
-            "from tools import geo\nr = geo.point()\nr['at'][1:] + r['old'] + r['path']",
-        ):
-            assert await checker.check(code, view) == [], code
-        signature = modules.signature(tool) or ""
-        assert "at: list[float]" in signature and "old: list[float | str]" in signature, signature
-    checker = TypeChecker(modules)
+    checker = TypeChecker(ToolModules(index))
     view = CatalogView(index, None)
     try:
         for code in (
