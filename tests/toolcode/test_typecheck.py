@@ -648,6 +648,28 @@ async def test_a_fixed_length_array_is_used_as_the_list_it_is() -> None:
         await checker.aclose()
 
 
+async def test_a_snippet_in_the_f_string_syntax_of_python_3_12_is_checked() -> None:
+    # Monty reads f-strings that reuse their quote inside (PEP 701); a host on an older Python does
+    # not, and a snippet it could not parse went unchecked as a whole. Positions are the snippet's.
+    from toolindex import BackendRef, Tool
+
+    index = InMemoryIndex()
+    out = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+    tool = Tool.validated(name="get", namespace="crm", input_schema={"type": "object"}, output_schema=out)
+    index.register(tool, BackendRef.of_provider("p", tool="get"))
+    checker = TypeChecker(ToolModules(index))
+    view = CatalogView(index, None)
+    try:
+        good = """from tools import crm\nr = crm.get()\nf"{r["name"]:>{len(r['name'])}}" + f'{r["name"]!r}'"""
+        assert await checker.check(good, view) == []
+        bad = """from tools import crm\nr = crm.get()\nf"{r["nme"]}"\ncrm.gett()"""
+        found = await checker.check(bad, view)
+        assert [(d.line, d.column, d.code) for d in found] == [(3, 6, "runtime_error"), (4, 1, "unknown_tool")], found
+        assert 'Unknown key "nme"' in found[0].message
+    finally:
+        await checker.aclose()
+
+
 async def test_a_json_number_is_used_as_the_int_it_may_be() -> None:
     # A JSON ``number`` is ``float`` in the stub; a whole one arrives as an ``int``, which repeats a
     # string or bounds a slice. What a number has in neither form is still refused.
