@@ -1026,6 +1026,32 @@ async def test_a_test_settled_by_the_text_rules_out_a_branch(form: str) -> None:
         await checker.aclose()
 
 
+# A function's body runs where it is called: a constant bound after the ``def`` and before every
+# call settles a test in it. Snippet → the wrong calls still found.
+_LATER: dict[str, tuple[str, set[str]]] = {
+    "every call after it": ("MODE = 'fast'\ng()\n[g() for _ in range(2)]\n", set()),
+    "called before it": ("g()\nMODE = 'fast'\ng()\n", {"else"}),
+    "handed on": ("MODE = 'fast'\nh = g\nh()\n", {"else"}),
+    "called by another function": ("def k():\n    return g()\nMODE = 'fast'\nk()\n", {"else"}),
+    "called by a generator": ("MODE = 'fast'\nsum(g() for _ in range(2))\n", {"else"}),
+}
+
+
+async def test_a_constant_bound_after_a_function_settles_it_when_bound_before_every_call() -> None:
+    index = await _one_int_tool()
+    view = CatalogView(index, None)
+    checker = TypeChecker(ToolModules(index))
+    function = "from tools import x\ndef g():\n    if MODE == 'fast':\n        return x.f(a=1)\n    else:\n"
+    function += "        return x.f(a='else')\n"
+    try:
+        for name, (calls, expected) in _LATER.items():
+            found = await checker.check(function + calls, view)
+            branches = {b for d in found for b in ("then", "else") if f'"{b}" is not of type' in d.message}
+            assert branches == expected, (name, [d.message for d in found])
+    finally:
+        await checker.aclose()
+
+
 # A dict the snippet makes and fills under computed keys gets keys of its own, never a result's:
 # a result's unknown key is still found (it used to be spared by any computed key written anywhere).
 OWN_DICTS: dict[str, tuple[str, bool]] = {
