@@ -226,7 +226,9 @@ def _first_calls(tree: ast.Module, found: Scan) -> dict[ast.AST, tuple[int, int]
     first: dict[ast.AST, tuple[int, int]] = {}
     handed_on: set[ast.AST] = set()
     for node in ast.walk(tree):
-        fn = defs.get(node.id) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) else None
+        if not isinstance(node, ast.Name) or not isinstance(node.ctx, ast.Load):
+            continue
+        fn = defs.get(node.id)
         if fn is None:
             continue
         parent = found.parents.get(node)
