@@ -391,6 +391,17 @@ VALID: dict[str, tuple[str, Any]] = {
         "target_timezone='Asia/Tokyo')['target']['datetime'][11:16]",
         "21:00",
     ),
+    # Defensive code: a path taken only when the result is not the declared dict is the run's business.
+    "a result read by its type": (
+        "now = run_tool('time:get_current_time', timezone='UTC')\n"
+        "[now['timezone'] if type(now) is dict else now.strip(), now.strip() if type(now) != dict else 'ok']",
+        ["UTC", "ok"],
+    ),
+    "a result misread, handled": (
+        "now = run_tool('time:get_current_time', timezone='UTC')\ntry:\n    tz = now['timezone']\n"
+        "except (TypeError, KeyError):\n    tz = now.strip() or now['tz']\ntz",
+        "UTC",
+    ),
     "tool error caught": (
         "from tools import helpdesk\ntry:\n    helpdesk.list_tickets(office='Atlantis')\n"
         "except ToolError as e:\n    r = tool_error_info(e)['code']\nr",
@@ -531,6 +542,10 @@ async def test_a_problem_the_snippet_handles_is_not_refused(box: Toolbox) -> Non
     out = await box.codemode.execute(fallback.replace("except ToolError", "except KeyError"))
     assert out.error is not None and out.error.code == "type_error"
     assert [d.code for d in out.error.diagnostics or []] == ["unknown_tool"]
+    # A handler that catches no misread of the result: what it does with the result is still refused.
+    misread = "now = run_tool('time:get_current_time', timezone='UTC')\ntry:\n    tz = now['timezone']\n"
+    out = await box.codemode.execute(misread + "except ValueError:\n    tz = now.strip()\ntz")
+    assert out.error is not None and out.error.code == "type_error" and "strip" in out.error.message
 
 
 async def test_what_describe_tool_shows_has_no_internal_lines(box: Toolbox) -> None:
@@ -599,21 +614,59 @@ async def test_ty_is_asked_only_where_it_could_find_something_and_once_per_snipp
 
 
 async def test_a_fixed_length_array_is_used_as_the_list_it_is() -> None:
-    # An array with ``prefixItems`` and no more items is a tuple in the stub, and a list at run time.
+    # An array with ``prefixItems`` and no more items (or draft-04's array form of ``items``) is a
+    # list at run time: typed as one, not as a tuple (which refuses ``+`` with a list, and passes
+    # ``%``-formatting and hashing, which a list fails).
     from toolindex import BackendRef, Tool
 
     index = InMemoryIndex()
     pair = {"type": "array", "prefixItems": [{"type": "number"}, {"type": "number"}], "items": False}
-    out = {"type": "object", "properties": {"at": pair}, "required": ["at"]}
+    old = {"type": "array", "items": [{"type": "number"}, {"type": "string"}]}
+    out = {
+        "type": "object",
+        "properties": {"at": pair, "old": old, "path": {"type": "array", "items": {"type": "number"}}},
+        "required": ["at", "old", "path"],
+    }
     tool = Tool.validated(name="point", namespace="geo", input_schema={"type": "object"}, output_schema=out)
     index.register(tool, BackendRef.of_provider("p", tool="point"))
-    checker = TypeChecker(ToolModules(index))
+    modules = ToolModules(index)
+    checker = TypeChecker(modules)
     view = CatalogView(index, None)
     try:
         code = "from tools import geo\np = geo.point()['at']\np.append(3.0)\np.sort()\nlen(p)"
         assert await checker.check(code, view) == []
+        for code in (
+            "from tools import geo\nr = geo.point()\nr['at'] + r['path']",
+            "from tools import geo\nr = geo.point()\np = r['at']\np += r['path']\np",
+            "from tools import geo\nr = geo.point()\nr['at'][1:] + r['old'] + r['path']",
+        ):
+            assert await checker.check(code, view) == [], code
+        signature = modules.signature(tool) or ""
+        assert "at: list[float]" in signature and "old: list[float | str]" in signature, signature
         [found] = await checker.check("from tools import geo\ngeo.point()['at'].uper()", view)
         assert "uper" in found.message  # what neither a list nor a tuple has is still refused
+    finally:
+        await checker.aclose()
+
+
+async def test_a_snippet_in_the_f_string_syntax_of_python_3_12_is_checked() -> None:
+    # Monty reads f-strings that reuse their quote inside (PEP 701); a host on an older Python does
+    # not, and a snippet it could not parse went unchecked as a whole. Positions are the snippet's.
+    from toolindex import BackendRef, Tool
+
+    index = InMemoryIndex()
+    out = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+    tool = Tool.validated(name="get", namespace="crm", input_schema={"type": "object"}, output_schema=out)
+    index.register(tool, BackendRef.of_provider("p", tool="get"))
+    checker = TypeChecker(ToolModules(index))
+    view = CatalogView(index, None)
+    try:
+        good = """from tools import crm\nr = crm.get()\nf"{r["name"]:>{len(r['name'])}}" + f'{r["name"]!r}'"""
+        assert await checker.check(good, view) == []
+        bad = """from tools import crm\nr = crm.get()\nf"{r["nme"]}"\ncrm.gett()"""
+        found = await checker.check(bad, view)
+        assert [(d.line, d.column, d.code) for d in found] == [(3, 6, "runtime_error"), (4, 1, "unknown_tool")], found
+        assert 'Unknown key "nme"' in found[0].message
     finally:
         await checker.aclose()
 
@@ -970,6 +1023,32 @@ async def test_a_test_settled_by_the_text_rules_out_a_branch(form: str) -> None:
             # ``while`` runs its ``else`` once the test is false, after the body when it does not break.
             expected = {"then"} if truth else {"else"} if truth is False else {"then", "else"}
             assert branches == expected, (form, test, [d.message for d in found])
+    finally:
+        await checker.aclose()
+
+
+# A function's body runs where it is called: a constant bound after the ``def`` and before every
+# call settles a test in it. Snippet → the wrong calls still found.
+_LATER: dict[str, tuple[str, set[str]]] = {
+    "every call after it": ("MODE = 'fast'\ng()\n[g() for _ in range(2)]\n", set()),
+    "called before it": ("g()\nMODE = 'fast'\ng()\n", {"else"}),
+    "handed on": ("MODE = 'fast'\nh = g\nh()\n", {"else"}),
+    "called by another function": ("def k():\n    return g()\nMODE = 'fast'\nk()\n", {"else"}),
+    "called by a generator": ("MODE = 'fast'\nsum(g() for _ in range(2))\n", {"else"}),
+}
+
+
+async def test_a_constant_bound_after_a_function_settles_it_when_bound_before_every_call() -> None:
+    index = await _one_int_tool()
+    view = CatalogView(index, None)
+    checker = TypeChecker(ToolModules(index))
+    function = "from tools import x\ndef g():\n    if MODE == 'fast':\n        return x.f(a=1)\n    else:\n"
+    function += "        return x.f(a='else')\n"
+    try:
+        for name, (calls, expected) in _LATER.items():
+            found = await checker.check(function + calls, view)
+            branches = {b for d in found for b in ("then", "else") if f'"{b}" is not of type' in d.message}
+            assert branches == expected, (name, [d.message for d in found])
     finally:
         await checker.aclose()
 

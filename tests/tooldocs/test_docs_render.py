@@ -132,6 +132,15 @@ def test_tuples() -> None:
     assert ann({"type": "array", "items": [{"type": "string"}, {"type": "integer"}]}) == "tuple[str, int]"
 
 
+def test_fixed_length_arrays_as_the_lists_they_decode_to() -> None:
+    # A type checker reads the list a JSON array decodes to: no tuple, the items' types as one union.
+    as_list = RenderOptions(tuples=False)
+    pair = {"type": "array", "prefixItems": [{"type": "number"}, {"type": "string"}], "items": False}
+    assert schema_to_python(pair, options=as_list).annotation == "list[float | str]"
+    old = {"type": "array", "items": [{"type": "number"}, {"type": "number"}]}
+    assert schema_to_python(old, options=as_list).annotation == "list[float]"
+
+
 def test_nested_objects_become_typed_dicts_with_required_marks() -> None:
     r = schema_to_python(
         obj({"a": {"type": "string", "description": "The A."}, "b": obj({"c": {"type": "integer"}}, ["c"])}, ["a"]),

@@ -55,12 +55,15 @@ PACKAGE: Final = "tools"
 ASYNC_SUFFIX: Final = "_async"
 
 CHECKER_TIERS: Final = tuple(
-    dataclasses.replace(t, loose_open_objects=True, untyped_result="Any", descriptions=0, field_descriptions=0)
+    dataclasses.replace(
+        t, loose_open_objects=True, untyped_result="Any", tuples=False, descriptions=0, field_descriptions=0
+    )
     for t in RENDER_TIERS
 )
 """The documentation's detail tiers, typed loosely so that a type checker never rejects what it cannot
 know (objects that admit undeclared keys are ``dict[str, Any]``, a result without an output schema is
-``Any``). Each tool's stub takes the richest tier that fits the ``schema`` budget, so ``describe_tool``
+``Any``), and typed as the run's values are (a fixed-length array is the ``list`` it decodes to, not a
+``tuple``). Each tool's stub takes the richest tier that fits the ``schema`` budget, so ``describe_tool``
 shows it whole. A more compact tier only drops comments or loosens types (``Literal`` to ``str``, deep
 objects to ``dict``), never tightens them."""
 

@@ -90,6 +90,11 @@ class RenderOptions:
     untyped_result: str = "dict[str, Any]"
     """The return annotation of a tool that declares no output schema (and has no learned
     shape); ``"Any"`` for a type checker, which must not assume a shape."""
+    tuples: bool = True
+    """Show a fixed-length array (``prefixItems`` with ``items: false``, or draft-04's array form of
+    ``items``) as ``tuple[A, B]``; ``False`` shows ``list[A | B]``, the type its value has once
+    decoded (a JSON array is a ``list``): for a type checker, which must neither refuse what a list
+    does (``+`` with another list) nor pass what only a tuple does (``%``-formatting, hashing)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -842,13 +847,16 @@ class _Renderer:
                 )
                 if parts is None:
                     return "list[Any]"
-                return f"tuple[{', '.join(parts)}]" if items is False else f"list[{_union(parts)}]"
+                fixed = items is False and self.options.tuples
+                return f"tuple[{', '.join(parts)}]" if fixed else f"list[{_union(parts)}]"
             if isinstance(items, list) and items:
                 parts = self._member_types(
                     ((x, f"{path}/items/{i}", (*hint, f"item{i}")) for i, x in enumerate(cast("list[Any]", items))),
                     depth + 1,
                 )
-                return "list[Any]" if parts is None else f"tuple[{', '.join(parts)}]"
+                if parts is None:
+                    return "list[Any]"
+                return f"tuple[{', '.join(parts)}]" if self.options.tuples else f"list[{_union(parts)}]"
             if items is None or items is True or items == []:
                 return "list[Any]"
             return f"list[{self.type_of(items, f'{path}/items', (*hint, 'item'), depth + 1)}]"
@@ -982,8 +990,8 @@ def schema_to_python(
     Objects with properties become ``TypedDict`` classes (optional keys as
     ``NotRequired``; keys that are not identifiers use the functional form, which keeps
     the wire key); ``enum``/``const`` → ``Literal[...]``; ``["null", T]``, ``nullable``
-    and unions with null → ``T | None``; arrays → ``list[T]`` (tuples for ``prefixItems``);
-    ``$ref`` into the schema (``#/$defs/...``, ``#/definitions/...``, ``#``, recursive
+    and unions with null → ``T | None``; arrays → ``list[T]`` (fixed-length ones: tuples, unless
+    ``options.tuples`` is off); ``$ref`` into the schema (``#/$defs/...``, ``#/definitions/...``, ``#``, recursive
     ones included) → a named class; ``oneOf``/``anyOf`` → unions; ``allOf`` of objects →
     one merged class; unknown or empty schemas → ``Any``. It never raises for a
     well-formed JSON value: what it cannot render becomes ``Any`` and a warning.

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from toolcode._modules import ASYNC_SUFFIX, PACKAGE
 from toolcode._names import bound_names
+from toolcode._typecheck._syntax import readable
 
 __all__ = ["Scan", "ToolCall", "ToolReference", "parsed", "scan"]
 
@@ -70,6 +71,9 @@ class Scan:
     parents: dict[ast.AST, ast.AST] = field(default_factory=dict[ast.AST, ast.AST])
     saves_snippets: bool = False
     """The snippet calls ``save_snippet``: tools of the ``snippets`` namespace may appear as it runs."""
+    text: str | None = None
+    """The text the tree is of when it is not the snippet's own: the snippet in this host's syntax
+    (:func:`~toolcode._typecheck._syntax.readable`: Python 3.12's f-strings, re-quoted), same positions."""
 
 
 class _Names:
@@ -182,16 +186,29 @@ def scan(tree: ast.AST) -> Scan:
 def parsed(code: str) -> tuple[ast.Module, Scan] | None:
     """``code`` parsed (top-level ``await`` allowed) and scanned, or ``None`` when it does not parse.
 
+    A snippet in a syntax Monty reads and this host's Python does not (3.12's f-strings on 3.11) is
+    parsed as :func:`~toolcode._typecheck._syntax.readable` rewrites it, when it can (``Scan.text``).
     Kept for the last few snippets: the check before a run and the reads started early read the same
     text. Callers must not change what they get.
     """
+    flags = ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
     try:
-        flags = ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
         tree = compile(code, "snippet.py", "exec", flags=flags, dont_inherit=True)
-    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        text = None
+    except SyntaxError:
+        text = readable(code)
+        if text is None:
+            return None
+        try:
+            tree = compile(text, "snippet.py", "exec", flags=flags, dont_inherit=True)
+        except (SyntaxError, ValueError, MemoryError, RecursionError):
+            return None
+    except (ValueError, MemoryError, RecursionError):
         return None
     assert isinstance(tree, ast.Module)
-    return tree, scan(tree)
+    found = scan(tree)
+    found.text = text
+    return tree, found
 
 
 def _call(node: ast.Call, names: _Names, out: Scan) -> None:

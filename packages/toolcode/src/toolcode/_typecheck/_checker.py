@@ -135,8 +135,9 @@ class TypeChecker:
         # ``ty`` is asked only where it could find something (its check costs about a millisecond).
         if visible and await run(may_fail, tree, found):
             declared = self._declared(tree, found, results, modules)
+            text = found.text or code
             findings = await self._ty.findings(
-                code, tree, found.bindings, visible, modules, positions, run, typed, declared
+                text, tree, found.bindings, visible, modules, positions, run, typed, declared
             )
             complete = findings is not None
             out.extend(findings or ())

@@ -7,7 +7,8 @@ exist, a key a result lacks) is no failure of the run.
 
 A test is settled when it is made only of literals (a string, a number, ``True``, ``False``,
 ``None``, a tuple, list or set display of such) and of names bound once, by a top-level ``name =
-value`` before the test, to a value settled the same way that cannot change (not a list or a
+value`` before the test runs (in a top-level function only ever called by top-level code: before
+its first call), to a value settled the same way that cannot change (not a list or a
 set; bound nowhere else, such a name keeps that value), combined by comparisons (``==``, ``!=``,
 ``<``, ``<=``, ``>``, ``>=``, ``in``, ``not in``, and ``is``/``is not`` against ``None``,
 ``True`` or ``False``), ``not``, ``and``, ``or`` and conditional expressions; the value's truth
@@ -49,10 +50,11 @@ class DeadCode:
     character column), so that a finding's position can be looked up directly.
     """
 
-    __slots__ = ("_bound", "_ends", "_positions", "_starts", "_values")
+    __slots__ = ("_bound", "_called", "_ends", "_parents", "_positions", "_starts", "_values")
 
     def __init__(self, tree: ast.Module, found: Scan, positions: Positions) -> None:
         self._positions = positions
+        self._parents = found.parents
         self._values: dict[str, object] = {}
         self._bound: dict[str, tuple[ast.expr, tuple[int, int]]] = {}
         """Name → its literal and where its binding ends (``ast``'s line and byte column)."""
@@ -60,6 +62,7 @@ class DeadCode:
             target, value = _single_binding(stmt)
             if target is not None and value is not None and found.bindings[target] == 1:
                 self._bound[target] = (value, (stmt.end_lineno or stmt.lineno, stmt.end_col_offset or 0))
+        self._called = _first_calls(tree, found) if self._bound else {}
         ranges: list[tuple[tuple[int, int], tuple[int, int]]] = []
         for node in ast.walk(tree):
             for first, last in self._ruled_out(node):
@@ -183,13 +186,63 @@ class DeadCode:
     def _constant(self, node: ast.Name, depth: int) -> object:
         """The literal value of a name bound once, at the top level, before ``node`` (else unsettled)."""
         hit = self._bound.get(node.id)
-        if hit is None or (node.lineno, node.col_offset) <= hit[1]:
+        if hit is None or self._read_at(node) <= hit[1]:
             return _UNSETTLED  # read before (or while) it is bound: an earlier run's value, say
         if node.id not in self._values:
             value = self._value(hit[0], depth)
             # A list or a set may be changed in place (``names.append(x)``) without the name being bound again.
             self._values[node.id] = value if _frozen(value) else _UNSETTLED
         return self._values[node.id]
+
+    def _read_at(self, node: ast.Name) -> tuple[int, int]:
+        """Where ``node`` is read: as written, or at the first call of the :func:`_first_calls` function it is in."""
+        at = (node.lineno, node.col_offset)
+        child: ast.AST = node
+        parent = self._parents.get(node)
+        while parent is not None and not isinstance(parent, _SCOPES):
+            child, parent = parent, self._parents.get(parent)
+        if isinstance(parent, ast.FunctionDef | ast.AsyncFunctionDef) and child in parent.body:
+            return max(at, self._called.get(parent, at))
+        return at
+
+
+_SCOPES: Final = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.GeneratorExp, ast.Module)
+"""Where code may run at another time than where it is written (a generator's body runs as it is consumed)."""
+
+
+def _first_calls(tree: ast.Module, found: Scan) -> dict[ast.AST, tuple[int, int]]:
+    """The snippet's top-level functions whose body runs only where the top level calls them, with the first call.
+
+    A function bound once, by a top-level ``def``, whose name is only called (never handed on), by
+    top-level code (a comprehension included; not another function, nor a generator, which run later
+    or elsewhere), or by its own body (a later call): its body runs at those calls, not where it is
+    written. A read in it of a constant bound after the ``def`` and before every call is settled.
+    """
+    defs = {
+        stmt.name: stmt
+        for stmt in tree.body
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and found.bindings[stmt.name] == 1
+    }
+    first: dict[ast.AST, tuple[int, int]] = {}
+    handed_on: set[ast.AST] = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Name) or not isinstance(node.ctx, ast.Load):
+            continue
+        fn = defs.get(node.id)
+        if fn is None:
+            continue
+        parent = found.parents.get(node)
+        scope = parent
+        while scope is not None and not isinstance(scope, _SCOPES):
+            scope = found.parents.get(scope)
+        if scope is fn:
+            continue  # recursion: a call made once the function runs
+        if not (isinstance(parent, ast.Call) and parent.func is node and isinstance(scope, ast.Module)):
+            handed_on.add(fn)
+            continue
+        at = (node.lineno, node.col_offset)
+        first[fn] = min(first.get(fn, at), at)
+    return {fn: at for fn, at in first.items() if fn not in handed_on}
 
 
 def _frozen(value: object) -> bool:

@@ -10,7 +10,7 @@ from typing import Final
 
 from toolcode.exceptions import ErrorCode
 
-__all__ = ["Diagnostic", "Handlers", "Positions", "near"]
+__all__ = ["CATCHERS", "Diagnostic", "Handlers", "Positions", "catches", "near"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +80,7 @@ class Positions:
         return Diagnostic(line, col, message, rule, code, raises, self.of(fails_at) if fails_at else None, subject)
 
 
-_CATCHERS: Final[dict[str, frozenset[str]]] = {
+CATCHERS: Final[dict[str, frozenset[str]]] = {
     "ToolError": frozenset({"ToolError", "RuntimeError", "Exception", "BaseException"}),
     "KeyError": frozenset({"KeyError", "LookupError", "Exception", "BaseException"}),
     "AttributeError": frozenset({"AttributeError", "Exception", "BaseException"}),
@@ -130,11 +130,11 @@ class Handlers:
         used never runs). A function handed on (a lambda, ``safe(fetch)``, ``for f in (a, b)``) is
         called where the check cannot follow: any handler of the snippet that catches it may be there.
         """
-        return self._caught(d.fails_at or (d.line, d.column), _CATCHERS.get(d.raises), 0)
+        return self._caught(d.fails_at or (d.line, d.column), CATCHERS.get(d.raises), 0)
 
     def _caught(self, at: tuple[int, int], catchers: frozenset[str] | None, depth: int) -> bool:
         for start, end, handlers in self._tries:
-            if start <= at <= end and any(_catches(h, catchers) for h in handlers):
+            if start <= at <= end and any(catches(h, catchers) for h in handlers):
                 return True
         inside = [f for f in self._functions if f[0] <= at <= f[1]]
         if not inside or depth >= 8:
@@ -143,12 +143,13 @@ class Handlers:
         # A use inside its own body (recursion) adds nothing: the first call comes from outside.
         uses = [(u, call) for u, call in self._uses.get(name, ()) if not start <= u <= end] if name else []
         handed_on = name is None or not all(call for _, call in uses)
-        if handed_on and not any(_catches(h, catchers) for _, _, handlers in self._tries for h in handlers):
+        if handed_on and not any(catches(h, catchers) for _, _, handlers in self._tries for h in handlers):
             return False
         return all(self._caught(u, catchers, depth + 1) for u, call in uses if call)
 
 
-def _catches(handler: ast.ExceptHandler, catchers: frozenset[str] | None) -> bool:
+def catches(handler: ast.ExceptHandler, catchers: frozenset[str] | None) -> bool:
+    """Whether ``handler`` may catch an exception that the handler types ``catchers`` catch (``None``: any)."""
     if handler.type is None or catchers is None:
         return True  # a bare except, or an exception the table does not know
     types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
@@ -159,7 +160,7 @@ def _catches(handler: ast.ExceptHandler, catchers: frozenset[str] | None) -> boo
     return False
 
 
-_KNOWN: Final = frozenset[str]().union(*_CATCHERS.values()) | {
+_KNOWN: Final = frozenset[str]().union(*CATCHERS.values()) | {
     *"ValueError IndexError ZeroDivisionError NameError StopIteration OSError ArithmeticError AssertionError".split(),
     *"UnicodeError NotImplementedError OverflowError RecursionError TimeoutError".split(),
 }

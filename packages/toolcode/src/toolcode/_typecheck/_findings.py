@@ -5,7 +5,8 @@ says the operation fails for the type named (a key a ``TypedDict`` result does n
 attribute or operator a type lacks) and every type it names is one value's type: a union (``str |
 None``, ``Literal["a", 1]``) fails only for some of its members, so a finding about one is left to
 the run. A key the snippet adds, writes over or tests for, and a name ``ty`` types otherwise than
-the run, are :mod:`._writes`'s: findings there are left to the run too. What it says about the
+the run, are :mod:`._writes`'s, and a value where the snippet is ready for another type than the
+declared one :mod:`._doubts`'s: findings there are left to the run too. What it says about the
 tools themselves is the argument check's, in the run's own words.
 """
 
@@ -19,6 +20,7 @@ from typing import Final
 from toolcode._modules import PACKAGE
 from toolcode._typecheck._calls import Scan
 from toolcode._typecheck._diagnostic import Diagnostic, Positions
+from toolcode._typecheck._doubts import Doubts
 from toolcode._typecheck._source import BUILT, CheckedSource
 from toolcode._typecheck._writes import loose_names, loosely_typed, tested_keys, written_keys
 from toolcode.exceptions import ErrorCode
@@ -219,8 +221,7 @@ def _has_at_run_time(message: str, classes: set[str]) -> bool:
 
     The snippet's own class (attributes are set on instances); a ``dict`` method on a result (a
     plain dict at run time, though ``ty``'s ``TypedDict`` lacks ``clear`` and ``popitem``); a
-    ``list`` method on a ``tuple`` (a fixed-length array in a schema, ``asyncio.gather(...)``:
-    lists in the sandbox).
+    ``list`` method on a ``tuple`` (``await asyncio.gather(...)``: a list in the sandbox).
     """
     named = _TYPE.findall(message)
     # The class itself (``Cfg.limit = 2``, ``ty`` names it ``<class 'Cfg'>``) or one of its instances.
@@ -254,11 +255,9 @@ def kept(
     found = [m for text in rendered.splitlines() if (m := _LINE.match(text.strip())) and int(m.group(1)) >= 2]
     if not found:
         return []
-    stores = {
-        positions.of(n.slice): isinstance(n.ctx, ast.Store | ast.Del)
-        for n in ast.walk(tree)
-        if isinstance(n, ast.Subscript)
-    }
+    # Each subscript by where its key is: ``ty`` puts a finding about the key there.
+    keyed = {positions.of(n.slice): n for n in ast.walk(tree) if isinstance(n, ast.Subscript)}
+    stores = {at: isinstance(n.ctx, ast.Store | ast.Del) for at, n in keyed.items()}
     read: dict[tuple[int, int], list[ast.Subscript]] = {}
     for n in ast.walk(tree):
         if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load):
@@ -268,6 +267,7 @@ def kept(
     loose = loose_names(tree, written)
     classes = {n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
     starts = _outermost(tree, positions)
+    doubts = Doubts(tree, positions)
     out: list[Diagnostic] = []
     for m in found:
         at = source.original(int(m.group(1)) - 1, max(1, int(m.group(2)) - 4))
@@ -279,6 +279,8 @@ def kept(
             raised = None  # the value there may not have the type ``ty`` gives it
         if raised is not None and rule == "unresolved-attribute" and _has_at_run_time(message, classes):
             raised = None  # see _has_at_run_time
+        if raised is not None and doubts.about(keyed.get(at) or starts.get(at), at):
+            raised = None  # a path the snippet takes when the value is not of its declared type
         if raised is not None:
             if rule == "invalid-key" and closed is not None:
                 message = _beyond_schema(message, closed)
