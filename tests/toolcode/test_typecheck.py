@@ -641,7 +641,7 @@ async def test_a_fixed_length_array_is_used_as_the_list_it_is() -> None:
             "from tools import geo\nr = geo.point()\nr['at'][1:] + r['old'] + r['path']",
         ):
             assert await checker.check(code, view) == [], code
-        signature = modules.signature(tool) or ""
+        signature = modules.seen_by(view).signature(tool) or ""
         assert "at: list[float]" in signature and "old: list[float | str]" in signature, signature
         [found] = await checker.check("from tools import geo\ngeo.point()['at'].uper()", view)
         assert "uper" in found.message  # what neither a list nor a tuple has is still refused
