@@ -7,9 +7,10 @@ namespaces named like a standard-library module and like no identifier at all.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import pytest
+from typing_extensions import TypedDict
 
 from toolcode import ExecuteOptions, Settings, Toolbox, ToolCallRecord
 from toolcode._modules import ToolModules, module_names
@@ -22,8 +23,31 @@ from toolrun import LocalBackend, ProviderBackend
 pytestmark = pytest.mark.anyio
 
 
+class _Entry(TypedDict):
+    key: str
+
+
+class _Entries(TypedDict):
+    entries: list[_Entry]
+
+
+# A key named like a type the keys beside it have (the class syntax would shadow ``str`` for pyright too).
+_Labelled = TypedDict("_Labelled", {"label": str, "str": str, "rank": Literal[1, 2, 3]})  # noqa: UP013
+
+
 def _extra() -> LocalBackend:
     local = LocalBackend()
+
+    # A tool named like a builtin: its module's function ``list`` is beside every ``list[...]`` of the stub.
+    @local.tool(namespace="kv", name="list", inline=True)
+    def kv_list() -> _Entries:
+        """Entries of a key-value store."""
+        return {"entries": [{"key": "a"}]}
+
+    @local.tool(namespace="kv", inline=True)
+    def labelled() -> _Labelled:
+        """A label."""
+        return {"label": "l", "str": "s", "rank": 2}
 
     @local.tool(namespace="json", inline=True)
     def pretty(text: str, indent: int = 2) -> str:
@@ -248,6 +272,22 @@ BROKEN: dict[str, tuple[str, int, int, str, str]] = {
         'cannot be called with key of type `Literal["Paris"]` on object of type `list[Office]`',
         "runtime_error",
     ),
+    "unknown key, in a module with a tool named like a builtin": (
+        "from tools import helpdesk, kv\nhelpdesk.assign_ticket(ticket_id='PAR-1', engineer='Ana')\n"
+        "[e['val'] for e in kv.list()['entries']]",
+        3,
+        4,
+        'Unknown key "val" for TypedDict',
+        "runtime_error",
+    ),
+    "method a field lacks, beside a key named like its type": (
+        "from tools import helpdesk, kv\nhelpdesk.assign_ticket(ticket_id='PAR-1', engineer='Ana')\n"
+        "kv.labelled()['label'].uppercase()",
+        3,
+        1,
+        "has no attribute `uppercase`",
+        "runtime_error",
+    ),
     "unknown module": (
         "from tools import helpdesk, heldesk\nhelpdesk.assign_ticket(ticket_id='PAR-1', engineer='Ana')",
         1,
@@ -401,6 +441,11 @@ VALID: dict[str, tuple[str, Any]] = {
         "now = run_tool('time:get_current_time', timezone='UTC')\ntry:\n    tz = now['timezone']\n"
         "except (TypeError, KeyError):\n    tz = now.strip() or now['tz']\ntz",
         "UTC",
+    ),
+    "a tool named like a builtin": ("from tools import kv\n[e['key'] for e in kv.list()['entries']]", ["a"]),
+    "a key named like a type": (
+        "from tools import kv\nr = kv.labelled()\n[r['label'].upper(), r['str'].upper(), r['rank'] + 1]",
+        ["L", "S", 3],
     ),
     "tool error caught": (
         "from tools import helpdesk\ntry:\n    helpdesk.list_tickets(office='Atlantis')\n"

@@ -1,6 +1,9 @@
 from __future__ import annotations
 
 import ast
+import sys
+import types
+import typing
 from typing import Any
 
 import pytest
@@ -167,6 +170,55 @@ def test_keys_that_are_not_identifiers_use_functional_typed_dict_with_wire_keys(
     assert 'Q = TypedDict("Q", {' in src
     assert '"per-page": NotRequired[int],' in src
     assert '"class": str,' in src
+
+
+def test_a_key_named_like_a_type_its_class_reads_uses_the_functional_form() -> None:
+    # In a class body ``str: str`` binds ``str``: a type checker then reads ``label: str`` as that
+    # key, an unknown type, and checks nothing typed by it.
+    schema = obj(
+        {"label": {"type": "string"}, "str": {"type": "string"}, "Literal": {"enum": ["a", "b"]}, "n": {}},
+        ["label", "str"],
+    )
+    src = schema_to_python(schema, name="Q").source
+    parses(src)
+    assert src.startswith('Q = TypedDict("Q", {') and '"str": str,' in src and '"label": str,' in src, src
+    # A key no annotation of its class reads keeps the class syntax.
+    src = schema_to_python(obj({"int": {"type": "string"}, "id": {"type": "string"}}, ["int", "id"]), name="R").source
+    assert src == "class R(TypedDict):\n    int: str\n    id: str", src
+
+
+def test_a_module_naming_a_function_like_a_builtin_reads_the_builtin_through_an_alias(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A tool named ``list`` is the module's function ``list``: every ``list[...]`` of the module
+    # would name that function, not the builtin.
+    item = obj({"key": {"type": "string"}, "_builtins": {"type": "string"}}, ["key", "_builtins"])
+    out = obj({"entries": {"type": "array", "items": item}, "mode": {"enum": ["a", "b"]}}, ["entries", "mode"])
+    params = {"tags": {"type": "array", "items": {"type": "string"}}}
+    tools = [
+        Tool(name="list", namespace="kv", input_schema=obj(params), output_schema=out),
+        Tool(name="Literal", namespace="kv", input_schema=obj({})),
+    ]
+    mod = render_module(tools, function_names={"kv:list": "list", "kv:Literal": "Literal"})
+    # Read as a stub is (annotations deferred, names looked up in the module): the builtins.
+    module = types.ModuleType("kv_stub")
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    exec(compile("from __future__ import annotations\n" + mod.text, "<stubs>", "exec"), module.__dict__)
+    ns = module.__dict__
+    hints = typing.get_type_hints(ns["list"])
+    assert hints["tags"] == list[str] and hints["return"] is ns["ListResult"], hints
+    entries = typing.get_type_hints(ns["ListResult"])["entries"]
+    item_class = ns["ListResultEntriesItem"]
+    assert entries == list[item_class], entries
+    assert typing.get_type_hints(ns["ListResult"])["mode"] == typing.Literal["a", "b"]
+    # The aliases are names no identifier of the module takes (a key is named ``_builtins`` here).
+    assert mod.text.startswith("import builtins as _builtins_2\nimport typing as _typing\n"), mod.text
+    # What a person reads keeps the plain spelling.
+    assert "def list(*, tags: list[str] = ...) -> ListResult:" in mod.signatures[0].text
+    assert "_builtins_2." not in mod.signatures[0].text and "_typing." not in mod.signatures[1].text
+    # A module whose names shadow nothing is as before.
+    plain = render_module(tools, function_names={"kv:list": "entries", "kv:Literal": "lit"})
+    assert plain.text.startswith(STUB_IMPORTS) and "_builtins_2." not in plain.text
 
 
 def test_refs_defs_and_definitions() -> None:

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from toolcode._view import CatalogView
-from tooldocs import RENDER_TIERS, Budgets, py_identifier, render_module
+from tooldocs import RENDER_TIERS, Budgets, py_identifier, render_module, unshadowed
 from toolindex import Index, Tool
 
 __all__ = [
@@ -154,7 +154,9 @@ class NamespaceModule:
     functions: Mapping[str, ModuleFunction]
     """Function name → what it calls, the awaitable forms (``<name>_async``) included."""
     stub: str
-    """The module's ``.pyi`` text, as the type checker reads it (the awaitable forms bound to a helper)."""
+    """The module's ``.pyi`` text, as the type checker reads it (the awaitable forms bound to a helper;
+    a builtin or ``typing`` name that a function is named after read through an alias,
+    :func:`tooldocs.unshadowed`)."""
     tool_stubs: Mapping[str, str]
     """Tool id → what ``describe_tool`` shows: the import line a snippet writes, the tool's classes
     and function as the stub has them, and a comment naming the awaitable form."""
@@ -478,20 +480,23 @@ def _render(namespace: str, name: str, tools: Sequence[Tool]) -> NamespaceModule
     rendered = render_module(
         tools, function_names=names, reserved=_RESERVED, tiers=CHECKER_TIERS, fit=SIGNATURE_BUDGET - _HEADER_ROOM
     )
-    parts: list[str] = [_STUB_HEAD]
     tool_stubs: dict[str, str] = {}
     signatures: dict[str, str] = {}
     collisions: list[str] = [str(c) for c in rendered.collisions]
     functions = _function_map(names)
-    for tool, sig in zip(tools, rendered.signatures, strict=True):
+    # What the checker reads spells a builtin a function is named after (a tool ``list``) through an
+    # alias; what ``describe_tool`` shows keeps the plain spelling.
+    header, checked = unshadowed([sig.text for sig in rendered.signatures], functions)
+    parts: list[str] = [header + _STUB_HEAD]
+    for tool, sig, checked_text in zip(tools, rendered.signatures, checked, strict=True):
         text = sig.text
         signatures[tool.id] = text
         alias = sig.name + ASYNC_SUFFIX
         if functions.get(alias) == ModuleFunction(tool.id, awaitable=True):
             # Not said again in each tool's docs: execute_code's description names the pattern once.
-            parts.append(f"{text}\n{alias} = _awaitable({sig.name})")
+            parts.append(f"{checked_text}\n{alias} = _awaitable({sig.name})")
         else:
-            parts.append(text)
+            parts.append(checked_text)
             collisions.append(f"{tool.id}: no awaitable form ({alias!r} is another tool)")
         tool_stubs[tool.id] = f"from {PACKAGE} import {name}\n\n{text}"
     stub = "\n\n\n".join(parts) + "\n"

@@ -19,7 +19,7 @@ def get_weather(*, city: str) -> dict[str, Any]:
 
 from tooldocs._doc import RENDER_TIERS, Budgets, DetailLevel, ToolDoc, parse_level
 from tooldocs._examples import ExampleCaps, ToolExample
-from tooldocs._names import Collision, NameMap, py_identifier
+from tooldocs._names import Collision, NameMap, py_identifier, unshadowed
 from tooldocs._render import (
     STUB_IMPORTS,
     Param,
@@ -80,4 +80,5 @@ __all__ = [
     "render_signature",
     "schema_to_python",
     "tool_signature",
+    "unshadowed",
 ]

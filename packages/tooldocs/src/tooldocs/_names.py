@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import ast
+import builtins
 import keyword
 import re
 import unicodedata
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-__all__ = ["Collision", "NameMap", "class_name", "py_identifier"]
+__all__ = ["Collision", "NameMap", "class_name", "py_identifier", "unshadowed"]
 
 _NON_IDENT = re.compile(r"\W+")
 _CAMEL_SPLIT = re.compile(r"[^0-9A-Za-z]+")
@@ -17,6 +20,12 @@ RESERVED_CLASS_NAMES = frozenset(
     {"Any", "Literal", "NotRequired", "Required", "TypedDict", "None", "True", "False", "str", "int", "float", "bool"}
     | {"list", "dict", "tuple", "object", "type"}
 )
+_SPELLED_FROM = {
+    n: "builtins" if hasattr(builtins, n) else "typing" for n in RESERVED_CLASS_NAMES - {"None", "True", "False"}
+}
+"""The module each name a rendered annotation reads comes from (``list``: builtins, ``Literal``: typing)."""
+_IDENTIFIER = re.compile(r"[^\W\d]\w*")
+_LINE_END = re.compile(r"\r\n|\r|\n")
 
 
 def py_identifier(name: str) -> str:
@@ -171,3 +180,55 @@ class NameMap:
                     )
                 )
         return out
+
+
+def unshadowed(sources: Sequence[str], bound: Iterable[str]) -> tuple[str, tuple[str, ...]]:
+    """Stub sources whose annotations still mean the builtins and ``typing`` names a module binds too.
+
+    A module whose function is named after a tool (``def list(...)`` for a tool named ``list``)
+    shadows that name in every annotation of the module, whatever their order: to a type checker
+    ``list[Entry]`` there subscripts the function, an unknown type, and nothing typed so is checked.
+    Each such name the sources read is spelled through an alias of its module instead
+    (``_builtins.list[Entry]``), an alias that no identifier of the sources takes. Sources that
+    read no shadowed name come back unchanged (the usual case: nothing is parsed).
+
+    Args:
+        sources: Stub sources in which every name read is a type (a signature's text is).
+        bound: The names the module binds at its top level (its functions).
+
+    Returns:
+        The import lines the sources now need (``""`` when nothing is shadowed) and the sources.
+    """
+    shadowed = {n for n in bound if n in _SPELLED_FROM}
+    if not shadowed:
+        return "", tuple(sources)
+    taken = set(_IDENTIFIER.findall("\n".join(sources)))
+    aliases: dict[str, str] = {}
+    for module in sorted({_SPELLED_FROM[n] for n in shadowed}):
+        alias, n = f"_{module}", 2
+        while alias in taken:
+            alias, n = f"_{module}_{n}", n + 1
+        aliases[module] = alias
+    header = "".join(f"import {m} as {a}\n" for m, a in aliases.items())
+    return header, tuple(_spelled(s, shadowed, aliases) for s in sources)
+
+
+def _spelled(source: str, shadowed: set[str], aliases: dict[str, str]) -> str:
+    """``source`` with each shadowed name it reads prefixed with its module's alias."""
+    if not shadowed.intersection(_IDENTIFIER.findall(source)):
+        return source
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:  # a rendered signature always parses; anything else is left as it is
+        return source
+    spots = [n for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in shadowed]
+    # Positions are a line (as Python splits them) and UTF-8 offsets within it.
+    parts = _LINE_END.split(source)
+    ends = _LINE_END.findall(source)
+    lines = [p.encode() for p in parts]
+    for n in sorted(spots, key=lambda n: (n.lineno, n.col_offset), reverse=True):
+        line = lines[n.lineno - 1]
+        spelled = f"{aliases[_SPELLED_FROM[n.id]]}.{n.id}".encode()
+        end = n.end_col_offset if n.end_col_offset is not None else n.col_offset + len(n.id.encode())
+        lines[n.lineno - 1] = line[: n.col_offset] + spelled + line[end:]
+    return "".join(line.decode() + end for line, end in zip(lines, [*ends, ""], strict=True))

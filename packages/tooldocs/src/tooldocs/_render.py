@@ -19,10 +19,10 @@ import keyword
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, Final, cast
 
 from tooldocs._budget import MAX_ANNOTATION, MAX_CLASS_NAME, MAX_KEY, MAX_REF, MAX_SCAN, MAX_WARNINGS, RenderBudget
-from tooldocs._names import RESERVED_CLASS_NAMES, Collision, NameMap, class_name, py_identifier
+from tooldocs._names import RESERVED_CLASS_NAMES, Collision, NameMap, class_name, py_identifier, unshadowed
 from tooldocs._text import cap_text, first_sentence, py_comment, py_literal, py_str
 from tooldocs.exceptions import SchemaRenderError
 from toolindex import Tool
@@ -215,7 +215,10 @@ class RenderedModule:
     """Signatures of many tools as one stub module."""
 
     text: str
-    """``from typing import ...`` followed by every signature."""
+    """``from typing import ...`` followed by every signature: in a module that names a function like a
+    builtin or ``typing`` name its annotations read (``function_names``), that name is read through an
+    alias there (``_builtins.list[Entry]``, see :func:`~tooldocs.unshadowed`); each signature's own
+    :attr:`Signature.text` keeps the plain spelling."""
     signatures: tuple[Signature, ...]
     collisions: tuple[Collision, ...] = ()
     """Tool-name collisions (two tools whose names map to one function name) and per-tool ones."""
@@ -275,6 +278,15 @@ def _split_top_level(text: str, sep: str) -> list[str]:
         i += 1
     parts.append(text[start:].strip())
     return [p for p in parts if p]
+
+
+_STRING: Final = re.compile(r'"(?:[^"\\]|\\.)*"' + r"|'(?:[^'\\]|\\.)*'")
+_NAME: Final = re.compile(r"[^\W\d]\w*")
+
+
+def _names_read(annotation: str) -> set[str]:
+    """The names an annotation reads (its string literals left out: ``Literal["str"]`` reads ``Literal``)."""
+    return set(_NAME.findall(_STRING.sub("", annotation)))
 
 
 def _union(members: Iterable[str]) -> str:
@@ -905,7 +917,6 @@ class _Renderer:
             if self.spent or not self.emit(path, len(key) + len(ann) + len(desc) + 24):
                 return self._stand_in(name)
             fields.append((key, ann, key in required, desc))
-        functional = any(not k.isidentifier() or keyword.iskeyword(k) for k, *_ in fields)
         lines: list[str] = []
         # A property's class is described where the property is; a $defs class describes itself.
         desc = _tidy(_text_of(s.get("description"))) if describe else ""
@@ -922,6 +933,10 @@ class _Renderer:
                 return ann if req else f"NotRequired[{ann}]"
             return f"Required[{ann}]" if req else ann
 
+        # In a class body a key is a name of the class: one its annotations read (a key named
+        # ``str`` beside ``label: str``) would stand for that key there, not for the type.
+        read = {n for _, ann, req, _ in fields for n in _names_read(value_of(ann, req))}
+        functional = any(not k.isidentifier() or keyword.iskeyword(k) or k in read for k, *_ in fields)
         if functional:
             lines.append(f"{name} = TypedDict({py_str(name)}, {{{head_comment}")
             for key, ann, req, fdesc in fields:
@@ -1355,6 +1370,8 @@ def render_module(
                 sigs.append(sig)
                 break
     collisions = [*fn_names.collisions, *(c for s in sigs for c in s.collisions)]
-    body = "\n\n\n".join(s.text for s in sigs)
-    text = f"{STUB_IMPORTS}\n\n\n{body}\n" if sigs else f"{STUB_IMPORTS}\n"
+    # A function named like a builtin (a tool named ``list``) would shadow it in every annotation.
+    header, texts = unshadowed([s.text for s in sigs], fnames)
+    body = "\n\n\n".join(texts)
+    text = f"{header}{STUB_IMPORTS}\n\n\n{body}\n" if sigs else f"{STUB_IMPORTS}\n"
     return RenderedModule(text=text, signatures=tuple(sigs), collisions=tuple(collisions))
