@@ -288,6 +288,30 @@ BROKEN: dict[str, tuple[str, int, int, str, str]] = {
         "has no attribute `uppercase`",
         "runtime_error",
     ),
+    "attribute an enum field's values lack": (
+        "from tools import helpdesk\nhelpdesk.assign_ticket(ticket_id='PAR-1', engineer='Ana')\n"
+        "[t['priority'].value for t in helpdesk.list_tickets(office='Paris')]",
+        3,
+        2,
+        'Object of type `Literal["low", "normal", "urgent"]` has no attribute `value`',
+        "runtime_error",
+    ),
+    "enum field of strings added to a number": (
+        "from tools import helpdesk\nhelpdesk.assign_ticket(ticket_id='PAR-1', engineer='Ana')\n"
+        "ts = helpdesk.list_tickets(office='Paris')\nts[0]['priority'] + 1",
+        4,
+        1,
+        "Operator `+` is not supported",
+        "runtime_error",
+    ),
+    "attribute an enum field of numbers lacks": (
+        "from tools import helpdesk, kv\nhelpdesk.assign_ticket(ticket_id='PAR-1', engineer='Ana')\n"
+        "kv.labelled()['rank'].zfill(2)",
+        3,
+        1,
+        "has no attribute `zfill`",
+        "runtime_error",
+    ),
     "unknown module": (
         "from tools import helpdesk, heldesk\nhelpdesk.assign_ticket(ticket_id='PAR-1', engineer='Ana')",
         1,
@@ -446,6 +470,11 @@ VALID: dict[str, tuple[str, Any]] = {
     "a key named like a type": (
         "from tools import kv\nr = kv.labelled()\n[r['label'].upper(), r['str'].upper(), r['rank'] + 1]",
         ["L", "S", 3],
+    ),
+    "enum fields used as their values' type": (
+        "from tools import helpdesk, kv\nt = helpdesk.list_tickets(office='Paris')[0]\nr = kv.labelled()['rank']\n"
+        "[(t['priority'].upper() + '!')[-1], t['priority'] < 'zzz', r * 2, r // 2, r + 0.5, f'{r:03}']",
+        ["!", True, 4, 1, 2.5, "002"],
     ),
     "tool error caught": (
         "from tools import helpdesk\ntry:\n    helpdesk.list_tickets(office='Atlantis')\n"
@@ -736,6 +765,38 @@ async def test_a_json_number_is_used_as_the_int_it_may_be() -> None:
             assert await checker.check(code, view) == [], code
         [found] = await checker.check("from tools import crm\ncrm.get()['rating'].upper()", view)
         assert "upper" in found.message
+    finally:
+        await checker.aclose()
+
+
+async def test_an_enum_field_is_one_type_only_where_its_values_share_one() -> None:
+    # ``Literal["low", "urgent"]`` is a union of values of one type, ``str``: what ``str`` lacks,
+    # each value lacks. A ``Literal`` mixing types is a union of types, left to the run; and a whole
+    # JSON number may arrive as a float (``1.0`` is one of ``[1, 2]``), which has ``hex``.
+    from toolindex import BackendRef, Tool
+
+    index = InMemoryIndex()
+    props = {"level": {"enum": ["low", "high"]}, "mixed": {"enum": ["a", 1]}, "n": {"enum": [1, 2]}}
+    out = {"type": "object", "properties": props, "required": list(props)}
+    tool = Tool.validated(name="get", namespace="crm", input_schema={"type": "object"}, output_schema=out)
+    index.register(tool, BackendRef.of_provider("p", tool="get"))
+    checker = TypeChecker(ToolModules(index))
+    view = CatalogView(index, None)
+    try:
+        for code in (
+            "from tools import crm\nr = crm.get()\nr['mixed'].upper()",
+            "from tools import crm\nr = crm.get()\nr['mixed'] + 1",
+            "from tools import crm\ncrm.get()['n'].hex()",
+            "from tools import crm\nr = crm.get()\n[r['level'].title(), r['level'] * r['n'], r['n'] / 2]",
+        ):
+            assert await checker.check(code, view) == [], code
+        for code, words in (
+            ("from tools import crm\ncrm.get()['level'].value", "has no attribute `value`"),
+            ("from tools import crm\ncrm.get()['n'].upper()", "has no attribute `upper`"),
+            ("from tools import crm\ncrm.get()['n'] + 'x'", "Operator `+` is not supported"),
+        ):
+            [found] = await checker.check(code, view)
+            assert words in found.message and found.code == "runtime_error", (code, found)
     finally:
         await checker.aclose()
 

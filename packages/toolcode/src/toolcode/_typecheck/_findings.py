@@ -1,13 +1,15 @@
 """Which of ``ty``'s findings are kept: only those certain to fail at run time.
 
-**What is kept.** ``ty`` reports what it cannot prove correct; a finding is kept when its rule
-says the operation fails for the type named (a key a ``TypedDict`` result does not have, an
-attribute or operator a type lacks) and every type it names is one value's type: a union (``str |
-None``, ``Literal["a", 1]``) fails only for some of its members, so a finding about one is left to
-the run. A key the snippet adds, writes over or tests for, and a name ``ty`` types otherwise than
-the run, are :mod:`._writes`'s, and a value where the snippet is ready for another type than the
-declared one :mod:`._doubts`'s: findings there are left to the run too. What it says about the
-tools themselves is the argument check's, in the run's own words.
+**What is kept.** ``ty`` reports what it cannot prove correct; a finding is kept when its rule says
+the operation fails for the type named (a key a ``TypedDict`` result does not have, an attribute or
+operator a type lacks) and every type it names is one value's type: a union (``str | None``,
+``Literal["a", 1]``) fails only for some of its members, so a finding about one is left to the run.
+An attribute or an operator depends on the value's type only: an enum field whose values share one
+type (``Literal["low", "urgent"]``, all ``str``) counts as that type there. A key the snippet adds,
+writes over or tests for, and a name ``ty`` types otherwise than the run, are :mod:`._writes`'s,
+and a value where the snippet is ready for another type than the declared one :mod:`._doubts`'s:
+findings there are left to the run too. What it says about the tools themselves is the argument
+check's, in the run's own words.
 """
 
 from __future__ import annotations
@@ -126,7 +128,12 @@ def _certain(rule: str, message: str, written: bool, added: frozenset[str | int]
         return None  # tuples are compared item by item, up to the first that differs
     if "float" in named and _int_may_do(rule, message):
         return None
-    return raised if all(_one_value_type(t) for t in named) else None
+    # An enum field (``Literal["low", "urgent"]``) has one runtime type: what that type lacks, each
+    # value lacks. Not an attribute a ``float`` has, for whole numbers: JSON's ``1.0`` is one of ``[1, 2]``.
+    by_type = rule in ("unresolved-attribute", "unsupported-operator") and not (
+        any(_literal_kinds(t) == {"int"} for t in named) and _float_may_do(rule, message)
+    )
+    return raised if all(_one_value_type(t, by_type) for t in named) else None
 
 
 _ORDERING: Final = re.compile(r"^Operator `(<|>|<=|>=)` ")
@@ -145,21 +152,64 @@ def _int_may_do(rule: str, message: str) -> bool:
     return attribute is not None and hasattr(int, attribute.group(1))
 
 
+def _float_may_do(rule: str, message: str) -> bool:
+    """Whether a ``float`` has the attribute a finding says an ``int`` lacks (``hex``)."""
+    attribute = _ATTRIBUTE.search(message) if rule == "unresolved-attribute" else None
+    return attribute is not None and hasattr(float, attribute.group(1))
+
+
 def _is_name_quoted(t: str, message: str) -> bool:
     return bool(re.search(rf"(Operator|operator|attribute|member|Attribute) `{re.escape(t)}`", message))
 
 
-def _one_value_type(t: str) -> bool:
-    """Whether ``t`` is the type of each value it stands for (no union, nothing unknown)."""
+def _one_value_type(t: str, by_type: bool = False) -> bool:
+    """Whether ``t`` is the type of each value it stands for (no union, nothing unknown).
+
+    ``by_type``: what is asked of the values depends on their runtime type only (an attribute, an
+    operator), so a ``Literal`` whose members all have one type (``Literal["low", "urgent"]``, all
+    ``str``) is one value's type too.
+    """
     if not t or "Unknown" in t or "@Todo" in t or t in ("Any", "object") or _top_level(t, "|") > 1:
         return False  # ``object``: what ``ty`` knows of a TypedDict's ``.values()``, not the value's type
-    return not (t.startswith("Literal[") and t.endswith("]") and _top_level(t[8:-1], ",") > 1)
+    if not (t.startswith("Literal[") and t.endswith("]")):
+        return True
+    if _top_level(t[8:-1], ",") == 1:
+        return True
+    kinds = _literal_kinds(t)
+    return by_type and len(kinds) == 1 and None not in kinds
+
+
+def _literal_kinds(t: str) -> set[str | None]:
+    """The runtime types of the members of ``Literal[...]`` ``t`` (empty for another type)."""
+    if not (t.startswith("Literal[") and t.endswith("]")):
+        return set()
+    return {_literal_type(m) for m in _split_top_level(t[8:-1], ",")}
+
+
+_LITERAL_KINDS: Final = (
+    (re.compile(r'^"(?:[^"\\]|\\.)*"$'), "str"),
+    (re.compile(r"^'(?:[^'\\]|\\.)*'$"), "str"),
+    (re.compile(r"^-?\d+$"), "int"),
+    (re.compile(r"^(True|False)$"), "bool"),
+)
+
+
+def _literal_type(member: str) -> str | None:
+    """The runtime type of a member of ``ty``'s ``Literal[...]`` (``None``: another kind, bytes or an enum's)."""
+    member = member.strip()
+    return next((kind for pattern, kind in _LITERAL_KINDS if pattern.match(member)), None)
 
 
 def _top_level(text: str, sep: str) -> int:
     """How many parts ``text`` has, split at ``sep`` outside brackets and quotes."""
-    depth, parts, quote = 0, 1, ""
-    for ch in text:
+    return len(_split_top_level(text, sep))
+
+
+def _split_top_level(text: str, sep: str) -> list[str]:
+    """``text`` split at ``sep`` outside brackets and quotes."""
+    depth, quote, start = 0, "", 0
+    parts: list[str] = []
+    for i, ch in enumerate(text):
         if quote:
             quote = "" if ch == quote else quote
         elif ch in "\"'":
@@ -169,8 +219,9 @@ def _top_level(text: str, sep: str) -> int:
         elif ch in "])":
             depth -= 1
         elif ch == sep and depth == 0:
-            parts += 1
-    return parts
+            parts.append(text[start:i])
+            start = i + 1
+    return [*parts, text[start:]]
 
 
 _KEY_TYPE: Final = re.compile(r"with key of type `([^`]*)`")
