@@ -312,6 +312,22 @@ BROKEN: dict[str, tuple[str, int, int, str, str]] = {
         "has no attribute `zfill`",
         "runtime_error",
     ),
+    "key read from a number field": (
+        "from tools import helpdesk\nhelpdesk.assign_ticket(ticket_id='PAR-1', engineer='Ana')\n"
+        "helpdesk.list_offices()[0]['staff']['count']",
+        3,
+        1,
+        "Cannot subscript object of type `int`",
+        "runtime_error",
+    ),
+    "list field looked up by a name": (
+        "from tools import helpdesk, kv\nhelpdesk.assign_ticket(ticket_id='PAR-1', engineer='Ana')\n"
+        "r = kv.list()\nr['entries']['a']",
+        4,
+        1,
+        "on object of type `list[",
+        "runtime_error",
+    ),
     "unknown module": (
         "from tools import helpdesk, heldesk\nhelpdesk.assign_ticket(ticket_id='PAR-1', engineer='Ana')",
         1,
@@ -475,6 +491,11 @@ VALID: dict[str, tuple[str, Any]] = {
         "from tools import helpdesk, kv\nt = helpdesk.list_tickets(office='Paris')[0]\nr = kv.labelled()['rank']\n"
         "[(t['priority'].upper() + '!')[-1], t['priority'] < 'zzz', r * 2, r // 2, r + 0.5, f'{r:03}']",
         ["!", True, 4, 1, 2.5, "002"],
+    ),
+    "fields read by literal keys and indexes": (
+        "from tools import helpdesk\noffices = helpdesk.list_offices()\n"
+        "o = offices[-1]\no['staff'] = {'count': o['staff']}\n[offices[0]['city'][0], o['staff']['count']]",
+        ["P", 12],
     ),
     "tool error caught": (
         "from tools import helpdesk\ntry:\n    helpdesk.list_tickets(office='Atlantis')\n"

@@ -43,14 +43,14 @@ _RULES: Final = {
     "call-non-callable": "TypeError",  # a result called
     "invalid-await": "TypeError",  # await of a plain (not awaitable) value
 }
-"""The rules whose findings fail at run time whenever the types they name are the values' types,
-and the exception the snippet meets there. Not here: ``not-subscriptable`` and the
-``__getitem__`` form of ``invalid-argument-type``, which ``ty`` reports for one member of a union
-without naming the union (``x = None`` then ``x = item`` in a loop: "cannot subscript ``None``"),
-kept only on a tool's own result (:func:`_subscript_certain`); calls (``invalid-argument-type``,
-``no-matching-overload``), whose expected types are often narrower than what the call accepts at
-run time, but for a length or an iteration a number lacks (:data:`_NOT_SIZED_OR_ITERABLE`);
-assignments, which Python does not check."""
+"""The rules whose findings fail at run time whenever the types they name are the values' types, and
+the exception the snippet meets there. Not here: ``not-subscriptable`` and the ``__getitem__`` form
+of ``invalid-argument-type``, which ``ty`` reports for one member of a union without naming the
+union (``x = None`` then ``x = item`` in a loop: "cannot subscript ``None``"), kept only on a tool's
+own result and what literal keys read from it (:func:`_subscript_certain`); calls
+(``invalid-argument-type``, ``no-matching-overload``), whose expected types are often narrower than
+what the call accepts at run time, but for a length or an iteration a number lacks
+(:data:`_NOT_SIZED_OR_ITERABLE`); assignments, which Python does not check."""
 _INERT: Final = (
     *(ast.Module, ast.Expr, ast.Name, ast.Constant, ast.Load, ast.Store, ast.keyword, ast.Pass),
     *(ast.Import, ast.ImportFrom, ast.alias, ast.JoinedStr, ast.FormattedValue, *BUILT[:3], ast.Tuple),
@@ -236,8 +236,9 @@ def _subscript_certain(rule: str, message: str, at: Sequence[ast.Subscript], dec
     """A subscript ``ty`` finds wrong for the type of a tool's result (``offices["Paris"]`` on a list).
 
     ``ty`` reports a subscript for each member of a union that refuses it, naming that member only:
-    kept only where the subscripted value is a tool call (or a name bound once to one) whose
-    declared result type is the type named, so that no other member can be there.
+    kept only where the subscripted value is a tool call (or a name bound once to one), or literal
+    keys and indexes read from one (``offices[0]["staff"]``), whose declared type is the type named,
+    so that no other member can be there.
     """
     m = _SUBSCRIPTED.search(message) if rule in ("invalid-argument-type", "not-subscriptable") else None
     named = (m.group(1) or m.group(2)) if m is not None else None
