@@ -35,8 +35,28 @@ class _Entries(TypedDict):
 _Labelled = TypedDict("_Labelled", {"label": str, "str": str, "rank": Literal[1, 2, 3]})  # noqa: UP013
 
 
+class _Person(TypedDict):
+    kind: Literal["person"]
+    name: str
+
+
+class _Company(TypedDict):
+    kind: Literal["company"]
+    name: str
+    vat: str
+
+
+class _Match(TypedDict):
+    match: _Person | _Company
+
+
 def _extra() -> LocalBackend:
     local = LocalBackend()
+
+    @local.tool(namespace="kv", inline=True)
+    def lookup() -> _Match:
+        """A person or a company."""
+        return {"match": {"kind": "person", "name": "Ada"}}
 
     # A tool named like a builtin: its module's function ``list`` is beside every ``list[...]`` of the stub.
     @local.tool(namespace="kv", name="list", inline=True)
@@ -328,6 +348,14 @@ BROKEN: dict[str, tuple[str, int, int, str, str]] = {
         "on object of type `list[",
         "runtime_error",
     ),
+    "key no member of a union has": (
+        "from tools import helpdesk, kv\nhelpdesk.assign_ticket(ticket_id='PAR-1', engineer='Ana')\n"
+        "m = kv.lookup()['match']\nm['title']",
+        4,
+        3,
+        'Unknown key "title" for TypedDict `',
+        "runtime_error",
+    ),
     "unknown module": (
         "from tools import helpdesk, heldesk\nhelpdesk.assign_ticket(ticket_id='PAR-1', engineer='Ana')",
         1,
@@ -496,6 +524,11 @@ VALID: dict[str, tuple[str, Any]] = {
         "from tools import helpdesk\noffices = helpdesk.list_offices()\n"
         "o = offices[-1]\no['staff'] = {'count': o['staff']}\n[offices[0]['city'][0], o['staff']['count']]",
         ["P", 12],
+    ),
+    "keys of a union's members": (
+        "from tools import kv\nm = kv.lookup()['match']\n"
+        "[m['name'], m['kind'], m['vat'] if m['kind'] == 'company' else m.get('vat')]",
+        ["Ada", "person", None],
     ),
     "tool error caught": (
         "from tools import helpdesk\ntry:\n    helpdesk.list_tickets(office='Atlantis')\n"

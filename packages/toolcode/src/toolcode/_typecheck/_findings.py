@@ -5,11 +5,12 @@ the operation fails for the type named (a key a ``TypedDict`` result does not ha
 operator a type lacks) and every type it names is one value's type: a union (``str | None``,
 ``Literal["a", 1]``) fails only for some of its members, so a finding about one is left to the run.
 An attribute or an operator depends on the value's type only: an enum field whose values share one
-type (``Literal["low", "urgent"]``, all ``str``) counts as that type there. A key the snippet adds,
-writes over or tests for, and a name ``ty`` types otherwise than the run, are :mod:`._writes`'s,
-and a value where the snippet is ready for another type than the declared one :mod:`._doubts`'s:
-findings there are left to the run too. What it says about the tools themselves is the argument
-check's, in the run's own words.
+type (``Literal["low", "urgent"]``, all ``str``) counts as that type there. And a key no member of
+a union of classes declares (``ty`` says so of each member) is missing whichever member the value
+is. A key the snippet adds, writes over or tests for, and a name ``ty`` types otherwise than the
+run, are :mod:`._writes`'s, and a value where the snippet is ready for another type than the
+declared one :mod:`._doubts`'s: findings there are left to the run too. What it says about the
+tools themselves is the argument check's, in the run's own words.
 """
 
 from __future__ import annotations
@@ -321,10 +322,20 @@ def kept(
     starts = _outermost(tree, positions)
     doubts = Doubts(tree, positions)
     out: list[Diagnostic] = []
+    whole = _whole_unions(found)
     for m in found:
         at = source.original(int(m.group(1)) - 1, max(1, int(m.group(2)) - 4))
         rule, message = m.group(3), m.group(4)
-        raised = _certain(rule, message, stores.get(at, True), keys)
+        checked = message
+        if rule == "invalid-key" and (member := _IN_UNION.search(message)) is not None:
+            key, one, union = member.groups()
+            where = (m.group(1), m.group(2), key, union)
+            if where not in whole:
+                continue  # a key some member of the union has (or said already)
+            whole.discard(where)
+            checked = f'Unknown key "{key}" for TypedDict `{one}`'
+            message = f'Unknown key "{key}" for TypedDict `{union}` (no member declares it)'
+        raised = _certain(rule, checked, stores.get(at, True), keys)
         if raised is None and declared is not None:
             raised = _subscript_certain(rule, message, read.get(at, ()), declared)
         if raised is not None and rule != "invalid-key" and loosely_typed(starts.get(at), written, loose):
@@ -340,10 +351,28 @@ def kept(
     return out
 
 
+_IN_UNION: Final = re.compile(r'^Unknown key "(.*)" for TypedDict `([^`]*)` \(subscripted object has type `([^`]*)`\)$')
+"""``ty``'s finding of a key one member of a union of classes lacks (it reports one per such member)."""
+
+
+def _whole_unions(found: Sequence[re.Match[str]]) -> set[tuple[str, str, str, str]]:
+    """Where every member of a union of classes lacks the key read: (line, column, key, union).
+
+    Then the key is missing whichever member the value is, as it is for a single class.
+    """
+    members: dict[tuple[str, str, str, str], set[str]] = {}
+    for m in found:
+        union = _IN_UNION.search(m.group(4)) if m.group(3) == "invalid-key" else None
+        if union is not None:
+            members.setdefault((m.group(1), m.group(2), union.group(1), union.group(3)), set()).add(union.group(2))
+    return {where for where, named in members.items() if named == {t.strip() for t in _split_top_level(where[3], "|")}}
+
+
 def _beyond_schema(message: str, closed: frozenset[str]) -> str:
     """``ty``'s unknown-key message, with how to read a key an open object's tool returns beyond its schema."""
     m = _UNKNOWN_KEY.search(message)
-    if m is None or m.group(2) in closed or "did you mean" in message:
+    # A union's key (no member declares it) is beyond the schema only where some member is open.
+    if m is None or all(t.strip() in closed for t in _split_top_level(m.group(2), "|")) or "did you mean" in message:
         return message  # a closed object's, or a slip for a key it declares (ty names that key)
     key = m.group(1)
     if '"' in key or "\\" in key:
