@@ -305,7 +305,8 @@ def _literal_key(node: ast.expr) -> str | int | None:
         value = node.operand.value
         return -value if type(value) is int else None
     value = node.value if isinstance(node, ast.Constant) else None
-    return value if type(value) in (str, int) else None
+    # Not ``bool``: ``t[True]`` is an index to Python, a key to no ``TypedDict``.
+    return value if isinstance(value, str | int) and not isinstance(value, bool) else None
 
 
 def _fields(signature: str) -> dict[str, dict[str, ast.expr]]:
