@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from toolcode._modules import ToolModules
+from toolcode._module_views import ToolModules
 from toolcode._view import CatalogView
 from toolcode.calls._foresee import foresee
 from toolindex import InMemoryIndex

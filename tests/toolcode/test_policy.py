@@ -118,7 +118,7 @@ def test_saved_snippets_are_judged_by_what_they_call(view: CatalogView) -> None:
     index = view.index
     for name in codes:
         index.register(_tool(name, ns="snippets"), BackendRef.of_provider("snippets", tool=name))
-    from toolcode._modules import ToolModules
+    from toolcode._module_views import ToolModules
 
     policy = Policy(snippet_code=codes.get, modules=ToolModules(index))
     verdict = {n: policy.verdict(view.get(f"snippets:{n}"), view) for n in codes}

@@ -13,7 +13,8 @@ import pytest
 from typing_extensions import TypedDict
 
 from toolcode import ExecuteOptions, Settings, Toolbox, ToolCallRecord
-from toolcode._modules import ToolModules, module_names
+from toolcode._module_views import ToolModules
+from toolcode._modules import module_names
 from toolcode._typecheck import TypeChecker
 from toolcode._view import CatalogView
 from toolcode.demo import demo_backends

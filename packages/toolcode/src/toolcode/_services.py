@@ -9,7 +9,7 @@ from typing import Any, Protocol
 import anyio
 
 from toolcode._audit import AuditLog, Quarantine
-from toolcode._modules import ToolModules
+from toolcode._module_views import ToolModules
 from toolcode._paused import PausedRuns
 from toolcode._results import StoredResults
 from toolcode._sessions import Sessions, owner_of

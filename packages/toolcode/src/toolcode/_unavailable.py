@@ -18,7 +18,8 @@ import ast
 import re
 from typing import Final
 
-from toolcode._modules import PACKAGE, ToolModules, module_names
+from toolcode._module_views import ToolModules
+from toolcode._modules import PACKAGE, module_names
 from toolcode._view import CatalogView, server_unavailable
 from toolcode.exceptions import CodeExecutionError
 

@@ -26,7 +26,8 @@ from typing import Final
 
 import anyio
 
-from toolcode._modules import PACKAGE, ModulesView, ToolModules
+from toolcode._module_views import ModulesView, ToolModules
+from toolcode._modules import PACKAGE
 from toolcode._offload import Runs, run_here, runs_for
 from toolcode._typecheck._arguments import ArgumentChecker
 from toolcode._typecheck._calls import Scan, ToolCall, parsed

@@ -22,7 +22,8 @@ import anyio
 import pydantic_monty as pm
 
 from toolcode._globals import globals_stub
-from toolcode._modules import PACKAGE, ModulesView, NamespaceModule
+from toolcode._module_views import ModulesView
+from toolcode._modules import PACKAGE, NamespaceModule
 from toolcode._offload import Runs, run_here
 from toolcode._typecheck._diagnostic import Diagnostic, Positions
 from toolcode._typecheck._findings import Declared, kept

@@ -29,7 +29,7 @@ import anyio.abc
 
 from toolcode._audit import AuditTrail
 from toolcode._limits import CallBudget
-from toolcode._modules import ToolModules
+from toolcode._module_views import ToolModules
 from toolcode._trace import Trace
 from toolcode.calls._foresee import EarlyCall, Foresight, Key, foresee, key_of
 from toolcode.calls._layer import Call, Layer

@@ -21,7 +21,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, cast
 
-from toolcode._modules import PACKAGE, ModulesView
+from toolcode._module_views import ModulesView
+from toolcode._modules import PACKAGE
 from toolcode._typecheck import MAX_CHARS, Scan, ToolCall, parsed
 from toolcode.calls._known import Env, Unknown, bind, holds, iterable, value
 

@@ -39,7 +39,8 @@ from typing import Any, Final, cast, get_args
 
 from toolcode._audit import AuditTrail, tool_hash
 from toolcode._data import as_mapping
-from toolcode._modules import PACKAGE, ModulesView, ToolModules
+from toolcode._module_views import ModulesView, ToolModules
+from toolcode._modules import PACKAGE
 from toolcode._settings import Decision, PolicySettings, Tier
 from toolcode._view import CatalogView
 from toolcode.exceptions import ErrorCode, ToolError
