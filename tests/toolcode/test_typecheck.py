@@ -800,6 +800,21 @@ async def test_a_snippet_in_the_f_string_syntax_of_python_3_12_is_checked() -> N
         await checker.aclose()
 
 
+def test_f_strings_whose_backslashes_are_not_plain_are_given_up() -> None:
+    # The re-quoting scanner took ``\{`` for an escape and the brace after it for a field, and so read
+    # text as code and code as text: the check and the early calls saw another program than the run.
+    from toolcode._typecheck._syntax import readable
+
+    nested = 'y = f"{"a"}"\n'
+    for tail in (
+        '__out = f"\\{{ " + str(up.add(a=5)) + " }} {up.echo(via=1)}"',
+        '__out = f"\\N{BULLET} {up.echo(via=1)}"',
+        '__out = rf"\\{{x}}"',
+    ):
+        assert readable(nested + tail) is None, tail
+    assert readable(nested + '__out = f"\\n{y}"') is not None  # other escapes are read as before
+
+
 async def test_a_json_number_is_used_as_the_int_it_may_be() -> None:
     # A JSON ``number`` is ``float`` in the stub; a whole one arrives as an ``int``, which repeats a
     # string or bounds a slice. What a number has in neither form is still refused.

@@ -6,9 +6,10 @@ parse a snippet checks nothing of it. :func:`readable` gives the same program wi
 nested in a replacement field re-quoted with the other quote (``f"{office['city']}"``): the same
 length, line for line, so every position the check reports is the snippet's own.
 
-It gives up (``None``) where no such swap exists: a backslash or a comment inside a replacement
-field, a nested string that holds the other quote or is triple-quoted, both quotes taken by the
-enclosing f-strings. The snippet then runs unchecked, as any text the host cannot parse.
+It gives up (``None``) where no such swap exists, or the text is not plain to read: a backslash or a
+comment inside a replacement field, a backslash before a brace or a named character (``\\N{...}``)
+in an f-string, a nested string that holds the other quote or is triple-quoted, both quotes taken by
+the enclosing f-strings. The snippet then runs unchecked, as any text the host cannot parse.
 """
 
 from __future__ import annotations
@@ -91,6 +92,9 @@ class _Scanner:
             if ch == "\\":
                 if enclosing:
                     raise _Unreadable  # no backslash in a replacement field before 3.12
+                if "f" in prefix and code[j + 1 : j + 2] in ("{", "}", "N"):
+                    # ``\{{`` is a backslash and a brace; ``\N{...}`` a named character: given up.
+                    raise _Unreadable
                 j += 2
                 continue
             if enclosing and ch == new:
