@@ -7,7 +7,7 @@ nested in a replacement field re-quoted with the other quote (``f"{office['city'
 length, line for line, so every position the check reports is the snippet's own.
 
 It gives up (``None``) where no such swap exists, or the text is not plain to read: a backslash or a
-comment inside a replacement field, a backslash before a brace or a named character (``\\N{...}``)
+comment inside a replacement field, a backslash before a brace or before a named character (``N{...}``)
 in an f-string, a nested string that holds the other quote or is triple-quoted, both quotes taken by
 the enclosing f-strings. The snippet then runs unchecked, as any text the host cannot parse.
 """
