@@ -51,6 +51,8 @@ class DefaultTools:
         self._services = services
         self._caller = caller
         self._module_map: dict[str, dict[str, ModuleFunction]] | None = None
+        self._reading = anyio.Lock()
+        """Held by this run's catalog read under way: the run waits in the shared turns with one read at a time."""
 
     async def _plain(self, op: str, call: Callable[[], Awaitable[Any]]) -> Any:
         try:
@@ -64,8 +66,10 @@ class DefaultTools:
 
         Reads take the event loop every caller shares; so taken, all of them together take at most
         about half of it, however many runs loop over them, and everything else goes on in the rest.
+        A run waits for its turn with one read at a time (however many it gathers), so another run's
+        read waits for one read of each run ahead of it, not for all of theirs.
         """
-        async with self._services.turns:
+        async with self._reading, self._services.turns:
             started = time.perf_counter()
             try:
                 return await self._plain(op, call)
