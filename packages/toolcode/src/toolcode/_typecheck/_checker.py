@@ -32,8 +32,9 @@ from toolcode._offload import Runs, run_here, runs_for
 from toolcode._typecheck._arguments import ArgumentChecker
 from toolcode._typecheck._calls import Scan, ToolCall, parsed
 from toolcode._typecheck._dead import DeadCode
+from toolcode._typecheck._declared import declared_types
 from toolcode._typecheck._diagnostic import Diagnostic, Handlers, Positions, near
-from toolcode._typecheck._findings import Declared, may_fail
+from toolcode._typecheck._findings import may_fail
 from toolcode._typecheck._ty import MAX_CHARS, Ty
 from toolcode._typecheck._writes import mentions
 from toolcode._view import CatalogView
@@ -135,7 +136,7 @@ class TypeChecker:
         complete = True
         # ``ty`` is asked only where it could find something (its check costs about a millisecond).
         if visible and await run(may_fail, tree, found):
-            declared = self._declared(tree, found, results, modules)
+            declared = declared_types(tree, found, results, modules)
             text = found.text or code
             findings = await self._ty.findings(
                 text, tree, found.bindings, visible, modules, positions, run, typed, declared
@@ -196,39 +197,6 @@ class TypeChecker:
         out.extend(arguments.check(tree, found, calls, positions))
         return tree, positions, found, out, visible, typed, results, modules
 
-    def _declared(
-        self, tree: ast.Module, found: Scan, results: Mapping[ast.AST, Tool], modules: ModulesView
-    ) -> Declared:
-        """The declared result type of a tool call, or of a name bound once (by ``name = call``) to one.
-
-        And of a chain of literal keys and indexes read from one (``offices[0]["staff"]``), as the
-        tool's stub declares each (the value's own type is what the snippet writes there, if it
-        does: :func:`~._writes.loosely_typed` leaves findings there to the run).
-        """
-        once = {
-            n.targets[0].id: n.value
-            for n in ast.walk(tree)
-            if isinstance(n, ast.Assign)
-            and len(n.targets) == 1
-            and isinstance(n.targets[0], ast.Name)
-            and found.bindings[n.targets[0].id] == 1
-        }
-
-        def declared(expr: ast.expr) -> str | None:
-            keys: list[str | int] = []
-            while isinstance(expr, ast.Subscript) and (key := _literal_key(expr.slice)) is not None:
-                keys.append(key)
-                expr = expr.value
-            value = once.get(expr.id) if isinstance(expr, ast.Name) and found.bindings[expr.id] == 1 else expr
-            tool = results.get(value) if value is not None else None
-            signature = modules.signature(tool) if tool is not None else None
-            typed = _returns(signature)
-            if keys and typed is not None:
-                typed = _read_type(typed, keys[::-1], _fields(signature or ""))
-            return typed
-
-        return declared
-
     def _names(
         self, found: Scan, modules: ModulesView, positions: Positions
     ) -> tuple[list[Diagnostic], dict[str, str]]:
@@ -288,80 +256,6 @@ class TypeChecker:
     async def aclose(self) -> None:
         """Close ``ty``'s warm session and worker pool; idempotent (a later check starts them again)."""
         await self._ty.aclose()
-
-
-def _returns(signature: str | None) -> str | None:
-    """The result annotation of a tool's function, as its stub has it."""
-    try:
-        tree = ast.parse(signature or "")
-    except SyntaxError:
-        return None
-    fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.returns is not None), None)
-    return ast.unparse(fn.returns) if fn is not None and fn.returns is not None else None
-
-
-def _literal_key(node: ast.expr) -> str | int | None:
-    """A key written as a literal (``"staff"``, ``0``, ``-1``), else ``None``."""
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
-        value = node.operand.value
-        return -value if type(value) is int else None
-    value = node.value if isinstance(node, ast.Constant) else None
-    # Not ``bool``: ``t[True]`` is an index to Python, a key to no ``TypedDict``.
-    return value if isinstance(value, str | int) and not isinstance(value, bool) else None
-
-
-def _fields(signature: str) -> dict[str, dict[str, ast.expr]]:
-    """Each ``TypedDict`` class of a tool's stub: its keys and their annotations (in either form)."""
-    try:
-        tree = ast.parse(signature)
-    except SyntaxError:
-        return {}
-    out: dict[str, dict[str, ast.expr]] = {}
-    for node in tree.body:
-        if isinstance(node, ast.ClassDef):
-            out[node.name] = {
-                n.target.id: n.annotation
-                for n in node.body
-                if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)
-            }
-        elif (
-            isinstance(node, ast.Assign)
-            and isinstance(node.value, ast.Call)
-            and len(node.value.args) == 2
-            and isinstance(node.value.args[1], ast.Dict)
-            and isinstance(target := node.targets[0], ast.Name)
-        ):
-            pairs = zip(node.value.args[1].keys, node.value.args[1].values, strict=True)
-            out[target.id] = {k.value: v for k, v in pairs if isinstance(k, ast.Constant) and isinstance(k.value, str)}
-    return out
-
-
-def _read_type(typed: str, keys: Sequence[str | int], fields: Mapping[str, Mapping[str, ast.expr]]) -> str | None:
-    """The declared type of what ``keys`` read, one after another, from a value of type ``typed``.
-
-    A key of a ``TypedDict`` class (``NotRequired[T]`` is ``T`` where the key is there) or an index
-    of a ``list[T]``; anything else (a union, ``Any``, a key the class lacks) is not followed.
-    """
-    node: ast.expr = ast.parse(typed, mode="eval").body
-    for key in keys:
-        if isinstance(key, str) and isinstance(node, ast.Name) and key in fields.get(node.id, {}):
-            node = fields[node.id][key]
-            while (
-                isinstance(node, ast.Subscript)
-                and isinstance(node.value, ast.Name)
-                and node.value.id in ("NotRequired", "Required")
-            ):
-                node = node.slice
-        elif (
-            isinstance(key, int)
-            and isinstance(node, ast.Subscript)
-            and isinstance(node.value, ast.Name)
-            and node.value.id == "list"
-        ):
-            node = node.slice
-        else:
-            return None
-    return ast.unparse(node)
 
 
 def _unpacked(found: Scan, pairs: Mapping[ast.Call, Sequence[str | None]]) -> dict[ast.Call, tuple[str, ...]]:
