@@ -8,12 +8,12 @@ from typing import Any
 import pytest
 
 from toolcode import ExecuteOptions, ExecuteParams, Executor, Services, ToolCallRecord, UnsafeInProcessEngine
+from toolcode._data import check_json
 from toolcode._limits import (  # pyright: ignore[reportPrivateUsage]
     TRUNCATION_MARKER,
     OutputBuffer,
     PayloadBudget,
     _size,
-    check_json,
     fit_output_budget,
     record_chars,
 )

@@ -19,13 +19,12 @@ from typing import Any, Final, Self
 import anyio
 
 from toolcode._audit import AuditTrail
+from toolcode._data import as_json_data, check_json
 from toolcode._limits import (
     MAX_TRACE_PAYLOAD_CHARS,
     CallBudget,
     OutputBuffer,
     PayloadBudget,
-    as_json_data,
-    check_json,
     fit_output_budget,
 )
 from toolcode._offload import runs_for

@@ -9,12 +9,10 @@ Host memory is bounded too: the trace keeps call payloads up to :class:`PayloadB
 from __future__ import annotations
 
 import math
-import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
-from toolcode._data import as_dict, as_list
 from toolcode._records import ToolCallRecord
 from toolcode.exceptions import LimitExceededError
 from tooldocs import json_text
@@ -29,10 +27,7 @@ __all__ = [
     "FittedOutput",
     "OutputBuffer",
     "PayloadBudget",
-    "as_json_data",
-    "check_json",
     "fit_output_budget",
-    "json_data_needed",
     "record_chars",
 ]
 
@@ -45,9 +40,7 @@ MAX_TRACE_PAYLOAD_CHARS: Final = 16 * 1024 * 1024
 the limits (the trace keeps ``4 * max_output_chars`` up to this)."""
 DROPPED_PAYLOAD: Final = "…[truncated trace payload: not kept, the run's allowance for call payloads is used up]"
 """Stands in for call arguments or results the trace did not keep."""
-_MAX_DEPTH: Final = 200
 _NUMBERS: Final = (int, float, bool)
-_LOG10_2: Final = math.log10(2)
 _PRINTABLE_BITS: Final = 14_000
 """Ints of at most this many bits (about 4,200 digits) print; a longer one may not (``sys.get_int_max_str_digits``)."""
 
@@ -192,53 +185,6 @@ class PayloadBudget:
         else:
             structured = self.keep(structured)
         return args, structured, -1 if size_a < 0 or size_s < 0 else size_a + size_s
-
-
-def _path_of_bad(value: Any, path: str = "$", depth: int = 0) -> str | None:
-    if depth > _MAX_DEPTH:
-        return f"{path} (nested more than {_MAX_DEPTH} levels)"
-    if value is None or isinstance(value, bool | str):
-        return None
-    if isinstance(value, int):
-        # CPython refuses to print an int longer than this (quadratic time); JSON text is printing.
-        most = sys.get_int_max_str_digits()
-        digits = int(value.bit_length() * _LOG10_2) + 1
-        return f"{path} is an int of about {digits:,} digits (more than {most:,})" if most and digits > most else None
-    if isinstance(value, float):
-        return None if math.isfinite(value) else f"{path} is {value!r}"
-    if (items := as_list(value)) is not None:
-        for i, v in enumerate(items):
-            if bad := _path_of_bad(v, f"{path}[{i}]", depth + 1):
-                return bad
-        return None
-    if (d := as_dict(value)) is not None:
-        for k, v in d.items():
-            if not isinstance(k, str):
-                return f"{path} has a {type(k).__name__} key {str(k)[:40]!r} (keys must be strings)"
-            if bad := _path_of_bad(v, f"{path}.{k[:40]}", depth + 1):
-                return bad
-        return None
-    return f"{path} is a {type(value).__name__}"
-
-
-def check_json(value: Any, what: str = "the result") -> str | None:
-    """``None`` when ``value`` (named ``what``) is JSON data, else the JSON path and type of its first offender."""
-    bad = _path_of_bad(value)
-    return bad and json_data_needed(bad, what)
-
-
-def json_data_needed(bad: str, what: str = "the result") -> str:
-    """The message for ``what`` that is not JSON data; ``bad``: where, and what is there (``$.k is a set``)."""
-    return f"{what} must be JSON data (dicts with str keys, lists, str, numbers, bool, None): {bad}"
-
-
-def as_json_data(value: Any) -> Any:
-    """The value with tuples turned into lists (what a JSON round trip gives), other values as they are."""
-    if (items := as_list(value)) is not None:
-        return [as_json_data(v) for v in items]
-    if (d := as_dict(value)) is not None:
-        return {k: as_json_data(v) for k, v in d.items()}
-    return value
 
 
 def _size(value: Any) -> int:

@@ -19,8 +19,8 @@ from typing import Any, cast
 import pydantic_monty as pm
 from pydantic_monty.class_instance import ClassInstance
 
+from toolcode._data import json_data_needed
 from toolcode._globals import TOOL_ERROR_INFO_SOURCE
-from toolcode._limits import json_data_needed
 from toolcode._modules import PACKAGE
 from toolcode._offload import runs_for
 from toolcode._types import EngineInfo, ExecuteParams, ExecuteResult, PauseState, RunPaused, Tools
