@@ -217,6 +217,14 @@ BROKEN: dict[str, tuple[str, int, int, str, str]] = {
         '"merged" is not one of "open" or "closed"',
         "invalid_arguments",
     ),
+    "wrong enum value through an annotated constant": (
+        "STATUS: str = 'merged'\nrun_tool('helpdesk:assign_ticket', ticket_id='PAR-1', engineer='Ana')\n"
+        "run_tool('helpdesk:list_tickets', office='Paris', status=STATUS)",
+        3,
+        58,
+        '"merged" is not one of "open" or "closed"',
+        "invalid_arguments",
+    ),
     "positional argument (module)": (
         "from tools import helpdesk\nhelpdesk.assign_ticket(ticket_id='PAR-1', engineer='Ana')\n"
         "helpdesk.on_call('Paris')",

@@ -54,7 +54,7 @@ def _end(stmt: ast.stmt) -> tuple[int, int]:
 
 
 class _Constants:
-    """Names bound once, by a top-level ``name = <literal>`` before the call, and never changed.
+    """Names bound once, by a top-level ``name = <literal>`` (or ``name: T = ...``) before the call, never changed.
 
     A list or dict qualifies only when every use of the name hands it whole to a tool call (or to
     a call that cannot change it), so that what the tool receives is what the literal says. A dict
@@ -69,6 +69,10 @@ class _Constants:
         self._keys: dict[str, list[ast.Assign]] = {}
         """Top-level ``name["key"] = value`` lines of a dict bound here, in order."""
         for stmt in tree.body:
+            if isinstance(stmt, ast.AnnAssign) and stmt.value is not None and isinstance(stmt.target, ast.Name):
+                if found.bindings[stmt.target.id] == 1:
+                    self.bound[stmt.target.id] = (stmt.value, _end(stmt))
+                continue
             if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
                 continue
             target = stmt.targets[0]
