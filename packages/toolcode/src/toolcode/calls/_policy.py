@@ -15,7 +15,8 @@ An approval names exactly what the person saw: each verdict carries a **digest**
 definition; a snippet's code and the definitions of every tool it names), and a decision binds it.
 A changed definition, or a snippet saved anew, has another digest: the approval no longer covers it,
 and the person is asked again. A snippet's run goes on only with the code that was judged, and the
-tools it names are approved with it only as they were defined when it was judged. A verdict made
+tools it names are approved with it only as they were defined when it was judged; a snippet it
+names runs, inside its run, only with what that approval listed (what both name). A verdict made
 before its call (a plan's, a saved snippet's) is compared with the definition when the call is
 made (:meth:`Checkpoint.stands`): a changed one is judged again.
 
