@@ -376,3 +376,69 @@ async def test_a_pause_whose_write_was_not_confirmed_is_never_resumable(undo: st
     else:  # the run is gone, its session's mark is not: the error says so, not "abort it"
         assert await runs.list(None) == []
         assert "session 's' may refuse runs" in str(caught.value) and "abort" not in str(caught.value)
+
+
+class _Snippets(Layer):
+    """Runs saved snippets as scripts of calls back through the gate (``steps``); other calls are recorded."""
+
+    def __init__(self, codes: dict[str, str], steps: dict[str, list[Any]]) -> None:
+        super().__init__(cast(Layer, None))
+        self.codes, self.steps, self.gate = codes, steps, cast(Gate, None)
+        self.made: list[str] = []
+        self.refused: list[ToolError] = []
+
+    async def plan(self, calls: Any) -> None:
+        return None
+
+    async def call(self, call: Call) -> Any:
+        from toolcode.calls._policy import check_judged
+
+        if not call.tool_id.startswith("snippets:"):
+            self.made.append(call.tool_id)
+            return
+        name = call.tool_id.removeprefix("snippets:")
+        check_judged(call.tool_id, self.codes[name])
+        for step in self.steps[name]:
+            if callable(step):
+                step()
+                continue
+            try:
+                await self.gate.call(Call(step, {}))
+            except ToolError as e:
+                self.refused.append(e)
+
+
+@pytest.mark.anyio
+async def test_an_approved_snippet_runs_only_what_its_approval_listed(view: CatalogView) -> None:
+    # ``b`` names ``snippets:c`` while no ``c`` exists; ``a``'s run saves ``c`` (it deletes) and calls ``b``.
+    from toolcode._module_views import ToolModules
+
+    index = cast(InMemoryIndex, view.index)
+    codes = {
+        "a": "run_tool('fs:touch', {})\nsave_snippet('c', ...)\nrun_tool('snippets:b', {})",
+        "b": "run_tool('snippets:c', {})",
+    }
+
+    def save(name: str, code: str) -> None:
+        codes[name] = code
+        index.register(_tool(name, ns="snippets"), BackendRef.of_provider("snippets", tool=name))
+
+    for name, code in list(codes.items()):
+        save(name, code)
+    policy = Policy(PolicySettings(preset="ask-writes"), snippet_code=codes.get, modules=ToolModules(index))
+    checkpoint = Checkpoint(policy, view, AuditTrail(AuditSettings()))
+    later = lambda: save("c", "run_tool('fs:delete_file', {})")  # noqa: E731
+    inner = _Snippets(codes, {"a": ["fs:touch", later, "snippets:b"], "b": ["snippets:c"], "c": ["fs:delete_file"]})
+    gate = inner.gate = Gate(inner, checkpoint, pause)
+    with pytest.raises(CallPaused) as asked:
+        await gate.call(Call("snippets:a", {}))
+    assert [(p.tool_id, p.reason.split(":")[0]) for p in asked.value.pending] == [("snippets:a", "it calls fs")]
+    assert "fs:delete_file" not in asked.value.pending[0].reason
+    checkpoint.approve_once(asked.value.pending)
+    await gate.call(Call("snippets:a", {}))
+    # What ``b`` names now (``c``, and what ``c`` calls) was never approved: judged on its own, refused.
+    assert inner.made == ["fs:touch"]
+    assert [(e.tool_id, e.code) for e in inner.refused] == [("snippets:c", ErrorCode.NOT_ALLOWED)]
+    # What a snippet names follows the catalog: ``b`` names ``c`` now that there is one.
+    named = dict(policy.verdict(view.get("snippets:b"), view).calls)
+    assert "snippets:c" in named and "fs:delete_file" in named

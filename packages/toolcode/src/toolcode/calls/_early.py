@@ -12,6 +12,13 @@ the same tool id and the same arguments as a held one gets its result (or its er
 A call of anything but a read first throws away every held call (what they read may change), and no
 call starts early while it runs. A held call the snippet never reaches is discarded when the run
 ends: the trace lists it (``early="discarded"``) and the audit log records it.
+
+A held call may wait for a slot while an earlier one changes its tool's definition (a rug pull). Right
+before it is made, its verdict must still stand (:meth:`~toolcode.calls._policy.Checkpoint.stands`:
+the tool defined as it was when the call was held, and not quarantined); if it does not, it is not made
+early: the run makes it when the code reaches it, through the gate, which judges it again. If the code
+waits for it already, it is made only if the policy lets it start early as it is now; else that call
+fails and nothing is called.
 """
 
 from __future__ import annotations
@@ -33,8 +40,8 @@ from toolcode._module_views import ToolModules
 from toolcode._trace import Trace
 from toolcode.calls._foresee import EarlyCall, Foresight, Key, foresee, key_of
 from toolcode.calls._layer import Call, Layer
-from toolcode.calls._policy import SNIPPETS_NAMESPACE, Checkpoint
-from toolcode.exceptions import StateUnavailableError, ToolError
+from toolcode.calls._policy import SNIPPETS_NAMESPACE, Checkpoint, Verdict
+from toolcode.exceptions import ErrorCode, StateUnavailableError, ToolError
 from tooldocs import tool_signature
 from toolindex import ToolIndexError
 from toolrun import RunResult
@@ -87,11 +94,13 @@ def early_calls(code: str, checkpoint: Checkpoint, modules: ToolModules, given: 
 class _Held:
     """One call started early, until the snippet takes it or it is discarded."""
 
-    __slots__ = ("call", "done", "ended", "error", "key", "result", "scope", "started", "taken")
+    __slots__ = ("call", "done", "ended", "error", "key", "result", "scope", "started", "taken", "verdict")
 
-    def __init__(self, call: Call, key: Key) -> None:
+    def __init__(self, call: Call, key: Key, verdict: Verdict) -> None:
         self.call = call
         self.key = key
+        self.verdict = verdict
+        """What the policy said when the call was held: it must still stand when the call is made."""
         self.done = anyio.Event()
         self.taken = anyio.Event()
         self.scope = anyio.CancelScope()
@@ -192,8 +201,13 @@ class Prefetch(Layer):
         key = key_of(c.tool_id, args) if args is not None else None
         if args is None or key is None:
             return
+        view = self._checkpoint.view
+        try:
+            verdict = self._checkpoint.policy.verdict(view.get(c.tool_id), view)
+        except (ToolIndexError, ToolError):
+            return
         self._left -= 1
-        held = _Held(Call(c.tool_id, args), key)
+        held = _Held(Call(c.tool_id, args), key, verdict)
         self._held.setdefault(key, deque()).append(held)
         self._tasks.start_soon(self._make, held)
 
@@ -202,6 +216,8 @@ class Prefetch(Layer):
             try:
                 async with self._at_once:
                     if self._probe is not None and not await self._audited(held):
+                        return
+                    if not self._checkpoint.stands(held.verdict) and not self._still(held):
                         return
                     held.started = time.perf_counter()
                     try:
@@ -227,13 +243,40 @@ class Prefetch(Layer):
         except StateUnavailableError:
             if held.taken.is_set():
                 return True
-            queue = self._held.get(held.key)
-            if queue is not None and held in queue:
-                queue.remove(held)
-                if not queue:
-                    del self._held[held.key]
+            self._forget(held)
             return False
         return True
+
+    def _still(self, held: _Held) -> bool:
+        """A held call whose tool changed (or was quarantined) since it was held: whether it is made now.
+
+        Not while the code has not reached it: the code makes it, through the gate, which judges it
+        again. If the code waits for it already (its call passed the gate, perhaps before the change),
+        only if the policy lets it start early as it is now; else that call fails, nothing called.
+        """
+        tool_id = held.call.tool_id
+        if not held.taken.is_set():
+            self._forget(held)
+            return False
+        if kind_of(self._checkpoint, tool_id)[1]:
+            return True
+        held.error = ToolError(
+            tool_id,
+            "its definition changed (or it was quarantined) after the call was judged, while it waited to be "
+            "made; nothing was called: call it again to have it judged as it is now",
+            "not_allowed",
+            code=ErrorCode.NOT_ALLOWED,
+        )
+        held.done.set()
+        return False
+
+    def _forget(self, held: _Held) -> None:
+        """A held call that will not be made early: the code's own call makes it."""
+        queue = self._held.get(held.key)
+        if queue is not None and held in queue:
+            queue.remove(held)
+            if not queue:
+                del self._held[held.key]
 
     def _discarded(self, held: _Held) -> None:
         call, result, error = held.call, held.result, held.error

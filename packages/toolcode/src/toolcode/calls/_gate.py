@@ -74,7 +74,8 @@ class Gate(Layer):
     it then cannot stop the run (resuming would make the plan's earlier calls again): the call
     fails with ``approval_required``, and calling it again asks about what it is now.
     A call of a saved snippet goes on with the tools its code names approved with it, as they
-    were defined when it was judged (:meth:`Checkpoint.scope`).
+    were defined when it was judged (:meth:`Checkpoint.scope`); inside another snippet's run, only
+    with what that snippet's approval listed.
     """
 
     __slots__ = ("_checkpoint", "_decide", "_makeable", "_planned")

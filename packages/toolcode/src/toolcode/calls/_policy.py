@@ -15,7 +15,8 @@ An approval names exactly what the person saw: each verdict carries a **digest**
 definition; a snippet's code and the definitions of every tool it names), and a decision binds it.
 A changed definition, or a snippet saved anew, has another digest: the approval no longer covers it,
 and the person is asked again. A snippet's run goes on only with the code that was judged, and the
-tools it names are approved with it only as they were defined when it was judged. A verdict made
+tools it names are approved with it only as they were defined when it was judged; a snippet it
+names runs, inside its run, only with what that approval listed (what both name). A verdict made
 before its call (a plan's, a saved snippet's) is compared with the definition when the call is
 made (:meth:`Checkpoint.stands`): a changed one is judged again.
 
@@ -218,7 +219,7 @@ class Policy:
         self._preset = PRESETS[self.settings.preset]
         self._snippet_code = snippet_code
         self._modules = modules
-        self._snippet_cache: dict[tuple[object, ...], tuple[str, tuple[list[str], bool]]] = {}
+        self._snippet_cache: dict[tuple[object, ...], tuple[list[str], bool]] = {}
         self._verdicts: dict[str, tuple[Tool, Verdict]] = {}
 
     def tier(self, tool: Tool) -> Tier:
@@ -256,19 +257,23 @@ class Policy:
         self._verdicts[tool.id] = (tool, v)
         return v
 
-    def _literal_ids(self, name: str, code: str, view: CatalogView | None) -> tuple[list[str], bool]:
-        # The module functions a snippet names are those of the view it runs in (``None``: the whole catalog).
-        key = (name, view.allowed_namespaces, view.hidden) if view is not None else (name,)
+    def _literal_ids(self, code: str, code_digest: str, view: CatalogView | None) -> tuple[list[str], bool]:
+        # What a snippet names depends on its code and on the catalog as the view holds it (a literal
+        # ``snippets:c`` names a snippet once one is saved): the answer is kept for exactly those.
+        # The module functions it names are those of the view it runs in (``None``: the whole catalog).
+        index = view.index if view is not None else self._modules.index if self._modules is not None else None
+        version = index.version if index is not None else None
+        key = (code_digest, version, view.key() if view is not None else None)
         cached = self._snippet_cache.get(key)
-        if cached is None or cached[0] != code:
+        if cached is None:
             modules = None
             if self._modules is not None:
                 modules = self._modules.seen_by(view if view is not None else CatalogView(self._modules.index))
-            cached = (code, literal_tool_ids(code, modules, _known_in(view)))
+            cached = literal_tool_ids(code, modules, _known_in(view))
             if len(self._snippet_cache) > 1024:
                 self._snippet_cache.clear()
             self._snippet_cache[key] = cached
-        return cached[1]
+        return cached
 
     def _snippet_verdict(
         self, tool: Tool, code: str, view: CatalogView | None, code_of: Callable[[str], str | None]
@@ -288,10 +293,10 @@ class Policy:
         snippets: dict[str, str] = {tool.id: code_digest}
         strict: list[str] = []  # every named tool the person is asked about, listed in the question
         dynamic = False
-        todo: list[tuple[Tool, str, int]] = [(tool, code, 0)]  # depth first, each snippet once
+        todo: list[tuple[Tool, str, str, int]] = [(tool, code, code_digest, 0)]  # depth first, each snippet once
         while todo:
-            snippet, text, depth = todo.pop()
-            ids, computes = self._literal_ids(snippet.name, text, view)
+            snippet, text, text_digest, depth = todo.pop()
+            ids, computes = self._literal_ids(text, text_digest, view)
             own: Tier = "write" if computes else "read"
             d, why = self._decide(snippet.id, snippet.namespace, own)
             verdicts: list[tuple[str, Tier, Decision, str]] = [(snippet.id, own, d, why)]
@@ -312,7 +317,7 @@ class Policy:
                 elif depth + 1 < _MAX_NESTING:
                     calls[inner.id] = snippets[inner.id] = inner_digest = _sha(inner_code)
                     digest.update(f"\n{inner.id}={inner_digest}".encode())
-                    todo.append((inner, inner_code, depth + 1))
+                    todo.append((inner, inner_code, inner_digest, depth + 1))
                 # Deeper: judged when it is called, inside this snippet's run (which cannot stop
                 # for a person, so it is refused unless allowed).
             for tid, t, d, why in verdicts:
@@ -611,12 +616,19 @@ def _covers(scope: Mapping[str, str], v: Verdict) -> bool:
 
 @contextmanager
 def _within(verdict: Verdict, outer: Mapping[str, str] | None) -> Generator[None]:
+    """The scope of a saved snippet's run: what its verdict names, as judged.
+
+    Inside another snippet's run (``outer``), what runs under that snippet's approval is only what it
+    listed, at the digests listed: the nested snippet's scope is what both name, at the outer digests.
+    What the nested snippet names now and the outer approval did not list (a snippet saved since, a
+    tool it names anew) is judged on its own when called.
+    """
     mine = dict(verdict.calls)
     mine.update(verdict.snippets)
     judged = verdict.code_digest
     if outer is not None:
         judged = outer.get(verdict.tool_id, judged)
-        mine.update(outer)  # what the outer snippet was judged with stands
+        mine = {tool_id: outer[tool_id] for tool_id in mine if tool_id in outer}
     token = _scope.set(mine)
     code = _judged_code.set(judged)
     try:
