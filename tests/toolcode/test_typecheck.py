@@ -1249,6 +1249,20 @@ OWN_DICTS: dict[str, tuple[str, bool]] = {
         '    seen.setdefault(o["city"], []).append(o["head"])\n    seen.update({o["tz"]: 1})\nseen',
         True,
     ),
+    "counted, then read by its items and keys and made part of the run's value": (
+        'by = {}\nfor o in run_tool("helpdesk:list_offices"):\n    by[o["city"]] = by.get(o["city"], 0) + 1\n'
+        "n = sorted(by.items())\nks = [k for k in by]\nfor k in by:\n    pass\n"
+        '__out = {"by": by, "n": n, "first": run_tool("helpdesk:list_offices")[0]["ciity"]}',
+        True,
+    ),
+    "copied by dict() into a result": (
+        'ts = run_tool("helpdesk:list_offices")\nx = {}\nx[input["k"]] = 1\nts.append(dict(x))\nts[-1]["note"]',
+        False,
+    ),
+    "in a display put into a result": (
+        'ts = run_tool("helpdesk:list_offices")\nx = {}\nx[input["k"]] = 1\nts.append([x][0])\nts[-1]["note"]',
+        False,
+    ),
     "the same name also bound to a result": (
         'counts = {}\ncounts = run_tool("helpdesk:list_offices")[0]\nk = "name"\ncounts[k] = 1\ncounts["name"]',
         False,

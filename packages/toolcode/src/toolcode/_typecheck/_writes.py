@@ -132,18 +132,26 @@ def _own_dicts(tree: ast.Module) -> frozenset[str]:
         parents = {child: parent for parent in ast.walk(tree) for child in ast.iter_child_nodes(parent)}
         for node in ast.walk(tree):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in own:
-                if not _stays(node, parents.get(node)):
+                if not _stays(node, parents):
                     own.discard(node.id)
     return frozenset(own)
 
 
-_KEEPING: Final = frozenset({"get", "setdefault", "update", "pop", "clear"})
-"""A dict's methods that give out a value or nothing, never the dict or its keys."""
-_MEASURING: Final = frozenset({"len", "bool", "print", "println"})
+_KEEPING: Final = frozenset({"get", "setdefault", "update", "pop", "clear", "items", "keys", "values"})
+"""A dict's methods that give out its keys, its values or nothing, never the dict itself."""
+_MEASURING: Final = frozenset(
+    {"len", "bool", "print", "println", "sorted", "list", "set", "tuple", "min", "max", "sum", "any", "all"}
+)
+"""Builtins that, given a dict, read its keys (or measure or print it) and keep none of it."""
 
 
-def _stays(name: ast.Name, parent: ast.AST | None) -> bool:
-    """Whether this use of a dict leaves it where it is (nothing else gets it, or its keys)."""
+def _stays(name: ast.Name, parents: dict[ast.AST, ast.AST]) -> bool:
+    """Whether this use of a dict leaves it where it is (nothing else gets the dict itself).
+
+    Its keys and values may go elsewhere (``d.items()``, ``sorted(d)``, ``for k in d``): a key written
+    under a computed name anywhere else is a computed write there (:func:`written_keys`).
+    """
+    parent = parents.get(name)
     if isinstance(parent, ast.Subscript):
         return parent.value is name
     if isinstance(parent, ast.Attribute):
@@ -152,6 +160,12 @@ def _stays(name: ast.Name, parent: ast.AST | None) -> bool:
         return name is not parent.left  # ``k in d``
     if isinstance(parent, ast.Call):
         return isinstance(parent.func, ast.Name) and parent.func.id in _MEASURING and name in parent.args
+    if isinstance(parent, ast.For | ast.AsyncFor | ast.comprehension):
+        return parent.iter is name  # its keys, one by one
+    if isinstance(parent, ast.Dict | ast.List | ast.Tuple) and name not in getattr(parent, "keys", ()):
+        parent = parents.get(parent)  # in a display that is the run's value (``__out = {"by": d}``)
+        if not isinstance(parent, ast.Assign):
+            return False
     if isinstance(parent, ast.Assign):  # the run's value
         return all(isinstance(t, ast.Name) and t.id == "__out" for t in parent.targets)
     return isinstance(parent, ast.Expr | ast.FormattedValue)
