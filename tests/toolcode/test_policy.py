@@ -333,6 +333,28 @@ async def test_a_planned_call_whose_definition_changed_is_judged_again_when_made
 
 
 @pytest.mark.anyio
+async def test_a_planned_call_of_an_id_that_now_names_a_newer_version_is_judged_again(view: CatalogView) -> None:
+    # The verdict was for ``fs:peek:1``; an id without a version names the latest, and the upstream
+    # announced version 2 (destructive) while the first step ran: v1 still stood, v2 was called unjudged.
+    index = cast(InMemoryIndex, view.index)
+    v1 = Tool.validated(name="peek", namespace="fs", version="1", input_schema={"type": "object"},
+                        annotations={"readOnlyHint": True})  # fmt: skip
+    index.register(v1, BackendRef.of_provider("p", tool="peek"))
+    checkpoint, made = _checkpoint(view), _Made()
+    gate = Gate(made, checkpoint, pause)
+    steps = [Call("fs:read_file", {}), Call("fs:peek", {})]
+    await gate.plan(steps)  # both reads: allowed
+    await gate.call(steps[0])
+    v2 = v1.model_copy(update={"version": "2", "annotations": {"destructiveHint": True}})
+    index.register(v2, BackendRef.of_provider("p", tool="peek"))
+    assert view.get("fs:peek").id == "fs:peek:2"
+    with pytest.raises(ToolError) as refused:
+        await gate.call(steps[1])
+    assert refused.value.code == ErrorCode.APPROVAL_REQUIRED
+    assert made.made == ["fs:read_file"]
+
+
+@pytest.mark.anyio
 @pytest.mark.parametrize("undo", ["works", "fails", "fails for the mark"])
 async def test_a_pause_whose_write_was_not_confirmed_is_never_resumable(undo: str) -> None:
     # The store's answer to the paused run's write was lost (a timeout) while the write landed: the

@@ -217,7 +217,7 @@ class Prefetch(Layer):
                 async with self._at_once:
                     if self._probe is not None and not await self._audited(held):
                         return
-                    if not self._checkpoint.stands(held.verdict) and not self._still(held):
+                    if not self._checkpoint.stands(held.verdict, held.call.tool_id) and not self._still(held):
                         return
                     held.started = time.perf_counter()
                     try:

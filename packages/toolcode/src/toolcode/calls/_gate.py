@@ -129,7 +129,7 @@ class Gate(Layer):
         planned, verdict = self._planned, None
         if planned and (key := call.planned or call) in planned:
             verdict = planned.pop(key)
-            if verdict is None or not self._checkpoint.stands(verdict):
+            if verdict is None or not self._checkpoint.stands(verdict, call.tool_id):
                 verdict = (await self._judge((call,), self._midway)).get(call.tool_id)
         elif not self._checkpoint.allowed(call.tool_id):
             verdict = (await self._judge((call,), self._makeable)).get(call.tool_id)

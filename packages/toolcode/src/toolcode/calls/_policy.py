@@ -564,16 +564,19 @@ class Checkpoint:
         hit = self._allowed.get(tool_id)
         return hit is not None and hit[0] == getattr(self.view.index, "version", None)
 
-    def stands(self, verdict: Verdict) -> bool:
-        """Whether a verdict made earlier still holds as its call is made.
+    def stands(self, verdict: Verdict, tool_id: str) -> bool:
+        """Whether a verdict made earlier still holds as its call, of ``tool_id`` as written, is made.
 
-        It does while the tool is defined as it was then (a saved snippet: its code and the tools it
-        names) and is not quarantined; an unknown tool's call reports itself.
+        It does while ``tool_id`` names the tool judged (an id without a version names the latest,
+        which may be a newer one since), defined as it was then (a saved snippet: its code and the
+        tools it names), and not quarantined. A tool gone since is judged again (its call reports it).
         """
         try:
-            tool = self.view.get(verdict.tool_id)
+            tool = self.view.get(tool_id)
         except (ToolIndexError, ToolError):
-            return True
+            return False
+        if tool.id != verdict.tool_id:
+            return False
         quarantined = self.policy.quarantined
         if quarantined is not None and quarantined(tool):
             return False
