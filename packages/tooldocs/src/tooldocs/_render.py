@@ -93,8 +93,8 @@ class RenderOptions:
     tuples: bool = True
     """Show a fixed-length array (``prefixItems`` with ``items: false``, or draft-04's array form of
     ``items``) as ``tuple[A, B]``; ``False`` shows ``list[A | B]``, the type its value has once
-    decoded (a JSON array is a ``list``): for a type checker, which must neither refuse what a list
-    does (``+`` with another list) nor pass what only a tuple does (``%``-formatting, hashing)."""
+    decoded (a JSON array is a ``list``): for a type checker, which must not refuse what a list
+    does (``+`` with another list)."""
 
 
 @dataclass(frozen=True, slots=True)
