@@ -334,10 +334,8 @@ async def test_saved_snippets_are_never_exposed_as_tools(tmp_path: Path) -> None
         assert "files__read_file" in exposed_tools(box.codemode, ["*"]).tools
 
 
-@pytest.mark.parametrize("store", ["sqlite", "redis"])
-async def test_paused_runs_are_kept_per_caller_under_a_quota(
-    tmp_path: Path, store: str, request: pytest.FixtureRequest
-) -> None:
+def _asking_deletes(tmp_path: Path, store: str, request: pytest.FixtureRequest) -> Settings:
+    """Settings where deleting a file asks (runs pause), two paused runs per caller, state in ``store``."""
     from toolcode._settings import PolicySettings, StateSettings
 
     policy = PolicySettings.model_validate(
@@ -347,7 +345,14 @@ async def test_paused_runs_are_kept_per_caller_under_a_quota(
         state = StateSettings(url=str(request.getfixturevalue("redis_url")))
     else:
         state = StateSettings(dir=str(tmp_path / "state"))
-    settings = Settings(policy=policy, state=state)
+    return Settings(policy=policy, state=state)
+
+
+@pytest.mark.parametrize("store", ["sqlite", "redis"])
+async def test_paused_runs_are_kept_per_caller_under_a_quota(
+    tmp_path: Path, store: str, request: pytest.FixtureRequest
+) -> None:
+    settings = _asking_deletes(tmp_path, store, request)
     ask = 'run_tool("files:delete_file", path="/a")'
     async with Toolbox([_backend()], settings=settings) as box:  # monty: runs pause
         cm = box.codemode
@@ -377,16 +382,8 @@ async def test_decided_outcomes_are_kept_within_the_callers_paused_quota_across_
     # approving its own run's questions in a loop grew the shared store without bound.
     from toolcode._paused import _DECIDED_KIND  # pyright: ignore[reportPrivateUsage]
     from toolcode._sessions import owner_of
-    from toolcode._settings import PolicySettings, StateSettings
 
-    policy = PolicySettings.model_validate(
-        {"rules": [{"tools": "files:delete_*", "decision": "ask"}], "max_paused_runs": 2}
-    )
-    if store == "redis":
-        state = StateSettings(url=str(request.getfixturevalue("redis_url")))
-    else:
-        state = StateSettings(dir=str(tmp_path / "state"))
-    settings = Settings(policy=policy, state=state)
+    settings = _asking_deletes(tmp_path, store, request)
     loop = "for i in range(10):\n    run_tool('files:delete_file', path=str(i))\n__out = 'done'"
     # Two replicas over one store (monty: runs pause).
     async with Toolbox([_backend()], settings=settings) as one, Toolbox([_backend()], settings=settings) as two:
@@ -402,7 +399,7 @@ async def test_decided_outcomes_are_kept_within_the_callers_paused_quota_across_
             out = await (one, two)[n % 2].codemode.resume(decided[-1], "approve", caller="token:alice")
         store_ = one.stores.paused.store
         kept = await store_.list(_DECIDED_KIND, prefix=owner_of("token:alice") + "/")
-        assert len(kept) == policy.max_paused_runs, kept
+        assert len(kept) == settings.policy.max_paused_runs, kept
         # The newest answer again with the outcome each led to; an older one was dropped.
         assert out.approval is not None
         again = await one.codemode.resume(decided[-1], "approve", caller="token:alice")

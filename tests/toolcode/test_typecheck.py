@@ -7,6 +7,7 @@ namespaces named like a standard-library module and like no identifier at all.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any, ClassVar, Literal
 
 import pytest
@@ -786,26 +787,32 @@ async def test_a_fixed_length_array_is_used_as_the_list_it_is() -> None:
         await checker.aclose()
 
 
-async def test_a_snippet_in_the_f_string_syntax_of_python_3_12_is_checked() -> None:
-    # Monty reads f-strings that reuse their quote inside (PEP 701); a host on an older Python does
-    # not, and a snippet it could not parse went unchecked as a whole. Positions are the snippet's.
+@asynccontextmanager
+async def _crm_get(output_schema: dict[str, Any]) -> AsyncIterator[tuple[TypeChecker, CatalogView]]:
+    """A checker over one tool, ``crm:get``, returning ``output_schema``, and the whole catalog's view."""
     from toolindex import BackendRef, Tool
 
     index = InMemoryIndex()
-    out = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
-    tool = Tool.validated(name="get", namespace="crm", input_schema={"type": "object"}, output_schema=out)
+    tool = Tool.validated(name="get", namespace="crm", input_schema={"type": "object"}, output_schema=output_schema)
     index.register(tool, BackendRef.of_provider("p", tool="get"))
     checker = TypeChecker(ToolModules(index))
-    view = CatalogView(index, None)
     try:
+        yield checker, CatalogView(index, None)
+    finally:
+        await checker.aclose()
+
+
+async def test_a_snippet_in_the_f_string_syntax_of_python_3_12_is_checked() -> None:
+    # Monty reads f-strings that reuse their quote inside (PEP 701); a host on an older Python does
+    # not, and a snippet it could not parse went unchecked as a whole. Positions are the snippet's.
+    out = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+    async with _crm_get(out) as (checker, view):
         good = """from tools import crm\nr = crm.get()\nf"{r["name"]:>{len(r['name'])}}" + f'{r["name"]!r}'"""
         assert await checker.check(good, view) == []
         bad = """from tools import crm\nr = crm.get()\nf"{r["nme"]}"\ncrm.gett()"""
         found = await checker.check(bad, view)
         assert [(d.line, d.column, d.code) for d in found] == [(3, 6, "runtime_error"), (4, 1, "unknown_tool")], found
         assert 'Unknown key "nme"' in found[0].message
-    finally:
-        await checker.aclose()
 
 
 def test_f_strings_whose_backslashes_are_not_plain_are_given_up() -> None:
@@ -826,15 +833,8 @@ def test_f_strings_whose_backslashes_are_not_plain_are_given_up() -> None:
 async def test_a_json_number_is_used_as_the_int_it_may_be() -> None:
     # A JSON ``number`` is ``float`` in the stub; a whole one arrives as an ``int``, which repeats a
     # string or bounds a slice. What a number has in neither form is still refused.
-    from toolindex import BackendRef, Tool
-
-    index = InMemoryIndex()
     out = {"type": "object", "properties": {"rating": {"type": "number"}}, "required": ["rating"]}
-    tool = Tool.validated(name="get", namespace="crm", input_schema={"type": "object"}, output_schema=out)
-    index.register(tool, BackendRef.of_provider("p", tool="get"))
-    checker = TypeChecker(ToolModules(index))
-    view = CatalogView(index, None)
-    try:
+    async with _crm_get(out) as (checker, view):
         for code in (
             "from tools import crm\n'*' * crm.get()['rating']",
             "from tools import crm\n['a', 'b', 'c'][: crm.get()['rating'] // 2]",
@@ -843,24 +843,15 @@ async def test_a_json_number_is_used_as_the_int_it_may_be() -> None:
             assert await checker.check(code, view) == [], code
         [found] = await checker.check("from tools import crm\ncrm.get()['rating'].upper()", view)
         assert "upper" in found.message
-    finally:
-        await checker.aclose()
 
 
 async def test_an_enum_field_is_one_type_only_where_its_values_share_one() -> None:
     # ``Literal["low", "urgent"]`` is a union of values of one type, ``str``: what ``str`` lacks,
     # each value lacks. A ``Literal`` mixing types is a union of types, left to the run; and a whole
     # JSON number may arrive as a float (``1.0`` is one of ``[1, 2]``), which has ``hex``.
-    from toolindex import BackendRef, Tool
-
-    index = InMemoryIndex()
     props = {"level": {"enum": ["low", "high"]}, "mixed": {"enum": ["a", 1]}, "n": {"enum": [1, 2]}}
     out = {"type": "object", "properties": props, "required": list(props)}
-    tool = Tool.validated(name="get", namespace="crm", input_schema={"type": "object"}, output_schema=out)
-    index.register(tool, BackendRef.of_provider("p", tool="get"))
-    checker = TypeChecker(ToolModules(index))
-    view = CatalogView(index, None)
-    try:
+    async with _crm_get(out) as (checker, view):
         for code in (
             "from tools import crm\nr = crm.get()\nr['mixed'].upper()",
             "from tools import crm\nr = crm.get()\nr['mixed'] + 1",
@@ -875,8 +866,6 @@ async def test_an_enum_field_is_one_type_only_where_its_values_share_one() -> No
         ):
             [found] = await checker.check(code, view)
             assert words in found.message and found.code == "runtime_error", (code, found)
-    finally:
-        await checker.aclose()
 
 
 async def test_a_result_handed_straight_to_len_is_checked() -> None:
