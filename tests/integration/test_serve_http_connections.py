@@ -31,6 +31,18 @@ HANG = 60.0
 
 @pytest.fixture
 async def port() -> AsyncIterator[int]:
+    async for port in _serving(BODY_TIMEOUT):
+        yield port
+
+
+@pytest.fixture
+async def patient_port() -> AsyncIterator[int]:
+    """A server whose body deadline is past the hang bound: only a refusal can close a body early."""
+    async for port in _serving(HANG * 4):
+        yield port
+
+
+async def _serving(body_timeout: float) -> AsyncIterator[int]:
     ready = anyio.Event()
     url: list[str] = []
 
@@ -47,7 +59,7 @@ async def port() -> AsyncIterator[int]:
                 on_ready=on_ready,
                 tokens=BearerTokens({"alice": TOKEN}),
                 head_timeout=HEAD_TIMEOUT,
-                body_timeout=BODY_TIMEOUT,
+                body_timeout=body_timeout,
             )
         )
         with anyio.fail_after(HANG):
@@ -149,6 +161,50 @@ async def test_a_token_holders_unfinished_body_is_closed(port: int) -> None:
     closed, _, waited = await anyio.to_thread.run_sync(unfinished)
     assert closed
     assert waited >= BODY_TIMEOUT * 0.9
+
+
+async def test_a_refused_request_with_a_body_is_closed_at_once(patient_port: int) -> None:
+    """Refused before its body is read (no token, a wrong one, a foreign session): the answer closes the
+    connection, so a caller without a token cannot hold it by sending that body a byte at a time."""
+
+    def refused(head: str) -> tuple[bytes, bool]:
+        with _connect(patient_port) as s:
+            s.sendall((f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{patient_port}\r\n{head}\r\n{{").encode())
+            answer = b""
+            while b"\r\n\r\n" not in answer and (chunk := s.recv(65536)):
+                answer += chunk
+            return answer, _closed_while_trickling(s)
+
+    length = "Content-Type: application/json\r\nContent-Length: 100000\r\n"
+    for head in (
+        length,
+        f"Authorization: Bearer wrong-{TOKEN}\r\n{length}",
+        "Transfer-Encoding: chunked\r\n",
+        f"Authorization: Bearer {TOKEN}\r\nMcp-Session-Id: not-yours\r\n{length}",
+    ):
+        answer, closed = await anyio.to_thread.run_sync(refused, head)
+        assert answer.startswith((b"HTTP/1.1 401", b"HTTP/1.1 404")), answer
+        assert closed, head
+        assert b"connection: close" in answer.lower(), answer
+
+
+def _closed_while_trickling(sock: socket.socket, rounds: int = 40) -> bool:
+    """Send a byte of the body every half second (which keeps an idle connection from timing out)
+    until the server closes the socket (``True``) or ``rounds`` bytes are sent (``False``)."""
+    sock.settimeout(0.5)
+    for _ in range(rounds):
+        try:
+            if not sock.recv(65536):
+                return True
+        except TimeoutError:
+            pass
+        except ConnectionError:
+            return True
+        try:
+            sock.sendall(b" ")
+        except ConnectionError:
+            return True
+    return False
 
 
 async def test_deadlines_must_be_positive() -> None:

@@ -269,6 +269,9 @@ class HTTPGuard:
             await send({"type": "websocket.close", "code": 1008, "reason": text})
             return
         body = (text + "\n").encode()
+        # A refused request's body is never read: its connection is closed after the answer, so
+        # that no caller can hold it open by sending that body slowly.
+        closing = [(b"connection", b"close")] if _declares_body(scope) else []
         await send(
             {
                 "type": "http.response.start",
@@ -277,10 +280,18 @@ class HTTPGuard:
                     (b"content-type", b"text/plain; charset=utf-8"),
                     (b"content-length", str(len(body)).encode()),
                     *headers,
+                    *closing,
                 ],
             }
         )
         await send({"type": "http.response.body", "body": body})
+
+
+def _declares_body(scope: Scope) -> bool:
+    """Whether a request's head announces a body (a non-zero ``Content-Length``, or chunks)."""
+    if _header(scope, b"transfer-encoding"):
+        return True
+    return any(value.strip() not in ("", "0") for value in _header(scope, b"content-length"))
 
 
 def http_caller(ctx: ServerRequestContext[Any, Any] | Any) -> str | None:
