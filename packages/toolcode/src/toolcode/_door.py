@@ -29,7 +29,7 @@ from toolcode._metatools import (
     parse_arguments,
 )
 from toolcode._modules import every_tool
-from toolcode._snippets import NAMESPACE as SNIPPETS_NAMESPACE
+from toolcode._saved_snippet import NAMESPACE as SNIPPETS_NAMESPACE
 from toolcode.calls import Asker
 from toolcode.exceptions import InvalidArgumentsError, ToolCodeError, clip
 from toolcode.models import RunToolOutcome

@@ -32,9 +32,10 @@ from toolcode._operations import Operations
 from toolcode._options import ExecuteOptions, ResolvedOptions
 from toolcode._otel import run_span
 from toolcode._paused import PausedRun, new_execution_id
+from toolcode._saved_snippet import SavedSnippet
 from toolcode._services import Services
 from toolcode._sessions import owner_of
-from toolcode._snippets import MAX_NESTING, SavedSnippet
+from toolcode._snippets import MAX_NESTING
 from toolcode._tools import DefaultTools
 from toolcode._trace import Trace
 from toolcode._types import ExecuteParams, ExecuteResult, LimitsReport, OnToolCall, PausableEngine, RunPaused

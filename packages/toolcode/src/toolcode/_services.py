@@ -12,9 +12,10 @@ from toolcode._audit import AuditLog, Quarantine
 from toolcode._module_views import ToolModules
 from toolcode._paused import PausedRuns
 from toolcode._results import StoredResults
+from toolcode._saved_snippet import SavedSnippet
 from toolcode._sessions import Sessions, owner_of
 from toolcode._settings import Settings
-from toolcode._snippets import SavedSnippet, SnippetLibrary
+from toolcode._snippets import SnippetLibrary
 from toolcode._typecheck import Diagnostic, TypeChecker
 from toolcode._types import Engine
 from toolcode._view import CatalogView

@@ -19,18 +19,17 @@ that call (:func:`running_snippets`): within the calling run, or as a run of its
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
 from typing import Any, Final
 
 import anyio
 
 from toolcode._data import as_mapping
+from toolcode._saved_snippet import NAMESPACE, SavedSnippet
 from toolcode.exceptions import InvalidArgumentsError, LimitExceededError, TypeCheckError
 from toolcode.state import ABSENT, StateStore
 from toolcode.state._protocol import keep_in_sync
@@ -39,18 +38,14 @@ from toolindex.log import get_logger
 from toolrun import CompiledSchema, ProviderBackend, ToolRunError
 
 __all__ = [
-    "NAMESPACE",
     "Check",
     "RunSnippet",
-    "SavedSnippet",
     "SnippetLibrary",
     "running_snippets",
 ]
 
 _log = get_logger("toolcode.snippets")
 
-NAMESPACE: Final = "snippets"
-"""The namespace saved snippets take in the catalog."""
 PROVIDER_ID: Final = "snippets"
 MAX_CODE_CHARS: Final = 100_000
 MAX_DESCRIPTION_CHARS: Final = 2_000
@@ -76,78 +71,6 @@ def running_snippets(run: RunSnippet) -> Generator[None]:
         yield
     finally:
         _running.reset(token)
-
-
-@dataclass(frozen=True, slots=True)
-class SavedSnippet:
-    """One saved snippet."""
-
-    name: str
-    code: str
-    description: str
-    input_schema: Mapping[str, Any]
-    created: float
-    updated: float
-    owner: str = "local"
-    """Who saved it (:func:`~toolcode._sessions.owner_of` of the caller): only they, or an operator,
-    see it (unless shared), replace it or delete it."""
-    shared: bool = False
-    """Published by an operator: every caller sees and runs it."""
-
-    def seen_by(self, owner: str, operator: bool) -> bool:
-        """Whether the caller ``owner`` (an ``operator`` or not) sees this snippet."""
-        return self.shared or operator or self.owner == owner
-
-    @property
-    def tool_id(self) -> str:
-        """``snippets:<name>``."""
-        return f"{NAMESPACE}:{self.name}"
-
-    def to_dict(self, *, with_code: bool = True) -> dict[str, Any]:
-        """Plain data."""
-        out: dict[str, Any] = {
-            "name": self.name,
-            "tool_id": self.tool_id,
-            "description": self.description,
-            "input_schema": dict(self.input_schema),
-            "created": round(self.created, 3),
-            "updated": round(self.updated, 3),
-            "shared": self.shared,
-        }
-        if with_code:
-            out["code"] = self.code
-        return out
-
-    def tool(self) -> Tool:
-        """The snippet as a catalog tool."""
-        return Tool.validated(
-            name=self.name,
-            namespace=NAMESPACE,
-            description=self.description,
-            input_schema=dict(self.input_schema),
-            tags=("saved-snippet",),
-        )
-
-
-def _encode(s: SavedSnippet) -> bytes:
-    return json.dumps({**s.to_dict(), "owner": s.owner}).encode()
-
-
-def _decode(blob: bytes) -> SavedSnippet | None:
-    try:
-        d = json.loads(blob)
-        return SavedSnippet(
-            str(d["name"]),
-            str(d["code"]),
-            str(d["description"]),
-            dict(d["input_schema"]),
-            d["created"],
-            d["updated"],
-            str(d.get("owner", "local")),
-            d.get("shared") is True,
-        )
-    except (ValueError, KeyError, TypeError):
-        return None
 
 
 def _names_itself(message: str, name: str) -> bool:
@@ -241,7 +164,7 @@ class SnippetLibrary:
                 if self._versions.get(name) == version:
                     continue
                 rec = await self.store.get(_KIND, name)
-                snippet = _decode(rec.value) if rec is not None else None
+                snippet = SavedSnippet.decode(rec.value) if rec is not None else None
                 if snippet is None or rec is None:
                     _log.warning("snippets.unreadable", name=name)
                     continue
@@ -314,7 +237,7 @@ class SnippetLibrary:
             self._check_quota(name, owner, quota)
             made = old.created if old else now
             snippet = SavedSnippet(name, code, description.strip(), schema, made, now, owner, shared)
-            version = await self.store.put(_KIND, name, _encode(snippet), expect=current)
+            version = await self.store.put(_KIND, name, snippet.encode(), expect=current)
             self.snippets[name] = snippet
             self._versions[name] = version
             self._show(snippet)
@@ -350,7 +273,7 @@ class SnippetLibrary:
         change meanwhile fails it with ``StateConflictError``, code ``busy``).
         """
         rec = await self.store.get(_KIND, name)
-        old = _decode(rec.value) if rec is not None else None
+        old = SavedSnippet.decode(rec.value) if rec is not None else None
         if rec is not None and (old is None or old.owner != owner) and not operator:
             raise InvalidArgumentsError(
                 "name", f"snippet {name!r} was saved by another caller: choose another name (an operator may change it)"

@@ -29,7 +29,8 @@ from typing import Any
 
 from toolcode._audit import AuditTrail
 from toolcode._limits import CallBudget
-from toolcode._snippets import RunSnippet, SavedSnippet
+from toolcode._saved_snippet import SavedSnippet
+from toolcode._snippets import RunSnippet
 from toolcode._trace import Trace
 from toolcode._view import CatalogView
 from toolcode.calls._budget import Budget

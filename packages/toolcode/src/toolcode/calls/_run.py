@@ -6,7 +6,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from toolcode._errors import as_tool_error
-from toolcode._snippets import NAMESPACE, RunSnippet, running_snippets
+from toolcode._saved_snippet import NAMESPACE
+from toolcode._snippets import RunSnippet, running_snippets
 from toolcode._view import CatalogView
 from toolcode.calls._gate import Decide
 from toolcode.calls._layer import Call, Layer
