@@ -10,10 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from toolcode._snippets import SnippetLibrary
-from toolcode.exceptions import InvalidArgumentsError
+from toolcode.exceptions import InvalidArgumentsError, LimitExceededError
 from toolcode.state import SQLiteStateStore
 from toolindex import InMemoryIndex
 
@@ -42,5 +43,45 @@ async def test_a_replica_that_has_not_seen_a_snippet_yet_still_honours_its_owner
         await a.sync()
         assert a.snippets["report"].code == "__out = 3"
         assert await a.delete("report", owner="carol", operator=True)
+    finally:
+        await store.aclose()
+
+
+@pytest.mark.parametrize("together", [False, True])
+async def test_a_callers_snippet_quota_holds_across_replicas(tmp_path: Path, together: bool) -> None:
+    # Each replica counted the caller's snippets in its own copy, brought up to date every two
+    # seconds: saves on another replica meanwhile went past the quota.
+    store = SQLiteStateStore(tmp_path / "state.sqlite3")
+    replicas = [SnippetLibrary(store, InMemoryIndex()) for _ in range(3)]
+
+    async def save(replica: SnippetLibrary, name: str) -> bool:
+        try:
+            await replica.save(name, "__out = 1", "a report", None, _no_problems, owner="alice", quota=2)
+        except LimitExceededError as e:
+            assert e.code == "quota_exceeded"
+            return False
+        return True
+
+    try:
+        names = [f"r{i}" for i in range(6)]
+        if together:  # at once, each replica's saves interleaved with the others'
+            saved: list[bool] = []
+            async with anyio.create_task_group() as tg:
+                for i, name in enumerate(names):
+
+                    async def one(r: SnippetLibrary = replicas[i % 3], n: str = name) -> None:
+                        saved.append(await save(r, n))
+
+                    tg.start_soon(one)
+        else:  # one after another, none of the replicas synced in between
+            saved = [await save(replicas[i % 3], name) for i, name in enumerate(names)]
+        kept = [i.key for i in await store.list("snippet")]
+        assert len(kept) <= 2, kept
+        assert saved.count(True) == len(kept), (saved, kept)
+        if not together:
+            assert saved == [True, True, False, False, False, False]
+        # Another caller's quota is its own.
+        assert await save(replicas[0], "bobs") is False  # still alice
+        await replicas[1].save("bobs", "__out = 1", "bob's", None, _no_problems, owner="bob", quota=2)
     finally:
         await store.aclose()

@@ -155,22 +155,25 @@ class SnippetLibrary:
     async def sync(self) -> None:
         """Bring the catalog in step with the store (other replicas' saves and deletes)."""
         async with self._lock:
-            infos = {i.key: i.version for i in await self.store.list(_KIND, limit=100_000)}
-            for name in [n for n in self.snippets if n not in infos]:
-                del self.snippets[name]
-                self._versions.pop(name, None)
-                self._hide(name)
-            for name, version in infos.items():
-                if self._versions.get(name) == version:
-                    continue
-                rec = await self.store.get(_KIND, name)
-                snippet = SavedSnippet.decode(rec.value) if rec is not None else None
-                if snippet is None or rec is None:
-                    _log.warning("snippets.unreadable", name=name)
-                    continue
-                self.snippets[name] = snippet
-                self._versions[name] = rec.version
-                self._show(snippet)
+            await self._sync()
+
+    async def _sync(self) -> None:
+        infos = {i.key: i.version for i in await self.store.list(_KIND, limit=100_000)}
+        for name in [n for n in self.snippets if n not in infos]:
+            del self.snippets[name]
+            self._versions.pop(name, None)
+            self._hide(name)
+        for name, version in infos.items():
+            if self._versions.get(name) == version:
+                continue
+            rec = await self.store.get(_KIND, name)
+            snippet = SavedSnippet.decode(rec.value) if rec is not None else None
+            if snippet is None or rec is None:
+                _log.warning("snippets.unreadable", name=name)
+                continue
+            self.snippets[name] = snippet
+            self._versions[name] = rec.version
+            self._show(snippet)
 
     async def keep_in_sync(self) -> None:
         """Run :meth:`sync` every two seconds until cancelled (a background task; store failures are logged)."""
@@ -234,13 +237,26 @@ class SnippetLibrary:
         now = time.time()
         async with self._lock:
             old, current = await self._stored(name, owner, operator)
-            self._check_quota(name, owner, quota)
+            counted = bool(quota) and old is None  # a new snippet, counted against its owner's quota
+            if counted:
+                await self._sync()  # saves on other replicas count too
+                self._check_quota(name, owner, quota)
             made = old.created if old else now
             snippet = SavedSnippet(name, code, description.strip(), schema, made, now, owner, shared)
             version = await self.store.put(_KIND, name, snippet.encode(), expect=current)
             self.snippets[name] = snippet
             self._versions[name] = version
             self._show(snippet)
+            if counted:
+                # Saved at once on other replicas, past the quota together: a save that sees more
+                # than the quota once written takes itself back (all may, none goes past it).
+                await self._sync()
+                try:
+                    self._check_quota(name, owner, quota)
+                except LimitExceededError:
+                    await self.store.delete(_KIND, name, expect=version)
+                    await self._sync()
+                    raise
         return snippet
 
     async def delete(self, name: Any, *, owner: str = "local", operator: bool = False) -> bool:
@@ -260,8 +276,9 @@ class SnippetLibrary:
         return gone
 
     def _check_quota(self, name: str, owner: str, quota: int) -> None:
-        kept = sum(1 for s in self.snippets.values() if s.owner == owner) if quota else 0
-        if quota and name not in self.snippets and kept >= quota:
+        """Refuse ``name`` if ``owner`` keeps ``quota`` snippets besides it."""
+        kept = sum(1 for s in self.snippets.values() if s.owner == owner and s.name != name)
+        if kept >= quota:
             why = "not saved: this caller keeps as many snippets as it may (snippets.max_per_caller); delete one first"
             raise LimitExceededError("max_snippets", quota, kept, why)
 
