@@ -31,7 +31,7 @@ from toolcode._metatools import (
 from toolcode._modules import every_tool
 from toolcode._saved_snippet import NAMESPACE as SNIPPETS_NAMESPACE
 from toolcode.calls import Asker
-from toolcode.exceptions import InvalidArgumentsError, ToolCodeError, clip
+from toolcode.exceptions import ConfigurationError, InvalidArgumentsError, ToolCodeError, clip
 from toolcode.models import RunToolOutcome
 from tooldocs import json_text
 from toolindex import Tool
@@ -45,6 +45,7 @@ __all__ = [
     "call_exposed",
     "exposed_description",
     "exposed_tools",
+    "host_caller",
 ]
 
 log = get_logger("toolcode.door")
@@ -55,6 +56,23 @@ EXPOSED_SEPARATOR = "__"
 
 MCP_NAME_MAX = 128
 """Longest exposed name: MCP's limit for a tool name (OpenAI's function names stop at 64)."""
+
+
+def host_caller(name: object) -> str | None:
+    """Who a call at an agent door is for: the host's user ``name`` is the caller ``user:<name>``.
+
+    Each name a host gives is an owner of its own (sessions, saved snippets, stored results,
+    paused runs), never the local user nor an HTTP token's caller, whatever it reads like;
+    ``policy.operators`` may list ``user:<name>``. ``None`` is the local user, as in the CLI.
+
+    Raises:
+        ConfigurationError: If ``name`` is neither a non-empty string nor ``None``.
+    """
+    if name is None:
+        return None
+    if not isinstance(name, str) or not name:
+        raise ConfigurationError("caller", f"must be a non-empty string or None, got {clip(repr(name), 60)}")
+    return f"user:{name}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -48,12 +48,18 @@ _MAX_IMPORTS = 64
 
 
 def owner_of(caller: str | None) -> str:
-    """Whose sessions a caller reaches: ``token:<name>`` for an authenticated caller, else ``local``."""
-    if caller is not None and caller.startswith("token:"):
-        name = caller.removeprefix("token:")
-        safe = re.sub(r"[^A-Za-z0-9_.-]", "_", name)[:48]
-        return f"t-{safe}-{hashlib.sha256(name.encode()).hexdigest()[:12]}"
-    return _LOCAL
+    """Who owns what a caller makes (its sessions, saved snippets, stored results, paused runs).
+
+    ``token:<name>`` (a bearer token's caller at the HTTP door) and ``user:<name>`` (a host's user at
+    an agent door, :func:`toolcode._door.host_caller`) are each an owner of their own; every other
+    caller (the local user, an MCP session without tokens) is ``local``.
+    """
+    kind, sep, name = (caller or "").partition(":")
+    if not sep or kind not in ("token", "user"):
+        return _LOCAL
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", name)[:48]
+    digest = hashlib.sha256((name if kind == "token" else f"user:{name}").encode()).hexdigest()[:12]
+    return f"{kind[0]}-{safe}-{digest}"
 
 
 def session_imports(earlier: Sequence[str], code: str) -> tuple[str, ...]:

@@ -151,7 +151,7 @@ class PolicySettings(_Section):
         default=("local",),
         description="Callers who may approve quarantined tools, publish shared snippets, and see and decide "
         "other callers' paused runs: 'local' is the local user (stdio, loopback HTTP without tokens), "
-        "'token:NAME' the caller of a bearer token.",
+        "'token:NAME' the caller of a bearer token, 'user:NAME' a host's user at an agent door.",
     )
     audit: AuditSettings = Field(default_factory=AuditSettings)
 

@@ -38,7 +38,7 @@ except ImportError as _missing:  # the extra is not installed (or is too old)
     ) from _missing
 
 from toolcode._app import Toolbox
-from toolcode._door import Door
+from toolcode._door import Door, host_caller
 from toolcode._metatools import instructions
 
 __all__ = ["CallerOf", "codemode_instructions", "codemode_tools"]
@@ -105,7 +105,7 @@ async def _invoke(
     door: Door, name: str, caller: CallerOf, ctx: ToolContext[Any], input_json: str
 ) -> str | list[ToolOutputText | ToolOutputImage]:
     """One call: the reply text; with the images an exposed tool answered with, the text and the images."""
-    reply = await door.call(name, input_json, caller=caller(ctx) if callable(caller) else caller)
+    reply = await door.call(name, input_json, caller=host_caller(caller(ctx) if callable(caller) else caller))
     if reply.images:
         images = [ToolOutputImage(image_url=f"data:{mime};base64,{data}") for mime, data in reply.images]
         return [ToolOutputText(text=reply.text), *images]

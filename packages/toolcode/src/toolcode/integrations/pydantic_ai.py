@@ -51,7 +51,7 @@ except ImportError as _missing:  # the extra is not installed (or is too old)
     ) from _missing
 
 from toolcode._app import Toolbox
-from toolcode._door import Door
+from toolcode._door import Door, host_caller
 from toolcode._metatools import INSTRUCTIONS, PERSON_TOOLS, as_object, instructions
 from toolcode._settings import Settings, StateSettings
 from toolcode.exceptions import MAX_MESSAGE, clip
@@ -260,7 +260,7 @@ class CodeModeToolset(AbstractToolset[Any]):
         door = self._current()[1]
         if name in PERSON_TOOLS and not ctx.tool_call_approved:
             raise ApprovalRequired()
-        caller = self._caller(ctx) if callable(self._caller) else self._caller
+        caller = host_caller(self._caller(ctx) if callable(self._caller) else self._caller)
         reply = await door.call(name, tool_args.get(_AS_SENT, tool_args), caller=caller)
         if reply.is_error:
             raise ToolFailed(reply.text)
