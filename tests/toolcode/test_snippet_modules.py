@@ -119,3 +119,24 @@ async def test_a_run_calls_only_the_snippets_the_caller_sees(box: Toolbox) -> No
     assert theirs.error.code == nobodys.error.code == "unknown_tool", (theirs.error, nobodys.error)
     assert theirs.error.message.replace("acme", "acmf") == nobodys.error.message, (theirs.error, nobodys.error)
     assert IBAN not in theirs.error.message and SECRET not in theirs.error.message, theirs.error
+
+
+async def test_paging_the_catalog_shows_nothing_of_another_callers_snippets(box: Toolbox) -> None:
+    # A page was filtered after the index made it: a page where alice's snippet stood came back
+    # short (here empty) with the index's cursor, which spells the last id it listed.
+    import base64
+
+    pages: list[list[str]] = []
+    cursors: list[str] = []
+    cursor: str | None = None
+    while True:
+        page = await box.codemode.list_tools("snippets", cursor, 1, caller=BOB)
+        pages.append([t.id for t in page.tools])
+        if page.next_cursor is None:
+            break
+        cursor = page.next_cursor
+        cursors.append(base64.urlsafe_b64decode(cursor + "==").decode("utf-8", "replace"))
+    assert pages == [["snippets:team_report"], ["snippets:wire_transfer"]], pages
+    assert not any("wire_transfer_acme" in c for c in cursors), cursors
+    everything = await box.codemode.list_tools(None, None, 1000, caller=BOB)
+    assert "snippets:wire_transfer_acme" not in [t.id for t in everything.tools]

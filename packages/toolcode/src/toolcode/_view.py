@@ -198,14 +198,11 @@ class CatalogView:
         """
         if namespace is not None and not self.visible(namespace):
             return ToolPage(tools=(), next_cursor=None)
+        hidden = self._hidden  # left out by the index: a page or a cursor never shows where one stands
         if namespace is not None and (down := self.unavailable_error(namespace)) is not None:
-            page = self.index.list_tools(cursor=cursor, limit=limit, namespace=namespace)
+            page = self.index.list_tools(cursor=cursor, limit=limit, namespace=namespace, exclude=hidden)
             if not page.tools:
                 raise down
             return page
         among = sorted(self._allowed) if self._allowed is not None else None
-        page = self.index.list_tools(cursor=cursor, limit=limit, namespace=namespace, namespaces=among)
-        if not self._hidden:
-            return page
-        # A page may come out shorter than ``limit``; its cursor still goes on from where the index stopped.
-        return ToolPage(tools=tuple(t for t in page.tools if self._shown(t.id)), next_cursor=page.next_cursor)
+        return self.index.list_tools(cursor=cursor, limit=limit, namespace=namespace, namespaces=among, exclude=hidden)

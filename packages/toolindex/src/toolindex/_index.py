@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import re
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import cast
 
 from toolindex._dense import FloatArray
@@ -533,6 +533,7 @@ class InMemoryIndex:
         limit: int = 100,
         namespace: str | None = None,
         namespaces: Sequence[str] | None = None,
+        exclude: Collection[str] = frozenset(),
     ) -> ToolPage:
         """A page of tools in id order.
 
@@ -541,6 +542,8 @@ class InMemoryIndex:
             limit: Page size (1-1000).
             namespace: Only tools of this namespace.
             namespaces: Only tools of these namespaces (combined with ``namespace``: both must hold).
+            exclude: Ids listed as if they were not registered (pages stay full, cursors never
+                name one).
 
         Returns:
             The page; ``next_cursor`` is ``None`` on the last one.
@@ -569,6 +572,7 @@ class InMemoryIndex:
                 if tid > after
                 and (namespace is None or t.namespace == namespace)
                 and (among is None or t.namespace in among)
+                and tid not in exclude
             )
             page = ids[:limit]
             tools = tuple(self._tools[i] for i in page)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Protocol, runtime_checkable
 
 from toolindex._model import BackendRef, ChangeEvent, NamespaceInfo, SearchHit, Tool, ToolPage
@@ -85,8 +85,9 @@ class Index(Protocol):
         limit: int = 100,
         namespace: str | None = None,
         namespaces: Sequence[str] | None = None,
+        exclude: Collection[str] = frozenset(),
     ) -> ToolPage:
-        """A page of tools in id order, optionally of some namespaces only; pass ``next_cursor`` back for more."""
+        """A page of tools in id order (some namespaces only, without ``exclude``); ``next_cursor`` for more."""
         ...
 
     def subscribe(self, callback: ChangeCallback) -> Unsubscribe:
