@@ -632,3 +632,23 @@ async def test_a_session_is_not_reset_while_a_run_of_it_waits_for_a_decision(tmp
             await cm.reset_session("s")
         await cm.resume(paused.approval.execution_id, "deny")
         assert await cm.reset_session("s")  # decided: the reset goes through
+
+
+async def test_a_paused_runs_may_call_names_no_tool_the_caller_cannot_see(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    # What a paused run may still call was read against the whole catalog: an id in bob's code
+    # told him whether alice's private snippet of that name exists.
+    settings = _asking_deletes(tmp_path, "sqlite", request)
+    async with Toolbox([_backend()], settings=settings) as box:  # monty: runs pause
+        cm = box.codemode
+        await cm.save_snippet("merger_plan", "__out = 1", "alice's plan", caller="token:alice")
+        await cm.save_snippet("bobs_notes", "__out = 2", "bob's notes", caller="token:bob")
+        code = (
+            "if input:\n    run_tool('snippets:merger_plan')\n    run_tool('snippets:bobs_notes')\n"
+            "run_tool('files:delete_file', path='/a')"
+        )
+        out = await cm.execute(code, input=0, caller="token:bob", options={"type_check": "off"})
+        assert out.approval is not None, out
+        assert "snippets:merger_plan" not in out.approval.may_call, out.approval.may_call
+        assert "snippets:bobs_notes" in out.approval.may_call, out.approval.may_call

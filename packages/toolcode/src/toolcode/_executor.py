@@ -387,11 +387,14 @@ class Executor:
             may_call = before.may_call
         else:
 
+            hidden = view.hidden
+
             def known(tool_id: str) -> bool:
                 try:
-                    return view.visible(view.index.get(tool_id).namespace)
+                    tool = view.index.get(tool_id)
                 except ToolIndexError:  # a malformed or unknown id is simply not a tool
                     return False
+                return view.visible(tool.namespace) and tool.id not in hidden  # as the caller sees the catalog
 
             # A long snippet's parse takes a while: off the event loop, which serves other callers.
             on = runs_for(p.code)
