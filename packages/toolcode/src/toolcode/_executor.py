@@ -386,7 +386,6 @@ class Executor:
         if before is not None:
             may_call = before.may_call
         else:
-
             hidden = view.hidden
 
             def known(tool_id: str) -> bool:
