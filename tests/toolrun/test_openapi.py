@@ -761,3 +761,27 @@ async def test_headers_the_client_owns_are_never_arguments() -> None:
     document = doc({"/items": {"get": {"operationId": "items", "parameters": params, "responses": ok()}}})
     tools, _ = await tools_of(document)
     assert list(tools["items"].input_schema["properties"]) == ["X-Request-Id"]
+
+
+async def test_an_http_status_error_redacts_and_clips_the_reason_phrase() -> None:
+    from toolrun import HTTPStatusError
+
+    token = "tok-reason-8e1f22c0b7"
+
+    def echo(request: httpx2.Request) -> httpx2.Response:
+        # A proxy that puts what it was sent into its status line.
+        reason = f"bad {request.headers['authorization']} " + "x" * 300
+        return httpx2.Response(502, extensions={"reason_phrase": reason.encode()})
+
+    provider = OpenAPIProvider(
+        "api", PETSTORE, base_url="https://api.example.org/v1", headers={"Authorization": f"Bearer {token}"}
+    )
+    with structlog.testing.capture_logs():
+        await provider.list_tools()
+    provider._client = httpx2.AsyncClient(transport=httpx2.MockTransport(echo))  # pyright: ignore[reportPrivateUsage]
+    result = await provider.call_tool("pets_get", {"path_petId": 1})
+    err = result.error
+    assert isinstance(err, HTTPStatusError) and err.status == 502
+    assert token not in str(err) and token not in repr(err.args) and str(err).startswith("HTTP 502 bad *** x")
+    assert err.reason.startswith("bad *** x") and len(err.reason) == 100 and err.reason.endswith("…")
+    await provider.aclose()
