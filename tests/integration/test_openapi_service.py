@@ -438,6 +438,29 @@ async def test_a_snippet_gets_invalid_arguments_for_a_path_value_that_would_move
     assert await seen_by(service) == []
 
 
+async def test_a_snippet_cannot_override_the_method_through_an_object_in_the_query(service: RunningServer) -> None:
+    # POST judged a write; with ?_method=DELETE, Laravel, Symfony and Rails run it as a DELETE.
+    options = {"name": "options", "in": "query", "schema": {"type": "object"}}
+    document = {**TENANTS, "paths": {"/notes/{id}/archive": {"post": _op("archive", _path("id"), options)}}}
+    provider = OpenAPIProvider("notes", document, base_url=f"{service.url}/v1")
+    code = (
+        "try:\n"
+        "    run_tool('notes:archive', {'id': '7', 'options': {'_method': 'DELETE'}})\n"
+        "    refused = None\n"
+        "except ToolError as e:\n"
+        "    refused = str(e)\n"
+        "__out = [refused, run_tool('notes:archive', {'id': '7', 'options': {'color': 'red'}})]"
+    )
+    async with Toolbox([ProviderBackend("notes", provider)], engine="inprocess") as box:
+        out = await box.codemode.execute(code)
+    assert out.ok, out.error
+    refused, sent = out.value
+    assert refused.startswith("[invalid_arguments] notes:archive:") and "$.options._method" in refused
+    assert "method override" in refused
+    assert sent == {"method": "POST", "raw_path": "/v1/notes/7/archive"}
+    assert [(r["method"], r["query"]) for r in await seen_by(service)] == [("POST", "color=red")]
+
+
 # -- credentials stay with their origin -------------------------------------------------------
 
 

@@ -32,6 +32,7 @@ from toolrun import (
     redact,
 )
 from toolrun._openapi_target import PathError, PathTemplate
+from toolrun._validation import json_path
 
 pytestmark = pytest.mark.anyio
 
@@ -761,3 +762,122 @@ async def test_headers_the_client_owns_are_never_arguments() -> None:
     document = doc({"/items": {"get": {"operationId": "items", "parameters": params, "responses": ok()}}})
     tools, _ = await tools_of(document)
     assert list(tools["items"].input_schema["properties"]) == ["X-Request-Id"]
+
+
+# -- names an argument may not give the request -------------------------------------------------
+
+OPTIONS = {"name": "options", "in": "query", "schema": {"type": "object"}}
+"""A free-form object in the query (style form, explode: the defaults): its keys are query names."""
+
+NOTES = doc(
+    {
+        "/notes/{id}/archive": {
+            "post": {
+                "operationId": "archive",
+                "parameters": [
+                    {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}},
+                    OPTIONS,
+                    {"name": "filter", "in": "query", "style": "deepObject", "schema": {"type": "object"}},
+                    {"name": "limit", "in": "query", "schema": {"type": "integer", "maximum": 50}},
+                ],
+                "responses": ok(),
+            }
+        },
+        "/notes": {
+            "post": {
+                "operationId": "importNotes",
+                "requestBody": {
+                    "content": {"application/x-www-form-urlencoded": {"schema": {"type": "object"}}},
+                },
+                "responses": ok(),
+            },
+            "put": {
+                "operationId": "replaceNotes",
+                "requestBody": {"content": {"application/json": {"schema": {"type": "object"}}}},
+                "responses": ok(),
+            },
+        },
+    }
+)
+
+
+async def test_an_object_s_keys_never_override_the_method_or_another_query_parameter() -> None:
+    from toolrun import InputValidationError
+    from toolrun._openapi import _Request  # pyright: ignore[reportPrivateUsage]
+
+    base = "https://api.example.org/v1"
+    _, provider = await tools_of(NOTES, base_url=base, query={"api_key": "key-5c0e1d72a9"})
+    archive = provider.operations["archive"]
+    target = PathTemplate(base, archive.path)
+    # The object's other keys are query names; a deepObject's keys stay under its own name.
+    args = {"id": "7", "options": {"color": "red"}, "filter": {"_method": "x", "limit": 2}}
+    req = _Request.build(archive, args, target, {}, {"api_key": "key-5c0e1d72a9"})
+    assert req.params == [
+        ("color", "red"),
+        ("filter[_method]", "x"),
+        ("filter[limit]", "2"),
+        ("api_key", "key-5c0e1d72a9"),
+    ]
+    refused = {
+        # Servers (Laravel, Symfony, Rails) run this POST, which the policy judged a write, as a DELETE.
+        "_method": "the request's method (a method override)",
+        "_METHOD": "the request's method (a method override)",
+        ".method": "the request's method (a method override)",  # PHP reads it as _method
+        "_method[x]": "the request's method (a method override)",
+        "X-HTTP-Method-Override": "the request's method (a method override)",
+        "x_http_method": "the request's method (a method override)",
+        # A second value for a parameter the schema bounds, or for the configured credential.
+        "limit": "the call has a query parameter of that name",
+        "API_KEY": "the call has a query parameter of that name",
+    }
+    for key, why in refused.items():
+        with pytest.raises(InputValidationError) as caught:
+            await provider.call_tool("archive", {"id": "7", "options": {"color": "red", key: "DELETE"}})
+        [problem] = caught.value.problems
+        assert problem.path == json_path(["options", key]), key
+        assert f"the key {key!r} would be sent as a query parameter of its own" in problem.message, key
+        assert why in problem.message and "'options'" in problem.message, key
+        assert caught.value.tool_id == "api:archive"
+    # A body object's keys are its fields' names: a form's, or a JSON object's (Laravel reads both).
+    for tool in ("importNotes", "replaceNotes"):
+        with pytest.raises(InputValidationError) as caught:
+            await provider.call_tool(tool, {"body": {"text": "hi", "_Method": "DELETE"}})
+        [problem] = caught.value.problems
+        assert problem.path == "$.body._Method" and "a field of the request body" in problem.message
+        assert "a method override" in problem.message
+    await provider.aclose()
+
+
+async def test_parameters_that_override_the_method_are_never_arguments() -> None:
+    params = [
+        {"name": "_method", "in": "query", "schema": {"type": "string"}},
+        {"name": "X_HTTP_METHOD_OVERRIDE", "in": "header", "schema": {"type": "string"}},
+        {"name": "page", "in": "query", "schema": {"type": "integer"}},
+    ]
+    document = doc({"/items": {"post": {"operationId": "items", "parameters": params, "responses": ok()}}})
+    tools, _ = await tools_of(document)
+    assert list(tools["items"].input_schema["properties"]) == ["page"]
+
+
+async def test_an_http_status_error_redacts_and_clips_the_reason_phrase() -> None:
+    from toolrun import HTTPStatusError
+
+    token = "tok-reason-8e1f22c0b7"
+
+    def echo(request: httpx2.Request) -> httpx2.Response:
+        # A proxy that puts what it was sent into its status line.
+        reason = f"bad {request.headers['authorization']} " + "x" * 300
+        return httpx2.Response(502, extensions={"reason_phrase": reason.encode()})
+
+    provider = OpenAPIProvider(
+        "api", PETSTORE, base_url="https://api.example.org/v1", headers={"Authorization": f"Bearer {token}"}
+    )
+    with structlog.testing.capture_logs():
+        await provider.list_tools()
+    provider._client = httpx2.AsyncClient(transport=httpx2.MockTransport(echo))  # pyright: ignore[reportPrivateUsage]
+    result = await provider.call_tool("pets_get", {"path_petId": 1})
+    err = result.error
+    assert isinstance(err, HTTPStatusError) and err.status == 502
+    assert token not in str(err) and token not in repr(err.args) and str(err).startswith("HTTP 502 bad *** x")
+    assert err.reason.startswith("bad *** x") and len(err.reason) == 100 and err.reason.endswith("…")
+    await provider.aclose()

@@ -22,7 +22,7 @@ import math
 import os
 import re
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any, Final, cast
@@ -52,7 +52,7 @@ from toolrun._openapi_document import (
     read_file,
 )
 from toolrun._openapi_target import PathError, PathTemplate, origin
-from toolrun._openapi_tools import BuiltTools, Operation, ParamSpec, build_tools
+from toolrun._openapi_tools import BuiltTools, Operation, ParamSpec, build_tools, is_method_override
 from toolrun._redact import redact, redact_url, register_secrets
 from toolrun._types import BackendResult
 from toolrun._validation import json_path
@@ -71,6 +71,7 @@ __all__ = ["OpenAPIProvider"]
 _EXCERPT_CHARS: Final = 1_000
 _SHOWN_URL: Final = 200
 _HEADER_UNSAFE = re.compile(r"[\r\n\x00]")
+_SHOWN_KEY: Final = 100
 
 _log = get_logger("toolrun.openapi")
 _NAMED_IN_SUMMARY = 5
@@ -96,7 +97,11 @@ class OpenAPIProvider:
     that cannot be reached raises ``BackendUnavailableError``; a response over
     ``max_response_bytes`` fails. A path parameter fills exactly one segment of the operation's
     path: a value that would make it empty, ``.`` or ``..`` is refused with
-    ``InputValidationError`` naming its argument, before any request.
+    ``InputValidationError`` naming its argument, before any request. So is an object whose
+    keys become names of the request's own (an exploded ``form`` query parameter's keys, the
+    top-level fields of a ``body`` argument) when a key is a method override (``_method``,
+    ``X-HTTP-Method-Override``…, which servers read as the request's method) or, for a query
+    parameter, the name of another query parameter of the call (declared or configured).
 
     Credentials (``headers``, ``query``) go to one origin only: ``base_url``'s, or without it
     the origin the document was fetched from. An operation whose server is elsewhere (or a
@@ -419,6 +424,8 @@ class OpenAPIProvider:
             ToolTimeoutError: If the call takes longer than ``timeout``.
             BackendUnavailableError: If the server cannot be reached, or the provider is closed.
             LookupError: If no operation has this name.
+            InputValidationError: If a path value would not fill exactly one segment, or an
+                object's key would name a method override or another query parameter.
             ValueError: If an argument cannot be sent (a header value with a line break).
         """
         if self._closed:
@@ -445,6 +452,8 @@ class OpenAPIProvider:
             if not e.params:
                 raise
             raise _invalid_path(tool_id, op, e) from e
+        except _RefusedKey as e:
+            raise InputValidationError(tool_id, [e.problem]) from None
         started = time.perf_counter()
         with anyio.move_on_after(math.inf if self._timeout is None else self._timeout) as scope:
             try:
@@ -612,6 +621,10 @@ class _Request:
         req = cls()
         path_values: dict[str, str] = {}
         cookies: list[str] = []
+        # Every name the call's query parameters have; an object's key never stands in for one.
+        taken = {
+            n.casefold() for n in itertools.chain((s.name for s in op.params if s.location == "query"), query or ())
+        }
         for spec in op.params:
             if spec.arg not in args or args[spec.arg] is None:
                 continue
@@ -619,7 +632,7 @@ class _Request:
             if spec.location == "path":
                 path_values[spec.name] = _path_value(spec, value)
             elif spec.location == "query":
-                req.params.extend(_query_pairs(spec, value))
+                req.params.extend(_query_pairs(spec, value, taken - {spec.name.casefold()}))
             elif spec.location == "header":
                 text = json.dumps(value) if spec.as_json else _joined(value, spec.explode)
                 req.headers[spec.name] = _header_safe(spec.name, text)
@@ -636,13 +649,18 @@ class _Request:
             body = op.body
             if body.arg is not None:
                 present, value = body.arg in args, args.get(body.arg)
+                if isinstance(value, dict):
+                    # Its keys are the caller's, and become the form's (or the JSON object's) field names.
+                    for key in cast(dict[str, Any], value):
+                        _check_key([body.arg, key], key, "a field of the request body")
             else:
                 value = {f: args[f] for f in body.fields if f in args}
                 present = bool(value) or body.required
             if present:
                 req.encode_body(body.media_type, value)
         # The configuration's headers and query parameters (credentials) are sent as given; the
-        # tools have no arguments of their names, and nothing else may send one.
+        # tools have no arguments of their names, and nothing else may send one (an object's key
+        # of such a name is refused above; this is the last word).
         req.headers.update(headers)
         if query:
             req.params = [(k, v) for k, v in req.params if k not in query]
@@ -685,7 +703,32 @@ def _path_value(spec: ParamSpec, value: Any) -> str:
     return quote(_joined(value, spec.explode), safe=",=" if isinstance(value, list | dict) else "")
 
 
-def _query_pairs(spec: ParamSpec, value: Any) -> list[tuple[str, str]]:
+class _RefusedKey(ValueError):
+    """An object's key that would become a name the request may not carry; the call is refused."""
+
+    def __init__(self, where: Sequence[str], reason: str) -> None:
+        super().__init__(reason)
+        self.problem = ValidationProblem(json_path(where), reason)
+
+
+def _check_key(where: Sequence[str], key: str, becomes: str, taken: Collection[str] = ()) -> str:
+    # A key that becomes a name of the request may not change what the request means: no method
+    # override, and no second value for a parameter the document or the configuration names.
+    shown = repr(key[:_SHOWN_KEY])
+    if is_method_override(key):
+        raise _RefusedKey(
+            where,
+            f"the key {shown} would be sent as {becomes}, and servers read that name as the request's method "
+            "(a method override); it is never sent",
+        )
+    if key.casefold() in taken:
+        raise _RefusedKey(
+            where, f"the key {shown} would be sent as {becomes}, and the call has a query parameter of that name"
+        )
+    return key
+
+
+def _query_pairs(spec: ParamSpec, value: Any, taken: Collection[str] = ()) -> list[tuple[str, str]]:
     if spec.as_json:
         return [(spec.name, json.dumps(value, ensure_ascii=False))]
     if isinstance(value, list):
@@ -699,6 +742,8 @@ def _query_pairs(spec: ParamSpec, value: Any) -> list[tuple[str, str]]:
         if spec.style == "deepObject":
             return [(f"{spec.name}[{k}]", _scalar(v)) for k, v in members.items()]
         if spec.explode:
-            return [(k, _scalar(v)) for k, v in members.items()]
+            # Each key is a query parameter of its own (style form, the default).
+            becomes = f"a query parameter of its own (the object {spec.name!r} is exploded)"
+            return [(_check_key([spec.arg, k], k, becomes, taken), _scalar(v)) for k, v in members.items()]
         return [(spec.name, _joined(members, False))]
     return [(spec.name, _scalar(value))]

@@ -39,25 +39,44 @@ from toolrun.exceptions import ConfigError
 if TYPE_CHECKING:
     from toolrun._compat_referencing import Resolver
 
-__all__ = ["METHODS", "BodySpec", "BuiltTools", "Operation", "ParamSpec", "build_tools", "tool_name"]
+__all__ = [
+    "METHODS",
+    "METHOD_OVERRIDES",
+    "BodySpec",
+    "BuiltTools",
+    "Operation",
+    "ParamSpec",
+    "build_tools",
+    "is_method_override",
+    "tool_name",
+]
 
 METHODS: Final = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 """HTTP methods that are operations of a path item."""
 
 Location = Literal["path", "query", "header", "cookie"]
 _LOCATIONS: Final = ("path", "query", "header", "cookie")
+METHOD_OVERRIDES: Final = frozenset({"_method", "x-http-method", "x-http-method-override", "x-method-override"})
+"""Names under which servers take a request's method from the request itself, lower-case.
+
+Laravel, Symfony and Rails read ``_method`` from the query or the body (Laravel a JSON body too),
+many stacks the headers: a POST the policy judged a write that the service runs as a DELETE. No
+caller's code sends one, as a header, a query parameter or a body field (:func:`is_method_override`).
+"""
+_OVERRIDES_FOLDED: Final = frozenset(n.replace("-", "_") for n in METHOD_OVERRIDES)
+_FOLD: Final = str.maketrans({" ": "_", ".": "_", "-": "_"})
+
 # Header parameters the OpenAPI specification says to ignore (the client sets them), and those a
 # caller's code may never set: the Fetch standard's forbidden request headers (what a web page's
 # script may not set, for the same reasons: Host would send the configured credentials to another
-# virtual host, the framing headers would split requests) with its method overrides (a GET judged
-# a read that a service runs as a DELETE) and the proxies' routing headers (X-Forwarded-Host, ...).
+# virtual host, the framing headers would split requests) and the proxies' routing headers
+# (X-Forwarded-Host, ...). The method overrides are METHOD_OVERRIDES, for every location.
 _IGNORED_HEADERS: Final = frozenset(
     {
         "accept", "content-type", "authorization",
         "accept-charset", "accept-encoding", "access-control-request-headers", "access-control-request-method",
         "connection", "content-length", "cookie", "cookie2", "date", "dnt", "expect", "host", "keep-alive",
         "origin", "referer", "set-cookie", "te", "trailer", "transfer-encoding", "upgrade", "via",
-        "x-http-method", "x-http-method-override", "x-method-override",
         "forwarded", "x-real-ip", "x-original-url", "x-rewrite-url", "x-host",
     }
 )  # fmt: skip
@@ -146,6 +165,21 @@ def tool_name(operation_id: str | None, method: str, path: str) -> str:
     base = operation_id if operation_id and operation_id.strip() else f"{method} {path}"
     name = _NOT_NAME.sub("_", base).strip("_")[:128].rstrip("_")
     return name or method
+
+
+def is_method_override(name: str) -> bool:
+    """Whether a server may read a header, query parameter or body field of this name as the request's method.
+
+    The name is compared with :data:`METHOD_OVERRIDES` in any case and as servers read names: PHP
+    drops leading spaces, reads spaces and dots as ``_`` and ``_method[x]`` as ``_method``; CGI
+    reads ``-`` in a header name as ``_``.
+
+    >>> is_method_override("_METHOD"), is_method_override(" .method"), is_method_override("X_HTTP_Method")
+    (True, True, True)
+    >>> is_method_override("method"), is_method_override("payment_method")
+    (False, False)
+    """
+    return name.lstrip(" ").split("[", 1)[0].translate(_FOLD).lower() in _OVERRIDES_FOLDED
 
 
 def _is_json(media_type: str) -> bool:
@@ -322,6 +356,8 @@ class _Builder:
                     raise Skip("a parameter has no valid 'name' and 'in'")
                 if (location, wire.lower() if location == "header" else wire) in self.supplied:
                     continue  # the client or the configuration sends it
+                if location in ("header", "query") and is_method_override(wire):
+                    continue
                 if location == "header" and wire.lower().startswith(_IGNORED_PREFIXES):
                     continue
                 found[(wire, location)] = (wire, location, p, p_resolver)

@@ -256,6 +256,8 @@ class HTTPStatusError(ToolRunError):
         method: The request's method.
         url: The request's URL, redacted, without its query.
         body: The start of the response body as text (redacted, at most 1,000 characters).
+        reason: The status line's reason phrase (redacted, at most 100 characters): upstream text
+            too, which a service or a proxy may fill with what it was sent.
     """
 
     def __init__(self, status: int, method: str, url: str, body: str, reason: str = "") -> None:
@@ -263,8 +265,18 @@ class HTTPStatusError(ToolRunError):
         self.method = method
         self.url = url = redact(url)
         self.body = body = redact(body)
+        # Redacted before the cut, which could leave a secret too short to be recognised.
+        self.reason = reason = _clipped(redact(reason), _MAX_REASON)
         head = f"HTTP {status}{f' {reason}' if reason else ''} from {method} {url}"
         super().__init__(f"{head}: {body}" if body else head)
+
+
+_MAX_REASON: Final = 100
+"""Most characters of an HTTP reason phrase kept (a standard one has at most 31)."""
+
+
+def _clipped(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 class ToolTimeoutError(ToolRunError, TimeoutError):
