@@ -1386,6 +1386,11 @@ LITERAL_BROKEN: list[tuple[str, str, str]] = [
 
 RUN_TOOL_CORRECT: list[tuple[str, str]] = [
     (
+        "header parameters given as keywords from a dict, by the signature's names",
+        'auth = {"appid": "k1", "x_api_key": "k1"}\nw = run_tool("pets:weather", city="Paris", **auth)\n'
+        '__out = w["temp_c"]',
+    ),
+    (
         "arguments dict built before the call",
         'args = {"office": "Paris"}\nargs["status"] = "open"\ntickets = run_tool("helpdesk:list_tickets", args)\n'
         '__out = [t["id"] for t in tickets if t["priority"] == "urgent"]',
@@ -1620,6 +1625,12 @@ RUN_TOOL_CORRECT: list[tuple[str, str]] = [
 """Correct programs in the ``run_tool`` style: (name, code)."""
 
 RUN_TOOL_BROKEN: list[tuple[str, str, str]] = [
+    (
+        "header parameter misspelt in a dict given as keywords",
+        'auth = {"appid": "k1", "x_api_kye": "k1"}\nw = run_tool("pets:weather", city="Paris", **auth)\n'
+        '__out = w["temp_c"]',
+        "misspelt_parameter",
+    ),
     (
         "ticket field that does not exist",
         'tickets = run_tool("helpdesk:list_tickets", {"office": "Paris"})\n'
