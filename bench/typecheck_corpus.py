@@ -79,6 +79,18 @@ NAMESPACES: dict[str, tuple[str, ...]] = {
 # Handwritten snippets over the demo help-desk tools (typed results). (name, code, broken)
 DEMO: list[tuple[str, str, bool]] = [
     (
+        "a function tried under a newer name, falling back on ImportError",
+        "try:\n    from tools.helpdesk import list_tickets_v2 as list_tickets\nexcept ImportError:\n"
+        "    from tools.helpdesk import list_tickets\n[t['id'] for t in list_tickets(office='Paris')][:2]",
+        False,
+    ),
+    (
+        "a function tried under a newer name, any error caught",
+        "try:\n    from tools.helpdesk import on_call_v2 as on_call\nexcept (KeyError, ImportError):\n"
+        "    from tools.helpdesk import on_call\nlen(on_call(office='Paris'))",
+        False,
+    ),
+    (
         "unknown result key",
         "from tools import helpdesk\nts = helpdesk.list_tickets(office='Paris')\n[t['titel'] for t in ts]",
         True,
@@ -1253,6 +1265,12 @@ BROKEN_ARGUMENTS: list[tuple[str, str, str]] = [
 """Argument mistakes, module style (``literal_style`` gives the ``run_tool`` form)."""
 
 BROKEN_MODULE: list[tuple[str, str, str]] = [
+    (
+        "function tried in a try whose handler catches another error",
+        "try:\n    from tools.memory import read_graph_v2 as read_graph\nexcept ModuleNotFoundError:\n"
+        "    from tools.memory import read_graph\ng = read_graph()",
+        "unknown_tool",
+    ),
     (
         "unknown function",
         "from tools import git\nst = "

@@ -1409,3 +1409,62 @@ async def test_a_spread_dict_may_use_the_names_the_signature_shows(engine: str) 
             assert words in out.error.message, (name, out.error.message)
             unchecked = await renamed.codemode.execute(code, options={"type_check": "off"})
             assert unchecked.error is not None and unchecked.error.code == "invalid_arguments", (name, unchecked)
+
+
+# A name the catalog lacks, tried in a ``try``: the handler decides, by the exception the run raises
+# there (``ImportError`` for a name imported from a module, ``ModuleNotFoundError`` for a module
+# imported, ``AttributeError`` for an attribute). (code, whether the run gets through).
+_FALLBACK = "    from tools.helpdesk import list_tickets as lt\nlen(lt(office='Paris'))"
+HANDLED: dict[str, tuple[str, bool]] = {
+    **{
+        f"function imported, {handler}": (
+            f"try:\n    from tools.helpdesk import list_tickets_v2 as lt\n{handler}:\n{_FALLBACK}",
+            caught,
+        )
+        for handler, caught in [
+            ("except ImportError", True),
+            ("except ImportError as e", True),
+            ("except (KeyError, ImportError)", True),
+            ("except Exception", True),
+            ("except", True),
+            ("except ModuleNotFoundError", False),
+            ("except AttributeError", False),
+        ]
+    },
+    "module imported, except ModuleNotFoundError": (
+        "try:\n    import tools.helpdesk_v2 as hd\nexcept ModuleNotFoundError:\n    import tools.helpdesk as hd\n"
+        "len(hd.on_call(office='Paris'))",
+        True,
+    ),
+    "module imported from the package, except ModuleNotFoundError": (
+        "try:\n    from tools import helpdesk_v2 as hd\nexcept ModuleNotFoundError:\n"
+        "    from tools import helpdesk as hd\n"
+        "len(hd.on_call(office='Paris'))",
+        False,
+    ),
+    "module read as an attribute, except AttributeError": (
+        "import tools\ntry:\n    n = len(tools.helpdesk_v2.on_call(office='Paris'))\nexcept AttributeError:\n"
+        "    n = len(tools.helpdesk.on_call(office='Paris'))\nn",
+        True,
+    ),
+    "module read as an attribute, except ImportError": (
+        "import tools\ntry:\n    n = len(tools.helpdesk_v2.on_call(office='Paris'))\nexcept ImportError:\n"
+        "    n = len(tools.helpdesk.on_call(office='Paris'))\nn",
+        False,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(HANDLED))
+async def test_a_missing_name_is_the_snippets_own_where_a_handler_catches_what_the_run_raises(
+    box: Toolbox, name: str
+) -> None:
+    code, runs = HANDLED[name]
+    unchecked = await box.codemode.execute(code, options={"type_check": "off"})
+    assert unchecked.ok == runs, (name, unchecked.error)  # the table says what the run does
+    checked = await box.codemode.execute(code)
+    if runs:
+        assert checked.ok and checked.value == unchecked.value, (name, checked.error)
+    else:
+        assert checked.error is not None and checked.error.code == "type_error", (name, checked)
+        assert [d.code for d in checked.error.diagnostics or []] == ["unknown_tool"], checked.error
