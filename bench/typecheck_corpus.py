@@ -79,6 +79,18 @@ NAMESPACES: dict[str, tuple[str, ...]] = {
 # Handwritten snippets over the demo help-desk tools (typed results). (name, code, broken)
 DEMO: list[tuple[str, str, bool]] = [
     (
+        "a function tried under a newer name, falling back on ImportError",
+        "try:\n    from tools.helpdesk import list_tickets_v2 as list_tickets\nexcept ImportError:\n"
+        "    from tools.helpdesk import list_tickets\n[t['id'] for t in list_tickets(office='Paris')][:2]",
+        False,
+    ),
+    (
+        "a function tried under a newer name, any error caught",
+        "try:\n    from tools.helpdesk import on_call_v2 as on_call\nexcept (KeyError, ImportError):\n"
+        "    from tools.helpdesk import on_call\nlen(on_call(office='Paris'))",
+        False,
+    ),
+    (
         "unknown result key",
         "from tools import helpdesk\nts = helpdesk.list_tickets(office='Paris')\n[t['titel'] for t in ts]",
         True,
@@ -1254,6 +1266,12 @@ BROKEN_ARGUMENTS: list[tuple[str, str, str]] = [
 
 BROKEN_MODULE: list[tuple[str, str, str]] = [
     (
+        "function tried in a try whose handler catches another error",
+        "try:\n    from tools.memory import read_graph_v2 as read_graph\nexcept ModuleNotFoundError:\n"
+        "    from tools.memory import read_graph\ng = read_graph()",
+        "unknown_tool",
+    ),
+    (
         "unknown function",
         "from tools import git\nst = "
         "git.git_status(repo_path='/home/user/project')\ngit.git_commits(repo_path='/home/user/project')",
@@ -1385,6 +1403,11 @@ LITERAL_BROKEN: list[tuple[str, str, str]] = [
 # models make, not from what the check handles: a broken one that the check misses is counted.
 
 RUN_TOOL_CORRECT: list[tuple[str, str]] = [
+    (
+        "header parameters given as keywords from a dict, by the signature's names",
+        'auth = {"appid": "k1", "x_api_key": "k1"}\nw = run_tool("pets:weather", city="Paris", **auth)\n'
+        '__out = w["temp_c"]',
+    ),
     (
         "arguments dict built before the call",
         'args = {"office": "Paris"}\nargs["status"] = "open"\ntickets = run_tool("helpdesk:list_tickets", args)\n'
@@ -1620,6 +1643,12 @@ RUN_TOOL_CORRECT: list[tuple[str, str]] = [
 """Correct programs in the ``run_tool`` style: (name, code)."""
 
 RUN_TOOL_BROKEN: list[tuple[str, str, str]] = [
+    (
+        "header parameter misspelt in a dict given as keywords",
+        'auth = {"appid": "k1", "x_api_kye": "k1"}\nw = run_tool("pets:weather", city="Paris", **auth)\n'
+        '__out = w["temp_c"]',
+        "misspelt_parameter",
+    ),
     (
         "ticket field that does not exist",
         'tickets = run_tool("helpdesk:list_tickets", {"office": "Paris"})\n'

@@ -35,7 +35,7 @@ from toolcode import (
 )
 from toolcode import exceptions as exc_module
 from toolcode._options import parse_options
-from toolcode.exceptions import limit_text
+from toolcode.exceptions import TypeCheckError, limit_text
 
 pytestmark = pytest.mark.anyio
 
@@ -332,6 +332,10 @@ async def test_run_tool_keywords_use_the_signature_names(engine: str) -> None:
         assert res.value == 6
         assert provider.calls == [{"from": 2, "to": 7, "per-page": 3}, {"from": 1, "to": 2}]
         assert res.tool_calls[0].args == {"from": 2, "to": 7, "per-page": 3}
+        twice = 'run_tool("r:span", **{"from": 1}, from_=2, to=3)'
+        # Found before the run, in the run's words; with the check off, the run refuses it alike.
+        with pytest.raises(TypeCheckError, match=r"argument 'from' of tool 'span' is given twice"):
+            await ex.execute(ExecuteParams(code=twice))
         with pytest.raises(CodeExecutionError, match=r"r:span.*'from'.*twice"):
-            await ex.execute(ExecuteParams(code='run_tool("r:span", **{"from": 1}, from_=2, to=3)'))
+            await ex.execute(ExecuteParams(code=twice, options=ExecuteOptions(type_check="off")))
     await runner.aclose()

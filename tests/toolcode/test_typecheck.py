@@ -1292,3 +1292,179 @@ async def test_keys_written_to_a_dict_the_snippet_made_are_its_own(box: Toolbox,
         assert unchecked.error is not None  # KeyError
     else:
         assert out.ok, (name, out.error)  # a result that may have been given the key: left to the run
+
+
+_S = {"type": "string"}
+
+
+class _Renamed:
+    """Tools whose parameters' wire names are no identifiers: ``from``, ``class``, ``per-page`` beside ``per_page``."""
+
+    async def list_tools(self) -> list[dict[str, Any]]:
+        invoices = {
+            "type": "object",
+            "properties": {"invoices": {"type": "array", "items": _S}},
+            "required": ["invoices"],
+        }
+        return [
+            {
+                "name": "list_invoices",
+                "description": "Invoices since a date.",
+                "inputSchema": {
+                    "type": "object",
+                    "properties": {"customer_id": _S, "from": _S},
+                    "required": ["customer_id"],
+                    "additionalProperties": False,
+                },
+                "outputSchema": invoices,
+            },
+            {
+                "name": "page",
+                "description": "One page of a class.",
+                "inputSchema": {
+                    "type": "object",
+                    "properties": {"class": _S, "per_page": {"type": "integer"}, "per-page": {"type": "integer"}},
+                    "additionalProperties": False,
+                },
+            },
+        ]
+
+    async def call_tool(self, name: str, args: Any) -> Any:
+        if name == "list_invoices":
+            return {"invoices": [f"in_1 since {args.get('from', '-')}"]}
+        return dict(sorted(args.items()))
+
+    async def aclose(self) -> None:
+        return None
+
+
+# Correct: a dict spread as keywords may use the names the signature shows (``from_`` for ``from``,
+# ``per_page_2`` for ``per-page`` beside ``per_page``), as keywords may: the run maps them to wire names.
+RENAMED_VALID: dict[str, tuple[str, Any]] = {
+    "spread dict of signature names": (
+        'from tools import billing\nparams = {"customer_id": "c1", "from_": "2026-01-01"}\n'
+        'billing.list_invoices(**params)["invoices"]',
+        ["in_1 since 2026-01-01"],
+    ),
+    "signature name added to the dict later": (
+        'from tools import billing\nparams = {"customer_id": "c1"}\nparams["from_"] = "2026-01-01"\n'
+        'billing.list_invoices(**params)["invoices"]',
+        ["in_1 since 2026-01-01"],
+    ),
+    "spread written inline, beside a keyword": (
+        'from tools import billing\nbilling.list_invoices(customer_id="c1", **{"from_": "2026-01-01"})["invoices"]',
+        ["in_1 since 2026-01-01"],
+    ),
+    "awaitable form": (
+        'from tools import billing\nkw = {"customer_id": "c1", "from_": "2026-01-01"}\n'
+        '(await billing.list_invoices_async(**kw))["invoices"]',
+        ["in_1 since 2026-01-01"],
+    ),
+    "run_tool keywords from a dict": (
+        'kw = {"customer_id": "c1", "from_": "2026-01-01"}\nrun_tool("billing:list_invoices", **kw)["invoices"]',
+        ["in_1 since 2026-01-01"],
+    ),
+    "spread dict of wire names": (
+        'from tools import billing\nbilling.list_invoices(**{"customer_id": "c1", "from": "2026-01-01"})["invoices"]',
+        ["in_1 since 2026-01-01"],
+    ),
+    "names the signature gave a collision": (
+        'from tools import billing\nopts = {"class_": "a", "per_page_2": 2}\nbilling.page(per_page=1, **opts)',
+        {"class": "a", "per-page": 2, "per_page": 1},
+    ),
+}
+# Broken twins: (code, words of the diagnostic); each fails when run with ``invalid_arguments``.
+RENAMED_BROKEN: dict[str, tuple[str, str]] = {
+    "signature name with a value of the wrong type": (
+        'from tools import billing\nparams = {"customer_id": "c1", "from_": 20260101}\nbilling.list_invoices(**params)',
+        '$.from: 20260101 is not of type "string"',
+    ),
+    "misspelt key of a spread dict": (
+        'from tools import billing\nparams = {"customer_id": "c1", "frm_": "2026-01-01"}\n'
+        "billing.list_invoices(**params)",
+        "$.frm_: unexpected property (not in the schema); did you mean 'from_'?",
+    ),
+    "one argument under both its names": (
+        'from tools import billing\nparams = {"customer_id": "c1", "from_": "2026-01-01", "from": "2026-02-01"}\n'
+        "billing.list_invoices(**params)",
+        "argument 'from' of tool 'list_invoices' is given twice",
+    ),
+    "signature name in the arguments object (keyed by wire names)": (
+        'run_tool("billing:list_invoices", {"customer_id": "c1", "from_": "2026-01-01"})',
+        "$.from_: unexpected property (not in the schema); did you mean 'from'?",
+    ),
+}
+
+
+async def test_a_spread_dict_may_use_the_names_the_signature_shows(engine: str) -> None:
+    async with Toolbox([ProviderBackend("billing", _Renamed())], engine=engine) as renamed:
+        for name, (code, expected) in RENAMED_VALID.items():
+            checked = await renamed.codemode.execute(code)
+            unchecked = await renamed.codemode.execute(code, options={"type_check": "off"})
+            assert checked.ok and checked.value == unchecked.value == expected, (name, checked.error, unchecked)
+        for name, (code, words) in RENAMED_BROKEN.items():
+            out = await renamed.codemode.execute(code)
+            assert out.error is not None and out.error.code == "type_error", (name, out)
+            assert [d.code for d in out.error.diagnostics or []] == ["invalid_arguments"], (name, out.error)
+            assert words in out.error.message, (name, out.error.message)
+            unchecked = await renamed.codemode.execute(code, options={"type_check": "off"})
+            assert unchecked.error is not None and unchecked.error.code == "invalid_arguments", (name, unchecked)
+
+
+# A name the catalog lacks, tried in a ``try``: the handler decides, by the exception the run raises
+# there (``ImportError`` for a name imported from a module, ``ModuleNotFoundError`` for a module
+# imported, ``AttributeError`` for an attribute). (code, whether the run gets through).
+_FALLBACK = "    from tools.helpdesk import list_tickets as lt\nlen(lt(office='Paris'))"
+HANDLED: dict[str, tuple[str, bool]] = {
+    **{
+        f"function imported, {handler}": (
+            f"try:\n    from tools.helpdesk import list_tickets_v2 as lt\n{handler}:\n{_FALLBACK}",
+            caught,
+        )
+        for handler, caught in [
+            ("except ImportError", True),
+            ("except ImportError as e", True),
+            ("except (KeyError, ImportError)", True),
+            ("except Exception", True),
+            ("except", True),
+            ("except ModuleNotFoundError", False),
+            ("except AttributeError", False),
+        ]
+    },
+    "module imported, except ModuleNotFoundError": (
+        "try:\n    import tools.helpdesk_v2 as hd\nexcept ModuleNotFoundError:\n    import tools.helpdesk as hd\n"
+        "len(hd.on_call(office='Paris'))",
+        True,
+    ),
+    "module imported from the package, except ModuleNotFoundError": (
+        "try:\n    from tools import helpdesk_v2 as hd\nexcept ModuleNotFoundError:\n"
+        "    from tools import helpdesk as hd\n"
+        "len(hd.on_call(office='Paris'))",
+        False,
+    ),
+    "module read as an attribute, except AttributeError": (
+        "import tools\ntry:\n    n = len(tools.helpdesk_v2.on_call(office='Paris'))\nexcept AttributeError:\n"
+        "    n = len(tools.helpdesk.on_call(office='Paris'))\nn",
+        True,
+    ),
+    "module read as an attribute, except ImportError": (
+        "import tools\ntry:\n    n = len(tools.helpdesk_v2.on_call(office='Paris'))\nexcept ImportError:\n"
+        "    n = len(tools.helpdesk.on_call(office='Paris'))\nn",
+        False,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(HANDLED))
+async def test_a_missing_name_is_the_snippets_own_where_a_handler_catches_what_the_run_raises(
+    box: Toolbox, name: str
+) -> None:
+    code, runs = HANDLED[name]
+    unchecked = await box.codemode.execute(code, options={"type_check": "off"})
+    assert unchecked.ok == runs, (name, unchecked.error)  # the table says what the run does
+    checked = await box.codemode.execute(code)
+    if runs:
+        assert checked.ok and checked.value == unchecked.value, (name, checked.error)
+    else:
+        assert checked.error is not None and checked.error.code == "type_error", (name, checked)
+        assert [d.code for d in checked.error.diagnostics or []] == ["unknown_tool"], checked.error

@@ -447,6 +447,8 @@ def test_renamed_parameters_keep_their_wire_names() -> None:
     assert sig.wire_args({"from": "2024"}) == {"from": "2024"}
     with pytest.raises(ValueError, match="given twice"):
         sig.wire_args({"from": 1, "from_": 2})
+    # One keyword at a time, as wire_args names it (the check before the run reads spread dicts so).
+    assert [sig.wire_name(k) for k in ("from_", "from", "per_page", "q")] == ["from", "from", "per-page", "q"]
 
 
 def test_parameter_collisions_are_reported_not_merged() -> None:

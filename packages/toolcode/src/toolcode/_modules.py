@@ -27,10 +27,10 @@ import dataclasses
 import keyword
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final, cast
 
 from toolcode._view import CatalogView
-from tooldocs import RENDER_TIERS, Budgets, py_identifier, render_module, unshadowed
+from tooldocs import RENDER_TIERS, Budgets, Signature, py_identifier, render_module, tool_signature, unshadowed
 from toolindex import Index, Tool
 
 __all__ = [
@@ -41,6 +41,7 @@ __all__ = [
     "every_tool",
     "function_map",
     "function_names",
+    "keyword_signature",
     "module_names",
     "positional_message",
     "render",
@@ -216,6 +217,27 @@ def positional_message(function: str, count: int) -> str:
         f"{PACKAGE}.{function}() takes keyword arguments only (got {count} positional); "
         "name each argument as in its signature"
     )
+
+
+def keyword_signature(tool: Tool) -> Signature | None:
+    """The signature whose names a call's keywords may use for the tool's parameters (``from_`` for ``from``).
+
+    A module function's keywords, and ``run_tool``'s, reach the tool under the wire names
+    :meth:`~tooldocs.Signature.wire_args` of this signature gives them: the run maps them so, and
+    the check before the run reads them so.
+
+    Args:
+        tool: The tool.
+
+    Returns:
+        The signature, or ``None`` when every parameter's wire name is an identifier (the keywords
+        are the wire names as given).
+    """
+    props = tool.input_schema.get("properties")
+    names: Mapping[str, Any] = cast("Mapping[str, Any]", props) if isinstance(props, Mapping) else {}
+    if all(n.isidentifier() and not keyword.iskeyword(n) for n in names):
+        return None
+    return tool_signature(tool)
 
 
 def function_map(names: Mapping[str, str]) -> dict[str, ModuleFunction]:

@@ -7,7 +7,6 @@ the policy, the budget, the record and the view; the operations here only check 
 
 from __future__ import annotations
 
-import keyword
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, cast
@@ -18,11 +17,12 @@ from toolcode._chain import ChainStep, parse_steps, resolve_args
 from toolcode._checks import MAX_ID_CHARS, bad, check_args, check_choice, check_timeout, check_tool_id, kind, parse_call
 from toolcode._errors import as_tool_error, error_info, message_of
 from toolcode._limits import CallBudget
+from toolcode._modules import keyword_signature
 from toolcode._view import CatalogView
 from toolcode.calls import Call, Layer
 from toolcode.exceptions import LimitExceededError, ToolError
 from toolcode.models import ChainOutcome, ChainStepOutcome, RunToolOutcome
-from tooldocs import Signature, tool_signature
+from tooldocs import Signature
 from toolindex import ToolIndexError
 from toolindex.log import get_logger
 from toolrun import RunResult
@@ -113,10 +113,7 @@ class Operations:
                 tool = self.view.get(tool_id)
             except (ToolIndexError, ToolError):
                 return kwargs  # the call itself reports the unknown tool, with suggestions
-            props = tool.input_schema.get("properties")
-            names: Mapping[str, Any] = cast("Mapping[str, Any]", props) if isinstance(props, Mapping) else {}
-            renamed = any(not n.isidentifier() or keyword.iskeyword(n) for n in names)
-            sig = self._signatures[tool_id] = tool_signature(tool) if renamed else None
+            sig = self._signatures[tool_id] = keyword_signature(tool)
         if sig is None:
             return kwargs
         try:

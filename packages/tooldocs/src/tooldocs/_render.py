@@ -181,6 +181,10 @@ class Signature:
         """Wire names of the required parameters."""
         return tuple(p.wire_name for p in self.params if p.required)
 
+    def wire_name(self, key: str) -> str:
+        """The wire name :meth:`wire_args` gives one keyword argument: ``"from"`` for ``from_``; others as they are."""
+        return next(iter(self.wire_args({key: None})))
+
     def wire_args(self, args: Mapping[str, Any]) -> dict[str, Any]:
         """Map keyword arguments that use sanitised identifiers back to the tool's wire names.
 

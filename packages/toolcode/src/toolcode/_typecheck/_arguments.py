@@ -15,7 +15,10 @@ same code and message as the run would give, and nothing is refused that the run
   say) is not reported, and an object with a ``**spread`` or a computed key may hold any key;
 - an argument the tool does not declare is refused even where the schema lets undeclared keys
   through silently (it is a misspelling the tool would ignore), as is a positional argument to a
-  module function, which the run refuses.
+  module function, which the run refuses;
+- keywords, written or spread from a dict (``**{"from_": ...}``), are read under the wire names the
+  run gives them (:func:`toolcode._modules.keyword_signature`), and one given under both of its
+  names is refused as the run refuses it.
 """
 
 from __future__ import annotations
@@ -26,13 +29,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, cast
 
 from toolcode._data import is_dict, is_list
-from toolcode._errors import as_tool_error
-from toolcode._modules import positional_message
+from toolcode._errors import as_tool_error, message_of
+from toolcode._modules import keyword_signature, positional_message
 from toolcode._typecheck._calls import Scan, ToolCall
 from toolcode._typecheck._diagnostic import Diagnostic, Positions, near
 from toolcode._view import CatalogView
 from toolcode.exceptions import ErrorCode
-from tooldocs import py_identifier
+from tooldocs import Signature
 from toolindex import Tool, ToolIndexError
 from toolrun import CompiledSchema, InputValidationError, ValidationProblem, check_arguments, json_path
 
@@ -153,6 +156,10 @@ class _Arguments:
         """JSON path → the node that writes that part."""
         self.keys: dict[str, ast.AST] = {}
         """JSON path → the node that writes its key (a dict key, a keyword)."""
+        self.named: dict[str, str] = {}
+        """A keyword's wire name → the name it is written under (``from_`` or ``from``)."""
+        self.twice: list[tuple[ast.AST, str]] = []
+        """Keywords given under both of their names (``from_`` and ``from``), with the run's message."""
 
     def put(self, path: tuple[str | int, ...], node: ast.expr) -> Any:
         here = json_path(path)
@@ -201,20 +208,37 @@ class _Arguments:
         here: str,
         obj: dict[str, Any],
         items: Iterable[tuple[ast.expr | None, ast.expr]],
+        names: Signature | None = None,
     ) -> None:
-        """Add ``key: value`` items (``None`` keys are ``**spread``) to the object at ``path``."""
+        """Add ``key: value`` items (``None`` keys are ``**spread``) to the object at ``path``.
+
+        ``names``: the items are keywords, which reach the tool under the wire names this signature
+        gives them (a spread dict's keys too: ``**{"from_": ...}``).
+        """
         for k, v in items:
             if k is None:
                 spread = (self._constants.get(v) or v) if isinstance(v, ast.Name) else v
                 if isinstance(spread, ast.Dict):
-                    self.merge(path, here, obj, zip(spread.keys, spread.values, strict=True))
+                    self.merge(path, here, obj, zip(spread.keys, spread.values, strict=True), names)
                 else:
                     self.open.add(here)  # keys known only at run time
             elif isinstance(k, ast.Constant) and isinstance(k.value, str):
-                self.keys[json_path((*path, k.value))] = k
-                obj[k.value] = self.put((*path, k.value), v)
+                key = k.value if names is None else self._keyword(names, k.value, k)
+                self.keys[json_path((*path, key))] = k
+                obj[key] = self.put((*path, key), v)
             else:
                 self.open.add(here)
+
+    def _keyword(self, names: Signature, written: str, node: ast.AST) -> str:
+        """The wire name of a keyword written ``written``; one given under both its names is the run's error."""
+        wire = names.wire_name(written)
+        first = self.named.setdefault(wire, written)
+        if first != written:
+            try:
+                names.wire_args({first: None, written: None})
+            except ValueError as e:
+                self.twice.append((node, message_of(e)))
+        return wire
 
 
 def _as_json(value: object) -> Any:
@@ -292,9 +316,12 @@ class ArgumentChecker:
     ) -> list[Diagnostic]:
         """The problems of ``calls`` (each with its tool), in the run's words (``invalid arguments for tool ...``)."""
         constants = _Constants(tree, found, {c.node for c, _ in calls})
+        signatures: dict[str, Signature | None] = {}
         out: list[Diagnostic] = []
         for call, tool in calls:
-            out.extend(self._call(call, tool, constants, positions))
+            if tool.id not in signatures:
+                signatures[tool.id] = keyword_signature(tool)
+            out.extend(self._call(call, tool, signatures[tool.id], constants, positions))
         return out
 
     def unknown_tool(self, call: ToolCall, positions: Positions) -> Diagnostic | None:
@@ -307,7 +334,9 @@ class ArgumentChecker:
             return positions.at(call.id_node, str(err.message), "unknown-tool", err.code, subject=call.tool_id)
         return None
 
-    def _call(self, call: ToolCall, tool: Tool, constants: _Constants, positions: Positions) -> list[Diagnostic]:
+    def _call(
+        self, call: ToolCall, tool: Tool, names: Signature | None, constants: _Constants, positions: Positions
+    ) -> list[Diagnostic]:
         if call.positional and not any(isinstance(a, ast.Starred) for a in call.positional):
             assert call.module is not None
             label = f"{call.module.module}.{call.module.name}"
@@ -316,7 +345,7 @@ class ArgumentChecker:
         schema = tool.input_schema
         props = schema.get("properties")
         wire: list[str] = list(props) if is_dict(props) else []
-        renamed = {py_identifier(w): w for w in wire}
+        shown = {w: i for i, w in names.wire_names.items()} if names is not None else {}
         value = _Arguments(constants)
         if call.args is not None:
             top = value.put((), call.args)
@@ -325,23 +354,23 @@ class ArgumentChecker:
             else:
                 value.open.add("$")
                 value.unknown = [u for u in value.unknown if u != "$"]
-        keys = [
-            None if k.arg is None else ast.copy_location(ast.Constant(renamed.get(k.arg, k.arg)), k)
-            for k in call.keywords
+        keys = [None if k.arg is None else ast.copy_location(ast.Constant(k.arg), k) for k in call.keywords]
+        value.merge((), "$", value.value, zip(keys, (k.value for k in call.keywords), strict=True), names)
+        out = [
+            positions.at(node, message, "arguments", ErrorCode.INVALID_ARGUMENTS, fails_at=call.node)
+            for node, message in value.twice
         ]
-        value.merge((), "$", value.value, zip(keys, (k.value for k in call.keywords), strict=True))
         declared = _declared(schema)
         undeclared = [k for k in value.value if declared is not None and k not in declared]
         problems = [ValidationProblem(json_path([k]), _UNEXPECTED) for k in undeclared]
         problems += self._problems(tool, value, closed=declared is not None)
-        out: list[Diagnostic] = []
         for p in problems:
             node = (value.keys.get(p.path) if p.message == _UNEXPECTED else None) or self._node_of(p, value)
             node = node or call.node
             err = as_tool_error(InputValidationError(tool.id, [p]), tool.id, self._view)
             message = str(err.message)
             if p.message == _UNEXPECTED and p.path.startswith("$."):
-                message += near(p.path[2:], list(renamed) if call.module else list(renamed.values()))
+                message += near(p.path[2:], [shown.get(w, w) for w in wire] if call.module else wire)
             out.append(positions.at(node, message, "arguments", err.code, fails_at=call.node))
         return out
 

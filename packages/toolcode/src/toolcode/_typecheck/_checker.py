@@ -210,7 +210,8 @@ class TypeChecker:
                 continue
             hint = near(name, modules.module_names())
             msg = f"no namespace module `{PACKAGE}.{name}`{hint} (list_namespaces() lists the namespaces)"
-            out.append(positions.at(node, msg, "unknown-module", ErrorCode.UNKNOWN_TOOL, "ImportError", subject=name))
+            raises = _missing(node, module=True)
+            out.append(positions.at(node, msg, "unknown-module", ErrorCode.UNKNOWN_TOOL, raises, subject=name))
         for ref in found.references:
             ns = visible.get(ref.module)
             if ns is None:
@@ -221,11 +222,9 @@ class TypeChecker:
                     f"module '{PACKAGE}.{ref.module}' has no attribute '{ref.name}'{near(ref.name, functions)} "
                     f"(list_tools({ns!r}) lists its tools)"
                 )
-                out.append(
-                    positions.at(
-                        ref.node, msg, "unknown-tool", ErrorCode.UNKNOWN_TOOL, "AttributeError", subject=ref.name
-                    )
-                )
+                raises = _missing(ref.node, module=False)
+                code = ErrorCode.UNKNOWN_TOOL
+                out.append(positions.at(ref.node, msg, "unknown-tool", code, raises, subject=ref.name))
         return out, visible
 
     def _input_schema(self, tool: Tool) -> CompiledSchema | None:
@@ -284,6 +283,19 @@ def _unpacked(found: Scan, pairs: Mapping[ast.Call, Sequence[str | None]]) -> di
             if len(known) == len(functions):
                 out[node] = tuple(known)
     return out
+
+
+def _missing(node: ast.AST, *, module: bool) -> str:
+    """The exception the run raises where ``node`` names a module (or a function) the catalog lacks.
+
+    As Python's import does: ``from tools import nope`` and ``from tools.ns import nope`` raise
+    ``ImportError`` (cannot import name), ``import tools.nope`` and ``from tools.nope import f``
+    ``ModuleNotFoundError``, and ``tools.nope`` or ``ns.nope`` read as an attribute ``AttributeError``.
+    A handler the run's exception would not reach does not make the problem the snippet's own.
+    """
+    if isinstance(node, ast.ImportFrom):
+        return "ModuleNotFoundError" if module and node.module != PACKAGE else "ImportError"
+    return "ModuleNotFoundError" if isinstance(node, ast.Import) else "AttributeError"
 
 
 def _tested(subject: str, named: frozenset[str]) -> bool:

@@ -85,9 +85,11 @@ CATCHERS: Final[dict[str, frozenset[str]]] = {
     "KeyError": frozenset({"KeyError", "LookupError", "Exception", "BaseException"}),
     "AttributeError": frozenset({"AttributeError", "Exception", "BaseException"}),
     "TypeError": frozenset({"TypeError", "Exception", "BaseException"}),
-    "ImportError": frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}),
+    "ImportError": frozenset({"ImportError", "Exception", "BaseException"}),
+    "ModuleNotFoundError": frozenset({"ModuleNotFoundError", "ImportError", "Exception", "BaseException"}),
 }
-"""The handler types that catch each exception the check foresees (``ToolError`` is a ``RuntimeError``)."""
+"""The handler types that catch each exception the check foresees (``ToolError`` is a ``RuntimeError``;
+``ModuleNotFoundError`` an ``ImportError``, not the other way round)."""
 
 
 class Handlers:

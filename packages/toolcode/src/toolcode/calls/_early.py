@@ -24,10 +24,9 @@ fails and nothing is called.
 from __future__ import annotations
 
 import fnmatch
-import keyword
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Final, cast
 
@@ -37,12 +36,12 @@ import anyio.abc
 from toolcode._audit import AuditTrail
 from toolcode._limits import CallBudget
 from toolcode._module_views import ToolModules
+from toolcode._modules import keyword_signature
 from toolcode._trace import Trace
 from toolcode.calls._foresee import EarlyCall, Foresight, Key, foresee, key_of
 from toolcode.calls._layer import Call, Layer
 from toolcode.calls._policy import SNIPPETS_NAMESPACE, Checkpoint, Verdict
 from toolcode.exceptions import ErrorCode, StateUnavailableError, ToolError
-from tooldocs import tool_signature
 from toolindex import ToolIndexError
 from toolrun import RunResult
 
@@ -185,12 +184,11 @@ class Prefetch(Layer):
             tool = self._checkpoint.view.get(c.tool_id)
         except (ToolIndexError, ToolError):
             return None
-        props = tool.input_schema.get("properties")
-        names: Mapping[str, Any] = cast("Mapping[str, Any]", props) if isinstance(props, Mapping) else {}
-        if all(n.isidentifier() and not keyword.iskeyword(n) for n in names):
+        names = keyword_signature(tool)
+        if names is None:
             return c.args
         try:  # ``from_`` → ``from``, as the run renames them
-            return tool_signature(tool).wire_args(c.args)
+            return names.wire_args(c.args)
         except ValueError:
             return None
 
