@@ -50,3 +50,27 @@ async def test_calls_made_one_after_the_other_do_not_meet(executor: Executor, mo
     monkeypatch.setattr(_harness, "HANG_S", 0.2)
     with pytest.raises(CodeExecutionError, match="only 1 of 2 calls were in flight at once"):
         await executor.execute(ExecuteParams(code="[run_tool('t:meet', n=2) for _ in range(2)]"))
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "run_tools([('t:meet', {'n': N})] * CALLS)",
+        "import asyncio\nawait asyncio.gather(*[run_tool_async('t:meet', n=N) for _ in range(CALLS)])",
+    ],
+    ids=["run_tools", "gather"],
+)
+async def test_a_runs_calls_in_flight_at_once_are_bounded(
+    executor: Executor, code: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Thousands of calls fanned out at once started every one of them together: one run held the
+    # event loop and every upstream, and other callers' runs waited.
+    from toolcode.calls import CALLS_AT_ONCE
+
+    monkeypatch.setattr(_harness, "HANG_S", 1.0)
+    n = CALLS_AT_ONCE
+    fits = await executor.execute(ExecuteParams(code=code.replace("N", str(n)).replace("CALLS", str(n))))
+    assert fits.value == [n] * n
+    # One more never meets: never more than n in flight (the first to give up says how many were left).
+    with pytest.raises(CodeExecutionError, match=rf"only \d+ of {n + 1} calls were in flight at once"):
+        await executor.execute(ExecuteParams(code=code.replace("N", str(n + 1)).replace("CALLS", str(n + 1))))

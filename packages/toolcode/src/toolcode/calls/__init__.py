@@ -10,7 +10,8 @@ down the same layers, put together by :func:`build`::
           → Record (trace, audit trail, span)
             → Deadline (a door's bound on a direct call)
               → Prefetch (in a run: reads started before the code reached them)
-                → Run (the caller's view, then toolrun)
+                → AtOnce (at most CALLS_AT_ONCE of the run's calls in flight at once)
+                  → Run (the caller's view, then toolrun)
 
 The budget comes first so that a call the gate refuses (denied, quarantined: an audit entry each)
 is counted too, and a run cannot pile up refusals in a loop; a call that pauses the run is counted
@@ -33,6 +34,7 @@ from toolcode._saved_snippet import SavedSnippet
 from toolcode._snippets import RunSnippet
 from toolcode._trace import Trace
 from toolcode._view import CatalogView
+from toolcode.calls._at_once import CALLS_AT_ONCE, AtOnce
 from toolcode.calls._budget import Budget
 from toolcode.calls._deadline import Deadline
 from toolcode.calls._early import Early, Prefetch, early_calls
@@ -56,6 +58,7 @@ from toolcode.calls._run import Run, makeable_first
 from toolrun import Runner
 
 __all__ = [
+    "CALLS_AT_ONCE",
     "Approvals",
     "Asker",
     "Call",
@@ -113,7 +116,7 @@ def build(runner: Runner, scope: Scope) -> Layer:
         check_judged(snippet.tool_id, snippet.code)  # only the code the gate judged runs
         return await run_snippet(snippet, args)
 
-    stack: Layer = Run(scope.view, runner, judged_snippet)
+    stack: Layer = AtOnce(Run(scope.view, runner, judged_snippet))
     if scope.early is not None:
         early = scope.early
         stack = Prefetch(stack, early, scope.checkpoint, scope.trace, scope.audit, scope.budget, scope.audit_probe)
