@@ -17,6 +17,7 @@ from types import TracebackType
 from typing import Any, Final, Self
 
 import anyio
+import anyio.to_thread
 
 from toolcode._audit import AuditTrail
 from toolcode._data import as_json_data, check_json
@@ -27,7 +28,7 @@ from toolcode._limits import (
     PayloadBudget,
     fit_output_budget,
 )
-from toolcode._offload import runs_for
+from toolcode._offload import run_here, runs_for
 from toolcode._operations import Operations
 from toolcode._options import ExecuteOptions, ResolvedOptions
 from toolcode._otel import run_span
@@ -56,6 +57,8 @@ from toolindex import ToolIndexError
 
 __all__ = ["Executor", "Listeners"]
 
+_MANY_RECORDS: Final = 1_000
+"""A run's trace past this many calls is fitted to the output budget in a worker thread."""
 _LOOKUP_ERRORS: Final = frozenset({"ModuleNotFoundError", "ImportError", "AttributeError", "NameError"})
 """What an engine raises for a module or module member that does not exist."""
 
@@ -295,7 +298,7 @@ class Executor:
                 error, value = CodeExecutionError("TypeError", bad), None
             else:
                 value = as_json_data(value)
-        result = self._result(run, value, error, elapsed, engine.info.limits)
+        result = await self._result(run, value, error, elapsed, engine.info.limits)
         if error is not None:
             error.result = result
             raise error
@@ -320,7 +323,7 @@ class Executor:
             raise failure
         return value
 
-    def _result(
+    async def _result(
         self, run: _Run, value: Any, error: ToolCodeError | None, elapsed: float, engine_limits: Mapping[str, Any]
     ) -> ExecuteResult:
         """What leaves the run, fitted to the output budget; what was cut kept whole when it may be."""
@@ -330,7 +333,10 @@ class Executor:
         # Reads started early and never reached follow the run's calls, outside its output budget: the
         # run's value, output and trace are cut exactly as they would be without them.
         discarded = tuple(r for r in records if r.early == "discarded") if trace.discards else ()
-        fitted = fit_output_budget(
+        # Thousands of calls' records take a while to fit: off the event loop, which serves other callers.
+        fit = anyio.to_thread.run_sync if len(records) > _MANY_RECORDS else run_here
+        fitted = await fit(
+            fit_output_budget,
             value,
             output.text("stdout"),
             output.text("stderr"),

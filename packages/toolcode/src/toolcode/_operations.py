@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, cast
 
 import anyio
+import anyio.lowlevel
 
 from toolcode._chain import ChainStep, parse_steps, resolve_args
 from toolcode._checks import MAX_ID_CHARS, bad, check_args, check_choice, check_timeout, check_tool_id, kind, parse_call
@@ -19,7 +20,7 @@ from toolcode._errors import as_tool_error, error_info, message_of
 from toolcode._limits import CallBudget
 from toolcode._modules import keyword_signature
 from toolcode._view import CatalogView
-from toolcode.calls import Call, Layer
+from toolcode.calls import CALLS_AT_ONCE, Call, Layer
 from toolcode.exceptions import LimitExceededError, ToolError
 from toolcode.models import ChainOutcome, ChainStepOutcome, RunToolOutcome
 from tooldocs import Signature
@@ -30,6 +31,8 @@ from toolrun import RunResult
 __all__ = ["Operations"]
 
 _UNSEEN: Any = object()
+_PARSED_AT_A_TIME = 500
+"""``run_tools`` reads its calls this many at a time, giving the event loop back in between."""
 """A tool whose signature ``call_tool`` has not looked up yet in this run."""
 _log = get_logger("toolcode.operations")
 
@@ -135,20 +138,29 @@ class Operations:
         """
         if isinstance(calls, str | bytes | Mapping) or not isinstance(calls, Sequence):
             raise bad("calls", f"must be a list of calls, got {kind(cast(object, calls))}")
-        planned = [Call(*parse_call(i, c)) for i, c in enumerate(cast("Sequence[Any]", calls))]
+        planned: list[Call] = []
+        for i, c in enumerate(cast("Sequence[Any]", calls)):
+            planned.append(Call(*parse_call(i, c)))
+            if i % _PARSED_AT_A_TIME == _PARSED_AT_A_TIME - 1:
+                await anyio.lowlevel.checkpoint()  # thousands of calls: other callers go on meanwhile
         await self.stack.plan(planned)  # all judged and counted before any is made
         results: list[Any] = [None] * len(planned)
         errors: list[BaseException | None] = [None] * len(planned)
 
-        async def one(i: int, call: Call) -> None:
-            try:
-                results[i] = (await self.stack.call(call)).value
-            except ToolError as e:
-                errors[i] = e
+        # As many tasks as the stack lets calls go on at once, each taking the next call in turn:
+        # starting a task per call held the event loop for a second at thousands of calls.
+        left = iter(enumerate(planned))
+
+        async def turns() -> None:
+            for i, call in left:
+                try:
+                    results[i] = (await self.stack.call(call)).value
+                except ToolError as e:
+                    errors[i] = e
 
         async with anyio.create_task_group() as tg:
-            for i, call in enumerate(planned):
-                tg.start_soon(one, i, call)
+            for _ in range(min(CALLS_AT_ONCE, len(planned))):
+                tg.start_soon(turns)
         for e in errors:
             if e is not None:
                 raise e

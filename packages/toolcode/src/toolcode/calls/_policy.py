@@ -488,10 +488,16 @@ class Checkpoint:
         pending_keys: list[str] = []
         scope = _scope.get()
         quarantined = self.policy.quarantined
+        seen: dict[str, Tool | None] = {}  # a batch of calls names few tools: each looked up once
         for tool_id, args in calls:
-            try:
-                tool = self.view.get(tool_id)
-            except (ToolIndexError, ToolError):
+            if tool_id in seen:
+                tool = seen[tool_id]
+            else:
+                try:
+                    tool = seen[tool_id] = self.view.get(tool_id)
+                except (ToolIndexError, ToolError):
+                    tool = seen[tool_id] = None
+            if tool is None:
                 continue  # the call itself reports the unknown (or unavailable) tool
             if quarantined is not None and quarantined(tool):
                 self.audit.add(tool.id, None, "quarantined", "policy")
