@@ -23,6 +23,7 @@ from toolcode.server import BearerTokens, serve_http
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
 TOKEN = secrets.token_urlsafe(32)
+BOB = secrets.token_urlsafe(32)
 HEAD_TIMEOUT = 0.5
 BODY_TIMEOUT = 1.0
 HANG = 60.0
@@ -57,7 +58,7 @@ async def _serving(body_timeout: float) -> AsyncIterator[int]:
                 "127.0.0.1",
                 0,
                 on_ready=on_ready,
-                tokens=BearerTokens({"alice": TOKEN}),
+                tokens=BearerTokens({"alice": TOKEN, "bob": BOB}),
                 head_timeout=HEAD_TIMEOUT,
                 body_timeout=body_timeout,
             )
@@ -205,6 +206,49 @@ def _closed_while_trickling(sock: socket.socket, rounds: int = 40) -> bool:
         except ConnectionError:
             return True
     return False
+
+
+async def test_a_caller_has_at_most_its_share_of_requests_in_flight(patient_port: int) -> None:
+    """Requests whose answers are never read (here: bodies never finished) held the server's memory
+    without bound; past its share, a caller's next request is refused at once, and another caller's
+    still goes through."""
+    from toolcode.server._http_guard import MAX_IN_FLIGHT_PER_CALLER
+
+    def post(token: str, body: str = "{") -> str:
+        return (
+            f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{patient_port}\r\nAuthorization: Bearer {token}\r\n"
+            "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+            f"Content-Length: 100000\r\n\r\n{body}"
+        )
+
+    def answer(s: socket.socket) -> bytes:
+        s.settimeout(5.0)  # not a deadline: an answer that has not come yet is tried again below
+        try:
+            return s.recv(65536)
+        except TimeoutError:
+            return b""  # held like the others: in flight
+
+    def held_then_more() -> tuple[bytes, bytes]:
+        held = [_connect(patient_port) for _ in range(MAX_IN_FLIGHT_PER_CALLER)]
+        try:
+            for s in held:
+                s.sendall(post(TOKEN).encode())
+            mine = b""
+            for _ in range(5):  # the held requests reach the server in their own time
+                held.append(s := _connect(patient_port))
+                s.sendall(post(TOKEN).encode())
+                if (mine := answer(s)).startswith(b"HTTP/1.1 429"):
+                    break
+            held.append(s := _connect(patient_port))
+            s.sendall(post(BOB).encode())
+            return mine, answer(s)
+        finally:
+            for s in held:
+                s.close()
+
+    mine, theirs = await anyio.to_thread.run_sync(held_then_more)
+    assert mine.startswith(b"HTTP/1.1 429"), mine
+    assert not theirs.startswith(b"HTTP/1.1 429"), theirs  # bob's share is his own
 
 
 async def test_deadlines_must_be_positive() -> None:

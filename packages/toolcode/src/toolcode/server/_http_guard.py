@@ -9,7 +9,9 @@ text when:
 2. it carries an ``Origin`` header that is neither same-host nor allowed (``403``);
 3. tokens are configured and it carries no valid ``Authorization: Bearer TOKEN`` (``401`` with
    ``WWW-Authenticate: Bearer``);
-4. tokens are configured and it names an MCP session (``Mcp-Session-Id``) that another caller
+4. tokens are configured and its caller already has :data:`MAX_IN_FLIGHT_PER_CALLER` requests in
+   flight (``429``; a session's ``GET`` stream is not counted);
+5. tokens are configured and it names an MCP session (``Mcp-Session-Id``) that another caller
    opened, or one this guard does not know (``404``, as for a session that ended): a session's
    requests, its answers to the server's questions and its end are its caller's alone.
 
@@ -60,6 +62,10 @@ _MAX_SESSIONS = 10_000
 requests are refused from then on, and its client opens another)."""
 _MAX_SESSIONS_PER_CALLER = 100
 """A caller's share: its oldest session is forgotten when it opens more (never another caller's)."""
+
+MAX_IN_FLIGHT_PER_CALLER = 32
+"""Requests (other than a session's ``GET`` stream) one caller may have in flight at once; one more
+is refused (``429``): answers a caller never reads cannot hold the server's memory without bound."""
 
 CALLER_SCOPE_KEY = "toolcode.caller"
 """ASGI scope key holding the authenticated caller's identity (``str``); absent without tokens."""
@@ -128,6 +134,8 @@ class HTTPGuard:
         self._origins = frozenset(_checked("allowed_origins", normalize_origin, allowed_origins))
         self._sessions: OrderedDict[str, str] = OrderedDict()
         """MCP session id → the caller that opened it, least recently used first."""
+        self._in_flight: dict[str, int] = {}
+        """Each caller's requests in flight (its sessions' ``GET`` streams aside)."""
 
     def host_allowed(self, value: str) -> bool:
         """Whether a ``Host`` header value is allowed."""
@@ -182,9 +190,27 @@ class HTTPGuard:
                 return
             scope[CALLER_SCOPE_KEY] = caller
             if kind == "http":
-                await self._in_session(caller, scope, receive, send)
+                await self._counted(caller, scope, receive, send)
                 return
         await self.app(scope, receive, send)
+
+    async def _counted(self, caller: str, scope: Scope, receive: Receive, send: Send) -> None:
+        """Pass on a request of ``caller``'s while it is within its share of requests in flight."""
+        if scope.get("method") == "GET":  # a session's stream: bounded by its share of sessions
+            await self._in_session(caller, scope, receive, send)
+            return
+        if self._in_flight.get(caller, 0) >= MAX_IN_FLIGHT_PER_CALLER:
+            text = "too many requests in flight for this caller: read the answers of earlier ones first"
+            await self._refuse(scope, send, 429, text, headers=[(b"retry-after", b"1")])
+            return
+        self._in_flight[caller] = self._in_flight.get(caller, 0) + 1
+        try:
+            await self._in_session(caller, scope, receive, send)
+        finally:
+            if (left := self._in_flight[caller] - 1) > 0:
+                self._in_flight[caller] = left
+            else:
+                del self._in_flight[caller]
 
     async def _in_session(self, caller: str, scope: Scope, receive: Receive, send: Send) -> None:
         """Pass on a request of ``caller``'s: in a session it opened, or one that may open a session."""
