@@ -214,41 +214,47 @@ async def test_a_caller_has_at_most_its_share_of_requests_in_flight(patient_port
     still goes through."""
     from toolcode.server._http_guard import MAX_IN_FLIGHT_PER_CALLER
 
-    def post(token: str, body: str = "{") -> str:
+    def post(token: str, *, whole: bool = False) -> str:
+        """A request whose body never ends (held in flight), or a whole one (answered at once)."""
         return (
             f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{patient_port}\r\nAuthorization: Bearer {token}\r\n"
             "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
-            f"Content-Length: 100000\r\n\r\n{body}"
+            f"Content-Length: {2 if whole else 100000}\r\n\r\n{'{}' if whole else '{'}"
         )
 
     def answer(s: socket.socket) -> bytes:
-        s.settimeout(5.0)  # not a deadline: an answer that has not come yet is tried again below
-        try:
-            return s.recv(65536)
-        except TimeoutError:
-            return b""  # held like the others: in flight
+        s.settimeout(HANG)
+        return s.recv(65536)
 
-    def held_then_more() -> tuple[bytes, bytes]:
+    def alices_answer(refused: bool) -> bytes:
+        """Alice's answer once it is (or is no longer) a refusal: requests reach the server in their own time."""
+        got = b""
+        for _ in range(600):
+            with _connect(patient_port) as s:
+                s.sendall(post(TOKEN, whole=True).encode())
+                if (got := answer(s)).startswith(b"HTTP/1.1 429") is refused:
+                    break
+            time.sleep(0.1)
+        return got
+
+    def held_then_more() -> tuple[bytes, bytes, bytes]:
         held = [_connect(patient_port) for _ in range(MAX_IN_FLIGHT_PER_CALLER)]
         try:
             for s in held:
                 s.sendall(post(TOKEN).encode())
-            mine = b""
-            for _ in range(5):  # the held requests reach the server in their own time
-                held.append(s := _connect(patient_port))
-                s.sendall(post(TOKEN).encode())
-                if (mine := answer(s)).startswith(b"HTTP/1.1 429"):
-                    break
-            held.append(s := _connect(patient_port))
-            s.sendall(post(BOB).encode())
-            return mine, answer(s)
+            mine = alices_answer(refused=True)
+            with _connect(patient_port) as s:
+                s.sendall(post(BOB, whole=True).encode())
+                theirs = answer(s)
         finally:
             for s in held:
                 s.close()
+        return mine, theirs, alices_answer(refused=False)
 
-    mine, theirs = await anyio.to_thread.run_sync(held_then_more)
+    mine, theirs, later = await anyio.to_thread.run_sync(held_then_more)
     assert mine.startswith(b"HTTP/1.1 429"), mine
     assert not theirs.startswith(b"HTTP/1.1 429"), theirs  # bob's share is his own
+    assert not later.startswith(b"HTTP/1.1 429"), later  # closed, alice's requests are hers again
 
 
 async def test_deadlines_must_be_positive() -> None:
