@@ -143,7 +143,10 @@ class SnippetLibrary:
 
     def _show(self, snippet: SavedSnippet) -> None:
         self._hidden.clear()
-        self.index.register(snippet.tool(), self._ref(snippet.name))
+        # A private snippet is in its owner's partition of the index: only the owner's searches
+        # find it, and it weighs in no one's scores (its words would otherwise show in them).
+        partition = None if snippet.shared else snippet.owner
+        self.index.register(snippet.tool(), self._ref(snippet.name), partition=partition)
 
     def _hide(self, name: str) -> None:
         self._hidden.clear()
