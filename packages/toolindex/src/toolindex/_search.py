@@ -39,7 +39,7 @@ import math
 import re
 from array import array
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -740,9 +740,10 @@ class SearchEngine:
         own = [self._part_df[p] for p in partitions if p in self._part_df]
         df = self._df
 
-        def known(term: str) -> bool:  # by a public tool or one of the named partitions'
+        def known_too(term: str) -> bool:  # by a public tool or one of the named partitions'
             return term in df or any(term in d for d in own)
 
+        known: Callable[[str], bool] = known_too if own else df.__contains__
         weights: dict[str, float] = {}
         fixes: dict[str, str] = {}
         stems: list[str] = []
