@@ -136,3 +136,13 @@ async def test_a_snippet_published_shared_counts_for_everyone_and_one_deleted_fo
     await _alice_saves_private_snippets(box)
     assert await cm.delete_snippet("zeusmerger_notes", caller=ALICE)
     assert await _results(box, BOB) == before
+
+
+async def test_attaching_the_runners_backends_again_leaves_private_snippets_in_their_partition(box: Toolbox) -> None:
+    await _alice_saves_private_snippets(box)
+    await box.runner.attach()  # the snippets' provider lists none: the library registers them itself
+    hits = await _results(box, BOB)
+    guess, control = hits[QUERIES.index("zeusmerger")], hits[QUERIES.index("quokkaplan")]
+    assert guess[0]["id"] == control[0]["id"] == "snippets:probe" and guess[0]["score"] == control[0]["score"]
+    assert "zeusmerger_notes" not in str(hits) and "merger_sheet" not in str(hits)
+    assert (await box.codemode.search_tools("zeusmerger", 5, caller=ALICE)).hits[0].id == "snippets:zeusmerger_notes"

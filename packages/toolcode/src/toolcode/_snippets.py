@@ -87,7 +87,9 @@ class _Provider:
         self._library = library
 
     async def list_tools(self) -> Sequence[Tool]:
-        return [s.tool() for s in self._library.snippets.values()]
+        # None: the library registers each snippet itself, a private one in its owner's partition;
+        # attaching this backend (``runner.attach()``) must not register them again as public tools.
+        return []
 
     async def call_tool(self, name: str, args: Mapping[str, Any]) -> Any:
         run = _running.get()
