@@ -227,6 +227,45 @@ async def test_the_bound_is_the_servers_own(mcp_runner: Callable[..., Any], host
     assert isinstance(got, ResponseTooLargeError) and got.limit == 100_000
 
 
+@pytest.mark.parametrize("id_last", [False, True], ids=["id first", "id last"])
+async def test_a_reply_of_too_many_containers_fails_its_call_unparsed(
+    mcp_runner: Callable[..., Any], hostile: Hostile, id_last: bool
+) -> None:
+    # 3.9 MB of `[],[],...` (1.3 million lists), within maxResponseBytes: parsing it held the GIL for close
+    # to a second (every caller waited), and it cost a few hundred MB across the layers a result goes through.
+    args = {"kind": "containers", "id_last": id_last}
+    async with mcp_runner({"hostile": hostile.entry(), "time": TIME}) as (runner, _):
+        got = await under_attack(runner, lambda: runner.run("hostile:reply", args))
+    assert isinstance(got, ResponseTooLargeError), got
+    assert (got.tool_id, got.server, got.limit) == ("hostile:reply", "hostile", DEFAULT_MAX_RESPONSE_BYTES)
+    assert got.containers == 262_144  # 64 Ki per MiB of the default maxResponseBytes
+    assert "server 'hostile' holds more than 262,144 arrays and objects" in str(got)
+
+
+async def test_a_large_reply_of_ordinary_records_arrives_whole(
+    mcp_runner: Callable[..., Any], hostile: Hostile
+) -> None:
+    count = 35_000  # about 3.5 MB of records of five fields, each field one more value to parse
+    async with mcp_runner({"hostile": hostile.entry(), "time": TIME}) as (runner, _):
+        got = await under_attack(runner, lambda: runner.run("hostile:reply", {"kind": "records", "count": count}))
+    rows = got.structured["rows"]
+    assert len(rows) == count and rows[-1]["email"] == f"user{count - 1}@example.com"
+
+
+async def test_a_huge_notification_is_dropped_unparsed_and_the_session_goes_on(
+    mcp_runner: Callable[..., Any], hostile: Hostile
+) -> None:
+    # Each was parsed and dropped (no notification the client reads needs 1 MB), at a cost every caller paid.
+    with capture_logs() as logs:
+        async with mcp_runner({"hostile": hostile.entry(), "time": TIME}) as (runner, _):
+            got = await under_attack(runner, lambda: runner.run("hostile:reply", {"faults": ["big_note"] * 3}))
+    assert got.value == "ok"
+    dropped = [e for e in logs if e["event"] == "mcp.unreadable_message" and e["server"] == "hostile"]
+    assert len(dropped) == 3, logs
+    assert all(e["error"].startswith("a notification of ") and "65,536-byte bound" in e["error"] for e in dropped)
+    assert "note note" not in repr(logs)
+
+
 # -- arguments -----------------------------------------------------------------------------
 
 

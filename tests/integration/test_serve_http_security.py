@@ -601,13 +601,12 @@ def test_a_session_answers_only_the_token_that_opened_it(public: Door) -> None:
 
 
 @pytest.mark.anyio
-async def test_no_caller_pushes_another_callers_sessions_out(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_no_caller_pushes_another_callers_sessions_out() -> None:
     # The guard kept every session id the server named, errors included (the SDK names a new one on
     # a refused request and drops it), in one list for all callers: another token's cheap bad
-    # requests pushed a caller's live session out.
+    # requests pushed a caller's live session out. The sessions it forgets, it ends in the server.
     import itertools
 
-    import toolcode.server._http_guard as guard_module
     from toolcode.server import BearerTokens, HTTPGuard
 
     ids = itertools.count()
@@ -640,9 +639,13 @@ async def test_no_caller_pushes_another_callers_sessions_out(monkeypatch: pytest
         sid_out = got["headers"].get(b"mcp-session-id")
         return got["status"], sid_out.decode() if sid_out else None
 
-    monkeypatch.setattr(guard_module, "_MAX_SESSIONS", 50)
-    monkeypatch.setattr(guard_module, "_MAX_SESSIONS_PER_CALLER", 5)
-    guard = HTTPGuard(app, host="127.0.0.1", port=8808, tokens=BearerTokens({"alice": ALICE, "bob": BOB}))
+    async def end(sid: str) -> None:
+        ended.add(sid.encode())
+
+    tokens = BearerTokens({"alice": ALICE, "bob": BOB})
+    guard = HTTPGuard(
+        app, host="127.0.0.1", port=8808, tokens=tokens, end_session=end, sessions_per_caller=5, max_sessions=50
+    )
     _, sid = await call(ALICE, initialize=True)
     assert sid is not None and (await call(ALICE, sid))[0] == 200
     for _ in range(60):
@@ -650,6 +653,7 @@ async def test_no_caller_pushes_another_callers_sessions_out(monkeypatch: pytest
     for _ in range(60):
         await call(BOB, initialize=True)  # sessions of bob's own: only his oldest make room
     assert (await call(ALICE, sid))[0] == 200  # alice's session is still hers
+    assert len(ended) == 55  # bob's oldest, ended in the server as the guard forgot them
     ended.add(sid.encode())  # the server ends it: the guard forgets it too
     assert (await call(ALICE, sid))[0] == 404
     assert sid not in guard._sessions  # pyright: ignore[reportPrivateUsage]

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from unittest.mock import ANY
 
+import anyio
 import pytest
 from mcp import Client
 
@@ -21,8 +23,11 @@ from toolcode import (
 )
 from toolcode._door import call_exposed, exposed_description, exposed_tools
 from toolcode._outcome import outcome_text
+from toolcode._settings import SessionSettings
 from toolcode.exceptions import TypeCheckError, clip
+from toolcode.models import ExecuteOutcome
 from toolcode.server import CodeModeServer
+from toolcode.state import RedisStateStore, Release, SQLiteStateStore, StateStore
 from toolrun import LocalBackend
 
 pytestmark = pytest.mark.anyio
@@ -557,6 +562,140 @@ async def test_a_session_run_that_waited_while_another_paused_is_refused_not_los
         paused = outs["first"]
         assert getattr(paused, "status", None) == "approval_required", paused
         assert second.error is not None and "waits for a decision" in second.error.message, second
+
+
+class _Held:
+    """A replica's store whose session locks it cannot take while ``held`` (another holds them, say)."""
+
+    held = False
+    tried: anyio.Event
+
+    async def try_lock(self, name: str, *, ttl: float) -> Release | None:
+        if self.held and name.startswith("session/"):
+            self.tried.set()
+            return None
+        return await super().try_lock(name, ttl=ttl)  # type: ignore[misc]
+
+
+class _HeldSQLite(_Held, SQLiteStateStore):
+    pass
+
+
+class _HeldRedis(_Held, RedisStateStore):
+    pass
+
+
+@asynccontextmanager
+async def _two_replicas(
+    tmp_path: Path, store: str, request: pytest.FixtureRequest, **sessions: float
+) -> AsyncIterator[tuple[Toolbox, Toolbox, _Held]]:
+    """Two toolboxes over one store (deleting a file asks, so runs pause); the first's session locks can be held."""
+    settings = _asking_deletes(tmp_path, store, request).model_copy(update={"sessions": SessionSettings(**sessions)})
+    if store == "redis":
+        url = str(request.getfixturevalue("redis_url"))
+        mine: _HeldSQLite | _HeldRedis = _HeldRedis(url)
+        other: StateStore = RedisStateStore(url)
+    else:
+        mine, other = _HeldSQLite(tmp_path / "one.sqlite3"), SQLiteStateStore(tmp_path / "one.sqlite3")
+    mine.tried = anyio.Event()
+    try:
+        async with Toolbox([_backend()], settings=settings, state=mine) as one:  # monty: runs pause
+            async with Toolbox([_backend()], settings=settings, state=other) as two:
+                yield one, two, mine
+    finally:
+        await mine.aclose()
+        await other.aclose()
+
+
+_PAUSING = "log.append('p')\nrun_tool('files:delete_file', path='/a')\nlog.append('p2')\n__out = len(log)"
+
+
+@pytest.mark.parametrize("store", ["sqlite", "redis"])
+async def test_runs_of_a_session_while_its_paused_run_is_resumed_are_refused_or_kept(
+    tmp_path: Path, store: str, request: pytest.FixtureRequest
+) -> None:
+    # Resuming took the run and removed its session's mark before it held the session: runs of the
+    # session that came in that gap (on another replica, or while it waited for the session's lock)
+    # were answered ok, and the resumed run's state then overwrote what they did.
+    async with _two_replicas(tmp_path, store, request) as (one, two, held):
+        await one.codemode.execute("log = []", session="s")
+        paused = await one.codemode.execute(_PAUSING, session="s")
+        assert paused.approval is not None, paused
+        eid = paused.approval.execution_id
+        resumed: list[ExecuteOutcome] = []
+        meanwhile: dict[str, ExecuteOutcome] = {}
+
+        async def run(tag: str) -> None:
+            meanwhile[tag] = await two.codemode.execute(f"log.append({tag!r})", session="s")
+
+        held.held = True  # the resume on `one` waits for the session while runs on `two` come in
+        async with anyio.create_task_group() as tg:
+
+            async def resume() -> None:
+                resumed.append(await one.codemode.resume(eid, "approve"))
+
+            tg.start_soon(resume)
+            with anyio.fail_after(60):  # bounds a hang only
+                await held.tried.wait()
+            async with anyio.create_task_group() as runs:
+                for i in range(4):
+                    runs.start_soon(run, f"q{i}")
+            held.held = False
+        assert resumed[0].ok and resumed[0].value == 2, resumed
+        log = (await two.codemode.execute("__out = log", session="s")).value
+        for tag, out in meanwhile.items():
+            refused = out.error is not None and out.error.code in ("session_limit", "busy")
+            assert refused or (out.ok and tag in log), (tag, out, log)
+        assert log[:2] == ["p", "p2"] or log[-2:] == ["p", "p2"], log
+
+
+@pytest.mark.parametrize("store", ["sqlite", "redis"])
+async def test_a_resume_that_cannot_hold_the_session_leaves_the_run_waiting(
+    tmp_path: Path, store: str, request: pytest.FixtureRequest
+) -> None:
+    # The session's lock stays taken past queue_timeout (deterministically: the gate is never opened
+    # while it waits): the run is not taken, the session keeps refusing, a later resume continues it.
+    async with _two_replicas(tmp_path, store, request, queue_timeout=0.2) as (one, two, held):
+        paused = await one.codemode.execute("log = []\n" + _PAUSING, session="s")
+        assert paused.approval is not None, paused
+        eid = paused.approval.execution_id
+        held.held = True
+        busy = await one.codemode.resume(eid, "approve")
+        assert busy.error is not None and busy.error.code == "busy", busy
+        held.held = False
+        assert [p.execution_id for p in (await two.codemode.list_paused()).paused] == [eid]
+        refused = await two.codemode.execute("log.append('q')", session="s")
+        assert refused.error is not None and refused.error.code == "session_limit", refused
+        done = await two.codemode.resume(eid, "deny")  # a denied call raises in the snippet: it ends there
+        assert done.error is not None and done.error.code == "approval_denied", done
+        assert (await one.codemode.resume(eid, "approve")) == done  # decided: the same outcome again
+        after = await two.codemode.execute("log.append('q')\n__out = log", session="s")
+        assert after.ok and after.value == ["p", "q"], after
+
+
+async def test_a_paused_run_never_overwrites_a_session_written_while_it_waited(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    # Should a run of the session get in while one waits (its mark lost), resuming the waiting run
+    # must not replace that run's work with its own snapshot: it ends, loudly, and the session keeps it.
+    from toolcode._paused import _SESSION_KIND as MARK  # pyright: ignore[reportPrivateUsage]
+    from toolcode._sessions import owner_of
+
+    settings = _asking_deletes(tmp_path, "sqlite", request)
+    async with Toolbox([_backend()], settings=settings) as box:  # monty: runs pause
+        cm = box.codemode
+        assert box.stores is not None
+        paused = await cm.execute("log = []\n" + _PAUSING, session="s")
+        assert paused.approval is not None, paused
+        assert await box.stores.paused.store.delete(MARK, f"{owner_of(None)}/s")
+        assert (await cm.execute("log = ['other']", session="s")).ok
+        out = await cm.resume(paused.approval.execution_id, "approve")
+        assert out.error is not None and out.error.code == "session_limit", out
+        assert "runs_while_paused" in out.error.message and "was not continued" in out.error.message
+        assert await cm.resume(paused.approval.execution_id, "approve") == out  # decided: ended, not waiting
+        after = await cm.execute("__out = log", session="s")
+        assert after.ok and after.value == ["other"], after
+        assert (await cm.list_paused()).paused == []
 
 
 async def test_a_person_is_asked_only_about_a_call_that_can_be_made(tmp_path: Path) -> None:

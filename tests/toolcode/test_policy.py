@@ -196,12 +196,17 @@ def test_a_paused_run_round_trips_through_its_encoding() -> None:
         calls=2,
         elapsed=0.5,
         may_call=["fs:w"],
+        session_version=3,
     )
     back = PausedRun.decode(run.encode())
     assert back.state.snapshot == run.state.snapshot
     assert back.options == run.options and back.options.timeout == float("inf")
     assert back.pending == run.pending and back.approvals == run.approvals
     assert (back.input, back.session, back.calls, back.state.line) == (run.input, "s", 2, 3)
+    assert back.session_version == 3  # it continues only in the session at this version
+    assert back.session_conflict(3) is None and back.session_conflict(0) is None  # the same, or gone since
+    conflict = back.session_conflict(4)
+    assert conflict is not None and conflict.code == "session_limit" and conflict.limit == "runs_while_paused"
     with pytest.raises(ValueError, match=r"unreadable|unknown"):
         PausedRun.decode(b'{"v": 1}\n')
     # A listing reads each run without its snapshot (most of its size) and keeps everything else.
@@ -395,9 +400,9 @@ async def test_a_pause_whose_write_was_not_confirmed_is_never_resumable(undo: st
         assert await runs.waiting_in(None, "s") is None
     elif undo == "fails":  # still there, maybe: the error names the run, so that its caller can abort it
         assert "a" * 32 in str(caught.value) and "abort" in str(caught.value)
-    else:  # the run is gone, its session's mark is not: the error says so, not "abort it"
+    else:  # the run is gone, its session's mark is not: a mark without its run refuses no run
         assert await runs.list(None) == []
-        assert "session 's' may refuse runs" in str(caught.value) and "abort" not in str(caught.value)
+        assert await runs.waiting_in(None, "s") is None and "abort" not in str(caught.value)
 
 
 class _Snippets(Layer):
@@ -464,3 +469,35 @@ async def test_an_approved_snippet_runs_only_what_its_approval_listed(view: Cata
     # What a snippet names follows the catalog: ``b`` names ``c`` now that there is one.
     named = dict(policy.verdict(view.get("snippets:b"), view).calls)
     assert "snippets:c" in named and "fs:delete_file" in named
+
+
+@pytest.mark.anyio
+async def test_a_run_taken_whose_session_mark_could_not_be_removed_leaves_the_session_usable() -> None:
+    # A resume took the run but could not remove its session's mark (the store went away between
+    # the two writes): the session refused every run until the mark expired (policy.pause_ttl, a day).
+    from toolcode._options import ExecuteOptions
+    from toolcode._paused import _SESSION_KIND as MARK  # pyright: ignore[reportPrivateUsage]
+    from toolcode._paused import PausedRuns
+    from toolcode._settings import PolicySettings
+    from toolcode.exceptions import StateUnavailableError
+    from toolcode.state import MemoryStateStore
+
+    class MarkStays(MemoryStateStore):
+        async def delete(self, kind: str, key: str, **kw: Any) -> bool:
+            if kind == MARK:
+                raise StateUnavailableError("memory", "delete: TimeoutError")
+            return await super().delete(kind, key, **kw)
+
+    store = MarkStays()
+    runs = PausedRuns(store, PolicySettings())
+    pending = [PendingCall("fs:w", {"p": 1}, "write", "w", "d")]
+    run = PausedRun(
+        execution_id="b" * 32, owner="local", caller=None, code="x = 1", input=None,
+        options=ExecuteOptions().resolve(), session="s", state=PauseState(b"x", {"done": {}}, pending, 1),
+        approvals=Approvals(), trace=[], stdout="", stderr="", calls=0, elapsed=0.0,
+    )  # fmt: skip
+    await runs.save(run)
+    assert await runs.waiting_in(None, "s") == "b" * 32
+    taken = await runs.take("b" * 32, None)  # taken all the same: nobody else can
+    assert taken.execution_id == "b" * 32 and await store.get(MARK, "local/s") is not None
+    assert await runs.waiting_in(None, "s") is None

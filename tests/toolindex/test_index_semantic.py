@@ -335,26 +335,37 @@ def test_search_and_registration_from_many_threads() -> None:
     assert len(index) == len(TOOLS) + 200
 
 
+def _with_fixes(index: InMemoryIndex, query: str) -> str:
+    """The text the model reads for ``query``: its misspelt words followed by their corrections."""
+    engine = index._engine  # pyright: ignore[reportPrivateUsage]
+    return engine._with_fixes(query, engine._query(query, frozenset()).fixes)  # pyright: ignore[reportPrivateUsage]
+
+
 def test_a_correction_made_as_the_word_cache_fills_up_is_kept_for_its_query() -> None:
     index = build()
     engine = index._engine  # pyright: ignore[reportPrivateUsage]
     for i in range(10_001):  # a long-lived index has met many unknown words: its caches start again
         engine.query_terms("zq" + "".join(chr(97 + int(d)) for d in str(i)))
     assert ids(index, "convert curency amounts")[0] == "finance:convert_currency"
-    assert engine._with_fixes("convert curency amounts") == "convert curency (currency) amounts"  # pyright: ignore[reportPrivateUsage]
+    assert _with_fixes(index, "convert curency amounts") == "convert curency (currency) amounts"
 
 
 def test_a_misspelt_query_is_corrected_for_the_dense_side_too() -> None:
     index = build()
-    engine = index._engine  # pyright: ignore[reportPrivateUsage]
     assert ids(index, "convert curency amounts")[0] == "finance:convert_currency"
     # The lexical engine's correction is handed to the model next to the word as typed.
-    assert engine._with_fixes("convert curency amounts") == "convert curency (currency) amounts"  # pyright: ignore[reportPrivateUsage]
+    assert _with_fixes(index, "convert curency amounts") == "convert curency (currency) amounts"
     # A word the vocabulary lacks and that is no typo of one stays as it is.
-    assert engine._with_fixes("email my landlord") == "email my landlord"  # pyright: ignore[reportPrivateUsage]
+    assert _with_fixes(index, "email my landlord") == "email my landlord"
     # A quoted value is a literal (a name, a file): the model reads it as the user wrote it.
     quoted = "convert curency amounts in 'curency.csv'"
-    assert engine._with_fixes(quoted) == "convert curency (currency) amounts in 'curency.csv'"  # pyright: ignore[reportPrivateUsage]
+    assert _with_fixes(index, quoted) == quoted  # as the lexical side, which corrects a quoted word nowhere
+    assert _with_fixes(index, "convert curency amounts in 'rates.csv'") == (
+        "convert curency (currency) amounts in 'rates.csv'"
+    )
+    # Only the query's own words are corrected: a correction another query needed is not carried over.
+    assert _with_fixes(index, "curency") == "curency (currency)"
+    assert _with_fixes(index, "getCurency rates") == "getCurency rates"
 
 
 # -- the default model's query path and the two-pass search of large catalogs -------------
@@ -457,6 +468,14 @@ def test_the_two_pass_mean_cosine_follows_every_change_of_the_vectors() -> None:
     assert means(350, 250)[0] == pytest.approx(means(350, 250)[1], abs=1e-5)
     dense.compact(np.array([s for s in range(350) if s % 3 or s >= 300], dtype=np.intp))
     assert means(250, 250)[0] == pytest.approx(means(250, 250)[1], abs=1e-5)
+    # Rows that do not count (a partition's tools) change neither mean.
+    before = means(250, 250)
+    dense.put(250, unit(20), unit(20), counted=False)
+    counted = np.arange(270) < 250
+    exact = dense.candidates(query, 270, 250, 0.5, exact_max=10_000, keep=none, eligible=None, counted=counted).mean
+    assert (exact, means(270, 250)[1]) == before
+    dense.compact(np.arange(270, dtype=np.intp), counted)
+    assert means(270, 250)[1] == pytest.approx(before[1], abs=1e-6)
 
 
 def test_the_first_pass_keeps_more_rows_in_a_larger_catalog() -> None:

@@ -156,7 +156,7 @@ def test_a_line_is_read_as_the_sdk_reads_it(line: str) -> None:
 
     from toolrun._mcp_stdio import _parse  # pyright: ignore[reportPrivateUsage]
 
-    got = _parse(line.encode(), "utf-8", "strict")
+    got = _parse(line)
     try:
         want: object = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
     except ValueError as e:
@@ -173,10 +173,10 @@ def test_nan_or_infinity_in_a_reply_fails_the_call_it_answers() -> None:
     from toolrun._mcp_reader import MALFORMED
     from toolrun._mcp_stdio import _parse  # pyright: ignore[reportPrivateUsage]
 
-    asks = _parse(b'{"jsonrpc":"2.0","id":2,"method":"sampling/createMessage","params":{"t":NaN}}', "utf-8", "strict")
+    asks = _parse('{"jsonrpc":"2.0","id":2,"method":"sampling/createMessage","params":{"t":NaN}}')
     assert not isinstance(asks, Exception) and not isinstance(asks.message, types.JSONRPCError)  # the server's own
     for rid in (2, 0):  # an id of 0 is an id too
-        got = _parse(b'{"jsonrpc":"2.0","id":%d,"result":{"v":NaN,"w":Infinity}}' % rid, "utf-8", "strict")
+        got = _parse(f'{{"jsonrpc":"2.0","id":{rid},"result":{{"v":NaN,"w":Infinity}}}}')
         assert not isinstance(got, Exception)
         message = got.message
         assert isinstance(message, types.JSONRPCError) and message.id == rid
@@ -219,3 +219,27 @@ async def test_nan_or_infinity_over_http_fails_the_call_it_answers() -> None:
     for body in (fine, note, asks):
         assert await answer(body, "application/json") == body
         assert await answer(sse(body), "text/event-stream") == sse(body)
+
+
+def test_a_message_is_screened_before_it_is_parsed() -> None:
+    from toolrun._mcp_reader import MAX_NOTIFICATION_BYTES, TOO_LARGE, screen
+
+    limit = 4 * 1024 * 1024
+    data = json.dumps("n" * MAX_NOTIFICATION_BYTES)
+    note = f'{{"jsonrpc":"2.0","method":"notifications/message","params":{{"level":"info","data":{data}}}}}'
+    refused = screen(note, len(note), limit)
+    assert refused is not None and refused.reply is None and "nnn" not in refused.why
+    # A request of the server's (its id last, as the TypeScript SDK writes it) is answered, not dropped.
+    asks = f'{{"method":"sampling/createMessage","params":{{"d":{data}}},"jsonrpc":"2.0","id":4}}'
+    assert screen(asks, len(asks), limit) is None
+    lists = "[" + ",".join(["[]"] * 300_000) + "]"
+    for bomb in (f'{{"jsonrpc":"2.0","id":9,"result":{{"v":{lists}}}}}', f'{{"result":{{"v":{lists}}},"id":9}}'):
+        refused = screen(bomb, len(bomb), limit)
+        assert refused is not None and refused.reply is not None
+        assert refused.reply["id"] == 9 and refused.reply["error"]["data"] == {
+            "reason": TOO_LARGE,
+            "limit": limit,
+            "containers": 262_144,
+        }
+    records = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"rows": [{"id": i, "v": i} for i in range(200_000)]}})
+    assert screen(records, len(records), limit) is None  # 5.6 MB of two-field records, under the bound

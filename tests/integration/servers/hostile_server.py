@@ -22,7 +22,8 @@ message when there are several):
 
 - ``faults``: messages written *before* the reply, in order: ``"garbage"`` (a line that is not
   JSON), ``"invalid_utf8"`` (a line of bytes that are not UTF-8), ``"unknown_id"`` (a response
-  to a request id that was never sent), ``"not_rpc"`` (JSON that is not JSON-RPC);
+  to a request id that was never sent), ``"not_rpc"`` (JSON that is not JSON-RPC),
+  ``"big_note"`` (a ``notifications/message`` of about 1 MB, a log line no client needs);
 - ``kind``: the reply itself (default ``"ok"``):
 
   - ``"ok"``: ``{"content": [{"type": "text", "text": "ok"}]}``;
@@ -37,6 +38,10 @@ message when there are several):
   - ``"deep"``: structured content nested ``levels`` deep (default 5000);
   - ``"huge"``: one text block of ``size`` bytes (default 8 MiB); with ``id_last`` the reply's
     ``id`` comes after its result, as the TypeScript SDK writes it;
+  - ``"containers"``: structured content of ``count`` empty lists (default 1.3 million, about
+    3.9 MB: far more containers than bytes would suggest); honours ``id_last``;
+  - ``"records"``: structured content ``{"rows": [...]}`` of ``count`` ordinary records of
+    five fields (about 100 bytes each);
   - ``"bad_shape"``: a result that is a string; ``"bad_content"``: ``content`` that is not a list;
   - ``"no_result"``: a reply with neither ``result`` nor ``error`` (``{"jsonrpc": "2.0", "id": N}``).
 
@@ -72,7 +77,9 @@ from mcp.shared.subscriptions import ToolsListChanged
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 SCHEMA_KINDS = ("remote_ref", "file_ref", "dev_zero_ref", "redos", "deep", "wide", "recursive_allof")
-FAULTS = ("garbage", "invalid_utf8", "unknown_id", "not_rpc")
+FAULTS = ("garbage", "invalid_utf8", "unknown_id", "not_rpc", "big_note")
+BIG_NOTE_DATA = "note " * 200_000
+"""The data of the ``big_note`` fault: about 1 MB."""
 UNKNOWN_ID = 987654321
 
 _OBJ = "object"
@@ -117,6 +124,7 @@ WELL_FORMED: list[dict[str, Any]] = [
                 "levels": {"type": "integer"},
                 "size": {"type": "integer"},
                 "id_last": {"type": "boolean"},
+                "count": {"type": "integer"},
             }
         ),
     ),
@@ -173,6 +181,9 @@ def fault_message(fault: str) -> bytes:
         return _result(UNKNOWN_ID, _ok("an answer to nothing"))
     if fault == "not_rpc":
         return _line({"hello": "world"})
+    if fault == "big_note":
+        params = {"level": "info", "logger": "hostile", "data": BIG_NOTE_DATA}
+        return _line({"jsonrpc": "2.0", "method": "notifications/message", "params": params})
     raise ValueError(f"unknown fault {fault!r}; expected one of {', '.join(FAULTS)}")
 
 
@@ -213,6 +224,18 @@ def reply_message(req_id: Any, args: dict[str, Any]) -> bytes | None:
         if args.get("id_last"):
             return _line({"jsonrpc": "2.0", "result": result, "id": req_id})
         return _result(req_id, result)
+    if kind == "containers":
+        value = "[" + ",".join(["[]"] * int(args.get("count", 1_300_000))) + "]"
+        result = f'{{"content":[],"structuredContent":{{"v":{value}}}}}'
+        if args.get("id_last"):
+            return f'{{"jsonrpc":"2.0","result":{result},"id":{rid}}}'.encode()
+        return f'{{"jsonrpc":"2.0","id":{rid},"result":{result}}}'.encode()
+    if kind == "records":
+        rows = [
+            {"id": i, "name": f"user {i}", "email": f"user{i}@example.com", "active": i % 2 == 0, "score": i / 7}
+            for i in range(int(args.get("count", 1000)))
+        ]
+        return _result(req_id, {"content": [], "structuredContent": {"rows": rows}})
     if kind == "bad_shape":
         return _result(req_id, "not an object")
     if kind == "bad_content":

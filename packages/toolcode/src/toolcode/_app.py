@@ -85,12 +85,14 @@ class _ExcludingIndex:
         self._index = index
         self._excluded = excluded
 
-    def register(self, tool: Tool, backend: BackendRef | Sequence[BackendRef]) -> None:
+    def register(self, tool: Tool, backend: BackendRef | Sequence[BackendRef], *, partition: str | None = None) -> None:
         if not self._excluded(tool.key):
-            self._index.register(tool, backend)
+            self._index.register(tool, backend, partition=partition)
 
-    def register_many(self, items: Iterable[tuple[Tool, BackendRef | Sequence[BackendRef]]]) -> None:
-        self._index.register_many([(t, b) for t, b in items if not self._excluded(t.key)])
+    def register_many(
+        self, items: Iterable[tuple[Tool, BackendRef | Sequence[BackendRef]]], *, partition: str | None = None
+    ) -> None:
+        self._index.register_many([(t, b) for t, b in items if not self._excluded(t.key)], partition=partition)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._index, name)

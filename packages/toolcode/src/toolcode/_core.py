@@ -405,39 +405,60 @@ class CodeMode:
             ``approval`` entry where it paused; or ``approval_required`` again, under a new
             ``execution_id``, when it reaches another call that needs a decision. A run already
             decided (by its caller, an operator or the console) answers its caller with the
-            outcome it ended with, for an hour.
+            outcome it ended with, for an hour. A run that could not be taken (its session stayed busy,
+            the store was away) still waits, and the outcome says why.
         """
         started = time.perf_counter()
         try:
             chosen = check_decision(decision)
             operator = self.services.is_operator(caller)
-            run = await self._stores("execution_id").paused.take(execution_id, caller, operator=operator)
+            run, version = await self._stores("execution_id").paused.read(execution_id, caller, operator=operator)
         except ToolCodeError as exc:
-            unknown = isinstance(exc, InvalidArgumentsError) and exc.field == "execution_id"
-            earlier = await self._earlier(execution_id, caller) if unknown else None
-            return earlier or outcome(None, exc, "none", started)
-        out = await self._continue(run, chosen, caller, by, self._listen(on_tool_call, on_tool_start, on_print))
+            return await self._not_taken(execution_id, caller, exc, started)
+        listen = self._listen(on_tool_call, on_tool_start, on_print)
+        done, taken = await self._continue(run, version, chosen, caller, by, listen)
+        if not taken:
+            assert done.error is not None
+            return await self._not_taken(execution_id, caller, done.error, started)
         try:
-            await self._stores("execution_id").paused.keep_outcome(run, out.model_dump_json().encode())
+            await self._stores("execution_id").paused.keep_outcome(run, done.outcome.model_dump_json().encode())
         except ToolCodeError as e:  # the run is over either way; only a later resume of this id misses it
             log.warning("paused.outcome_not_kept", execution_id=run.execution_id, error=str(e)[:300])
-        return out
+        return done.outcome
 
-    async def _earlier(self, execution_id: Any, caller: str | None) -> ExecuteOutcome | None:
-        """The outcome a run of ``caller``'s ended with when it was decided already (by anyone), if kept."""
+    async def _not_taken(
+        self, execution_id: Any, caller: str | None, exc: ToolCodeError, started: float
+    ) -> ExecuteOutcome:
+        """What a resume that took no run answers: the outcome of the run if it was decided already, or ``exc``."""
         stores = self.services.stores
-        kept = await stores.paused.outcome_of(execution_id, caller) if stores is not None else None
-        return ExecuteOutcome.model_validate_json(kept) if kept is not None else None
+        unknown = isinstance(exc, InvalidArgumentsError) and exc.field == "execution_id"
+        kept = await stores.paused.outcome_of(execution_id, caller) if unknown and stores is not None else None
+        return ExecuteOutcome.model_validate_json(kept) if kept is not None else outcome(None, exc, "none", started)
 
     async def _continue(
-        self, run: PausedRun, chosen: Decision, caller: str | None, by: str | None, listen: Listeners
-    ) -> ExecuteOutcome:
-        """A taken paused run, decided: aborted here, or continued from the call it stopped at."""
+        self, run: PausedRun, version: int, chosen: Decision, caller: str | None, by: str | None, listen: Listeners
+    ) -> tuple[_Done, bool]:
+        """A paused run read at ``version``, decided: taken, then aborted or continued from the call it stopped at.
+
+        A run continued in a session is taken only once the session is held (``_go``), and held
+        until its state is written: its mark goes while no other run of the session can start, so
+        runs that came meanwhile were refused, not overwritten. It goes on only in the session as
+        it paused it (:meth:`PausedRun.session_conflict`). An abort writes nothing there: taken at once.
+
+        Returns:
+            How it ended, and whether it was taken (if not, it still waits or another request took
+            it; the error says which).
+        """
+        paused = self._stores("execution_id").paused
         who = by or (f"person:{caller}" if caller and caller != "local" else "person")
-        await self._decided(run, chosen, who)
         detail = run.options.trace or self.defaults.trace or "none"
         view = self.view(run.options.allowed_namespaces, run.caller)
         if chosen == "abort":
+            try:
+                await paused.claim(run, version)
+            except ToolCodeError as exc:
+                return _Done(outcome(None, exc, "none"), None, exc), False
+            await self._decided(run, chosen, who)
             pending = run.pending
             err = ToolError(
                 pending[0].tool_id if pending else "",
@@ -446,14 +467,23 @@ class CodeMode:
                 "not_allowed",
                 code=ErrorCode.APPROVAL_DENIED,
             )
-            return outcome(paused_result(run), err, detail, None, view)
-        run.apply(chosen, who)
+            return _Done(outcome(paused_result(run), err, detail, None, view), None, err), True
+        taken = False
 
         async def go(state: SessionState | None) -> ExecuteResult:
+            nonlocal taken
+            await paused.claim(run, version)
+            taken = True
+            await self._decided(run, chosen, who)
+            conflict = run.session_conflict(state.version) if state is not None else None
+            if conflict is not None:
+                conflict.result = paused_result(run)
+                raise conflict
+            run.apply(chosen, who)
             return await self.executor.resume(run, state, listen)
 
         hold = min(max(run.options.timeout - run.elapsed, 1.0), 86_400.0)
-        return (await self._go(go, run.code, run.caller, run.session, hold, detail, view, None)).outcome
+        return await self._go(go, run.code, run.caller, run.session, hold, detail, view, None), taken
 
     async def _decided(self, run: PausedRun, chosen: str, who: str) -> None:
         """A person's decision on a paused run: in its trace (an ``approval`` entry) and the audit log."""

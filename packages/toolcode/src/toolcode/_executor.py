@@ -415,6 +415,7 @@ class Executor:
             input=p.input,
             options=run.options,
             session=p.session.name if p.session is not None else None,
+            session_version=p.session.version if p.session is not None else None,
             state=e.state,
             approvals=checkpoint.approvals,
             trace=list(run.trace.records()),

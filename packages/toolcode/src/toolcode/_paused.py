@@ -5,10 +5,17 @@ it, with the run's trace, output, counters and approvals, as one record of kind 
 a TTL. Resuming *takes* the record (a compare-and-set delete), so two replicas never continue the
 same run twice; the run continues from the exact call it stopped at, nothing before it is
 replayed.
+
+A run paused in a session also marks the session (new runs of it are refused until it is
+decided). A run continued in its session is read (:meth:`PausedRuns.read`), then *claimed*
+(:meth:`PausedRuns.claim`: taken, its mark removed) only once its resumer holds the session, and
+it goes on only in the session as it left it (:meth:`PausedRun.session_conflict`): no run of the
+session starts between the mark going and the resumed run's state being written.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -25,11 +32,20 @@ from toolcode._sessions import owner_of
 from toolcode._settings import PolicySettings
 from toolcode._types import PauseState, ToolCallRecord
 from toolcode.calls import Approvals, PendingCall, call_key
-from toolcode.exceptions import InvalidArgumentsError, LimitExceededError, StateConflictError, StateUnavailableError
-from toolcode.state import StateStore
+from toolcode.exceptions import (
+    InvalidArgumentsError,
+    LimitExceededError,
+    SessionLimitError,
+    StateConflictError,
+    StateUnavailableError,
+)
+from toolcode.state import ABSENT, StateStore
 from tooldocs import json_text
+from toolindex.log import get_logger
 
 __all__ = ["DECISIONS", "Decision", "PausedRun", "PausedRuns", "new_execution_id"]
+
+_log = get_logger("toolcode.paused")
 
 KIND: Final = "paused"
 _SESSION_KIND: Final = "paused-session"
@@ -86,9 +102,34 @@ class PausedRun:
     run_id: str = ""
     """The run's id in the audit log: its first question's ``execution_id`` (each question has an
     id of its own, so that a decision answers the question it was given for); that id by default."""
+    session_version: int | None = None
+    """The version of its session's record when the run paused (``0``: the session was new); it
+    continues only in the session at that version. ``None``: not in a session, or a record kept
+    before this was (then the session is not checked)."""
 
     def __post_init__(self) -> None:
         self.run_id = self.run_id or self.execution_id
+
+    def session_conflict(self, version: int) -> SessionLimitError | None:
+        """Why the run cannot continue in its session, now at ``version`` (``0``: absent); ``None`` when it can.
+
+        The run's state replaces the session's when it is written, so it continues only in the
+        session it paused in: at the same version, or gone since (expired or reset while the run
+        waited: nothing in it to lose). Another version means a run of the session was let in
+        while this one waited: continuing would overwrite its work, so the run ends instead, with
+        ``session_limit`` (``runs_while_paused``), and the session keeps that work.
+        """
+        if self.session is None or self.session_version is None or version in (self.session_version, ABSENT):
+            return None
+        return SessionLimitError(
+            self.session,
+            "runs_while_paused",
+            0,
+            1,
+            f"the session was written (version {version}, not {self.session_version}) while run "
+            f"{self.execution_id} waited for a decision; it was not continued, so as not to overwrite that "
+            "work: the session keeps it; run the rest of that run's code again if it is still wanted",
+        )
 
     @property
     def pending(self) -> list[PendingCall]:
@@ -119,6 +160,7 @@ class PausedRun:
             "approvals": self.approvals.to_dict(),
             "trace": [r.to_dict() for r in self.trace],
             "run_id": self.run_id,
+            "session_version": self.session_version,
         }
         return json_text(header).encode("utf-8", "surrogatepass") + b"\n" + self.state.snapshot
 
@@ -153,6 +195,7 @@ class PausedRun:
                 approvals=Approvals.from_dict(d["approvals"]),
                 trace=[_record_of(r) for r in d["trace"]],
                 run_id=str(d.get("run_id") or ""),  # a record from before run ids: its own
+                session_version=None if d.get("session_version") is None else int(d["session_version"]),
             )
         except (KeyError, TypeError, AttributeError) as e:
             raise ValueError(f"unreadable paused run: {type(e).__name__}: {e}") from None
@@ -275,11 +318,11 @@ class PausedRuns:
                 left = f"the run may have been kept waiting all the same: abort it (execution_id {run.execution_id})"
                 try:
                     await self.store.delete(KIND, key)
-                    left = f"session {run.session!r} may refuse runs until its mark expires (policy.pause_ttl)"
-                    if run.session is not None:
-                        await self._unmark(run)
                 except StateUnavailableError:
                     raise StateUnavailableError(e.store, f"{e.reason}; {left}") from None
+                if run.session is not None:
+                    with contextlib.suppress(StateUnavailableError):  # a mark whose run is gone refuses nothing
+                        await self._unmark(run)
             raise
         self._change()
 
@@ -291,9 +334,20 @@ class PausedRuns:
             await self.store.delete(_SESSION_KIND, marker, expect=rec.version)
 
     async def waiting_in(self, caller: str | None, session: str) -> str | None:
-        """The id of the caller's paused run in ``session``, if one waits for a decision."""
-        rec = await self.store.get(_SESSION_KIND, f"{owner_of(caller)}/{session}")
-        return rec.value.decode() if rec is not None else None
+        """The id of the caller's paused run in ``session``, if one waits for a decision.
+
+        A mark whose run is gone (taken by a resume whose removal of the mark failed, say) holds
+        nothing back: a run checks this while it holds the session, so a run being resumed, which
+        holds it from before its mark goes until its state is written, is never missed.
+        """
+        owner = owner_of(caller)
+        rec = await self.store.get(_SESSION_KIND, f"{owner}/{session}")
+        if rec is None:
+            return None
+        eid = rec.value.decode(errors="replace")
+        if not ID_PATTERN.match(eid) or not await self.store.list(KIND, prefix=f"{owner}/{eid}", limit=1):
+            return None
+        return eid
 
     @staticmethod
     def _unknown(execution_id: str) -> InvalidArgumentsError:
@@ -303,7 +357,13 @@ class PausedRuns:
             "policy.pause_ttl seconds)",
         )
 
-    async def _read(self, execution_id: Any, caller: str | None, operator: bool) -> tuple[PausedRun, int]:
+    async def read(self, execution_id: Any, caller: str | None, *, operator: bool = False) -> tuple[PausedRun, int]:
+        """A paused run of this caller (any caller's, for an ``operator``) and its record's version: to :meth:`claim`.
+
+        Raises:
+            InvalidArgumentsError: If the id is malformed, unknown, expired, or another caller's.
+            StateUnavailableError: If the store cannot be reached.
+        """
         eid = self.check_id(execution_id)
         # Looked up under the caller's own key: another caller's run is not even read (but by an operator).
         rec = await self.store.get(KIND, f"{owner_of(caller)}/{eid}")
@@ -326,19 +386,18 @@ class PausedRuns:
         Raises:
             InvalidArgumentsError: If the id is malformed, unknown, expired, or another caller's.
         """
-        return (await self._read(execution_id, caller, operator))[0]
+        return (await self.read(execution_id, caller, operator=operator))[0]
 
-    async def take(self, execution_id: Any, caller: str | None, *, operator: bool = False) -> PausedRun:
-        """Take a paused run to continue it: afterwards nobody else can.
+    async def claim(self, run: PausedRun, version: int) -> None:
+        """Take a run :meth:`read` at ``version`` to continue it: nobody else can afterwards; its session is unmarked.
 
-        Only the caller's own run, or any caller's for an ``operator``.
+        A run continued in its session is claimed by a resumer that holds the session: no other
+        run of it starts between the mark going and the resumed run's state being written.
 
         Raises:
-            InvalidArgumentsError: If the id is malformed, unknown, expired, already taken, or
-                another caller's.
-            StateUnavailableError: If the store cannot be reached.
+            InvalidArgumentsError: If another request took it first (or it expired meanwhile).
+            StateUnavailableError: If the store cannot be reached (the run was not taken).
         """
-        run, version = await self._read(execution_id, caller, operator)
         try:
             taken = await self.store.delete(KIND, f"{run.owner}/{run.execution_id}", expect=version)
         except StateConflictError:
@@ -347,9 +406,25 @@ class PausedRuns:
             raise InvalidArgumentsError(
                 "execution_id", f"paused run {run.execution_id!r} is being resumed by another request"
             )
-        if run.session is not None:
-            await self.store.delete(_SESSION_KIND, f"{run.owner}/{run.session}")
         self._change()
+        if run.session is not None:
+            try:
+                await self._unmark(run)
+            except StateUnavailableError as e:  # the run is taken all the same: a mark without its run holds nothing
+                _log.warning("paused.unmark_failed", execution_id=run.execution_id, error=str(e)[:300])
+
+    async def take(self, execution_id: Any, caller: str | None, *, operator: bool = False) -> PausedRun:
+        """:meth:`read` and :meth:`claim` a paused run (one that is not continued in its session: see claim).
+
+        Only the caller's own run, or any caller's for an ``operator``.
+
+        Raises:
+            InvalidArgumentsError: If the id is malformed, unknown, expired, already taken, or
+                another caller's.
+            StateUnavailableError: If the store cannot be reached.
+        """
+        run, version = await self.read(execution_id, caller, operator=operator)
+        await self.claim(run, version)
         return run
 
     async def list(self, caller: str | None, *, limit: int = 100, operator: bool = False) -> list[PausedRun]:

@@ -179,8 +179,11 @@ class Services:
         if self.stores is None:
             return CatalogView(self.index, allowed_namespaces, self.unavailable)
         snippets, owner = self.stores.snippets, owner_of(caller)
-        # Read at each use: a snippet saved while a run goes on is hidden from it as well.
-        return CatalogView(self.index, allowed_namespaces, self.unavailable, lambda: snippets.hidden_from(owner))
+        # Read at each use: a snippet saved while a run goes on is hidden from it as well. Search
+        # reads the caller's own partition of the index (SnippetLibrary registers private snippets there).
+        return CatalogView(
+            self.index, allowed_namespaces, self.unavailable, lambda: snippets.hidden_from(owner), partitions=(owner,)
+        )
 
     async def save_snippet(
         self,

@@ -4,6 +4,8 @@ A session belongs to an *owner* (:func:`owner_of`); its state is a record of the
 (kind ``session``, key ``<owner>/<name>``), written after every run, so it survives a restart and
 continues on any replica sharing the store. Runs of one session never overlap: they queue on a
 lock in one process and on the store's lock across processes, up to ``queue_timeout`` (then ``busy``).
+A run writes the session only if its record is still at the version the run read: a resumed run
+reads it under the same lock it took before its pause mark went, so that is the version at its pause.
 """
 
 from __future__ import annotations
@@ -215,8 +217,11 @@ class Sessions:
                 meta, state = _Meta(time.time()), None
             else:
                 meta, state = decoded
+            version = rec.version if rec is not None else ABSENT
             run = SessionRun(
-                SessionState(name, key=key, token=meta.token, state=state, imports=tuple(meta.imports)),
+                SessionState(
+                    name, key=key, token=meta.token, state=state, imports=tuple(meta.imports), version=version
+                ),
                 SessionReport(name=name, new=decoded is None),
             )
             failure: BaseException | None = None
@@ -229,7 +234,7 @@ class Sessions:
                     async with anyio.create_task_group() as tg:
                         tg.start_soon(self._release_quietly, release, f"session/{key}")
                         try:
-                            await self._after(key, name, rec.version if rec is not None else ABSENT, meta, run)
+                            await self._after(key, name, version, meta, run)
                         except BaseException as e:  # re-raised below, outside the task group
                             failure = e
                 if failure is not None:

@@ -87,7 +87,9 @@ class _Provider:
         self._library = library
 
     async def list_tools(self) -> Sequence[Tool]:
-        return [s.tool() for s in self._library.snippets.values()]
+        # None: the library registers each snippet itself, a private one in its owner's partition;
+        # attaching this backend (``runner.attach()``) must not register them again as public tools.
+        return []
 
     async def call_tool(self, name: str, args: Mapping[str, Any]) -> Any:
         run = _running.get()
@@ -143,7 +145,10 @@ class SnippetLibrary:
 
     def _show(self, snippet: SavedSnippet) -> None:
         self._hidden.clear()
-        self.index.register(snippet.tool(), self._ref(snippet.name))
+        # A private snippet is in its owner's partition of the index: only the owner's searches
+        # find it, and it weighs in no one's scores (its words would otherwise show in them).
+        partition = None if snippet.shared else snippet.owner
+        self.index.register(snippet.tool(), self._ref(snippet.name), partition=partition)
 
     def _hide(self, name: str) -> None:
         self._hidden.clear()

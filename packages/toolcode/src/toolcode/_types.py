@@ -58,6 +58,10 @@ class SessionState:
     paused: bool = False
     """Set by the engine when the run paused for a decision: the session is left as it was until
     the run is resumed (the paused run holds its own copy of the state)."""
+    version: int = 0
+    """The version of the session's record ``state`` was read from (``0``: none, a new session);
+    set by the session, not the engine. A run that pauses keeps it: it is resumed only in the
+    session as it left it."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,10 @@
 """A filtered view of the catalog: what one caller may see.
 
 The filter is the namespaces the caller may use (``allowed_namespaces``) and the tools that are
-other callers' own (``hidden``: their private saved snippets).
+other callers' own (``hidden``: their private saved snippets). Search does not filter its hits
+afterwards: private snippets are in their owner's partition of the index (``partitions``: the
+caller's own), which another caller's search neither finds nor is scored with, so they change
+nothing of its scores or order (their words would show in them).
 
 Every operation of the core goes through a view, so the filter applies the same way to search,
 listing, describe, suggestions and runs; a tool outside the view does not exist for the caller:
@@ -62,9 +65,11 @@ class CatalogView:
         hidden: Tool ids out of sight for this caller whatever their namespace; or a function
             giving them as they are now (read at each use: a view may outlive a change, such as
             another caller's private snippet saved during a run).
+        partitions: The index partitions the caller's search reads besides the public tools
+            (their own private snippets'); every hidden tool is in another partition.
     """
 
-    __slots__ = ("_allowed", "_fixed", "_live", "_unavailable", "index")
+    __slots__ = ("_allowed", "_fixed", "_live", "_partitions", "_unavailable", "index")
 
     def __init__(
         self,
@@ -72,8 +77,11 @@ class CatalogView:
         allowed_namespaces: Sequence[str] | None = None,
         unavailable: Mapping[str, str] | None = None,
         hidden: Set[str] | Callable[[], Set[str]] = frozenset(),
+        *,
+        partitions: Sequence[str] = (),
     ) -> None:
         self.index = index
+        self._partitions = tuple(partitions)
         self._allowed = frozenset(allowed_namespaces) if allowed_namespaces is not None else None
         self._unavailable: Mapping[str, str] = unavailable if unavailable is not None else {}
         self._live: Callable[[], Set[str]] | None = hidden if callable(hidden) else None
@@ -95,7 +103,7 @@ class CatalogView:
 
     def key(self) -> tuple[object, ...]:
         """What tells this view's answers apart from another's over the same catalog version."""
-        return self._allowed, self.hidden, tuple(sorted(self._unavailable.items()))
+        return self._allowed, self.hidden, self._partitions, tuple(sorted(self._unavailable.items()))
 
     def _shown(self, tool_id: str) -> bool:
         return tool_id not in self._hidden
@@ -174,10 +182,8 @@ class CatalogView:
             ns = sorted(self._allowed if namespaces is None else self._allowed.intersection(namespaces))
             if not ns:
                 return []
-        if not self._hidden:
-            return self.index.search(query, limit=limit, namespaces=ns)
-        hits = self.index.search(query, limit=limit + len(self._hidden), namespaces=ns)
-        return [h for h in hits if self._shown(h.id)][:limit]
+        # No hidden tool is in the view's partitions: the index neither returns one nor scores with it.
+        return self.index.search(query, limit=limit, namespaces=ns, partitions=self._partitions)
 
     def namespaces(self) -> list[NamespaceInfo]:
         """Visible namespaces, sorted by name (a count leaves out the tools hidden from this caller)."""

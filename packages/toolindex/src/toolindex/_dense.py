@@ -15,8 +15,10 @@ Each tool also has a second, short vector, its *gist* (name and first sentence, 
 and keep the closer (:meth:`DenseVectors.closer_cosines`), which a catalog-wide pass never reads.
 
 Removal zeroes a row (the engine's alive mask hides it) and compaction renumbers rows with
-the engine's slots. Tools registered while the model is not loaded yet (``PackageEmbedder``) are
-*deferred*: their rows stay zero until the engine's first semantic search embeds them all at once.
+the engine's slots. The catalog's mean counts only the rows of public tools: a partitioned tool's
+row (see ``_search.py``) is searched like any other but counts in the mean as a dead slot does.
+Tools registered while the model is not loaded yet (``PackageEmbedder``) are *deferred*: their
+rows stay zero until the engine's first semantic search embeds them all at once.
 
 Not thread-safe: the owning engine serialises calls.
 """
@@ -48,9 +50,9 @@ class DenseVectors:
         self._prefix: FloatArray = np.zeros((capacity, min(PREFIX_DIM, embedder.dim)), dtype=np.float32)
         self._gist: npt.NDArray[np.float16] = np.zeros((capacity, embedder.dim), dtype=np.float16)
         self._sum = np.zeros(embedder.dim, dtype=np.float64)
-        """Sum of the live vectors (dead slots hold zeros)."""
+        """Sum of the counted vectors: the live public tools' (dead slots hold zeros)."""
         self._centre: FloatArray | None = None
-        """Mean of the live vectors (computed from ``_sum`` when first needed after a change)."""
+        """Mean of the counted vectors (computed from ``_sum`` when first needed after a change)."""
         self._deferred: dict[int, Tool] = {}
         """Slots whose tool is not embedded yet (their rows are zero)."""
 
@@ -85,8 +87,10 @@ class DenseVectors:
         gist[:old] = self._gist
         self._matrix, self._prefix, self._gist = bigger, prefix, gist
 
-    def put(self, first: int, vectors: FloatArray, gists: FloatArray) -> None:
+    def put(self, first: int, vectors: FloatArray, gists: FloatArray, *, counted: bool = True) -> None:
         """Store ``vectors`` and their tools' ``gists`` in slots ``first``, ``first + 1``, ...
+
+        ``counted``: whether they count in the catalog's mean (public tools), the slots' old rows too.
 
         Raises:
             ValueError: If the vectors do not have the embedder's dimension.
@@ -94,23 +98,28 @@ class DenseVectors:
         if vectors.ndim != 2 or vectors.shape[1] != self.dim or gists.shape != vectors.shape:
             raise ValueError(f"expected vectors of dimension {self.dim}, got shapes {vectors.shape}, {gists.shape}")
         self._gist[first : first + len(gists)] = gists
-        self._sum -= self._matrix[first : first + len(vectors)].sum(axis=0)
+        if counted:
+            self._sum -= self._matrix[first : first + len(vectors)].sum(axis=0)
+            self._sum += vectors.sum(axis=0)
+            self._centre = None
         self._matrix[first : first + len(vectors)] = vectors
         self._prefix[first : first + len(vectors)] = normalised(vectors[:, : self._prefix.shape[1]])
-        self._sum += vectors.sum(axis=0)
-        self._centre = None
 
-    def clear(self, slot: int) -> None:
-        """Forget one slot's vector."""
+    def clear(self, slot: int, *, counted: bool = True) -> None:
+        """Forget one slot's vector (``counted``: as :meth:`put` stored it)."""
         self._deferred.pop(slot, None)
-        self._sum -= self._matrix[slot]
-        self._centre = None
+        if counted:
+            self._sum -= self._matrix[slot]
+            self._centre = None
         self._matrix[slot] = 0.0
         self._prefix[slot] = 0.0
         self._gist[slot] = 0.0
 
-    def compact(self, live: npt.NDArray[np.intp]) -> None:
-        """Keep the rows of ``live`` slots, renumbered ``0 .. len(live) - 1``."""
+    def compact(self, live: npt.NDArray[np.intp], counted: npt.NDArray[np.bool_] | None = None) -> None:
+        """Keep the rows of ``live`` slots, renumbered ``0 .. len(live) - 1``.
+
+        ``counted``: which of them (in their new order) count in the mean; ``None``: all of them.
+        """
         kept = np.zeros_like(self._matrix)
         kept[: len(live)] = self._matrix[live]
         prefix = np.zeros_like(self._prefix)
@@ -122,7 +131,8 @@ class DenseVectors:
             self._deferred = {
                 new: self._deferred[old] for new, old in enumerate(live.tolist()) if old in self._deferred
             }
-        self._sum = kept.sum(axis=0, dtype=np.float64)
+        rows = kept[: len(live)]
+        self._sum = (rows if counted is None else rows[counted]).sum(axis=0, dtype=np.float64)
         self._centre = None
 
     def candidates(
@@ -135,6 +145,7 @@ class DenseVectors:
         exact_max: int,
         keep: npt.NDArray[np.intp],
         eligible: npt.NDArray[np.bool_] | None,
+        counted: npt.NDArray[np.bool_] | None = None,
     ) -> Candidates:
         """The tools closest to the query, with their exact cosines, and the catalog's mean cosine.
 
@@ -144,23 +155,29 @@ class DenseVectors:
         Args:
             queries: The query's vectors: the whole query first, then its clauses (if any).
             n: Slots in use.
-            n_alive: Live tools among them (dead slots hold zero vectors and score 0).
+            n_alive: Counted tools among them: live tools that count in the mean (dead slots hold
+                zero vectors and score 0). The regime and the pool's size follow it too, so tools
+                that do not count change neither.
             clause_weight: Share of the closest clause in the score of a query with clauses.
-            exact_max: Up to this many slots every tool is scored exactly; above it the first
-                pass reads only each vector's prefix.
+            exact_max: Up to this many counted tools every tool is scored exactly; above it the
+                first pass reads only each vector's prefix.
             keep: Slots that must be among the candidates (the lexical ones).
             eligible: Slots that may be candidates (a namespace or tag filter), or ``None``.
+            counted: The slots that count in the mean, or ``None`` when every one of the ``n`` does
+                (the caller passes it whenever some slot is dead or does not count).
 
         Returns:
             The best :func:`pool_size` eligible slots and the ``keep`` ones (sorted), with their
-            cosines with each of the query's vectors, their scores, and the mean score over all
-            live tools.
+            cosines with each of the query's vectors, their scores, and the mean score over the
+            counted tools.
         """
-        exact_regime = n <= exact_max
+        exact_regime = n_alive <= exact_max
         if exact_regime:
             products = _products(self._matrix, queries, n)
             scores = _mix(products, clause_weight)
-            mean = float(scores.sum()) / max(n_alive, 1)
+            # Over the counted rows alone, in slot order: the same float32 sum (to the last bit) as
+            # an index that never held the rows that do not count.
+            mean = float((scores if counted is None else scores[counted]).sum()) / max(n_alive, 1)
         else:
             products = None
             scores = _mix(_products(self._prefix, normalised(queries[:, : self._prefix.shape[1]]), n), clause_weight)
@@ -178,7 +195,7 @@ class DenseVectors:
         if eligible is not None:
             scores = np.where(eligible, scores, -np.inf).astype(np.float32)
         chosen = np.zeros(n, dtype=np.bool_)
-        size = pool_size(n)
+        size = pool_size(n_alive)
         chosen[np.argpartition(scores, n - size)[n - size :] if n > size else slice(None)] = True
         chosen[keep] = True
         if eligible is not None:
@@ -236,18 +253,26 @@ def _products(matrix: FloatArray, queries: FloatArray, n: int) -> FloatArray:
     alone (a matrix-vector product), while the block is still in the cache: a matrix product
     with three to five columns took about twice as long on a 2-core machine, as BLAS packs the
     block for it (``bench/search_latency.py``: 10k p95 2.0 → 1.8 ms).
+
+    Every block has a multiple of :data:`_ROW_ALIGN` rows (the matrix's capacity is one): BLAS
+    takes the rows past its kernel's unroll with another kernel that rounds differently, so
+    without this a tool's cosine changed in its last bits with the number of rows before it
+    (a partitioned tool's, too: see ``_search.py``).
     """
-    out = np.empty((len(queries), n), dtype=np.float32)
-    rows = max(1, _BLOCK_VALUES // matrix.shape[1])
-    for start in range(0, n, rows):
-        end = min(start + rows, n)
+    padded = min(-(-n // _ROW_ALIGN) * _ROW_ALIGN, matrix.shape[0])
+    out = np.empty((len(queries), padded), dtype=np.float32)
+    rows = max(_ROW_ALIGN, _BLOCK_VALUES // matrix.shape[1] // _ROW_ALIGN * _ROW_ALIGN)
+    for start in range(0, padded, rows):
+        end = min(start + rows, padded)
         block = matrix[start:end]
         for j, vector in enumerate(queries):
             np.matmul(block, vector, out=out[j, start:end])
-    return out
+    return out[:, :n]
 
 
 _BLOCK_VALUES = 262_144
+_ROW_ALIGN = 16
+"""Rows of a block of :func:`_products` are a multiple of this (the engine's capacity is a multiple of 1024)."""
 PREFIX_DIM = 32
 """Dimensions of the first, cheap pass over a large catalog (half of the model's trained 64-dimension
 prefix: half the memory to read). At 10,000 tools the two-pass top five holds 99.2 % of the exact

@@ -14,7 +14,7 @@ from toolindex._ids import ToolID, validate_namespace
 from toolindex._limits import MAX_ID_CHARS, MAX_QUERY_CHARS, clip
 from toolindex._model import BackendRef, ChangeEvent, ChangeKind, NamespaceInfo, SearchHit, Tool, ToolPage
 from toolindex._protocol import ChangeCallback, Unsubscribe
-from toolindex._search import SearchEngine, SearchParams, document_fields
+from toolindex._search import Prepared, SearchEngine, SearchParams, document_fields
 from toolindex._semantic import Embedder, PackageEmbedder
 from toolindex.exceptions import AmbiguousToolIDError, DuplicateToolError, InvalidToolError, ToolNotFoundError
 from toolindex.log import get_logger
@@ -52,6 +52,9 @@ _CURSOR_PREFIX = "after:"
 _MAX_CURSOR_CHARS = 4 * (len(_CURSOR_PREFIX) + MAX_ID_CHARS) // 3 + 8
 
 
+_Replaced = tuple[Tool, list[BackendRef], str, str | None]
+"""What a batch replaced of a tool: its definition, backends, summary and partition (for a roll-back)."""
+
 _GC_PAUSE_BATCH = 1000
 _CHUNK = 1024
 
@@ -64,6 +67,19 @@ def _check_relevance(value: float | None, semantic: bool) -> float | None:
     if not 0.0 <= value <= 1.0:
         raise ValueError(f"weak_relevance must be between 0 and 1, got {value}")
     return value
+
+
+def _check_partition(partition: str | None) -> str | None:
+    if partition is not None and (not isinstance(partition, str) or not partition):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise ValueError(f"a partition is a non-empty string or None, got {partition!r}")
+    return partition
+
+
+def _check_partitions(partitions: Collection[str]) -> frozenset[str]:
+    # One name given as a string would be read as a set of one-letter partitions.
+    if isinstance(partitions, str):
+        raise ValueError(f"partitions is a collection of partition names, got the string {clip(partitions)!r}")
+    return frozenset(partitions)
 
 
 def _normalise_tag(tag: str) -> str:
@@ -94,6 +110,11 @@ class InMemoryIndex:
     such as "the of and") returns no hits (``[]``); use :meth:`list_tools` to enumerate.
     Search never leaves out a match for being weak: with ``weak_relevance`` (semantic search)
     a weak one is marked (``SearchHit.weak``), and the caller decides.
+
+    A tool may be registered in a *partition* (an opaque name, such as the owner of a private
+    tool): it counts in none of the statistics search ranks with (so it changes nothing of any
+    other search's results, scores included), and only a search naming its partition finds it,
+    scored with the statistics of the public tools. Lookups, listings and events see every tool.
 
     All methods are thread-safe (one re-entrant lock; searches run under it too).
     See ``docs/toolindex.md`` for the search model and its measured quality.
@@ -152,22 +173,29 @@ class InMemoryIndex:
         self.weak_relevance = _check_relevance(weak_relevance, embedder is not None)
         # namespace -> description (search metadata, e.g. an MCP server's instructions)
         self._ns_text: dict[str, str] = {}
+        # id -> partition of the tools registered in one (the others are public)
+        self._partition: dict[str, str] = {}
 
     # -- mutation -----------------------------------------------------------------
 
-    def register(self, tool: Tool, backend: BackendRef | Sequence[BackendRef]) -> None:
+    def register(self, tool: Tool, backend: BackendRef | Sequence[BackendRef], *, partition: str | None = None) -> None:
         """Add a tool, or update a registered one and add backends to it.
 
         Args:
             tool: The tool.
             backend: One backend reference or several.
+            partition: The partition the tool belongs to (see the class docstring); ``None`` for
+                the public catalog.
 
         Raises:
             InvalidToolError: If the tool is invalid (raised when building the ``Tool``).
+            ValueError: If ``partition`` is an empty string.
         """
-        self.register_many([(tool, backend)])
+        self.register_many([(tool, backend)], partition=partition)
 
-    def register_many(self, items: Iterable[tuple[Tool, BackendRef | Sequence[BackendRef]]]) -> None:
+    def register_many(
+        self, items: Iterable[tuple[Tool, BackendRef | Sequence[BackendRef]]], *, partition: str | None = None
+    ) -> None:
         """Register a batch atomically: all of it or none of it.
 
         Registering an id that exists replaces the tool's definition and adds the new backend
@@ -178,12 +206,16 @@ class InMemoryIndex:
 
         Args:
             items: Pairs of tool and backend reference(s).
+            partition: The partition the batch's tools belong to from now on (a registered tool
+                moves to it); ``None`` for the public catalog.
 
         Raises:
             InvalidToolError: If an item is not a ``(Tool, BackendRef | [BackendRef, ...])`` pair
                 or has no backend; names the item. Nothing is registered.
             DuplicateToolError: If one id appears twice in the batch. Nothing is registered.
+            ValueError: If ``partition`` is an empty string. Nothing is registered.
         """
+        _check_partition(partition)
         batch: list[tuple[Tool, list[BackendRef]]] = []
         ids: list[str] = []
         seen: set[str] = set()
@@ -201,13 +233,13 @@ class InMemoryIndex:
         vectors = self._engine.embed_tools([tool for tool, _ in batch])
         with self._lock, collector_paused(len(batch) >= _GC_PAUSE_BATCH):
             new_ids: list[str] = []
-            replaced: dict[str, tuple[Tool, list[BackendRef], str]] = {}
+            replaced: dict[str, _Replaced] = {}
             try:
                 # In chunks, so the temporary token tables of a huge batch never all exist at once.
                 for start in range(0, len(batch), _CHUNK):
                     end = start + _CHUNK
                     chunk_vectors = vectors[start:end] if vectors is not None else None
-                    self._register_chunk(batch[start:end], ids[start:end], new_ids, replaced, chunk_vectors)
+                    self._register_chunk(batch[start:end], ids[start:end], new_ids, replaced, chunk_vectors, partition)
             except BaseException:
                 self._roll_back(new_ids, replaced)
                 raise
@@ -221,8 +253,9 @@ class InMemoryIndex:
         chunk: list[tuple[Tool, list[BackendRef]]],
         ids: list[str],
         new_ids: list[str],
-        replaced: dict[str, tuple[Tool, list[BackendRef], str]],
+        replaced: dict[str, _Replaced],
         vectors: FloatArray | None = None,
+        partition: str | None = None,
     ) -> None:
         # The work that could fail (tokenising) comes before any change.
         texts = [self._ns_text.get(tool.namespace) for tool, _ in chunk]
@@ -238,24 +271,33 @@ class InMemoryIndex:
                 self._backends[tid] = list(refs)
             else:
                 have = self._backends[tid]
-                replaced[tid] = (old, list(have), self._summaries[tid])
+                replaced[tid] = (old, list(have), self._summaries[tid], self._partition.get(tid))
                 have.extend(r for r in refs if r not in have)
             self._tools[tid] = tool
             self._summaries[tid] = summary
+            if partition is None:
+                self._partition.pop(tid, None)
+            else:
+                self._partition[tid] = partition
         self._engine.add_many(
             [(tid, tool, text, doc) for (tool, _), tid, text, doc in zip(chunk, ids, texts, prepared, strict=True)],
             vectors,
+            partition=partition,
         )
 
-    def _roll_back(self, new_ids: list[str], replaced: dict[str, tuple[Tool, list[BackendRef], str]]) -> None:
+    def _roll_back(self, new_ids: list[str], replaced: dict[str, _Replaced]) -> None:
         # Undo a batch that failed half-way: drop what it added, restore what it replaced.
         for tid in new_ids:
             self._remove(tid)
-        for tid, (tool, refs, summary) in replaced.items():
+        for tid, (tool, refs, summary, partition) in replaced.items():
             self._tools[tid] = tool
             self._backends[tid] = refs
             self._summaries[tid] = summary
-            self._engine.add(tid, tool, self._ns_text.get(tool.namespace))
+            if partition is None:
+                self._partition.pop(tid, None)
+            else:
+                self._partition[tid] = partition
+            self._engine.add(tid, tool, self._ns_text.get(tool.namespace), partition=partition)
 
     def unregister(self, tool_id: str) -> None:
         """Remove a tool and all its backends.
@@ -331,7 +373,12 @@ class InMemoryIndex:
                 self._ns_text[namespace] = text
             else:
                 self._ns_text.pop(namespace, None)
-            self._engine.add_many([(*e, doc) for e, doc in zip(entries, prepared, strict=True)])
+            # Each tool stays in its partition: one batch per partition.
+            by_partition: dict[str | None, list[tuple[str, Tool, str | None, Prepared]]] = {}
+            for e, doc in zip(entries, prepared, strict=True):
+                by_partition.setdefault(self._partition.get(e[0]), []).append((*e, doc))
+            for partition, batch in by_partition.items():
+                self._engine.add_many(batch, partition=partition)
             if ids:
                 self._emit("updated", ids)
 
@@ -339,6 +386,7 @@ class InMemoryIndex:
         tool = self._tools.pop(tid)
         del self._backends[tid]
         del self._summaries[tid]
+        self._partition.pop(tid, None)
         in_ns = self._by_ns[tool.namespace]
         in_ns.discard(tid)
         if not in_ns:
@@ -469,6 +517,7 @@ class InMemoryIndex:
         limit: int = 10,
         namespaces: Sequence[str] | None = None,
         tags: Sequence[str] | None = None,
+        partitions: Collection[str] = (),
     ) -> list[SearchHit]:
         """Rank tools for a free-text query.
 
@@ -484,15 +533,18 @@ class InMemoryIndex:
             limit: Maximum number of hits (must be >= 1).
             namespaces: Only tools in these namespaces.
             tags: Only tools carrying all of these tags (normalised like ``Tool.tags``).
+            partitions: The partitions whose tools are searched too (public tools always are);
+                what the others hold changes nothing of the results.
 
         Returns:
             Hits, best first; with ``weak_relevance``, those below it marked ``weak``.
 
         Raises:
-            ValueError: If ``limit`` is below 1.
+            ValueError: If ``limit`` is below 1, or ``partitions`` is a string.
         """
         if limit < 1:
             raise ValueError(f"limit must be at least 1, got {limit}")
+        parts = _check_partitions(partitions)
         weak_below = self.weak_relevance
         query = query[:MAX_QUERY_CHARS]
         if not query or not query.strip():
@@ -500,7 +552,7 @@ class InMemoryIndex:
         ns = frozenset(namespaces) if namespaces is not None else None
         tg = frozenset(_normalise_tag(t) for t in tags) if tags else None
         with self._lock:
-            ranked = self._engine.search(query, limit, ns, tg)
+            ranked = self._engine.search(query, limit, ns, tg, parts)
             hits = [
                 SearchHit(
                     id=r.tid,

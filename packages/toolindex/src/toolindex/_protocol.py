@@ -33,14 +33,21 @@ class Index(Protocol):
           :class:`ChangeEvent` whose ``version`` strictly increases; a callback that
           raises is logged and does not affect the mutation or other subscribers.
         - Ownership: tools are immutable values; the index keeps references to them.
+        - Partitions: a tool registered with a ``partition`` (an opaque name; ``None`` is the
+          public catalog) is found only by a search that names its partition, and changes nothing
+          of what any other search returns (ids, order, scores, relevance): it counts in no
+          statistic search ranks with, nor in the vocabulary that query words are corrected to.
+          Lookups, listings and events treat it as any tool.
     """
 
-    def register(self, tool: Tool, backend: BackendRef | Sequence[BackendRef]) -> None:
-        """Add a tool, or add backends to (and update) an already registered tool."""
+    def register(self, tool: Tool, backend: BackendRef | Sequence[BackendRef], *, partition: str | None = None) -> None:
+        """Add a tool (in ``partition``), or add backends to (and update) an already registered tool."""
         ...
 
-    def register_many(self, items: Iterable[tuple[Tool, BackendRef | Sequence[BackendRef]]]) -> None:
-        """Register a batch atomically: all of it or, on any error, none of it."""
+    def register_many(
+        self, items: Iterable[tuple[Tool, BackendRef | Sequence[BackendRef]]], *, partition: str | None = None
+    ) -> None:
+        """Register a batch (in ``partition``) atomically: all of it or, on any error, none of it."""
         ...
 
     def unregister(self, tool_id: str) -> None:
@@ -70,8 +77,9 @@ class Index(Protocol):
         limit: int = 10,
         namespaces: Sequence[str] | None = None,
         tags: Sequence[str] | None = None,
+        partitions: Collection[str] = (),
     ) -> list[SearchHit]:
-        """Rank tools for a free-text query, best first, at most ``limit`` hits."""
+        """Rank the public tools and those of ``partitions`` for a free-text query, best first, at most ``limit``."""
         ...
 
     def namespaces(self) -> list[NamespaceInfo]:

@@ -19,6 +19,16 @@ with numpy the first time a query needs them after a change, and cached; scores 
 with one ``bincount`` per query. Removal is lazy: a removed tool's slot is marked dead (its
 normalisers drop to zero) and the postings are compacted once dead slots outnumber live ones.
 
+Partitions: a tool may belong to a partition (an opaque name; ``None``, the default, is the
+public catalog). A partitioned tool counts in none of the catalog's statistics: document
+frequencies and the number of tools (idf), average field lengths, the vocabulary a query's words
+are looked up in and corrected against, the dense side's mean; a search finds it only when it
+names its partition, and scores it with the public statistics (a term no public tool has gets
+the idf of a term that no tool has). So what one partition holds changes nothing another search
+returns, while its own searches rank its tools among the public ones. What the engine keeps of
+a partition besides its slots: which terms its tools have, so a query word only they hold is
+looked up, not corrected, in a search that names it.
+
 The engine is not thread-safe; :class:`~toolindex.InMemoryIndex` serialises access.
 """
 
@@ -29,7 +39,7 @@ import math
 import re
 from array import array
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -134,6 +144,17 @@ class _Doc:
     tool: Tool
     ns_text: str | None
     """The namespace description the tool was indexed with."""
+    partition: str | None = None
+    """The partition the tool belongs to (``None``: the public catalog)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Query:
+    """A query's weighted terms and the corrections of its misspelt words."""
+
+    terms: dict[str, float]
+    fixes: dict[str, str]
+    """Query word -> the vocabulary word one typo away that stands in for it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -321,25 +342,29 @@ class SearchEngine:
         self._weights = np.array(self.params.weights, dtype=np.float32)
         self._b = np.array(self.params.b, dtype=np.float32)
         self._postings: dict[str, _Postings] = {}
+        # Document frequencies of the public tools; a partition's own, per partition.
         self._df: Counter[str] = Counter()
+        self._part_df: dict[str, Counter[str]] = {}
         self._slot_of: dict[str, int] = {}
         self._docs: list[_Doc | None] = []
         self._cap = 1024
         self._lens = np.zeros((nf, self._cap), dtype=np.float32)
         self._alive = np.zeros(self._cap, dtype=bool)
-        self._len_sum = np.zeros(nf, dtype=np.float64)
+        self._partitioned = np.zeros(self._cap, dtype=bool)
+        self._len_sum = np.zeros(nf, dtype=np.float64)  # public tools only, as every statistic
         self._n_alive = 0
+        self._n_public = 0
+        self._part_slots: dict[str, set[int]] = {}
         self._norm: FloatArray | None = None  # weight / length normaliser, per field and slot
         self._gen = 0  # bumped whenever the normalisers are recomputed (term caches key on it)
-        # Typo vocabulary: unstemmed word -> number of live tools using it.
+        # Typo vocabulary: unstemmed word -> number of live public tools using it.
         self._words: Counter[str] = Counter()
         # One-deletion variants and prefixes of the vocabulary, for typos and abbreviations.
         self._deletes: dict[str, set[str]] = {}
         self._prefixes: dict[str, set[str]] = {}
         self._typo_ready = False
-        self._expansions: dict[str, list[tuple[str, float]]] = {}
-        # Unknown query word -> the vocabulary word one typo away that stands in for it.
-        self._fixes: dict[str, str] = {}
+        # Unknown query word -> (expansions, the vocabulary word one typo away that stands in for it).
+        self._expansions: dict[str, tuple[list[tuple[str, float]], str | None]] = {}
         self._ns_slots: dict[str, set[int]] = {}
         self._tag_slots: dict[str, set[int]] = {}
         # Lower-case names and ``ns:name`` keys -> slots: an exact name in a query ranks first.
@@ -381,9 +406,10 @@ class SearchEngine:
         return self._n_alive
 
     def stats(self) -> dict[str, int]:
-        """Sizes: live tools, slots (live + dead until compaction), terms, postings, vocabulary words."""
+        """Sizes: live tools (and those in partitions), slots (live + dead until compaction), terms, postings, words."""
         return {
             "tools": self._n_alive,
+            "partitioned": self._n_alive - self._n_public,
             "slots": len(self._docs),
             "terms": len(self._postings),
             "postings": sum(len(p.codes) for p in self._postings.values()),
@@ -393,23 +419,37 @@ class SearchEngine:
 
     # -- mutation -------------------------------------------------------------------------
 
-    def add(self, tid: str, tool: Tool, namespace_text: str | None = None, prepared: Prepared | None = None) -> None:
+    def add(
+        self,
+        tid: str,
+        tool: Tool,
+        namespace_text: str | None = None,
+        prepared: Prepared | None = None,
+        *,
+        partition: str | None = None,
+    ) -> None:
         """Index (or re-index) one tool; touches only its own terms.
 
         ``prepared`` (from :func:`document_fields`) lets a caller do the fallible work first.
         """
         if prepared is None:
             prepared = document_fields(tool, namespace_text)
-        self.add_many([(tid, tool, namespace_text, prepared)])
+        self.add_many([(tid, tool, namespace_text, prepared)], partition=partition)
 
     def add_many(
-        self, entries: Sequence[tuple[str, Tool, str | None, Prepared]], vectors: FloatArray | None = None
+        self,
+        entries: Sequence[tuple[str, Tool, str | None, Prepared]],
+        vectors: FloatArray | None = None,
+        *,
+        partition: str | None = None,
     ) -> None:
         """Index (or re-index) several tools: ``(id, tool, namespace text, prepared fields)``.
 
         ``vectors`` (from :meth:`embed_tools`, one row per entry) lets a caller embed before it
-        takes its lock; without them a semantic engine embeds the tools here.
+        takes its lock; without them a semantic engine embeds the tools here. ``partition``: the
+        partition the tools belong to (see the module docstring); ``None`` for the public catalog.
         """
+        public = partition is None
         if self._dense is not None and vectors is None:
             vectors = self.embed_tools([tool for _, tool, _, _ in entries])
         for tid, *_ in entries:
@@ -420,7 +460,7 @@ class SearchEngine:
             self._grow()
         if self._dense is not None and vectors is not None:
             dim = self._dense.dim
-            self._dense.put(first, vectors[:, :dim], vectors[:, dim:])
+            self._dense.put(first, vectors[:, :dim], vectors[:, dim:], counted=public)
         elif self._dense is not None:
             self._dense.defer(first, [tool for _, tool, _, _ in entries])
         # Gather the batch's postings per term, then extend each term's buffer once.
@@ -428,7 +468,8 @@ class SearchEngine:
         len_fields: list[int] = []
         len_slots: list[int] = []
         len_values: list[int] = []
-        df, vocab, max_tf = self._df, self._words, _MAX_TF
+        df = self._df if partition is None else self._part_df.setdefault(partition, Counter())
+        vocab, max_tf = self._words, _MAX_TF
         for i, (tid, tool, ns_text, prepared) in enumerate(entries):
             slot = first + i
             fields = prepared.fields
@@ -441,17 +482,18 @@ class SearchEngine:
                 for term, tf in counts.items():
                     batch[term].append(base | (tf if tf <= max_tf else max_tf))
             df.update(set[str]().union(*fields.values()))
-            if self._typo_ready:
+            # A partition's words are no typo targets: a correction to one would tell it exists.
+            if public and self._typo_ready:
                 new_words = [w for w in prepared.words if w not in vocab]
                 vocab.update(prepared.words)
                 if new_words:
                     self._add_vocab(new_words)
-            else:  # no typo tables to extend: whether a word is new only matters to the caches
+            elif public:  # no typo tables to extend: whether a word is new only matters to the caches
                 known = len(vocab)
                 vocab.update(prepared.words)
                 if len(vocab) != known:
                     self._add_vocab(())
-            self._docs.append(_Doc(tid, tool, ns_text))
+            self._docs.append(_Doc(tid, tool, ns_text, partition))
             self._slot_of[tid] = slot
             self._ns_slots.setdefault(tool.namespace, set()).add(slot)
             for tag in tool.tags:
@@ -467,9 +509,14 @@ class SearchEngine:
                 p = postings[term] = _Postings()
             p.codes.extend(codes)
         end = first + len(entries)
-        self._len_sum += lens[:, first:end].sum(axis=1)
         self._alive[first:end] = True
         self._n_alive += len(entries)
+        if partition is None:
+            self._len_sum += lens[:, first:end].sum(axis=1)
+            self._n_public += len(entries)
+        else:
+            self._partitioned[first:end] = True
+            self._part_slots.setdefault(partition, set()).update(range(first, end))
         self._norm = None
 
     def remove(self, tid: str) -> None:
@@ -482,20 +529,29 @@ class SearchEngine:
         self._docs[slot] = None
         self._alive[slot] = False
         self._n_alive -= 1
-        self._len_sum -= self._lens[:, slot]
         # Tokenising again is cheaper in memory than keeping every tool's terms around.
         prepared = document_fields(doc.tool, doc.ns_text)
         terms = {t for counts in prepared.fields.values() for t in counts}
-        self._df.subtract(terms)
+        part = doc.partition
+        df = self._df if part is None else self._part_df[part]
+        df.subtract(terms)
         for t in terms:
-            if self._df[t] <= 0:
-                del self._df[t]
-        self._words.subtract(prepared.words)
-        gone = [w for w in prepared.words if self._words[w] <= 0]
-        for w in gone:
-            del self._words[w]
-        if gone:
-            self._drop_vocab(gone)
+            if df[t] <= 0:
+                del df[t]
+        if part is None:
+            self._n_public -= 1
+            self._len_sum -= self._lens[:, slot]
+            self._words.subtract(prepared.words)
+            gone = [w for w in prepared.words if self._words[w] <= 0]
+            for w in gone:
+                del self._words[w]
+            if gone:
+                self._drop_vocab(gone)
+        else:
+            self._partitioned[slot] = False
+            self._part_slots[part].discard(slot)
+            if not self._part_slots[part]:
+                del self._part_slots[part], self._part_df[part]
         self._ns_slots[doc.tool.namespace].discard(slot)
         if not self._ns_slots[doc.tool.namespace]:
             del self._ns_slots[doc.tool.namespace]
@@ -508,7 +564,7 @@ class SearchEngine:
             if not self._names[key]:
                 del self._names[key]
         if self._dense is not None:
-            self._dense.clear(slot)
+            self._dense.clear(slot, counted=part is None)
         self._norm = None
         dead = len(self._docs) - self._n_alive
         if dead > 1024 and dead > self._n_alive:
@@ -520,7 +576,9 @@ class SearchEngine:
         lens[:, : self._cap] = self._lens
         alive = np.zeros(cap, dtype=bool)
         alive[: self._cap] = self._alive
-        self._lens, self._alive, self._cap = lens, alive, cap
+        partitioned = np.zeros(cap, dtype=bool)
+        partitioned[: self._cap] = self._partitioned
+        self._lens, self._alive, self._partitioned, self._cap = lens, alive, partitioned, cap
         if self._dense is not None:
             self._dense.grow(cap)
 
@@ -549,18 +607,23 @@ class SearchEngine:
         self._lens = lens
         self._alive[:] = False
         self._alive[: len(live)] = True
+        self._partitioned[:] = False
         self._ns_slots = {}
         self._tag_slots = {}
         self._names = {}
+        self._part_slots = {}
         for i, d in enumerate(docs):
             assert d is not None
+            if d.partition is not None:
+                self._partitioned[i] = True
+                self._part_slots.setdefault(d.partition, set()).add(i)
             self._ns_slots.setdefault(d.tool.namespace, set()).add(i)
             for tag in d.tool.tags:
                 self._tag_slots.setdefault(tag, set()).add(i)
             for key in _name_keys(d.tool):
                 self._names.setdefault(key, set()).add(i)
         if self._dense is not None:
-            self._dense.compact(live)
+            self._dense.compact(live, ~self._partitioned[: len(live)])
         self._norm = None
 
     def _vocab_keys(self, word: str) -> Iterator[tuple[dict[str, set[str]], str]]:
@@ -575,7 +638,6 @@ class SearchEngine:
 
     def _add_vocab(self, words: Iterable[str]) -> None:
         self._expansions.clear()
-        self._fixes.clear()
         if not self._typo_ready:
             return
         for w in words:
@@ -590,7 +652,6 @@ class SearchEngine:
 
     def _drop_vocab(self, words: list[str]) -> None:
         self._expansions.clear()
-        self._fixes.clear()
         if not self._typo_ready:
             return
         for w in words:
@@ -606,7 +667,7 @@ class SearchEngine:
     def _normalisers(self) -> FloatArray:
         if self._norm is None:
             n = len(self._docs)
-            avg = np.where(self._len_sum > 0, self._len_sum / max(self._n_alive, 1), 1.0).astype(np.float32)
+            avg = np.where(self._len_sum > 0, self._len_sum / max(self._n_public, 1), 1.0).astype(np.float32)
             b = self._b[:, None]
             denom = 1.0 - b + b * (self._lens[:, :n] / avg[:, None])
             norm = np.zeros((len(FIELDS), self._cap), dtype=np.float32)
@@ -617,21 +678,26 @@ class SearchEngine:
         return self._norm
 
     def _idf(self, term: str) -> float:
+        # Public statistics only: a term only partitioned tools have is as rare as one no tool has.
         df = self._df.get(term, 0)
-        n = self._n_alive
+        n = self._n_public
         return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
 
-    def _expand(self, word: str) -> list[tuple[str, float]]:
-        """Vocabulary stems an unknown query word may stand for, with their discount."""
+    def _expand(self, word: str) -> tuple[list[tuple[str, float]], str | None]:
+        """Vocabulary stems an unknown query word may stand for, with their discount; and its correction.
+
+        The correction is the vocabulary word one typo away that stands in for it (``None``: none).
+        Only public tools' words are candidates, so the answer is the same for every search.
+        """
         cached = self._expansions.get(word)
         if cached is not None:
             return cached
         self._ensure_typo_index()
-        if len(self._expansions) >= 10_000:  # start again before, not after, this word's correction is kept
+        if len(self._expansions) >= 10_000:
             self._expansions.clear()
-            self._fixes.clear()
         p = self.params
         out: dict[str, float] = {}
+        fix: str | None = None
         if word.isalpha() and len(word) >= _MIN_FUZZY:
             # Candidates share a one-deletion variant with the word (covers one insertion,
             # deletion, substitution or transposition); rapidfuzz confirms the distance.
@@ -646,7 +712,7 @@ class SearchEngine:
             scored = [(w, d) for w, d in scored if 0 < d <= 1 + (len(word) >= 8)]
             scored.sort(key=lambda m: (m[1], -self._words[m[0]], m[0]))
             if scored:
-                self._fixes[word] = scored[0][0]
+                fix = scored[0][0]
             for w, dist in scored[: p.max_expansions]:
                 s = stem(w)
                 weight = p.fuzzy_discount * (1.0 - dist / (len(word) + 1))
@@ -656,18 +722,30 @@ class SearchEngine:
             for w in longer[: p.max_expansions]:
                 s = stem(w)
                 out[s] = max(out.get(s, 0.0), p.prefix_discount * len(word) / len(w))
-        result = sorted(out.items())
+        result = (sorted(out.items()), fix)
         self._expansions[word] = result
         return result
 
-    def query_terms(self, query: str) -> dict[str, float]:
+    def query_terms(self, query: str, partitions: frozenset[str] = frozenset()) -> dict[str, float]:
         """Weighted query terms: exact stems, word pairs, and expansions of unknown words.
 
         Only the first :data:`MAX_QUERY_CHARS` characters and, of those, the first
         :data:`MAX_QUERY_WORDS` searchable words are read, so a query costs a bounded amount
-        of work whatever its size.
+        of work whatever its size. A term is known when a public tool or a tool of one of
+        ``partitions`` has it; an unknown word is expanded to public words only.
         """
+        return self._query(query, partitions).terms
+
+    def _query(self, query: str, partitions: frozenset[str]) -> _Query:
+        own = [self._part_df[p] for p in partitions if p in self._part_df]
+        df = self._df
+
+        def known_too(term: str) -> bool:  # by a public tool or one of the named partitions'
+            return term in df or any(term in d for d in own)
+
+        known: Callable[[str], bool] = known_too if own else df.__contains__
         weights: dict[str, float] = {}
+        fixes: dict[str, str] = {}
         stems: list[str] = []
         considered = 0
         head = query[:MAX_QUERY_CHARS]
@@ -680,25 +758,29 @@ class SearchEngine:
             if considered > MAX_QUERY_WORDS:
                 break
             s = stem(w)
-            if s in self._df:
+            if known(s):
                 stems.append(s)
                 weights[s] = weights.get(s, 0.0) + 1.0
                 continue
             if w in literal:
                 continue
-            for t, wt in self._expand(w):
-                if t in self._df:
+            expansions, fix = self._expand(w)
+            if fix is not None:
+                fixes[w] = fix
+            for t, wt in expansions:
+                if t in df:
                     weights[t] = max(weights.get(t, 0.0), wt)
         for pair in _pairs(stems):
-            if pair in self._df:
+            if known(pair):
                 weights[pair] = 1.0
         # Two words one word apart ("create a new folder": create_folder) make a looser phrase:
         # half an adjacent pair's weight (1 / (1 + words between), as sloppy phrase matches count).
         for pair in _pairs(stems, 2):
-            if pair in self._df and pair not in weights:
+            if pair not in weights and known(pair):
                 weights[pair] = 0.5
         # Repeating a word in a query should not double its pull.
-        return {t: 1.0 + 0.5 * math.log(w) if w > 1.0 else w for t, w in weights.items()}
+        terms = {t: 1.0 + 0.5 * math.log(w) if w > 1.0 else w for t, w in weights.items()}
+        return _Query(terms, fixes)
 
     def search(
         self,
@@ -706,27 +788,30 @@ class SearchEngine:
         limit: int,
         namespaces: frozenset[str] | None = None,
         tags: frozenset[str] | None = None,
+        partitions: frozenset[str] = frozenset(),
     ) -> list[Ranked]:
         """Hits, best first, ties by id.
 
         Lexical only: BM25F scores. With a semantic signal: the fused score in [0, 1] (see
         :meth:`_fused`), and each hit's ``relevance``, the cosine of the tool with the query.
         A tool whose name (or ``namespace:name``) the query gives exactly ranks first either way.
+        Partitioned tools are searched only when ``partitions`` names theirs.
         """
         if self._n_alive == 0:
             return []
-        terms = self.query_terms(query)
+        q = self._query(query, partitions)
+        terms = q.terms
         if not terms and (self._dense is None or not self._has_words(query)):
             return []
         n = len(self._docs)
-        mask = self._filter(namespaces, tags, n)
+        mask = self._visible(self._filter(namespaces, tags, n), partitions, n)
         exact = self._exact(query, mask)
         depth = limit + len(exact)
         if self._dense is None:
             slots, scores, _ = self._lexical(terms, depth, mask, n)
             ranked = [Ranked(self._tid(c), float(sc), None) for c, sc in zip(slots, scores, strict=True)]
         else:
-            ranked = self._fused(query, terms, depth, mask, n)
+            ranked = self._fused(self._with_fixes(query, q.fixes), terms, depth, mask, n)
         if exact:
             first = {self._tid(c) for c in exact}
             top = ranked[0].score if ranked else 1.0
@@ -738,20 +823,21 @@ class SearchEngine:
             ]
         return ranked[:limit]
 
-    def _with_fixes(self, query: str) -> str:
+    @staticmethod
+    def _with_fixes(query: str, fixes: Mapping[str, str]) -> str:
         """The query with the correction of each misspelt word after it ("wether (weather)").
 
         A static embedding model reads a typo as unrelated word pieces; the lexical engine's
-        correction (found while the query's terms were looked up) gives the dense side the
-        word that was meant, and the original stays for the words the vocabulary lacks. Quoted
-        values are literals and stay as written, as on the lexical side.
+        correction (``fixes``, found while the query's terms were looked up) gives the dense side
+        the word that was meant, and the original stays for the words the vocabulary lacks.
+        Quoted values are literals and stay as written, as on the lexical side.
         """
-        if not self._fixes:
+        if not fixes:
             return query
 
         def fix(m: re.Match[str]) -> str:
             word = m.group(0)
-            right = self._fixes.get(word.lower())
+            right = fixes.get(word.lower())
             return f"{word} ({right})" if right else word
 
         pieces = quoted_pieces(query[:_MAX_FIXED_CHARS])
@@ -829,12 +915,14 @@ class SearchEngine:
         else:
             # Many postings: a binary search per candidate and term beats a second pass over them
             # (each term's slots are sorted).
+            # The idfs as the bincount above weighs them (float32), so both ways give the same sums:
+            # which way a query takes depends on postings that other partitions' tools add too.
             covered = np.zeros(len(cand), dtype=np.float64)
             for uniq, idf in zip(slot_parts, idfs, strict=True):
                 pos = np.searchsorted(uniq, cand)
                 hit = pos < len(uniq)
                 hit[hit] = uniq[pos[hit]] == cand[hit]
-                covered += hit * idf
+                covered += hit * np.float32(idf)
         final = raw_c * (1.0 + coverage * covered / total)
         if len(cand) > limit:
             # Only the best `limit` (and any tied with the last of them) are sorted in Python.
@@ -860,6 +948,8 @@ class SearchEngine:
         - dense: each tool's cosine with the query, rescaled so the catalog's mean cosine is 0
           and the best eligible tool's is 1 (below the mean counts 0);
         - fused: ``(1 - dense_weight) x lexical + dense_weight x dense``.
+
+        ``query`` is the text the model reads: the query with its words' corrections (:meth:`_with_fixes`).
         """
         assert self._dense is not None
         deferred = self._dense.take_deferred()
@@ -868,7 +958,8 @@ class SearchEngine:
             vectors = self._vectors([deferred[slot] for slot in slots])
             dim = self._dense.dim
             for i, slot in enumerate(slots):
-                self._dense.put(slot, vectors[i : i + 1, :dim], vectors[i : i + 1, dim:])
+                counted = not self._partitioned[slot]
+                self._dense.put(slot, vectors[i : i + 1, :dim], vectors[i : i + 1, dim:], counted=counted)
         p = self.params
         lex_slots, lex_scores, total = self._lexical(terms, max(limit, p.fusion_depth), mask, n, ordered=False)
         # Removed tools keep their (zero) rows until compaction: they are no candidates.
@@ -877,10 +968,19 @@ class SearchEngine:
             eligible = self._alive[:n]
         if eligible is not None and not eligible.any():
             return []
-        queries = self._dense.embedder.embed(query_texts(self._with_fixes(query))).astype(np.float32, copy=False)
+        queries = self._dense.embedder.embed(query_texts(query)).astype(np.float32, copy=False)
         keep = np.asarray(lex_slots, dtype=np.intp)
+        # The catalog's mean cosine is the live public tools' (see DenseVectors.candidates).
+        counted = self._alive[:n] & ~self._partitioned[:n] if self._n_public < n else None
         pool, sims, cos, mean = self._dense.candidates(
-            queries, n, self._n_alive, p.clause_weight, exact_max=p.dense_exact_max, keep=keep, eligible=eligible
+            queries,
+            n,
+            self._n_public,
+            p.clause_weight,
+            exact_max=p.dense_exact_max,
+            keep=keep,
+            eligible=eligible,
+            counted=counted,
         )
         if len(pool) == 0:
             return []
@@ -919,6 +1019,17 @@ class SearchEngine:
         # weighted, plus the weighted lexical score.
         span = max(float(cos.max()) - mean, 1e-6)
         return np.clip((cos - mean) / span, 0.0, None) * np.float32(self.params.dense_weight) + lexical
+
+    def _visible(self, mask: FloatArray | None, partitions: frozenset[str], n: int) -> FloatArray | None:
+        """``mask`` (``None``: every tool) without the partitioned tools of partitions not named."""
+        if self._n_public == self._n_alive:
+            return mask
+        shown = ~self._partitioned[:n]
+        for p in partitions:
+            own = self._part_slots.get(p)
+            if own:
+                shown[list(own)] = True
+        return shown.astype(np.float32) if mask is None else mask * shown
 
     def _filter(self, namespaces: frozenset[str] | None, tags: frozenset[str] | None, n: int) -> FloatArray | None:
         if namespaces is None and not tags:

@@ -202,7 +202,9 @@ class MCPBackend:
     or one nested too deep fails only the call it answers, at once
     (:class:`~toolrun.UpstreamProtocolError`); bytes that are not UTF-8 are read as U+FFFD. No
     message is read past the server's ``maxResponseBytes``: the call a larger reply answers fails
-    with :class:`~toolrun.ResponseTooLargeError` while the rest is dropped unread.
+    with :class:`~toolrun.ResponseTooLargeError` while the rest is dropped unread; nor parsed
+    when it holds more arrays and objects than the bound that comes with it (the same error,
+    saying so). A notification over 64 KiB is dropped unparsed and logged.
 
     :meth:`attach` lists the server's tools (following ``nextCursor``) into the index under
     the server's name as namespace, and keeps them current when the server announces
@@ -405,7 +407,10 @@ class MCPBackend:
             return BackendUnavailableError(self.label, reason + conn.stderr_note())
         reason = _error_reason(e)
         if reason == TOO_LARGE:
-            return ResponseTooLargeError(tool.id, self._name, self._config.max_response_bytes)
+            data = cast(dict[str, Any], e.error.data)
+            containers = data.get("containers")
+            containers = containers if isinstance(containers, int) else None
+            return ResponseTooLargeError(tool.id, self._name, self._config.max_response_bytes, containers)
         if reason == MALFORMED:
             return UpstreamProtocolError(tool.id, e.message)
         if http and e.code == PARSE_ERROR and e.message.startswith("Failed to parse"):
@@ -583,7 +588,9 @@ class MCPBackend:
             http = httpx2.AsyncClient(
                 headers=cfg.headers,
                 timeout=httpx2.Timeout(cfg.connect_timeout, read=read),
-                event_hooks={"response": [partial(mend_http_response, max_bytes=cfg.max_response_bytes)]},
+                event_hooks={
+                    "response": [partial(mend_http_response, max_bytes=cfg.max_response_bytes, on_drop=self._on_drop)]
+                },
             )
             await stack.enter_async_context(http)
             # The SDK caps one SSE event at 1 MiB by default; tool results can be larger.

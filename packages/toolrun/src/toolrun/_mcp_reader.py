@@ -19,6 +19,15 @@ reading side of both transports and mends what it can:
 
 A message larger than the server's ``maxResponseBytes`` is never read whole: the transport
 counts and drops it, and :func:`too_large_error` stands for it (marked :data:`TOO_LARGE`).
+Every message within that bound is screened before it is parsed (:func:`screen`), at C speed:
+
+- a notification larger than :data:`MAX_NOTIFICATION_BYTES` is dropped unparsed, and logged
+  by its size (never its content);
+- a message holding more arrays and objects than the server's bound
+  (:func:`~toolrun._size.container_bound`, from its ``maxResponseBytes``) is not parsed: the
+  reply fails its call with :func:`too_large_error` saying so, anything else is dropped and
+  logged. Parsing costs per container, and holds the GIL: 4 MiB of ``[],[],…`` took close to a
+  second, in which no other caller ran.
 
 Messages the SDK reads fine are passed through untouched: the cost on the normal path is one
 ``isinstance`` per message over stdio and a bracket count and two substring searches per HTTP
@@ -30,7 +39,8 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import AsyncIterator, Callable
-from typing import Any, cast
+from dataclasses import dataclass
+from typing import Any, Final, cast
 
 import anyio
 import anyio.to_thread
@@ -41,16 +51,19 @@ from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
 from toolrun._compat_mcp import TransportStreams
+from toolrun._size import container_bound, containers_at_most
 
 __all__ = [
     "HEAD_CHARS",
     "MALFORMED",
     "MAX_DEPTH",
+    "MAX_NOTIFICATION_BYTES",
     "TAIL_CHARS",
     "TOO_LARGE",
     "UNREADABLE",
     "MendingReadStream",
     "NotJsonConstant",
+    "Refused",
     "describe_parse_error",
     "find_request_id",
     "malformed_error",
@@ -59,6 +72,7 @@ __all__ = [
     "nested_deeper_than",
     "not_json",
     "request_id_at_end",
+    "screen",
     "too_large_error",
 ]
 
@@ -170,10 +184,22 @@ def request_id_at_end(tail: str) -> int | str | None:
     return cast(int | str, value)
 
 
-def too_large_error(request_id: int | str, limit: int) -> dict[str, Any]:
-    """The error reply that stands for a reply to ``request_id`` larger than ``limit`` bytes."""
-    message = f"the server's reply is larger than {limit:,} bytes (maxResponseBytes); it was not read"
-    data = {"reason": TOO_LARGE, "limit": limit}
+def too_large_error(request_id: int | str, limit: int, *, containers: int | None = None) -> dict[str, Any]:
+    """The error reply that stands for a reply to ``request_id`` larger than ``limit`` bytes.
+
+    With ``containers``, for a reply within ``limit`` bytes holding more arrays and objects than
+    that (the bound that comes with ``limit``, see :func:`~toolrun._size.container_bound`).
+    """
+    if containers is None:
+        message = f"the server's reply is larger than {limit:,} bytes (maxResponseBytes); it was not read"
+    else:
+        message = (
+            f"the server's reply holds more than {containers:,} arrays and objects, the bound that comes with its "
+            f"maxResponseBytes of {limit:,}; it was not read"
+        )
+    data: dict[str, Any] = {"reason": TOO_LARGE, "limit": limit}
+    if containers is not None:
+        data["containers"] = containers
     return {
         "jsonrpc": "2.0",
         "id": request_id,
@@ -225,6 +251,61 @@ HEAD_CHARS = 64 * 1024
 """How much of a message's start is searched for its id (characters, or bytes of one not decoded)."""
 TAIL_CHARS = 512
 """How much of a message's end is searched for an id written last (characters, or bytes)."""
+
+
+MAX_NOTIFICATION_BYTES: Final = 64 * 1024
+"""The largest notification read from a server, in bytes; a larger one is dropped unparsed.
+
+No notification toolcode reads needs more: a progress step, ``tools/list_changed``, a log line,
+a cancellation. Without the bound a server could send notifications up to its
+``maxResponseBytes`` (4 MiB by default), each parsed and dropped at a cost every caller pays.
+Requests of the server (which carry an id) are not notifications: they are answered as before.
+"""
+
+_NOTIFICATION_START = re.compile(r'\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"method"\s*:')
+"""How every SDK starts a notification (its method first, or right after ``"jsonrpc"``); a
+request of the server starts so too when its id comes last (the TypeScript SDK's order)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Refused:
+    """A message refused before it was parsed (see :func:`screen`)."""
+
+    why: str
+    """What was refused and why, for the log: sizes and bounds, never the message's content."""
+    reply: dict[str, Any] | None
+    """The error reply that stands for it when it answers a request of ours, else ``None`` (dropped)."""
+
+
+def screen(text: str, size: int, max_bytes: int) -> Refused | None:
+    """Whether one message, within ``max_bytes``, may be parsed: ``None`` if so, else what stands for it.
+
+    A notification over :data:`MAX_NOTIFICATION_BYTES` (one that starts with its method and
+    ends without an id) is refused, as is a message holding more arrays and objects than
+    :func:`~toolrun._size.container_bound` allows; a refused reply whose id can be found is
+    answered by :func:`too_large_error`. The work is two byte counts and a few anchored
+    searches; only a refused message whose id is neither first nor last is scanned, up to
+    :data:`HEAD_CHARS`.
+
+    Args:
+        text: The message as the server sent it.
+        size: Its size in bytes.
+        max_bytes: The server's ``maxResponseBytes``.
+    """
+    tail = text[-TAIL_CHARS:]
+    if size > MAX_NOTIFICATION_BYTES and _NOTIFICATION_START.match(text) and request_id_at_end(tail) is None:
+        return Refused(f"a notification of {size:,} bytes, over the {MAX_NOTIFICATION_BYTES:,}-byte bound", None)
+    bound = container_bound(max_bytes)
+    if containers_at_most(text) <= bound:
+        return None
+    rid = request_id_at_end(tail)
+    if rid is None:
+        rid = find_request_id(text[:HEAD_CHARS])
+    if rid is None:
+        return Refused(f"a message of {size:,} bytes holding more than {bound:,} arrays and objects", None)
+    return Refused(
+        f"a reply holding more than {bound:,} arrays and objects", too_large_error(rid, max_bytes, containers=bound)
+    )
 
 
 def _refuse_constants(text: str) -> dict[str, Any] | None:
@@ -441,8 +522,10 @@ def _request_id_of(request: httpx2.Request) -> int | str | None:
     return _request_id(cast(dict[str, Any], msg)) if isinstance(msg, dict) else None
 
 
-def _too_large_bytes(request_id: int | str | None, limit: int) -> bytes | None:
-    return None if request_id is None else json.dumps(too_large_error(request_id, limit)).encode()
+def _too_large_bytes(request_id: int | str | None, limit: int, containers: int | None = None) -> bytes | None:
+    if request_id is None:
+        return None
+    return json.dumps(too_large_error(request_id, limit, containers=containers)).encode()
 
 
 class _MendedJSON(httpx2.AsyncByteStream):
@@ -450,6 +533,7 @@ class _MendedJSON(httpx2.AsyncByteStream):
         self._inner = inner
         self._request_id = request_id
         self._limit = limit
+        self._bound = container_bound(limit)
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         parts: list[bytes] = []
@@ -463,6 +547,10 @@ class _MendedJSON(httpx2.AsyncByteStream):
                 return
             parts.append(chunk)
         body = b"".join(parts)
+        if containers_at_most(body) > self._bound:
+            # Not parsed: the request fails as for a body over the byte bound, saying why.
+            yield _too_large_bytes(self._request_id, self._limit, self._bound) or b""
+            return
         mended = await _mend_json_text(body.decode("utf-8", errors="replace")) if body else None
         yield mended.encode() if mended is not None else body
 
@@ -474,10 +562,14 @@ _EVENT_END = re.compile(rb"\r\n\r\n|\n\n|\r\r")
 
 
 class _MendedSSE(httpx2.AsyncByteStream):
-    def __init__(self, inner: httpx2.AsyncByteStream, request_id: int | str | None, limit: int) -> None:
+    def __init__(
+        self, inner: httpx2.AsyncByteStream, request_id: int | str | None, limit: int, on_drop: Callable[[str], None]
+    ) -> None:
         self._inner = inner
         self._request_id = request_id
         self._limit = limit
+        self._bound = container_bound(limit)
+        self._on_drop = on_drop
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         buffer = b""
@@ -501,28 +593,46 @@ class _MendedSSE(httpx2.AsyncByteStream):
         if buffer:
             yield buffer
 
-    @staticmethod
-    async def _event(event: bytes) -> bytes:
-        if event.count(b"[") + event.count(b"{") <= MAX_DEPTH and b"NaN" not in event and b"Infinity" not in event:
+    async def _event(self, event: bytes) -> bytes:
+        count = containers_at_most(event)
+        if (
+            count <= MAX_DEPTH
+            and len(event) <= MAX_NOTIFICATION_BYTES
+            and b"NaN" not in event
+            and b"Infinity" not in event
+        ):
             return event
         lines = event.decode("utf-8", errors="replace").splitlines()
         data = "\n".join(ln[5:].removeprefix(" ") for ln in lines if ln.startswith("data:"))
+        kept = [ln for ln in lines if not ln.startswith("data:")]
+        if (refused := screen(data, len(event), self._limit)) is not None:
+            if refused.reply is None:
+                self._on_drop(refused.why)
+                return "\n".join(kept).encode()  # its id and type stay: an event without data is skipped
+            return "\n".join([*kept, f"data: {json.dumps(refused.reply)}"]).encode()
         mended = await _mend_json_text(data)
         if mended is None:
             return event
-        kept = [ln for ln in lines if not ln.startswith("data:")]
         return "\n".join([*kept, f"data: {mended}"]).encode()
 
     async def aclose(self) -> None:
         await self._inner.aclose()
 
 
-async def mend_http_response(response: httpx2.Response, *, max_bytes: int = 4 * 1024 * 1024) -> None:
+def _drop_silently(_: str) -> None:
+    pass
+
+
+async def mend_http_response(
+    response: httpx2.Response, *, max_bytes: int = 4 * 1024 * 1024, on_drop: Callable[[str], None] = _drop_silently
+) -> None:
     """An ``httpx2`` response hook: mends JSON bodies and SSE events that are nested too deep or hold ``NaN``.
 
     A body or an event larger than ``max_bytes`` is not read on: the request it answers gets
-    :func:`too_large_error` instead. Compressed bodies are left alone (they are decoded after
-    this hook's stream).
+    :func:`too_large_error` instead. A body or an event holding more containers than the bound
+    that comes with ``max_bytes`` is not parsed (the same error, saying so); an event that is a
+    notification over :data:`MAX_NOTIFICATION_BYTES` is dropped, and ``on_drop`` told (see
+    :func:`screen`). Compressed bodies are left alone (they are decoded after this hook's stream).
     """
     if response.headers.get("content-encoding", "identity").lower() not in ("", "identity"):
         return
@@ -533,4 +643,4 @@ async def mend_http_response(response: httpx2.Response, *, max_bytes: int = 4 * 
     if ctype == "application/json":
         response.stream = _MendedJSON(stream, _request_id_of(response.request), max_bytes)
     elif ctype == "text/event-stream":
-        response.stream = _MendedSSE(stream, _request_id_of(response.request), max_bytes)
+        response.stream = _MendedSSE(stream, _request_id_of(response.request), max_bytes, on_drop)

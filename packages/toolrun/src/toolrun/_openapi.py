@@ -54,6 +54,7 @@ from toolrun._openapi_document import (
 from toolrun._openapi_target import PathError, PathTemplate, origin
 from toolrun._openapi_tools import BuiltTools, Operation, ParamSpec, build_tools, is_method_override
 from toolrun._redact import redact, redact_url, register_secrets
+from toolrun._size import container_bound, containers_at_most
 from toolrun._types import BackendResult
 from toolrun._validation import json_path
 from toolrun.exceptions import (
@@ -507,6 +508,9 @@ class OpenAPIProvider:
             return BackendResult(None, ({"type": "text", "text": str(err)},), is_error=True, error=err)
         if too_big:
             raise ResponseTooLargeError(tool_id, self.name, self._max_response)
+        if _is_json(body, content_type) and containers_at_most(body) > (bound := container_bound(self._max_response)):
+            # Not parsed: json.loads costs per container and holds the GIL (every caller waits).
+            raise ResponseTooLargeError(tool_id, self.name, self._max_response, bound)
         return _result(body, content_type, encoding, op, shown)
 
     async def aclose(self) -> None:
@@ -546,11 +550,16 @@ def _excerpt(body: bytes, encoding: str) -> str:
     return text if len(text) <= _EXCERPT_CHARS else text[: _EXCERPT_CHARS - 1] + "…"
 
 
+def _is_json(body: bytes, content_type: str) -> bool:
+    media = content_type.split(";", 1)[0].strip().lower()
+    return media == "application/json" or media.endswith("+json") or (not media and body[:1] in (b"{", b"["))
+
+
 def _result(body: bytes, content_type: str, encoding: str, op: Operation, shown: str) -> BackendResult:
     if not body:
         return BackendResult(None)
     media = content_type.split(";", 1)[0].strip().lower()
-    if media == "application/json" or media.endswith("+json") or (not media and body[:1] in (b"{", b"[")):
+    if _is_json(body, content_type):
         try:
             return BackendResult(json.loads(body.decode(encoding, errors="strict")))
         except RecursionError as e:

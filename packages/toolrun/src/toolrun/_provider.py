@@ -232,4 +232,4 @@ def _renamed(
         return ToolTimeoutError(tool_id, e.timeout)
     if isinstance(e, InputValidationError):  # arguments only the provider can judge (an OpenAPI path value)
         return InputValidationError(tool_id, e.problems)
-    return ResponseTooLargeError(tool_id, e.server, e.limit)
+    return ResponseTooLargeError(tool_id, e.server, e.limit, e.containers)

@@ -225,23 +225,30 @@ class UpstreamProtocolError(ToolExecutionError):
 class ResponseTooLargeError(ToolExecutionError):
     """The server's reply to a call was larger than the server's ``maxResponseBytes``.
 
-    The reply was refused while it was being read, and never held or parsed whole; only that
-    call fails, and the session stays usable for the others.
+    Or, within that many bytes, it held more arrays and objects than the bound that comes
+    with it (``containers``; parsing costs per container, far more than per byte). The reply
+    was refused while it was being read, and never held or parsed whole; only that call fails,
+    and the session stays usable for the others.
 
     Attributes:
         tool_id: The tool.
         server: The server's name in ``mcpServers`` (an MCP server or an OpenAPI service).
         limit: The bound, in bytes.
+        containers: The bound on arrays and objects the reply crossed, or ``None`` when it was its size.
     """
 
-    def __init__(self, tool_id: str, server: str, limit: int) -> None:
+    def __init__(self, tool_id: str, server: str, limit: int, containers: int | None = None) -> None:
         self.server = server
         self.limit = limit
-        super().__init__(
-            tool_id,
-            f"the reply of server {server!r} is larger than its bound of {limit:,} bytes (maxResponseBytes), "
-            "so it was not read",
-        )
+        self.containers = containers
+        if containers is None:
+            why = f"is larger than its bound of {limit:,} bytes (maxResponseBytes)"
+        else:
+            why = (
+                f"holds more than {containers:,} arrays and objects, the bound that comes with its "
+                f"maxResponseBytes of {limit:,}"
+            )
+        super().__init__(tool_id, f"the reply of server {server!r} {why}, so it was not read")
 
 
 class HTTPStatusError(ToolRunError):

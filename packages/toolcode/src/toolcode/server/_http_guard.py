@@ -15,6 +15,10 @@ text when:
    opened, or one this guard does not know (``404``, as for a session that ended): a session's
    requests, its answers to the server's questions and its end are its caller's alone.
 
+The sessions a caller holds are bounded by its share (``sessions_per_caller``): past it, its least
+recently used session is forgotten, and ended in the server behind the guard (``end_session``), so
+that no caller's sessions fill the server's table for the others.
+
 Tokens (:class:`~toolcode.server.BearerTokens`) come from an environment variable or a file,
 each optionally named (``NAME:TOKEN``). The name of the token that authenticated a request is its caller
 identity, put in the ASGI scope under :data:`CALLER_SCOPE_KEY`; request handlers read it with
@@ -27,6 +31,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping, Sequence
 from typing import Any, TypeVar
 
+import anyio
 from mcp.server import ServerRequestContext
 
 from toolcode.exceptions import ConfigurationError, clip
@@ -57,11 +62,12 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 T = TypeVar("T")
 
 _SESSION_HEADER = b"mcp-session-id"
-_MAX_SESSIONS = 10_000
-"""Sessions whose caller the guard remembers; past it the least recently used is forgotten (its
-requests are refused from then on, and its client opens another)."""
-_MAX_SESSIONS_PER_CALLER = 100
-"""A caller's share: its oldest session is forgotten when it opens more (never another caller's)."""
+MAX_SESSIONS = 10_000
+"""Sessions whose caller the guard remembers, by default; past it the least recently used is forgotten
+(and ended: its requests are refused from then on, and its client opens another)."""
+MAX_SESSIONS_PER_CALLER = 100
+"""A caller's share of sessions, by default: its least recently used is forgotten and ended when it
+opens more (never another caller's)."""
 
 MAX_IN_FLIGHT_PER_CALLER = 32
 """Requests (other than a session's ``GET`` stream) one caller may have in flight at once; one more
@@ -74,6 +80,10 @@ CALLER_SCOPE_KEY = "toolcode.caller"
 def _header(scope: Scope, name: bytes) -> list[str]:
     headers: Iterable[tuple[bytes, bytes]] = scope.get("headers") or ()
     return [v.decode("latin-1") for k, v in headers if k.lower() == name]
+
+
+async def _kept_elsewhere(session_id: str) -> None:
+    """The default ``end_session``: the application behind the guard ends its sessions itself."""
 
 
 def _checked(field: str, check: Callable[[str], T], values: Iterable[str]) -> list[T]:
@@ -104,9 +114,15 @@ class HTTPGuard:
         allowed_origins: Extra origins (``https://app.example.com``; ``null`` for that literal).
         signs_in: Path prefixes (``/console``) whose application signs its users in itself: no bearer
             token is asked there; Host and Origin are checked as everywhere.
+        end_session: Ends an MCP session in ``app`` by its id, called (shielded from cancellation)
+            for each session the guard forgets to make room; without it such a session lives on in
+            ``app`` until ``app`` ends it (its idle timeout), unreachable and counted there.
+        sessions_per_caller: A caller's share of the sessions the guard remembers.
+        max_sessions: The sessions the guard remembers, all callers together.
 
     Raises:
-        ConfigurationError: A malformed ``allowed_hosts`` or ``allowed_origins`` entry.
+        ConfigurationError: A malformed ``allowed_hosts`` or ``allowed_origins`` entry; a bound
+            below 1.
     """
 
     def __init__(
@@ -119,7 +135,13 @@ class HTTPGuard:
         allowed_hosts: Sequence[str] = (),
         allowed_origins: Sequence[str] = (),
         signs_in: Sequence[str] = (),
+        end_session: Callable[[str], Awaitable[object]] = _kept_elsewhere,
+        sessions_per_caller: int = MAX_SESSIONS_PER_CALLER,
+        max_sessions: int = MAX_SESSIONS,
     ) -> None:
+        for field, bound in (("sessions_per_caller", sessions_per_caller), ("max_sessions", max_sessions)):
+            if bound < 1:
+                raise ConfigurationError(field, f"{bound!r} is not a number of sessions >= 1")
         self.app = app
         self.tokens = tokens
         self._signs_in = tuple(signs_in)
@@ -132,10 +154,15 @@ class HTTPGuard:
             rules.update((name, port) for name in LOOPBACK_NAMES)
         self._hosts = frozenset(rules)
         self._origins = frozenset(_checked("allowed_origins", normalize_origin, allowed_origins))
+        self._end_session = end_session
+        self._share = sessions_per_caller
+        self._max_sessions = max_sessions
         self._sessions: OrderedDict[str, str] = OrderedDict()
         """MCP session id → the caller that opened it, least recently used first."""
         self._in_flight: dict[str, int] = {}
         """Each caller's requests in flight (its sessions' ``GET`` streams aside)."""
+        self._held: dict[str, OrderedDict[str, None]] = {}
+        """Caller → the ids of its sessions, least recently used first (the same order as above)."""
 
     def host_allowed(self, value: str) -> bool:
         """Whether a ``Host`` header value is allowed."""
@@ -221,6 +248,7 @@ class HTTPGuard:
                 await self._refuse(scope, send, 404, "session not found")
                 return
             self._sessions.move_to_end(sid)
+            self._held[caller].move_to_end(sid)
             ending = scope.get("method") == "DELETE"
 
             async def ended(message: Message) -> None:
@@ -228,7 +256,7 @@ class HTTPGuard:
                     status = int(message["status"])
                     # Ended by its client, or gone from the server (its idle timeout): forgotten here too.
                     if (ending and 200 <= status < 300) or status == 404:
-                        self._sessions.pop(sid, None)
+                        self._forget(sid)
                 await send(message)
 
             await self.app(scope, receive, ended)
@@ -241,24 +269,43 @@ class HTTPGuard:
                 headers: Iterable[tuple[bytes, bytes]] = message.get("headers") or ()
                 for key, value in headers:
                     if key.lower() == _SESSION_HEADER:
-                        self._remember(value.decode("latin-1"), caller)
+                        await self._remember(value.decode("latin-1"), caller)
             await send(message)
 
         await self.app(scope, receive, opened)
 
-    def _remember(self, sid: str, caller: str) -> None:
-        """Keep a new session's caller.
+    async def _remember(self, sid: str, caller: str) -> None:
+        """Keep a new session's caller, and end the sessions that leave room for it.
 
-        A caller's own oldest is forgotten past its share, so that no caller's new sessions push
-        another's out; past the whole bound, the least recently used.
+        A caller's own least recently used is ended past its share, so that no caller's new sessions
+        push another's out; past the whole bound, the least recently used of all. They are ended in
+        the application too, before the new session's answer goes out: what the application holds
+        stays within what the guard remembers.
         """
-        sessions = self._sessions
-        sessions[sid] = caller
-        mine = [s for s, c in sessions.items() if c == caller]
-        if len(mine) > _MAX_SESSIONS_PER_CALLER:
-            del sessions[mine[0]]
-        if len(sessions) > _MAX_SESSIONS:
-            sessions.popitem(last=False)
+        self._sessions[sid] = caller
+        mine = self._held.setdefault(caller, OrderedDict())
+        mine[sid] = None
+        dropped: list[str] = []
+        if len(mine) > self._share:
+            dropped.append(next(iter(mine)))
+            self._forget(dropped[-1])
+        if len(self._sessions) > self._max_sessions:
+            dropped.append(next(iter(self._sessions)))
+            self._forget(dropped[-1])
+        # Shielded: a session forgotten here and left open in the application would be out of every bound.
+        with anyio.CancelScope(shield=True):
+            for old in dropped:
+                await self._end_session(old)
+                log.debug("http.session_ended", reason="room for a newer session")
+
+    def _forget(self, sid: str) -> None:
+        caller = self._sessions.pop(sid, None)
+        if caller is None:
+            return
+        mine = self._held[caller]
+        del mine[sid]
+        if not mine:
+            del self._held[caller]
 
     def _authenticate(self, scope: Scope) -> str | None:
         assert self.tokens is not None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import socket
 import sys
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
@@ -15,10 +16,19 @@ from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import TransportSecuritySettings
 
 from toolcode._app import Toolbox
+from toolcode._compat_mcp import session_ender
 from toolcode.exceptions import ConfigurationError
 from toolcode.server._compat_uvicorn import BODY_TIMEOUT, HEAD_TIMEOUT, deadline_protocol
 from toolcode.server._http_address import check_bind, is_loopback
-from toolcode.server._http_guard import ASGIApp, HTTPGuard, Receive, Scope, Send
+from toolcode.server._http_guard import (
+    MAX_SESSIONS,
+    MAX_SESSIONS_PER_CALLER,
+    ASGIApp,
+    HTTPGuard,
+    Receive,
+    Scope,
+    Send,
+)
 from toolcode.server._http_tokens import BearerTokens
 from toolcode.server._server import CodeModeServer
 from toolcode.server._stdio import AnsweringReadStream
@@ -30,6 +40,9 @@ __all__ = ["log_to_stderr", "serve_http", "serve_stdio"]
 log = get_logger("toolcode.server")
 
 _Task = Callable[[], Coroutine[Any, Any, None]]
+
+SESSION_IDLE_TIMEOUT = 30 * 60.0
+"""Seconds a 2025-11-25 HTTP session may go without a request in flight before it ends, by default."""
 
 
 class _Server(uvicorn.Server):
@@ -145,14 +158,20 @@ async def serve_http(
     allowed_origins: Sequence[str] = (),
     head_timeout: float = HEAD_TIMEOUT,
     body_timeout: float = BODY_TIMEOUT,
+    session_idle_timeout: float = SESSION_IDLE_TIMEOUT,
+    sessions_per_caller: int = MAX_SESSIONS_PER_CALLER,
 ) -> None:
     """Serve streamable HTTP on ``host:port`` (``port=0`` picks a free port) until cancelled.
 
     Both protocol eras are served on the same endpoint: 2026-07-28 requests are stateless,
     2025-11-25 clients get a session after ``initialize``. Every request passes an
     :class:`~toolcode.server.HTTPGuard` first (Host, Origin, and with ``tokens`` the bearer
-    token). A non-loopback ``host`` is refused without ``tokens``, and logs a warning when
-    served: this server speaks plain HTTP, so TLS belongs in a reverse proxy in front of it.
+    token and the session's owner). With ``tokens`` each caller holds at most
+    ``sessions_per_caller`` sessions: opening one more ends its least recently used, so that a
+    caller within its share can always open a session, whatever the others do; without tokens
+    (one local user) the server holds at most 10,000. A non-loopback ``host`` is refused without
+    ``tokens``, and logs a warning when served: this server speaks plain HTTP, so TLS belongs in a
+    reverse proxy in front of it.
     With ``toolcode.console.enabled`` the console is served under ``/console`` on the same port
     (signed in with the same tokens; docs/console.md).
 
@@ -172,18 +191,27 @@ async def serve_http(
             half-sent requests cannot hold the server's connections.
         body_timeout: Seconds a request's body may take to arrive after its head; a connection past
             it is closed.
+        session_idle_timeout: Seconds a 2025-11-25 session may go without a request in flight (no
+            request being served, no open ``GET`` stream) before it ends; its id answers 404 after.
+        sessions_per_caller: With ``tokens``, the sessions one caller may hold at once.
 
     Raises:
         ConfigurationError: A non-loopback ``host`` without ``tokens``; a malformed
-            ``allowed_hosts`` or ``allowed_origins`` entry; a port outside 0-65535.
+            ``allowed_hosts`` or ``allowed_origins`` entry; a port outside 0-65535; a timeout that
+            is not a finite number of seconds > 0; ``sessions_per_caller`` below 1.
         InvalidArgumentsError: The console is on and the toolbox has no state store.
     """
     check_bind(host, tokens)
     if not 0 <= port <= 65535:
         raise ConfigurationError("port", f"{port} is not a port number from 0 to 65535")
-    for field, seconds in (("head_timeout", head_timeout), ("body_timeout", body_timeout)):
-        if not seconds > 0:
-            raise ConfigurationError(field, f"{seconds!r} is not a number of seconds > 0")
+    timeouts = (
+        ("head_timeout", head_timeout),
+        ("body_timeout", body_timeout),
+        ("session_idle_timeout", session_idle_timeout),
+    )
+    for field, seconds in timeouts:
+        if not 0 < seconds < math.inf:
+            raise ConfigurationError(field, f"{seconds!r} is not a finite number of seconds > 0")
     bind_host = host.strip("[]") or "0.0.0.0"
     server = CodeModeServer(toolbox, expose=expose)
     sock = socket.socket(socket.AF_INET6 if ":" in bind_host else socket.AF_INET, socket.SOCK_STREAM)
@@ -198,11 +226,17 @@ async def serve_http(
         # guard in front applies the same checks with those additions, on every path.
         off = TransportSecuritySettings(enable_dns_rebinding_protection=False)
         security = off if allowed_hosts or allowed_origins else None
-        app = server.server.streamable_http_app(streamable_http_path=path, host=bind_host, transport_security=security)
+        # With tokens the guard bounds the sessions (per caller, and in all) and ends in the SDK each
+        # one it forgets: an SDK limit of its own would let one caller's sessions refuse every other's.
+        app = server.server.streamable_http_app(
+            streamable_http_path=path, host=bind_host, transport_security=security,
+            session_idle_timeout=session_idle_timeout, max_sessions=None if tokens is not None else MAX_SESSIONS,
+        )  # fmt: skip
         console = toolbox.settings.console.enabled
         guarded = HTTPGuard(
             _with_console(app, toolbox, tokens) if console else app, host=bind_host, port=bound_port, tokens=tokens,
             allowed_hosts=allowed_hosts, allowed_origins=allowed_origins, signs_in=("/console",) if console else (),
+            end_session=session_ender(server.server.session_manager), sessions_per_caller=sessions_per_caller,
         )  # fmt: skip
     except BaseException:
         sock.close()
