@@ -8,6 +8,7 @@ made one after the other never finish. That holds however loaded the machine is.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 from _toolcode_support import executor_of, make_runner
@@ -74,3 +75,41 @@ async def test_a_runs_calls_in_flight_at_once_are_bounded(
     # One more never meets: never more than n in flight (the first to give up says how many were left).
     with pytest.raises(CodeExecutionError, match=rf"only \d+ of {n + 1} calls were in flight at once"):
         await executor.execute(ExecuteParams(code=code.replace("N", str(n + 1)).replace("CALLS", str(n + 1))))
+
+
+async def test_a_waiting_call_that_is_cancelled_gives_its_turn_on() -> None:
+    # A place handed to a call cancelled while it waited must go on to the next call, or the run's
+    # calls would lose places one by one until none could be made.
+    import anyio
+
+    from toolcode.calls import CALLS_AT_ONCE, Call, Layer
+    from toolcode.calls._at_once import AtOnce
+
+    opened = anyio.Event()
+    made: list[str] = []
+
+    class Held(Layer):
+        async def call(self, call: Call) -> Any:
+            await opened.wait()
+            made.append(call.tool_id)
+
+    stack = AtOnce(Held(Layer.__new__(Layer)))
+    cancelled = anyio.CancelScope()
+
+    async def cancellable() -> None:
+        with cancelled:
+            await stack.call(Call("t:cancelled", {}))
+
+    async with anyio.create_task_group() as tg:
+        for i in range(CALLS_AT_ONCE):
+            tg.start_soon(stack.call, Call(f"t:{i}", {}))
+        tg.start_soon(cancellable)
+        tg.start_soon(stack.call, Call("t:last", {}))
+        await anyio.wait_all_tasks_blocked()
+        cancelled.cancel()  # the first waiting call, cancelled while it waited for a place
+        await anyio.wait_all_tasks_blocked()
+        opened.set()
+    assert sorted(made) == sorted([f"t:{i}" for i in range(CALLS_AT_ONCE)] + ["t:last"])
+    for i in range(2 * CALLS_AT_ONCE):  # every place is free again
+        await stack.call(Call(f"t:after{i}", {}))
+    assert len(made) == 3 * CALLS_AT_ONCE + 1

@@ -3,11 +3,12 @@
 A snippet may fan out thousands of calls at once (``run_tools``, ``asyncio.gather`` of
 ``run_tool_async``): started together, they held the event loop and every upstream while other
 callers' runs waited. Past :data:`CALLS_AT_ONCE`, a call waits for one of the run's calls in flight
-to end. Calls started early (:mod:`._early`) take their places from the same count.
+to end, in the order they came. Calls started early (:mod:`._early`) take their places from the same count.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from typing import Final
 
 import anyio
@@ -22,14 +23,44 @@ CALLS_AT_ONCE: Final = 16
 
 
 class AtOnce(Layer):
-    """Lets at most :data:`CALLS_AT_ONCE` calls of one run (or door call) go on at once; the rest wait their turn."""
+    """Lets at most :data:`CALLS_AT_ONCE` calls of one run (or door call) go on at once; the rest wait their turn.
 
-    __slots__ = ("_places",)
+    A call that finds a free place takes it without a turn of the event loop (the common case, on
+    every call of a loop); one that ends hands its place to the first call waiting.
+    """
+
+    __slots__ = ("_busy", "_waiting")
 
     def __init__(self, inner: Layer) -> None:
         super().__init__(inner)
-        self._places = anyio.CapacityLimiter(CALLS_AT_ONCE)
+        self._busy = 0
+        self._waiting: deque[anyio.Event] = deque()
 
     async def call(self, call: Call) -> RunResult:
-        async with self._places:
+        if self._busy < CALLS_AT_ONCE and not self._waiting:
+            self._busy += 1
+        else:
+            await self._wait()
+        try:
             return await self.inner.call(call)
+        finally:
+            self._leave()
+
+    async def _wait(self) -> None:
+        """Returns holding a place, handed over by a call that ended."""
+        turn = anyio.Event()
+        self._waiting.append(turn)
+        try:
+            await turn.wait()
+        except BaseException:
+            if turn.is_set():
+                self._leave()  # handed a place, then cancelled: it goes on to the next
+            else:
+                self._waiting.remove(turn)
+            raise
+
+    def _leave(self) -> None:
+        if self._waiting:
+            self._waiting.popleft().set()  # the place passes on; the count stays
+        else:
+            self._busy -= 1
