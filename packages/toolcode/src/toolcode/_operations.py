@@ -31,9 +31,9 @@ from toolrun import RunResult
 __all__ = ["Operations"]
 
 _UNSEEN: Any = object()
+"""A tool whose signature ``call_tool`` has not looked up yet in this run."""
 _PARSED_AT_A_TIME = 500
 """``run_tools`` reads its calls this many at a time, giving the event loop back in between."""
-"""A tool whose signature ``call_tool`` has not looked up yet in this run."""
 _log = get_logger("toolcode.operations")
 
 
