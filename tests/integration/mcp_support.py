@@ -191,3 +191,29 @@ status = git.git_status(repo_path=input["repo"])
 __out = {"zone": paris["timezone"], "untracked": "notes.txt" in status}
 """
 """A correct snippet over ``time_git_config`` (``input["repo"]``: the repository's path)."""
+
+
+@asynccontextmanager
+async def serving_http(**options: object) -> AsyncIterator[str]:
+    """An in-process ``serve_http`` on 127.0.0.1 (a free port) over an empty toolbox: its MCP URL; stopped afterwards.
+
+    ``options`` are ``serve_http``'s keyword arguments (``tokens``, the deadlines, the shares).
+    """
+    import anyio
+
+    from toolcode import Toolbox
+    from toolcode.server import serve_http
+
+    ready = anyio.Event()
+    urls: list[str] = []
+
+    def on_ready(url: str) -> None:
+        urls.append(url)
+        ready.set()
+
+    async with Toolbox() as box, anyio.create_task_group() as tg:
+        tg.start_soon(lambda: serve_http(box, "127.0.0.1", 0, on_ready=on_ready, **options))  # type: ignore[arg-type]
+        with anyio.fail_after(60):
+            await ready.wait()
+        yield urls[0]
+        tg.cancel_scope.cancel()

@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator
 
 import anyio
 import pytest
+from mcp_support import serving_http
 
 from toolcode import Toolbox
 from toolcode.exceptions import ConfigurationError
@@ -44,29 +45,9 @@ async def patient_port() -> AsyncIterator[int]:
 
 
 async def _serving(body_timeout: float) -> AsyncIterator[int]:
-    ready = anyio.Event()
-    url: list[str] = []
-
-    def on_ready(u: str) -> None:
-        url.append(u)
-        ready.set()
-
-    async with Toolbox() as box, anyio.create_task_group() as tg:
-        tg.start_soon(
-            lambda: serve_http(
-                box,
-                "127.0.0.1",
-                0,
-                on_ready=on_ready,
-                tokens=BearerTokens({"alice": TOKEN, "bob": BOB}),
-                head_timeout=HEAD_TIMEOUT,
-                body_timeout=body_timeout,
-            )
-        )
-        with anyio.fail_after(HANG):
-            await ready.wait()
-        yield int(url[0].rsplit(":", 1)[1].split("/")[0])
-        tg.cancel_scope.cancel()
+    tokens = BearerTokens({"alice": TOKEN, "bob": BOB})
+    async with serving_http(tokens=tokens, head_timeout=HEAD_TIMEOUT, body_timeout=body_timeout) as url:
+        yield int(url.rsplit(":", 1)[1].split("/")[0])
 
 
 def _closed_by_server(sock: socket.socket) -> tuple[bool, bytes]:

@@ -19,6 +19,7 @@ import httpx2
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp_support import serving_http
 
 from toolcode import Toolbox
 from toolcode.exceptions import ConfigurationError
@@ -44,23 +45,8 @@ PING = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "ping"})
 
 @pytest.fixture
 async def url() -> AsyncIterator[str]:
-    ready = anyio.Event()
-    urls: list[str] = []
-
-    def on_ready(u: str) -> None:
-        urls.append(u)
-        ready.set()
-
-    async with Toolbox() as box, anyio.create_task_group() as tg:
-        tg.start_soon(
-            lambda: serve_http(
-                box, "127.0.0.1", 0, on_ready=on_ready, tokens=BearerTokens(TOKENS), sessions_per_caller=SHARE
-            )
-        )
-        with anyio.fail_after(HANG):
-            await ready.wait()
-        yield urls[0]
-        tg.cancel_scope.cancel()
+    async with serving_http(tokens=BearerTokens(TOKENS), sessions_per_caller=SHARE) as u:
+        yield u
 
 
 def _client(who: str) -> httpx2.AsyncClient:
