@@ -7,7 +7,7 @@ from typing import Any, cast
 import pytest
 
 from toolcode._audit import AuditTrail, tool_hash
-from toolcode._paused import PausedRun
+from toolcode._paused_run import PausedRun
 from toolcode._settings import AuditSettings, PolicySettings
 from toolcode._types import CallPaused, PauseState
 from toolcode._view import CatalogView

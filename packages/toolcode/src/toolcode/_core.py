@@ -27,7 +27,7 @@ from toolcode._operations import Operations
 from toolcode._options import ExecuteOptions, parse_options
 from toolcode._otel import run_span
 from toolcode._outcome import APPROVAL_OP, outcome, paused_result
-from toolcode._paused import Decision, PausedRun, check_decision
+from toolcode._paused_run import Decision, PausedRun, check_decision
 from toolcode._saved_snippet import SavedSnippet
 from toolcode._services import Services, Stores
 from toolcode._sessions import SessionRun, Sessions, owner_of, session_imports

@@ -32,7 +32,7 @@ from toolcode._offload import run_here, runs_for
 from toolcode._operations import Operations
 from toolcode._options import ExecuteOptions, ResolvedOptions
 from toolcode._otel import run_span
-from toolcode._paused import PausedRun, new_execution_id
+from toolcode._paused_run import PausedRun, new_execution_id
 from toolcode._saved_snippet import SavedSnippet
 from toolcode._services import Services
 from toolcode._sessions import owner_of
@@ -140,7 +140,7 @@ class Executor:
         """Continue a paused run from the call it stopped at (its decision already applied).
 
         Args:
-            paused: The run, with the decision recorded (:meth:`~toolcode._paused.PausedRun.apply`).
+            paused: The run, with the decision recorded (:meth:`~toolcode._paused_run.PausedRun.apply`).
             session: The run's session (:class:`~toolcode.SessionState`), when it runs in one.
             listen: Who hears of the run as it goes.
 

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 from toolcode._errors import error_info
-from toolcode._paused import DECISIONS, Decision, PausedRun
+from toolcode._paused_run import DECISIONS, Decision, PausedRun
 from toolcode._types import ExecuteResult, LimitsReport, ToolCallRecord
 from toolcode._view import CatalogView
 from toolcode.calls import PendingCall

@@ -336,7 +336,7 @@ class ApprovalRequiredError(ToolCodeError, code=ErrorCode.APPROVAL_REQUIRED):
     continues the run from that call.
 
     Attributes:
-        paused: The paused run (``toolcode._paused.PausedRun``): its id, the pending calls, the
+        paused: The paused run (``toolcode._paused_run.PausedRun``): its id, the pending calls, the
             snippet line, and everything needed to continue it.
     """
 

@@ -231,7 +231,7 @@ _LABELS = {"y": "approve once", "r": "approve for this run", "n": "deny", "a": "
 def ask_terminal(pending: Sequence[PendingCall | PendingCallInfo], line: int | None, code: str) -> str | None:
     """Ask the person at the terminal about pending calls; ``None``: leave the run paused.
 
-    Every call is shown whole (:func:`~toolcode._paused.shown_to_decide`); calls too long to show
+    Every call is shown whole (:func:`~toolcode._outcome.shown_to_decide`); calls too long to show
     may only be denied, stopped or left paused here.
     """
     err = stderr()

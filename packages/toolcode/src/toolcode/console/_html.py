@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from toolcode._outcome import visible
-from toolcode._paused import DECISIONS, PausedRun
+from toolcode._paused_run import DECISIONS, PausedRun
 from toolcode._settings import Settings
 from toolcode.console._auth import Viewer
 from toolcode.console._views import DECISIONS as AUDIT_DECISIONS

@@ -26,7 +26,7 @@ from toolcode import _paused, _results, _sessions
 from toolcode._audit import AuditEntry, tool_definition, tool_hash
 from toolcode._core import CodeMode
 from toolcode._metatools import as_operator
-from toolcode._paused import PausedRun
+from toolcode._paused_run import PausedRun
 from toolcode.console._auth import Viewer
 from toolcode.exceptions import InvalidArgumentsError, clip
 from toolcode.models import ExecuteOutcome

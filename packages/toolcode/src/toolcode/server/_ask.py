@@ -15,7 +15,7 @@ from mcp.server import ServerRequestContext
 
 from toolcode._core import CodeMode
 from toolcode._outcome import shown_to_decide
-from toolcode._paused import DECISIONS
+from toolcode._paused_run import DECISIONS
 from toolcode._types import OnToolCall
 from toolcode.calls import Asker, PendingCall
 from toolcode.exceptions import clip
