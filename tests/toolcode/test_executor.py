@@ -339,3 +339,26 @@ async def test_run_tool_keywords_use_the_signature_names(engine: str) -> None:
         with pytest.raises(CodeExecutionError, match=r"r:span.*'from'.*twice"):
             await ex.execute(ExecuteParams(code=twice, options=ExecuteOptions(type_check="off")))
     await runner.aclose()
+
+
+@pytest.mark.parametrize("engine", ["inprocess", "monty"])
+async def test_the_snippet_globals_are_values_too(engine: str) -> None:
+    # `f = run_tool` was a NameError in the sandbox: a global could be called, not read.
+    index, store, runner = await make_runner()
+    async with executor_of(index=index, store=store, runner=runner, engine=engine) as ex:
+        code = (
+            "import asyncio\n"
+            "call = run_tool\n"
+            "by_name = {'sync': run_tool, 'async': run_tool_async, 'many': run_tools}\n"
+            "a = call('t:add', a=1, b=2)\n"
+            "b = await by_name['async']('t:add', a=3, b=4)\n"
+            "c = by_name['many']([('t:add', {'a': 5, 'b': 6})])\n"
+            "[a, b, c]"
+        )
+        res = await ex.execute(ExecuteParams(code=code))
+        assert res.value == [3, 7, [11]]
+        assert [r.tool_id for r in res.tool_calls] == ["t:add"] * 3
+        # The check before the run accepts an aliased call (type_check is on by default).
+        ok = await ex.execute(ExecuteParams(code="f = run_tool\nf('t:add', a=1, b=1)"))
+        assert ok.value == 2
+    await runner.aclose()

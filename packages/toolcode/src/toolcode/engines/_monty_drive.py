@@ -36,7 +36,20 @@ _ASYNC_NAMES = async_names()
 _SLEEPS = frozenset({"time.sleep", "system.sleep"})
 _ASYNC_SLEEPS = frozenset({"asyncio.sleep", "system.async_sleep"})
 _MODULE_PREFIX = PACKAGE + "."
-"""What Monty puts in place of a value nested deeper than its recursion limit when it leaves the sandbox."""
+
+
+def _named(name: str) -> Callable[..., Any]:
+    """A host function the sandbox knows as ``name``: its calls come back to the drive by that name."""
+
+    def answered_by_the_drive(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError(f"{name} is answered by the drive, never called in the host")  # pragma: no cover
+
+    answered_by_the_drive.__name__ = answered_by_the_drive.__qualname__ = name
+    return answered_by_the_drive
+
+
+_AS_VALUES: dict[str, Callable[..., Any]] = {name: _named(name) for name in (*_SYNC_NAMES, *_ASYNC_NAMES)}
+"""The globals a snippet may read as values (``f = run_tool``), each as the host function it names."""
 
 
 class Paused(Exception):
@@ -140,7 +153,10 @@ class Drive:
         if isinstance(snap, pm.AsyncFutureSnapshot):
             return await self._future(snap)
         if isinstance(snap, pm.AsyncNameLookupSnapshot):
-            return await snap.resume_auto()
+            # ``f = run_tool``: a global read as a value is the host function it names (the sandbox
+            # calls it by that name, as if written out).
+            host = _AS_VALUES.get(snap.variable_name) if snap.object_id is None else None
+            return await (snap.resume_auto() if host is None else snap.resume(value=host))
         assert isinstance(snap, pm.AsyncFunctionSnapshot)  # the loop ends at completion
         name = snap.function_name
         if not snap.is_os_function:
