@@ -362,3 +362,23 @@ async def test_the_snippet_globals_are_values_too(engine: str) -> None:
         ok = await ex.execute(ExecuteParams(code="f = run_tool\nf('t:add', a=1, b=1)"))
         assert ok.value == 2
     await runner.aclose()
+
+
+async def test_a_tool_called_from_a_builtins_callback_says_what_to_write_instead() -> None:
+    # Monty cannot suspend inside map/filter/sorted's key: the run fails, and the error says how to
+    # write the same calls so that they run.
+    from toolcode._errors import error_info
+
+    index, store, runner = await make_runner()
+    async with executor_of(index=index, store=store, runner=runner, engine="monty") as ex:
+        for code in (
+            "list(map(lambda a: run_tool('t:add', a=a, b=1), [1, 2]))",
+            "def one(a):\n    return run_tool('t:add', a=a, b=1)\nsorted([2, 1], key=one)",
+        ):
+            with pytest.raises(CodeExecutionError) as got:
+                await ex.execute(ExecuteParams(code=code))
+            info = error_info(got.value)
+            assert info.code == "runtime_error" and info.hint is not None and "list comprehension" in info.hint
+        written = await ex.execute(ExecuteParams(code="[run_tool('t:add', a=a, b=1) for a in [1, 2]]"))
+        assert written.value == [2, 3]
+    await runner.aclose()

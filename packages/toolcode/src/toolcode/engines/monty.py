@@ -47,6 +47,12 @@ _FETCH_IN_FEED_CHARS = 4_000
 """Snippets up to this long that set ``__out`` and end in a statement fetch it in the same feed (parsed to know)."""
 _MEMORY_RE = re.compile(r"memory limit exceeded: (\d+) bytes > (\d+) bytes")
 _WORKER_OUT_OF_MEMORY = "the worker exceeded its memory limit"
+_CANNOT_SUSPEND = "cannot suspend in this synchronous context"
+"""What Monty says of a host call made from a function a builtin calls back (``map``, ``sorted``'s key)."""
+_CANNOT_SUSPEND_HINT = (
+    "a function that map, filter, or a key= of sorted, min or max calls cannot call a tool in this sandbox: "
+    "call it in a for loop or a list comprehension instead"
+)
 """What Monty says when the worker process, not the heap's count, went over the limit (a very long snippet, say)."""
 _MODULE_CACHE = 16
 
@@ -314,7 +320,7 @@ class MontyEngine:
         frames = e.traceback()
         frame = frames[-1] if frames else None
         tool_error = raised.get(message)
-        return CodeExecutionError(
+        err = CodeExecutionError(
             "ToolError" if tool_error is not None else exc_type,
             message,
             line=frame.line if frame else None,
@@ -323,6 +329,9 @@ class MontyEngine:
             tool_code=tool_error.code if tool_error is not None else None,
             traceback=e.display("traceback"),
         )
+        if exc_type == "NotImplementedError" and _CANNOT_SUSPEND in message:
+            err.hint = _CANNOT_SUSPEND_HINT
+        return err
 
     async def aclose(self) -> None:
         """Shut the worker pool down; idempotent (a later run starts a new pool)."""
