@@ -101,7 +101,10 @@ ERROR_CODE_MEANINGS: Final[dict[ErrorCode, str]] = {
     ErrorCode.INVALID_REFERENCE: "a chain step refers to a result path that does not exist",
     ErrorCode.STATE_UNAVAILABLE: "the state store (the SQLite file, Redis) cannot be reached or written; "
     "nothing was half-written",
-    ErrorCode.SESSION_LIMIT: "a session limit was hit: too many sessions, or a session's state over its size limit",
+    ErrorCode.SESSION_LIMIT: (
+        "a session limit was hit: too many sessions, a session's state over its size limit, or a run of the "
+        "session waits for a decision (runs_while_paused)"
+    ),
     ErrorCode.QUOTA_EXCEEDED: "a caller's quota is used up (paused runs, saved snippets): free some, then try again",
     ErrorCode.RESPONSE_TOO_LARGE: "an upstream tool's reply was larger than its server's `maxResponseBytes`, so it "
     "was not read; the message names the server, the tool and the bound",

@@ -8,7 +8,7 @@ Every error derives from :class:`ToolCodeError` and carries a stable :class:`Err
     ├── InvalidArgumentsError     an operation's argument or option is invalid (names the field)
     ├── StateUnavailableError     the state store cannot be reached or written
     │   └── StateConflictError    a conditional write lost to another writer
-    ├── SessionLimitError         too many sessions, or a session's state too large
+    ├── SessionLimitError         too many sessions, a session's state too large, or one paused
     ├── ConfigurationError        invalid configuration: config file, engine, executor setup (names the field)
     ├── LimitExceededError        a limit stopped the run (which limit, its value, what was reached)
     ├── ApprovalRequiredError     not a failure: the run paused at a call that waits for a decision
