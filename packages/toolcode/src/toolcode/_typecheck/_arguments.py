@@ -312,9 +312,10 @@ def _declared(schema: Mapping[str, Any], top: bool = True) -> set[str] | None:
         said = said or bool(branch)
         names |= branch
     for key in ("dependentRequired", "dependencies"):
-        asked = schema.get(key)
-        for listed in asked.values() if is_dict(asked) else []:
-            names.update(_listed(listed))
+        asked: object = schema.get(key)
+        if is_dict(asked):
+            for listed in cast("dict[str, object]", asked).values():
+                names.update(_listed(listed))
     return names if said or not top else None
 
 
