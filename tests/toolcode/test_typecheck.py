@@ -951,6 +951,14 @@ _WIDE: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
         {**_PET, "if": {"required": ["name"]}, "then": {"properties": {"age": {"type": "integer"}}}},
         {"id": 1, "age": 9},
     ),
+    "dependent_schemas": (
+        {**_PET, "dependentSchemas": {"name": {"properties": {"age": {"type": "integer"}}}}},
+        {"id": 1, "name": "Rex", "age": 9},
+    ),
+    "dependencies": (
+        {**_PET, "dependencies": {"name": {"properties": {"age": {"type": "integer"}}}, "id": ["name"]}},
+        {"id": 1, "name": "Rex", "age": 9},
+    ),
     "ref_siblings": (
         {"$defs": _DEFS, "$ref": "#/$defs/Pet", "properties": {"age": {"type": "integer"}}},
         {"id": 1, "age": 9},

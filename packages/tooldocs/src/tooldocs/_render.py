@@ -49,6 +49,8 @@ _MAX_STACK = 64
 _OBJECT_KEYS = ("properties", "additionalProperties", "patternProperties", "required")
 # Keywords that add keys to an object from elsewhere; branches (all but allOf) add optional ones.
 _BRANCH_KEYS = ("anyOf", "oneOf", "then", "else")
+# Keywords whose schemas, one per key, apply when the object has that key: they add optional keys too.
+_DEPENDENT_KEYS = ("dependentSchemas", "dependencies")
 
 
 @dataclass(frozen=True, slots=True)
@@ -375,7 +377,7 @@ def _is_merged_object(schema: Mapping[str, Any]) -> bool:
         return True
     if "anyOf" in schema or "oneOf" in schema:
         return any(k in schema for k in _OBJECT_KEYS)
-    return "then" in schema or "else" in schema
+    return "then" in schema or "else" in schema or any(isinstance(schema.get(k), dict) for k in _DEPENDENT_KEYS)
 
 
 class _Renderer:
@@ -558,7 +560,7 @@ class _Renderer:
 
     def _gather(self, s: dict[str, Any], path: str, out: _Merged, *, optional: bool) -> bool:
         # The stub must admit every key the schema does: allOf members and $ref siblings add
-        # their keys as declared, branches (oneOf/anyOf/then/else) as optional ones.
+        # their keys as declared, branches (oneOf/anyOf/then/else, dependentSchemas) as optional ones.
         if not self.visit(path):
             return False
         t = s.get("type")
@@ -609,6 +611,11 @@ class _Renderer:
                 parts += [(key, m) for m in cast("list[Any]", branch)]
             elif key in ("then", "else") and branch is not None:
                 parts.append((key, branch))
+        for key in _DEPENDENT_KEYS:
+            by_key = s.get(key)
+            if isinstance(by_key, dict):
+                # ``dependencies`` also lists names (``{"a": ["b"]}``): those add no key of their own.
+                parts += [(key, m) for m in cast("dict[str, Any]", by_key).values() if not isinstance(m, list)]
         for i, (key, m) in enumerate(parts):
             if m is True or m is False:
                 continue  # admits anything (keys declared elsewhere) or nothing: adds no key

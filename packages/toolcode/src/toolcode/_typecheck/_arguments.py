@@ -152,6 +152,8 @@ class _Arguments:
         """JSON paths of the parts computed at run time."""
         self.open: set[str] = set()
         """JSON paths of objects that may hold keys the text does not show (``**spread``, computed keys)."""
+        self.replaceable: set[str] = set()
+        """JSON paths of values a ``**spread`` after them may replace (a dict display's, ``run_tool``'s ``args``')."""
         self.where: dict[str, ast.AST] = {}
         """JSON path → the node that writes that part."""
         self.keys: dict[str, ast.AST] = {}
@@ -222,12 +224,28 @@ class _Arguments:
                     self.merge(path, here, obj, zip(spread.keys, spread.values, strict=True), names)
                 else:
                     self.open.add(here)  # keys known only at run time
+                    self._replaced(path, obj)
             elif isinstance(k, ast.Constant) and isinstance(k.value, str):
                 key = k.value if names is None else self._keyword(names, k.value, k)
-                self.keys[json_path((*path, key))] = k
+                at = json_path((*path, key))
+                self.keys[at] = k
                 obj[key] = self.put((*path, key), v)
+                if names is None:
+                    self.replaceable.add(at)
             else:
                 self.open.add(here)
+                self._replaced(path, obj)
+
+    def _replaced(self, path: tuple[str | int, ...], obj: dict[str, Any]) -> None:
+        """A key or ``**spread`` known only at run time may replace the values written before it: unknown now.
+
+        A keyword cannot be replaced (Python refuses a keyword given twice), so only a display's
+        values and those of ``run_tool``'s ``args`` are.
+        """
+        for key in obj:
+            at = json_path((*path, key))
+            if at in self.replaceable:
+                obj[key] = self._unknown(at)
 
     def _keyword(self, names: Signature, written: str, node: ast.AST) -> str:
         """The wire name of a keyword written ``written``; one given under both its names is the run's error."""
@@ -260,6 +278,11 @@ def _related(path: str, other: str) -> bool:
     return inner.startswith(outer) and inner[len(outer)] in ".["
 
 
+def _within(path: str, other: str) -> bool:
+    """Whether ``path`` is ``other`` or inside it."""
+    return path == other or (path.startswith(other) and path[len(other)] in ".[")
+
+
 def _parent(path: str) -> str:
     segments = _SEGMENT.findall(path[1:])
     return "$" + "".join(segments[:-1])
@@ -268,8 +291,12 @@ def _parent(path: str) -> str:
 def _declared(schema: Mapping[str, Any], top: bool = True) -> set[str] | None:
     """The argument names a tool declares (``None``: it takes any, or its schema does not say plainly).
 
-    A schema without ``properties`` anywhere declares nothing, which means "any arguments" (as
-    the signature shows it: ``**kwargs``); ``"properties": {}`` means "no arguments".
+    A name is declared wherever a schema that applies to the arguments object names it: under
+    ``properties`` or ``required``, its own or those of a subschema it applies (``allOf``,
+    ``anyOf``, ``oneOf``, ``if``/``then``/``else``, ``dependentSchemas``, ``dependencies``), or as a
+    key ``dependentRequired`` asks for. A schema without ``properties`` anywhere declares nothing,
+    which means "any arguments" (as the signature shows it: ``**kwargs``); ``"properties": {}``
+    means "no arguments".
     """
     extra = schema.get("additionalProperties")
     if extra is True or is_dict(extra) or schema.get("patternProperties") or "$ref" in schema:
@@ -277,17 +304,37 @@ def _declared(schema: Mapping[str, Any], top: bool = True) -> set[str] | None:
     props = schema.get("properties")
     said = is_dict(props)
     names: set[str] = set(props) if is_dict(props) else set()
+    names.update(_listed(schema.get("required")))
+    for branch_schema in _applied(schema):
+        branch = _declared(branch_schema, top=False)
+        if branch is None:
+            return None
+        said = said or bool(branch)
+        names |= branch
+    for key in ("dependentRequired", "dependencies"):
+        asked: object = schema.get(key)
+        if is_dict(asked):
+            for listed in cast("dict[str, object]", asked).values():
+                names.update(_listed(listed))
+    return names if said or not top else None
+
+
+def _listed(value: object) -> list[str]:
+    """The names in a list of property names (``required``, a ``dependentRequired`` entry); none for another value."""
+    return [n for n in value if isinstance(n, str)] if is_list(value) else []
+
+
+def _applied(schema: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The subschemas ``schema`` applies to the same object (its combinators, conditions and dependencies)."""
+    out: list[Mapping[str, Any]] = []
     for key in ("allOf", "anyOf", "oneOf"):
         branches = schema.get(key)
-        for b in branches if is_list(branches) else []:
-            if not is_dict(b):
-                continue
-            branch = _declared(b, top=False)
-            if branch is None:
-                return None
-            said = said or bool(branch)
-            names |= branch
-    return names if said or not top else None
+        out += [b for b in branches if is_dict(b)] if is_list(branches) else []
+    out += [b for key in ("if", "then", "else") if is_dict(b := schema.get(key))]
+    for key in ("dependentSchemas", "dependencies"):
+        by_name = schema.get(key)
+        out += [b for b in by_name.values() if is_dict(b)] if is_dict(by_name) else []
+    return out
 
 
 def _uses_if(schema: object, depth: int = 0) -> bool:
@@ -380,7 +427,7 @@ class ArgumentChecker:
         bad = check_arguments(plain)
         if bad is not None:
             return [] if any(_related(bad.path, u) for u in value.unknown) else [bad]
-        if value.unknown and _uses_if(tool.input_schema):
+        if (value.unknown or value.open) and _uses_if(tool.input_schema):
             return []
         compiled = self._schemas(tool)
         if compiled is None:
@@ -392,6 +439,8 @@ class ArgumentChecker:
                 continue
             if p.message == "required property is missing" and _parent(p.path) in value.open:
                 continue
+            if any(_within(o, p.path) for o in value.open):
+                continue  # about an object some keys of which are known at run time only (``minProperties``)
             if closed and p.message == _UNEXPECTED and _parent(p.path) == "$":
                 continue  # already reported, with a suggestion
             out.append(p)
