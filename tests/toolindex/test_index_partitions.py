@@ -183,7 +183,9 @@ def _ledger() -> InMemoryIndex:
         Tool(name="rates", namespace="bank", description="Alice's rates.", version="2"),
     ]
     index.register_many([(t, BackendRef.local("f")) for t in alices], partition="alice")
-    index.register(Tool(name="ledger", namespace="snippets", description="Bob's."), BackendRef.local("f"), partition="bob")
+    index.register(
+        Tool(name="ledger", namespace="snippets", description="Bob's."), BackendRef.local("f"), partition="bob"
+    )
     return index
 
 

@@ -626,7 +626,6 @@ class InMemoryIndex:
         namespace: str | None = None,
         namespaces: Sequence[str] | None = None,
         partitions: Collection[str] | None = None,
-        exclude: Collection[str] = frozenset(),
     ) -> ToolPage:
         """A page of tools in id order.
 
@@ -637,8 +636,6 @@ class InMemoryIndex:
             namespaces: Only tools of these namespaces (combined with ``namespace``: both must hold).
             partitions: Only the public tools and those of these partitions, as if no other were
                 registered (pages stay full, no cursor names another); ``None`` lists every tool.
-            exclude: Ids listed as if they were not registered (pages stay full, cursors never
-                name one).
 
         Returns:
             The page; ``next_cursor`` is ``None`` on the last one.
@@ -671,7 +668,6 @@ class InMemoryIndex:
                 and (namespace is None or t.namespace == namespace)
                 and (among is None or t.namespace in among)
                 and sees(tid, seen)
-                and tid not in exclude
             )
             page = ids[:limit]
             tools = tuple(self._tools[i] for i in page)

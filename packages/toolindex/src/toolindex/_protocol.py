@@ -97,7 +97,6 @@ class Index(Protocol):
         namespace: str | None = None,
         namespaces: Sequence[str] | None = None,
         partitions: Collection[str] | None = None,
-        exclude: Collection[str] = frozenset(),
     ) -> ToolPage:
         """A page of tools in id order (some namespaces, ``partitions`` only); ``next_cursor`` for more."""
         ...
