@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from toolcode import Settings, Toolbox
+from toolcode import Settings, Toolbox, ToolError
 from toolcode._settings import PolicySettings, StateSettings
 from toolrun import LocalBackend
 
@@ -140,3 +140,21 @@ async def test_paging_the_catalog_shows_nothing_of_another_callers_snippets(box:
     assert not any("wire_transfer_acme" in c for c in cursors), cursors
     everything = await box.codemode.list_tools(None, None, 1000, caller=BOB)
     assert "snippets:wire_transfer_acme" not in [t.id for t in everything.tools]
+
+
+async def test_an_unknown_id_suggests_three_the_caller_sees_though_another_callers_is_closer(box: Toolbox) -> None:
+    # Suggestions were the index's three nearest ids over every tool, less those hidden from the
+    # caller: alice's private snippet, the nearest of all, took a place and left bob two (which
+    # told him that something he may not see stood there).
+    cm = box.codemode
+    for name in ("wire_transfers", "wire_transfer_ach"):
+        await cm.save_snippet(name, "__out = 1", "Bob's other transfers.", caller=BOB)
+    for asked in ("snippets:wire_transfer_acme", "wire_transfer_acme"):
+        with pytest.raises(ToolError) as info:
+            await cm.run_tool(asked, {"account": "x"}, caller=BOB)
+        assert info.value.code == "unknown_tool", info.value
+        near = (info.value.hint or "").removeprefix("nearest tools: ").split(", ")
+        assert sorted(near) == ["snippets:wire_transfer", "snippets:wire_transfer_ach", "snippets:wire_transfers"], near
+    with pytest.raises(ToolError) as info:
+        await cm.run_tool("snippets:wire_transfer_acm", {"account": "x"}, caller=ALICE)
+    assert "snippets:wire_transfer_acme" in (info.value.hint or ""), info.value

@@ -889,16 +889,19 @@ async def test_a_result_handed_straight_to_len_is_checked() -> None:
 
 async def test_a_kept_answer_is_for_the_same_view_only() -> None:
     index = await _one_int_tool()
+    tool = index.get("x:f")
+    index.register(tool, index.backends("x:f"), partition="alice")  # alice's own, as a private snippet is
     checker = TypeChecker(ToolModules(index))
     code = "r = run_tool('x:f', {'a': 1})"
+    alice = CatalogView(index, None, partitions=["alice"])
     try:
-        assert await checker.check(code, CatalogView(index, None)) == []
+        assert await checker.check(code, alice) == []
         # The same snippet for a caller who may not see the tool (another caller's private snippet,
         # a namespace outside its view): the tool does not exist for it.
-        for view in (CatalogView(index, None, hidden={"x:f"}), CatalogView(index, ["y"])):
+        for view in (CatalogView(index, None, partitions=["bob"]), CatalogView(index, ["y"], partitions=["alice"])):
             [found] = await checker.check(code, view)
             assert found.code == "unknown_tool", found
-        assert await checker.check(code, CatalogView(index, None)) == []
+        assert await checker.check(code, alice) == []
     finally:
         await checker.aclose()
 

@@ -9,13 +9,22 @@ an index that never held it: nothing of its words shows in them.
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from toolindex import BackendRef, InMemoryIndex, SearchHit, SearchParams, Tool
+from toolindex import (
+    AmbiguousToolIDError,
+    BackendRef,
+    InMemoryIndex,
+    SearchHit,
+    SearchParams,
+    Tool,
+    ToolNotFoundError,
+)
 
 DATA = json.loads((Path(__file__).parent / "data" / "mini_catalog.json").read_text())
 PUBLIC = [Tool.from_mcp(t, namespace=t["namespace"]) for t in DATA["tools"]]
@@ -153,3 +162,95 @@ def test_partition_arguments_are_checked() -> None:
     assert len(index) == 0
     with pytest.raises(ValueError, match="partitions"):
         index.search("zeusmerger", partitions="alice")
+    for lookup in (index.get, index.resolve, index.suggest):
+        with pytest.raises(ValueError, match="partitions"):
+            lookup("zeusmerger", partitions="alice")
+    with pytest.raises(ValueError, match="partitions"):
+        index.list_tools(partitions="alice")
+    with pytest.raises(ValueError, match="partitions"):
+        index.namespaces(partitions="alice")
+
+
+def _ledger() -> InMemoryIndex:
+    """Public bank tools; alice's tools, one named closer to a guess than any public one; bob's own."""
+    index = InMemoryIndex()
+    public = ["wire_transfer", "wire_transfers", "wire_transfer_ach", "notes"]
+    index.register_many([(Tool(name=n, namespace="bank", description="Bank."), BackendRef.mcp("bank")) for n in public])
+    index.register(Tool(name="rates", namespace="bank", description="Rates.", version="1"), BackendRef.mcp("bank"))
+    alices = [
+        Tool(name="wire_transfer_acme", namespace="snippets", description="Alice's."),
+        Tool(name="notes", namespace="snippets", description="Alice's notes."),
+        Tool(name="rates", namespace="bank", description="Alice's rates.", version="2"),
+    ]
+    index.register_many([(t, BackendRef.local("f")) for t in alices], partition="alice")
+    index.register(
+        Tool(name="ledger", namespace="snippets", description="Bob's."), BackendRef.local("f"), partition="bob"
+    )
+    return index
+
+
+def test_lookups_given_partitions_read_only_the_public_tools_and_theirs() -> None:
+    index = _ledger()
+    bob = ["bob"]
+    # Suggestions: the three closest bob may see, though alice's tool is closer than all of them.
+    assert "snippets:wire_transfer_acme" in index.suggest("wire_transfer_acme")  # no partitions: every tool
+    near = index.suggest("wire_transfer_acme", partitions=bob)
+    assert len(near) == 3 and all(i.startswith("bank:wire_transfer") for i in near), near
+    assert index.suggest("wire_transfer_acme", partitions=bob, namespaces=["snippets"]) == []
+    assert index.suggest("ledgr", partitions=bob) == ["snippets:ledger"]
+    assert index.suggest("ledgr", partitions=[]) == []
+    # Ids: another partition's tool is not there; a bare name resolves among the tools bob sees.
+    with pytest.raises(ToolNotFoundError) as e:
+        index.get("snippets:wire_transfer_acme", partitions=bob)
+    assert len(e.value.suggestions) == 3 and "snippets:wire_transfer_acme" not in e.value.suggestions
+    with pytest.raises(ToolNotFoundError):
+        index.get("wire_transfer_acme", partitions=bob)
+    assert index.get("snippets:wire_transfer_acme", partitions=["alice"]).description == "Alice's."
+    assert index.get("notes", partitions=bob).id == "bank:notes"
+    with pytest.raises(AmbiguousToolIDError) as amb:
+        index.get("notes", partitions=["alice"])
+    assert amb.value.candidates == ["bank:notes", "snippets:notes"]
+    with pytest.raises(AmbiguousToolIDError):
+        index.get("notes")  # no partitions: every tool, as before
+    # Versions: the latest one bob sees; alice's newer version is not his.
+    assert index.resolve("bank:rates", partitions=bob) == "bank:rates:1"
+    assert index.resolve("bank:rates", partitions=["alice"]) == index.resolve("bank:rates") == "bank:rates:2"
+    with pytest.raises(ToolNotFoundError) as e:
+        index.get("bank:rates:2", partitions=bob)
+    assert e.value.suggestions == ["bank:rates:1"]
+
+
+def test_listings_given_partitions_page_and_count_only_the_public_tools_and_theirs() -> None:
+    index = _ledger()
+    ids: list[str] = []
+    cursors: list[str] = []
+    cursor: str | None = None
+    while True:
+        page = index.list_tools(cursor=cursor, limit=1, partitions=["bob"])
+        assert len(page.tools) == 1  # every page full
+        ids.append(page.tools[0].id)
+        if page.next_cursor is None:
+            break
+        cursor = page.next_cursor
+        cursors.append(base64.urlsafe_b64decode(cursor).decode())
+    assert ids == [
+        "bank:notes",
+        "bank:rates:1",
+        "bank:wire_transfer",
+        "bank:wire_transfer_ach",
+        "bank:wire_transfers",
+        "snippets:ledger",
+    ]
+    assert not any("acme" in c or "rates:2" in c or "snippets:notes" in c for c in cursors), cursors
+    assert [t.id for t in index.list_tools(namespace="snippets", partitions=[]).tools] == []
+    assert len(index.list_tools().tools) == len(index) == 9  # no partitions: every tool, as before
+    counts = {n.name: n.tool_count for n in index.namespaces(partitions=["bob"])}
+    assert counts == {"bank": 5, "snippets": 1}
+    assert {n.name: n.tool_count for n in index.namespaces(partitions=[])} == {"bank": 5}
+    assert {n.name: n.tool_count for n in index.namespaces()} == {"bank": 6, "snippets": 3}
+    assert {n.name: n.tool_count for n in index.namespaces(partitions=["alice", "bob"])} == {"bank": 6, "snippets": 3}
+    # Moving a tool out of a partition, and removing one, keep the counts.
+    index.register(Tool(name="ledger", namespace="snippets", description="Bob's."), BackendRef.local("f"))
+    assert {n.name: n.tool_count for n in index.namespaces(partitions=[])} == {"bank": 5, "snippets": 1}
+    index.unregister("snippets:wire_transfer_acme")
+    assert {n.name: n.tool_count for n in index.namespaces(partitions=["alice"])} == {"bank": 6, "snippets": 2}

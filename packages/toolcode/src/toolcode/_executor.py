@@ -392,14 +392,14 @@ class Executor:
         if before is not None:
             may_call = before.may_call
         else:
-            hidden = view.hidden
+            parts = view.partitions
 
             def known(tool_id: str) -> bool:
-                try:
-                    tool = view.index.get(tool_id)
+                try:  # as the caller sees the catalog
+                    tool = view.index.get(tool_id, partitions=parts)
                 except ToolIndexError:  # a malformed or unknown id is simply not a tool
                     return False
-                return view.visible(tool.namespace) and tool.id not in hidden  # as the caller sees the catalog
+                return view.visible(tool.namespace)
 
             # A long snippet's parse takes a while: off the event loop, which serves other callers.
             on = runs_for(p.code)

@@ -2,9 +2,10 @@
 
 :class:`ToolModules` computes the module names over the whole catalog (a caller's view never renames a
 module). What a module holds is read only through :class:`ModulesView`, over one caller's view
-(:class:`~toolcode._view.CatalogView`): a tool the view hides (another caller's private saved snippet)
-is not in the module's functions, its stub (what a type checker and ``describe_tool`` read), nor the
-module map a run imports from. The naming rules and the rendering are :mod:`toolcode._modules`'.
+(:class:`~toolcode._view.CatalogView`): a tool in an index partition the view does not read (another
+caller's private saved snippet) is not in the module's functions, its stub (what a type checker and
+``describe_tool`` read), nor the module map a run imports from. The naming rules and the rendering
+are :mod:`toolcode._modules`'.
 """
 
 from __future__ import annotations
@@ -29,10 +30,12 @@ __all__ = ["ModulesView", "ToolModules"]
 
 _STDLIB: Final = frozenset(sys.stdlib_module_names) | {"typing_extensions", "_typeshed"}
 _VARIANTS: Final = 256
-"""Modules built for a view that hides some of their tools, kept at once (least recently used go first)."""
-_NONE: Final[frozenset[str]] = frozenset()
-_Key = tuple[str, frozenset[str]]
-"""A namespace and the tool ids of it a view hides."""
+"""Modules built over some partitions' tools besides the public ones, kept at once (least recently used go first)."""
+_Reads = frozenset[str] | None
+"""The index partitions a module is built over besides the public tools (``None``: every tool)."""
+_PUBLIC: Final[frozenset[str]] = frozenset()
+_Key = tuple[str, _Reads]
+"""A namespace and the partitions its module is built over."""
 
 
 class ToolModules:
@@ -40,15 +43,15 @@ class ToolModules:
 
     Module names are computed over the whole catalog (so a caller's view never renames a module)
     and are all this class answers itself. What a module holds (its functions, its stub, its text)
-    is read only through :meth:`seen_by`, over what one caller's view holds: a tool hidden from the
-    caller (another caller's private saved snippet) is no function of its module, and is named in
-    no stub, no suggestion and no run's module map.
+    is read only through :meth:`seen_by`, over what one caller's view holds: a tool in a partition
+    the view does not read (another caller's private saved snippet) is no function of its module,
+    and is named in no stub, no suggestion and no run's module map.
 
     A namespace's functions and stub are built on first use over the tools the view holds of it, and
-    kept until the index's version moves: once for every view that hides none of its tools, once per
-    set of hidden tools for the others (in practice the ``snippets`` module, per caller that owns
-    private snippets; at most :data:`_VARIANTS` of those are kept). Not locked: every user runs on
-    one event loop thread, and nothing here awaits.
+    kept until the index's version moves: once over its public tools, for every view whose
+    partitions hold none of its tools, and once per set of partitions for the others (in practice
+    the ``snippets`` module, per caller that owns private snippets; at most :data:`_VARIANTS` of
+    those are kept). Not locked: every user runs on one event loop thread, and nothing here awaits.
 
     Args:
         index: The catalog.
@@ -83,18 +86,18 @@ class ToolModules:
 
 
 class _Built:
-    """What :class:`ToolModules` builds and keeps, per namespace and set of hidden tools."""
+    """What :class:`ToolModules` builds and keeps, per namespace and set of partitions read."""
 
     def __init__(self, index: Index) -> None:
         self.index = index
         self.version = -1
         self.names: dict[str, str] = {}
         self.by_name: dict[str, str] = {}
-        self.counts: dict[str, int] = {}
+        self.public: dict[str, int] = {}
         self._functions: dict[_Key, dict[str, ModuleFunction]] = {}
         self._modules: dict[_Key, NamespaceModule] = {}
         self._variants: OrderedDict[tuple[str, _Key], None] = OrderedDict()
-        self._splits: OrderedDict[frozenset[str], dict[str, frozenset[str]]] = OrderedDict()
+        self._counts: OrderedDict[_Reads, dict[str, int]] = OrderedDict()
         self._runtime: OrderedDict[tuple[object, ...], dict[str, dict[str, ModuleFunction]]] = OrderedDict()
 
     def current(self) -> int:
@@ -103,9 +106,8 @@ class _Built:
         if version == self.version:
             return version
         self.version = version
-        namespaces = self.index.namespaces()
-        self.names = module_names(n.name for n in namespaces)
-        self.counts = {n.name: n.tool_count for n in namespaces}
+        self.names = module_names(n.name for n in self.index.namespaces())
+        self.public = {n.name: n.tool_count for n in self.index.namespaces(partitions=_PUBLIC)}
         self.by_name = {m: ns for ns, m in self.names.items()}
         # The former names of modules named like the standard library (``time_``), where free.
         for ns, m in list(self.names.items()):
@@ -114,65 +116,68 @@ class _Built:
         self._functions.clear()
         self._modules.clear()
         self._variants.clear()
-        self._splits.clear()
+        self._counts.clear()
         self._runtime.clear()
         return version
 
-    def split(self, hidden: frozenset[str]) -> dict[str, frozenset[str]]:
-        """The ids of ``hidden`` by namespace (kept per set: a caller's set is the same object each time)."""
-        hit = self._splits.get(hidden)
+    def counts(self, reads: _Reads) -> dict[str, int]:
+        """The tools of each namespace a view reading ``reads`` holds (namespaces without any left out)."""
+        if reads == _PUBLIC:
+            return self.public
+        hit = self._counts.get(reads)
         if hit is None:
-            grouped: dict[str, set[str]] = {}
-            for tool_id in hidden:
-                grouped.setdefault(tool_id.split(":", 1)[0], set()).add(tool_id)
-            hit = {ns: frozenset(ids) for ns, ids in grouped.items()}
-            self._splits[hidden] = hit
-            if len(self._splits) > _VARIANTS:
-                self._splits.popitem(last=False)
+            hit = self._counts[reads] = {n.name: n.tool_count for n in self.index.namespaces(partitions=reads)}
+            if len(self._counts) > _VARIANTS:
+                self._counts.popitem(last=False)
+        else:
+            self._counts.move_to_end(reads)
         return hit
 
-    def _tools(self, namespace: str, hidden: frozenset[str]) -> list[Tool]:
-        tools = every_tool(self.index, namespace)
-        return [t for t in tools if t.id not in hidden] if hidden else list(tools)
+    def _tools(self, namespace: str, reads: _Reads) -> list[Tool]:
+        return list(every_tool(CatalogView(self.index, partitions=reads), namespace))
 
     def _variant(self, kind: str, key: _Key) -> None:
-        """Note a use of a variant built for some hidden tools; forget the least recently used past the bound."""
+        """Note a use of a variant built over some partitions; forget the least recently used past the bound."""
         self._variants[(kind, key)] = None
         self._variants.move_to_end((kind, key))
         if len(self._variants) > _VARIANTS:
             (old_kind, old_key), _ = self._variants.popitem(last=False)
             (self._functions if old_kind == "functions" else self._modules).pop(old_key, None)
 
-    def functions(self, namespace: str, hidden: frozenset[str]) -> dict[str, ModuleFunction]:
-        """The function map of a namespace's module over its tools not in ``hidden``."""
+    def functions(self, namespace: str, reads: _Reads) -> dict[str, ModuleFunction]:
+        """The function map of a namespace's module over its public tools and those of ``reads``."""
         self.current()
-        key = (namespace, hidden)
+        key = (namespace, reads)
         hit = self._functions.get(key)
         if hit is None:
-            hit = self._functions[key] = function_map(function_names(self._tools(namespace, hidden)))
-        if hidden:
+            hit = self._functions[key] = function_map(function_names(self._tools(namespace, reads)))
+        if reads != _PUBLIC:
             self._variant("functions", key)
         return hit
 
-    def module(self, namespace: str, hidden: frozenset[str]) -> NamespaceModule | None:
-        """A namespace's module over its tools not in ``hidden`` (``None``: no such namespace)."""
+    def module(self, namespace: str, reads: _Reads) -> NamespaceModule | None:
+        """A namespace's module over its public tools and those of ``reads`` (``None``: no such namespace)."""
         self.current()
-        key = (namespace, hidden)
+        key = (namespace, reads)
         hit = self._modules.get(key)
         if hit is None:
             name = self.names.get(namespace)
             if name is None:
                 return None
-            hit = self._modules[key] = render(namespace, name, self._tools(namespace, hidden))
-        if hidden:
+            hit = self._modules[key] = render(namespace, name, self._tools(namespace, reads))
+        if reads != _PUBLIC:
             self._variant("module", key)
         return hit
 
     def runtime(self, view: ModulesView) -> dict[str, dict[str, ModuleFunction]]:
         """The module map of runs in ``view`` (see :meth:`ModulesView.runtime`)."""
         self.current()
-        allowed = view.allowed
-        key = (None if allowed is None else tuple(sorted(allowed)), view.hidden)
+        allowed, reads = view.allowed, view.view.partitions
+        # Views whose partitions hold no tool share the map of the public tools.
+        key = (
+            None if allowed is None else tuple(sorted(allowed)),
+            _PUBLIC if self.counts(reads) == self.public else reads,
+        )
         hit = self._runtime.get(key)
         if hit is None:
             hit = {name: view.functions(ns) for name, ns in sorted(self.by_name.items()) if view.holds(ns)}
@@ -187,8 +192,8 @@ class _Built:
 class ModulesView:
     """The ``tools`` modules as one caller's view holds them (made by :meth:`ToolModules.seen_by`).
 
-    A module the view does not hold (a namespace out of its filter, or one all of whose tools are
-    hidden from it) does not exist here; a module it holds has only the functions of the tools the
+    A module the view does not hold (a namespace out of its filter, or one with no tool the view
+    reads) does not exist here; a module it holds has only the functions of the tools the
     view holds. Each answer follows the catalog and the view as they are when asked, from the
     shared :class:`ToolModules`' cache.
     """
@@ -215,30 +220,25 @@ class ModulesView:
         """The view's namespace filter (``None``: every namespace)."""
         return self.view.allowed_namespaces
 
-    @property
-    def hidden(self) -> frozenset[str]:
-        """The tool ids hidden from the view, as they are now."""
-        return self.view.hidden
-
-    def _held(self, namespace: str) -> frozenset[str] | None:
-        """The ids of ``namespace`` the view hides, or ``None`` when it holds no module for it."""
+    def _count(self, namespace: str) -> int:
+        """How many tools of ``namespace`` the view holds (0: it holds no module for it)."""
         view, built = self.view, self._built
         allowed = view.allowed_namespaces
         if allowed is not None and namespace not in allowed:
-            return None
+            return 0
         built.current()
-        count = built.counts.get(namespace)
-        if count is None or namespace not in built.names:
-            return None
-        hidden = view.hidden
-        if not hidden:
-            return _NONE
-        mine = built.split(hidden).get(namespace, _NONE)
-        return mine if count > len(mine) else None
+        if namespace not in built.names:
+            return 0
+        return built.counts(view.partitions).get(namespace, 0)
+
+    def _reads(self, namespace: str) -> _Reads:
+        """What a held namespace's module is built over: the public tools alone when the view's partitions add none."""
+        same = self._count(namespace) == self._built.public.get(namespace, 0)
+        return _PUBLIC if same else self.view.partitions
 
     def holds(self, namespace: str) -> bool:
         """Whether the view holds a module for ``namespace`` (visible, with a tool the view holds)."""
-        return self._held(namespace) is not None
+        return self._count(namespace) > 0
 
     def module_name(self, namespace: str) -> str | None:
         """The module name of ``namespace`` (``None`` when the view holds no module for it)."""
@@ -261,8 +261,7 @@ class ModulesView:
         Cheap (names only, no rendering): what an engine needs to run a snippet. Empty when the
         view holds no module for the namespace.
         """
-        hidden = self._held(namespace)
-        return self._built.functions(namespace, hidden) if hidden is not None else {}
+        return self._built.functions(namespace, self._reads(namespace)) if self.holds(namespace) else {}
 
     def function_of(self, tool: Tool, awaitable: bool = False) -> tuple[str, str] | None:
         """``(module, function)`` that calls ``tool`` (its awaitable form if asked), or ``None``."""
@@ -274,9 +273,8 @@ class ModulesView:
         return (module, name) if name is not None else None
 
     def module(self, namespace: str) -> NamespaceModule | None:
-        """The namespace's module with its stub (rendered on first use per catalog version and hidden tools)."""
-        hidden = self._held(namespace)
-        return self._built.module(namespace, hidden) if hidden is not None else None
+        """The namespace's module with its stub (rendered on first use per catalog version and partitions read)."""
+        return self._built.module(namespace, self._reads(namespace)) if self.holds(namespace) else None
 
     def module_named(self, name: str) -> NamespaceModule | None:
         """The module held under a module name (or its former name), or ``None``."""
@@ -287,7 +285,7 @@ class ModulesView:
         """``{module name: {function name: ModuleFunction}}`` of the modules a run in this view may import.
 
         Returns:
-            The same object for the same filter and hidden tools until the catalog changes (engines
+            The same object for the same filter and partitions read until the catalog changes (engines
             may cache what they build from it by identity). Former names (``time_``) are keys too.
         """
         return self._built.runtime(self)

@@ -174,16 +174,14 @@ class Services:
     def view(self, allowed_namespaces: Sequence[str] | None, caller: str | None) -> CatalogView:
         """The catalog as ``caller`` sees it: these namespaces, without other callers' private snippets.
 
-        An operator's catalog leaves them out too (see :meth:`SnippetLibrary.hidden_from`).
+        The view reads the public tools and the caller's own partition of the index, where
+        :class:`~toolcode._snippets.SnippetLibrary` registers their private snippets; an operator's
+        too (run by an operator, another caller's code would act with the operator's reach). The
+        index is read at each use: a snippet saved while a run goes on is out of its sight as well.
         """
         if self.stores is None:
             return CatalogView(self.index, allowed_namespaces, self.unavailable)
-        snippets, owner = self.stores.snippets, owner_of(caller)
-        # Read at each use: a snippet saved while a run goes on is hidden from it as well. Search
-        # reads the caller's own partition of the index (SnippetLibrary registers private snippets there).
-        return CatalogView(
-            self.index, allowed_namespaces, self.unavailable, lambda: snippets.hidden_from(owner), partitions=(owner,)
-        )
+        return CatalogView(self.index, allowed_namespaces, self.unavailable, partitions=(owner_of(caller),))
 
     async def save_snippet(
         self,

@@ -113,21 +113,6 @@ class SnippetLibrary:
         self._versions: dict[str, int] = {}
         self.backend = ProviderBackend(PROVIDER_ID, _Provider(self), namespace=NAMESPACE)
         self._lock = anyio.Lock()
-        self._hidden: dict[str, frozenset[str]] = {}
-
-    def hidden_from(self, owner: str) -> frozenset[str]:
-        """The tool ids of the snippets not in ``owner``'s catalog: other callers' private ones.
-
-        An operator's too: run by an operator, another caller's code would act with the operator's
-        reach. Operators manage every snippet (:meth:`mine`), and run only their own and shared ones.
-        """
-        hit = self._hidden.get(owner)
-        if hit is None:
-            if len(self._hidden) >= 1024:
-                self._hidden.clear()
-            hit = frozenset(s.tool_id for s in self.snippets.values() if not s.seen_by(owner, False))
-            self._hidden[owner] = hit
-        return hit
 
     def mine(self, owner: str, operator: bool) -> list[SavedSnippet]:
         """The snippets ``owner`` sees, by name."""
@@ -144,14 +129,13 @@ class SnippetLibrary:
         return BackendRef.of_provider(PROVIDER_ID, tool=name)
 
     def _show(self, snippet: SavedSnippet) -> None:
-        self._hidden.clear()
-        # A private snippet is in its owner's partition of the index: only the owner's searches
-        # find it, and it weighs in no one's scores (its words would otherwise show in them).
+        # A private snippet is in its owner's partition of the index: only the owner's view reads
+        # it (an operator's included: operators manage every snippet through :meth:`mine`, and run
+        # only their own and shared ones), and it weighs in no one's scores.
         partition = None if snippet.shared else snippet.owner
         self.index.register(snippet.tool(), self._ref(snippet.name), partition=partition)
 
     def _hide(self, name: str) -> None:
-        self._hidden.clear()
         try:
             self.index.unregister(f"{NAMESPACE}:{name}")
         except ToolIndexError as e:  # not in the catalog: nothing to hide

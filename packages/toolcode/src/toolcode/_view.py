@@ -1,10 +1,10 @@
 """A filtered view of the catalog: what one caller may see.
 
-The filter is the namespaces the caller may use (``allowed_namespaces``) and the tools that are
-other callers' own (``hidden``: their private saved snippets). Search does not filter its hits
-afterwards: private snippets are in their owner's partition of the index (``partitions``: the
-caller's own), which another caller's search neither finds nor is scored with, so they change
-nothing of its scores or order (their words would show in them).
+The filter is the namespaces the caller may use (``allowed_namespaces``) and the index partitions
+it reads besides the public tools (``partitions``: its own; other callers' private saved snippets
+are in theirs). The index applies the partitions itself, to every read: another caller's private
+snippet is neither scored (its words would show in the caller's scores), resolved, suggested,
+counted nor paged, so it takes no place a caller could notice missing (a suggestion, a page entry).
 
 Every operation of the core goes through a view, so the filter applies the same way to search,
 listing, describe, suggestions and runs; a tool outside the view does not exist for the caller:
@@ -17,8 +17,7 @@ tools answers ``server_unavailable`` with the reason instead of ``unknown_tool``
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Callable, Mapping, Sequence, Set
+from collections.abc import Collection, Mapping, Sequence
 from typing import cast
 
 from toolcode.exceptions import ErrorCode, ToolError, clip
@@ -62,51 +61,39 @@ class CatalogView:
         allowed_namespaces: The namespaces visible to the caller (``None``: all of them).
         unavailable: Servers that failed to start, with the reason (a live mapping:
             ``Toolbox.failed``, which a later successful connect clears).
-        hidden: Tool ids out of sight for this caller whatever their namespace; or a function
-            giving them as they are now (read at each use: a view may outlive a change, such as
-            another caller's private snippet saved during a run).
-        partitions: The index partitions the caller's search reads besides the public tools
-            (their own private snippets'); every hidden tool is in another partition.
+        partitions: The index partitions the caller reads besides the public tools (their own
+            private snippets'); ``None``: every tool, as a plain index lookup (a view of no
+            caller's, such as the whole catalog's; its search reads the public tools only).
     """
 
-    __slots__ = ("_allowed", "_fixed", "_live", "_partitions", "_unavailable", "index")
+    __slots__ = ("_allowed", "_partitions", "_unavailable", "index")
 
     def __init__(
         self,
         index: Index,
         allowed_namespaces: Sequence[str] | None = None,
         unavailable: Mapping[str, str] | None = None,
-        hidden: Set[str] | Callable[[], Set[str]] = frozenset(),
         *,
-        partitions: Sequence[str] = (),
+        partitions: Collection[str] | None = None,
     ) -> None:
         self.index = index
-        self._partitions = tuple(partitions)
+        self._partitions = frozenset(partitions) if partitions is not None else None
         self._allowed = frozenset(allowed_namespaces) if allowed_namespaces is not None else None
         self._unavailable: Mapping[str, str] = unavailable if unavailable is not None else {}
-        self._live: Callable[[], Set[str]] | None = hidden if callable(hidden) else None
-        self._fixed: Set[str] = frozenset() if callable(hidden) else hidden
 
     @property
-    def _hidden(self) -> Set[str]:
-        return self._fixed if self._live is None else self._live()
-
-    @property
-    def hidden(self) -> frozenset[str]:
-        """The tool ids out of sight for this caller whatever their namespace, as they are now."""
-        return frozenset(self._hidden)  # the same object when it already is one
+    def partitions(self) -> frozenset[str] | None:
+        """The index partitions the view reads besides the public tools (``None``: every tool)."""
+        return self._partitions
 
     @property
     def filtered(self) -> bool:
-        """Whether some registered tool is out of sight (an id must then be resolved through :meth:`get`)."""
-        return self._allowed is not None or bool(self._fixed if self._live is None else self._live())
+        """Whether some registered tool may be out of sight (an id must then be resolved through :meth:`get`)."""
+        return self._allowed is not None or self._partitions is not None
 
     def key(self) -> tuple[object, ...]:
         """What tells this view's answers apart from another's over the same catalog version."""
-        return self._allowed, self.hidden, self._partitions, tuple(sorted(self._unavailable.items()))
-
-    def _shown(self, tool_id: str) -> bool:
-        return tool_id not in self._hidden
+        return self._allowed, self._partitions, tuple(sorted(self._unavailable.items()))
 
     @property
     def allowed_namespaces(self) -> frozenset[str] | None:
@@ -139,12 +126,12 @@ class CatalogView:
         return server_unavailable(server, reason, asked)
 
     def suggest(self, tool_id: str) -> list[str]:
-        """Visible ids close to ``tool_id``, best first (at most three)."""
+        """Visible ids close to ``tool_id``, best first (at most three; the index compares visible ids only)."""
         suggest = getattr(self.index, "suggest", None)
         if not callable(suggest):
             return []
-        ids = cast("list[str]", suggest(tool_id, 8 if self._allowed is not None else _SUGGESTIONS))
-        return [i for i in ids if self.visible(i.split(":", 1)[0]) and self._shown(i)][:_SUGGESTIONS]
+        among = sorted(self._allowed) if self._allowed is not None else None
+        return cast("list[str]", suggest(tool_id, _SUGGESTIONS, namespaces=among, partitions=self._partitions))
 
     def get(self, tool_id: str) -> Tool:
         """The visible tool with this id.
@@ -157,20 +144,20 @@ class CatalogView:
                 that failed to start.
         """
         try:
-            tool = self.index.get(tool_id)
+            tool = self.index.get(tool_id, partitions=self._partitions)
         except ToolNotFoundError:
             down = self.unavailable_error(tool_id)
             if down is not None:
                 raise down from None
             raise ToolNotFoundError(tool_id, self.suggest(tool_id)) from None
         except AmbiguousToolIDError as e:
-            mine = [c for c in e.candidates if self.visible(c.split(":", 1)[0]) and self._shown(c)]
+            mine = [c for c in e.candidates if self.visible(c.split(":", 1)[0])]
             if len(mine) == 1:
-                return self.index.get(mine[0])
+                return self.index.get(mine[0], partitions=self._partitions)
             if not mine:
                 raise ToolNotFoundError(tool_id, self.suggest(tool_id)) from None
             raise AmbiguousToolIDError(e.name, mine) from None
-        if not self.visible(tool.namespace) or not self._shown(tool.id):
+        if not self.visible(tool.namespace):
             raise ToolNotFoundError(tool_id, self.suggest(tool_id))
         return tool
 
@@ -182,18 +169,12 @@ class CatalogView:
             ns = sorted(self._allowed if namespaces is None else self._allowed.intersection(namespaces))
             if not ns:
                 return []
-        # No hidden tool is in the view's partitions: the index neither returns one nor scores with it.
-        return self.index.search(query, limit=limit, namespaces=ns, partitions=self._partitions)
+        # Another partition's tools are neither returned nor scored with.
+        return self.index.search(query, limit=limit, namespaces=ns, partitions=self._partitions or ())
 
     def namespaces(self) -> list[NamespaceInfo]:
-        """Visible namespaces, sorted by name (a count leaves out the tools hidden from this caller)."""
-        hidden = Counter(i.split(":", 1)[0] for i in self._hidden)
-        out: list[NamespaceInfo] = []
-        for n in self.index.namespaces():
-            gone = hidden[n.name]
-            if self.visible(n.name) and n.tool_count > gone:
-                out.append(n.model_copy(update={"tool_count": n.tool_count - gone}) if gone else n)
-        return out
+        """Visible namespaces, sorted by name (a count is of the tools the view reads)."""
+        return [n for n in self.index.namespaces(partitions=self._partitions) if self.visible(n.name)]
 
     def list_tools(self, *, cursor: str | None, limit: int, namespace: str | None) -> ToolPage:
         """A page of visible tools in id order (the index's cursors).
@@ -204,11 +185,14 @@ class CatalogView:
         """
         if namespace is not None and not self.visible(namespace):
             return ToolPage(tools=(), next_cursor=None)
-        hidden = self._hidden  # left out by the index: a page or a cursor never shows where one stands
+        # The index leaves other partitions out itself: a page or a cursor never shows where one stands.
+        parts = self._partitions
         if namespace is not None and (down := self.unavailable_error(namespace)) is not None:
-            page = self.index.list_tools(cursor=cursor, limit=limit, namespace=namespace, exclude=hidden)
+            page = self.index.list_tools(cursor=cursor, limit=limit, namespace=namespace, partitions=parts)
             if not page.tools:
                 raise down
             return page
         among = sorted(self._allowed) if self._allowed is not None else None
-        return self.index.list_tools(cursor=cursor, limit=limit, namespace=namespace, namespaces=among, exclude=hidden)
+        return self.index.list_tools(
+            cursor=cursor, limit=limit, namespace=namespace, namespaces=among, partitions=parts
+        )

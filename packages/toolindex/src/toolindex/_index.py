@@ -13,6 +13,7 @@ from toolindex._gc import collector_paused
 from toolindex._ids import ToolID, validate_namespace
 from toolindex._limits import MAX_ID_CHARS, MAX_QUERY_CHARS, clip
 from toolindex._model import BackendRef, ChangeEvent, ChangeKind, NamespaceInfo, SearchHit, Tool, ToolPage
+from toolindex._partitions import PartitionMap, Seen, check_seen
 from toolindex._protocol import ChangeCallback, Unsubscribe
 from toolindex._search import Prepared, SearchEngine, SearchParams, document_fields
 from toolindex._semantic import Embedder, PackageEmbedder
@@ -75,13 +76,6 @@ def _check_partition(partition: str | None) -> str | None:
     return partition
 
 
-def _check_partitions(partitions: Collection[str]) -> frozenset[str]:
-    # One name given as a string would be read as a set of one-letter partitions.
-    if isinstance(partitions, str):
-        raise ValueError(f"partitions is a collection of partition names, got the string {clip(partitions)!r}")
-    return frozenset(partitions)
-
-
 def _normalise_tag(tag: str) -> str:
     return re.sub(r"\s+", "-", tag.strip().lower())
 
@@ -114,7 +108,10 @@ class InMemoryIndex:
     A tool may be registered in a *partition* (an opaque name, such as the owner of a private
     tool): it counts in none of the statistics search ranks with (so it changes nothing of any
     other search's results, scores included), and only a search naming its partition finds it,
-    scored with the statistics of the public tools. Lookups, listings and events see every tool.
+    scored with the statistics of the public tools. Lookups, suggestions, listings and namespace
+    counts given ``partitions`` read the public tools and those partitions' alone, so nothing in
+    another partition is resolved, suggested, counted or paged; without it they read every tool.
+    Events tell of every tool.
 
     All methods are thread-safe (one re-entrant lock; searches run under it too).
     See ``docs/toolindex.md`` for the search model and its measured quality.
@@ -173,8 +170,8 @@ class InMemoryIndex:
         self.weak_relevance = _check_relevance(weak_relevance, embedder is not None)
         # namespace -> description (search metadata, e.g. an MCP server's instructions)
         self._ns_text: dict[str, str] = {}
-        # id -> partition of the tools registered in one (the others are public)
-        self._partition: dict[str, str] = {}
+        # the partition of the tools registered in one (the others are public)
+        self._partitions = PartitionMap()
 
     # -- mutation -----------------------------------------------------------------
 
@@ -271,14 +268,11 @@ class InMemoryIndex:
                 self._backends[tid] = list(refs)
             else:
                 have = self._backends[tid]
-                replaced[tid] = (old, list(have), self._summaries[tid], self._partition.get(tid))
+                replaced[tid] = (old, list(have), self._summaries[tid], self._partitions.get(tid))
                 have.extend(r for r in refs if r not in have)
             self._tools[tid] = tool
             self._summaries[tid] = summary
-            if partition is None:
-                self._partition.pop(tid, None)
-            else:
-                self._partition[tid] = partition
+            self._partitions.assign(tid, tool.namespace, partition)
         self._engine.add_many(
             [(tid, tool, text, doc) for (tool, _), tid, text, doc in zip(chunk, ids, texts, prepared, strict=True)],
             vectors,
@@ -293,10 +287,7 @@ class InMemoryIndex:
             self._tools[tid] = tool
             self._backends[tid] = refs
             self._summaries[tid] = summary
-            if partition is None:
-                self._partition.pop(tid, None)
-            else:
-                self._partition[tid] = partition
+            self._partitions.assign(tid, tool.namespace, partition)
             self._engine.add(tid, tool, self._ns_text.get(tool.namespace), partition=partition)
 
     def unregister(self, tool_id: str) -> None:
@@ -376,7 +367,7 @@ class InMemoryIndex:
             # Each tool stays in its partition: one batch per partition.
             by_partition: dict[str | None, list[tuple[str, Tool, str | None, Prepared]]] = {}
             for e, doc in zip(entries, prepared, strict=True):
-                by_partition.setdefault(self._partition.get(e[0]), []).append((*e, doc))
+                by_partition.setdefault(self._partitions.get(e[0]), []).append((*e, doc))
             for partition, batch in by_partition.items():
                 self._engine.add_many(batch, partition=partition)
             if ids:
@@ -386,7 +377,7 @@ class InMemoryIndex:
         tool = self._tools.pop(tid)
         del self._backends[tid]
         del self._summaries[tid]
-        self._partition.pop(tid, None)
+        self._partitions.drop(tid)
         in_ns = self._by_ns[tool.namespace]
         in_ns.discard(tid)
         if not in_ns:
@@ -403,11 +394,14 @@ class InMemoryIndex:
 
     # -- lookup -------------------------------------------------------------------
 
-    def get(self, tool_id: str) -> Tool:
+    def get(self, tool_id: str, *, partitions: Collection[str] | None = None) -> Tool:
         """Resolve an id to a tool.
 
         Args:
             tool_id: ``ns:name``, ``ns:name:version`` or a bare ``name``.
+            partitions: Resolve among the public tools and those of these partitions only (a
+                tool of another partition is not there: not found, no candidate, no suggestion);
+                ``None`` (the default) resolves among every tool.
 
         Returns:
             The tool; the latest version when none is given.
@@ -416,20 +410,24 @@ class InMemoryIndex:
             InvalidToolIDError: If the id is malformed.
             AmbiguousToolIDError: If a bare name exists in several namespaces.
             ToolNotFoundError: If nothing matches (with close suggestions).
+            ValueError: If ``partitions`` is a string.
         """
+        seen = check_seen(partitions)
         with self._lock:
-            return self._tools[self._resolve(tool_id)]
+            return self._tools[self._resolve(tool_id, seen)]
 
-    def resolve(self, tool_id: str) -> str:
-        """The fully qualified id :meth:`get` would return a tool for.
+    def resolve(self, tool_id: str, *, partitions: Collection[str] | None = None) -> str:
+        """The fully qualified id :meth:`get` would return a tool for (with the same ``partitions``).
 
         Raises:
             InvalidToolIDError: If the id is malformed.
             AmbiguousToolIDError: If a bare name exists in several namespaces.
             ToolNotFoundError: If nothing matches.
+            ValueError: If ``partitions`` is a string.
         """
+        seen = check_seen(partitions)
         with self._lock:
-            return self._resolve(tool_id)
+            return self._resolve(tool_id, seen)
 
     def backends(self, tool_id: str) -> list[BackendRef]:
         """The backends of a tool, in registration order.
@@ -440,23 +438,30 @@ class InMemoryIndex:
         with self._lock:
             return list(self._backends[self._resolve(tool_id)])
 
-    def _resolve(self, tool_id: str) -> str:
+    def _versions(self, key: str, seen: Seen) -> list[str]:
+        """The ids of a ``ns:name`` that a reader of ``seen`` sees."""
+        versions = self._by_key.get(key, [])
+        if seen is None or not self._partitions:
+            return versions
+        return [v for v in versions if self._partitions.sees(v, seen)]
+
+    def _resolve(self, tool_id: str, seen: Seen = None) -> str:
         tid = ToolID.parse(tool_id)
         if tid.namespace is None:
-            keys = self._by_name.get(tid.name)
+            keys = [k for k in self._by_name.get(tid.name, ()) if self._versions(k, seen)]
             if not keys:
-                raise ToolNotFoundError(tool_id, self._suggest(tool_id))
+                raise ToolNotFoundError(tool_id, self._suggest(tool_id, seen=seen))
             if len(keys) > 1:
                 raise AmbiguousToolIDError(tid.name, sorted(keys))
-            key = next(iter(keys))
+            key = keys[0]
         else:
             key = tid.key
-        versions = self._by_key.get(key)
+        versions = self._versions(key, seen)
         if not versions:
-            raise ToolNotFoundError(tool_id, self._suggest(tool_id))
+            raise ToolNotFoundError(tool_id, self._suggest(tool_id, seen=seen))
         if tid.version is not None:
             full = f"{key}:{tid.version}"
-            if full not in self._tools:
+            if full not in versions:
                 raise ToolNotFoundError(tool_id, sorted(versions))
             return full
         return max(versions, key=lambda i: _version_key(self._tools[i].version))
@@ -468,13 +473,22 @@ class InMemoryIndex:
         latest = self._resolve(tool_id)
         return list(self._by_key[self._tools[latest].key])
 
-    def _suggest(self, tool_id: str, limit: int = 3) -> list[str]:
-        if not self._by_key:
+    def _suggest(
+        self, tool_id: str, limit: int = 3, seen: Seen = None, namespaces: frozenset[str] | None = None
+    ) -> list[str]:
+        if namespaces is None and (seen is None or not self._partitions):
+            choices = list(self._by_key)
+        else:
+            choices = [
+                k
+                for k in self._by_key
+                if (namespaces is None or k.split(":", 1)[0] in namespaces) and self._versions(k, seen)
+            ]
+        if not choices:
             return []
         # Fuzzy matching costs time in proportion to the id's length: an id past the longest
         # valid one is compared by its head only.
         tool_id = tool_id[:MAX_ID_CHARS]
-        choices = list(self._by_key)
         # Imported here: only a lookup of an unknown id needs it (about 3 MB a server need not hold).
         from rapidfuzz import process as fuzz_process
 
@@ -489,19 +503,34 @@ class InMemoryIndex:
             scored[k] = max(scored.get(k, 0.0), score)
         return [k for k, _ in sorted(scored.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]]
 
-    def suggest(self, tool_id: str, limit: int = 3) -> list[str]:
+    def suggest(
+        self,
+        tool_id: str,
+        limit: int = 3,
+        *,
+        namespaces: Sequence[str] | None = None,
+        partitions: Collection[str] | None = None,
+    ) -> list[str]:
         """Registered ids that look close to ``tool_id`` (for "did you mean" messages).
 
         Args:
             tool_id: The id that was not found (only its first 322 characters, the length of
                 the longest valid id, are compared).
             limit: Maximum number of suggestions.
+            namespaces: Only ids of these namespaces are compared (``None``: every namespace).
+            partitions: Only the public tools and those of these partitions are compared, so a
+                closer one elsewhere takes no place (``None``: every tool).
 
         Returns:
             Up to ``limit`` ids, best first.
+
+        Raises:
+            ValueError: If ``partitions`` is a string.
         """
+        seen = check_seen(partitions)
+        among = frozenset(namespaces) if namespaces is not None else None
         with self._lock:
-            return self._suggest(tool_id, limit)
+            return self._suggest(tool_id, limit, seen, among)
 
     # -- search -------------------------------------------------------------------
 
@@ -544,7 +573,7 @@ class InMemoryIndex:
         """
         if limit < 1:
             raise ValueError(f"limit must be at least 1, got {limit}")
-        parts = _check_partitions(partitions)
+        parts = check_seen(partitions) or frozenset()
         weak_below = self.weak_relevance
         query = query[:MAX_QUERY_CHARS]
         if not query or not query.strip():
@@ -570,12 +599,23 @@ class InMemoryIndex:
 
     # -- listing ------------------------------------------------------------------
 
-    def namespaces(self) -> list[NamespaceInfo]:
-        """All namespaces with their tool counts, sorted by name."""
+    def namespaces(self, *, partitions: Collection[str] | None = None) -> list[NamespaceInfo]:
+        """The namespaces with their tool counts, sorted by name.
+
+        Args:
+            partitions: Count the public tools and those of these partitions only (a namespace
+                with none of those is left out); ``None`` (the default) counts every tool.
+
+        Raises:
+            ValueError: If ``partitions`` is a string.
+        """
+        seen = check_seen(partitions)
         with self._lock:
+            counted = ((n, self._partitions.count(n, len(ids), seen)) for n, ids in sorted(self._by_ns.items()))
             return [
-                NamespaceInfo(name=n, tool_count=len(ids), description=self._ns_text.get(n))
-                for n, ids in sorted(self._by_ns.items())
+                NamespaceInfo(name=n, tool_count=count, description=self._ns_text.get(n))
+                for n, count in counted
+                if count
             ]
 
     def list_tools(
@@ -585,7 +625,7 @@ class InMemoryIndex:
         limit: int = 100,
         namespace: str | None = None,
         namespaces: Sequence[str] | None = None,
-        exclude: Collection[str] = frozenset(),
+        partitions: Collection[str] | None = None,
     ) -> ToolPage:
         """A page of tools in id order.
 
@@ -594,15 +634,17 @@ class InMemoryIndex:
             limit: Page size (1-1000).
             namespace: Only tools of this namespace.
             namespaces: Only tools of these namespaces (combined with ``namespace``: both must hold).
-            exclude: Ids listed as if they were not registered (pages stay full, cursors never
-                name one).
+            partitions: Only the public tools and those of these partitions, as if no other were
+                registered (pages stay full, no cursor names another); ``None`` lists every tool.
 
         Returns:
             The page; ``next_cursor`` is ``None`` on the last one.
 
         Raises:
-            ValueError: If the cursor is not one this index produced or ``limit`` is out of range.
+            ValueError: If the cursor is not one this index produced, ``limit`` is out of range,
+                or ``partitions`` is a string.
         """
+        seen = check_seen(partitions)
         if not 1 <= limit <= 1000:
             raise ValueError(f"limit must be between 1 and 1000, got {limit}")
         after = ""
@@ -618,13 +660,14 @@ class InMemoryIndex:
             after = raw.removeprefix(_CURSOR_PREFIX)
         among = frozenset(namespaces) if namespaces is not None else None
         with self._lock:
+            sees = self._partitions.sees
             ids = sorted(
                 tid
                 for tid, t in self._tools.items()
                 if tid > after
                 and (namespace is None or t.namespace == namespace)
                 and (among is None or t.namespace in among)
-                and tid not in exclude
+                and sees(tid, seen)
             )
             page = ids[:limit]
             tools = tuple(self._tools[i] for i in page)

@@ -37,7 +37,10 @@ class Index(Protocol):
           public catalog) is found only by a search that names its partition, and changes nothing
           of what any other search returns (ids, order, scores, relevance): it counts in no
           statistic search ranks with, nor in the vocabulary that query words are corrected to.
-          Lookups, listings and events treat it as any tool.
+          ``get``, ``namespaces`` and ``list_tools`` given ``partitions`` read the public tools and
+          those partitions' alone, as if no other tool were registered (no candidate, suggestion,
+          count, page entry or cursor comes from one); without it (``None``) they read every tool.
+          Events tell of every tool.
     """
 
     def register(self, tool: Tool, backend: BackendRef | Sequence[BackendRef], *, partition: str | None = None) -> None:
@@ -62,8 +65,8 @@ class Index(Protocol):
         """
         ...
 
-    def get(self, tool_id: str) -> Tool:
-        """Resolve an id to a tool (see the contract for bare names and versions)."""
+    def get(self, tool_id: str, *, partitions: Collection[str] | None = None) -> Tool:
+        """Resolve an id to a tool (see the contract for bare names, versions and partitions)."""
         ...
 
     def backends(self, tool_id: str) -> list[BackendRef]:
@@ -82,8 +85,8 @@ class Index(Protocol):
         """Rank the public tools and those of ``partitions`` for a free-text query, best first, at most ``limit``."""
         ...
 
-    def namespaces(self) -> list[NamespaceInfo]:
-        """All namespaces with their tool counts, sorted by name."""
+    def namespaces(self, *, partitions: Collection[str] | None = None) -> list[NamespaceInfo]:
+        """The namespaces with their tool counts (of the public tools and ``partitions``'), sorted by name."""
         ...
 
     def list_tools(
@@ -93,9 +96,9 @@ class Index(Protocol):
         limit: int = 100,
         namespace: str | None = None,
         namespaces: Sequence[str] | None = None,
-        exclude: Collection[str] = frozenset(),
+        partitions: Collection[str] | None = None,
     ) -> ToolPage:
-        """A page of tools in id order (some namespaces only, without ``exclude``); ``next_cursor`` for more."""
+        """A page of tools in id order (some namespaces, ``partitions`` only); ``next_cursor`` for more."""
         ...
 
     def subscribe(self, callback: ChangeCallback) -> Unsubscribe:
