@@ -28,12 +28,14 @@ from typing import Any
 from urllib.parse import quote, quote_plus
 
 import anyio
+import mcp.shared._otel as mcp_otel
 import pytest
 import structlog
 from mcp_support import SERVERS_DIR, RunningServer
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import StatusCode
 
 import toolcode._otel as otel
 from toolcode import ExecuteOptions, Settings, Toolbox
@@ -111,6 +113,8 @@ def spans(monkeypatch: pytest.MonkeyPatch) -> InMemorySpanExporter:
     provider.add_span_processor(SimpleSpanProcessor(exported))
     # As if the application had called trace.set_tracer_provider(provider) (global, once per process).
     monkeypatch.setattr(otel, "_tracer", lambda: provider.get_tracer("toolcode"))
+    # The MCP SDK's client spans too, which it makes with a tracer it took from the global provider.
+    monkeypatch.setattr(mcp_otel, "_tracer", provider.get_tracer("mcp-python-sdk"))
     return exported
 
 
@@ -167,6 +171,11 @@ try:
     run_tool('stdio:fail')
 except ToolError as e:
     results['stdio:fail'] = str(e)
+for tool in ('stdio:refuse', 'http:refuse'):
+    try:
+        run_tool(tool)
+    except ToolError as e:
+        results[tool] = str(e)
 results
 """
 MCP_TOOLS = ("stdio:account", "inherit:account", "http:account")
@@ -252,6 +261,8 @@ async def test_no_secret_reaches_a_caller_through_any_result_path(
     run_value = json.loads(page.text)
     assert {k: v for k, v in run_value.items() if k in TOOLS} == {t: direct[t].value for t in TOOLS}
     assert run_value["stdio:fail"] == "[tool_error] stdio:fail: upstream refused credential ***"
+    for tool in ("stdio:refuse", "http:refuse"):
+        assert run_value[tool] == f"[tool_error] {tool}: upstream refused credential *** (MCP error -32001)"
     assert failed.error is not None and failed.error.message == "ToolError: upstream refused credential ***"
     stderr_lines = [e["line"] for e in events if e.get("event") == "mcp.stderr"]
     assert "calling the API with credential ***" in stderr_lines
@@ -262,7 +273,7 @@ async def test_no_secret_reaches_a_caller_through_any_result_path(
     assert_clean(door.model_dump_json(), "a direct call at the door")
     assert_clean(out.model_dump_json(), "the run's outcome (value preview, stdout, trace)")
     assert "stdio:account {" in out.stdout
-    assert [r.tool_id for r in records] == [*TOOLS, "stdio:fail"]
+    assert [r.tool_id for r in records] == [*TOOLS, "stdio:fail", "stdio:refuse", "http:refuse"]
     assert [r.structured for r in records[: len(TOOLS)]] == [direct[t].value for t in TOOLS]
     assert_clean(json.dumps([(r.structured, r.error) for r in records]), "the trace")
     assert_clean(page.text, "the stored result")
@@ -270,7 +281,13 @@ async def test_no_secret_reaches_a_caller_through_any_result_path(
     assert {e["tool_id"] for e in audit if e.get("result") is not None} == set(TOOLS)
     assert_clean(json.dumps(audit), "the audit log")
     finished = spans.get_finished_spans()
-    assert {s.name for s in finished} >= {"toolcode.execute", "toolcode.tool_call"}
+    assert {s.name for s in finished} >= {"toolcode.execute", "toolcode.tool_call", "MCP send tools/call account"}
+    # The SDK's client span of a refused call says why, as the server said it, with the secret masked.
+    refused = [s for s in finished if s.name == "MCP send tools/call refuse"]
+    assert len(refused) == 2
+    for span in refused:
+        assert span.status.status_code == StatusCode.ERROR
+        assert span.status.description == "upstream refused credential ***"
     assert_clean("".join(s.to_json() for s in finished), "the OpenTelemetry spans")
     assert_clean(json.dumps(events, default=repr), "the log")
 

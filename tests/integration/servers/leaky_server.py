@@ -11,6 +11,7 @@ Tools:
   a key, in structured content, in a text block and in an embedded resource (text and URI);
   it also prints the base64 form to stderr;
 - ``fail()``: an ``isError`` result whose text carries the base64 form;
+- ``refuse()``: a JSON-RPC error whose message and data carry the credential as it is;
 - ``configure(credential, mode)``: a tool whose definition quotes the credential in every field
   a definition has (description, title, input and output schema: ``default``, ``enum``,
   ``examples``, ``const``, ``pattern``, a property name; annotations, ``_meta``), as it is,
@@ -32,12 +33,16 @@ import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
 
 _EMPTY: dict[str, Any] = {"type": "object", "properties": {}}
 
 TOOLS = [
     types.Tool(name="account", description="The account behind the credential, with links.", input_schema=_EMPTY),
     types.Tool(name="fail", description="Fail, quoting the credential base64-encoded.", input_schema=_EMPTY),
+    types.Tool(
+        name="refuse", description="Refuse the call with a JSON-RPC error quoting the credential.", input_schema=_EMPTY
+    ),
 ]
 
 
@@ -96,6 +101,8 @@ async def list_tools(
 
 async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
     cred = _credential(ctx)
+    if params.name == "refuse":
+        raise MCPError(code=-32001, message=f"upstream refused credential {cred}", data={"credential": cred})
     if params.name == "fail":
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=f"upstream refused credential {_b64(cred)}")], is_error=True

@@ -51,6 +51,8 @@ from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
 from toolrun._compat_mcp import TransportStreams
+from toolrun._mcp_secrets import mask_message, may_hold_secret
+from toolrun._redact import mask_secrets
 from toolrun._size import container_bound, containers_at_most
 
 __all__ = [
@@ -551,8 +553,16 @@ class _MendedJSON(httpx2.AsyncByteStream):
             # Not parsed: the request fails as for a body over the byte bound, saying why.
             yield _too_large_bytes(self._request_id, self._limit, self._bound) or b""
             return
-        mended = await _mend_json_text(body.decode("utf-8", errors="replace")) if body else None
-        yield mended.encode() if mended is not None else body
+        if not body:
+            yield body
+            return
+        text = body.decode("utf-8", errors="replace")
+        masked = mask_message(text)
+        mended = await _mend_json_text(masked)
+        if mended is not None:
+            yield mended.encode()
+        else:
+            yield body if masked is text else masked.encode()
 
     async def aclose(self) -> None:
         await self._inner.aclose()
@@ -594,26 +604,31 @@ class _MendedSSE(httpx2.AsyncByteStream):
             yield buffer
 
     async def _event(self, event: bytes) -> bytes:
+        text = event.decode("utf-8", errors="replace")
         count = containers_at_most(event)
         if (
             count <= MAX_DEPTH
             and len(event) <= MAX_NOTIFICATION_BYTES
             and b"NaN" not in event
             and b"Infinity" not in event
+            and not may_hold_secret(text)
         ):
             return event
-        lines = event.decode("utf-8", errors="replace").splitlines()
+        lines = text.splitlines()
         data = "\n".join(ln[5:].removeprefix(" ") for ln in lines if ln.startswith("data:"))
-        kept = [ln for ln in lines if not ln.startswith("data:")]
+        # The other fields (an event's id comes back in Last-Event-ID) are masked as text.
+        others = [ln for ln in lines if not ln.startswith("data:")]
+        kept = [mask_secrets(ln) for ln in others]
         if (refused := screen(data, len(event), self._limit)) is not None:
             if refused.reply is None:
                 self._on_drop(refused.why)
                 return "\n".join(kept).encode()  # its id and type stay: an event without data is skipped
             return "\n".join([*kept, f"data: {json.dumps(refused.reply)}"]).encode()
-        mended = await _mend_json_text(data)
-        if mended is None:
+        masked = mask_message(data)
+        mended = await _mend_json_text(masked)
+        if mended is None and masked is data and kept == others:
             return event
-        return "\n".join([*kept, f"data: {mended}"]).encode()
+        return "\n".join([*kept, f"data: {mended if mended is not None else masked}"]).encode()
 
     async def aclose(self) -> None:
         await self._inner.aclose()

@@ -19,6 +19,8 @@ itself:
   a notification over ``MAX_NOTIFICATION_BYTES`` is dropped unparsed and logged; a message
   holding more arrays and objects than the server's bound is not parsed, and the reply fails
   its call with the error that stands for an oversized one;
+- what passes has every registered secret masked before anything parses it
+  (:func:`~toolrun._mcp_secrets.mask_message`);
 - what passes is parsed on the event loop, a line over 64 KiB with the cyclic garbage collector
   paused. It used to be parsed in a worker thread when over 256 KiB, which did not help:
   ``json.loads`` and pydantic hold the GIL from start to end, so the loop waited all the same
@@ -64,6 +66,7 @@ from toolrun._mcp_reader import (
     screen,
     too_large_error,
 )
+from toolrun._mcp_secrets import mask_message
 
 __all__ = ["bounded_stdio_client"]
 
@@ -191,6 +194,7 @@ async def bounded_stdio_client(
             else:
                 await deliver(_reply(refused.reply))
             return
+        text = mask_message(text)
         with collector_paused(len(line) >= _PAUSE_GC_BYTES):
             item = _parse(text)
         if (

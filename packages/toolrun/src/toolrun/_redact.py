@@ -626,6 +626,20 @@ class Redactor:
             return value
         return cast(_T, compiled.mask_value(value))
 
+    def may_hold(self, text: str) -> bool:
+        r"""Whether ``text`` may hold a registered secret in one of the forms :meth:`mask` finds.
+
+        ``False`` means surely not: every form of a secret contains a literal part (its longest
+        run of letters, digits and ``-._``, or of its base64), and none occurs in ``text``.
+        That is a few substring searches at C speed, with no match attempted. A text that writes
+        one of those characters otherwise (a JSON ``\u0041`` escape) is not covered: decode it first.
+
+        Args:
+            text: Any text.
+        """
+        compiled = self._compiled
+        return compiled is not None and compiled.may_hold(text)
+
     def redact(self, text: str) -> str:
         """``text`` with registered secrets and credentials replaced by ``***``.
 
