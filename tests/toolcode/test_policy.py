@@ -114,6 +114,15 @@ def test_saved_snippets_are_judged_by_what_they_call(view: CatalogView) -> None:
         "deleter": "x = 1\nrun_tool('fs:delete_file', path=input['p'])",
         "dynamic": "run_tool(input['tool'], {})",
         "module": "from tools import fs\nfs.delete_file(path='a')",
+        # Since the globals are values, a snippet can call them out of sight: it computes ids.
+        "aliased": "f = run_tool\nf(input['tool'], {})",
+        "in_a_dict": "{'r': run_tool_async}['r'](input['tool'], {})",
+        "many_async": "await run_tools_async([(input['tool'], {})])",
+        "getattr": "from tools import fs\ngetattr(fs, input['name'])()",
+        "package": "import tools\nm = tools.fs\nm.read_file(path='a')",
+        "module_alias": "import tools.fs as f\nf.delete_file(path='a')",
+        "from_module": "from tools.fs import delete_file\ndelete_file(path='a')",
+        "variable": "tools = search_tools('x')['hits']\nlen(tools)",  # a name, not the package
     }
     index = view.index
     for name in codes:
@@ -128,6 +137,11 @@ def test_saved_snippets_are_judged_by_what_they_call(view: CatalogView) -> None:
     assert verdict["deleter"].calls == (("fs:delete_file", tool_hash(view.get("fs:delete_file"))),)
     assert verdict["dynamic"].tier == "write"
     assert (verdict["module"].tier, verdict["module"].decision) == ("destructive", "ask")
+    for name in ("aliased", "in_a_dict", "many_async", "getattr", "package"):
+        assert verdict[name].tier == "write", name
+    for name in ("module_alias", "from_module"):
+        assert (verdict[name].tier, verdict[name].decision) == ("destructive", "ask"), name
+    assert verdict["variable"].tier == "read"
 
 
 def test_literal_tool_ids() -> None:

@@ -41,7 +41,7 @@ from typing import Any, Final, cast, get_args
 from toolcode._audit import AuditTrail, tool_hash
 from toolcode._data import as_mapping
 from toolcode._module_views import ModulesView, ToolModules
-from toolcode._modules import PACKAGE
+from toolcode._modules import ASYNC_SUFFIX, PACKAGE
 from toolcode._settings import Decision, PolicySettings, Tier
 from toolcode._view import CatalogView
 from toolcode.exceptions import ErrorCode, ToolError
@@ -121,9 +121,12 @@ def literal_tool_ids(code: str, modules: ModulesView | None, known: Callable[[st
     """The tool ids a snippet names literally, and whether it may call tools it computes.
 
     Literal ids are string constants that are known tool ids, and namespace-module functions
-    (``from tools import fs`` then ``fs.write_file``; ``tools.fs.write_file``). ``dynamic`` is
-    ``True`` when the code calls ``run_tool``/``run_tools``/``run_chain`` (or their awaitable
-    forms) with anything but literals, or does not parse.
+    (``from tools import fs`` then ``fs.write_file``; ``tools.fs.write_file``; ``from tools.fs
+    import write_file``; ``import tools.fs as f`` then ``f.write_file``). ``dynamic`` is ``True``
+    when the code calls ``run_tool``/``run_tools``/``run_chain`` (or their awaitable forms) with
+    anything but literals, uses one of them otherwise than by calling it (``f = run_tool``: its
+    calls are out of sight), uses a namespace module or the ``tools`` package otherwise than by
+    naming a function of it (``getattr(fs, name)``), or does not parse.
 
     Returns:
         ``(ids in first-seen order, dynamic)``.
@@ -135,35 +138,65 @@ def literal_tool_ids(code: str, modules: ModulesView | None, known: Callable[[st
     found: dict[str, None] = {}
     dynamic = False
     aliases: dict[str, str] = {}  # local name → namespace
-    runners = {"run_tool", "run_tools", "run_chain", "run_tool_async", "run_chain_async"}
+    packages: set[str] = set()  # names the snippet binds to the tools package
+    parents: dict[ast.AST, ast.AST] = {}
     for node in ast.walk(tree):
+        for child in ast.iter_child_nodes(node):
+            parents[child] = node
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and known(node.value):
             found[node.value] = None
-        elif isinstance(node, ast.ImportFrom) and node.module == PACKAGE and modules is not None:
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and modules is not None:
+            head, _, rest = (node.module or "").partition(".")
+            if head != PACKAGE:
+                continue
+            if not rest:  # from tools import fs
+                for a in node.names:
+                    if (ns := modules.namespace_of(a.name)) is not None:
+                        aliases[a.asname or a.name] = ns
+            elif (ns := modules.namespace_of(rest)) is not None:  # from tools.fs import write_file
+                functions = modules.functions(ns)
+                for a in node.names:
+                    if (fn := functions.get(a.name)) is not None:
+                        found[fn.tool_id] = None
+                    elif a.name == "*":
+                        found.update(dict.fromkeys(f.tool_id for f in functions.values()))
+        elif isinstance(node, ast.Import):
             for a in node.names:
-                ns = modules.namespace_of(a.name)
-                if ns is not None:
-                    aliases[a.asname or a.name] = ns
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in runners:
-            first = node.args[0] if node.args else None
-            if not _all_literal(first):
+                head, _, rest = a.name.partition(".")
+                if head != PACKAGE:
+                    continue
+                if a.asname is None or not rest:  # ``import tools.fs`` binds ``tools``
+                    packages.add(a.asname or PACKAGE)
+                elif modules is not None and (ns := modules.namespace_of(rest)) is not None:
+                    aliases[a.asname] = ns
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Name) or not isinstance(node.ctx, ast.Load):
+            continue
+        parent = parents.get(node)
+        if node.id in _RUNNERS:
+            if not (isinstance(parent, ast.Call) and parent.func is node) or not _all_literal(
+                parent.args[0] if parent.args else None
+            ):
                 dynamic = True
-    if modules is not None:
-        for node in ast.walk(tree):
-            if not isinstance(node, ast.Attribute):
+        elif modules is not None and (node.id in aliases or node.id in packages or node.id == PACKAGE):
+            # Only ``fs.name`` (``tools.fs.name``) names a function: any other use may reach any of them.
+            ns = aliases.get(node.id)
+            if ns is None and isinstance(parent, ast.Attribute):
+                ns = modules.namespace_of(parent.attr)
+                parent = parents.get(parent)
+            if ns is None or not isinstance(parent, ast.Attribute):
+                dynamic = dynamic or node.id in aliases or node.id in packages
                 continue
-            base = node.value
-            ns: str | None = None
-            if isinstance(base, ast.Name):
-                ns = aliases.get(base.id)
-            elif isinstance(base, ast.Attribute) and isinstance(base.value, ast.Name) and base.value.id == PACKAGE:
-                ns = modules.namespace_of(base.attr)
-            if ns is None:
-                continue
-            fn = modules.functions(ns).get(node.attr)
+            fn = modules.functions(ns).get(parent.attr)
             if fn is not None:
                 found[fn.tool_id] = None
     return list(found), dynamic
+
+
+_RUNNERS: Final = frozenset(
+    name + suffix for name in ("run_tool", "run_tools", "run_chain") for suffix in ("", ASYNC_SUFFIX)
+)
+"""The globals that call tools by their ids."""
 
 
 def _all_literal(node: ast.expr | None) -> bool:
