@@ -6,11 +6,14 @@ namespaces named like a standard-library module and like no identifier at all.
 
 from __future__ import annotations
 
+import itertools
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, ClassVar, Literal
 
 import anyio
+import anyio.lowlevel
 import pytest
 from typing_extensions import TypedDict
 
@@ -1001,6 +1004,48 @@ async def test_a_check_ty_runs_out_of_time_on_lets_the_run_go_on_and_is_not_aske
         assert found.code == "runtime_error"
     finally:
         await checker.aclose()
+
+
+async def test_a_big_namespace_module_is_rendered_off_the_event_loop() -> None:
+    # An upstream's catalog can make its module's stub take seconds to render (after each change):
+    # the event loop goes on serving everyone else meanwhile.
+    from toolcode._modules import render
+    from toolindex import BackendRef, Tool
+
+    fields = {"type": "object", "properties": {f"s{k}": {"type": "string"} for k in range(8)}}
+    output = {"type": "object", "properties": {f"field_{j}_{'x' * 20}": fields for j in range(60)}}
+    inputs = {"type": "object", "properties": {"a": {"type": "string"}}}
+    tools = [
+        Tool.validated(name=f"t{i}", namespace="heavy", input_schema=inputs, output_schema=output) for i in range(80)
+    ]
+    index = InMemoryIndex()
+    for tool in tools:
+        index.register(tool, BackendRef.of_provider("p", tool=tool.name))
+    started = time.perf_counter()
+    render("heavy", "heavy", tools)
+    reference = time.perf_counter() - started  # the render, measured here and now
+    checker = TypeChecker(ToolModules(index))
+    turns: list[float] = []
+    try:
+        with anyio.fail_after(120):  # a hang only
+            async with anyio.create_task_group() as tg:
+
+                async def ticker() -> None:
+                    while True:
+                        turns.append(time.perf_counter())
+                        await anyio.lowlevel.checkpoint()
+
+                tg.start_soon(ticker)
+                await anyio.lowlevel.checkpoint()
+                [found] = await checker.check(
+                    "from tools import heavy\nr = heavy.t1(a='x')\nr.uper()", CatalogView(index)
+                )
+                tg.cancel_scope.cancel()
+    finally:
+        await checker.aclose()
+    assert found.code == "runtime_error", found
+    longest = max(b - a for a, b in itertools.pairwise(turns))
+    assert longest < reference / 3, (longest, reference)
 
 
 _PET = {"type": "object", "properties": {"id": {"type": "integer"}, "name": {"type": "string"}}, "required": ["id"]}

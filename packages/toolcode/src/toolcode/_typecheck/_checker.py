@@ -143,6 +143,7 @@ class TypeChecker:
         complete = True
         # ``ty`` is asked only where it could find something (its check costs about a millisecond).
         if visible and await run(may_fail, tree, found):
+            await modules.render_ahead(visible.values())
             declared = declared_types(tree, found, results, modules)
             text = found.text or code
             findings = await self._ty.findings(
