@@ -6,10 +6,14 @@ namespaces named like a standard-library module and like no identifier at all.
 
 from __future__ import annotations
 
+import itertools
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, ClassVar, Literal
 
+import anyio
+import anyio.lowlevel
 import pytest
 from typing_extensions import TypedDict
 
@@ -930,6 +934,121 @@ async def test_a_ty_session_whose_worker_ended_is_replaced() -> None:
         assert checker._ty._small.warm is not ended  # pyright: ignore[reportPrivateUsage]
     finally:
         await checker.aclose()
+
+
+def _exponential(branches: int, tag: int = 0) -> str:
+    """A short snippet whose inferred type ``ty`` doubles with each branch (from 25 on: seconds to check)."""
+    ifs = "".join(f"if r:\n    y = (y, {i})\n" for i in range(branches))
+    return f"from tools import x\nr = x.f(a={tag})\ny = r\n{ifs}y.uper()\n"
+
+
+class _TyChecks:
+    """Counts the snippets handed to ``ty`` (and sets ``slow`` once one naming ``uper`` is)."""
+
+    def __init__(self, checker: TypeChecker, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.count = 0
+        self.slow = anyio.Event()
+        ty = checker._ty  # pyright: ignore[reportPrivateUsage]
+        self._check = ty._check  # pyright: ignore[reportPrivateUsage]
+        monkeypatch.setattr(ty, "_check", self._counted)
+
+    async def _counted(self, warm: Any, wrapped: str) -> str:
+        self.count += 1
+        if "uper" in wrapped:
+            self.slow.set()
+        return await self._check(warm, wrapped)
+
+
+async def test_a_check_ty_takes_long_over_holds_up_no_other_caller(monkeypatch: pytest.MonkeyPatch) -> None:
+    # One caller's snippet that ty takes seconds over (its types grow exponentially) goes on
+    # apart: another caller's checks still answer, at once, while it goes on.
+    index = await _one_int_tool()
+    view = CatalogView(index, None)
+    checker = TypeChecker(ToolModules(index), timeout=30.0)
+    ty = _TyChecks(checker, monkeypatch)
+    slow_done = anyio.Event()
+
+    async def attacker() -> None:
+        await checker.check(_exponential(40), view, caller="alice")
+        slow_done.set()
+
+    try:
+        with anyio.fail_after(120):  # a hang only: the slow check alone takes the checker's 30 s
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(attacker)
+                await ty.slow.wait()
+                for i in range(3):
+                    found = await checker.check(
+                        f"from tools import x\nr{i} = x.f(a=1)\nr{i}.upper()", view, caller="bob"
+                    )
+                    assert [d.code for d in found] == ["runtime_error"], found  # checked, not let through
+                assert not slow_done.is_set()  # bob's checks did not wait for alice's
+                tg.cancel_scope.cancel()
+    finally:
+        await checker.aclose()
+
+
+async def test_a_check_ty_runs_out_of_time_on_lets_the_run_go_on_and_is_not_asked_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    index = await _one_int_tool()
+    view = CatalogView(index, None)
+    checker = TypeChecker(ToolModules(index), timeout=1.0)
+    ty = _TyChecks(checker, monkeypatch)
+    try:
+        slow = _exponential(40)
+        assert len(slow) < 1_000
+        assert await checker.check(slow, view, caller="alice") == []  # unchecked, not refused
+        asked = ty.count
+        assert await checker.check(slow, view, caller="alice") == []
+        assert ty.count == asked  # remembered: the same snippet costs ty nothing again
+        # The checker goes on answering, for the same caller too.
+        [found] = await checker.check("from tools import x\nx.f(a=1).upper()", view, caller="alice")
+        assert found.code == "runtime_error"
+    finally:
+        await checker.aclose()
+
+
+async def test_a_big_namespace_module_is_rendered_off_the_event_loop() -> None:
+    # An upstream's catalog can make its module's stub take seconds to render (after each change):
+    # the event loop goes on serving everyone else meanwhile.
+    from toolcode._modules import render
+    from toolindex import BackendRef, Tool
+
+    fields = {"type": "object", "properties": {f"s{k}": {"type": "string"} for k in range(8)}}
+    output = {"type": "object", "properties": {f"field_{j}_{'x' * 20}": fields for j in range(60)}}
+    inputs = {"type": "object", "properties": {"a": {"type": "string"}}}
+    tools = [
+        Tool.validated(name=f"t{i}", namespace="heavy", input_schema=inputs, output_schema=output) for i in range(80)
+    ]
+    index = InMemoryIndex()
+    for tool in tools:
+        index.register(tool, BackendRef.of_provider("p", tool=tool.name))
+    started = time.perf_counter()
+    render("heavy", "heavy", tools)
+    reference = time.perf_counter() - started  # the render, measured here and now
+    checker = TypeChecker(ToolModules(index))
+    turns: list[float] = []
+    try:
+        with anyio.fail_after(120):  # a hang only
+            async with anyio.create_task_group() as tg:
+
+                async def ticker() -> None:
+                    while True:
+                        turns.append(time.perf_counter())
+                        await anyio.lowlevel.checkpoint()
+
+                tg.start_soon(ticker)
+                await anyio.lowlevel.checkpoint()
+                [found] = await checker.check(
+                    "from tools import heavy\nr = heavy.t1(a='x')\nr.uper()", CatalogView(index)
+                )
+                tg.cancel_scope.cancel()
+    finally:
+        await checker.aclose()
+    assert found.code == "runtime_error", found
+    longest = max(b - a for a, b in itertools.pairwise(turns))
+    assert longest < reference / 3, (longest, reference)
 
 
 _PET = {"type": "object", "properties": {"id": {"type": "integer"}, "name": {"type": "string"}}, "required": ["id"]}

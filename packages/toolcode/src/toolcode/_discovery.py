@@ -107,6 +107,9 @@ class Discovery:
         n = check_int("limit", limit, 1, MAX_SEARCH_LIMIT)
         d = cast("SearchDetail", check_choice("detail", detail, SEARCH_DETAILS))
         ns = check_names("namespaces", namespaces)
+        hits = self.view.search(q, limit=n, namespaces=ns)
+        if d == "schema":
+            await self.modules.render_ahead(h.namespace for h in hits)
         out = [
             SearchHitEntry(
                 id=h.id,
@@ -117,7 +120,7 @@ class Discovery:
                 signature=self._signature_text(h.id) if d == "schema" else None,
                 weak=h.weak,
             )
-            for h in self.view.search(q, limit=n, namespaces=ns)
+            for h in hits
         ]
         return SearchResult(hits=out, hint=self._search_hint(out, ns))
 
@@ -232,6 +235,10 @@ class Discovery:
             if not 1 <= len(raw) <= MAX_DESCRIBE_IDS:
                 raise bad("tool_id", f"give 1 to {MAX_DESCRIBE_IDS} ids, got {len(raw)}")
             ids = [check_tool_id(f"tool_id[{i}]", t) for i, t in enumerate(raw)]
+        if lvl in ("schema", "module"):
+            # A namespace's module, a module name, or a tool id: its namespace comes first.
+            named = (self.modules.namespace_of(t) or t.split(":", 1)[0] for t in ids)
+            await self.modules.render_ahead(named)
         docs: list[ToolDocEntry] = []
         errors: list[ErrorInfo] = []
         for tid in ids:

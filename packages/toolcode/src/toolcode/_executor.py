@@ -255,7 +255,8 @@ class Executor:
         down = unavailable_reference(p.code, view, s.modules)
         if down is not None:
             raise down
-        found = await s.checker.check(p.code, view, preamble=p.session.imports if p.session is not None else ())
+        preamble = p.session.imports if p.session is not None else ()
+        found = await s.checker.check(p.code, view, preamble=preamble, caller=p.caller)
         if found:
             raise TypeCheckError(found)
 

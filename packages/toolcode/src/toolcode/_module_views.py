@@ -12,7 +12,11 @@ from __future__ import annotations
 
 import sys
 from collections import OrderedDict
+from collections.abc import Iterable
 from typing import Final
+
+import anyio
+import anyio.to_thread
 
 from toolcode._modules import (
     ModuleFunction,
@@ -51,7 +55,9 @@ class ToolModules:
     kept until the index's version moves: once over its public tools, for every view whose
     partitions hold none of its tools, and once per set of partitions for the others (in practice
     the ``snippets`` module, per caller that owns private snippets; at most :data:`_VARIANTS` of
-    those are kept). Not locked: every user runs on one event loop thread, and nothing here awaits.
+    those are kept). Not locked: every user runs on one event loop thread, and nothing here awaits
+    but :meth:`ModulesView.render_ahead`, which renders in a worker thread (a hostile upstream's
+    namespace can take seconds) and keeps what it built only while the catalog has not moved.
 
     Args:
         index: The catalog.
@@ -99,6 +105,8 @@ class _Built:
         self._variants: OrderedDict[tuple[str, _Key], None] = OrderedDict()
         self._counts: OrderedDict[_Reads, dict[str, int]] = OrderedDict()
         self._runtime: OrderedDict[tuple[object, ...], dict[str, dict[str, ModuleFunction]]] = OrderedDict()
+        self._rendering: dict[tuple[int, _Key], anyio.Event] = {}
+        """Renders under way in a worker thread, by catalog version and key."""
 
     def current(self) -> int:
         """Start over when the catalog moved; its version."""
@@ -168,6 +176,31 @@ class _Built:
         if reads != _PUBLIC:
             self._variant("module", key)
         return hit
+
+    async def render_ahead(self, namespace: str, reads: _Reads) -> None:
+        """Render a namespace's module in a worker thread unless it is built (or being built) already."""
+        version = self.current()
+        key = (namespace, reads)
+        name = self.names.get(namespace)
+        if name is None or key in self._modules:
+            return
+        under_way = self._rendering.get((version, key))
+        if under_way is not None:
+            await under_way.wait()
+            return
+        done = self._rendering[(version, key)] = anyio.Event()
+        try:
+            tools = self._tools(namespace, reads)
+            # Not abandoned when the caller is cancelled: the next caller would pay for it again.
+            with anyio.CancelScope(shield=True):
+                module = await anyio.to_thread.run_sync(render, namespace, name, tools)
+                if self.current() == version:
+                    self._modules[key] = module
+                    if reads != _PUBLIC:
+                        self._variant("module", key)
+        finally:
+            del self._rendering[(version, key)]
+            done.set()
 
     def runtime(self, view: ModulesView) -> dict[str, dict[str, ModuleFunction]]:
         """The module map of runs in ``view`` (see :meth:`ModulesView.runtime`)."""
@@ -275,6 +308,17 @@ class ModulesView:
     def module(self, namespace: str) -> NamespaceModule | None:
         """The namespace's module with its stub (rendered on first use per catalog version and partitions read)."""
         return self._built.module(namespace, self._reads(namespace)) if self.holds(namespace) else None
+
+    async def render_ahead(self, namespaces: Iterable[str]) -> None:
+        """Render the modules of ``namespaces`` the view holds, in a worker thread, where not built yet.
+
+        What reads a module is synchronous, and a module's first render after a catalog change takes
+        time in proportion to its tools' schemas (seconds for a hostile upstream's): an async caller
+        asks for it here first, so that the event loop goes on serving everyone else meanwhile.
+        """
+        for namespace in dict.fromkeys(namespaces):
+            if self.holds(namespace):
+                await self._built.render_ahead(namespace, self._reads(namespace))
 
     def module_named(self, name: str) -> NamespaceModule | None:
         """The module held under a module name (or its former name), or ``None``."""

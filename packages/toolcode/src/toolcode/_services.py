@@ -211,7 +211,7 @@ class Services:
         checker, strict = self.checker, self.settings.limits.type_check != "off"
 
         async def check(text: str) -> list[Diagnostic]:
-            return await checker.check(text, view) if strict else []
+            return await checker.check(text, view, caller=caller) if strict else []
 
         return await self.stores.snippets.save(
             name,

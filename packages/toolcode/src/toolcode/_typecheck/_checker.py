@@ -35,7 +35,7 @@ from toolcode._typecheck._dead import DeadCode
 from toolcode._typecheck._declared import declared_types
 from toolcode._typecheck._diagnostic import Diagnostic, Handlers, Positions, near
 from toolcode._typecheck._findings import may_fail
-from toolcode._typecheck._ty import MAX_CHARS, Ty
+from toolcode._typecheck._ty import MAX_CHARS, Ty, Unanswered
 from toolcode._typecheck._writes import mentions
 from toolcode._view import CatalogView
 from toolcode.exceptions import ErrorCode
@@ -80,7 +80,9 @@ class TypeChecker:
         self._schemas_version = -1
         self._answers: OrderedDict[tuple[object, ...], tuple[Diagnostic, ...]] = OrderedDict()
 
-    async def check(self, code: str, view: CatalogView, *, preamble: Sequence[str] = ()) -> list[Diagnostic]:
+    async def check(
+        self, code: str, view: CatalogView, *, preamble: Sequence[str] = (), caller: str | None = None
+    ) -> list[Diagnostic]:
         """The problems of ``code``, in line order (empty: nothing found, or nothing to check).
 
         Args:
@@ -88,13 +90,15 @@ class TypeChecker:
             view: The caller's view of the catalog (what it may import and call).
             preamble: Lines that ran before ``code`` (a session's earlier ``tools`` imports):
                 checked with it, never reported.
+            caller: Who asks: a caller's checks by ``ty`` go one at a time, and wait for no other
+                caller's slow one (see :mod:`._ty`).
 
         Returns:
             The diagnostics; a snippet that does not parse gives none (the engine reports it).
         """
         if preamble:
             shift = len(preamble)
-            found = await self.check("\n".join(preamble) + "\n" + code, view)
+            found = await self.check("\n".join(preamble) + "\n" + code, view, caller=caller)
             return [dataclasses.replace(d, line=d.line - shift, fails_at=None) for d in found if d.line > shift]
         if PACKAGE not in code and "run_tool" not in code:
             return []  # nothing that names a tool: no parse
@@ -102,7 +106,8 @@ class TypeChecker:
             _log.info("typecheck.skipped", reason=f"longer than {MAX_CHARS:,} characters", chars=len(code))
             return []
         # The same snippet in the same view of the same catalog has the same answer (a saved snippet
-        # is checked on every call, a model may send a snippet again).
+        # is checked on every call, a model may send a snippet again); so does one ``ty`` ran out of
+        # time on, which would cost that time again.
         digest = hashlib.blake2b(code.encode(errors="surrogatepass"), digest_size=16).digest()
         key = (self._modules.version, view.key(), digest)
         hit = self._answers.get(key)
@@ -111,13 +116,13 @@ class TypeChecker:
             return list(hit)
         run = runs_for(code)
         if run is run_here:
-            found, complete = await self._check(code, view, run)
+            found, complete = await self._check(code, view, run, caller)
         else:
             # A long snippet's check takes time in proportion (seconds for thousands of lines): it runs
             # in a worker thread, one such check at a time, while the event loop serves everyone else.
             async with self._large:
                 try:
-                    found, complete = await self._check(code, view, run)
+                    found, complete = await self._check(code, view, run, caller)
                 except RuntimeError as e:  # the catalog changed under the thread: the run goes on unchecked
                     _log.warning("typecheck.skipped", error=repr(e)[:300])
                     return []
@@ -127,8 +132,10 @@ class TypeChecker:
                 self._answers.popitem(last=False)
         return found
 
-    async def _check(self, code: str, view: CatalogView, run: Runs) -> tuple[list[Diagnostic], bool]:
-        """The diagnostics, and whether every part of the check answered (``ty`` may not)."""
+    async def _check(
+        self, code: str, view: CatalogView, run: Runs, caller: str | None
+    ) -> tuple[list[Diagnostic], bool]:
+        """The diagnostics, and whether the answer is to be kept (``ty`` may not answer, and may be asked again)."""
         static = await run(self._static, code, view)
         if static is None:
             return [], True
@@ -136,13 +143,16 @@ class TypeChecker:
         complete = True
         # ``ty`` is asked only where it could find something (its check costs about a millisecond).
         if visible and await run(may_fail, tree, found):
+            await modules.render_ahead(visible.values())
             declared = declared_types(tree, found, results, modules)
             text = found.text or code
             findings = await self._ty.findings(
-                text, tree, found.bindings, visible, modules, positions, run, typed, declared
+                text, tree, found.bindings, visible, modules, positions, run, typed, declared, caller
             )
-            complete = findings is not None
-            out.extend(findings or ())
+            if isinstance(findings, Unanswered):
+                complete = not findings.again
+            else:
+                out.extend(findings)
         return await run(_reported, tree, positions, found, out), complete
 
     def _static(self, code: str, view: CatalogView) -> _Static | None:
