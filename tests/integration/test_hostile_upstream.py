@@ -218,6 +218,22 @@ async def test_a_reply_over_the_bound_fails_its_call_unread(
     assert "server 'hostile'" in str(got) and "4,194,304 bytes (maxResponseBytes)" in str(got)
 
 
+async def test_a_compressed_reply_is_bounded_by_what_it_inflates_to(
+    mcp_runner: Callable[..., Any], hostile: Hostile
+) -> None:
+    # 50 MB of text gzip-compressed to ~50 KB, sent though the client asked for no compression:
+    # the client inflated it after every bound on its bytes was counted (300 MB took 580 MB).
+    if hostile.transport != "http":
+        pytest.skip("compression is an HTTP matter")
+    async with mcp_runner({"hostile": hostile.entry(), "time": TIME}) as (runner, _):
+        small = await runner.run("hostile:reply", {"kind": "huge", "size": 100_000, "gzip": True})
+        assert len(small.value) == 100_000
+        args = {"kind": "huge", "size": 50_000_000, "gzip": True}
+        got = await under_attack(runner, lambda: runner.run("hostile:reply", args))
+    assert isinstance(got, ResponseTooLargeError), got
+    assert got.limit == DEFAULT_MAX_RESPONSE_BYTES
+
+
 async def test_the_bound_is_the_servers_own(mcp_runner: Callable[..., Any], hostile: Hostile) -> None:
     entry = hostile.entry(maxResponseBytes=100_000)
     async with mcp_runner({"hostile": entry, "time": TIME}) as (runner, _):

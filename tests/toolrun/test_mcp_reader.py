@@ -243,3 +243,86 @@ def test_a_message_is_screened_before_it_is_parsed() -> None:
         }
     records = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"rows": [{"id": i, "v": i} for i in range(200_000)]}})
     assert screen(records, len(records), limit) is None  # 5.6 MB of two-field records, under the bound
+
+
+@pytest.mark.anyio
+async def test_a_compressed_reply_is_bounded_by_what_it_inflates_to() -> None:
+    # A gzip body of ~100 KiB inflated to 100 MiB in the client, after every bound on its bytes
+    # had been counted: maxResponseBytes now bounds the inflated reply, step by step.
+    import gzip
+    import zlib
+
+    import httpx2
+
+    from toolrun._http_inflate import STEP
+    from toolrun._mcp_reader import TOO_LARGE, mend_http_response
+
+    async def answer(body: bytes, encoding: str, ctype: str = "application/json", limit: int = 1 << 20) -> Any:
+        class Body(httpx2.AsyncByteStream):
+            async def __aiter__(self) -> Any:
+                for i in range(0, len(body), 8192):
+                    yield body[i : i + 8192]
+
+        request = httpx2.Request("POST", "http://127.0.0.1/mcp", content=b'{"jsonrpc":"2.0","id":5,"method":"x"}')
+        headers = {"content-type": ctype, "content-encoding": encoding}
+        response = httpx2.Response(200, headers=headers, stream=Body(), request=request)
+        await mend_http_response(response, max_bytes=limit)
+        chunks = [chunk async for chunk in response.stream]
+        return b"".join(chunks), response
+
+    def reply(text: str) -> bytes:
+        return json.dumps({"jsonrpc": "2.0", "id": 5, "result": {"content": [{"type": "text", "text": text}]}}).encode()
+
+    # Within the bound, each coding servers use reads as the plain reply (raw deflate too).
+    plain = reply("hello")
+    raw = zlib.compressobj(wbits=-zlib.MAX_WBITS)
+    for body, encoding in (
+        (gzip.compress(plain), "gzip"),
+        (zlib.compress(plain), "deflate"),
+        (raw.compress(plain) + raw.flush(), "deflate"),
+    ):
+        got, response = await answer(body, encoding)
+        assert got == plain and "content-encoding" not in response.headers
+        # The client does not inflate again: what the SDK reads is the reply.
+        assert json.loads(got)["result"]["content"][0]["text"] == "hello"
+
+    # Over the bound: refused once the inflated bytes pass it, not inflated whole.
+    bomb = gzip.compress(reply("A" * (24 << 20)), compresslevel=9)
+    assert len(bomb) < (1 << 20)
+
+    class Counted(httpx2.AsyncByteStream):
+        def __init__(self) -> None:
+            self.read = 0
+
+        async def __aiter__(self) -> Any:
+            for i in range(0, len(bomb), 8192):
+                self.read += 8192
+                yield bomb[i : i + 8192]
+
+    counted = Counted()
+    request = httpx2.Request("POST", "http://127.0.0.1/mcp", content=b'{"jsonrpc":"2.0","id":5,"method":"x"}')
+    response = httpx2.Response(
+        200, headers={"content-type": "application/json", "content-encoding": "gzip"}, stream=counted, request=request
+    )
+    await mend_http_response(response, max_bytes=1 << 20)
+    error = json.loads(b"".join([chunk async for chunk in response.stream]))
+    assert error["id"] == 5 and error["error"]["data"]["reason"] == TOO_LARGE
+    # It stopped reading soon after the bound (1 MiB of 24 inflated), not at the bomb's end.
+    assert counted.read <= len(bomb) // 8 + STEP
+
+    # Over SSE alike.
+    event = b"event: message\ndata: " + reply("B" * (4 << 20)) + b"\n\n"
+    got, _ = await answer(gzip.compress(event), "gzip", "text/event-stream")
+    assert TOO_LARGE.encode() in got and len(got) < 1024
+
+    # A coding that is not inflated fails the request; a body that does not inflate is no reply.
+    for body, encoding in ((b"\x1b\x00\x00", "br"), (gzip.compress(plain), "gzip, gzip")):
+        got, response = await answer(body, encoding)
+        failed = json.loads(got)
+        assert failed["id"] == 5 and failed["error"]["data"] == {"reason": MALFORMED}
+        assert encoding in failed["error"]["message"]
+    got, _ = await answer(gzip.compress(plain)[:-30], "gzip")  # cut short: the SDK's parse fails the request
+    with pytest.raises(ValueError):
+        json.loads(got)
+    got, _ = await answer(b"not compressed at all", "gzip")
+    assert got == b""

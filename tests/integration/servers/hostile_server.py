@@ -45,6 +45,9 @@ message when there are several):
   - ``"bad_shape"``: a result that is a string; ``"bad_content"``: ``content`` that is not a list;
   - ``"no_result"``: a reply with neither ``result`` nor ``error`` (``{"jsonrpc": "2.0", "id": N}``).
 
+Over HTTP, ``gzip: true`` sends the reply gzip-compressed (``Content-Encoding: gzip``) whatever
+the client's ``Accept-Encoding`` asked for.
+
 Hostile schemas (``--schemas a,b,...`` or ``--schemas all``) add tools named ``schema_<kind>``
 to the listing, between the well-formed ones: ``remote_ref`` (a ``$ref`` to ``--ref-url``),
 ``file_ref`` (a ``$ref`` to ``file:///etc/passwd``), ``dev_zero_ref`` (a ``$ref`` to
@@ -61,6 +64,7 @@ the token to stderr at start and on every call, as a careless server would.
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import sys
@@ -125,6 +129,7 @@ WELL_FORMED: list[dict[str, Any]] = [
                 "size": {"type": "integer"},
                 "id_last": {"type": "boolean"},
                 "count": {"type": "integer"},
+                "gzip": {"type": "boolean"},
             }
         ),
     ),
@@ -457,10 +462,13 @@ def wire_middleware(hs: HostileServer, app: ASGIApp) -> ASGIApp:
         arguments: dict[str, Any] = request["params"].get("arguments") or {}
         waits = arguments.get("kind") == "none"  # a reply that never comes: the stream stays open
         if len(raw) == 1 and not waits:
-            await send(
-                {"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]}
-            )
-            await send({"type": "http.response.body", "body": raw[0]})
+            headers = [(b"content-type", b"application/json")]
+            body = raw[0]
+            if arguments.get("gzip"):
+                body = gzip.compress(body, compresslevel=9)
+                headers.append((b"content-encoding", b"gzip"))
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
             return
         await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
         for m in raw:

@@ -586,7 +586,8 @@ class MCPBackend:
             # Reads may idle while a tool works; per-call timeouts are the real bound.
             read = max(300.0, (cfg.timeout or 0.0) + 30.0)
             http = httpx2.AsyncClient(
-                headers=cfg.headers,
+                # Uncompressed replies: a compressed one is inflated within maxResponseBytes (_http_inflate).
+                headers={"accept-encoding": "identity", **cfg.headers},
                 timeout=httpx2.Timeout(cfg.connect_timeout, read=read),
                 event_hooks={
                     "response": [partial(mend_http_response, max_bytes=cfg.max_response_bytes, on_drop=self._on_drop)]

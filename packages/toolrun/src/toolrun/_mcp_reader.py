@@ -51,6 +51,7 @@ from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
 from toolrun._compat_mcp import TransportStreams
+from toolrun._http_inflate import Inflated, inflatable
 from toolrun._mcp_secrets import mask_message, may_hold_secret
 from toolrun._redact import mask_secrets
 from toolrun._size import container_bound, containers_at_most
@@ -647,14 +648,26 @@ async def mend_http_response(
     :func:`too_large_error` instead. A body or an event holding more containers than the bound
     that comes with ``max_bytes`` is not parsed (the same error, saying so); an event that is a
     notification over :data:`MAX_NOTIFICATION_BYTES` is dropped, and ``on_drop`` told (see
-    :func:`screen`). Compressed bodies are left alone (they are decoded after this hook's stream).
+    :func:`screen`). A compressed body is inflated first (:mod:`toolrun._http_inflate`), so that
+    these bounds are on what it inflates to; one in a coding that is not inflated fails its request.
     """
-    if response.headers.get("content-encoding", "identity").lower() not in ("", "identity"):
-        return
-    ctype = response.headers.get("content-type", "").partition(";")[0].strip().lower()
     stream = response.stream
     if not isinstance(stream, httpx2.AsyncByteStream):
         return
+    encoding = response.headers.get("content-encoding", "identity").strip().lower()
+    if encoding not in ("", "identity"):
+        del response.headers["content-encoding"]  # inflated here, or not read: never by the client
+        if not inflatable(encoding):
+            request_id = _request_id_of(response.request)
+            why = f"the server's reply is compressed ({encoding[:40]}), which is not read"
+            response.headers["content-type"] = "application/json"
+            response.stream = httpx2.ByteStream(
+                b"" if request_id is None else json.dumps(malformed_error(request_id, why)).encode()
+            )
+            await stream.aclose()
+            return
+        stream = response.stream = Inflated(stream, encoding)
+    ctype = response.headers.get("content-type", "").partition(";")[0].strip().lower()
     if ctype == "application/json":
         response.stream = _MendedJSON(stream, _request_id_of(response.request), max_bytes)
     elif ctype == "text/event-stream":
