@@ -33,6 +33,7 @@ from toolrun import (
     ResponseTooLargeError,
     ToolExecutionError,
     ToolTimeoutError,
+    UpstreamProtocolError,
     backends_from_config,
     load_config,
     redact,
@@ -237,6 +238,18 @@ async def test_an_oversized_response_fails_without_being_read_whole(
             with pytest.raises(ResponseTooLargeError) as e:
                 await other.run("animals:big")
             assert e.value.tool_id == "animals:big"
+
+
+async def test_a_compressed_response_is_bounded_as_it_inflates(service: RunningServer, env: dict[str, str]) -> None:
+    # 8 MiB of JSON gzip-compressed to ~40 KB: the client inflated each chunk it read whole before
+    # the bound counted it. Uncompressed replies are asked for; a compressed one inflates 64 KiB at a time.
+    async with runner_for(entry(service, maxResponseBytes=65536), env) as runner:
+        with pytest.raises(ResponseTooLargeError):
+            await runner.run("pets:big", {"encoding": "gzip"})
+        with pytest.raises(UpstreamProtocolError, match=r"compressed \(br\), which is not read"):
+            await runner.run("pets:big", {"encoding": "br"})
+    asked = [s["accept-encoding"] for s in await seen_by(service) if s["raw_path"] == "/big"]
+    assert asked[-2:] == ["identity", "identity"]
 
 
 async def test_the_document_can_come_from_the_service_itself(service: RunningServer, env: dict[str, str]) -> None:

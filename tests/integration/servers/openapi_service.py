@@ -55,6 +55,7 @@ class Recorder:
                     "query": scope["query_string"].decode("latin-1"),
                     "authorization": headers.get("authorization"),
                     "x-api-key": headers.get("x-api-key"),
+                    "accept-encoding": headers.get("accept-encoding"),
                 }
             )
         await self.app(scope, receive, send)
@@ -195,9 +196,16 @@ async def slow(request: Request) -> Response:
 
 
 async def big(request: Request) -> Response:
+    chunk = json.dumps(["x" * 1000] * 1024).encode()[1:-1]
+    encoding = request.query_params.get("encoding")
+    if encoding:  # compressed whatever the client asked for: gzip for real, any other name as is
+        body = b"[" + b",".join([chunk] * 8) + b"]"
+        packed = gzip.compress(body, compresslevel=9) if encoding == "gzip" else body[:1000]
+        headers = {"content-encoding": encoding}
+        return Response(packed, media_type="application/json", headers=headers)
+
     async def items():  # 8 MiB of JSON, streamed
         yield b"["
-        chunk = json.dumps(["x" * 1000] * 1024).encode()[1:-1]
         for i in range(8):
             yield (b"," if i else b"") + chunk
         yield b"]"

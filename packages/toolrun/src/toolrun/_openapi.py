@@ -43,6 +43,7 @@ from toolrun._config import (
     url_secrets,
 )
 from toolrun._gc import LARGE_DOCUMENT_BYTES, LARGE_DOCUMENT_PATHS, collector_paused
+from toolrun._http_inflate import IDENTITY, UnreadableEncodingError, body_chunks
 from toolrun._openapi_document import (
     MAX_DOCUMENT_BYTES,
     fetch_document,
@@ -64,6 +65,7 @@ from toolrun.exceptions import (
     InputValidationError,
     ResponseTooLargeError,
     ToolTimeoutError,
+    UpstreamProtocolError,
     ValidationProblem,
 )
 
@@ -223,7 +225,8 @@ class OpenAPIProvider:
         # Created on first use (no await in between, so concurrent callers share one).
         if self._client is None:
             timeout = httpx2.Timeout(self._timeout)
-            self._client = httpx2.AsyncClient(timeout=timeout, follow_redirects=False)
+            # Uncompressed replies: a compressed one is inflated within maxResponseBytes (_http_inflate).
+            self._client = httpx2.AsyncClient(timeout=timeout, follow_redirects=False, headers=IDENTITY)
         return self._client
 
     async def list_tools(self) -> list[dict[str, Any]]:
@@ -255,7 +258,8 @@ class OpenAPIProvider:
             # The headers go with the document's request only on the credentials' origin (baseUrl's,
             # or without it the document's own): never to another host that serves the document.
             same = self._base_url is None or _origin_of(url, self.name, "openapi") == origin(self._base_url)
-            async with httpx2.AsyncClient(timeout=httpx2.Timeout(self._load_timeout), follow_redirects=False) as c:
+            load_timeout = httpx2.Timeout(self._load_timeout)
+            async with httpx2.AsyncClient(timeout=load_timeout, follow_redirects=False, headers=IDENTITY) as c:
                 raw = await fetch_document(
                     c,
                     url,
@@ -484,7 +488,11 @@ class OpenAPIProvider:
             chunks: list[bytes] = []
             size = 0
             too_big = False
-            async for chunk in response.aiter_bytes():
+            try:
+                body_stream = body_chunks(response)
+            except UnreadableEncodingError as e:
+                raise UpstreamProtocolError(tool_id, f"{op.method} {redact_url(url)[:_SHOWN_URL]}: {e}") from None
+            async for chunk in body_stream:
                 size += len(chunk)
                 if size > self._max_response:
                     too_big = True

@@ -25,6 +25,7 @@ import anyio
 import httpx2
 
 from toolrun._gc import LARGE_DOCUMENT_BYTES, collector_paused
+from toolrun._http_inflate import UnreadableEncodingError, body_chunks
 from toolrun._redact import redact_url
 from toolrun.exceptions import BackendUnavailableError, ConfigError
 
@@ -111,7 +112,7 @@ async def fetch_document(
     cannot keep the fetch (and a start-up waiting for it) going past it. A redirect is not
     followed (the client must not follow them): it fails, naming where it points. A gzip file
     (told by its first bytes) is unpacked within the same cap, as :func:`read_file` does; a
-    ``Content-Encoding`` the client decodes is counted after decoding.
+    compressed reply (``Content-Encoding``) is counted as it inflates (:func:`~toolrun._http_inflate.body_chunks`).
 
     Raises:
         BackendUnavailableError: If the URL cannot be reached, answers other than 2xx, or the
@@ -129,7 +130,11 @@ async def fetch_document(
                         answer += f"; redirects are not followed (to {redact_url(location)[:200]})"
                     raise BackendUnavailableError(f"openapi:{server}", answer)
                 size = 0
-                async for chunk in response.aiter_bytes():
+                try:
+                    body_stream = body_chunks(response)
+                except UnreadableEncodingError as e:
+                    raise ConfigError(server, "openapi", f"the document at {shown}: {e}") from None
+                async for chunk in body_stream:
                     size += len(chunk)
                     if size > max_bytes:
                         raise ConfigError(
