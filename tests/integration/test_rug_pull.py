@@ -34,11 +34,11 @@ CHAIN = [
 ]
 
 
-def _box(tmp_path: Path, policy: dict[str, Any]) -> Toolbox:
-    """The fault server, whose echo changes once the flag file exists, and ``wait:changed``."""
+def _box(tmp_path: Path, policy: dict[str, Any], local: LocalBackend | None = None) -> Toolbox:
+    """The fault server, whose echo changes once the flag file exists, ``wait:changed`` and ``local``'s tools."""
     flag = tmp_path / "changed"
     servers = {"faults": {"command": sys.executable, "args": [str(FAULT_SERVER), "--changed-flag", str(flag)]}}
-    local = LocalBackend()
+    local = local if local is not None else LocalBackend()
     settings = Settings(state=StateSettings(dir=str(tmp_path / "state")), policy=PolicySettings.model_validate(policy))
     box = Toolbox.from_config({"mcpServers": servers}, settings=settings, extra_backends=[local])
 
@@ -124,3 +124,113 @@ async def test_a_tool_an_approved_snippet_names_is_not_called_once_its_definitio
         assert again.approval.pending[0].digest != asked.digest
         ok = await cm.resume(again.approval.execution_id, "approve")
         assert ok.ok and ok.value == "done", ok
+
+
+HOLDERS = 16
+"""Calls that hold every place of a run (``calls.CALLS_AT_ONCE``) until the catalog has echo's new definition."""
+
+WAITING = {
+    "gathered": (
+        "import asyncio\n"
+        f"cs = [run_tool_async('hold:place', i=i) for i in range({HOLDERS})]\n"
+        "cs.append(run_tool_async('faults:echo', text='computed ' + str(sum([1, 2]))))\n"
+        "__out = await asyncio.gather(*cs)\n"
+    ),
+    # The one yield lets the sixteen take their places before the plain call is made.
+    "plain": (
+        "import asyncio, time\n"
+        f"cs = [run_tool_async('hold:place', i=i) for i in range({HOLDERS})]\n"
+        "time.sleep(0)\n"
+        "e = run_tool('faults:echo', text='computed ' + str(sum([1, 2])))\n"
+        "__out = [await asyncio.gather(*cs), e]\n"
+    ),
+    "module function": (
+        "import asyncio, time\n"
+        "from tools import faults\n"
+        f"cs = [run_tool_async('hold:place', i=i) for i in range({HOLDERS})]\n"
+        "time.sleep(0)\n"
+        "e = faults.echo(text='computed ' + str(sum([1, 2])))\n"
+        "__out = [await asyncio.gather(*cs), e]\n"
+    ),
+}
+"""A call of echo (its arguments computed: not started early) that waits for a place while sixteen calls hold them."""
+
+
+async def _changed(box: Toolbox, tmp_path: Path, changed: anyio.Event) -> None:
+    """The rug pull: echo changes upstream, which announces ``tools/list_changed``; returns once the catalog has it."""
+
+    def heard(event: Any) -> None:
+        if "faults:echo" in event.tool_ids:
+            changed.set()
+
+    unsubscribe = box.index.subscribe(heard)
+    try:
+        _pull(tmp_path)
+        await box.runner.run("faults:add_tool", {"name": "extra"})  # not a call of the run: it has no place free
+        with anyio.fail_after(60):  # a hang bound
+            await changed.wait()
+    finally:
+        unsubscribe()
+
+
+async def _upstream_calls(box: Toolbox) -> int:
+    """How many calls the fault server received, this one excluded."""
+    stats = await box.runner.run("faults:stats")
+    return int(stats.value["calls"]) - 1
+
+
+@pytest.mark.parametrize("form", list(WAITING))
+async def test_a_call_waiting_for_a_place_while_its_tool_changes_is_judged_as_it_is_now(
+    tmp_path: Path, form: str
+) -> None:
+    # Sixteen calls hold every place; echo waits for one. Meanwhile the upstream changes echo's
+    # definition: quarantined now, echo must not be called when a place frees.
+    local = LocalBackend()
+    in_flight, all_in, changed = set[int](), anyio.Event(), anyio.Event()
+
+    @local.tool(namespace="hold")
+    async def place(i: int) -> int:
+        """Hold a place until the catalog has echo's new definition."""
+        in_flight.add(i)
+        if len(in_flight) == HOLDERS:
+            all_in.set()
+        await changed.wait()
+        return i
+
+    async with _box(tmp_path, {"quarantine": True}, local) as box:
+        cm = box.codemode
+        await cm.approve_tools(["faults:*", "hold:*"], by="person:ops")
+        outcome: list[Any] = []
+
+        async def run() -> None:
+            outcome.append(await cm.execute(WAITING[form]))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run)
+            with anyio.fail_after(60):  # a hang bound
+                await all_in.wait()
+            await _changed(box, tmp_path, changed)
+        [out] = outcome
+        assert out.error is not None and out.error.code == "not_allowed", out
+        assert "quarantined" in out.error.message, out
+        assert await _upstream_calls(box) == 1  # add_tool: echo was never called
+
+
+async def test_a_call_whose_tool_changes_while_a_listener_holds_it_is_not_made(tmp_path: Path) -> None:
+    # Past the gate, a call still waits for what hears of it (a door's progress reporting): a change
+    # then must not let it go on under the verdict of the definition before.
+    async with _box(tmp_path, {"quarantine": True}) as box:
+        cm = box.codemode
+        await cm.approve_tools(["faults:*", "wait:*"], by="person:ops")
+        changed = anyio.Event()
+
+        async def started(tool_id: str) -> None:
+            if tool_id == "faults:echo":
+                await _changed(box, tmp_path, changed)
+
+        out = await cm.execute(
+            "__out = run_tool('faults:echo', text='judged before the change')", on_tool_start=started
+        )
+        assert out.error is not None and out.error.code == "not_allowed", out
+        assert "changed" in out.error.message and "nothing was called" in out.error.message, out
+        assert await _upstream_calls(box) == 1  # add_tool: echo was never called

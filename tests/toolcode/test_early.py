@@ -320,7 +320,7 @@ async def test_no_read_starts_early_while_a_required_audit_log_cannot_be_written
 async def test_a_read_whose_definition_changed_while_it_waited_for_a_slot_is_not_made_early(world: World) -> None:
     # Sixteen reads take every slot; the first changes the seventeenth's definition (a rug pull: it now
     # deletes) before any slot frees. The seventeenth is not made early: the run asks about it as it is now.
-    from toolcode.calls._early import AT_ONCE
+    from toolcode.calls import CALLS_AT_ONCE as AT_ONCE
 
     index = world.index
 

@@ -83,7 +83,7 @@ async def test_a_waiting_call_that_is_cancelled_gives_its_turn_on() -> None:
     import anyio
 
     from toolcode.calls import CALLS_AT_ONCE, Call, Layer
-    from toolcode.calls._at_once import AtOnce
+    from toolcode.calls._at_once import AtOnce, Places
 
     opened = anyio.Event()
     made: list[str] = []
@@ -93,7 +93,7 @@ async def test_a_waiting_call_that_is_cancelled_gives_its_turn_on() -> None:
             await opened.wait()
             made.append(call.tool_id)
 
-    stack = AtOnce(Held(Layer.__new__(Layer)))
+    stack = AtOnce(Held(Layer.__new__(Layer)), Places())
     cancelled = anyio.CancelScope()
 
     async def cancellable() -> None:

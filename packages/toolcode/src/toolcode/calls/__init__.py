@@ -4,18 +4,20 @@ A call from a snippet, a chain, a saved snippet, an exposed tool or a door's ``r
 down the same layers, put together by :func:`build`::
 
     Budget (max_tool_calls; in runs: every call the snippet makes, a refused one too)
-      → Gate (policy: allow / ask / deny, quarantine, approvals; asks about a single call only when
-              its arguments are ones the tool takes: makeable_first)
-        → AuditGuard (with policy.audit.required: no call while the audit log cannot be written)
-          → Record (trace, audit trail, span)
-            → Deadline (a door's bound on a direct call)
-              → Prefetch (in a run: reads started before the code reached them)
-                → AtOnce (at most CALLS_AT_ONCE of the run's calls in flight at once)
-                  → Run (the caller's view, then toolrun)
+      → AtOnce (at most CALLS_AT_ONCE of the run's calls in flight at once)
+        → Gate (policy: allow / ask / deny, quarantine, approvals; asks about a single call only when
+                its arguments are ones the tool takes: makeable_first)
+          → AuditGuard (with policy.audit.required: no call while the audit log cannot be written)
+            → Record (trace, audit trail, span)
+              → Deadline (a door's bound on a direct call)
+                → Prefetch (in a run: reads started before the code reached them)
+                  → Run (only as judged: the caller's view, then toolrun)
 
 The budget comes first so that a call the gate refuses (denied, quarantined: an audit entry each)
 is counted too, and a run cannot pile up refusals in a loop; a call that pauses the run is counted
-once, when it is made after the decision.
+once, when it is made after the decision. A call waits for its place before the gate judges it, and
+carries the gate's verdict down: the last layer makes it only while that verdict stands, so no wait
+after the gate (the audit log, a listener, a read started early) lets it go on a changed definition.
 
 Each layer is a small class that calls the next once (:class:`Layer`); a concern that applies to
 every call is a new layer and one line in :func:`build`. Only this package (the gate and its
@@ -34,7 +36,7 @@ from toolcode._saved_snippet import SavedSnippet
 from toolcode._snippets import RunSnippet
 from toolcode._trace import Trace
 from toolcode._view import CatalogView
-from toolcode.calls._at_once import CALLS_AT_ONCE, AtOnce
+from toolcode.calls._at_once import CALLS_AT_ONCE, AtOnce, Places
 from toolcode.calls._budget import Budget
 from toolcode.calls._deadline import Deadline
 from toolcode.calls._early import Early, Prefetch, early_calls
@@ -116,14 +118,16 @@ def build(runner: Runner, scope: Scope) -> Layer:
         check_judged(snippet.tool_id, snippet.code)  # only the code the gate judged runs
         return await run_snippet(snippet, args)
 
-    stack: Layer = AtOnce(Run(scope.view, runner, judged_snippet))
+    places = Places()
+    stack: Layer = Run(scope.checkpoint, runner, judged_snippet)
     if scope.early is not None:
-        early = scope.early
-        stack = Prefetch(stack, early, scope.checkpoint, scope.trace, scope.audit, scope.budget, scope.audit_probe)
+        early, checkpoint = scope.early, scope.checkpoint
+        stack = Prefetch(stack, early, places, checkpoint, scope.trace, scope.audit, scope.budget, scope.audit_probe)
     if scope.deadline is not None:
         stack = Deadline(stack, scope.deadline)
     stack = Record(stack, scope.trace, scope.audit)
     if scope.audit_probe is not None:
         stack = AuditGuard(stack, scope.audit_probe)
     stack = Gate(stack, scope.checkpoint, scope.decide, makeable_first(scope.decide, scope.view))
+    stack = AtOnce(stack, places)
     return stack if scope.budget is None else Budget(stack, scope.budget)

@@ -4,8 +4,9 @@ Before a run, :func:`~toolcode.calls._foresee.foresee` reads what the snippet wi
 :class:`Prefetch` layer, the last before the tool runs, starts at once every such call of a tool the
 policy classes ``read`` and allows without a question (not quarantined, not a saved snippet, not
 switched off by ``policy.speculate``), bounded in number (:data:`EARLY_CALLS`, apart from
-``max_tool_calls``) and in concurrency (:data:`AT_ONCE`). A loop's calls start as soon as the call
-whose result it walks returns.
+``max_tool_calls``) and in concurrency (the run's places, :class:`~toolcode.calls._at_once.Places`,
+shared with the calls the code makes). A loop's calls start as soon as the call whose result it walks
+returns.
 
 Every call the snippet makes still passes the gate, the budget and the record above; here, a call with
 the same tool id and the same arguments as a held one gets its result (or its error, raised there).
@@ -13,12 +14,12 @@ A call of anything but a read first throws away every held call (what they read 
 call starts early while it runs. A held call the snippet never reaches is discarded when the run
 ends: the trace lists it (``early="discarded"``) and the audit log records it.
 
-A held call may wait for a slot while an earlier one changes its tool's definition (a rug pull). Right
-before it is made, its verdict must still stand (:meth:`~toolcode.calls._policy.Checkpoint.stands`:
-the tool defined as it was when the call was held, and not quarantined); if it does not, it is not made
-early: the run makes it when the code reaches it, through the gate, which judges it again. If the code
-waits for it already, it is made only if the policy lets it start early as it is now; else that call
-fails and nothing is called.
+A held call may wait for a place while an earlier one changes its tool's definition (a rug pull). It
+carries the verdict it was started under, and the last layer makes it only while that verdict stands
+(:meth:`~toolcode.calls._policy.Checkpoint.as_judged`); if it does not, it is not made early: the run
+makes it when the code reaches it, through the gate, which judges it again. Once the code waits for it,
+it carries the verdict the gate gave the code's own call, and runs on that call's place; if that
+verdict no longer stands when it is made, the call fails (``not_allowed``) and nothing is called.
 """
 
 from __future__ import annotations
@@ -38,19 +39,18 @@ from toolcode._limits import CallBudget
 from toolcode._module_views import ToolModules
 from toolcode._modules import keyword_signature
 from toolcode._trace import Trace
+from toolcode.calls._at_once import Places
 from toolcode.calls._foresee import EarlyCall, Foresight, Key, foresee, key_of
 from toolcode.calls._layer import Call, Layer
-from toolcode.calls._policy import SNIPPETS_NAMESPACE, Checkpoint, Verdict
-from toolcode.exceptions import ErrorCode, StateUnavailableError, ToolError
+from toolcode.calls._policy import SNIPPETS_NAMESPACE, Checkpoint, NotAsJudged
+from toolcode.exceptions import StateUnavailableError, ToolError
 from toolindex import ToolIndexError
 from toolrun import RunResult
 
-__all__ = ["AT_ONCE", "EARLY_CALLS", "Early", "Prefetch", "early_calls", "kind_of"]
+__all__ = ["EARLY_CALLS", "Early", "Prefetch", "early_calls", "kind_of"]
 
 EARLY_CALLS: Final = 64
 """Calls one run may start early (never more than its ``max_tool_calls``)."""
-AT_ONCE: Final = 16
-"""Early calls of one run in flight at once."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,16 +93,17 @@ def early_calls(code: str, checkpoint: Checkpoint, modules: ToolModules, given: 
 class _Held:
     """One call started early, until the snippet takes it or it is discarded."""
 
-    __slots__ = ("call", "done", "ended", "error", "key", "result", "scope", "started", "taken", "verdict")
+    __slots__ = ("call", "done", "ended", "error", "key", "queued", "result", "scope", "started", "taken")
 
-    def __init__(self, call: Call, key: Key, verdict: Verdict) -> None:
+    def __init__(self, call: Call, key: Key) -> None:
         self.call = call
+        """Carries the verdict it was started under (the code's own call's, once taken)."""
         self.key = key
-        self.verdict = verdict
-        """What the policy said when the call was held: it must still stand when the call is made."""
         self.done = anyio.Event()
         self.taken = anyio.Event()
         self.scope = anyio.CancelScope()
+        self.queued = anyio.CancelScope()
+        """Around its wait for a place: cancelled when the code takes it (it runs on that call's place)."""
         self.result: RunResult | None = None
         self.error: ToolError | None = None
         self.started: float | None = None
@@ -113,13 +114,13 @@ class Prefetch(Layer):
     """Starts a run's known reads early and hands each to the call that makes it (see the module docstring)."""
 
     __slots__ = (
-        "_at_once",
         "_audit",
         "_checkpoint",
         "_held",
         "_kinds",
         "_left",
         "_loops",
+        "_places",
         "_probe",
         "_tasks",
         "_trace",
@@ -131,6 +132,7 @@ class Prefetch(Layer):
         self,
         inner: Layer,
         early: Early,
+        places: Places,
         checkpoint: Checkpoint,
         trace: Trace,
         audit: AuditTrail,
@@ -143,7 +145,7 @@ class Prefetch(Layer):
         self._trace = trace
         self._audit = audit
         self._tasks = early.tasks
-        self._at_once = anyio.CapacityLimiter(AT_ONCE)
+        self._places = places
         self._left = EARLY_CALLS if budget is None else min(EARLY_CALLS, budget.max_tool_calls - budget.calls)
         self._held: dict[Key, deque[_Held]] = {}
         self._kinds: dict[str, tuple[bool, bool]] = {}
@@ -199,35 +201,59 @@ class Prefetch(Layer):
         key = key_of(c.tool_id, args) if args is not None else None
         if args is None or key is None:
             return
-        view = self._checkpoint.view
+        checkpoint = self._checkpoint
         try:
-            verdict = self._checkpoint.policy.verdict(view.get(c.tool_id), view)
+            verdict = checkpoint.policy.verdict(checkpoint.view.get(c.tool_id), checkpoint.view)
         except (ToolIndexError, ToolError):
             return
         self._left -= 1
-        held = _Held(Call(c.tool_id, args), key, verdict)
+        held = _Held(Call(c.tool_id, args, judged=checkpoint.judged(verdict)), key)
         self._held.setdefault(key, deque()).append(held)
         self._tasks.start_soon(self._make, held)
 
     async def _make(self, held: _Held) -> None:
         with held.scope:
             try:
-                async with self._at_once:
+                placed = await self._place(held)
+                try:
                     if self._probe is not None and not await self._audited(held):
-                        return
-                    if not self._checkpoint.stands(held.verdict, held.call.tool_id) and not self._still(held):
                         return
                     held.started = time.perf_counter()
                     try:
                         held.result = await self.inner.call(held.call)
+                    except NotAsJudged as e:
+                        if not held.taken.is_set():  # changed since it was started: the code's own call makes it
+                            held.started = None
+                            self._forget(held)
+                            return
+                        held.error = e
                     except ToolError as e:
                         held.error = e
                     held.ended = time.perf_counter()
                     held.done.set()
+                finally:
+                    if placed:
+                        self._places.leave()
                 await held.taken.wait()
             finally:
                 if not held.taken.is_set() and held.started is not None:
                     self._discarded(held)
+
+    async def _place(self, held: _Held) -> bool:
+        """Waits for one of the run's places (``False``: taken meanwhile, it runs on its taker's place).
+
+        The code's call that takes a held one holds a place and waits for it: the held call then needs
+        none of its own (and waiting for one could wait forever, every place held by such a call).
+        """
+        places = self._places
+        if held.taken.is_set():
+            return False
+        if places.take():
+            return True
+        with held.queued:
+            await places.wait()
+            return True
+        return False
 
     async def _audited(self, held: _Held) -> bool:
         """With ``policy.audit.required``: whether the audit log answers.
@@ -244,29 +270,6 @@ class Prefetch(Layer):
             self._forget(held)
             return False
         return True
-
-    def _still(self, held: _Held) -> bool:
-        """A held call whose tool changed (or was quarantined) since it was held: whether it is made now.
-
-        Not while the code has not reached it: the code makes it, through the gate, which judges it
-        again. If the code waits for it already (its call passed the gate, perhaps before the change),
-        only if the policy lets it start early as it is now; else that call fails, nothing called.
-        """
-        tool_id = held.call.tool_id
-        if not held.taken.is_set():
-            self._forget(held)
-            return False
-        if kind_of(self._checkpoint, tool_id)[1]:
-            return True
-        held.error = ToolError(
-            tool_id,
-            "its definition changed (or it was quarantined) after the call was judged, while it waited to be "
-            "made; nothing was called: call it again to have it judged as it is now",
-            "not_allowed",
-            code=ErrorCode.NOT_ALLOWED,
-        )
-        held.done.set()
-        return False
 
     def _forget(self, held: _Held) -> None:
         """A held call that will not be made early: the code's own call makes it."""
@@ -317,7 +320,10 @@ class Prefetch(Layer):
             held = queue.popleft()
             if not queue:
                 del self._held[cast(Key, key)]
+            if held.started is None:  # not made yet: made as the gate judged this call, on its place
+                held.call.judged = call.judged
             held.taken.set()
+            held.queued.cancel()
             call.early = True
             await held.done.wait()
             if held.error is not None:

@@ -75,7 +75,8 @@ class Gate(Layer):
     fails with ``approval_required``, and calling it again asks about what it is now.
     A call of a saved snippet goes on with the tools its code names approved with it, as they
     were defined when it was judged (:meth:`Checkpoint.scope`); inside another snippet's run, only
-    with what that snippet's approval listed.
+    with what that snippet's approval listed. Each call goes on carrying its verdict
+    (:attr:`Call.judged`): below, it is made only while that verdict stands.
     """
 
     __slots__ = ("_checkpoint", "_decide", "_makeable", "_planned")
@@ -126,15 +127,19 @@ class Gate(Layer):
         await self.inner.plan(calls)
 
     async def call(self, call: Call) -> RunResult:
-        planned, verdict = self._planned, None
+        checkpoint, planned = self._checkpoint, self._planned
         if planned and (key := call.planned or call) in planned:
             verdict = planned.pop(key)
-            if verdict is None or not self._checkpoint.stands(verdict, call.tool_id):
+            if verdict is None or not checkpoint.stands(verdict, call.tool_id):
                 verdict = (await self._judge((call,), self._midway)).get(call.tool_id)
-        elif not self._checkpoint.allowed(call.tool_id):
-            verdict = (await self._judge((call,), self._makeable)).get(call.tool_id)
+            call.judged = checkpoint.judged(verdict)  # it stands now, or was judged just now
+        elif (judged := checkpoint.allowed(call.tool_id)) is not None:
+            call.judged = judged
+        else:
+            # No await between the check and reading the catalog's version: the verdict is of that version.
+            call.judged = checkpoint.judged((await self._judge((call,), self._makeable)).get(call.tool_id))
         if not call.tool_id.startswith(_SNIPPETS_PREFIX):
             return await self.inner.call(call)
         # A saved snippet: what it names goes with it, and only the code judged runs.
-        with self._checkpoint.scope(call.tool_id, verdict):
+        with checkpoint.scope(call.tool_id, call.judged[1]):
             return await self.inner.call(call)

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from toolcode.calls._policy import Judged
 from toolrun import RunResult
 
 __all__ = ["Call", "Layer"]
@@ -26,6 +27,9 @@ class Call:
     earlier steps ran): judged with the plan, not again."""
     early: bool = False
     """Answered by the same call started before the code reached it (set by the layer that held it)."""
+    judged: Judged | None = None
+    """What the gate judged: the catalog version and the verdict (set by the gate; a call started early, by
+    the layer that started it). The last layer makes the call only while that verdict stands."""
 
 
 class Layer:

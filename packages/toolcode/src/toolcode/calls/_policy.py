@@ -18,7 +18,9 @@ and the person is asked again. A snippet's run goes on only with the code that w
 tools it names are approved with it only as they were defined when it was judged; a snippet it
 names runs, inside its run, only with what that approval listed (what both name). A verdict made
 before its call (a plan's, a saved snippet's) is compared with the definition when the call is
-made (:meth:`Checkpoint.stands`): a changed one is judged again.
+made (:meth:`Checkpoint.stands`): a changed one is judged again. Every call carries what the gate
+judged, and is made only while that verdict stands (:meth:`Checkpoint.as_judged`, right before the
+call): whatever it waited for after the gate, it is never made on a definition nobody judged.
 
 One :class:`Checkpoint` per run (or door call) holds the run's approvals and applies the policy;
 the gate layer (:mod:`toolcode.calls._gate`) puts it in front of every call. ``deny`` raises a
@@ -53,6 +55,8 @@ __all__ = [
     "Approvals",
     "Asker",
     "Checkpoint",
+    "Judged",
+    "NotAsJudged",
     "PendingCall",
     "Policy",
     "Verdict",
@@ -115,6 +119,15 @@ class Verdict:
     snippets: tuple[tuple[str, str], ...] = ()
     """For a saved snippet: itself and the snippets it names (through others too), with the digest
     of the code judged for each (only that code runs under this verdict, however deep)."""
+
+
+Judged = tuple[int | None, Verdict | None]
+"""What the gate said of a call: the catalog's version then (``None``: an index that counts none) and the
+verdict (``None``: no visible tool had the id; the call itself reports it)."""
+
+
+class NotAsJudged(ToolError):
+    """A call not made: its tool changed (or was quarantined) after the call was judged (``not_allowed``)."""
 
 
 def literal_tool_ids(code: str, modules: ModulesView | None, known: Callable[[str], bool]) -> tuple[list[str], bool]:
@@ -503,7 +516,7 @@ class Checkpoint:
         self.view = view
         self.audit = audit
         self.approvals = approvals if approvals is not None else Approvals()
-        self._allowed: dict[str, tuple[Any, Verdict]] = {}
+        self._allowed: dict[str, Judged] = {}
 
     def check(self, calls: Iterable[tuple[str, Mapping[str, Any]]]) -> dict[str, Verdict]:
         """Judge calls about to be made together; returns their verdicts (by the id as given) if all may go.
@@ -594,14 +607,51 @@ class Checkpoint:
             self.approvals.once.remove(key)
         return verdicts
 
-    def allowed(self, tool_id: str) -> bool:
-        """Whether ``tool_id`` was judged "allow" at the catalog's current version.
+    def allowed(self, tool_id: str) -> Judged | None:
+        """How ``tool_id`` was judged "allow" at the catalog's current version (``None``: it was not).
 
         The common case, on every call of a loop: nothing to judge again (a changed definition
         changes the version).
         """
         hit = self._allowed.get(tool_id)
-        return hit is not None and hit[0] == getattr(self.view.index, "version", None)
+        return hit if hit is not None and hit[0] == getattr(self.view.index, "version", None) else None
+
+    def judged(self, verdict: Verdict | None) -> Judged:
+        """``verdict``, made now (at the catalog's current version)."""
+        return getattr(self.view.index, "version", None), verdict
+
+    def as_judged(self, tool_id: str, judged: Judged | None) -> None:
+        """Right before a call of ``tool_id`` is made: it goes on only as it was judged.
+
+        The catalog unchanged since (the same version), it does. Else its verdict must still stand
+        (:meth:`stands`); judged when no visible tool had the id, the id must still name none.
+
+        Raises:
+            NotAsJudged: ``not_allowed``: the call was not judged, or its tool changed (or was
+                quarantined) since; nothing was called.
+        """
+        if judged is not None:
+            version, verdict = judged
+            if version is not None and version == getattr(self.view.index, "version", None):
+                return
+            if verdict is not None and self.stands(verdict, tool_id):
+                return
+            if verdict is None and not self._visible(tool_id):
+                return
+        raise NotAsJudged(
+            tool_id,
+            "its definition changed (or it was quarantined) after the call was judged, while it waited to be "
+            "made; nothing was called: call it again to have it judged as it is now",
+            "not_allowed",
+            code=ErrorCode.NOT_ALLOWED,
+        )
+
+    def _visible(self, tool_id: str) -> bool:
+        try:
+            self.view.get(tool_id)
+        except (ToolIndexError, ToolError):
+            return False
+        return True
 
     def stands(self, verdict: Verdict, tool_id: str) -> bool:
         """Whether a verdict made earlier still holds as its call, of ``tool_id`` as written, is made.

@@ -22,7 +22,13 @@ _SNIPPETS_PREFIX = NAMESPACE + ":"
 
 
 class Run(Layer):
-    """Resolves the call's tool in the caller's view and makes the call; any failure is a :class:`ToolError`.
+    """Makes the call as it was judged: its tool resolved in the caller's view; any failure is a :class:`ToolError`.
+
+    Right before it is made, the call's verdict (:attr:`Call.judged`) must still stand
+    (:meth:`Checkpoint.as_judged`: the catalog unchanged since, or the tool defined as it was then and
+    not quarantined); else it fails with ``not_allowed`` and nothing is called. Whatever a call waited
+    for after the gate (a listener, the audit log, a read started early), it is never made on a
+    definition nobody judged.
 
     A tool outside the view does not exist here (``unknown_tool``, with the nearest visible ids).
     A call is bounded by the caller's own timeout when it gives one, else by its backend's
@@ -30,10 +36,11 @@ class Run(Layer):
     its own at a door): toolrun checks its arguments as any tool's, then hands them to it.
     """
 
-    __slots__ = ("_runner", "_snippet", "_view")
+    __slots__ = ("_checkpoint", "_runner", "_snippet", "_view")
 
-    def __init__(self, view: CatalogView, runner: Runner, snippet: RunSnippet) -> None:
-        self._view = view
+    def __init__(self, checkpoint: Checkpoint, runner: Runner, snippet: RunSnippet) -> None:
+        self._checkpoint = checkpoint
+        self._view = checkpoint.view
         self._runner = runner
         self._snippet = snippet
 
@@ -41,7 +48,10 @@ class Run(Layer):
         return
 
     async def call(self, call: Call) -> RunResult:
-        view, timeout = self._view, call.timeout
+        view, timeout, judged = self._view, call.timeout, call.judged
+        # The common case costs one comparison: the catalog has not changed since the call was judged.
+        if judged is None or judged[0] is None or judged[0] != view.index.version:
+            self._checkpoint.as_judged(call.tool_id, judged)
         try:
             # Without a filter the runner resolves the id itself (one lookup less per call).
             tool_id = view.get(call.tool_id).id if view.filtered else call.tool_id
