@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 from unittest.mock import ANY
 
 import anyio
@@ -24,6 +25,7 @@ from toolcode import (
 from toolcode._door import call_exposed, exposed_description, exposed_tools
 from toolcode._outcome import outcome_text
 from toolcode._settings import SessionSettings
+from toolcode.calls import PendingCall
 from toolcode.exceptions import TypeCheckError, clip
 from toolcode.models import ExecuteOutcome
 from toolcode.server import CodeModeServer
@@ -715,11 +717,24 @@ async def test_a_person_is_asked_only_about_a_call_that_can_be_made(tmp_path: Pa
         assert info.value.code == "invalid_arguments", info.value
         good = await cm.execute("run_tool('files:delete_file', path=input['p'])", input={"p": "/a"})
         assert good.status == "approval_required"  # a call that can be made is asked about, as before
-        # A chain's step gets its arguments from earlier steps after it was judged: asked about as it is.
-        chain = "run_chain([{'tool': 'files:read_file', 'args': {'path': 'x'}}, "
-        chain += "{'tool': 'files:delete_file', 'use_previous': 'path'}])"
-        planned = await cm.execute(chain)
-        assert planned.status == "approval_required", planned.error
+        # A chain's step that gets its arguments from earlier steps is judged with them filled in, not
+        # refused for its own (no path): a run cannot stop inside the chain, so it fails, not made ...
+        steps = [
+            {"tool": "files:read_file", "args": {"path": "x"}},
+            {"tool": "files:delete_file", "use_previous": "path"},
+        ]
+        planned = await cm.execute(f"__out = run_chain({steps!r})")
+        assert planned.ok and planned.value["steps"][1]["error"]["code"] == "approval_required", planned
+
+        # ... and a door's person is asked about it as it is made, with the path it gets.
+        asked: list[dict[str, Any]] = []
+
+        async def ask(pending: Sequence[PendingCall], line: int | None) -> tuple[str, str]:
+            asked.extend(dict(p.args) for p in pending)
+            return "approve", "person"
+
+        done = await cm.run_chain(steps, ask=ask)
+        assert asked == [{"path": "contents of x"}] and done.steps[1].value == "deleted contents of x", done
 
 
 async def test_a_saved_snippets_failure_keeps_its_own_code(tmp_path: Path) -> None:

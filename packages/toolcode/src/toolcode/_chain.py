@@ -1,7 +1,9 @@
 """Chains without code: steps whose arguments reference earlier steps' results.
 
 ``"{{steps.0.items[0].id}}"`` or ``"{{ID.path}}"`` in a step's ``args`` is replaced by that
-value; ``use_previous`` passes the previous step's value. docs/snippet-api.md ("Chains") gives the
+value; ``use_previous`` passes the previous step's value. Either makes the step *fed*: its arguments are
+known only once the earlier steps ran, so it is judged (and asked about) as it is made, with them
+filled in, never with the arguments as written. docs/snippet-api.md ("Chains") gives the
 rules, among them the two that let references written for other tools' results work:
 ``{{ID.result...}}`` names the result itself, and ``result`` / ``data`` wrappers are looked through
 where a key is missing. References are checked before anything runs; one that does not resolve
@@ -101,6 +103,8 @@ class ChainStep:
     use_previous: bool | str
     on_error: str
     id: str | None = None
+    fed: bool = False
+    """Whether its arguments take earlier steps' results (references, ``use_previous``): known only as it is made."""
 
 
 def _bad(field: str, reason: str, tool_id: str | None = None) -> InvalidArgumentsError:
@@ -159,11 +163,12 @@ def parse_steps(
             reason = f"has its own {target!r} while use_previous puts the previous value there; remove one"
             raise _bad(f"{at}.args", reason, tid)
         on_error = check_choice(f"{at}.on_error", step.get("on_error", "abort"), ("abort", "continue"))
-        for ref in _references(args):
+        refs = _references(args)
+        for ref in refs:
             problem = _reference_problem(ref, i, ids)
             if problem is not None:
                 raise _bad(f"{at}.args", f"reference {{{{{clip(ref, 80)}}}}}{problem}", tid)
-        out.append(ChainStep(i, tid, args, use_previous, on_error, sid))
+        out.append(ChainStep(i, tid, args, use_previous, on_error, sid, fed=bool(refs) or use_previous is not False))
     return out
 
 

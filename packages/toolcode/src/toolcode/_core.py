@@ -270,7 +270,10 @@ class CodeMode:
         caller: str | None = None,
         on_step: Callable[[dict[str, Any]], Awaitable[None]] | None = None,
     ) -> ChainOutcome:
-        """Run tools in sequence without code (see :meth:`Operations.run_chain`); every step is judged first."""
+        """Run tools in sequence without code (see :meth:`Operations.run_chain`).
+
+        Every step is judged first; one fed by earlier steps is judged, and asked about, as it is made.
+        """
         async with self._door("toolcode.run_chain", ask, caller) as ops:
             ops.on_step = on_step  # {"step", "tool_id", "status": started|ok|error, "duration_ms", "code"}
             return await ops.run_chain(steps, max_steps=self.defaults.resolve().max_chain_steps)

@@ -189,7 +189,9 @@ class Operations:
         Each step is ``{tool_id, args, use_previous, on_error}``: with ``use_previous`` the
         previous step's value goes under ``args["previous"]``; a failing step with
         ``on_error="abort"`` (default) stops the chain, ``"continue"`` records it and goes on.
-        Inside a run each step counts as a tool call and appears in the trace.
+        Inside a run each step counts as a tool call and appears in the trace. Every step is judged
+        before the first runs, except that a step fed by earlier steps (``use_previous``,
+        references) is judged, and asked about, only as it is made, with its arguments filled in.
 
         Args:
             steps: The steps.
@@ -217,8 +219,10 @@ class Operations:
             except ToolIndexError as e:
                 message = message_of(as_tool_error(e, step.tool_id, self.view))
                 raise bad(f"steps[{step.index}].tool_id", message, step.tool_id) from None
-        planned = [Call(step.tool_id, dict(step.args)) for step in chain]
-        await self.stack.plan(planned)  # every step judged (and counted) before the first runs
+        # Every step judged (and counted) before the first runs; a fed step only refused outright
+        # there, then judged, and asked about, with the arguments it is made with.
+        planned = [Call(step.tool_id, dict(step.args), fed=step.fed) for step in chain]
+        await self.stack.plan(planned)
         ids = {step.id: step.index for step in chain if step.id is not None}
         out: list[ChainStepOutcome] = []
         done: list[tuple[bool, Any]] = []

@@ -12,6 +12,13 @@ from toolrun import RunResult
 
 _SNIPPETS_PREFIX = "snippets:"
 _ASK_AT_MOST = 3
+_CHANGED = "its definition changed after it was judged (or approved) with the calls planned with it"
+_CHANGED_THEN = "call it again to be asked about it as it is now"
+_FED = (
+    "its arguments come from earlier steps' results (use_previous, {{...}} references), so it is asked "
+    "about only as it is made, with them filled in"
+)
+_FED_THEN = "call it on its own (run_tool) with those arguments, and the run pauses to ask about exactly them"
 
 __all__ = ["Decide", "Gate", "ask_person", "cannot_pause", "pause", "refuse"]
 
@@ -73,6 +80,10 @@ class Gate(Layer):
     whose definition changed since (or that is quarantined now) is judged again. A question about
     it then cannot stop the run (resuming would make the plan's earlier calls again): the call
     fails with ``approval_required``, and calling it again asks about what it is now.
+    A verdict covers the arguments it judged, and a person's approval the arguments they were
+    shown: a planned call whose arguments are filled in from earlier calls' results (a chain's fed
+    step) is judged, and asked about, only as it is made, with those arguments (a question it
+    raises in a run fails the same way); the plan refuses it outright only when denied or quarantined.
     A call of a saved snippet goes on with the tools its code names approved with it, as they
     were defined when it was judged (:meth:`Checkpoint.scope`); inside another snippet's run, only
     with what that snippet's approval listed. Each call goes on carrying its verdict
@@ -87,7 +98,7 @@ class Gate(Layer):
         self._decide = decide
         self._makeable = makeable or decide
         """What decides about a single call: a person is asked only about one that can be made
-        (planned calls, a chain's steps among them, may hold arguments filled in later)."""
+        (a call made with arguments computed at run time may hold ones its tool refuses)."""
         self._planned: dict[Call, Verdict | None] = {}
         """Calls judged with a plan and not yet made, with their verdicts (keyed by the calls
         themselves: an id could be reused)."""
@@ -106,32 +117,44 @@ class Gate(Layer):
             first, "what was approved kept changing while a person decided", "not_allowed", code=ErrorCode.NOT_ALLOWED
         )
 
-    async def _midway(self, checkpoint: Checkpoint, pending: Sequence[PendingCall]) -> None:
-        """Decides about a planned call judged again as it is made: the run cannot stop here."""
-        try:
-            await self._makeable(checkpoint, pending)
-        except CallPaused:
-            first = pending[0]
-            raise ToolError(
-                first.tool_id,
-                f"needs approval ({first.reason}): its definition changed after it was judged (or approved) "
-                "with the calls planned with it, and a plan under way cannot stop for a question; "
-                "nothing was called: call it again to be asked about it as it is now",
-                "not_allowed",
-                code=ErrorCode.APPROVAL_REQUIRED,
-            ) from None
+    def _midway(self, why: str, then: str) -> Decide:
+        """Decides about a planned call judged (again) as it is made: the run cannot stop here.
+
+        ``why`` says why it is judged now and ``then`` what to do instead, each a clause.
+        """
+
+        async def decide(checkpoint: Checkpoint, pending: Sequence[PendingCall]) -> None:
+            try:
+                await self._makeable(checkpoint, pending)
+            except CallPaused:
+                first = pending[0]
+                raise ToolError(
+                    first.tool_id,
+                    f"needs approval ({first.reason}): {why}, and a plan under way cannot stop for a question; "
+                    f"nothing was called: {then}",
+                    "not_allowed",
+                    code=ErrorCode.APPROVAL_REQUIRED,
+                ) from None
+
+        return decide
 
     async def plan(self, calls: Sequence[Call]) -> None:
-        verdicts = await self._judge(calls, self._decide)
-        self._planned.update((c, verdicts.get(c.tool_id)) for c in calls)
+        # A fed call's arguments are not known yet: nobody is asked about it now (a question shows
+        # the arguments the tool gets), but a tool no decision lets through refuses the plan.
+        self._checkpoint.refuse_outright(c.tool_id for c in calls if c.fed)
+        verdicts = await self._judge([c for c in calls if not c.fed], self._decide)
+        self._planned.update((c, None if c.fed else verdicts.get(c.tool_id)) for c in calls)
         await self.inner.plan(calls)
 
     async def call(self, call: Call) -> RunResult:
         checkpoint, planned = self._checkpoint, self._planned
         if planned and (key := call.planned or call) in planned:
             verdict = planned.pop(key)
-            if verdict is None or not checkpoint.stands(verdict, call.tool_id):
-                verdict = (await self._judge((call,), self._midway)).get(call.tool_id)
+            if key.fed or (call is not key and call.args != key.args):
+                # A verdict (and an approval) covers the arguments judged: these are judged as they are.
+                verdict = (await self._judge((call,), self._midway(_FED, _FED_THEN))).get(call.tool_id)
+            elif verdict is None or not checkpoint.stands(verdict, call.tool_id):
+                verdict = (await self._judge((call,), self._midway(_CHANGED, _CHANGED_THEN))).get(call.tool_id)
             call.judged = checkpoint.judged(verdict)  # it stands now, or was judged just now
         elif (judged := checkpoint.allowed(call.tool_id)) is not None:
             call.judged = judged

@@ -24,7 +24,12 @@ class Call:
     """The caller's own bound on this call (``run_tool(..., timeout=)`` at a door), if any."""
     planned: Call | None = None
     """The planned call this one carries out (a chain step, its references filled in once the
-    earlier steps ran): judged with the plan, not again."""
+    earlier steps ran): judged with the plan, and again only when its arguments are not the planned
+    ones (a person's approval covers the arguments they were shown)."""
+    fed: bool = False
+    """In a plan: its arguments are filled in from earlier calls' results as it is made (a chain step
+    with references or ``use_previous``), so the plan refuses only what no decision lets through, and
+    the call is judged, and asked about, with the arguments it is made with."""
     early: bool = False
     """Answered by the same call started before the code reached it (set by the layer that held it)."""
     judged: Judged | None = None

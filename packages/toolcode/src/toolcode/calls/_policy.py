@@ -545,21 +545,7 @@ class Checkpoint:
                     tool = seen[tool_id] = None
             if tool is None:
                 continue  # the call itself reports the unknown (or unavailable) tool
-            if quarantined is not None and quarantined(tool):
-                self.audit.add(tool.id, None, "quarantined", "policy")
-                raise ToolError(
-                    tool.id,
-                    "quarantined: this tool is new or its definition changed since it was approved; "
-                    "an operator approves it with `toolcode tools approve`",
-                    "not_allowed",
-                    code=ErrorCode.NOT_ALLOWED,
-                )
-            v = self.policy.verdict(tool, self.view)
-            if v.decision == "deny":
-                self.audit.add(tool.id, v.tier, "deny", "policy")
-                raise ToolError(
-                    tool.id, f"the policy denies it ({v.reason})", "not_allowed", code=ErrorCode.NOT_ALLOWED
-                )
+            v = self._not_refused(tool, quarantined)
             if v.decision == "allow":
                 verdicts[tool_id] = v
                 if version is not None and tool_id == tool.id and tool.namespace != SNIPPETS_NAMESPACE:
@@ -606,6 +592,40 @@ class Checkpoint:
         for key in pending_keys:
             self.approvals.once.remove(key)
         return verdicts
+
+    def refuse_outright(self, tool_ids: Iterable[str]) -> None:
+        """Refuse now what no decision could let through: a quarantined or denied tool among ``tool_ids``.
+
+        For calls whose arguments are known only as they are made (a chain's fed steps): nobody is
+        asked about them here, and :meth:`check` judges each with its arguments then.
+
+        Raises:
+            ToolError: ``not_allowed`` for the first quarantined or denied tool.
+        """
+        quarantined = self.policy.quarantined
+        for tool_id in dict.fromkeys(tool_ids):
+            try:
+                tool = self.view.get(tool_id)
+            except (ToolIndexError, ToolError):
+                continue  # the call itself reports the unknown (or unavailable) tool
+            self._not_refused(tool, quarantined)
+
+    def _not_refused(self, tool: Tool, quarantined: Callable[[Tool], bool] | None) -> Verdict:
+        """The tool's verdict, unless it is quarantined or denied (then refused, with an audit entry)."""
+        if quarantined is not None and quarantined(tool):
+            self.audit.add(tool.id, None, "quarantined", "policy")
+            raise ToolError(
+                tool.id,
+                "quarantined: this tool is new or its definition changed since it was approved; "
+                "an operator approves it with `toolcode tools approve`",
+                "not_allowed",
+                code=ErrorCode.NOT_ALLOWED,
+            )
+        v = self.policy.verdict(tool, self.view)
+        if v.decision == "deny":
+            self.audit.add(tool.id, v.tier, "deny", "policy")
+            raise ToolError(tool.id, f"the policy denies it ({v.reason})", "not_allowed", code=ErrorCode.NOT_ALLOWED)
+        return v
 
     def allowed(self, tool_id: str) -> Judged | None:
         """How ``tool_id`` was judged "allow" at the catalog's current version (``None``: it was not).
