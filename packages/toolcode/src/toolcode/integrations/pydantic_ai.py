@@ -70,8 +70,10 @@ class _AsSent:
         return {_AS_SENT: input}
 
     def validate_python(self, input: Any, **kwargs: Any) -> dict[str, Any]:
+        # An object that names the key itself is handed on whole, as sent: the door reads the
+        # arguments the host saw (``args_as_dict``), never a second set hidden under that key.
         args = as_object(input)
-        return args if args is not None else {_AS_SENT: input}
+        return args if args is not None and _AS_SENT not in args else {_AS_SENT: input}
 
 
 _AS_SENT = "\x00toolcode:arguments"  # no JSON name clashes with it
@@ -261,7 +263,8 @@ class CodeModeToolset(AbstractToolset[Any]):
         if name in PERSON_TOOLS and not ctx.tool_call_approved:
             raise ApprovalRequired()
         caller = host_caller(self._caller(ctx) if callable(self._caller) else self._caller)
-        reply = await door.call(name, tool_args.get(_AS_SENT, tool_args), caller=caller)
+        sent = tool_args[_AS_SENT] if tool_args.keys() == {_AS_SENT} else tool_args
+        reply = await door.call(name, sent, caller=caller)
         if reply.is_error:
             raise ToolFailed(reply.text)
         images = [BinaryContent(data=base64.b64decode(data), media_type=mime) for mime, data in reply.images]
