@@ -244,3 +244,70 @@ async def test_deadlines_must_be_positive() -> None:
             for bad in (0, -1.0, float("nan")):
                 with pytest.raises(ConfigurationError, match=field):
                     await serve_http(box, "127.0.0.1", 0, **{field: bad})
+
+
+async def test_a_run_whose_client_left_is_cancelled(patient_port: int) -> None:
+    """A client that disconnected before its answer left its runs going to their own timeout,
+    holding its share of workers: back a moment later, it was refused ``busy``."""
+    import json
+
+    import httpx2
+
+    from toolcode.engines.monty import default_max_processes
+
+    share = max(1, default_max_processes() // 2)  # a caller's runs at once, by default
+
+    url = f"http://127.0.0.1:{patient_port}/mcp"
+    auth = {"Authorization": f"Bearer {TOKEN}", "Accept": "application/json, text/event-stream"}
+
+    def call(session: str, code: str, request_id: int) -> bytes:
+        body = {
+            "jsonrpc": "2.0",
+            "id": request_id,
+            "method": "tools/call",
+            "params": {"name": "execute_code", "arguments": {"code": code, "options": {"timeout": HANG * 2}}},
+        }
+        data = json.dumps(body).encode()
+        head = (
+            f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{patient_port}\r\nAuthorization: Bearer {TOKEN}\r\n"
+            "Accept: application/json, text/event-stream\r\nContent-Type: application/json\r\n"
+            f"mcp-session-id: {session}\r\nmcp-protocol-version: 2025-11-25\r\nContent-Length: {len(data)}\r\n\r\n"
+        )
+        return head.encode() + data
+
+    def scenario() -> str:
+        init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+        with httpx2.Client(headers=auth, timeout=HANG) as http:
+            opened = http.post(url, json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init})
+            session = opened.headers["mcp-session-id"]
+            http.post(
+                url,
+                json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+                headers={"mcp-session-id": session, "mcp-protocol-version": "2025-11-25"},
+            )
+        # As many endless runs as the caller may have at once, each client gone once its run started.
+        spinning = [_connect(patient_port) for _ in range(share)]
+        for i, s in enumerate(spinning, start=1):
+            s.sendall(call(session, "while True:\n    pass", i))
+        time.sleep(1.0)  # the runs start (bounds nothing: without the fix they never end)
+        for s in spinning:
+            s.close()
+        with _connect(patient_port) as s:
+            s.sendall(call(session, "__out = 6 * 7", 99))
+            return _read_answer(s)
+
+    answer = await anyio.to_thread.run_sync(scenario)
+    assert '"id":99,"result"' in answer and '"value":42' in answer, answer[-600:]
+    assert "busy" not in answer, answer[-600:]
+
+
+def _read_answer(sock: socket.socket) -> str:
+    """An answer's text, read until its last chunk (or the server closes, or the hang bound passes)."""
+    sock.settimeout(HANG)
+    got = b""
+    try:
+        while not got.endswith(b"\r\n0\r\n\r\n") and (chunk := sock.recv(65536)):
+            got += chunk
+    except TimeoutError:
+        pass
+    return got.decode("utf-8", "replace")

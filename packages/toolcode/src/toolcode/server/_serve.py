@@ -29,6 +29,7 @@ from toolcode.server._http_guard import (
     Scope,
     Send,
 )
+from toolcode.server._http_leaving import CancelOnLeave
 from toolcode.server._http_tokens import BearerTokens
 from toolcode.server._server import CodeModeServer
 from toolcode.server._stdio import AnsweringReadStream
@@ -233,6 +234,7 @@ async def serve_http(
             session_idle_timeout=session_idle_timeout, max_sessions=None if tokens is not None else MAX_SESSIONS,
         )  # fmt: skip
         console = toolbox.settings.console.enabled
+        app = CancelOnLeave(app)
         guarded = HTTPGuard(
             _with_console(app, toolbox, tokens) if console else app, host=bind_host, port=bound_port, tokens=tokens,
             allowed_hosts=allowed_hosts, allowed_origins=allowed_origins, signs_in=("/console",) if console else (),

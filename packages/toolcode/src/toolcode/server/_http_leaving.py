@@ -1,0 +1,139 @@
+"""A request whose client left: what it started is cancelled, as if the client had cancelled it.
+
+An MCP client that goes away (closed, crashed, restarted) before its ``tools/call`` is answered
+never reads the answer, but the run it started went on to its own timeout (up to minutes),
+holding its caller's share of workers: the same caller, back a moment later, was refused
+``busy``. :class:`CancelOnLeave` watches each ``POST`` once its body has arrived; when the
+connection drops before the answer has gone out, it does what the client would have done: it
+sends the server a ``notifications/cancelled`` for that request, in the request's session (a
+2025-11-25 session's requests run apart from their ``POST``), and cancels the ``POST``'s own
+handling (a stateless request runs inside it).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any, Final, cast
+
+import anyio
+
+from toolindex.log import get_logger
+
+__all__ = ["CancelOnLeave"]
+
+log = get_logger("toolcode.server")
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+_WATCHED_BODY: Final = 1024 * 1024
+"""Bodies up to this size are read for the request's id (a larger one is not watched)."""
+_KEPT_HEADERS: Final = frozenset({b"host", b"authorization", b"mcp-session-id", b"mcp-protocol-version"})
+
+
+class CancelOnLeave:
+    """ASGI middleware: cancels a ``tools/call`` whose client disconnected before its answer (module docstring).
+
+    Args:
+        app: The MCP application (behind the guard, so that the scope names the caller).
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope.get("type") != "http" or scope.get("method") != "POST":
+            await self.app(scope, receive, send)
+            return
+        body: list[bytes] = []
+        size = 0
+        arrived = anyio.Event()
+        answered = False
+
+        async def received() -> Message:
+            nonlocal size
+            message = await receive()
+            if message["type"] == "http.request":
+                chunk = message.get("body", b"")
+                size += len(chunk)
+                if size <= _WATCHED_BODY:
+                    body.append(chunk)
+                if not message.get("more_body", False):
+                    arrived.set()
+            return message
+
+        async def sent(message: Message) -> None:
+            nonlocal answered
+            if message["type"] == "http.response.body" and not message.get("more_body", False):
+                answered = True
+            await send(message)
+
+        async with anyio.create_task_group() as tg:
+
+            async def watch() -> None:
+                await arrived.wait()
+                message = await receive()  # what comes after a whole body: the client leaving
+                if message["type"] != "http.disconnect" or answered:
+                    return
+                request_id = _request_id(b"".join(body)) if size <= _WATCHED_BODY else None
+                tg.cancel_scope.cancel()
+                if request_id is not None:
+                    with anyio.CancelScope(shield=True):
+                        await self._cancel(scope, request_id)
+
+            tg.start_soon(watch)
+            await self.app(scope, received, sent)
+            tg.cancel_scope.cancel()
+
+    async def _cancel(self, scope: Scope, request_id: int | str) -> None:
+        """Tell the server, in the request's own session and as its caller, that the request is cancelled."""
+        note = {
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {"requestId": request_id, "reason": "the client disconnected"},
+        }
+        data = json.dumps(note).encode()
+        headers = [(k, v) for k, v in scope.get("headers", ()) if k.lower() in _KEPT_HEADERS]
+        headers += [
+            (b"content-type", b"application/json"),
+            (b"accept", b"application/json, text/event-stream"),
+            (b"content-length", str(len(data)).encode()),
+        ]
+        inner: Scope = {**scope, "headers": headers}
+        given = False
+
+        async def receive() -> Message:
+            nonlocal given
+            if given:
+                await anyio.sleep_forever()
+            given = True
+            return {"type": "http.request", "body": data, "more_body": False}
+
+        async def discard(message: Message) -> None:
+            return None
+
+        with anyio.move_on_after(5):
+            try:
+                await self.app(inner, receive, discard)
+            except Exception as e:  # the client is gone: nobody to tell, only the log
+                log.debug("http.cancel_failed", error=repr(e)[:200])
+        log.info("http.client_left", request_id=str(request_id)[:40])
+
+
+def _request_id(body: bytes) -> int | str | None:
+    """The id of a ``tools/call`` request in ``body`` (``None``: not one, or not JSON)."""
+    try:
+        message: object = json.loads(body)
+    except ValueError:
+        return None
+    if not isinstance(message, dict):
+        return None
+    fields = cast("dict[str, object]", message)
+    if fields.get("method") != "tools/call":
+        return None
+    request_id = fields.get("id")
+    return request_id if isinstance(request_id, int | str) and not isinstance(request_id, bool) else None
