@@ -13,22 +13,16 @@ handling (a stateless request runs inside it).
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any, Final, cast
+from typing import Final, cast
 
 import anyio
 
+from toolcode.server._http_guard import ASGIApp, Message, Receive, Scope, Send
 from toolindex.log import get_logger
 
 __all__ = ["CancelOnLeave"]
 
 log = get_logger("toolcode.server")
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 _WATCHED_BODY: Final = 1024 * 1024
 """Bodies up to this size are read for the request's id (a larger one is not watched)."""
