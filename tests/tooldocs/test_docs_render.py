@@ -495,6 +495,24 @@ def test_parameters_declared_inside_combinators_are_kept() -> None:
     assert sig.required == ("mode",)
 
 
+def test_parameters_declared_under_a_condition_are_kept() -> None:
+    # A call may give them (the check before the run accepts them): a model learns of them here.
+    schema = {
+        "type": "object",
+        "properties": {"format": {"enum": ["csv", "json"]}},
+        "required": ["format"],
+        "if": {"properties": {"format": {"const": "csv"}}},
+        "then": obj({"header": {"type": "boolean"}}, ["header"]),
+        "else": obj({"indent": {"type": "integer"}}),
+        "dependentSchemas": {"indent": obj({"sort_keys": {"type": "boolean"}})},
+        "dependencies": {"header": ["format"], "sort_keys": obj({"ascii": {"type": "boolean"}})},
+    }
+    sig = tool_signature(Tool(name="export", namespace="ns", input_schema=schema))
+    assert {p.wire_name for p in sig.params} == {"format", "header", "indent", "sort_keys", "ascii"}
+    assert sig.required == ("format",)  # required only when a condition holds: optional here
+    parses(sig.text)
+
+
 def test_tool_name_needing_sanitising_and_docstring_escaping() -> None:
     t = Tool(name="get-issue.v2", namespace="ns", description='Say """hi""" \\ and bye.', input_schema={})
     sig = tool_signature(t)

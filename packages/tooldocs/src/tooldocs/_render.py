@@ -1082,12 +1082,13 @@ def _input_params(r: _Renderer, schema: dict[str, Any]) -> tuple[list[tuple[str,
                 break
             props.setdefault(k, v)
     unread = len(top) - len(props)
-    # Parameters declared only inside combinators still belong to the signature.
-    for key in ("allOf", "anyOf", "oneOf"):
-        branches = schema.get(key)
-        if not isinstance(branches, list):
+    # Parameters declared only inside combinators, or under a condition (``then``/``else``, a
+    # ``dependentSchemas`` entry), still belong to the signature: a call may give them.
+    for key in ("allOf", "anyOf", "oneOf", "then", "else", "dependentSchemas", "dependencies"):
+        branches = _branches(schema.get(key), key)
+        if not branches:
             continue
-        for x in cast("list[Any]", branches):
+        for x in branches:
             b = _as_schema(x)
             if b is None:
                 continue
@@ -1112,6 +1113,17 @@ def _input_params(r: _Renderer, schema: dict[str, Any]) -> tuple[list[tuple[str,
     ordered = [(k, v, k in required) for k, v in props.items()]
     ordered.sort(key=lambda item: not item[2])  # stable: required first, schema order kept
     return ordered, extra, unread
+
+
+def _branches(value: Any, key: str) -> list[Any]:
+    """The subschemas under ``key`` whose properties a call may give (a list, one schema, or a map of them)."""
+    if isinstance(value, list):
+        return cast("list[Any]", value)
+    if key in ("then", "else"):
+        return [value] if isinstance(value, dict) else []
+    if isinstance(value, dict):  # dependentSchemas / dependencies: name → schema (or a list of names)
+        return [v for v in cast("dict[str, Any]", value).values() if isinstance(v, dict)]
+    return []
 
 
 def _render_signature(
