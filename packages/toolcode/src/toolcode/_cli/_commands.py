@@ -202,7 +202,9 @@ async def cmd_audit(args: argparse.Namespace) -> int:
     since = _since(args.since)
 
     async def call(box: Toolbox) -> dict[str, Any]:
-        return {"entries": await box.stores.audit.read(since=since, limit=max(1, args.limit))}
+        # As in the console: the local user's own entries, everyone's only for an operator.
+        own = None if box.services.is_operator(None) else "local"
+        return {"entries": await box.stores.audit.read(since=since, limit=max(1, args.limit), caller=own)}
 
     def show(out: Console, r: Any, box: Toolbox) -> None:
         rows = [
