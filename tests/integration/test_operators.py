@@ -111,3 +111,55 @@ async def test_a_tool_whose_title_changes_is_quarantined_until_an_operator_appro
         await _only_an_operator_approves(server.url, ["faults:echo"], echo)
     finally:
         server.stop()
+
+
+async def test_the_cli_approves_quarantined_tools_only_for_an_operator(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`toolcode tools approve` asks what the approve_tools tool asks: is the local user an operator?"""
+    from toolcode.cli import main
+
+    servers = {"time": {"command": sys.executable, "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"]}}
+
+    async def toolcode(operators: list[str], *argv: str) -> tuple[int, dict[str, Any]]:
+        config = {"mcpServers": servers, "toolcode": {"policy": {"quarantine": True, "operators": operators}}}
+        (tmp_path / "mcp.json").write_text(json.dumps(config))
+        argv += ("--config", str(tmp_path / "mcp.json"), "--state-dir", str(tmp_path / "state"), "--json")
+        code = await anyio.to_thread.run_sync(main, list(argv))
+        return code, json.loads(capsys.readouterr().out)
+
+    code, out = await toolcode(["token:ops"], "tools", "approve", "time:*")
+    assert code == 1 and out["error"]["code"] == "not_allowed", out
+    assert "only an operator approves tools, and 'local' is not one" in out["error"]["message"], out
+    code, out = await toolcode(["token:ops"], "tools", "quarantined")
+    assert code == 0 and out["tools"] and all(t["approved_by"] is None for t in out["tools"]), out  # still blocked
+    code, out = await toolcode(["local"], "tools", "approve", "time:*")
+    assert code == 0 and out["approved"], out
+
+
+async def test_the_cli_reads_every_callers_audit_entries_only_for_an_operator(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`toolcode audit` shows what the console shows: a caller's own entries, an operator's everyone's."""
+    import time
+
+    from toolcode import Settings, Toolbox
+    from toolcode._audit import AuditEntry
+    from toolcode._settings import StateSettings
+    from toolcode.cli import main
+
+    async with Toolbox(settings=Settings(state=StateSettings(dir=str(tmp_path / "state")))) as box:
+        now = time.time()
+        callers = ("token:bob", None)
+        entries = [AuditEntry(now, f"up:{who or 'mine'}", "read", "allow", "policy", who) for who in callers]
+        await box.stores.audit.write([e.to_dict() for e in entries])
+
+    async def audit(operators: list[str]) -> list[str]:
+        config = {"mcpServers": {}, "toolcode": {"policy": {"operators": operators}}}
+        (tmp_path / "mcp.json").write_text(json.dumps(config))
+        argv = ["audit", "--config", str(tmp_path / "mcp.json"), "--state-dir", str(tmp_path / "state"), "--json"]
+        assert await anyio.to_thread.run_sync(main, argv) == 0
+        return [e["tool_id"] for e in json.loads(capsys.readouterr().out)["entries"]]
+
+    assert await audit(["token:ops"]) == ["up:mine"]  # the local user's own, as the console shows it
+    assert await audit(["local"]) == ["up:token:bob", "up:mine"]

@@ -256,8 +256,12 @@ class AuditLog:
                 return
             before, size = page[-1].seq, min(size * 2, 1000)
 
-    async def read(self, *, since: float | None = None, limit: int = 1000) -> list[dict[str, Any]]:
+    async def read(
+        self, *, since: float | None = None, limit: int = 1000, caller: str | None = None
+    ) -> list[dict[str, Any]]:
         """Entries at or after ``since`` (Unix time), oldest first, at most ``limit`` (the newest ones; 0: all).
+
+        ``caller``: only this caller's entries (``"local"``: those made with no caller); ``None``: everyone's.
 
         Raises:
             StateUnavailableError: If the store cannot be read.
@@ -265,6 +269,8 @@ class AuditLog:
         out: list[dict[str, Any]] = []
         async with aclosing(self.newest(since=since)) as entries:
             async for d in entries:
+                if caller is not None and (d.get("caller") or "local") != caller:
+                    continue
                 out.append(d)
                 if len(out) == limit:
                     break

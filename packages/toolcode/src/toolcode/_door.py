@@ -13,9 +13,9 @@ import base64
 import binascii
 import fnmatch
 import hashlib
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from toolcode._app import Toolbox
 from toolcode._core import CodeMode
@@ -43,6 +43,7 @@ __all__ = [
     "Door",
     "Exposed",
     "call_exposed",
+    "caller_of",
     "exposed_description",
     "exposed_tools",
     "host_caller",
@@ -58,12 +59,17 @@ MCP_NAME_MAX = 128
 """Longest exposed name: MCP's limit for a tool name (OpenAI's function names stop at 64)."""
 
 
+_C = TypeVar("_C")
+
+
 def host_caller(name: object) -> str | None:
-    """Who a call at an agent door is for: the host's user ``name`` is the caller ``user:<name>``.
+    """Who the calls at an agent door are for when the host fixed it: the host's user ``name`` is ``user:<name>``.
 
     Each name a host gives is an owner of its own (sessions, saved snippets, stored results,
     paused runs), never the local user nor an HTTP token's caller, whatever it reads like;
-    ``policy.operators`` may list ``user:<name>``. ``None`` is the local user, as in the CLI.
+    ``policy.operators`` may list ``user:<name>``. ``None`` — a door built without a caller —
+    is the local user, the host's own, as in the CLI. A caller *function*'s answer is read by
+    :func:`caller_of` instead, where ``None`` is never the local user.
 
     Raises:
         ConfigurationError: If ``name`` is neither a non-empty string nor ``None``.
@@ -72,6 +78,33 @@ def host_caller(name: object) -> str | None:
         return None
     if not isinstance(name, str) or not name:
         raise ConfigurationError("caller", f"must be a non-empty string or None, got {clip(repr(name), 60)}")
+    return f"user:{name}"
+
+
+def caller_of(caller: str | Callable[[_C], object] | None, context: _C, door: str) -> str | None:
+    """Who one call at the agent door ``door`` is for: a fixed ``caller``, or the function ``caller``'s answer.
+
+    A fixed name (``None`` included) is read by :func:`host_caller`.
+
+    A function names the user of each call: it must answer a non-empty string, the caller
+    ``user:<name>``. Its ``None`` (a signed-out user, a missing field) is refused rather than
+    taken as the local user, an operator by default: a request that names no one never runs
+    with the host's own rights (fail closed; the call is not made).
+
+    Raises:
+        ConfigurationError: ``caller`` (``config_error``) if the fixed name is neither a non-empty
+            string nor ``None``, or the function answers anything but a non-empty string.
+    """
+    if not callable(caller):
+        return host_caller(caller)
+    name = caller(context)
+    if not isinstance(name, str) or not name:
+        raise ConfigurationError(
+            "caller",
+            f"the {door} door's caller function must name the user of each call (a non-empty string), "
+            f"got {clip(repr(name), 60)}; the call was not made (to act as the host's own user, build the "
+            "tools without a caller)",
+        )
     return f"user:{name}"
 
 

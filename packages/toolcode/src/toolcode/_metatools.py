@@ -312,22 +312,30 @@ _OPERATIONS: dict[str, Callable[[CodeMode, dict[str, Any], _Hooks], Awaitable[Ba
         on_print=h.on_print,
     ),
     "list_paused": lambda cm, a, h: cm.list_paused(h.caller),
-    "approve_tools": lambda cm, a, h: cm.approve_tools(a.get("tools"), by=as_operator(cm, h.caller or "local")),
+    "approve_tools": lambda cm, a, h: cm.approve_tools(a.get("tools"), by=as_operator(cm, h.caller)),
     "read_result": lambda cm, a, h: cm.read_result(a.get("ref"), a.get("offset", 0), a.get("limit"), caller=h.caller),
 }
 """Each code-mode tool's core operation (the defaults are the published schemas')."""
 
 
-def as_operator(cm: CodeMode, caller: str) -> str:
-    """``caller`` as the operator who decides, if it is one (``policy.operators``)."""
-    if not cm.services.is_operator(caller):
+def as_operator(cm: CodeMode, caller: str | None) -> str:
+    """``caller`` (``None``: the local user) as the operator who decides, if it is one (``policy.operators``).
+
+    The one check of every door that approves quarantined tools: the ``approve_tools`` tool, the
+    console and ``toolcode tools approve``.
+
+    Raises:
+        ToolError: ``not_allowed`` if ``caller`` is not an operator.
+    """
+    who = caller or "local"
+    if not cm.services.is_operator(who):
         raise ToolError(
             "approve_tools",
-            f"only an operator approves tools, and {caller!r} is not one (policy.operators)",
+            f"only an operator approves tools, and {who!r} is not one (policy.operators)",
             "not_allowed",
             code=ErrorCode.NOT_ALLOWED,
         )
-    return f"operator:{caller}"
+    return f"operator:{who}"
 
 
 def reply_of(result: BaseModel) -> MetaToolReply:

@@ -38,7 +38,7 @@ from toolcode._cli._common import (
 )
 from toolcode._cli._exec import cmd_exec, cmd_resume
 from toolcode._cli._render import safe
-from toolcode._metatools import delete_snippet, reset_session
+from toolcode._metatools import as_operator, delete_snippet, reset_session
 
 __all__ = ["run_command"]
 
@@ -72,7 +72,12 @@ async def cmd_tools(args: argparse.Namespace) -> int:
         if not args.patterns:
             raise UsageError("tools approve needs tool ids or globs (PATTERN ...)")
         by = f"operator:{getpass.getuser()}"
-        return await operation(args, lambda box: box.codemode.approve_tools(list(args.patterns), by=by), reply_text)
+
+        async def approve(box: Toolbox) -> Any:
+            as_operator(box.codemode, None)  # the local user, held to policy.operators as at every door
+            return await box.codemode.approve_tools(list(args.patterns), by=by)
+
+        return await operation(args, approve, reply_text)
     if args.action == "quarantined":
 
         async def quarantined(box: Toolbox) -> Any:
@@ -197,7 +202,9 @@ async def cmd_audit(args: argparse.Namespace) -> int:
     since = _since(args.since)
 
     async def call(box: Toolbox) -> dict[str, Any]:
-        return {"entries": await box.stores.audit.read(since=since, limit=max(1, args.limit))}
+        # As in the console: the local user's own entries, everyone's only for an operator.
+        own = None if box.services.is_operator(None) else "local"
+        return {"entries": await box.stores.audit.read(since=since, limit=max(1, args.limit), caller=own)}
 
     def show(out: Console, r: Any, box: Toolbox) -> None:
         rows = [

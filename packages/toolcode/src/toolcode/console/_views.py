@@ -209,7 +209,7 @@ class Views:
             ToolError: ``not_allowed`` if the viewer is not an operator.
             InvalidArgumentsError: If quarantine is off.
         """
-        by = as_operator(self.cm, viewer.caller or "local")
+        by = as_operator(self.cm, viewer.caller)
         now = self._here(tool_id)
         if not now:
             return []
@@ -224,7 +224,7 @@ class Views:
             ToolError: ``not_allowed`` if the viewer is not an operator.
             InvalidArgumentsError: If quarantine is off, or ``tool_id`` is no tool the quarantine blocks.
         """
-        as_operator(self.cm, viewer.caller or "local")
+        as_operator(self.cm, viewer.caller)
         if tool_id not in {t.tool_id for t in self.cm.quarantined_tools().tools}:
             raise InvalidArgumentsError("tool_id", f"no blocked tool {clip(tool_id, 80)!r} to keep blocked")
         by = f"person:{viewer.caller or 'local'}"

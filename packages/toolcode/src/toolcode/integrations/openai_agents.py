@@ -38,13 +38,15 @@ except ImportError as _missing:  # the extra is not installed (or is too old)
     ) from _missing
 
 from toolcode._app import Toolbox
-from toolcode._door import Door, host_caller
+from toolcode._door import Door, caller_of
 from toolcode._metatools import instructions
 
 __all__ = ["CallerOf", "codemode_instructions", "codemode_tools"]
 
-CallerOf = str | Callable[[ToolContext[Any]], str | None] | None
-"""Who the calls are for: a fixed name, or a function of the tool context (e.g. of ``ctx.context``)."""
+CallerOf = str | Callable[[ToolContext[Any]], str] | None
+"""Who the calls are for: a fixed name, or a function of the tool context (e.g. of ``ctx.context``) that
+names each call's user (a non-empty string; anything else, ``None`` included, refuses the call);
+``None`` itself: the local caller, the host's own."""
 
 _FUNCTION_NAMES = (64, "_-")  # a function tool's name: ^[a-zA-Z0-9_-]{1,64}$
 
@@ -76,7 +78,9 @@ def codemode_tools(
         tools: Code-mode tools to offer (default: the config's ``toolcode.tools``, else
             :data:`toolcode.server.DEFAULT_TOOLS`).
         caller: Who the calls are for: sessions, paused runs and stored results are the
-            caller's (default: ``None``, the local caller, as in the CLI).
+            caller's (default: ``None``, the local caller, as in the CLI). A function of the
+            ``ToolContext`` must name each call's user: its ``None`` (or any non-string) is a
+            ``ConfigurationError`` raised by the call, never the local caller.
         expose: Patterns of upstream tools to offer directly as well (``namespace:name``,
             ``*`` allowed; default: the config's ``toolcode.expose``, else none).
 
@@ -85,7 +89,8 @@ def codemode_tools(
         ``args`` and ``input`` take any JSON).
 
     Raises:
-        ConfigurationError: If ``tools`` names a tool that is not a code-mode tool.
+        ConfigurationError: If ``tools`` names a tool that is not a code-mode tool (and, from a
+            call, if its caller is no name: see ``caller``).
     """
     door = Door(toolbox, tools, expose, _FUNCTION_NAMES)
     return [
@@ -105,7 +110,7 @@ async def _invoke(
     door: Door, name: str, caller: CallerOf, ctx: ToolContext[Any], input_json: str
 ) -> str | list[ToolOutputText | ToolOutputImage]:
     """One call: the reply text; with the images an exposed tool answered with, the text and the images."""
-    reply = await door.call(name, input_json, caller=host_caller(caller(ctx) if callable(caller) else caller))
+    reply = await door.call(name, input_json, caller=caller_of(caller, ctx, "OpenAI Agents"))
     if reply.images:
         images = [ToolOutputImage(image_url=f"data:{mime};base64,{data}") for mime, data in reply.images]
         return [ToolOutputText(text=reply.text), *images]

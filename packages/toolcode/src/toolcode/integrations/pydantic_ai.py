@@ -51,7 +51,7 @@ except ImportError as _missing:  # the extra is not installed (or is too old)
     ) from _missing
 
 from toolcode._app import Toolbox
-from toolcode._door import Door, host_caller
+from toolcode._door import Door, caller_of
 from toolcode._metatools import INSTRUCTIONS, PERSON_TOOLS, as_object, instructions
 from toolcode._settings import Settings, StateSettings
 from toolcode.exceptions import MAX_MESSAGE, clip
@@ -78,8 +78,10 @@ class _AsSent:
 
 _AS_SENT = "\x00toolcode:arguments"  # no JSON name clashes with it
 
-CallerOf = str | Callable[[RunContext[Any]], str | None] | None
-"""Who the calls are for: a fixed name, or a function of the run context (e.g. of ``ctx.deps``)."""
+CallerOf = str | Callable[[RunContext[Any]], str] | None
+"""Who the calls are for: a fixed name, or a function of the run context (e.g. of ``ctx.deps``) that
+names each call's user (a non-empty string; anything else, ``None`` included, refuses the call);
+``None`` itself: the local caller, the host's own."""
 
 
 class CodeModeToolset(AbstractToolset[Any]):
@@ -101,7 +103,9 @@ class CodeModeToolset(AbstractToolset[Any]):
         tools: Code-mode tools to offer (default: the toolbox config's ``toolcode.tools``,
             else :data:`toolcode.server.DEFAULT_TOOLS`).
         caller: Who the calls are for (sessions, paused runs and stored results are the caller's;
-            default: ``None``, the local caller), or a function of the run context.
+            default: ``None``, the local caller), or a function of the run context that names
+            each call's user: its ``None`` (or any non-string) is a ``ConfigurationError`` raised
+            by the call, never the local caller.
         max_retries: The tools' retry budget in Pydantic AI (default: the agent's); the toolset
             never spends it, only the ``ModelRetry`` s of your own hooks around these tools do.
         id: The toolset's id, unique among the agent's toolsets (durable execution needs one).
@@ -258,11 +262,13 @@ class CodeModeToolset(AbstractToolset[Any]):
             ToolFailed: For any failure, with the reply text (the model may call again; no retry is spent).
             ApprovalRequired: For ``resume_execution`` / ``approve_tools`` not yet approved.
             UserError: If the toolset owns its toolbox and is not entered.
+            ConfigurationError: If the caller function names no user (``None``, a non-string):
+                the call is not made.
         """
         door = self._current()[1]
+        caller = caller_of(self._caller, ctx, "Pydantic AI")  # before a person is asked about a call that cannot run
         if name in PERSON_TOOLS and not ctx.tool_call_approved:
             raise ApprovalRequired()
-        caller = host_caller(self._caller(ctx) if callable(self._caller) else self._caller)
         sent = tool_args[_AS_SENT] if tool_args.keys() == {_AS_SENT} else tool_args
         reply = await door.call(name, sent, caller=caller)
         if reply.is_error:
