@@ -286,6 +286,56 @@ def test_bad_allow_origin_is_a_usage_error(workdir: Path, value: str, capsys: py
     assert "argument --allow-origin" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [("--sessions-per-caller", "0"), ("--sessions-per-caller", "many"), ("--session-idle-timeout", "nan")],
+)
+def test_a_bad_session_bound_is_a_usage_error(
+    workdir: Path, option: str, value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from toolcode.cli import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(["serve", "--config", str(workdir / "mcp.json"), "--http", "127.0.0.1:0", option, value])
+    assert exited.value.code == 2
+    assert f"argument {option}" in capsys.readouterr().err
+
+
+def test_a_callers_share_of_sessions_is_set_on_the_command_line(workdir: Path) -> None:
+    # The share was a serve_http parameter only: an operator of `toolcode serve` could not set it.
+    _write_private(workdir / "share-tokens", f"alice:{ALICE}\n")
+    extra = ["--token-file", str(workdir / "share-tokens"), "--sessions-per-caller", "1"]
+    door = _start(workdir, "127.0.0.1:0", *extra, connect="127.0.0.1")
+    try:
+        first = door.post(token=ALICE).headers["mcp-session-id"]
+        second = door.post(token=ALICE).headers["mcp-session-id"]
+        ping = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "ping"})
+
+        def in_session(session: str) -> int:
+            headers = {
+                "content-type": "application/json",
+                "accept": "application/json, text/event-stream",
+                "authorization": f"Bearer {ALICE}",
+                "mcp-session-id": session,
+                "mcp-protocol-version": "2025-11-25",
+            }
+            return httpx2.post(door.endpoint(), headers=headers, content=ping, timeout=20).status_code
+
+        assert in_session(second) == 200
+        assert in_session(first) == 404  # her share is one session: opening the second ended the first
+    finally:
+        door.stop()
+
+
+def test_session_options_apply_to_http_only(workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from toolcode.cli import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(["serve", "--config", str(workdir / "mcp.json"), "--sessions-per-caller", "3"])
+    assert exited.value.code == 2
+    assert "apply to --http only" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("where", ["file", "env"])
 def test_short_token_is_a_configuration_error_that_does_not_echo_it(
     refused: dict[str, subprocess.CompletedProcess[str]], where: str

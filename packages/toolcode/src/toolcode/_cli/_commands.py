@@ -307,12 +307,18 @@ other callers' long checks run (``bench/bystander.py --only typecheck_flood``)."
 async def cmd_serve(args: argparse.Namespace) -> int:
     from toolcode.server import TOKENS_ENV, BearerTokens, serve_http, serve_stdio
     from toolcode.server._http_address import check_bind
+    from toolcode.server._http_guard import MAX_SESSIONS_PER_CALLER
+    from toolcode.server._serve import SESSION_IDLE_TIMEOUT
 
     sys.setswitchinterval(SERVE_SWITCH_INTERVAL)  # this process is the server: the setting is its own
 
     if args.http is None:
-        if args.token_file or args.allow_host or args.allow_origin:
-            raise UsageError("--token-file, --allow-host and --allow-origin apply to --http only")
+        sessions = (args.sessions_per_caller, args.session_idle_timeout)
+        if args.token_file or args.allow_host or args.allow_origin or any(v is not None for v in sessions):
+            raise UsageError(
+                "--token-file, --allow-host, --allow-origin, --sessions-per-caller and --session-idle-timeout "
+                "apply to --http only"
+            )
         async with connected(args) as box:
             await serve_stdio(box, expose=args.expose or None)
         return 0
@@ -334,6 +340,8 @@ async def cmd_serve(args: argparse.Namespace) -> int:
             tokens=tokens,
             allowed_hosts=args.allow_host,
             allowed_origins=args.allow_origin,
+            sessions_per_caller=args.sessions_per_caller or MAX_SESSIONS_PER_CALLER,
+            session_idle_timeout=args.session_idle_timeout or SESSION_IDLE_TIMEOUT,
         )
     return 0
 

@@ -90,6 +90,21 @@ def _http_check(name: str) -> Callable[[str], Any]:
     return check
 
 
+def _at_least(low: float, kind: Callable[[str], Any]) -> Callable[[str], Any]:
+    """An option's type: a number (``int`` or ``float``) of at least ``low``."""
+
+    def check(value: str) -> Any:
+        try:
+            number = kind(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{value!r} is not a number") from None
+        if not number >= low:  # NaN too
+            raise argparse.ArgumentTypeError(f"{value!r} is below {low:g}")
+        return number
+
+    return check
+
+
 def _tool_list(names: Sequence[str]) -> str:
     return ", ".join(names[:-1]) + " and " + names[-1]
 
@@ -168,6 +183,19 @@ def build_parser() -> argparse.ArgumentParser:
         type=_http_check("normalize_origin"),
         help="also accept requests from this browser Origin, e.g. https://app.example.com (repeatable; "
         "default: same-host origins only)",
+    )
+    g.add_argument(
+        "--sessions-per-caller",
+        metavar="N",
+        type=_at_least(1, int),
+        help="with tokens, the 2025-11-25 sessions one caller may hold; opening one more ends its least recently used "
+        "(default: 100)",
+    )
+    g.add_argument(
+        "--session-idle-timeout",
+        metavar="SECONDS",
+        type=_at_least(1, float),
+        help="seconds a 2025-11-25 session may go without a request before it ends (default: 1800)",
     )
     p.add_argument(
         "--expose",
