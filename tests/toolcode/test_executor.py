@@ -382,3 +382,15 @@ async def test_a_tool_called_from_a_builtins_callback_says_what_to_write_instead
         written = await ex.execute(ExecuteParams(code="[run_tool('t:add', a=a, b=1) for a in [1, 2]]"))
         assert written.value == [2, 3]
     await runner.aclose()
+
+
+async def test_a_global_read_as_a_value_shows_nothing_of_the_host() -> None:
+    # `f = run_tool` is a host function in the sandbox: opaque, named, never a door to the host's objects.
+    index, store, runner = await make_runner()
+    async with executor_of(index=index, store=store, runner=runner, engine="monty") as ex:
+        for attribute in ("__globals__", "__code__", "__closure__", "__self__", "__dict__", "__module__"):
+            with pytest.raises(CodeExecutionError, match="AttributeError"):
+                await ex.execute(ExecuteParams(code=f"f = run_tool\nf.{attribute}"))
+        shown = await ex.execute(ExecuteParams(code="[repr(run_tool), {'k': run_tool_async}]"))
+        assert shown.value == ["<function 'run_tool' external>", {"k": "run_tool_async"}]
+    await runner.aclose()
