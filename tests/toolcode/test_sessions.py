@@ -222,6 +222,35 @@ async def test_a_session_held_by_another_server_is_busy_after_the_queue_timeout(
         assert (await b.codemode.execute("n", session="shared")).value == 1
 
 
+async def test_a_reset_waits_for_the_run_in_progress_and_empties_what_it_left(tmp_path: Path) -> None:
+    # The reset deleted the state under a run of the session: the run's write then failed ``busy``.
+    gate = Gate()
+    async with Toolbox([gate.backend], settings=_settings(tmp_path / "state")) as box:
+        cm = box.codemode
+        await cm.execute("n = 0", session="r")
+        ran: list[Any] = []
+        reset: list[bool] = []
+        async with anyio.create_task_group() as tg:
+
+            async def hold() -> None:
+                ran.append(await cm.execute("run_tool('gate:hold')\nn = 1", session="r"))
+
+            async def forget() -> None:
+                reset.append(await cm.reset_session("r"))
+
+            tg.start_soon(hold)
+            await gate.wait_held()  # the run holds the session
+            tg.start_soon(forget)
+            await anyio.wait_all_tasks_blocked()
+            assert reset == []  # the reset waits for the run
+            gate.release.set()
+        assert ran[0].ok, ran[0].error
+        assert reset == [True]
+        assert (await cm.list_sessions()).sessions == []  # emptied after the run, not before
+        fresh = await cm.execute("n", session="r")
+        assert fresh.error is not None and "NameError" in fresh.error.message
+
+
 async def test_runs_of_one_session_on_one_server_queue_in_turn(tmp_path: Path) -> None:
     gate = Gate()
     settings = _settings(tmp_path / "state", queue_timeout=0.5)

@@ -345,6 +345,21 @@ class Sessions:
         return out
 
     async def reset(self, caller: str | None, name: str) -> bool:
-        """Forget a session's state; ``False`` when there was none."""
+        """Forget a session's state; ``False`` when there was none.
+
+        Taken as a run takes the session (its locks, here and in the store): a run of it in
+        progress ends first, and the reset empties the session it left, instead of the run's
+        write failing (``busy``) on the version the reset removed.
+
+        Raises:
+            EngineBusyError: If a run holds the session past ``queue_timeout``.
+        """
         self.check_name(name)
-        return await self.store.delete(KIND, f"{owner_of(caller)}/{name}")
+        key = f"{owner_of(caller)}/{name}"
+        async with self._local_lock(key):
+            _, release = await self._acquire(key, name, 0.0)
+            try:
+                return await self.store.delete(KIND, key)
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await self._release_quietly(release, f"session/{key}")
