@@ -246,9 +246,11 @@ async def test_deadlines_must_be_positive() -> None:
                     await serve_http(box, "127.0.0.1", 0, **{field: bad})
 
 
-async def test_a_run_whose_client_left_is_cancelled(patient_port: int) -> None:
+@pytest.mark.parametrize("input_bytes", [0, 1_100_000], ids=["small", "over 1 MiB"])
+async def test_a_run_whose_client_left_is_cancelled(patient_port: int, input_bytes: int) -> None:
     """A client that disconnected before its answer left its runs going to their own timeout,
-    holding its share of workers: back a moment later, it was refused ``busy``."""
+    holding its share of workers: back a moment later, it was refused ``busy`` (a request over
+    1 MiB, up to the SDK's own bound of 4 MiB, too)."""
     import json
 
     import httpx2
@@ -265,7 +267,10 @@ async def test_a_run_whose_client_left_is_cancelled(patient_port: int) -> None:
             "jsonrpc": "2.0",
             "id": request_id,
             "method": "tools/call",
-            "params": {"name": "execute_code", "arguments": {"code": code, "options": {"timeout": HANG * 2}}},
+            "params": {
+                "name": "execute_code",
+                "arguments": {"code": code, "input": "x" * input_bytes, "options": {"timeout": HANG * 2}},
+            },
         }
         data = json.dumps(body).encode()
         head = (

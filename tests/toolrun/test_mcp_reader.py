@@ -326,3 +326,46 @@ async def test_a_compressed_reply_is_bounded_by_what_it_inflates_to() -> None:
         json.loads(got)
     got, _ = await answer(b"not compressed at all", "gzip")
     assert got == b""
+
+
+@pytest.mark.anyio
+async def test_every_reply_is_read_within_its_bound_whatever_its_type_and_members() -> None:
+    # The SDK reads "application/jsonx" as JSON (a prefix), and any other type's body on an error
+    # status: the bound held only for the two exact types, so such a gzip reply inflated whole.
+    import gzip
+    import zlib
+
+    import httpx2
+
+    from toolrun._mcp_reader import TOO_LARGE, mend_http_response
+
+    async def answer(body: bytes, ctype: str, encoding: str, *, first: int = 8192, status: int = 200) -> bytes:
+        class Body(httpx2.AsyncByteStream):
+            async def __aiter__(self) -> Any:
+                yield body[:first]
+                for i in range(first, len(body), 8192):
+                    yield body[i : i + 8192]
+
+        request = httpx2.Request("POST", "http://127.0.0.1/mcp", content=b'{"jsonrpc":"2.0","id":5,"method":"x"}')
+        headers = {"content-type": ctype, "content-encoding": encoding}
+        response = httpx2.Response(status, headers=headers, stream=Body(), request=request)
+        await mend_http_response(response, max_bytes=1 << 20)
+        return b"".join([chunk async for chunk in response.stream])
+
+    reply = json.dumps({"jsonrpc": "2.0", "id": 5, "result": {"content": [{"type": "text", "text": "x" * (8 << 20)}]}})
+    bomb = gzip.compress(reply.encode(), compresslevel=9)
+    got = await answer(bomb, "application/jsonx", "gzip")
+    assert TOO_LARGE.encode() in got and len(got) < 1024
+    page = await answer(bomb, "text/html", "gzip", status=400)  # an error page: read up to the bound
+    assert len(page) == 1 << 20
+
+    # A gzip body of two members (a notification, then the reply) reads as both.
+    note = b'event: message\ndata: {"jsonrpc":"2.0","method":"notifications/message","params":{"data":"hi"}}\n\n'
+    last = b'event: message\ndata: {"jsonrpc":"2.0","id":5,"result":{"content":[]}}\n\n'
+    assert await answer(gzip.compress(note) + gzip.compress(last), "text/event-stream", "gzip") == note + last
+
+    # Raw deflate whose first chunk is one byte is told from zlib data by its first two bytes.
+    plain = b'{"jsonrpc":"2.0","id":5,"result":{"content":[]}}'
+    raw = zlib.compressobj(wbits=-zlib.MAX_WBITS)
+    for body in (raw.compress(plain) + raw.flush(), zlib.compress(plain)):
+        assert await answer(body, "application/json", "deflate", first=1) == plain

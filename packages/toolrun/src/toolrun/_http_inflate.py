@@ -13,7 +13,7 @@ replies and documents are read through :func:`body_chunks` alike.
 from __future__ import annotations
 
 import zlib
-from collections.abc import AsyncIterable, AsyncIterator
+from collections.abc import AsyncIterable, AsyncIterator, Iterator
 from typing import Final
 
 import httpx2
@@ -36,6 +36,12 @@ def inflatable(encoding: str) -> bool:
 class Inflated(httpx2.AsyncByteStream):
     """A compressed body's bytes, inflated at most :data:`STEP` at a time (the reader bounds the total).
 
+    A ``gzip`` body may hold several members, one after another: each is inflated in turn. A
+    ``deflate`` body is zlib data or, as some servers send it, raw deflate: told by its first two
+    bytes (a zlib header is a multiple of 31). A body that does not inflate ends where it stops
+    inflating: what came out so far is what the reader reads (a reply cut short is not JSON, and
+    fails its request as such).
+
     Args:
         inner: The raw (compressed) body.
         encoding: ``gzip`` or ``deflate`` (:func:`inflatable`).
@@ -43,30 +49,45 @@ class Inflated(httpx2.AsyncByteStream):
 
     def __init__(self, inner: AsyncIterable[bytes], encoding: str) -> None:
         self._inner = inner
-        self._deflate = encoding == "deflate"
-        self._z = zlib.decompressobj(_WBITS[encoding])
-        self._first = True
+        self._gzip = encoding != "deflate"
+        self._z = zlib.decompressobj(_WBITS[encoding]) if self._gzip else None
+        self._head = b""
+        """A ``deflate`` body's first bytes, until there are two to tell its format by."""
+        self._ended = False
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        # A body that does not inflate ends where it stops inflating: what came out so far is what
-        # the reader reads (a reply cut short is not JSON, and fails its request as such).
         async for chunk in self._inner:
-            data = chunk
-            while data and not self._z.eof:
-                try:
-                    out = self._z.decompress(data, STEP)
-                except zlib.error:
-                    if not (self._deflate and self._first):
-                        return
-                    # Servers send raw deflate under "deflate" too: read it so.
-                    self._z, self._first = zlib.decompressobj(-zlib.MAX_WBITS), False
-                    continue
-                self._first = False
-                data = self._z.unconsumed_tail
-                if out:
-                    yield out
-        while not self._z.eof and (rest := self._z.decompress(b"", STEP)):
+            for out in self._inflate(chunk):
+                yield out
+            if self._ended:
+                return
+        z = self._z
+        while z is not None and not z.eof and (rest := z.decompress(b"", STEP)):
             yield rest
+
+    def _inflate(self, data: bytes) -> Iterator[bytes]:
+        z = self._z
+        if z is None:
+            self._head += data
+            if len(self._head) < 2:
+                return
+            data, self._head = self._head, b""
+            zlib_header = data[0] & 0x0F == 8 and (data[0] << 8 | data[1]) % 31 == 0
+            z = self._z = zlib.decompressobj(zlib.MAX_WBITS if zlib_header else -zlib.MAX_WBITS)
+        while data:
+            if z.eof:
+                if not self._gzip:  # bytes after the end of zlib or raw deflate data: not read
+                    self._ended = True
+                    return
+                z = self._z = zlib.decompressobj(_WBITS["gzip"])  # the next gzip member
+            try:
+                out = z.decompress(data, STEP)
+            except zlib.error:
+                self._ended = True
+                return
+            data = z.unconsumed_tail or (z.unused_data if z.eof else b"")
+            if out:
+                yield out
 
     async def aclose(self) -> None:
         if isinstance(self._inner, httpx2.AsyncByteStream):

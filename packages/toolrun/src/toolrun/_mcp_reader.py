@@ -569,6 +569,26 @@ class _MendedJSON(httpx2.AsyncByteStream):
         await self._inner.aclose()
 
 
+class _Capped(httpx2.AsyncByteStream):
+    """A body of another type (an error page, say): its first ``limit`` bytes, then no more are read."""
+
+    def __init__(self, inner: httpx2.AsyncByteStream, limit: int) -> None:
+        self._inner = inner
+        self._left = limit
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in self._inner:
+            if len(chunk) >= self._left:
+                yield chunk[: self._left]
+                await self._inner.aclose()
+                return
+            self._left -= len(chunk)
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
 _EVENT_END = re.compile(rb"\r\n\r\n|\n\n|\r\r")
 
 
@@ -667,8 +687,12 @@ async def mend_http_response(
             await stream.aclose()
             return
         stream = response.stream = Inflated(stream, encoding)
-    ctype = response.headers.get("content-type", "").partition(";")[0].strip().lower()
-    if ctype == "application/json":
+    # Told apart as the SDK tells them (by how the type starts: it reads ``application/jsonx`` as
+    # JSON too); whatever else a server sends is read up to the bound and no further.
+    ctype = response.headers.get("content-type", "").strip().lower()
+    if ctype.startswith("application/json"):
         response.stream = _MendedJSON(stream, _request_id_of(response.request), max_bytes)
-    elif ctype == "text/event-stream":
+    elif ctype.startswith("text/event-stream"):
         response.stream = _MendedSSE(stream, _request_id_of(response.request), max_bytes, on_drop)
+    else:
+        response.stream = _Capped(stream, max_bytes)

@@ -24,8 +24,9 @@ __all__ = ["CancelOnLeave"]
 
 log = get_logger("toolcode.server")
 
-_WATCHED_BODY: Final = 1024 * 1024
-"""Bodies up to this size are read for the request's id (a larger one is not watched)."""
+_WATCHED_BODY: Final = 4 * 1024 * 1024
+"""Bodies up to this size are read for the request's id: the MCP SDK's own bound on a request's body
+(a larger one is refused, ``413``, before anything runs)."""
 _KEPT_HEADERS: Final = frozenset({b"host", b"authorization", b"mcp-session-id", b"mcp-protocol-version"})
 
 
@@ -47,9 +48,10 @@ class CancelOnLeave:
         size = 0
         arrived = anyio.Event()
         answered = False
+        request_id: int | str | None = None
 
         async def received() -> Message:
-            nonlocal size
+            nonlocal size, request_id
             message = await receive()
             if message["type"] == "http.request":
                 chunk = message.get("body", b"")
@@ -57,6 +59,9 @@ class CancelOnLeave:
                 if size <= _WATCHED_BODY:
                     body.append(chunk)
                 if not message.get("more_body", False):
+                    # Read for its id once it is whole, and not kept: the application holds the body.
+                    request_id = _request_id(b"".join(body)) if size <= _WATCHED_BODY else None
+                    body.clear()
                     arrived.set()
             return message
 
@@ -73,7 +78,6 @@ class CancelOnLeave:
                 message = await receive()  # what comes after a whole body: the client leaving
                 if message["type"] != "http.disconnect" or answered:
                     return
-                request_id = _request_id(b"".join(body)) if size <= _WATCHED_BODY else None
                 tg.cancel_scope.cancel()
                 if request_id is not None:
                     with anyio.CancelScope(shield=True):
@@ -120,6 +124,8 @@ class CancelOnLeave:
 
 def _request_id(body: bytes) -> int | str | None:
     """The id of a ``tools/call`` request in ``body`` (``None``: not one, or not JSON)."""
+    if b"tools/call" not in body:  # parsed only when it may be one
+        return None
     try:
         message: object = json.loads(body)
     except ValueError:
