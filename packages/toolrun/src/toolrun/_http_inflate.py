@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import AsyncIterable, AsyncIterator, Iterator
-from typing import Final
+from typing import Final, TypeVar
 
 import httpx2
 
-__all__ = ["IDENTITY", "STEP", "Inflated", "UnreadableEncodingError", "body_chunks", "inflatable"]
+__all__ = ["IDENTITY", "STEP", "Inflated", "UnreadableEncodingError", "body_chunks", "inflating"]
 
 IDENTITY: Final = {"accept-encoding": "identity"}
 """The request header that asks for an uncompressed reply."""
@@ -28,9 +28,21 @@ STEP: Final = 64 * 1024
 _WBITS: Final = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
 
 
-def inflatable(encoding: str) -> bool:
-    """Whether a ``Content-Encoding`` value (lower-cased) is one this module inflates."""
-    return encoding in _WBITS
+S = TypeVar("S", bound=AsyncIterable[bytes])
+
+
+def inflating(raw: S, encoding: str) -> S | Inflated:
+    """``raw`` as it inflates under ``encoding`` (a ``Content-Encoding`` value): as it is for ``identity``.
+
+    Raises:
+        UnreadableEncodingError: If the body is in a coding that is not inflated (``br``, several).
+    """
+    coding = encoding.strip().lower()
+    if coding in ("", "identity"):
+        return raw
+    if coding not in _WBITS:
+        raise UnreadableEncodingError(coding)
+    return Inflated(raw, coding)
 
 
 class Inflated(httpx2.AsyncByteStream):
@@ -44,7 +56,7 @@ class Inflated(httpx2.AsyncByteStream):
 
     Args:
         inner: The raw (compressed) body.
-        encoding: ``gzip`` or ``deflate`` (:func:`inflatable`).
+        encoding: ``gzip`` or ``deflate`` (lower-cased; see :func:`inflating`).
     """
 
     def __init__(self, inner: AsyncIterable[bytes], encoding: str) -> None:
@@ -95,7 +107,7 @@ class Inflated(httpx2.AsyncByteStream):
 
 
 class UnreadableEncodingError(ValueError):
-    """A reply in a ``Content-Encoding`` that is not inflated (:func:`inflatable`): it is not read."""
+    """A reply in a ``Content-Encoding`` that is not inflated (:func:`inflating`): it is not read."""
 
     def __init__(self, encoding: str) -> None:
         super().__init__(f"the reply is compressed ({encoding[:40]}), which is not read")
@@ -113,12 +125,7 @@ def body_chunks(response: httpx2.Response) -> AsyncIterator[bytes]:
     """
     if response.is_stream_consumed:  # read whole already (a transport of its own did): as it is
         return _once(response.content)
-    encoding = response.headers.get("content-encoding", "identity").strip().lower()
-    if encoding in ("", "identity"):
-        return response.aiter_raw()
-    if not inflatable(encoding):
-        raise UnreadableEncodingError(encoding)
-    return aiter(Inflated(response.aiter_raw(), encoding))
+    return aiter(inflating(response.aiter_raw(), response.headers.get("content-encoding", "identity")))
 
 
 async def _once(content: bytes) -> AsyncIterator[bytes]:

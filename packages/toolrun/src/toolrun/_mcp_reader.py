@@ -51,7 +51,7 @@ from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
 from toolrun._compat_mcp import TransportStreams
-from toolrun._http_inflate import Inflated, inflatable
+from toolrun._http_inflate import UnreadableEncodingError, inflating
 from toolrun._mcp_secrets import mask_message, may_hold_secret
 from toolrun._redact import mask_secrets
 from toolrun._size import container_bound, containers_at_most
@@ -674,19 +674,20 @@ async def mend_http_response(
     stream = response.stream
     if not isinstance(stream, httpx2.AsyncByteStream):
         return
-    encoding = response.headers.get("content-encoding", "identity").strip().lower()
-    if encoding not in ("", "identity"):
-        del response.headers["content-encoding"]  # inflated here, or not read: never by the client
-        if not inflatable(encoding):
-            request_id = _request_id_of(response.request)
-            why = f"the server's reply is compressed ({encoding[:40]}), which is not read"
-            response.headers["content-type"] = "application/json"
-            response.stream = httpx2.ByteStream(
-                b"" if request_id is None else json.dumps(malformed_error(request_id, why)).encode()
-            )
-            await stream.aclose()
-            return
-        stream = response.stream = Inflated(stream, encoding)
+    try:
+        inflated = inflating(stream, response.headers.get("content-encoding", "identity"))
+    except UnreadableEncodingError as e:
+        request_id = _request_id_of(response.request)
+        del response.headers["content-encoding"]
+        response.headers["content-type"] = "application/json"
+        response.stream = httpx2.ByteStream(
+            b"" if request_id is None else json.dumps(malformed_error(request_id, str(e))).encode()
+        )
+        await stream.aclose()
+        return
+    if inflated is not stream:
+        del response.headers["content-encoding"]  # inflated here: never again by the client
+        stream = response.stream = inflated
     # Told apart as the SDK tells them (by how the type starts: it reads ``application/jsonx`` as
     # JSON too); whatever else a server sends is read up to the bound and no further.
     ctype = response.headers.get("content-type", "").strip().lower()
