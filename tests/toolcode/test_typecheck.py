@@ -289,6 +289,22 @@ BROKEN: dict[str, tuple[str, int, int, str, str]] = {
         'Unknown key "zone" for TypedDict',
         "runtime_error",
     ),
+    "unknown key of a function imported from a module named like the stdlib": (
+        "from tools.time import get_current_time as now\n"
+        "run_tool('helpdesk:assign_ticket', ticket_id='PAR-1', engineer='Ana')\nnow(timezone='UTC')['zone']",
+        3,
+        21,
+        'Unknown key "zone" for TypedDict `GetCurrentTimeResult`',
+        "runtime_error",
+    ),
+    "unknown key through a module named like the stdlib, imported by its path": (
+        "import tools.time as t\nrun_tool('helpdesk:assign_ticket', ticket_id='PAR-1', engineer='Ana')\n"
+        "t.get_current_time(timezone='UTC')['zone']",
+        3,
+        36,
+        'Unknown key "zone" for TypedDict `GetCurrentTimeResult`',
+        "runtime_error",
+    ),
     "unknown key of an unpacked run_tools result": (
         "run_tool('helpdesk:assign_ticket', ticket_id='PAR-1', engineer='Ana')\n"
         "people, now = run_tools([('helpdesk:on_call', {'office': 'Paris'}), "
@@ -482,6 +498,13 @@ VALID: dict[str, tuple[str, Any]] = {
         ['" {}"', "int"],
     ),
     "module named like the stdlib, former name": ("from tools import json_\njson_.pretty(text='{}', indent=1)", " {}"),
+    "function imported from a module named like the stdlib": (
+        "from tools.time import get_current_time as now, convert_time\nimport tools.time as t\nimport tools.time\n"
+        "a = now(timezone='UTC')['timezone']\n"
+        "b = t.convert_time(source_timezone='UTC', time='12:00', target_timezone='UTC')['target']['timezone']\n"
+        "c = tools.time.get_current_time(timezone='UTC')['timezone']\nnow = len(a)\n[a, b, c, now]",
+        ["UTC", "UTC", "UTC", 3],
+    ),
     "module named like the stdlib, awaitable form": (
         "import asyncio\nfrom tools import time as t\n"
         "[r['timezone'] for r in await asyncio.gather(t.get_current_time_async(timezone='UTC'))]",

@@ -27,6 +27,8 @@ from typing import Final
 
 from toolcode._modules import PACKAGE
 from toolcode._typecheck._diagnostic import Positions
+from toolcode.engines._monty_imports import sandbox_import
+from toolcode.engines._monty_pool import sandbox_module
 
 __all__ = [
     "ANY_FUNCTION",
@@ -163,7 +165,12 @@ def checked_source(
     for node in ast.walk(tree):
         if id(node) in skip:
             continue
-        if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] == PACKAGE:
+        if isinstance(node, ast.Import | ast.ImportFrom) and (as_run := sandbox_import(node, sandbox_module)):
+            # ``from tools.time import f``: read as the run reads it (the checker holds ``time`` as
+            # the package's attribute too), with plain assignments that bind and do not declare.
+            start, end = span(node)
+            edits.append((start, 1, -end, end, as_run))
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] == PACKAGE:
             rebind(node)
         elif isinstance(node, ast.Import) and any(a.name.split(".")[0] == PACKAGE for a in node.names):
             rebind(node)

@@ -17,7 +17,7 @@ from collections.abc import Callable, Collection
 
 from toolcode._modules import PACKAGE
 
-__all__ = ["importable"]
+__all__ = ["importable", "sandbox_import"]
 
 _HOLDER = "__toolcode_"
 
@@ -36,7 +36,7 @@ def importable(code: str, kept: Collection[str]) -> str:
     lines = code.splitlines(keepends=True)
     edits: list[tuple[ast.stmt, str]] = []
     for node in ast.walk(tree):
-        text = _rewritten(node, kept.__contains__)
+        text = sandbox_import(node, kept.__contains__)
         if text is not None and isinstance(node, ast.stmt):
             edits.append((node, text))
     # From the end, so that earlier positions stay right.
@@ -49,14 +49,17 @@ def importable(code: str, kept: Collection[str]) -> str:
     return "".join(lines)
 
 
-def _rewritten(node: ast.AST, kept: Callable[[str], bool]) -> str | None:
-    """The statement that does what ``node`` does, or ``None`` when it needs no rewriting."""
+def sandbox_import(node: ast.AST, kept: Callable[[str], bool]) -> str | None:
+    """The import ``node`` written in the sandbox's terms, or ``None`` when it needs no rewriting.
+
+    ``kept`` tells the namespaces named like a sandbox module. The type checker reads the same statement.
+    """
     if isinstance(node, ast.Import):
         parts: list[str] = []
         changed = False
         for a in node.names:
             head, _, rest = a.name.partition(".")
-            if head == PACKAGE and kept(rest):
+            if head == PACKAGE and rest and kept(rest):
                 parts.append(f"from {PACKAGE} import {rest} as {a.asname}" if a.asname else f"import {PACKAGE}")
                 changed = True
             else:
@@ -64,7 +67,7 @@ def _rewritten(node: ast.AST, kept: Callable[[str], bool]) -> str | None:
         return "; ".join(parts) if changed else None
     if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module is not None:
         head, _, rest = node.module.partition(".")
-        if head != PACKAGE or not kept(rest) or any(a.name == "*" for a in node.names):
+        if head != PACKAGE or not rest or not kept(rest) or any(a.name == "*" for a in node.names):
             return None
         holder = _HOLDER + rest
         binds = [f"{a.asname or a.name} = {holder}.{a.name}" for a in node.names]
