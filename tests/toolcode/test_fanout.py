@@ -113,3 +113,71 @@ async def test_a_waiting_call_that_is_cancelled_gives_its_turn_on() -> None:
     for i in range(2 * CALLS_AT_ONCE):  # every place is free again
         await stack.call(Call(f"t:after{i}", {}))
     assert len(made) == 3 * CALLS_AT_ONCE + 1
+
+
+@pytest.mark.parametrize("engine", ["monty", "inprocess"])
+async def test_a_fan_out_of_calls_that_never_wait_gives_the_event_loop_back(engine: str) -> None:
+    # A local tool answers without waiting: run_tools of thousands of them took every call in one
+    # step of the event loop, and every other caller's run waited for all of them.
+    import anyio
+
+    from toolcode import Toolbox
+    from toolrun import LocalBackend
+
+    ticks = 0
+    seen: list[int] = []
+
+    async def quick() -> int:
+        """Answers at once, with how often the other task has run so far."""
+        seen.append(ticks)
+        return ticks
+
+    async def other_caller() -> None:
+        nonlocal ticks
+        while True:
+            await anyio.lowlevel.checkpoint()
+            ticks += 1
+
+    local = LocalBackend()
+    local.add(quick, name="quick", namespace="up")
+    async with Toolbox([local], engine=engine) as box, anyio.create_task_group() as tg:
+        tg.start_soon(other_caller)
+        out = await box.codemode.execute(
+            "run_tools([('up:quick', {}) for i in range(2000)])\n__out = 1", options={"max_tool_calls": 2000}
+        )
+        tg.cancel_scope.cancel()
+    assert out.ok, out.error
+    assert len(seen) == 2000
+    # The other task ran between the calls, again and again, not once before and once after them.
+    assert seen[-1] - seen[0] >= 2000 // 128, (seen[0], seen[-1])
+
+
+async def test_the_arguments_of_a_large_fan_out_are_walked_off_the_event_loop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The depth check of run_tools' list of thousands of calls took tens of ms on the event loop.
+    import threading
+
+    from toolcode.engines import _leaving, _monty_drive
+
+    threads: list[str] = []
+    walk = _leaving.check_depth
+
+    def recorded(*args: Any) -> None:
+        threads.append(threading.current_thread().name)
+        walk(*args)
+
+    monkeypatch.setattr(_monty_drive, "check_depth", recorded)
+    index, store, runner = await make_runner()
+    async with executor_of(index=index, store=store, runner=runner, engine="monty") as ex:
+        small = await ex.execute(ExecuteParams(code="run_tools([('t:echo', {'value': 'a'})] * 3)"))
+        n = _leaving.APART_ITEMS + 1
+        large = await ex.execute(
+            ExecuteParams(
+                code=f"len(run_tools([('t:echo', {{'value': 'a'}})] * {n}))", options=ExecuteOptions(max_tool_calls=n)
+            )
+        )
+    await runner.aclose()
+    assert small.value == ["a"] * 3 and large.value == n
+    main = threading.current_thread().name
+    assert threads[0] == main and threads[-1] != main, threads

@@ -32,8 +32,8 @@ __all__ = ["Operations"]
 
 _UNSEEN: Any = object()
 """A tool whose signature ``call_tool`` has not looked up yet in this run."""
-_PARSED_AT_A_TIME = 500
-"""``run_tools`` reads its calls this many at a time, giving the event loop back in between."""
+_PARSED_AT_A_TIME = 64
+"""``run_tools`` reads, and makes, its calls this many at a time, giving the event loop back in between."""
 _log = get_logger("toolcode.operations")
 
 
@@ -151,8 +151,19 @@ class Operations:
         # starting a task per call held the event loop for a second at thousands of calls.
         left = iter(enumerate(planned))
 
+        # Calls that end without waiting (local tools) are made at most _PARSED_AT_A_TIME per turn of
+        # the event loop: all of them were made in one, while every other caller's run waited.
+        made, epoch = 0, 0
+
         async def turns() -> None:
+            nonlocal made, epoch
             for i, call in left:
+                while made >= _PARSED_AT_A_TIME:
+                    yielded = epoch
+                    await anyio.lowlevel.checkpoint()
+                    if epoch == yielded:  # the first of the run's turns back: the loop has turned
+                        epoch, made = epoch + 1, 0
+                made += 1
                 try:
                     results[i] = (await self.stack.call(call)).value
                 except ToolError as e:

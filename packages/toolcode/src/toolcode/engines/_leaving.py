@@ -12,7 +12,7 @@ from typing import Any, Final, cast
 
 from toolcode.exceptions import LimitExceededError, ToolError
 
-__all__ = ["MAX_ITEMS", "check_depth", "cut_path"]
+__all__ = ["APART_ITEMS", "MAX_ITEMS", "check_depth", "cut_path", "top_items"]
 
 _CONTAINERS = (dict, list, tuple)
 _CUT = "<deeply nested>"
@@ -22,6 +22,23 @@ MAX_ITEMS: Final = 1_000_000
 """Items a value leaving the sandbox may hold, a shared one counted each time it appears: the host
 writes it out that way (``[a] * 10_000`` of a 1,000-item ``a`` is small in the sandbox and 10
 million items to the host, which would copy and walk them all on the loop other callers share)."""
+
+
+APART_ITEMS: Final = 4_096
+"""Arguments holding more items than this at their top (``run_tools`` of thousands of calls) are walked
+in a worker thread: walking them in place held the event loop other callers share for tens of ms."""
+
+
+def top_items(args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
+    """How many items the container arguments hold at their top (``0``: none is a non-empty container)."""
+    n = 0
+    for a in args:
+        if type(a) in _CONTAINERS:
+            n += len(a)
+    for a in kwargs.values():
+        if type(a) in _CONTAINERS:
+            n += len(a)
+    return n
 
 
 def cut_path(value: Any, max_depth: int) -> str | None:
