@@ -312,3 +312,19 @@ async def test_a_caller_holds_a_bounded_number_of_live_lists_and_a_closed_one_fr
         with anyio.fail_after(30):  # a bound against hangs only
             while await _live_list_status(alice) == 429:  # each look is a request: it waits on the server
                 pass
+
+
+async def test_the_highlighted_line_is_the_one_that_makes_the_call(tmp_path: Path) -> None:
+    # The code was split with str.splitlines, which also ends a line at U+2028 (and \x0c, \x1c...)
+    # where the interpreter does not: a U+2028 in a comment moved the highlight to a line of that
+    # comment, which read as harmless code.
+    code = "x = 1  # a note\u2028print('only reads')\nrun_tool('ledger:add_note', text='E')\n__out = x\n"
+    async with served(tmp_path) as s, chromium() as browser:
+        out = await s.box.codemode.execute(code, caller="token:alice")
+        assert out.approval is not None and out.approval.line == 2, out
+        page = await signed_in(browser, s.base, ALICE)
+        await page.goto(f"{s.base}/console/runs/{out.approval.execution_id}")
+        hit = await page.locator("pre.code .line.hit").inner_text()
+        assert hit == "2run_tool('ledger:add_note', text='E')", hit
+        first = await page.locator("pre.code .line").first.inner_text()
+        assert first == "1x = 1  # a note\\u2028print('only reads')", first

@@ -84,3 +84,24 @@ def test_the_line_a_question_quotes_is_written_out_too(
     monkeypatch.setattr("builtins.input", lambda: "n")
     assert ask_terminal([call], 2, code) == "deny"
     assert "# \\u202eok\\ufe01\\u3164" in capsys.readouterr().err
+
+
+def test_a_question_quotes_the_line_the_interpreter_numbers(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Lines were split where the interpreter does not end one (U+2028, \x0c, \x1c, \x85): "at line 2"
+    # quoted a comment's tail instead of the call.
+    from toolcode._cli._common import ask_terminal
+    from toolcode._outcome import code_lines
+    from toolcode.models import PendingCallInfo
+    from toolcode.server._ask import _question
+
+    call = PendingCallInfo(tool_id="fs:write_file", args={"path": "a"}, tier="write", reason="asks")
+    for sep in ("\u2028", "\u2029", "\x0c", "\x0b", "\x1c", "\x85", "\r"):
+        code = f"x = 1  # a note{sep}print('only reads')\r\nrun_tool('fs:write_file', path='a')\n"
+        assert _question([call], 2, code)[0].endswith("at line 2: run_tool('fs:write_file', path='a')"), repr(sep)
+        monkeypatch.setattr("builtins.input", lambda: "n")
+        assert ask_terminal([call], 2, code) == "deny"
+        assert "line 2: run_tool('fs:write_file', path='a')" in capsys.readouterr().err, repr(sep)
+        assert len(code_lines(code)) == 2 and "\\u" in code_lines(code)[0], repr(sep)
+    assert code_lines("") == [""] and code_lines("a\n\n") == ["a", ""]

@@ -26,7 +26,7 @@ from toolcode.models import (
 )
 from tooldocs import json_text
 
-__all__ = ["APPROVAL_OP", "outcome", "outcome_json", "outcome_text", "paused_result"]
+__all__ = ["APPROVAL_OP", "code_lines", "outcome", "outcome_json", "outcome_text", "paused_result"]
 
 _SUMMARY_FAILURES = 3
 _SUMMARY_MESSAGE = 160
@@ -226,6 +226,20 @@ def shown_to_decide(pending: Sequence[PendingCall | PendingCallInfo]) -> tuple[s
         "decide with resume_execution or toolcode resume.)"
     )
     return cut, REFUSALS
+
+
+def code_lines(code: str) -> list[str]:
+    r"""A snippet's lines as its interpreter numbers them (a line ends at ``\n`` only), written out (:func:`visible`).
+
+    ``str.splitlines`` also ends a line at ``\u2028``, ``\x0c``, ``\x1c``... which the interpreter
+    does not: a line split there would move every later number, and a person shown "line 2" would
+    read another line than the one that makes the call. A carriage return that does not end a line
+    is written out too (an HTML page and a terminal would each start a line there).
+    """
+    lines = code.split("\n")
+    if len(lines) > 1 and lines[-1] == "":
+        lines.pop()  # the new line that ends the last line starts no line
+    return [visible(line.removesuffix("\r")).replace("\r", "\\u000d") for line in lines]
 
 
 _INVISIBLE = re.compile(
