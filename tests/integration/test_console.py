@@ -328,3 +328,33 @@ async def test_the_highlighted_line_is_the_one_that_makes_the_call(tmp_path: Pat
         assert hit == "2run_tool('ledger:add_note', text='E')", hit
         first = await page.locator("pre.code .line").first.inner_text()
         assert first == "1x = 1  # a note\\u2028print('only reads')", first
+
+
+async def test_a_long_line_of_the_code_wraps_in_view(tmp_path: Path) -> None:
+    # The code did not wrap: a call after 300 spaces on a harmless line sat far right of the box,
+    # out of view where a person decides "approve for the run" (which covers that later call).
+    code = (
+        "run_tool('ledger:add_note', text='hello')\n__out = 'done'"
+        + " " * 300
+        + "; run_tool('ledger:add_note', text='LATER')"
+    )
+    find = """(pre) => {
+      const walker = document.createTreeWalker(pre, NodeFilter.SHOW_TEXT);
+      for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+        const i = n.data.indexOf("LATER");
+        if (i < 0) continue;
+        const r = document.createRange(); r.setStart(n, i); r.setEnd(n, i + 5);
+        const b = r.getBoundingClientRect(), p = pre.getBoundingClientRect();
+        return b.left >= p.left && b.right <= p.right;
+      }
+      return null;
+    }"""
+    async with served(tmp_path) as s, chromium() as browser:
+        out = await s.box.codemode.execute(code, caller="token:alice")
+        assert out.approval is not None, out
+        for phone in (False, True):
+            page = await signed_in(browser, s.base, ALICE, phone=phone)
+            await page.goto(f"{s.base}/console/runs/{out.approval.execution_id}")
+            assert await page.locator("pre.code").evaluate(find) is True, phone
+            numbers = await page.locator("pre.code .no").all_inner_texts()
+            assert numbers == ["1", "2"], numbers
