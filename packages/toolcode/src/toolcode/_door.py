@@ -15,7 +15,7 @@ import fnmatch
 import hashlib
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from toolcode._app import Toolbox
 from toolcode._core import CodeMode
@@ -298,8 +298,8 @@ class Door:
         except ToolCodeError as exc:
             return {"tool": name, "question": f"nothing is decided: {exc}"}
         if name == "approve_tools":
-            raw = arguments.get("patterns")
-            patterns = [str(p) for p in raw] if isinstance(raw, list) else [str(raw)]
+            raw: object = arguments.get("patterns")
+            patterns = [str(p) for p in cast("list[object]", raw)] if isinstance(raw, list) else [str(raw)]
             blocked = [t.tool_id for t in self.codemode.quarantined_tools().tools]
             matched = [t for t in blocked if any(fnmatch.fnmatchcase(t, p) for p in patterns)]
             text = f"approve the current definitions of: {', '.join(matched) or 'no blocked tool now'}"
