@@ -312,3 +312,49 @@ async def test_a_caller_holds_a_bounded_number_of_live_lists_and_a_closed_one_fr
         with anyio.fail_after(30):  # a bound against hangs only
             while await _live_list_status(alice) == 429:  # each look is a request: it waits on the server
                 pass
+
+
+async def test_the_highlighted_line_is_the_one_that_makes_the_call(tmp_path: Path) -> None:
+    # The code was split with str.splitlines, which also ends a line at U+2028 (and \x0c, \x1c...)
+    # where the interpreter does not: a U+2028 in a comment moved the highlight to a line of that
+    # comment, which read as harmless code.
+    code = "x = 1  # a note\u2028print('only reads')\nrun_tool('ledger:add_note', text='E')\n__out = x\n"
+    async with served(tmp_path) as s, chromium() as browser:
+        out = await s.box.codemode.execute(code, caller="token:alice")
+        assert out.approval is not None and out.approval.line == 2, out
+        page = await signed_in(browser, s.base, ALICE)
+        await page.goto(f"{s.base}/console/runs/{out.approval.execution_id}")
+        hit = await page.locator("pre.code .line.hit").inner_text()
+        assert hit == "2run_tool('ledger:add_note', text='E')", hit
+        first = await page.locator("pre.code .line").first.inner_text()
+        assert first == "1x = 1  # a note\\u2028print('only reads')", first
+
+
+async def test_a_long_line_of_the_code_wraps_in_view(tmp_path: Path) -> None:
+    # The code did not wrap: a call after 300 spaces on a harmless line sat far right of the box,
+    # out of view where a person decides "approve for the run" (which covers that later call).
+    code = (
+        "run_tool('ledger:add_note', text='hello')\n__out = 'done'"
+        + " " * 300
+        + "; run_tool('ledger:add_note', text='LATER')"
+    )
+    find = """(pre) => {
+      const walker = document.createTreeWalker(pre, NodeFilter.SHOW_TEXT);
+      for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+        const i = n.data.indexOf("LATER");
+        if (i < 0) continue;
+        const r = document.createRange(); r.setStart(n, i); r.setEnd(n, i + 5);
+        const b = r.getBoundingClientRect(), p = pre.getBoundingClientRect();
+        return b.left >= p.left && b.right <= p.right;
+      }
+      return null;
+    }"""
+    async with served(tmp_path) as s, chromium() as browser:
+        out = await s.box.codemode.execute(code, caller="token:alice")
+        assert out.approval is not None, out
+        for phone in (False, True):
+            page = await signed_in(browser, s.base, ALICE, phone=phone)
+            await page.goto(f"{s.base}/console/runs/{out.approval.execution_id}")
+            assert await page.locator("pre.code").evaluate(find) is True, phone
+            numbers = await page.locator("pre.code .no").all_inner_texts()
+            assert numbers == ["1", "2"], numbers

@@ -250,6 +250,38 @@ async def test_resuming_a_paused_run_is_the_hosts_decision(config: dict[str, Any
     assert done.output == 'zone: "Asia/Tokyo"'
 
 
+async def test_the_host_is_told_what_approving_resume_execution_decides(config: dict[str, Any]) -> None:
+    # The deferred request carried only {"execution_id", "decision"}: the host's person approved an
+    # id the model picked, never shown the calls it let through.
+    config["toolcode"]["policy"] = {"rules": [{"tools": "time:*", "decision": "ask"}]}
+    code = 'from tools import time_\n__out = time_.get_current_time(timezone="Asia/Tokyo\ufe01")["timezone"]'
+
+    def resume(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        execution_id = last_return(messages).metadata["approval"]["execution_id"]
+        return ModelResponse(
+            parts=[
+                ToolCallPart("resume_execution", {"execution_id": execution_id, "decision": "approve_run"}),
+                ToolCallPart("resume_execution", {"execution_id": "0" * 32, "decision": "approve"}),
+            ]
+        )
+
+    agent = Agent(
+        scripted([call("execute_code", {"code": code}), resume]),
+        toolsets=[CodeModeToolset.from_config(config)],
+        output_type=[str, DeferredToolRequests],
+    )
+    async with agent:
+        asked = await agent.run("Tokyo's zone?")
+    assert isinstance(asked.output, DeferredToolRequests)
+    known, unknown = (asked.output.metadata[c.tool_call_id] for c in asked.output.approvals)
+    [pending] = known["pending"]
+    assert pending["tool_id"] == "time:get_current_time" and pending["args"] == {"timezone": "Asia/Tokyo\ufe01"}
+    assert known["decision"] == "approve_run" and known["line"] == 2
+    assert known["question"].startswith("approve_run:\n- time:get_current_time (")
+    assert 'Asia/Tokyo\\ufe01"' in known["question"]  # written out, as every door shows it
+    assert "pending" not in unknown and unknown["question"].startswith("nothing is decided: ")
+
+
 async def test_the_host_decides_on_the_arguments_the_door_gets(config: dict[str, Any]) -> None:
     # The validator passed an object through as it came, and the door read a hidden key of it
     # first: a model could show the host decision "deny" and have the door carry out "approve".

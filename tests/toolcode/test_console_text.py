@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from toolcode.console._html import esc, run_row
 
 
@@ -39,3 +41,67 @@ def test_a_question_about_pending_calls_writes_them_out_too() -> None:
     text, offered = shown_to_decide([call])
     assert "\u202e" not in text and "\\u202e" in text and "\\u200b" in text
     assert offered == ("approve", "approve_run", "deny", "abort")
+
+
+_DEFAULT_IGNORABLE = [
+    (0x00AD, 0x00AD), (0x034F, 0x034F), (0x061C, 0x061C), (0x115F, 0x1160), (0x17B4, 0x17B5), (0x180B, 0x180F),
+    (0x200B, 0x200F), (0x202A, 0x202E), (0x2060, 0x206F), (0x3164, 0x3164), (0xFE00, 0xFE0F), (0xFEFF, 0xFEFF),
+    (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8), (0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF),
+]  # fmt: skip
+"""Unicode's Default_Ignorable_Code_Point (DerivedCoreProperties.txt, 15.1): what a font does not draw."""
+
+
+def test_every_character_nothing_draws_is_written_out() -> None:
+    # Only a hand-picked list was written out: a secret spelt in variation selectors after "ok"
+    # rendered pixel-identical to "ok" in Chromium, and a person approved a call carrying it unseen.
+    import sys
+    import unicodedata
+
+    undrawn = {c for first, last in _DEFAULT_IGNORABLE for c in range(first, last + 1)}
+    undrawn |= {
+        c
+        for c in range(sys.maxunicode + 1)
+        if unicodedata.category(chr(c)) in ("Cc", "Cf", "Zl", "Zp") and chr(c) not in "\t\n\r"
+    }
+    kept = [hex(c) for c in sorted(undrawn) if chr(c) in esc(f"a{chr(c)}b")]
+    assert not kept, kept
+    secret = "".join(chr(0xFE00 + b) if b < 16 else chr(0xE0100 + b - 16) for b in b"AKIA-SECRET")
+    assert esc("ok" + secret).startswith("ok\\U000e0131") and esc("ok" + secret).isascii()
+
+
+def test_the_line_a_question_quotes_is_written_out_too(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The snippet's line that the elicitation question and the terminal quote came from the code as it was.
+    from toolcode._cli._common import ask_terminal
+    from toolcode.models import PendingCallInfo
+    from toolcode.server._ask import _question
+
+    call = PendingCallInfo(tool_id="fs:write_file", args={"path": "a"}, tier="write", reason="asks")
+    code = "x = 1\nrun_tool('fs:write_file', path='a')  # \u202eok\ufe01\u3164\n"
+    question = _question([call], 2, code)[0]
+    assert question.endswith("at line 2: run_tool('fs:write_file', path='a')  # \\u202eok\\ufe01\\u3164"), question
+    monkeypatch.setattr("builtins.input", lambda: "n")
+    assert ask_terminal([call], 2, code) == "deny"
+    assert "# \\u202eok\\ufe01\\u3164" in capsys.readouterr().err
+
+
+def test_a_question_quotes_the_line_the_interpreter_numbers(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Lines were split where the interpreter does not end one (U+2028, \x0c, \x1c, \x85): "at line 2"
+    # quoted a comment's tail instead of the call.
+    from toolcode._cli._common import ask_terminal
+    from toolcode._outcome import code_lines
+    from toolcode.models import PendingCallInfo
+    from toolcode.server._ask import _question
+
+    call = PendingCallInfo(tool_id="fs:write_file", args={"path": "a"}, tier="write", reason="asks")
+    for sep in ("\u2028", "\u2029", "\x0c", "\x0b", "\x1c", "\x85", "\r"):
+        code = f"x = 1  # a note{sep}print('only reads')\r\nrun_tool('fs:write_file', path='a')\n"
+        assert _question([call], 2, code)[0].endswith("at line 2: run_tool('fs:write_file', path='a')"), repr(sep)
+        monkeypatch.setattr("builtins.input", lambda: "n")
+        assert ask_terminal([call], 2, code) == "deny"
+        assert "line 2: run_tool('fs:write_file', path='a')" in capsys.readouterr().err, repr(sep)
+        assert len(code_lines(code)) == 2 and "\\u" in code_lines(code)[0], repr(sep)
+    assert code_lines("") == [""] and code_lines("a\n\n") == ["a", ""]

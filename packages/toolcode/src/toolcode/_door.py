@@ -15,7 +15,7 @@ import fnmatch
 import hashlib
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from toolcode._app import Toolbox
 from toolcode._core import CodeMode
@@ -29,6 +29,7 @@ from toolcode._metatools import (
     parse_arguments,
 )
 from toolcode._modules import every_tool
+from toolcode._outcome import shown_to_decide, visible
 from toolcode._saved_snippet import NAMESPACE as SNIPPETS_NAMESPACE
 from toolcode.calls import Asker
 from toolcode.exceptions import ConfigurationError, InvalidArgumentsError, ToolCodeError, clip
@@ -283,6 +284,35 @@ class Door:
         """Every tool this door lists now: the code-mode tools, then the exposed ones in name order."""
         exposed = [Definition(k, exposed_description(t), t.input_schema, tool=t) for k, t in self.exposed().items()]
         return [*self.meta, *exposed]
+
+    async def asked(self, name: str, args: object, *, caller: str | None = None) -> dict[str, Any]:
+        """What a person approving a call of a person's tool (:data:`PERSON_TOOLS`) decides, to show them.
+
+        The arguments alone name an execution id the model picked: ``resume_execution`` gets the
+        calls that run waits to make, whole (``pending``), and the question the other doors ask
+        about them (``question``, :func:`~toolcode._outcome.shown_to_decide`); ``approve_tools`` the
+        quarantined tools its patterns match now. A call that would decide nothing says so.
+        """
+        try:
+            arguments = parse_arguments(args)
+        except ToolCodeError as exc:
+            return {"tool": name, "question": f"nothing is decided: {exc}"}
+        if name == "approve_tools":
+            raw: object = arguments.get("patterns")
+            patterns = [str(p) for p in cast("list[object]", raw)] if isinstance(raw, list) else [str(raw)]
+            blocked = [t.tool_id for t in self.codemode.quarantined_tools().tools]
+            matched = [t for t in blocked if any(fnmatch.fnmatchcase(t, p) for p in patterns)]
+            text = f"approve the current definitions of: {', '.join(matched) or 'no blocked tool now'}"
+            return {"tool": name, "patterns": patterns, "tools": matched, "question": visible(text)}
+        execution_id, decision = arguments.get("execution_id"), arguments.get("decision")
+        out = await self.codemode.paused_outcome(execution_id, caller)
+        head = {"tool": name, "execution_id": execution_id, "decision": decision}
+        if out.approval is None:
+            why = out.error.message if out.error is not None else "it is not paused"
+            return head | {"question": f"nothing is decided: {visible(why)}"}
+        question, _ = shown_to_decide(out.approval.pending)
+        pending = [p.model_dump(mode="json") for p in out.approval.pending]
+        return head | {"pending": pending, "line": out.approval.line, "question": f"{decision}:\n{question}"}
 
     async def call(
         self, name: str, args: object, *, caller: str | None = None, ask: Asker | None = None, **hooks: Any

@@ -26,7 +26,7 @@ from toolcode.models import (
 )
 from tooldocs import json_text
 
-__all__ = ["APPROVAL_OP", "outcome", "outcome_json", "outcome_text", "paused_result"]
+__all__ = ["APPROVAL_OP", "code_lines", "outcome", "outcome_json", "outcome_text", "paused_result"]
 
 _SUMMARY_FAILURES = 3
 _SUMMARY_MESSAGE = 160
@@ -228,11 +228,30 @@ def shown_to_decide(pending: Sequence[PendingCall | PendingCallInfo]) -> tuple[s
     return cut, REFUSALS
 
 
+def code_lines(code: str) -> list[str]:
+    r"""A snippet's lines as its interpreter numbers them (a line ends at ``\n`` only), written out (:func:`visible`).
+
+    ``str.splitlines`` also ends a line at ``\u2028``, ``\x0c``, ``\x1c``... which the interpreter
+    does not: a line split there would move every later number, and a person shown "line 2" would
+    read another line than the one that makes the call. A carriage return that does not end a line
+    is written out too (an HTML page and a terminal would each start a line there).
+    """
+    lines = code.split("\n")
+    if len(lines) > 1 and lines[-1] == "":
+        lines.pop()  # the new line that ends the last line starts no line
+    return [visible(line.removesuffix("\r")).replace("\r", "\\u000d") for line in lines]
+
+
 _INVISIBLE = re.compile(
-    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e"
-    "\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000e0000-\U000e007f]"
+    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u00ad\u034f\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2"
+    "\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u2028-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f"
+    "\ufeff\uffa0\ufff0-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3"
+    "\U0001d173-\U0001d17a\U000e0000-\U000e0fff]"
 )
-"""Control and format characters: bidi overrides and isolates, zero-width and tag characters."""
+"""Control (but tab and new lines), format, line and paragraph separator characters, and every
+default-ignorable code point (Unicode's ``Default_Ignorable_Code_Point``): bidi overrides and isolates,
+zero-width, tag and variation selector characters, fillers. A font draws none of them, so a run of
+them carries text nobody sees (a secret spelt in variation selectors after ``ok`` reads ``ok``)."""
 
 
 def visible(text: str) -> str:

@@ -24,7 +24,7 @@ from toolcode._app import UNSANDBOXED_WARNING, ConnectEvent, Toolbox
 from toolcode._cli._render import print_json, safe
 from toolcode._errors import describe_error
 from toolcode._metatools import failure_reply, reply_of
-from toolcode._outcome import shown_to_decide
+from toolcode._outcome import code_lines, shown_to_decide
 from toolcode._settings import Settings, StateSettings
 from toolcode.calls import Asker, PendingCall
 from toolcode.exceptions import ConfigurationError, ToolCodeError
@@ -235,7 +235,7 @@ def ask_terminal(pending: Sequence[PendingCall | PendingCallInfo], line: int | N
     may only be denied, stopped or left paused here.
     """
     err = stderr()
-    lines = code.splitlines()
+    lines = code_lines(code)
     shown, offered = shown_to_decide(pending)
     err.print(Text("approval needed:", "yellow"))
     err.print(Text(safe(shown)))

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlencode
 
-from toolcode._outcome import visible
+from toolcode._outcome import code_lines, visible
 from toolcode._paused_run import DECISIONS, PausedRun
 from toolcode._settings import Settings
 from toolcode.console._auth import Viewer
@@ -168,7 +168,7 @@ def run(
     lines = "".join(
         f'<span class="line{" hit" if i == r.state.line else ""}"{" id=pending" if i == r.state.line else ""}>'
         f'<span class="no">{i}</span>{esc(text) or " "}</span>'
-        for i, text in enumerate(r.code.splitlines() or [""], start=1)
+        for i, text in enumerate(code_lines(r.code), start=1)
     )
     facts = (
         f"<dl><dt>Caller</dt><dd>{esc(owner)}</dd><dt>Paused</dt><dd>{esc(when(r.paused_at))}</dd>"

@@ -260,16 +260,18 @@ class CodeModeToolset(AbstractToolset[Any]):
 
         Raises:
             ToolFailed: For any failure, with the reply text (the model may call again; no retry is spent).
-            ApprovalRequired: For ``resume_execution`` / ``approve_tools`` not yet approved.
+            ApprovalRequired: For ``resume_execution`` / ``approve_tools`` not yet approved; its
+                ``metadata`` says what the person decides (:meth:`Door.asked`: the paused calls, whole).
             UserError: If the toolset owns its toolbox and is not entered.
             ConfigurationError: If the caller function names no user (``None``, a non-string):
                 the call is not made.
         """
         door = self._current()[1]
         caller = caller_of(self._caller, ctx, "Pydantic AI")  # before a person is asked about a call that cannot run
-        if name in PERSON_TOOLS and not ctx.tool_call_approved:
-            raise ApprovalRequired()
         sent = tool_args[_AS_SENT] if tool_args.keys() == {_AS_SENT} else tool_args
+        if name in PERSON_TOOLS and not ctx.tool_call_approved:
+            # The arguments name an id the model picked: the host's person is shown what it decides.
+            raise ApprovalRequired(metadata=await door.asked(name, sent, caller=caller))
         reply = await door.call(name, sent, caller=caller)
         if reply.is_error:
             raise ToolFailed(reply.text)
