@@ -24,7 +24,9 @@ a loop (measuring on until at least one round of the attack has finished), each 
 - ``big_allowed``: runs that call an upstream tool whose reply is just under that bound (and use it);
 - ``discovery_flood``: three runs at once (the bystander shares their caller's four), each listing
   a catalog of 3,000 tools 1,000 at a time
-  (``list_tools(limit=1000)``) in a loop until its 20 s timeout.
+  (``list_tools(limit=1000)``) in a loop until its 20 s timeout;
+- ``fan_out``: two runs at once, each fanning out 8,000 calls of the upstream's echo tool
+  (``run_tools`` of a list of 8,000 calls).
 
 Goal (the hardening issue): the bystander's p95 stays within 5x its solo p95 and under 250 ms in
 every case. The solo p95 each attack is compared with is measured right before that attack (the
@@ -149,6 +151,12 @@ def _attacks() -> dict[str, tuple[int, Callable[[Client], Awaitable[Any]]]]:
         await c.call_tool("run_tool", {"tool_id": "hostile:churn", "args": {"storm": 1, "tools": 3000}})
         return await c.call_tool("execute_code", {"code": listing, "options": {"timeout": 20}})
 
+    fanned = "run_tools([('hostile:echo', {'text': 'x'}) for i in range(8000)])\n__out = 8000"
+
+    async def fan_out(c: Client) -> Any:
+        options = {"max_tool_calls": 8000, "timeout": 120}
+        return await c.call_tool("execute_code", {"code": fanned, "options": options})
+
     return {
         "cpu": (2, cpu),
         "redos": (1, redos),
@@ -161,6 +169,7 @@ def _attacks() -> dict[str, tuple[int, Callable[[Client], Awaitable[Any]]]]:
         "big_result": (1, big_result),
         "big_allowed": (1, big_allowed),
         "discovery_flood": (3, discovery_flood),
+        "fan_out": (2, fan_out),
     }
 
 
