@@ -1090,6 +1090,8 @@ _WIDE: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
         {"o": {"age": 9}},
     ),
     "open_root": ({**_PET, "additionalProperties": {"type": "integer"}}, {"id": 1, "age": 9}),
+    "unevaluated": ({**_PET, "unevaluatedProperties": {"type": "integer"}}, {"id": 1, "age": 9}),
+    "unevaluated_true": ({**_PET, "unevaluatedProperties": True}, {"id": 1, "age": 9}),
 }
 
 

@@ -343,8 +343,10 @@ def test_open_objects_are_dicts_wherever_they_are_when_asked() -> None:
     open_obj = obj({"id": {"type": "string"}}, ["id"], additionalProperties=True)
     typed = obj({"id": {"type": "string"}}, ["id"], additionalProperties={"type": "integer"})
     pattern = obj({"id": {"type": "string"}}, ["id"], patternProperties={"^x-": {"type": "string"}})
+    unevaluated = obj({"id": {"type": "string"}}, ["id"], unevaluatedProperties={"type": "integer"})
+    unevaluated_true = obj({"id": {"type": "string"}}, ["id"], unevaluatedProperties=True)
     defs = {"Open": open_obj, "Typed": typed}
-    for root in (open_obj, typed, pattern, {"allOf": [open_obj, obj({"b": {}})]}):
+    for root in (open_obj, typed, pattern, unevaluated, unevaluated_true, {"allOf": [open_obj, obj({"b": {}})]}):
         assert ann(root, options=_LOOSE) == "dict[str, Any]", root
         assert ann(root) != "dict[str, Any]"  # docs still show the declared keys
     nested = {"$defs": defs, **obj({"o": {"$ref": "#/$defs/Open"}, "t": {"$ref": "#/$defs/Typed"}})}
