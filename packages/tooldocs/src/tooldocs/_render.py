@@ -913,6 +913,9 @@ class _Renderer:
             else []
         )
         required = set(req_list)
+        # A key ``required`` names is one every value has, even when ``properties`` does not describe it.
+        undescribed: dict[str, Any] = {k: {} for k in req_list if k not in props}
+        props = {**props, **undescribed}
         fields: list[tuple[str, str, bool, str]] = []
         for key, sub in props.items():
             if len(key) > MAX_KEY:
