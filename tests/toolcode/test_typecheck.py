@@ -1113,6 +1113,9 @@ _WIDE: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
         {"o": {"age": 9}},
     ),
     "open_root": ({**_PET, "additionalProperties": {"type": "integer"}}, {"id": 1, "age": 9}),
+    "unevaluated": ({**_PET, "unevaluatedProperties": {"type": "integer"}}, {"id": 1, "age": 9}),
+    "unevaluated_true": ({**_PET, "unevaluatedProperties": True}, {"id": 1, "age": 9}),
+    "required_only": ({**_PET, "required": ["id", "age"]}, {"id": 1, "age": 9}),
 }
 
 

@@ -78,6 +78,23 @@ class _Forms:
                 },
                 "outputSchema": echo,
             },
+            {
+                "name": "tag",
+                "description": "Tag a record: any other argument is a flag (unevaluatedProperties).",
+                "inputSchema": {
+                    "type": "object",
+                    "properties": {"name": _S},
+                    "required": ["name"],
+                    "unevaluatedProperties": _B,
+                },
+                "outputSchema": echo,
+            },
+            {
+                "name": "note",
+                "description": "A note with any other arguments (unevaluatedProperties true).",
+                "inputSchema": {"type": "object", "properties": {"text": _S}, "unevaluatedProperties": True},
+                "outputSchema": echo,
+            },
         ]
 
     async def call_tool(self, name: str, args: Any) -> Any:
@@ -143,6 +160,14 @@ VALID: dict[str, tuple[str, Any]] = {
         'forms.patch(**{"status": None, **over})',
         {"status": "open"},
     ),
+    "an argument unevaluatedProperties admits, as a keyword": (
+        'from tools import forms\nforms.tag(name="n", urgent=True)',
+        {"name": "n", "urgent": True},
+    ),
+    "an argument unevaluatedProperties admits, in run_tool's arguments": (
+        'run_tool("forms:note", {"text": "t", "color": "red"})',
+        {"color": "red", "text": "t"},
+    ),
     "run_tool's argument its keywords replace": (
         'over = {"status": "open"} if input is None else {"status": "closed"}\n'
         'run_tool("forms:patch", {"status": "any"}, **over)',
@@ -162,6 +187,10 @@ BROKEN: dict[str, tuple[str, str]] = {
     "no key at all where one of two is required": (
         "from tools import forms\nforms.lookup()",
         "is not valid under any of the schemas listed in the 'anyOf' keyword",
+    ),
+    "an argument unevaluatedProperties admits, of the wrong type (the run's words for it)": (
+        'from tools import forms\nforms.tag(name="n", urgent="yes")',
+        "$.urgent: unexpected property (not in the schema)",
     ),
     "a misspelt key beside a spread": (
         f'{_UNKNOWN_LOOKUP}run_tool("forms:lookup", {{**key, "nmae": "x"}})',

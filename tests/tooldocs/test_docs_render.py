@@ -333,6 +333,14 @@ def test_properties_beside_combinators_add_the_combinators_keys() -> None:
     }
 
 
+def test_a_key_only_required_names_is_a_required_field() -> None:
+    # ``required`` says every value has the key, even where ``properties`` does not describe it.
+    r = schema_to_python(obj({"id": {"type": "string"}}, ["id", "extra"]), name="R")
+    assert _keys(r, "R") == {"id": "str", "extra": "Any"}, r.source
+    merged = {"allOf": [obj({"id": {"type": "string"}}, ["id"]), {"required": ["extra"]}]}
+    assert _keys(schema_to_python(merged, name="M"), "M") == {"id": "str", "extra": "Any"}
+
+
 def test_ref_with_sibling_keywords_merges_the_siblings() -> None:
     pet = {"$ref": "#/$defs/Pet", "properties": {"chip": {"type": "string"}}, "required": ["chip"]}
     r = schema_to_python({"$defs": _DEFS, **obj({"pet": pet}, ["pet"])}, name="R")
@@ -343,8 +351,10 @@ def test_open_objects_are_dicts_wherever_they_are_when_asked() -> None:
     open_obj = obj({"id": {"type": "string"}}, ["id"], additionalProperties=True)
     typed = obj({"id": {"type": "string"}}, ["id"], additionalProperties={"type": "integer"})
     pattern = obj({"id": {"type": "string"}}, ["id"], patternProperties={"^x-": {"type": "string"}})
+    unevaluated = obj({"id": {"type": "string"}}, ["id"], unevaluatedProperties={"type": "integer"})
+    unevaluated_true = obj({"id": {"type": "string"}}, ["id"], unevaluatedProperties=True)
     defs = {"Open": open_obj, "Typed": typed}
-    for root in (open_obj, typed, pattern, {"allOf": [open_obj, obj({"b": {}})]}):
+    for root in (open_obj, typed, pattern, unevaluated, unevaluated_true, {"allOf": [open_obj, obj({"b": {}})]}):
         assert ann(root, options=_LOOSE) == "dict[str, Any]", root
         assert ann(root) != "dict[str, Any]"  # docs still show the declared keys
     nested = {"$defs": defs, **obj({"o": {"$ref": "#/$defs/Open"}, "t": {"$ref": "#/$defs/Typed"}})}

@@ -230,12 +230,20 @@ class RenderedModule:
     """Tool-name collisions (two tools whose names map to one function name) and per-tool ones."""
 
 
+_CLOSING_KEYS = ("additionalProperties", "unevaluatedProperties")
+
+
 def _admits_extra_keys(schema: Mapping[str, Any]) -> bool:
-    """Whether an object schema says outright that keys it does not declare are valid."""
-    extra = schema.get("additionalProperties")
-    return (extra is True or (isinstance(extra, dict) and extra != {"not": {}})) or bool(
-        schema.get("patternProperties")
-    )
+    """Whether an object schema says outright that keys it does not declare are valid.
+
+    ``additionalProperties`` or ``unevaluatedProperties`` true or a schema (other than ``{"not": {}}``,
+    which is ``false``), or ``patternProperties``.
+    """
+    for key in _CLOSING_KEYS:
+        extra = schema.get(key)
+        if extra is True or (isinstance(extra, dict) and extra != {"not": {}}):
+            return True
+    return bool(schema.get("patternProperties"))
 
 
 def _refuses_extra_keys(schema: Mapping[str, Any]) -> bool:
@@ -248,9 +256,6 @@ def _refuses_extra_keys(schema: Mapping[str, Any]) -> bool:
     if _admits_extra_keys(schema):
         return False
     return any(schema.get(k) is False or schema.get(k) == {"not": {}} for k in _CLOSING_KEYS)
-
-
-_CLOSING_KEYS = ("additionalProperties", "unevaluatedProperties")
 
 
 def _as_schema(value: Any) -> dict[str, Any] | None:
@@ -902,11 +907,15 @@ class _Renderer:
     def object_class(self, s: dict[str, Any], path: str, name: str, depth: int, *, describe: bool = False) -> str:
         props = _as_schema(s.get("properties")) or {}
         req_raw = s.get("required")
-        required: set[str] = (
-            {x for x in cast("list[Any]", req_raw)[:MAX_SCAN] if isinstance(x, str)}
+        req_list = (
+            [x for x in cast("list[Any]", req_raw)[:MAX_SCAN] if isinstance(x, str)]
             if isinstance(req_raw, list)
-            else set()
+            else []
         )
+        required = set(req_list)
+        # A key ``required`` names is one every value has, even when ``properties`` does not describe it.
+        undescribed: dict[str, Any] = {k: {} for k in req_list if k not in props}
+        props = {**props, **undescribed}
         fields: list[tuple[str, str, bool, str]] = []
         for key, sub in props.items():
             if len(key) > MAX_KEY:

@@ -296,10 +296,11 @@ def _declared(schema: Mapping[str, Any], top: bool = True) -> set[str] | None:
     ``anyOf``, ``oneOf``, ``if``/``then``/``else``, ``dependentSchemas``, ``dependencies``), or as a
     key ``dependentRequired`` asks for. A schema without ``properties`` anywhere declares nothing,
     which means "any arguments" (as the signature shows it: ``**kwargs``); ``"properties": {}``
-    means "no arguments".
+    means "no arguments". Nor does one that admits undeclared names outright
+    (``additionalProperties`` or ``unevaluatedProperties`` true or a schema, ``patternProperties``).
     """
-    extra = schema.get("additionalProperties")
-    if extra is True or is_dict(extra) or schema.get("patternProperties") or "$ref" in schema:
+    admits = (schema.get(k) for k in ("additionalProperties", "unevaluatedProperties"))
+    if any(a is True or is_dict(a) for a in admits) or schema.get("patternProperties") or "$ref" in schema:
         return None
     props = schema.get("properties")
     said = is_dict(props)
