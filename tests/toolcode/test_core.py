@@ -463,6 +463,43 @@ async def test_runs_pausing_at_once_on_two_replicas_stay_within_the_paused_quota
 
 
 @pytest.mark.parametrize("store", ["sqlite", "redis"])
+async def test_results_kept_at_once_on_two_replicas_stay_within_the_callers_quota(
+    tmp_path: Path, store: str, request: pytest.FixtureRequest
+) -> None:
+    # Each made room for itself before writing, none after: four results kept at once on two
+    # replicas over one store were all kept, against a quota of two.
+    from toolcode._settings import ResultSettings
+
+    settings = Settings(results=ResultSettings(max_per_caller=2))
+    big = {"max_output_chars": 1_000}
+    async with (
+        _stores_meeting(tmp_path, store, request, "result", 4) as (one_store, two_store),
+        Toolbox([], settings=settings, state=one_store) as one,
+        Toolbox([], settings=settings, state=two_store) as two,
+    ):
+        refs: list[str] = []
+
+        async def run(box: Toolbox) -> None:
+            out = await box.codemode.execute("__out = 'y' * 5_000", options=big, caller="token:alice")
+            assert out.ok and out.stored is not None, out
+            refs.extend(s.ref for s in out.stored)
+
+        async with anyio.create_task_group() as tg:
+            for box in (one, two, one, two):
+                tg.start_soon(run, box)
+        assert len(refs) == 4, refs
+        readable: list[str] = []
+        for ref in refs:
+            try:
+                await one.codemode.read_result(ref, 0, 10, caller="token:alice")
+            except InvalidArgumentsError:  # dropped to make room
+                continue
+            readable.append(ref)
+        assert 1 <= len(readable) <= 2, readable
+        assert len(await one_store.list("result", limit=100)) == len(readable)
+
+
+@pytest.mark.parametrize("store", ["sqlite", "redis"])
 async def test_decided_outcomes_are_kept_within_the_callers_paused_quota_across_replicas(
     tmp_path: Path, store: str, request: pytest.FixtureRequest
 ) -> None:
