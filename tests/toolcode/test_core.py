@@ -381,6 +381,124 @@ async def test_paused_runs_are_kept_per_caller_under_a_quota(
         assert again.status == "approval_required", again
 
 
+class _ListsMeet:
+    """A replica's store whose first ``expected`` listings of ``kind`` (over every replica) wait for one another.
+
+    So runs on several replicas each count what the store holds before any of them writes: the
+    interleaving that runs pausing (or ending) at once on two replicas may get, every time.
+    """
+
+    kind = ""
+    expected = 0
+    arrived = 0
+    everyone: anyio.Event
+
+    async def list(self, kind: str, *, prefix: str = "", limit: int = 1000) -> list[Any]:
+        cls = type(self)
+        if kind == cls.kind and cls.arrived < cls.expected:
+            cls.arrived += 1
+            if cls.arrived == cls.expected:
+                cls.everyone.set()
+            with anyio.fail_after(60):  # only a hang: the other runs list within a second
+                await cls.everyone.wait()
+        return await super().list(kind, prefix=prefix, limit=limit)  # type: ignore[misc]
+
+
+@asynccontextmanager
+async def _stores_meeting(
+    tmp_path: Path, store: str, request: pytest.FixtureRequest, kind: str, expected: int
+) -> AsyncIterator[tuple[StateStore, StateStore]]:
+    """Two stores over one SQLite file or one Redis, whose first ``expected`` listings of ``kind`` meet."""
+
+    class SQLite(_ListsMeet, SQLiteStateStore):
+        pass
+
+    class Redis(_ListsMeet, RedisStateStore):
+        pass
+
+    meeting: type[_ListsMeet] = Redis if store == "redis" else SQLite
+    meeting.kind, meeting.expected, meeting.everyone = kind, expected, anyio.Event()
+    if store == "redis":
+        url = str(request.getfixturevalue("redis_url"))
+        stores: tuple[StateStore, StateStore] = (Redis(url), Redis(url))
+    else:
+        stores = (SQLite(tmp_path / "one.sqlite3"), SQLite(tmp_path / "one.sqlite3"))
+    try:
+        yield stores
+    finally:
+        for s in stores:
+            await s.aclose()
+
+
+@pytest.mark.parametrize("store", ["sqlite", "redis"])
+async def test_runs_pausing_at_once_on_two_replicas_stay_within_the_paused_quota(
+    tmp_path: Path, store: str, request: pytest.FixtureRequest
+) -> None:
+    # Each counted the caller's paused runs before writing its own, none after: four runs pausing at
+    # once on two replicas over one store all paused, against a quota of two.
+    settings = _asking_deletes(tmp_path, store, request)
+    ask = 'run_tool("files:delete_file", path="/a")'
+    async with (
+        _stores_meeting(tmp_path, store, request, "paused", 4) as (one_store, two_store),
+        Toolbox([_backend()], settings=settings, state=one_store) as one,  # monty: runs pause
+        Toolbox([_backend()], settings=settings, state=two_store) as two,
+    ):
+        outs: list[ExecuteOutcome] = []
+
+        async def run(box: Toolbox) -> None:
+            outs.append(await box.codemode.execute(ask, caller="token:alice"))
+
+        async with anyio.create_task_group() as tg:
+            for box in (one, two, one, two):
+                tg.start_soon(run, box)
+        waiting = (await one.codemode.list_paused("token:alice")).paused
+        assert len(waiting) <= settings.policy.max_paused_runs, waiting
+        paused = {o.approval.execution_id for o in outs if o.approval is not None}
+        assert paused == {p.execution_id for p in waiting}, (outs, waiting)  # a refused run is not kept
+        refused = [o for o in outs if o.approval is None]
+        assert len(refused) >= 2, outs
+        for o in refused:
+            assert o.error is not None and o.error.code == "quota_exceeded", o
+            assert "max_paused_runs" in o.error.message
+
+
+@pytest.mark.parametrize("store", ["sqlite", "redis"])
+async def test_results_kept_at_once_on_two_replicas_stay_within_the_callers_quota(
+    tmp_path: Path, store: str, request: pytest.FixtureRequest
+) -> None:
+    # Each made room for itself before writing, none after: four results kept at once on two
+    # replicas over one store were all kept, against a quota of two.
+    from toolcode._settings import ResultSettings
+
+    settings = Settings(results=ResultSettings(max_per_caller=2))
+    big = {"max_output_chars": 1_000}
+    async with (
+        _stores_meeting(tmp_path, store, request, "result", 4) as (one_store, two_store),
+        Toolbox([], settings=settings, state=one_store) as one,
+        Toolbox([], settings=settings, state=two_store) as two,
+    ):
+        refs: list[str] = []
+
+        async def run(box: Toolbox) -> None:
+            out = await box.codemode.execute("__out = 'y' * 5_000", options=big, caller="token:alice")
+            assert out.ok and out.stored is not None, out
+            refs.extend(s.ref for s in out.stored)
+
+        async with anyio.create_task_group() as tg:
+            for box in (one, two, one, two):
+                tg.start_soon(run, box)
+        assert len(refs) == 4, refs
+        readable: list[str] = []
+        for ref in refs:
+            try:
+                await one.codemode.read_result(ref, 0, 10, caller="token:alice")
+            except InvalidArgumentsError:  # dropped to make room
+                continue
+            readable.append(ref)
+        assert 1 <= len(readable) <= 2, readable
+        assert len(await one_store.list("result", limit=100)) == len(readable)
+
+
 @pytest.mark.parametrize("store", ["sqlite", "redis"])
 async def test_decided_outcomes_are_kept_within_the_callers_paused_quota_across_replicas(
     tmp_path: Path, store: str, request: pytest.FixtureRequest

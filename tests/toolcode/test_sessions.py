@@ -170,6 +170,71 @@ async def test_limits_max_sessions_and_max_bytes(tmp_path: Path) -> None:
         assert fourth.ok and fourth.value == 3, fourth.error
 
 
+class Meeting:
+    """Tools ``gate:meet`` (one backend per toolbox) that hold each run until ``expected`` runs have reached one.
+
+    Runs on several toolboxes (servers) then go on together, each past what it checked when it started.
+    """
+
+    def __init__(self, expected: int) -> None:
+        self.expected, self.arrived = expected, 0
+        self.everyone = anyio.Event()
+
+    def backend(self) -> LocalBackend:
+        local = LocalBackend()
+
+        @local.tool(namespace="gate")
+        async def meet() -> int:  # pyright: ignore[reportUnusedFunction]
+            """Wait until every run expected has arrived."""
+            self.arrived += 1
+            if self.arrived == self.expected:
+                self.everyone.set()
+            await self.everyone.wait()
+            return 1
+
+        return local
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "redis"])
+async def test_new_sessions_run_at_once_on_two_servers_stay_within_max_sessions(
+    tmp_path: Path, kind: str, request: pytest.FixtureRequest
+) -> None:
+    # Each run found room when it started; the sessions were written when they ended, all of them
+    # (8 sessions against a quota of 2, as a review measured through two `serve --http` replicas).
+    state = (
+        StateSettings(url=request.getfixturevalue("redis_url")) if kind == "redis" else StateSettings(dir=str(tmp_path))
+    )
+    settings = Settings(state=state, sessions=SessionSettings(max_sessions=2))
+    meeting = Meeting(6)
+    async with (
+        Toolbox([meeting.backend()], settings=settings) as a,
+        Toolbox([meeting.backend()], settings=settings) as b,
+    ):
+        outcomes: list[Any] = []
+
+        async def run(box: Toolbox, name: str) -> None:
+            outcomes.append(
+                await box.codemode.execute("run_tool('gate:meet')\nx = 1", session=name, caller="token:ann")
+            )
+
+        with anyio.fail_after(120):  # only a hang: six short runs
+            async with anyio.create_task_group() as tg:
+                for i in range(6):
+                    tg.start_soon(run, (a, b)[i % 2], f"s{i}")
+        held = await a.codemode.list_sessions(caller="token:ann")
+        assert len(held.sessions) <= 2, held
+        refused = [o for o in outcomes if not o.ok]
+        assert len(refused) >= 4, outcomes
+        for o in refused:
+            assert o.error is not None and o.error.code == "session_limit", o.error
+            assert "max_sessions" in o.error.message and "not saved" in o.error.message
+        # A session the quota refused was taken back whole: a later run of it starts empty.
+        kept = {s.name for s in held.sessions}
+        for i in range(6):
+            if f"s{i}" not in kept:
+                assert await a.codemode.reset_session(f"s{i}", caller="token:ann") is False
+
+
 async def test_an_idle_session_expires_after_its_idle_ttl(tmp_path: Path) -> None:
     async with Toolbox([], settings=_settings(tmp_path / "state", idle_ttl=1.0)) as box:
         cm = box.codemode

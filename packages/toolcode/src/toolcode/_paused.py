@@ -91,20 +91,17 @@ class PausedRuns:
 
         Raises:
             LimitExceededError: ``max_paused_bytes`` (code ``memory_limit``) if it is too large to
-                keep; ``max_paused_runs`` (code ``quota_exceeded``) if its owner has that many waiting.
+                keep; ``max_paused_runs`` (code ``quota_exceeded``) if its owner has that many waiting
+                (counted before the run is written and again after: then it is taken back).
+            StateUnavailableError: If the store cannot be reached (the run is taken back, or the error
+                says to abort it).
         """
         run.expires = time.time() + self.ttl
         blob = run.encode()
         limits = self.settings
         waiting = await self.store.list(KIND, prefix=run.owner + "/", limit=limits.max_paused_runs)
         if len(waiting) >= limits.max_paused_runs:
-            raise LimitExceededError(
-                "max_paused_runs",
-                limits.max_paused_runs,
-                len(waiting),
-                "the run could not pause: this caller has as many paused runs waiting as it may "
-                "(policy.max_paused_runs); decide some (list_paused), or let them expire",
-            )
+            raise self._over_quota(len(waiting))
         if len(blob) > limits.max_paused_bytes:
             raise LimitExceededError(
                 "max_paused_bytes",
@@ -119,20 +116,44 @@ class PausedRuns:
             if run.session is not None:  # the session's next runs wait for this one's decision
                 marker, eid = f"{run.owner}/{run.session}", run.execution_id.encode()
                 await self.store.put(_SESSION_KIND, marker, eid, ttl=self.ttl)
+            # Counted again once written: runs pausing at once (on this server or others sharing the
+            # store) each found room before; one that sees its owner past the quota now takes itself
+            # back (all of them may; none leaves the owner past it).
+            waiting = await self.store.list(KIND, prefix=run.owner + "/", limit=limits.max_paused_runs + 1)
         except StateUnavailableError as e:
-            # The write may have landed though its answer was lost (a timeout): a run its caller is
-            # told did not pause must never be resumed later. Undone; what could not be, the error says.
-            with anyio.CancelScope(shield=True):
-                left = f"the run may have been kept waiting all the same: abort it (execution_id {run.execution_id})"
-                try:
-                    await self.store.delete(KIND, key)
-                except StateUnavailableError:
-                    raise StateUnavailableError(e.store, f"{e.reason}; {left}") from None
-                if run.session is not None:
-                    with contextlib.suppress(StateUnavailableError):  # a mark whose run is gone refuses nothing
-                        await self._unmark(run)
+            await self._undo(run, key, e)
             raise
+        if len(waiting) > limits.max_paused_runs:
+            await self._undo(run, key, None)
+            raise self._over_quota(len(waiting) - 1)
         self._change()
+
+    def _over_quota(self, waiting: int) -> LimitExceededError:
+        """``max_paused_runs`` refusing a run whose owner has ``waiting`` runs waiting already."""
+        return LimitExceededError(
+            "max_paused_runs",
+            self.settings.max_paused_runs,
+            waiting,
+            "the run could not pause: this caller has as many paused runs waiting as it may "
+            "(policy.max_paused_runs); decide some (list_paused), or let them expire",
+        )
+
+    async def _undo(self, run: PausedRun, key: str, failed: StateUnavailableError | None) -> None:
+        """Take back a run written by :meth:`save` whose caller is told it did not pause (``failed``: the store failed).
+
+        The write may have landed though its answer was lost (a timeout): a run its caller is told
+        did not pause must never be resumed later. What could not be undone, the error says.
+        """
+        with anyio.CancelScope(shield=True):
+            left = f"the run may have been kept waiting all the same: abort it (execution_id {run.execution_id})"
+            try:
+                await self.store.delete(KIND, key)
+            except StateUnavailableError as e:
+                cause = failed or e
+                raise StateUnavailableError(cause.store, f"{cause.reason}; {left}") from None
+            if run.session is not None:
+                with contextlib.suppress(StateUnavailableError):  # a mark whose run is gone refuses nothing
+                    await self._unmark(run)
 
     async def _unmark(self, run: PausedRun) -> None:
         """Take the session's mark away if it is this run's."""

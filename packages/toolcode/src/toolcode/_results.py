@@ -86,21 +86,28 @@ class StoredResults:
         blob = head.encode() + b"\n" + text.encode("utf-8", "surrogatepass")
         if len(blob) > self.settings.max_bytes_per_caller:
             return None
-        await self._make_room(owner, len(blob))
-        await self.store.put(KIND, f"{owner}/{ref}", blob, ttl=self.settings.ttl)
+        key = f"{owner}/{ref}"
+        await self._make_room(owner, 1, len(blob))
+        await self.store.put(KIND, key, blob, ttl=self.settings.ttl)
+        # Trimmed again once written: results kept at once (on this server or others sharing the
+        # store) each made room for itself alone; the last written sees the others, so together they
+        # stay within the quota.
+        await self._make_room(owner, 0, 0, keep=key)
         return Stored(ref, what, len(text), media, expires)
 
-    async def _make_room(self, owner: str, size: int) -> None:
-        """Drop the owner's oldest results until one more of ``size`` bytes fits its quota."""
+    async def _make_room(self, owner: str, count: int, size: int, *, keep: str = "") -> None:
+        """Drop the owner's oldest results (never ``keep``) until ``count`` more, of ``size`` bytes, fit its quota."""
         s = self.settings
         kept = await self.store.list(KIND, prefix=owner + "/", limit=2 * s.max_per_caller + 16)
         kept.sort(key=lambda r: r.created)
-        count, total = len(kept), sum(r.size for r in kept)
+        held, total = len(kept), sum(r.size for r in kept)
         for old in kept:
-            if count < s.max_per_caller and total + size <= s.max_bytes_per_caller:
+            if held + count <= s.max_per_caller and total + size <= s.max_bytes_per_caller:
                 break
+            if old.key == keep:
+                continue
             await self.store.delete(KIND, old.key)
-            count, total = count - 1, total - old.size
+            held, total = held - 1, total - old.size
 
     @staticmethod
     def _unknown(ref: str) -> InvalidArgumentsError:

@@ -47,6 +47,10 @@ _MAGIC = b"TCS1"
 KIND = "session"
 _LOCAL = "local"
 _MAX_IMPORTS = 64
+_NOT_KEPT: Final = (
+    "not saved: other new sessions of this caller were saved while the run went on, up to max_sessions; "
+    "reset a session you no longer need (reset_session)"
+)
 
 
 def owner_of(caller: str | None) -> str:
@@ -234,13 +238,14 @@ class Sessions:
                     async with anyio.create_task_group() as tg:
                         tg.start_soon(self._release_quietly, release, f"session/{key}")
                         try:
-                            await self._after(key, name, version, meta, run)
+                            await self._after(owner, name, version, meta, run)
                         except BaseException as e:  # re-raised below, outside the task group
                             failure = e
                 if failure is not None:
                     raise failure
 
-    async def _after(self, key: str, name: str, version: int, meta: _Meta, run: SessionRun) -> None:
+    async def _after(self, owner: str, name: str, version: int, meta: _Meta, run: SessionRun) -> None:
+        key = f"{owner}/{name}"
         kept = run.state.kept
         if kept is None and (not run.state.ran or run.state.paused):
             return  # refused before it started, or paused for a decision: untouched
@@ -267,16 +272,41 @@ class Sessions:
         imports = list(dict.fromkeys(run.state.imports))
         meta.imports = imports[-_MAX_IMPORTS:]
         ttl = self.settings.idle_ttl or None
-        await self.store.put(KIND, key, _encode(meta, kept), ttl=ttl, expect=version)
+        new = version == ABSENT
+        if new:  # counted again: other new sessions of its owner may have been written while this one ran
+            await self._check_room(owner, name, replacing=False, kept=True)
+        written = await self.store.put(KIND, key, _encode(meta, kept), ttl=ttl, expect=version)
+        if new:
+            await self._keep_within_room(owner, name, key, written)
 
-    async def _check_room(self, owner: str, name: str, *, replacing: bool) -> None:
+    async def _keep_within_room(self, owner: str, name: str, key: str, version: int) -> None:
+        """Take back a new session just written if its owner now holds more than ``max_sessions``.
+
+        Sessions written at once (by runs on this server or on others sharing the store) each found
+        room before writing; each counts again after, and one that sees its owner past the quota takes
+        itself back: all of them may, none leaves the owner past it.
+        """
+        limit = self.settings.max_sessions
+        if not limit:
+            return
+        have = await self.store.list(KIND, prefix=f"{owner}/", limit=limit + 1)
+        if len(have) > limit:
+            await self.store.delete(KIND, key, expect=version)
+            raise SessionLimitError(name, "max_sessions", limit, len(have), _NOT_KEPT)
+
+    async def _check_room(self, owner: str, name: str, *, replacing: bool, kept: bool = False) -> None:
+        """Refuse a new session of ``owner`` that would pass ``max_sessions`` (``kept``: when its state is written)."""
         limit = self.settings.max_sessions
         if not limit or replacing:
             return
         have = await self.store.list(KIND, prefix=f"{owner}/", limit=limit + 1)
         if len(have) >= limit:
             raise SessionLimitError(
-                name, "max_sessions", limit, len(have) + 1, "reset a session you no longer need (reset_session)"
+                name,
+                "max_sessions",
+                limit,
+                len(have) + 1,
+                _NOT_KEPT if kept else "reset a session you no longer need (reset_session)",
             )
 
     @asynccontextmanager
