@@ -870,6 +870,13 @@ async def test_a_json_number_is_used_as_the_int_it_may_be() -> None:
             assert await checker.check(code, view) == [], code
         [found] = await checker.check("from tools import crm\ncrm.get()['rating'].upper()", view)
         assert "upper" in found.message
+        # Neither form has items: a key or an index read from it fails, whichever arrives.
+        for code in (
+            "from tools import crm\ncrm.get()['rating']['value']",
+            "from tools import crm\ncrm.get()['rating'][0]",
+        ):
+            [found] = await checker.check(code, view)
+            assert found.message == "Cannot subscript object of type `float` with no `__getitem__` method", found
 
 
 async def test_an_enum_field_is_one_type_only_where_its_values_share_one() -> None:

@@ -326,6 +326,7 @@ def kept(
     for m in found:
         at = source.original(int(m.group(1)) - 1, max(1, int(m.group(2)) - 4))
         rule, message = m.group(3), m.group(4)
+        message = message.replace("`float*`", "`float`")  # ``ty``'s mark of ``float``'s ``int`` member
         checked = message
         if rule == "invalid-key" and (member := _IN_UNION.search(message)) is not None:
             key, one, union = member.groups()
