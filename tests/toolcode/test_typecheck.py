@@ -305,6 +305,22 @@ BROKEN: dict[str, tuple[str, int, int, str, str]] = {
         'Unknown key "zone" for TypedDict `GetCurrentTimeResult`',
         "runtime_error",
     ),
+    "a result's number given where a string goes (module)": (
+        "from tools import helpdesk\nhelpdesk.assign_ticket(ticket_id='PAR-1', engineer='Ana')\n"
+        "t = helpdesk.list_tickets(office='Paris')[0]\nhelpdesk.assign_ticket(ticket_id=t['age_days'], engineer='Ana')",
+        4,
+        24,
+        "`ticket_id` is given a value of type `int`; the tool takes `str` there",
+        "invalid_arguments",
+    ),
+    "a result's count given where a string goes (module)": (
+        "from tools import helpdesk\nhelpdesk.assign_ticket(ticket_id='PAR-1', engineer='Ana')\n"
+        "staff = helpdesk.list_offices()[0]['staff']\nhelpdesk.on_call(office=staff)",
+        4,
+        18,
+        "`office` is given a value of type `int`; the tool takes `str` there",
+        "invalid_arguments",
+    ),
     "unknown key of an unpacked run_tools result": (
         "run_tool('helpdesk:assign_ticket', ticket_id='PAR-1', engineer='Ana')\n"
         "people, now = run_tools([('helpdesk:on_call', {'office': 'Paris'}), "
@@ -504,6 +520,14 @@ VALID: dict[str, tuple[str, Any]] = {
         "b = t.convert_time(source_timezone='UTC', time='12:00', target_timezone='UTC')['target']['timezone']\n"
         "c = tools.time.get_current_time(timezone='UTC')['timezone']\nnow = len(a)\n[a, b, c, now]",
         ["UTC", "UTC", "UTC", 3],
+    ),
+    "results given as arguments of the types the tools take": (
+        "from tools import helpdesk\nt = helpdesk.list_tickets(office='Paris')[0]\no = helpdesk.list_offices()[0]\n"
+        "a = helpdesk.on_call(office=t['office'])\nb = helpdesk.list_tickets(office=o['city'], status='closed')\n"
+        "c = helpdesk.on_call(office=str(o['staff']))\n"
+        "try:\n    d = helpdesk.on_call(office=o['staff'])\nexcept ToolError:\n    d = []\n"
+        "[len(a) > 0, len(b) > 0, type(c) is list, d]",
+        [True, True, True, []],
     ),
     "module named like the stdlib, awaitable form": (
         "import asyncio\nfrom tools import time as t\n"

@@ -51,7 +51,8 @@ union (``x = None`` then ``x = item`` in a loop: "cannot subscript ``None``"), k
 own result and what literal keys read from it (:func:`_subscript_certain`); calls
 (``invalid-argument-type``, ``no-matching-overload``), whose expected types are often narrower than
 what the call accepts at run time, but for a length or an iteration a number lacks
-(:data:`_NOT_SIZED_OR_ITERABLE`); assignments, which Python does not check."""
+(:data:`_NOT_SIZED_OR_ITERABLE`) and a tool's keyword argument of a scalar type its schema refuses
+(:func:`_argument_certain`); assignments, which Python does not check."""
 _INERT: Final = (
     *(ast.Module, ast.Expr, ast.Name, ast.Constant, ast.Load, ast.Store, ast.keyword, ast.Pass),
     *(ast.Import, ast.ImportFrom, ast.alias, ast.JoinedStr, ast.FormattedValue, *BUILT[:3], ast.Tuple),
@@ -250,6 +251,40 @@ def _subscript_certain(rule: str, message: str, at: Sequence[ast.Subscript], dec
     return "KeyError" if named.startswith("dict[") else "TypeError"
 
 
+_ARGUMENT: Final = re.compile(
+    r"^Argument to function `(\w+)` is incorrect: Expected `([^`]*)`, found `(str|int|float|bool)\*?`$"
+)
+"""``ty``'s finding of a keyword argument of another type than the parameter's: what is expected, what is found.
+Only a plain scalar found: a ``Literal`` is what the text settles (the argument check's), a union
+may hold another member at run time."""
+_JSON_KINDS: Final = {"str": {"str"}, "int": {"int", "float"}, "float": {"int", "float"}, "bool": {"bool"}}
+"""What a JSON Schema type of a stub's parameter accepts of each scalar: ``integer`` takes ``1.0``,
+``number`` takes ``1`` (a ``bool`` is neither)."""
+
+
+def _argument_certain(rule: str, message: str, given: tuple[ast.Call, ast.keyword], declared: Declared) -> str | None:
+    """The run's refusal of a tool call's keyword argument that no type of the parameter takes, if certain.
+
+    Only at a call of a tool (its result has a declared type), and only where each member of the
+    parameter's type is a scalar that does not take the scalar given, or a container (which takes no
+    scalar): the tool's schema refuses such a value whatever it is.
+    """
+    m = _ARGUMENT.search(message) if rule == "invalid-argument-type" else None
+    call, keyword = given
+    if m is None or declared(call) is None or not isinstance(call.func, ast.Name | ast.Attribute):
+        return None
+    expected, found = m.group(2), m.group(3)
+    for member in (t.strip() for t in expected.split("|")):
+        if member == "None" or member.startswith(("list[", "dict[", "tuple[")):
+            continue  # takes no scalar (a union's brackets hold no "|" of a scalar either way)
+        if found in _JSON_KINDS.get(member, {found}):
+            return None  # a member that takes it, or one this does not know (a class, a Literal, Any)
+    return (
+        f"invalid arguments for `{ast.unparse(call.func)}`: `{keyword.arg}` is given a value of type `{found}`; "
+        f"the tool takes `{expected}` there"
+    )
+
+
 def _outermost(tree: ast.Module, positions: Positions) -> dict[tuple[int, int], ast.expr]:
     """The widest expression starting at each position (where ``ty`` puts a finding about it)."""
     out: dict[tuple[int, int], ast.expr] = {}
@@ -321,6 +356,10 @@ def kept(
     classes = {n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
     starts = _outermost(tree, positions)
     doubts = Doubts(tree, positions)
+    # Each keyword argument of a call by where it is written: ``ty`` puts a finding about it there.
+    arguments = {
+        positions.of(k): (n, k) for n in ast.walk(tree) if isinstance(n, ast.Call) for k in n.keywords if k.arg
+    }
     out: list[Diagnostic] = []
     whole = _whole_unions(found)
     for m in found:
@@ -339,16 +378,20 @@ def kept(
         raised = _certain(rule, checked, stores.get(at, True), keys)
         if raised is None and declared is not None:
             raised = _subscript_certain(rule, message, read.get(at, ()), declared)
-        if raised is not None and rule != "invalid-key" and loosely_typed(starts.get(at), written, loose):
+        code, subject = ErrorCode.RUNTIME_ERROR, starts.get(at)
+        if raised is None and declared is not None and (given := arguments.get(at)) is not None:
+            if (wrong := _argument_certain(rule, message, given, declared)) is not None:
+                raised, code, message, subject = "ToolError", ErrorCode.INVALID_ARGUMENTS, wrong, given[1].value
+        if raised is not None and rule != "invalid-key" and loosely_typed(subject, written, loose):
             raised = None  # the value there may not have the type ``ty`` gives it
         if raised is not None and rule == "unresolved-attribute" and _has_at_run_time(message, classes):
             raised = None  # see _has_at_run_time
-        if raised is not None and doubts.about(keyed.get(at) or starts.get(at), at):
+        if raised is not None and doubts.about(keyed.get(at) or subject, positions.of(subject) if subject else at):
             raised = None  # a path the snippet takes when the value is not of its declared type
         if raised is not None:
             if rule == "invalid-key" and closed is not None:
                 message = _beyond_schema(message, closed)
-            out.append(Diagnostic(at[0], at[1], message, rule, ErrorCode.RUNTIME_ERROR, raised))
+            out.append(Diagnostic(at[0], at[1], message, rule, code, raised))
     return out
 
 
