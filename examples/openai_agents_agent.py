@@ -7,6 +7,8 @@ The agent works on the demo catalog (a help desk of local functions plus the rea
     uv run python examples/openai_agents_agent.py gpt-5.2    # a real model (OPENAI_API_KEY set)
 
 The scripted model plays the part of an LLM, so the example runs anywhere (the test suite runs it).
+When a run waits for a person's decision (``resume_execution``, ``approve_tools``), the person at the
+terminal is shown what approving decides (:func:`approval_question`) and answers.
 """
 
 from __future__ import annotations
@@ -18,12 +20,12 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
-from agents import Agent, Model, ModelResponse, Runner, Usage, set_tracing_disabled
+from agents import Agent, Model, ModelResponse, Runner, RunResult, Usage, set_tracing_disabled
 from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
 
-from toolcode import Settings
+from toolcode import Settings, Toolbox
 from toolcode.demo import DEMO_SNIPPET, DEMO_TASK, demo_toolbox
-from toolcode.integrations.openai_agents import codemode_instructions, codemode_tools
+from toolcode.integrations.openai_agents import approval_question, codemode_instructions, codemode_tools
 from toolcode.server import log_to_stderr
 
 
@@ -64,6 +66,22 @@ class ScriptedModel(Model):
         raise NotImplementedError("the scripted model does not stream")
 
 
+async def decided(box: Toolbox, agent: Agent[Any], result: RunResult) -> RunResult:
+    """The run once a person at the terminal decided each approval it waits for, shown what approving decides."""
+    while result.interruptions:
+        state = result.to_state()
+        for item in result.interruptions:
+            asked = await approval_question(box, item)
+            print(asked["question"], file=sys.stderr)
+            answer = await anyio.to_thread.run_sync(input, "approve? [y/N] ")
+            if answer.strip().lower() == "y":
+                state.approve(item)
+            else:
+                state.reject(item)
+        result = await Runner.run(agent, state)
+    return result
+
+
 async def main(model: Model | str) -> None:
     """Answer the demo task with an agent whose tools are the code-mode tools."""
     settings = Settings.model_validate({"state": {"memory": True}})
@@ -74,7 +92,7 @@ async def main(model: Model | str) -> None:
             tools=codemode_tools(box),
             model=model,
         )
-        result = await Runner.run(agent, DEMO_TASK)
+        result = await decided(box, agent, await Runner.run(agent, DEMO_TASK))
     print(result.final_output)
     calls = [item.raw_item.name for item in result.new_items if item.type == "tool_call_item"]
     print(f"tool calls: {', '.join(str(c) for c in calls)}")

@@ -14,6 +14,7 @@ import pytest
 from mcp_support import npm_server
 
 from toolcode import Settings, Toolbox
+from toolcode._outcome import shown_to_decide
 from toolcode._settings import PolicySettings, StateSettings
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
@@ -72,10 +73,14 @@ async def test_a_snippet_saved_anew_between_the_question_and_the_decision_is_ask
         await cm.save_snippet("report", _write(report, "report"), "Write the report.")
         out = await cm.execute("run_tool('snippets:report')\n__out = 'done'")
         assert out.approval is not None, out
+        # The question shows the code approving runs: the code its digest binds.
+        assert out.approval.pending[0].code == {"snippets:report": _write(report, "report")}
+        assert f"  1 | {_write(report, 'report')}" in shown_to_decide(out.approval.pending)[0]
         await cm.save_snippet("report", _write(victim, "wiped"), "Write the report.")  # swapped meanwhile
         after = await cm.resume(out.approval.execution_id, "approve")
         assert after.approval is not None and not victim.exists(), after
         assert not report.exists()
+        assert f"  1 | {_write(victim, 'wiped')}" in shown_to_decide(after.approval.pending)[0]
         # The person now sees a question about the code that would run, and approving it runs that.
         done = await cm.resume(after.approval.execution_id, "approve")
         assert done.ok and done.value == "done", done
@@ -128,12 +133,15 @@ async def test_a_snippet_that_calls_a_writing_snippet_is_asked_about(files_dir: 
         await cm.save_snippet("inner", f"{_write(victim, 'wiped')}\n__out = 'inner ran'", "Inner.")
         await cm.save_snippet("middle", "__out = run_tool('snippets:inner')", "Middle, harmless.")
         await cm.save_snippet("outer", "__out = run_tool('snippets:middle')", "Outer, harmless.")
-        for name in ("inner", "middle", "outer"):
+        for n, name in enumerate(("inner", "middle", "outer")):
             out = await cm.execute(f"__out = run_tool('snippets:{name}')")
             assert out.approval is not None, (name, out)
             [pending] = out.approval.pending
             # The question names the write the snippet ends up making, however deep.
             assert pending.tool_id == f"snippets:{name}" and "fs:write_file" in pending.reason, pending
+            # ... and shows the code of every snippet approving it covers, down to the one that writes.
+            assert [*pending.code] == ["snippets:outer", "snippets:middle", "snippets:inner"][2 - n :], pending
+            assert pending.code["snippets:inner"].startswith(_write(victim, "wiped")), pending
             assert not victim.exists()
         done = await cm.resume(out.approval.execution_id, "approve")
         assert done.ok and done.value == "inner ran", done

@@ -513,6 +513,33 @@ async def test_mcp_elicitation_asks_within_the_same_request(files_dir: Path, tmp
     assert (files_dir / "e1.txt").exists() and not (files_dir / "e2.txt").exists()
 
 
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_mcp_elicitation_shows_the_code_of_the_saved_snippet_it_approves(
+    files_dir: Path, tmp_path: Path, mode: str
+) -> None:
+    # The question about a saved snippet's call showed its arguments and the tools it names, not
+    # its code, while approving covered exactly that code.
+    import mcp_types as types
+    from mcp import Client
+
+    asked: list[str] = []
+
+    async def on_elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"decision": "approve"})
+
+    body = f"# tidy up\u202e\nrun_tool('fs:write_file', path={str(files_dir)!r} + '/tidy.txt', content='t')"
+    code = f"save_snippet('tidy', {body!r}, 'Tidy up.')\nrun_tool('snippets:tidy')\n__out = 'done'"
+    async with Client(_stdio(_serve_config(files_dir, tmp_path)), mode=mode, elicitation_callback=on_elicit) as c:  # type: ignore[arg-type]
+        res = await c.call_tool("execute_code", {"code": code})
+    assert res.structured_content is not None and res.structured_content.get("value") == "done", res.content
+    [message] = asked
+    assert "- snippets:tidy (destructive): {}" in message and "line 2" in message, message
+    written = body.replace("\u202e", "\\u202e").split("\n")
+    assert f"code of snippets:tidy that approving runs (2 lines):\n  1 | {written[0]}\n  2 | {written[1]}" in message
+    assert (files_dir / "tidy.txt").read_text() == "t"
+
+
 def test_an_answer_through_a_tokens_client_names_its_caller() -> None:
     from toolcode.server._ask import _by  # pyright: ignore[reportPrivateUsage]
 

@@ -358,3 +358,33 @@ async def test_a_long_line_of_the_code_wraps_in_view(tmp_path: Path) -> None:
             assert await page.locator("pre.code").evaluate(find) is True, phone
             numbers = await page.locator("pre.code .no").all_inner_texts()
             assert numbers == ["1", "2"], numbers
+
+
+async def test_a_saved_snippets_call_shows_the_code_approving_runs_and_only_that_runs(tmp_path: Path) -> None:
+    # The page showed a saved snippet's arguments and the tools it names, not its code, while
+    # approving covered exactly that code (and that of the snippets it names).
+    inner = "run_tool('ledger:add_note', text='from inner')  # \u202eok\n__out = 'inner'"
+    outer = "x = run_tool('snippets:inner')\n__out = x"
+    async with served(tmp_path) as s, chromium() as browser:
+        cm = s.box.codemode
+        await cm.save_snippet("inner", inner, "Inner.", caller="token:alice")
+        await cm.save_snippet("outer", outer, "Outer.", caller="token:alice")
+        out = await cm.execute("__out = run_tool('snippets:outer')", caller="token:alice")
+        assert out.approval is not None and [p.tool_id for p in out.approval.pending] == ["snippets:outer"], out
+        page = await signed_in(browser, s.base, ALICE)
+        await page.goto(f"{s.base}/console/runs/{out.approval.execution_id}")
+        shown = {t: await page.locator(f'pre.saved[data-tool="snippets:{t}"]').inner_text() for t in ("outer", "inner")}
+        assert shown["outer"] == "1x = run_tool('snippets:inner')\n2__out = x", shown
+        assert shown["inner"] == "1run_tool('ledger:add_note', text='from inner')  # \\u202eok\n2__out = 'inner'", shown
+        # Saved anew after the page was shown: approving does not run the new code; it asks again.
+        await cm.save_snippet("inner", inner.replace("from inner", "SWAPPED"), "Inner.", caller="token:alice")
+        await page.click("button[value=approve]")
+        again = await page.wait_for_selector("main p.card a", timeout=_LIVE)
+        assert again is not None and "decide about its next call" in await again.inner_text()
+        assert s.notes() == []
+        await again.click()
+        await page.wait_for_selector("pre.saved", timeout=_LIVE)
+        assert "SWAPPED" in await page.locator('pre.saved[data-tool="snippets:inner"]').inner_text()
+        await page.click("button[value=approve]")
+        await page.wait_for_selector("p.ok", timeout=_LIVE)
+        assert s.notes() == ["SWAPPED"]  # the code the person was shown, once

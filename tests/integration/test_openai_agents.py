@@ -15,14 +15,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agents import Agent, Model, ModelResponse, Runner, Usage, set_tracing_disabled, testing
+from agents import Agent, Model, ModelResponse, Runner, ToolApprovalItem, Usage, set_tracing_disabled, testing
 from mcp import Client
 from mcp_support import TIME_GIT_SNIPPET, TYPE_ERROR_SNIPPET
 from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
 
 from toolcode import Toolbox
 from toolcode._settings import DEFAULT_TOOLS
-from toolcode.integrations.openai_agents import codemode_instructions, codemode_tools
+from toolcode.exceptions import InvalidArgumentsError
+from toolcode.integrations.openai_agents import approval_question, codemode_instructions, codemode_tools
 from toolcode.server import CodeModeServer
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
@@ -236,6 +237,53 @@ async def test_resuming_a_paused_run_waits_for_the_hosts_approval(config: dict[s
         done = await Runner.run(agent, state)
 
     assert done.final_output == 'zone: "Asia/Tokyo"'
+
+
+async def test_the_host_is_told_what_approving_resume_execution_decides(config: dict[str, Any]) -> None:
+    # The approval item carried only {"execution_id", "decision"}: the host's person approved an id
+    # the model picked, never shown the calls (nor the saved snippet's code) it let through.
+    config["toolcode"]["policy"] = {"rules": [{"tools": "time:*", "decision": "ask"}]}
+    body = 'from tools import time_  # Tokyo\ufe01\n__out = time_.get_current_time(timezone="Asia/Tokyo")["timezone"]'
+    code = f"save_snippet('zone', {body!r}, 'Tokyo.')\n__out = run_tool('snippets:zone')"
+
+    def resume(items: list[Any]) -> tuple[str, dict[str, Any]]:
+        execution_id = last_output(items).split("execution_id ")[1].split(":")[0]
+        return "resume_execution", {"execution_id": execution_id, "decision": "approve"}
+
+    model = ScriptedModel(
+        [
+            lambda items: ("execute_code", {"code": code}),
+            resume,
+            lambda items: ("resume_execution", {"execution_id": "0" * 32, "decision": "approve"}),
+            lambda items: "done",
+        ]
+    )
+    async with Toolbox.from_config(config) as box:
+        agent = Agent(name="assistant", tools=codemode_tools(box, caller="alice"), model=model)
+        first = await Runner.run(agent, "Tokyo's zone?")
+        [item] = first.interruptions
+        asked = await approval_question(box, item, caller="alice")
+        state = first.to_state()
+        state.approve(item)
+        second = await Runner.run(agent, state)
+        [unknown] = second.interruptions
+        nothing = await approval_question(box, unknown, caller="alice")
+        state = second.to_state()
+        state.reject(unknown)
+        done = await Runner.run(agent, state)
+        other = ToolApprovalItem(agent=agent, raw_item={"type": "function_call", "name": "execute_code"})
+        with pytest.raises(InvalidArgumentsError, match="is not a call of approve_tools or resume_execution"):
+            await approval_question(box, other)
+
+    [pending] = asked["pending"]
+    assert pending["tool_id"] == "snippets:zone" and pending["code"] == {"snippets:zone": body}
+    assert asked["decision"] == "approve" and asked["line"] == 2
+    assert asked["question"].startswith("approve:\n- snippets:zone (")
+    shown = "code of snippets:zone that approving runs (2 lines):\n  1 | from tools import time_  # Tokyo\\ufe01\n"
+    assert shown in asked["question"]  # invisible characters written out, as every door shows them
+    assert "pending" not in nothing and nothing["question"].startswith("nothing is decided: ")
+    assert tool_outputs(second)[-1] == '"Asia/Tokyo"'  # approved: the code shown ran
+    assert done.final_output == "done"
 
 
 def test_the_documented_example_runs_with_its_scripted_model() -> None:

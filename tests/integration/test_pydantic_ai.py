@@ -282,6 +282,32 @@ async def test_the_host_is_told_what_approving_resume_execution_decides(config: 
     assert "pending" not in unknown and unknown["question"].startswith("nothing is decided: ")
 
 
+async def test_the_hosts_approval_request_shows_the_saved_snippets_code(config: dict[str, Any]) -> None:
+    # Approving a saved snippet's call covers its code: the request showed its arguments only.
+    config["toolcode"]["policy"] = {"rules": [{"tools": "time:*", "decision": "ask"}]}
+    body = 'from tools import time_  # Tokyo\u202e\n__out = time_.get_current_time(timezone="Asia/Tokyo")'
+    code = f"save_snippet('zone', {body!r}, 'Tokyo.')\n__out = run_tool('snippets:zone')"
+
+    def resume(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        execution_id = last_return(messages).metadata["approval"]["execution_id"]
+        return ModelResponse(
+            parts=[ToolCallPart("resume_execution", {"execution_id": execution_id, "decision": "approve"})]
+        )
+
+    agent = Agent(
+        scripted([call("execute_code", {"code": code}), resume]),
+        toolsets=[CodeModeToolset.from_config(config)],
+        output_type=[str, DeferredToolRequests],
+    )
+    async with agent:
+        asked = await agent.run("Tokyo's zone?")
+    assert isinstance(asked.output, DeferredToolRequests)
+    [request] = asked.output.metadata.values()
+    assert request["pending"][0]["code"] == {"snippets:zone": body}
+    shown = "code of snippets:zone that approving runs (2 lines):\n  1 | from tools import time_  # Tokyo\\u202e\n"
+    assert shown in request["question"]
+
+
 async def test_the_host_decides_on_the_arguments_the_door_gets(config: dict[str, Any]) -> None:
     # The validator passed an object through as it came, and the door read a hidden key of it
     # first: a model could show the host decision "deny" and have the door carry out "approve".

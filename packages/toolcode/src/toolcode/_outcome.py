@@ -211,13 +211,16 @@ REFUSALS: Final[tuple[Decision, ...]] = ("deny", "abort")
 def shown_to_decide(pending: Sequence[PendingCall | PendingCallInfo]) -> tuple[str, tuple[Decision, ...]]:
     """Every pending call as a person reads it before deciding, and the decisions that may be made about it.
 
-    A person approves only what they were shown: each call whole. Calls too long to show
-    (:data:`MAX_SHOWN_CHARS` together) are shown cut, with a marker, and may only be denied or
-    stopped there; they are approved where they can be read whole (the console, ``toolcode
+    A person approves only what they were shown: each call whole, then the code of each saved
+    snippet approving them covers (:attr:`PendingCallInfo.code`, the code their digests bind), its
+    lines numbered and written out (:func:`code_lines`). Calls too long to show
+    (:data:`MAX_SHOWN_CHARS` together, code included) are shown cut, with a marker, and may only be
+    denied or stopped there; they are approved where they can be read whole (the console, ``toolcode
     paused --json``, the paused run's ``pending``).
     """
     text = "\n".join(f"- {p.tool_id} ({p.tier}): {json_text(p.args)}\n  why asked: {p.reason}" for p in pending)
     text = visible(text)  # no bidi override reorders what is approved, no invisible character hides it
+    text += "".join(_snippet_code(tool_id, code) for tool_id, code in snippets_covered(pending))
     if len(text) <= MAX_SHOWN_CHARS:
         return text, DECISIONS
     cut = (
@@ -226,6 +229,20 @@ def shown_to_decide(pending: Sequence[PendingCall | PendingCallInfo]) -> tuple[s
         "decide with resume_execution or toolcode resume.)"
     )
     return cut, REFUSALS
+
+
+def snippets_covered(pending: Sequence[PendingCall | PendingCallInfo]) -> list[tuple[str, str]]:
+    """Each saved snippet approving ``pending`` covers, with the code judged, once: ``(tool id, code)``."""
+    return list(dict.fromkeys((tool_id, code) for p in pending for tool_id, code in p.code.items()))
+
+
+def _snippet_code(tool_id: str, code: str) -> str:
+    """A saved snippet's code as a question shows it: whole, each line numbered and written out."""
+    lines = code_lines(code)
+    width = len(str(len(lines)))
+    shown = "\n".join(f"  {i:>{width}} | {line}" for i, line in enumerate(lines, start=1))
+    count = f"{len(lines)} line{'s' if len(lines) != 1 else ''}"
+    return f"\ncode of {visible(tool_id)} that approving runs ({count}):\n{shown}"
 
 
 def code_lines(code: str) -> list[str]:

@@ -119,6 +119,9 @@ class Verdict:
     snippets: tuple[tuple[str, str], ...] = ()
     """For a saved snippet: itself and the snippets it names (through others too), with the digest
     of the code judged for each (only that code runs under this verdict, however deep)."""
+    code: tuple[tuple[str, str], ...] = ()
+    """For a saved snippet: the code judged of each of :attr:`snippets` (the texts of those digests),
+    which a person asked about it is shown."""
 
 
 Judged = tuple[int | None, Verdict | None]
@@ -337,6 +340,7 @@ class Policy:
         digest = hashlib.sha256(code_digest.encode())
         calls: dict[str, str] = {}
         snippets: dict[str, str] = {tool.id: code_digest}
+        sources: dict[str, str] = {tool.id: code}  # the code of each of ``snippets``, shown to a person
         strict: list[str] = []  # every named tool the person is asked about, listed in the question
         dynamic = False
         todo: list[tuple[Tool, str, str, int]] = [(tool, code, code_digest, 0)]  # depth first, each snippet once
@@ -362,6 +366,7 @@ class Policy:
                     verdicts.append((inner.id, iv.tier, iv.decision, iv.reason))
                 elif depth + 1 < _MAX_NESTING:
                     calls[inner.id] = snippets[inner.id] = inner_digest = _sha(inner_code)
+                    sources[inner.id] = inner_code
                     digest.update(f"\n{inner.id}={inner_digest}".encode())
                     todo.append((inner, inner_code, inner_digest, depth + 1))
                 # Deeper: judged when it is called, inside this snippet's run (which cannot stop
@@ -386,6 +391,7 @@ class Policy:
             digest.hexdigest()[:32],
             code_digest=code_digest,
             snippets=tuple(snippets.items()),
+            code=tuple(sources.items()),
         )
 
 
@@ -442,6 +448,9 @@ class PendingCall:
     reason: str
     digest: str = ""
     """What approving it binds (:attr:`Verdict.digest`)."""
+    code: Mapping[str, str] = field(default_factory=dict[str, str])
+    """For a saved snippet: the code of each saved snippet approving it covers (itself, then those it
+    names), by tool id, as judged: the code ``digest`` binds, which a person is shown whole."""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data."""
@@ -451,6 +460,7 @@ class PendingCall:
             "tier": self.tier,
             "reason": self.reason,
             "digest": self.digest,
+            "code": dict(self.code),
         }
 
     @classmethod
@@ -462,6 +472,7 @@ class PendingCall:
             cast(Tier, d["tier"]),
             str(d["reason"]),
             str(d.get("digest", "")),
+            {str(k): str(v) for k, v in (as_mapping(d.get("code")) or {}).items()},
         )
 
 
@@ -566,7 +577,7 @@ class Checkpoint:
                 pending_keys.append(approved)
                 verdicts[tool_id] = v
                 continue
-            pending.append(PendingCall(tool.id, dict(args), v.tier, v.reason, v.digest))
+            pending.append(PendingCall(tool.id, dict(args), v.tier, v.reason, v.digest, dict(v.code)))
         if pending:
             if scope is not None:
                 first = pending[0]

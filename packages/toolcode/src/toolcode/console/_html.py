@@ -155,6 +155,9 @@ def run(
 ) -> str:
     """One paused run: the calls with their arguments and what the tools say they do, the decision, the snippet.
 
+    A call of a saved snippet shows the code approving it runs: its own and that of the snippets it
+    names, as judged (:attr:`PendingCall.code`), whole.
+
     ``about`` holds each pending tool's description, as its server gives it; ``unlike``: the tools
     whose definition here is not the one approving binds (then only deny and abort are offered);
     ``shown``: the digest of the definitions shown, which an approval carries back.
@@ -162,14 +165,11 @@ def run(
     calls = "".join(
         f'<div class="call card"><p><code class="tool">{esc(p.tool_id)}</code> <span class="tier {esc(p.tier)}">'
         f'{esc(p.tier)}</span></p><p class="about">{esc(about.get(p.tool_id, ""))}</p>'
-        f'<p class="hint">{esc(p.reason)}</p><pre class="args">{_json(p.args)}</pre></div>'
+        f'<p class="hint">{esc(p.reason)}</p><pre class="args">{_json(p.args)}</pre>'
+        f"{''.join(_saved_code(tool_id, code) for tool_id, code in p.code.items())}</div>"
         for p in r.pending
     )
-    lines = "".join(
-        f'<span class="line{" hit" if i == r.state.line else ""}"{" id=pending" if i == r.state.line else ""}>'
-        f'<span class="no">{i}</span>{esc(text) or " "}</span>'
-        for i, text in enumerate(code_lines(r.code), start=1)
-    )
+    lines = _numbered(r.code, r.state.line)
     facts = (
         f"<dl><dt>Caller</dt><dd>{esc(owner)}</dd><dt>Paused</dt><dd>{esc(when(r.paused_at))}</dd>"
         f"<dt>Expires</dt><dd>{esc(when(r.expires))}</dd><dt>Session</dt><dd>{esc(r.session or '—')}</dd>"
@@ -185,6 +185,23 @@ def run(
     where = f" at line {r.state.line}" if r.state.line is not None else ""
     body = f'<h2>It waits{esc(where)} to call</h2>{calls}{form}{facts}<h2>Snippet</h2><pre class="code">{lines}</pre>'
     return _page(f"Paused run {r.execution_id[:8]}", body, viewer, "runs")
+
+
+def _numbered(code: str, hit: int | None = None) -> str:
+    """Code as the interpreter numbers its lines, written out (:func:`code_lines`); ``hit``: the line marked."""
+    return "".join(
+        f'<span class="line{" hit" if i == hit else ""}"{" id=pending" if i == hit else ""}>'
+        f'<span class="no">{i}</span>{esc(text) or " "}</span>'
+        for i, text in enumerate(code_lines(code), start=1)
+    )
+
+
+def _saved_code(tool_id: str, code: str) -> str:
+    """A saved snippet's code that approving the call runs (the code its digest binds), whole."""
+    return (
+        f'<p class="hint">The code of <code>{esc(tool_id)}</code> that approving runs, as it was judged:</p>'
+        f'<pre class="saved" data-tool="{esc(tool_id)}">{_numbered(code)}</pre>'
+    )
 
 
 def decided(viewer: Viewer, decision: str, out: ExecuteOutcome) -> str:

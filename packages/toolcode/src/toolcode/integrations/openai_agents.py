@@ -17,7 +17,9 @@
 It is the MCP server's door in the SDK's terms (:class:`toolcode._door.Door`): the same tools,
 words and errors. A failure is the tool's output (``error [code]: message`` and a hint), never
 raised, as the SDK's convention has it; ``resume_execution`` and ``approve_tools`` are
-``needs_approval`` tools, a person's decisions. Exposed upstream tools answer with their text and
+``needs_approval`` tools, a person's decisions: :func:`approval_question` says what approving one
+decides (the SDK's approval item holds only the arguments the model chose, an id). Exposed upstream
+tools answer with their text and
 images (``ToolOutputImage``); function tools are a fixed list, so call :func:`codemode_tools`
 again after the catalog changes. The toolbox's lifetime is the host's. See docs/openai-agents.md.
 """
@@ -29,7 +31,7 @@ from functools import partial
 from typing import Any
 
 try:
-    from agents import FunctionTool, ToolOutputImage, ToolOutputText
+    from agents import FunctionTool, ToolApprovalItem, ToolOutputImage, ToolOutputText
     from agents.tool_context import ToolContext
 except ImportError as _missing:  # the extra is not installed (or is too old)
     raise ImportError(
@@ -38,10 +40,11 @@ except ImportError as _missing:  # the extra is not installed (or is too old)
     ) from _missing
 
 from toolcode._app import Toolbox
-from toolcode._door import Door, caller_of
-from toolcode._metatools import instructions
+from toolcode._door import Door, caller_of, host_caller
+from toolcode._metatools import PERSON_TOOLS, instructions
+from toolcode.exceptions import InvalidArgumentsError, clip
 
-__all__ = ["CallerOf", "codemode_instructions", "codemode_tools"]
+__all__ = ["CallerOf", "approval_question", "codemode_instructions", "codemode_tools"]
 
 CallerOf = str | Callable[[ToolContext[Any]], str] | None
 """Who the calls are for: a fixed name, or a function of the tool context (e.g. of ``ctx.context``) that
@@ -115,3 +118,38 @@ async def _invoke(
         images = [ToolOutputImage(image_url=f"data:{mime};base64,{data}") for mime, data in reply.images]
         return [ToolOutputText(text=reply.text), *images]
     return reply.text
+
+
+async def approval_question(toolbox: Toolbox, item: ToolApprovalItem, *, caller: str | None = None) -> dict[str, Any]:
+    """What approving one of a run's interruptions decides, to show the person before they approve it.
+
+    The SDK's approval item holds the model's arguments only: for ``resume_execution``, an
+    ``execution_id`` the model picked among the caller's paused runs, and a decision. This reads
+    that run as it waits (:meth:`Door.asked <toolcode._door.Door.asked>`, what the Pydantic AI
+    door puts in its approval's ``metadata``): the calls it would make, whole, and the question the
+    other doors ask about them, with the code of each saved snippet the approval covers.
+
+    Args:
+        toolbox: The toolbox the tools run on.
+        item: One of ``result.interruptions``: a call of ``resume_execution`` or ``approve_tools``.
+        caller: Who the tools' calls are for: the name given to :func:`codemode_tools`, or the one its
+            caller function names for this run's user (``None``: the local caller, the host's own).
+
+    Returns:
+        ``question``: the text to show (invisible characters written out); ``pending``: the calls
+        approving lets through (tool, arguments, tier, why asked, the saved snippets' code), with
+        ``execution_id``, ``decision`` and ``line``; for ``approve_tools``, ``tools``: the blocked
+        tools its patterns match now. A call that would decide nothing (an id that is not paused,
+        arguments that are not JSON) has only a ``question`` that starts ``nothing is decided: ``.
+
+    Raises:
+        InvalidArgumentsError: If ``item`` is not a call of ``resume_execution`` or ``approve_tools``.
+        ConfigurationError: If ``caller`` is neither a non-empty string nor ``None``.
+    """
+    name = item.name
+    if name not in PERSON_TOOLS:
+        raise InvalidArgumentsError(
+            "item",
+            f"{clip(repr(name), 80)} is not a call of {' or '.join(sorted(PERSON_TOOLS))}: toolcode asks nothing",
+        )
+    return await Door(toolbox).asked(name, item.arguments or "{}", caller=host_caller(caller))
