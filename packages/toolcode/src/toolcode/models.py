@@ -315,9 +315,10 @@ class PendingCallInfo(_Model):
     digest: str = ""
     """What approving it covers: the tool's definition; for a saved snippet, its code and the definitions
     of the tools it names. A change after the question is asked about again."""
-    code: dict[str, str] = Field(default_factory=dict[str, str])
+    code: dict[str, str] = Field(default_factory=dict[str, str], exclude_if=lambda v: not v)
     """For a saved snippet: the code of each saved snippet approving it covers (itself, then those it
-    names), by tool id, as judged: the code ``digest`` binds, which every question shows whole."""
+    names), by tool id, as judged: the code ``digest`` binds, which every question shows whole (left
+    out of the data for a call of any other tool)."""
 
 
 class ApprovalRequest(_Model):
