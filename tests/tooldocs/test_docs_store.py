@@ -21,6 +21,7 @@ from tooldocs import (
     ShapeFileWarning,
     Store,
     ToolExample,
+    definition_fingerprint,
 )
 from toolindex import BackendRef, InMemoryIndex, Tool, ToolNotFoundError
 
@@ -400,7 +401,7 @@ def test_other_kinds_of_corrupt_files(tmp_path: Path, index: InMemoryIndex, cont
 
 def test_partially_bad_file_keeps_the_good_entries(tmp_path: Path, index: InMemoryIndex) -> None:
     path = tmp_path / "shapes.json"
-    good = {"shape": {"type": "string"}, "count": 4}
+    good = {"shape": {"type": "string"}, "count": 4, "definition": definition_fingerprint(ISSUES)}
     path.write_text(
         json.dumps({"format": "tooldocs.result-shapes", "version": 1, "tools": {"github:list_issues": good, "x:y": 1}})
     )
@@ -445,3 +446,136 @@ def test_concurrent_record_result(tmp_path: Path, index: InMemoryIndex) -> None:
     assert store.describe("github:list_issues", "full").result_count == 600
     reloaded = InMemoryStore(index, shapes_path=tmp_path / "s.json")
     assert reloaded.result_shape("github:list_issues") == shape
+
+
+# -- a learned shape belongs to the definition it was learned from ----------------------------
+
+
+def _redefined(tool: Tool, **changes: Any) -> Tool:
+    return tool.model_copy(update=changes)
+
+
+def test_a_changed_definition_starts_a_fresh_shape(index: InMemoryIndex) -> None:
+    # Keyed by tool id only, the shape learned from one definition was shown for the next one
+    # under the same id (another server's tool, another caller's saved snippet).
+    store = InMemoryStore(index)
+    store.record_result("github:list_issues", {"secret_field": 1, "n": 1})
+    assert store.result_shape("github:list_issues") is not None
+    index.register(_redefined(ISSUES, meta={"owner-version": "2"}), BackendRef.local("x"))
+    assert store.result_shape("github:list_issues") is None
+    doc = store.describe("github:list_issues", "full")
+    assert doc.result_shape is None and doc.result_count == 0
+    assert "secret_field" not in doc.render()
+    store.record_result("github:list_issues", {"n": 2})
+    shape = store.result_shape("github:list_issues")
+    assert shape is not None and set(shape["properties"]) == {"n"}
+    assert store.describe("github:list_issues", "full").result_count == 1
+    # Back to the first definition: its shape is gone, it was replaced (never merged).
+    index.register(ISSUES, BackendRef.local("x"))
+    assert store.result_shape("github:list_issues") is None
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"description": "Another tool."},
+        {"input_schema": {"type": "object", "properties": {"q": {"type": "string"}}}},
+        {"annotations": {"readOnlyHint": True}},
+        {"meta": {"rev": "b"}},
+        {"title": "Other"},
+    ],
+)
+def test_each_part_of_a_definition_tells_it_apart(changes: dict[str, Any]) -> None:
+    before, after = InMemoryIndex(), InMemoryIndex()
+    before.register(ISSUES, BackendRef.local("x"))
+    after.register(_redefined(ISSUES, **changes), BackendRef.local("x"))
+    learned = InMemoryStore(before)
+    learned.record_result("github:list_issues", {"old_field": 1})
+    other = InMemoryStore(after)
+    assert other.restore_shapes(learned.learned_shapes()) == 0
+    assert other.result_shape("github:list_issues") is None
+
+
+def test_tags_are_not_part_of_the_definition() -> None:
+    # Tags are the catalog's labels (config may add some), not what the tool returns.
+    before, after = InMemoryIndex(), InMemoryIndex()
+    before.register(ISSUES, BackendRef.local("x"))
+    after.register(_redefined(ISSUES, tags=("extra",)), BackendRef.local("x"))
+    learned = InMemoryStore(before)
+    learned.record_result("github:list_issues", {"a": 1})
+    other = InMemoryStore(after)
+    assert other.restore_shapes(learned.learned_shapes()) == 1
+    assert other.result_shape("github:list_issues") == learned.result_shape("github:list_issues")
+
+
+def test_restoring_a_shape_of_another_definition_is_ignored() -> None:
+    old_index, new_index = InMemoryIndex(), InMemoryIndex()
+    old_index.register(ISSUES, BackendRef.local("x"))
+    new_index.register(_redefined(ISSUES, meta={"rev": "new"}), BackendRef.local("x"))
+    stale, current = InMemoryStore(old_index), InMemoryStore(new_index)
+    stale.record_result("github:list_issues", {"old_owner_field": 1, "n": 1})
+    # Nothing learned here yet: the stale shape is not taken.
+    assert current.restore_shapes(stale.learned_shapes()) == 0
+    assert current.result_shape("github:list_issues") is None
+    assert "github:list_issues" not in current.learned_shapes()
+    # Learned here: the stale shape neither widens nor replaces it.
+    current.record_result("github:list_issues", {"n": 2})
+    mine = current.result_shape("github:list_issues")
+    assert current.restore_shapes(stale.learned_shapes()) == 0
+    assert current.result_shape("github:list_issues") == mine
+    # The other way round, the store with the old catalog keeps the shape of its definition.
+    assert stale.restore_shapes(current.learned_shapes()) == 0
+    shape = stale.result_shape("github:list_issues")
+    assert shape is not None and "old_owner_field" in shape["properties"]
+    # The same definition merges as before.
+    twin = InMemoryStore(new_index)
+    twin.record_result("github:list_issues", {"n": 3, "extra": True})
+    assert current.restore_shapes(twin.learned_shapes()) == 1
+    shape = current.result_shape("github:list_issues")
+    assert shape is not None and set(shape["properties"]) == {"n", "extra"}
+
+
+def test_a_shape_of_the_current_definition_replaces_a_stale_one() -> None:
+    # A shape kept for a tool this store did not know then (restored) may turn out stale once the
+    # tool is there: one of the current definition takes its place.
+    old_index, new_index = InMemoryIndex(), InMemoryIndex()
+    old_index.register(ISSUES, BackendRef.local("x"))
+    new_index.register(_redefined(ISSUES, meta={"rev": "new"}), BackendRef.local("x"))
+    stale, current = InMemoryStore(old_index), InMemoryStore(new_index)
+    stale.record_result("github:list_issues", {"old_owner_field": 1})
+    current.record_result("github:list_issues", {"n": 1})
+    later = InMemoryIndex()
+    store = InMemoryStore(later)
+    assert store.restore_shapes(stale.learned_shapes()) == 1  # an unknown tool: kept, not shown
+    later.register(_redefined(ISSUES, meta={"rev": "new"}), BackendRef.local("x"))
+    assert store.result_shape("github:list_issues") is None
+    assert store.restore_shapes(current.learned_shapes()) == 1
+    assert store.result_shape("github:list_issues") == current.result_shape("github:list_issues")
+    assert store.restore_shapes(stale.learned_shapes()) == 0
+    assert store.result_shape("github:list_issues") == current.result_shape("github:list_issues")
+
+
+def test_a_shape_recorded_without_its_definition_is_never_shown(tmp_path: Path, index: InMemoryIndex) -> None:
+    # Records of the version before definitions were kept: which definition they were learned
+    # from is unknown, so they count as no definition's (a few results learn the shape again).
+    old = {"github:list_issues": {"shape": {"type": "object", "properties": {"old_owner_field": {}}}, "count": 9}}
+    store = InMemoryStore(index)
+    assert store.restore_shapes(old) == 0
+    assert store.result_shape("github:list_issues") is None
+    path = tmp_path / "shapes.json"
+    path.write_text(json.dumps({"format": "tooldocs.result-shapes", "version": 1, "tools": old}))
+    from_file = InMemoryStore(index, shapes_path=path)
+    assert from_file.result_shape("github:list_issues") is None
+    from_file.record_result("github:list_issues", {"n": 1})
+    shape = from_file.result_shape("github:list_issues")
+    assert shape is not None and set(shape["properties"]) == {"n"}
+    assert "old_owner_field" not in path.read_text()
+
+
+def test_learned_shapes_name_their_definition(index: InMemoryIndex) -> None:
+    store = InMemoryStore(index)
+    store.record_result("github:list_issues", {"a": 1})
+    entry = store.learned_shapes()["github:list_issues"]
+    assert entry["definition"] == definition_fingerprint(ISSUES)
+    assert definition_fingerprint(ISSUES) == definition_fingerprint(_redefined(ISSUES))
+    assert definition_fingerprint(ISSUES) != definition_fingerprint(_redefined(ISSUES, meta={"a": 1}))

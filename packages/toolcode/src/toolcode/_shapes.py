@@ -25,7 +25,11 @@ class ShapeSync:
 
     Shapes only widen, so merging two replicas' shapes loses nothing and does not depend on
     the order: each save reads the stored shapes, merges them into this process's, and writes
-    the union with a conditional write (retried when another replica wrote in between).
+    the union with a conditional write (retried when another replica wrote in between). Each
+    shape names the tool definition it was learned from, and only shapes of the same
+    definition merge (:meth:`tooldocs.InMemoryStore.restore_shapes`): a replica whose catalog
+    still has a tool's old definition (a saved snippet its owner deleted, whose name another
+    caller took) may write the old shape back, but no replica with the new one shows or keeps it.
 
     Args:
         docs: The docs store that learns shapes.

@@ -20,6 +20,7 @@ that call (:func:`running_snippets`): within the calling run, or as a run of its
 from __future__ import annotations
 
 import re
+import secrets
 import time
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from contextlib import contextmanager
@@ -231,7 +232,8 @@ class SnippetLibrary:
                 await self._sync()  # saves on other replicas count too
                 self._check_quota(name, owner, quota)
             made = old.created if old else now
-            snippet = SavedSnippet(name, code, description.strip(), schema, made, now, owner, shared)
+            revision = secrets.token_hex(16)
+            snippet = SavedSnippet(name, code, description.strip(), schema, made, now, owner, shared, revision)
             version = await self.store.put(_KIND, name, snippet.encode(), expect=current)
             self.snippets[name] = snippet
             self._versions[name] = version

@@ -32,7 +32,7 @@ from tooldocs._render import (
     schema_to_python,
     tool_signature,
 )
-from tooldocs._shapes import ShapeFileWarning, ShapeLimits, infer_shape, merge_shapes
+from tooldocs._shapes import ShapeFileWarning, ShapeLimits, definition_fingerprint, infer_shape, merge_shapes
 from tooldocs._store import REFERENCE_META_KEYS, InMemoryStore, Store
 from tooldocs._text import cap_text, json_text
 from tooldocs.exceptions import (
@@ -71,6 +71,7 @@ __all__ = [
     "ToolDocsError",
     "ToolExample",
     "cap_text",
+    "definition_fingerprint",
     "infer_shape",
     "json_text",
     "merge_shapes",

@@ -10,11 +10,17 @@ stable and recording a result changes nothing.
 Results come from upstream servers (hostile input): inference reads at most
 ``max_nodes`` parts of a value however large or deep it is, and a merged shape that
 grows past ``max_nodes`` loses its deepest levels, so learning costs bounded work.
+
+A shape belongs to the definition of the tool it was learned from
+(:func:`definition_fingerprint`): the same id may name another tool later (an upstream
+server changed it, another caller saved a snippet under a freed name), and what the old
+one returned is none of the new one's business.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import itertools
 import json
 import os
@@ -27,9 +33,10 @@ from pathlib import Path
 from typing import Any, cast
 
 from tooldocs._text import json_text
+from toolindex import Tool
 from toolindex.log import get_logger
 
-__all__ = ["ShapeFileWarning", "ShapeLimits", "infer_shape", "merge_shapes"]
+__all__ = ["ShapeFileWarning", "ShapeLimits", "definition_fingerprint", "infer_shape", "merge_shapes"]
 
 _log = get_logger("tooldocs")
 
@@ -324,12 +331,38 @@ def _object_values(shape: dict[str, Any]) -> list[dict[str, Any]]:
     return [cast("dict[str, Any]", extra)] if isinstance(extra, dict) else []
 
 
+def definition_fingerprint(tool: Tool) -> str:
+    """A digest of what defines ``tool``: what a learned shape of its results belongs to.
+
+    Its id and every field its server gives it (name, title, description, input and output
+    schemas, annotations, ``_meta``), not the tags the catalog adds. Any change gives another
+    digest: a shape learned before it is not this definition's.
+
+    Args:
+        tool: The tool.
+
+    Returns:
+        32 hex digits; ``""`` for a definition that cannot be written as JSON (nested past
+        Python's recursion limit): results of such a tool teach nothing.
+    """
+    try:
+        text = json.dumps(
+            {"id": tool.id, **tool.to_mcp()}, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str
+        )
+    except (ValueError, RecursionError):
+        return ""
+    return hashlib.sha256(b"tooldocs.definition/1\0" + text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
 @dataclass(frozen=True, slots=True)
 class LearnedShape:
-    """A learned shape and how many results it was learned from."""
+    """A learned shape, how many results it was learned from, and from which definition."""
 
     shape: dict[str, Any]
     count: int
+    definition: str | None = None
+    """The :func:`definition_fingerprint` of the tool the results came from; ``None`` for a
+    record written before definitions were kept (it belongs to no definition: never shown)."""
 
 
 class ShapeFile:
@@ -373,9 +406,14 @@ class ShapeFile:
         for tool_id, entry in cast("dict[str, Any]", tools).items():
             if isinstance(entry, dict):
                 e = cast("dict[str, Any]", entry)
-                shape, count = e.get("shape"), e.get("count", 1)
-                if isinstance(shape, dict) and isinstance(count, int) and not isinstance(count, bool):
-                    out[tool_id] = LearnedShape(cast("dict[str, Any]", shape), count)
+                shape, count, definition = e.get("shape"), e.get("count", 1), e.get("definition")
+                if (
+                    isinstance(shape, dict)
+                    and isinstance(count, int)
+                    and not isinstance(count, bool)
+                    and (definition is None or isinstance(definition, str))
+                ):
+                    out[tool_id] = LearnedShape(cast("dict[str, Any]", shape), count, definition)
                     continue
             bad.append(tool_id)
         if bad:
@@ -397,7 +435,7 @@ class ShapeFile:
         data = {
             "format": FILE_FORMAT,
             "version": FILE_VERSION,
-            "tools": {k: {"count": v.count, "shape": v.shape} for k, v in sorted(shapes.items())},
+            "tools": {k: entry_of(v) for k, v in sorted(shapes.items())},
         }
         text = json_text(data)
         try:
@@ -438,3 +476,15 @@ class ShapeFile:
             candidate = self.path.with_name(f"{self.path.name}.corrupt.{n}")
             n += 1
         return candidate
+
+
+def entry_of(learned: LearnedShape) -> dict[str, Any]:
+    """A shape as the file and :meth:`~tooldocs.InMemoryStore.learned_shapes` give it.
+
+    ``definition`` is a key the first version of the format did not have: readers of that
+    version ignore it, and this one reads their entries (without it) as no definition's.
+    """
+    out: dict[str, Any] = {"count": learned.count, "shape": dict(learned.shape)}
+    if learned.definition is not None:
+        out["definition"] = learned.definition
+    return out

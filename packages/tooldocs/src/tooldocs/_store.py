@@ -12,7 +12,15 @@ from typing import Any, Final, Protocol, cast, runtime_checkable
 from tooldocs._doc import RENDER_TIERS, Budgets, DetailLevel, ToolDoc, parse_level
 from tooldocs._examples import DEFAULT_CAPS, ExampleCaps, ToolExample
 from tooldocs._render import Signature, tool_signature
-from tooldocs._shapes import LearnedShape, ShapeFile, ShapeLimits, infer_shape, merge_shapes
+from tooldocs._shapes import (
+    LearnedShape,
+    ShapeFile,
+    ShapeLimits,
+    definition_fingerprint,
+    entry_of,
+    infer_shape,
+    merge_shapes,
+)
 from tooldocs._text import SCAN_CHARS, cap_text, one_line
 from tooldocs.exceptions import ArgsTooLargeError, DocNotFoundError, InvalidExampleError
 from toolindex import AmbiguousToolIDError, Index, InvalidToolIDError, Tool, ToolNotFoundError
@@ -45,6 +53,8 @@ class Store(Protocol):
           :class:`~tooldocs.exceptions.InvalidDetailLevelError`.
         - Ownership: returned docs and examples are immutable values; notes, examples and
           learned shapes added to a store belong to it (persisted only where documented).
+        - Learned shapes belong to the definition they were learned from: a tool whose
+          definition changed (same id) shows none until its own results teach one.
         - Size: ``describe`` keeps :meth:`ToolDoc.render` within the level's budget;
           ``describe_many`` keeps the total within its own budget.
     """
@@ -74,7 +84,7 @@ class Store(Protocol):
         ...
 
     def result_shape(self, tool_id: str) -> dict[str, Any] | None:
-        """The learned result shape, or ``None``."""
+        """The shape learned from the tool's current definition, or ``None``."""
         ...
 
 
@@ -88,6 +98,10 @@ class InMemoryStore:
     no I/O; pass ``autosave=False`` to write only on :meth:`flush`. A file that cannot be
     read gives a :class:`~tooldocs.ShapeFileWarning` and is moved aside (not overwritten)
     on the next save.
+
+    Each shape is kept with the :func:`~tooldocs.definition_fingerprint` of the definition
+    it was learned from, and shown only while the tool has that definition: when the
+    definition under an id changes, the next result starts a new shape.
 
     Example:
         >>> from toolindex import InMemoryIndex, Tool, BackendRef
@@ -137,6 +151,8 @@ class InMemoryStore:
         self._learn_every = learn_every
         self._streak: dict[str, int] = {}
         self._resolved: dict[str, tuple[int, Tool, str]] = {}
+        # tool id -> (the tool object, its definition fingerprint); Tool objects are immutable.
+        self._fingerprints: dict[str, tuple[Tool, str]] = {}
         self._index = index
         self.budgets = budgets or Budgets()
         self._caps = example_caps
@@ -148,7 +164,9 @@ class InMemoryStore:
         self._examples: dict[str, list[ToolExample]] = {}
         self._refs: dict[str, list[str]] = {}
         self._file = ShapeFile(Path(shapes_path)) if shapes_path is not None else None
-        self._shapes: dict[str, LearnedShape] = self._file.load() if self._file else {}
+        loaded = self._file.load() if self._file else {}
+        # Entries of the first file format name no definition: none is shown, so none is kept.
+        self._shapes: dict[str, LearnedShape] = {k: v for k, v in loaded.items() if v.definition}
         self._dirty = False
         self._shapes_version = 0
         # (tool object, level, store generation) -> doc; Tool objects are immutable, so identity is a safe key.
@@ -181,6 +199,25 @@ class InMemoryStore:
         tid = tool.id
         self._resolved[tool_id] = (version, tool, tid)
         return tool, tid
+
+    def _definition(self, tool: Tool, tid: str) -> str:
+        """The tool's :func:`definition_fingerprint`, computed once per tool object."""
+        hit = self._fingerprints.get(tid)
+        if hit is not None and hit[0] is tool:
+            return hit[1]
+        fingerprint = definition_fingerprint(tool)
+        if len(self._fingerprints) >= 4096:
+            self._fingerprints.clear()
+        self._fingerprints[tid] = (tool, fingerprint)
+        return fingerprint
+
+    def _learned(self, tool: Tool, tid: str) -> LearnedShape | None:
+        """The shape learned from the tool's current definition (call under the lock)."""
+        if tool.output_schema is not None:
+            return None
+        learned = self._shapes.get(tid)
+        fingerprint = self._definition(tool, tid)
+        return learned if learned is not None and fingerprint and learned.definition == fingerprint else None
 
     # -- docs ----------------------------------------------------------------------
 
@@ -260,7 +297,7 @@ class InMemoryStore:
             room = max(budget - len(tool.id) - 3, 20)
             base["summary"] = cap_text(summary, room)
             return ToolDoc(**base)
-        learned = self._shapes.get(tool.id) if tool.output_schema is None else None
+        learned = self._learned(tool, tool.id)
         shape = learned.shape if learned else None
         full = level is DetailLevel.FULL
         extras: dict[str, Any] = {}
@@ -436,11 +473,13 @@ class InMemoryStore:
 
         Merges the value's shape into the tool's learned shape, in memory. Does nothing
         when the tool declares an output schema, or when ``value`` is ``None`` (a result
-        without structured content teaches nothing). With a shapes file and ``autosave``,
-        the file is rewritten only when the merged shape actually changed, which stops
-        after a tool's first few results. Once a tool's shape has not changed for
-        ``stable_after`` results in a row, only every ``learn_every``-th result is
-        inspected, so the steady-state cost is a lock and a counter.
+        without structured content teaches nothing). A shape learned from another
+        definition of the tool (its id now names a changed tool) is replaced, not widened.
+        With a shapes file and ``autosave``, the file is rewritten only when the merged
+        shape actually changed, which stops after a tool's first few results. Once a
+        tool's shape has not changed for ``stable_after`` results in a row, only every
+        ``learn_every``-th result is inspected, so the steady-state cost is a lock and a
+        counter.
 
         Args:
             tool_id: The tool that produced ``value``.
@@ -452,23 +491,30 @@ class InMemoryStore:
         tool, tid = self._lookup(tool_id)
         if tool.output_schema is not None or value is None:
             return
+        definition = self._definition(tool, tid)
+        if not definition:
+            return
         with self._lock:
             old = self._shapes.get(tid)
             if (
                 old is not None
+                and old.definition == definition
                 and self._streak.get(tid, 0) >= self._stable_after
                 and (old.count + 1) % self._learn_every
             ):
                 # A stable shape: only every learn_every-th result is inspected.
-                self._shapes[tid] = LearnedShape(old.shape, old.count + 1)
+                self._shapes[tid] = LearnedShape(old.shape, old.count + 1, definition)
                 return
         shape = infer_shape(value, self._limits)  # outside the lock: proportional to the value's size
         with self._lock:
             old = self._shapes.get(tid)
+            if old is not None and old.definition != definition:
+                old = None  # another definition's: this one starts afresh
+                self._streak[tid] = 0
             merged = shape if old is None else merge_shapes(old.shape, shape, self._limits)
             changed = old is None or merged != old.shape
             kept = merged if changed or old is None else old.shape
-            self._shapes[tid] = LearnedShape(kept, (old.count if old else 0) + 1)
+            self._shapes[tid] = LearnedShape(kept, (old.count if old else 0) + 1, definition)
             self._streak[tid] = 0 if changed else self._streak.get(tid, 0) + 1
             if changed:
                 self._touch()
@@ -484,16 +530,15 @@ class InMemoryStore:
             tool_id: The tool.
 
         Returns:
-            A JSON Schema, or ``None`` when nothing was learned (or the tool declares an output schema).
+            A JSON Schema, or ``None`` when nothing was learned from the tool's current
+            definition (or the tool declares an output schema).
 
         Raises:
             DocNotFoundError: If the tool is unknown.
         """
-        tool = self._tool(tool_id)
-        if tool.output_schema is not None:
-            return None
+        tool, tid = self._lookup(tool_id)
         with self._lock:
-            learned = self._shapes.get(tool.id)
+            learned = self._learned(tool, tid)
             return dict(learned.shape) if learned else None
 
     @property
@@ -502,44 +547,73 @@ class InMemoryStore:
         return self._shapes_version
 
     def learned_shapes(self) -> dict[str, dict[str, Any]]:
-        """Every learned result shape as plain data: ``{tool_id: {"shape": schema, "count": n}}``.
+        """Every learned result shape as plain data: ``{tool_id: {"shape": ..., "count": n, "definition": fp}}``.
 
         The form :meth:`restore_shapes` takes; what a caller keeps in its own storage (a
-        database shared by several processes, say) instead of the shapes file.
+        database shared by several processes, say) instead of the shapes file. ``definition``
+        is the :func:`~tooldocs.definition_fingerprint` the shape was learned from. Shapes of
+        tools this store does not know now are given too (another process may know them).
         """
         with self._lock:
-            return {k: {"shape": dict(v.shape), "count": v.count} for k, v in self._shapes.items()}
+            return {k: entry_of(v) for k, v in self._shapes.items()}
 
     def restore_shapes(self, shapes: Mapping[str, Mapping[str, Any]]) -> int:
         """Merge shapes learned elsewhere (:meth:`learned_shapes`' form) into this store's.
 
-        A shape already learned here is widened by the other (shapes only widen), so restoring
-        is order-independent and never loses what either side saw. Malformed entries are skipped.
+        Only shapes of the same definition merge: one learned here is widened by the other
+        (shapes only widen), so restoring is order-independent and never loses what either
+        side saw. A shape of a definition other than the tool's current one is ignored, and
+        one of the current definition replaces a stale one kept here. For a tool this store
+        does not know (yet), a shape of another definition than the one kept here is ignored:
+        which one is current cannot be told, and the one kept is shown only if it turns out
+        to be. Entries without a definition (written before definitions were kept) belong to
+        none and are ignored, as are malformed ones.
 
         Args:
-            shapes: ``{tool_id: {"shape": schema, "count": n}}``.
+            shapes: ``{tool_id: {"shape": schema, "count": n, "definition": fingerprint}}``.
 
         Returns:
             How many tools' shapes changed.
         """
+        # The definitions the tools have now, read before taking the lock (the index has its own).
+        ids = [k for k in shapes if isinstance(k, str)]  # pyright: ignore[reportUnnecessaryIsInstance]
+        current = {tool_id: self._current_definition(tool_id) for tool_id in ids}
         changed = 0
         with self._lock:
-            for tool_id, entry in shapes.items():
-                shape, count = entry.get("shape"), entry.get("count", 1)
-                if not isinstance(tool_id, str) or not isinstance(shape, dict):  # pyright: ignore[reportUnnecessaryIsInstance]
+            for tool_id in ids:
+                entry = shapes[tool_id]
+                shape, count, definition = entry.get("shape"), entry.get("count", 1), entry.get("definition")
+                if not isinstance(shape, dict) or not isinstance(definition, str) or not definition:
                     continue
+                now = current[tool_id]
+                if now is not None and definition != now:
+                    continue  # another definition's: never this one's
                 if not isinstance(count, int) or isinstance(count, bool) or count < 0:
                     count = 1
                 old = self._shapes.get(tool_id)
+                if old is not None and old.definition != definition:
+                    if now is None:
+                        continue  # which of the two is current is unknown here: keep ours
+                    old = None  # ours is stale, this one the current definition's
+                    self._streak.pop(tool_id, None)
                 shape_d = cast("dict[str, Any]", shape)
                 merged = shape_d if old is None else merge_shapes(old.shape, shape_d, self._limits)
                 if old is None or merged != old.shape:
                     changed += 1
-                self._shapes[tool_id] = LearnedShape(merged, max(count, old.count if old else 0))
+                self._shapes[tool_id] = LearnedShape(merged, max(count, old.count if old else 0), definition)
             if changed:
                 self._touch()
                 self._shapes_version += 1
         return changed
+
+    def _current_definition(self, tool_id: str) -> str | None:
+        """The fingerprint of the definition ``tool_id`` has now; ``None`` when the index has no such tool."""
+        try:
+            tool, tid = self._lookup(tool_id)
+        except DocNotFoundError:
+            return None
+        # The id of a shape is a tool's full id; another one (a bare name, a later version) is not its tool.
+        return self._definition(tool, tid) if tid == tool_id else None
 
     def flush(self) -> bool:
         """Write learned shapes to the shapes file if anything changed since the last write.
