@@ -1655,3 +1655,33 @@ async def test_a_missing_name_is_the_snippets_own_where_a_handler_catches_what_t
     else:
         assert checked.error is not None and checked.error.code == "type_error", (name, checked)
         assert [d.code for d in checked.error.diagnostics or []] == ["unknown_tool"], checked.error
+
+
+@pytest.mark.parametrize(
+    ("expected", "found", "refused"),
+    [
+        ("list[int | str] | None", "str", True),  # a union inside brackets is one member
+        ("dict[str, int | float] | None", "float", True),
+        ("int", "float", False),  # an integer takes 1.0
+        ("float", "int", False),  # a number takes 1
+        ("int | str", "str", False),
+        ("bool", "int", True),
+        ("Literal['a', 'b']", "str", False),  # an enum: the value may be one of them
+        ("Filter | None", "str", False),  # a class this does not read: left to the run
+        ("str", "float*", True),  # ``ty``'s ``float`` of a stub (an ``int`` too)
+    ],
+)
+def test_an_arguments_type_is_refused_only_where_no_member_of_the_parameters_takes_it(
+    expected: str, found: str, refused: bool
+) -> None:
+    import ast
+
+    from toolcode._typecheck._given import argument_certain
+
+    call = ast.parse("ns.f(x=v)", mode="eval").body
+    assert isinstance(call, ast.Call)
+    message = f"Argument to function `f` is incorrect: Expected `{expected}`, found `{found}`"
+    wrong = argument_certain("invalid-argument-type", message, (call, call.keywords[0]), lambda _: "int")
+    assert (wrong is not None) is refused, wrong
+    # Only at a tool's call: a function of the snippet's own (no declared result) is left to the run.
+    assert argument_certain("invalid-argument-type", message, (call, call.keywords[0]), lambda _: None) is None

@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 import inspect
 from collections.abc import Sequence
-from typing import Any, Final, cast
+from typing import Any, Final, Literal, cast, get_args
 
 from toolcode._checks import bad, check_choice, check_int, check_names, check_str, check_tool_id
 from toolcode._data import as_dict
@@ -25,7 +25,6 @@ from toolcode.models import (
     ExamplesResult,
     NamespaceEntry,
     NamespacesResult,
-    SearchDetail,
     SearchHitEntry,
     SearchResult,
     ToolDocEntry,
@@ -42,7 +41,10 @@ LEVELS: Final = ("summary", "schema", "full", "module")
 MAX_MODULE_CHARS: Final = 48_000
 """Most characters of one ``describe_tool(ns, level="module")`` answer (past it, the remaining
 functions are listed by id)."""
-SEARCH_DETAILS: Final = ("name", "summary", "schema")
+SearchDetail = Literal["name", "summary", "schema"]
+"""What each search hit carries: the id only, plus a one-line summary (default), or plus the
+Python signature (one call can replace search + describe)."""
+SEARCH_DETAILS: Final = get_args(SearchDetail)
 """Detail levels of a search hit."""
 MAX_QUERY_CHARS: Final = 1_000
 """Longest search query accepted (a longer one is an ``invalid_arguments`` error)."""

@@ -45,10 +45,6 @@ __all__ = [
     "TraceEntry",
 ]
 
-SearchDetail = Literal["name", "summary", "schema"]
-"""What each search hit carries: the id only, plus a one-line summary (default), or plus the
-Python signature (one call can replace search + describe)."""
-
 
 class _Model(BaseModel):
     model_config = ConfigDict(frozen=True)
@@ -316,9 +312,8 @@ class PendingCallInfo(_Model):
     """What approving it covers: the tool's definition; for a saved snippet, its code and the definitions
     of the tools it names. A change after the question is asked about again."""
     code: dict[str, str] = Field(default_factory=dict[str, str], exclude_if=lambda v: not v)
-    """For a saved snippet: the code of each saved snippet approving it covers (itself, then those it
-    names), by tool id, as judged: the code ``digest`` binds, which every question shows whole (left
-    out of the data for a call of any other tool)."""
+    """For a saved snippet, the code approving it runs, by tool id (itself, then the snippets it names):
+    what ``digest`` binds, shown whole in every question. Left out for a call of any other tool."""
 
 
 class ApprovalRequest(_Model):

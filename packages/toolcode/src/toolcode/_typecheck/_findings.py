@@ -17,21 +17,19 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Final
 
 from toolcode._modules import PACKAGE
 from toolcode._typecheck._calls import Scan
 from toolcode._typecheck._diagnostic import Diagnostic, Positions
 from toolcode._typecheck._doubts import Doubts
+from toolcode._typecheck._given import Declared, argument_certain
 from toolcode._typecheck._source import BUILT, CheckedSource
 from toolcode._typecheck._writes import loose_names, loosely_typed, tested_keys, written_keys
 from toolcode.exceptions import ErrorCode
 
 __all__ = ["Declared", "kept", "may_fail"]
-
-Declared = Callable[[ast.expr], "str | None"]
-"""The declared result type of an expression that is a tool call, or a name bound once to one."""
 
 
 _LINE: Final = re.compile(r"^[^:\n]*:(\d+):(\d+): error\[([\w-]+)\] (.*)$")
@@ -52,7 +50,7 @@ own result and what literal keys read from it (:func:`_subscript_certain`); call
 (``invalid-argument-type``, ``no-matching-overload``), whose expected types are often narrower than
 what the call accepts at run time, but for a length or an iteration a number lacks
 (:data:`_NOT_SIZED_OR_ITERABLE`) and a tool's keyword argument of a scalar type its schema refuses
-(:func:`_argument_certain`); assignments, which Python does not check."""
+(:func:`~._given.argument_certain`); assignments, which Python does not check."""
 _INERT: Final = (
     *(ast.Module, ast.Expr, ast.Name, ast.Constant, ast.Load, ast.Store, ast.keyword, ast.Pass),
     *(ast.Import, ast.ImportFrom, ast.alias, ast.JoinedStr, ast.FormattedValue, *BUILT[:3], ast.Tuple),
@@ -251,40 +249,6 @@ def _subscript_certain(rule: str, message: str, at: Sequence[ast.Subscript], dec
     return "KeyError" if named.startswith("dict[") else "TypeError"
 
 
-_ARGUMENT: Final = re.compile(
-    r"^Argument to function `(\w+)` is incorrect: Expected `([^`]*)`, found `(str|int|float|bool)\*?`$"
-)
-"""``ty``'s finding of a keyword argument of another type than the parameter's: what is expected, what is found.
-Only a plain scalar found: a ``Literal`` is what the text settles (the argument check's), a union
-may hold another member at run time."""
-_JSON_KINDS: Final = {"str": {"str"}, "int": {"int", "float"}, "float": {"int", "float"}, "bool": {"bool"}}
-"""What a JSON Schema type of a stub's parameter accepts of each scalar: ``integer`` takes ``1.0``,
-``number`` takes ``1`` (a ``bool`` is neither)."""
-
-
-def _argument_certain(rule: str, message: str, given: tuple[ast.Call, ast.keyword], declared: Declared) -> str | None:
-    """The run's refusal of a tool call's keyword argument that no type of the parameter takes, if certain.
-
-    Only at a call of a tool (its result has a declared type), and only where each member of the
-    parameter's type is a scalar that does not take the scalar given, or a container (which takes no
-    scalar): the tool's schema refuses such a value whatever it is.
-    """
-    m = _ARGUMENT.search(message) if rule == "invalid-argument-type" else None
-    call, keyword = given
-    if m is None or declared(call) is None or not isinstance(call.func, ast.Name | ast.Attribute):
-        return None
-    expected, found = m.group(2), m.group(3)
-    for member in (t.strip() for t in expected.split("|")):
-        if member == "None" or member.startswith(("list[", "dict[", "tuple[")):
-            continue  # takes no scalar (a union's brackets hold no "|" of a scalar either way)
-        if found in _JSON_KINDS.get(member, {found}):
-            return None  # a member that takes it, or one this does not know (a class, a Literal, Any)
-    return (
-        f"invalid arguments for `{ast.unparse(call.func)}`: `{keyword.arg}` is given a value of type `{found}`; "
-        f"the tool takes `{expected}` there"
-    )
-
-
 def _outermost(tree: ast.Module, positions: Positions) -> dict[tuple[int, int], ast.expr]:
     """The widest expression starting at each position (where ``ty`` puts a finding about it)."""
     out: dict[tuple[int, int], ast.expr] = {}
@@ -380,7 +344,7 @@ def kept(
             raised = _subscript_certain(rule, message, read.get(at, ()), declared)
         code, subject = ErrorCode.RUNTIME_ERROR, starts.get(at)
         if raised is None and declared is not None and (given := arguments.get(at)) is not None:
-            if (wrong := _argument_certain(rule, message, given, declared)) is not None:
+            if (wrong := argument_certain(rule, message, given, declared)) is not None:
                 raised, code, message, subject = "ToolError", ErrorCode.INVALID_ARGUMENTS, wrong, given[1].value
         if raised is not None and rule != "invalid-key" and loosely_typed(subject, written, loose):
             raised = None  # the value there may not have the type ``ty`` gives it

@@ -1,0 +1,64 @@
+"""What a tool call is given that its schema refuses whatever the value: ``ty``'s finding of a keyword argument's type.
+
+``ty`` checks a module function's keyword arguments against the stub's parameter types, which are
+often narrower than what the tool's JSON Schema takes (``integer`` takes ``1.0``). Kept only where
+no member of the parameter's type takes any value of the scalar type given: the run's validation of
+the call then refuses it (``invalid_arguments``), whatever the value.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Callable
+from typing import Final
+
+__all__ = ["Declared", "argument_certain"]
+
+Declared = Callable[[ast.expr], "str | None"]
+"""The declared result type of an expression that is a tool call, or a name bound once to one."""
+
+_ARGUMENT: Final = re.compile(
+    r"^Argument to function `(\w+)` is incorrect: Expected `([^`]*)`, found `(str|int|float|bool)\*?`$"
+)
+"""``ty``'s finding of a keyword argument of another type than the parameter's: what is expected, what is found.
+Only a plain scalar found: a ``Literal`` is what the text settles (the argument check's), a union
+may hold another member at run time."""
+_JSON_KINDS: Final = {"str": {"str"}, "int": {"int", "float"}, "float": {"int", "float"}, "bool": {"bool"}}
+"""What a JSON Schema type of a stub's parameter accepts of each scalar: ``integer`` takes ``1.0``,
+``number`` takes ``1`` (a ``bool`` is neither)."""
+
+
+def argument_certain(rule: str, message: str, given: tuple[ast.Call, ast.keyword], declared: Declared) -> str | None:
+    """The run's refusal of a tool call's keyword argument that no type of the parameter takes, if certain.
+
+    Only at a call of a tool (its result has a declared type), and only where each member of the
+    parameter's type is a scalar that does not take the scalar given, or a container (which takes no
+    scalar): the tool's schema refuses such a value whatever it is.
+    """
+    m = _ARGUMENT.search(message) if rule == "invalid-argument-type" else None
+    call, keyword = given
+    if m is None or declared(call) is None or not isinstance(call.func, ast.Name | ast.Attribute):
+        return None
+    expected, found = m.group(2), m.group(3)
+    for member in _members(expected):
+        if member == "None" or member.startswith(("list[", "dict[", "tuple[")):
+            continue  # takes no scalar
+        if found in _JSON_KINDS.get(member, {found}):
+            return None  # a member that takes it, or one this does not know (a class, a Literal, Any)
+    return (
+        f"invalid arguments for `{ast.unparse(call.func)}`: `{keyword.arg}` is given a value of type `{found}`; "
+        f"the tool takes `{expected}` there"
+    )
+
+
+def _members(t: str) -> list[str]:
+    """The members of a union type as ``ty`` writes it (``list[int | str] | None``: two)."""
+    out: list[str] = []
+    depth = start = 0
+    for i, ch in enumerate(t):
+        depth += (ch == "[") - (ch == "]")
+        if ch == "|" and depth == 0:
+            out.append(t[start:i].strip())
+            start = i + 1
+    return [*out, t[start:].strip()]
