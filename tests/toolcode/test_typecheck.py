@@ -1678,10 +1678,69 @@ def test_an_arguments_type_is_refused_only_where_no_member_of_the_parameters_tak
 
     from toolcode._typecheck._given import argument_certain
 
+    class Declared:
+        def __init__(self, result: str | None, plain: bool = True) -> None:
+            self.result, self.plain = result, plain
+
+        def __call__(self, expr: ast.expr, /) -> str | None:
+            return self.result
+
+        def plainly_typed(self, call: ast.Call, parameter: str) -> bool:
+            return self.plain
+
     call = ast.parse("ns.f(x=v)", mode="eval").body
     assert isinstance(call, ast.Call)
     message = f"Argument to function `f` is incorrect: Expected `{expected}`, found `{found}`"
-    wrong = argument_certain("invalid-argument-type", message, (call, call.keywords[0]), lambda _: "int")
+    given = (call, call.keywords[0])
+    wrong = argument_certain("invalid-argument-type", message, given, Declared("int"))
     assert (wrong is not None) is refused, wrong
-    # Only at a tool's call: a function of the snippet's own (no declared result) is left to the run.
-    assert argument_certain("invalid-argument-type", message, (call, call.keywords[0]), lambda _: None) is None
+    # Only at a tool's call: a function of the snippet's own (no declared result) is left to the run,
+    # and so is a parameter the tool's schema types otherwise too (under anyOf, a condition, ...).
+    assert argument_certain("invalid-argument-type", message, given, Declared(None)) is None
+    assert argument_certain("invalid-argument-type", message, given, Declared("int", plain=False)) is None
+
+
+async def test_a_parameter_typed_otherwise_under_a_branch_or_a_condition_takes_what_the_branch_takes() -> None:
+    # The stub shows one branch's type (``n: int``); a string another branch takes is no mistake.
+    from toolrun import ProviderBackend
+
+    i, s = {"type": "integer"}, {"type": "string"}
+    schemas: dict[str, dict[str, Any]] = {
+        "by_anyof": {"type": "object", "anyOf": [{"properties": {"n": i}}, {"properties": {"n": s}}]},
+        "by_if": {
+            "type": "object",
+            "properties": {"k": s},
+            "if": {"properties": {"k": {"const": "a"}}},
+            "then": {"properties": {"n": i}},
+            "else": {"properties": {"n": s}},
+        },
+        "by_dep": {"type": "object", "properties": {"k": s}, "dependentSchemas": {"k": {"properties": {"n": i}}}},
+        "plain": {"type": "object", "properties": {"n": i}},
+    }
+
+    class Upstream:
+        async def list_tools(self) -> list[dict[str, Any]]:
+            out = {"type": "object", "properties": {"name": s}, "required": ["name"]}
+            tools = [
+                {"name": n, "description": "t", "inputSchema": v, "outputSchema": {"type": "object"}}
+                for n, v in schemas.items()
+            ]
+            return [
+                *tools,
+                {"name": "src", "description": "src", "inputSchema": {"type": "object"}, "outputSchema": out},
+            ]
+
+        async def call_tool(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
+            return {"name": "five"} if name == "src" else {"got": args}
+
+        async def aclose(self) -> None:
+            return None
+
+    async with Toolbox([ProviderBackend("t", Upstream())], engine="inprocess") as box:
+        for name in ("by_anyof", "by_if", "by_dep"):
+            k = "k='b', " if name == "by_if" else ""
+            out = await box.codemode.execute(f"from tools import t\nr = t.src()\nt.{name}({k}n=r['name'])")
+            assert out.ok, (name, out.error)
+        out = await box.codemode.execute("from tools import t\nr = t.src()\nt.plain(n=r['name'])")
+        assert out.error is not None and out.error.code == "type_error", out.error
+        assert "`n` is given a value of type `str`" in out.error.message

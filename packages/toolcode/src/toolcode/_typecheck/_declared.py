@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Mapping, Sequence
+from typing import Any, Final, cast
 
 from toolcode._module_views import ModulesView
+from toolcode._modules import keyword_signature
 from toolcode._typecheck._calls import Scan
 from toolcode._typecheck._findings import Declared
 from toolindex import Tool
@@ -19,6 +21,8 @@ __all__ = ["declared_types"]
 
 def declared_types(tree: ast.Module, found: Scan, results: Mapping[ast.AST, Tool], modules: ModulesView) -> Declared:
     """The declared result type of a tool call, or of a name bound once (by ``name = call``) to one.
+
+    Also whether a tool call's parameter is typed by its stub alone (:meth:`Declared.plainly_typed`).
 
     And of a chain of literal keys and indexes read from one (``offices[0]["staff"]``), as the
     tool's stub declares each (the value's own type is what the snippet writes there, if it
@@ -33,6 +37,21 @@ def declared_types(tree: ast.Module, found: Scan, results: Mapping[ast.AST, Tool
         and found.bindings[n.targets[0].id] == 1
     }
 
+    class Types:
+        def __call__(self, expr: ast.expr, /) -> str | None:
+            return declared(expr)
+
+        def plainly_typed(self, call: ast.Call, parameter: str) -> bool:
+            tool = results.get(call)
+            if tool is None:
+                return False
+            sig = keyword_signature(tool)
+            try:
+                wire = next(iter(sig.wire_args({parameter: None}))) if sig is not None else parameter
+            except ValueError:
+                return False
+            return _plain(tool.input_schema, wire)
+
     def declared(expr: ast.expr) -> str | None:
         keys: list[str | int] = []
         while isinstance(expr, ast.Subscript) and (key := _literal_key(expr.slice)) is not None:
@@ -46,7 +65,24 @@ def declared_types(tree: ast.Module, found: Scan, results: Mapping[ast.AST, Tool
             typed = _read_type(typed, keys[::-1], _fields(signature or ""))
         return typed
 
-    return declared
+    return Types()
+
+
+_PLAIN_OBJECT: Final = frozenset(
+    "type properties required additionalProperties title description $schema $id $comment examples default".split()
+)
+"""Keywords of an input schema that give its properties no other type than their own entries do."""
+_PLAIN_PROPERTY: Final = frozenset("type title description default examples format $comment".split())
+
+
+def _plain(schema: Mapping[str, Any], name: str) -> bool:
+    """Whether ``schema`` types the property ``name`` by its entry under top-level ``properties`` only, a plain type."""
+    properties: object = schema.get("properties")
+    entry: object = cast("Mapping[str, Any]", properties).get(name) if isinstance(properties, Mapping) else None
+    if not isinstance(entry, Mapping) or not schema.keys() <= _PLAIN_OBJECT:
+        return False
+    keys = cast("Mapping[str, Any]", entry).keys()
+    return "type" in keys and keys <= _PLAIN_PROPERTY
 
 
 def _returns(signature: str | None) -> str | None:

@@ -10,13 +10,26 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable
-from typing import Final
+from typing import Final, Protocol
 
 __all__ = ["Declared", "argument_certain"]
 
-Declared = Callable[[ast.expr], "str | None"]
-"""The declared result type of an expression that is a tool call, or a name bound once to one."""
+
+class Declared(Protocol):
+    """What the tools declare of a snippet's values and calls (:func:`~._declared.declared_types`)."""
+
+    def __call__(self, expr: ast.expr, /) -> str | None:
+        """The declared result type of an expression that is a tool call, or a name bound once to one."""
+        ...
+
+    def plainly_typed(self, call: ast.Call, parameter: str) -> bool:
+        """Whether the tool ``call`` calls types ``parameter`` only by its top-level ``properties`` entry.
+
+        A plain ``type`` there and nothing else in the schema that types it: then the stub's type of
+        the parameter is all the schema takes there.
+        """
+        ...
+
 
 _ARGUMENT: Final = re.compile(
     r"^Argument to function `(\w+)` is incorrect: Expected `([^`]*)`, found `(str|int|float|bool)\*?`$"
@@ -32,13 +45,16 @@ _JSON_KINDS: Final = {"str": {"str"}, "int": {"int", "float"}, "float": {"int", 
 def argument_certain(rule: str, message: str, given: tuple[ast.Call, ast.keyword], declared: Declared) -> str | None:
     """The run's refusal of a tool call's keyword argument that no type of the parameter takes, if certain.
 
-    Only at a call of a tool (its result has a declared type), and only where each member of the
-    parameter's type is a scalar that does not take the scalar given, or a container (which takes no
-    scalar): the tool's schema refuses such a value whatever it is.
+    Only at a call of a tool whose schema types the parameter plainly (a stub shows one branch of
+    an ``anyOf`` or of a condition: the others may take the value), and only where each member of
+    the parameter's type is a scalar that does not take the scalar given, or a container (which
+    takes no scalar): the tool's schema refuses such a value whatever it is.
     """
     m = _ARGUMENT.search(message) if rule == "invalid-argument-type" else None
     call, keyword = given
-    if m is None or declared(call) is None or not isinstance(call.func, ast.Name | ast.Attribute):
+    if m is None or keyword.arg is None or not isinstance(call.func, ast.Name | ast.Attribute):
+        return None
+    if declared(call) is None or not declared.plainly_typed(call, keyword.arg):
         return None
     expected, found = m.group(2), m.group(3)
     for member in _members(expected):
