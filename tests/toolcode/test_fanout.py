@@ -163,9 +163,9 @@ async def test_the_arguments_of_a_large_fan_out_are_walked_off_the_event_loop(
     threads: list[str] = []
     walk = _leaving.check_depth
 
-    def recorded(*args: Any) -> None:
+    def recorded(*args: Any, **kwargs: Any) -> None:
         threads.append(threading.current_thread().name)
-        walk(*args)
+        walk(*args, **kwargs)
 
     monkeypatch.setattr(_monty_drive, "check_depth", recorded)
     index, store, runner = await make_runner()
@@ -177,7 +177,10 @@ async def test_the_arguments_of_a_large_fan_out_are_walked_off_the_event_loop(
                 code=f"len(run_tools([('t:echo', {{'value': 'a'}})] * {n}))", options=ExecuteOptions(max_tool_calls=n)
             )
         )
+        apart = len(threads)
+        # Large below its top too: one argument holding one list of them.
+        nested = await ex.execute(ExecuteParams(code=f"len(run_tool('t:echo', value=[list(range({n}))])[0])"))
     await runner.aclose()
-    assert small.value == ["a"] * 3 and large.value == n
+    assert small.value == ["a"] * 3 and large.value == n and nested.value == n
     main = threading.current_thread().name
-    assert threads[0] == main and threads[-1] != main, threads
+    assert threads[0] == main and threads[apart - 1] != main and threads[-1] != main, threads

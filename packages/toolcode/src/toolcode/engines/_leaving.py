@@ -12,7 +12,7 @@ from typing import Any, Final, cast
 
 from toolcode.exceptions import LimitExceededError, ToolError
 
-__all__ = ["APART_ITEMS", "MAX_ITEMS", "check_depth", "cut_path", "top_items"]
+__all__ = ["APART_ITEMS", "MAX_ITEMS", "Outgrown", "check_depth", "cut_path"]
 
 _CONTAINERS = (dict, list, tuple)
 _CUT = "<deeply nested>"
@@ -25,23 +25,16 @@ million items to the host, which would copy and walk them all on the loop other 
 
 
 APART_ITEMS: Final = 4_096
-"""Arguments holding more items than this at their top (``run_tools`` of thousands of calls) are walked
-in a worker thread: walking them in place held the event loop other callers share for tens of ms."""
+"""Items a value's walk takes on the event loop: a larger value (``run_tools`` of thousands of calls,
+a list of a million items) is walked in a worker thread, as walking it in place held the loop other
+callers share for up to a second (:class:`Outgrown`)."""
 
 
-def top_items(args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
-    """How many items the container arguments hold at their top (``0``: none is a non-empty container)."""
-    n = 0
-    for a in args:
-        if type(a) in _CONTAINERS:
-            n += len(a)
-    for a in kwargs.values():
-        if type(a) in _CONTAINERS:
-            n += len(a)
-    return n
+class Outgrown(Exception):
+    """A walk in place passed :data:`APART_ITEMS`: walk the value again apart."""
 
 
-def cut_path(value: Any, max_depth: int) -> str | None:
+def cut_path(value: Any, max_depth: int, max_items: int = MAX_ITEMS) -> str | None:
     """The JSON path where a value leaving the sandbox was cut for depth, if it was.
 
     Only containers are walked, strings are compared only near the depth where the cut happens,
@@ -50,6 +43,7 @@ def cut_path(value: Any, max_depth: int) -> str | None:
     Raises:
         LimitExceededError: ``max_value_items``: the value holds more than :data:`MAX_ITEMS`
             items, counted as the host would write it out (the walk stops there).
+        Outgrown: The value holds more than ``max_items`` items, fewer than :data:`MAX_ITEMS`.
     """
     near = max(0, max_depth - 4)
     # Each entry: a value, its depth, and how it was reached (the parent's link and the key).
@@ -67,6 +61,8 @@ def cut_path(value: Any, max_depth: int) -> str | None:
                 return _spelt(link)
             continue
         items_seen += len(cast("Sized", v))
+        if items_seen > max_items and max_items < MAX_ITEMS:
+            raise Outgrown
         if items_seen > MAX_ITEMS:
             raise LimitExceededError(
                 "max_value_items", MAX_ITEMS, None, "each shared value counted every time it appears; return less"
@@ -98,11 +94,17 @@ def _spelt(link: _Link | None) -> str:
     return path if len(path) <= 120 else f"{path[:40]}…{path[-60:]}"
 
 
-def check_depth(name: str, args: tuple[Any, ...], kwargs: dict[str, Any], max_depth: int) -> None:
+def check_depth(
+    name: str, args: tuple[Any, ...], kwargs: dict[str, Any], max_depth: int, *, in_place: bool = False
+) -> None:
     """Refuse arguments that Monty cut for depth on their way out of the sandbox (never silently).
+
+    ``in_place``: the walk runs on the event loop, and takes at most :data:`APART_ITEMS` items of
+    each argument there.
 
     Raises:
         ToolError: An argument was cut (``validate_input``).
+        Outgrown: ``in_place``, and an argument holds more items: check again in a worker thread.
     """
     # Most calls pass a tool id and flat keywords: nothing to walk (a plain loop: this runs per call).
     for a in args:
@@ -117,7 +119,8 @@ def check_depth(name: str, args: tuple[Any, ...], kwargs: dict[str, Any], max_de
     named = [*((str(i + 1), a) for i, a in enumerate(args)), *((repr(k), a) for k, a in kwargs.items())]
     for label, a in named:
         try:
-            cut = cut_path(a, max_depth - 1) if isinstance(a, dict | list | tuple) else None
+            limit = APART_ITEMS if in_place else MAX_ITEMS
+            cut = cut_path(a, max_depth - 1, limit) if isinstance(a, dict | list | tuple) else None
         except LimitExceededError:
             raise ToolError(
                 "",

@@ -20,7 +20,7 @@ import pydantic_monty as pm
 from toolcode._globals import async_names, call_names
 from toolcode._modules import PACKAGE, ModuleFunction
 from toolcode._types import CallPaused, Tools
-from toolcode.engines._leaving import APART_ITEMS, check_depth, top_items
+from toolcode.engines._leaving import Outgrown, check_depth
 from toolcode.exceptions import ErrorCode, ToolCodeError, ToolError
 
 __all__ = ["Drive", "ModuleMap", "Paused"]
@@ -138,8 +138,11 @@ class Drive:
                 snap = await self._step(snap)
                 continue
             try:
-                if items := top_items(snap.args, snap.kwargs):
-                    await self._check_depth(snap.function_name, snap.args, snap.kwargs, items)
+                if snap.args or snap.kwargs:
+                    try:
+                        check_depth(snap.function_name, snap.args, snap.kwargs, self._depth, in_place=True)
+                    except Outgrown:
+                        await self._check_depth_apart(snap.function_name, snap.args, snap.kwargs)
                 value = await handler(*snap.args, **snap.kwargs)
             except (ToolCodeError, TypeError, ValueError) as e:
                 snap = await snap.resume(self._failure(e))
@@ -224,12 +227,9 @@ class Drive:
         (self._async if fn.awaitable else self._sync)[name] = handler
         return True
 
-    async def _check_depth(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], items: int) -> None:
-        """:func:`check_depth`, in a worker thread for arguments of many items (the event loop is shared)."""
-        if items <= APART_ITEMS:
-            check_depth(name, args, kwargs, self._depth)
-        else:
-            await anyio.to_thread.run_sync(check_depth, name, args, kwargs, self._depth)
+    async def _check_depth_apart(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """:func:`check_depth` of arguments too large to walk on the event loop, in a worker thread."""
+        await anyio.to_thread.run_sync(check_depth, name, args, kwargs, self._depth)
 
     def _failure(self, e: Exception) -> pm.ExternalException:
         if isinstance(e, ToolError):
@@ -254,8 +254,10 @@ class Drive:
     async def _call(self, call: _Call, handler: Handler) -> None:
         call_id, name, args, kwargs = call
         try:
-            if items := top_items(args, kwargs):
-                await self._check_depth(name, args, kwargs, items)
+            try:
+                check_depth(name, args, kwargs, self._depth, in_place=True)
+            except Outgrown:
+                await self._check_depth_apart(name, args, kwargs)
             self._done[call_id] = {"return_value": await handler(*args, **kwargs)}
         except (ToolCodeError, TypeError, ValueError) as e:
             self._done[call_id] = self._failure(e)
