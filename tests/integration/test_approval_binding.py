@@ -74,13 +74,19 @@ async def test_a_snippet_saved_anew_between_the_question_and_the_decision_is_ask
         out = await cm.execute("run_tool('snippets:report')\n__out = 'done'")
         assert out.approval is not None, out
         # The question shows the code approving runs: the code its digest binds.
-        assert out.approval.pending[0].code == {"snippets:report": _write(report, "report")}
-        assert f"  1 | {_write(report, 'report')}" in shown_to_decide(out.approval.pending)[0]
+        [digest] = out.approval.pending[0].snippets.values()
+        assert out.approval.snippet_code == {digest: _write(report, "report")}
+        assert (
+            f"  1 | {_write(report, 'report')}" in shown_to_decide(out.approval.pending, out.approval.snippet_code)[0]
+        )
         await cm.save_snippet("report", _write(victim, "wiped"), "Write the report.")  # swapped meanwhile
         after = await cm.resume(out.approval.execution_id, "approve")
         assert after.approval is not None and not victim.exists(), after
         assert not report.exists()
-        assert f"  1 | {_write(victim, 'wiped')}" in shown_to_decide(after.approval.pending)[0]
+        assert (
+            f"  1 | {_write(victim, 'wiped')}"
+            in shown_to_decide(after.approval.pending, after.approval.snippet_code)[0]
+        )
         # The person now sees a question about the code that would run, and approving it runs that.
         done = await cm.resume(after.approval.execution_id, "approve")
         assert done.ok and done.value == "done", done
@@ -140,8 +146,9 @@ async def test_a_snippet_that_calls_a_writing_snippet_is_asked_about(files_dir: 
             # The question names the write the snippet ends up making, however deep.
             assert pending.tool_id == f"snippets:{name}" and "fs:write_file" in pending.reason, pending
             # ... and shows the code of every snippet approving it covers, down to the one that writes.
-            assert [*pending.code] == ["snippets:outer", "snippets:middle", "snippets:inner"][2 - n :], pending
-            assert pending.code["snippets:inner"].startswith(_write(victim, "wiped")), pending
+            assert [*pending.snippets] == ["snippets:outer", "snippets:middle", "snippets:inner"][2 - n :], pending
+            code = out.approval.snippet_code[pending.snippets["snippets:inner"]]
+            assert code.startswith(_write(victim, "wiped")), pending
             assert not victim.exists()
         done = await cm.resume(out.approval.execution_id, "approve")
         assert done.ok and done.value == "inner ran", done

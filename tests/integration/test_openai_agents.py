@@ -276,7 +276,9 @@ async def test_the_host_is_told_what_approving_resume_execution_decides(config: 
             await approval_question(box, other)
 
     [pending] = asked["pending"]
-    assert pending["tool_id"] == "snippets:zone" and pending["code"] == {"snippets:zone": body}
+    assert pending["tool_id"] == "snippets:zone" and asked["snippet_code"] == {
+        pending["snippets"]["snippets:zone"]: body
+    }
     assert asked["decision"] == "approve" and asked["line"] == 2
     assert asked["question"].startswith("approve:\n- snippets:zone (")
     shown = "code of snippets:zone that approving runs (2 lines):\n  1 | from tools import time_  # Tokyo\\ufe01\n"

@@ -303,7 +303,7 @@ async def test_the_hosts_approval_request_shows_the_saved_snippets_code(config: 
         asked = await agent.run("Tokyo's zone?")
     assert isinstance(asked.output, DeferredToolRequests)
     [request] = asked.output.metadata.values()
-    assert request["pending"][0]["code"] == {"snippets:zone": body}
+    assert request["snippet_code"] == {request["pending"][0]["snippets"]["snippets:zone"]: body}
     shown = "code of snippets:zone that approving runs (2 lines):\n  1 | from tools import time_  # Tokyo\\u202e\n"
     assert shown in request["question"]
 

@@ -622,6 +622,7 @@ class CodeMode:
                 PausedEntry(
                     execution_id=r.execution_id,
                     pending=[PendingCallInfo(**p.to_dict()) for p in r.pending],
+                    snippet_code=r.snippet_code,
                     line=r.state.line,
                     session=r.session,
                     paused_at=round(r.paused_at, 3),

@@ -289,7 +289,8 @@ class Door:
         """What a person approving a call of a person's tool (:data:`PERSON_TOOLS`) decides, to show them.
 
         The arguments alone name an execution id the model picked: ``resume_execution`` gets the
-        calls that run waits to make, whole (``pending``), and the question the other doors ask
+        calls that run waits to make, whole (``pending``, with the code of the saved snippets they
+        cover once, by digest: ``snippet_code``), and the question the other doors ask
         about them (``question``, :func:`~toolcode._outcome.shown_to_decide`); ``approve_tools`` the
         quarantined tools its patterns match now. A call that would decide nothing says so.
         """
@@ -310,9 +311,11 @@ class Door:
         if out.approval is None:
             why = out.error.message if out.error is not None else "it is not paused"
             return head | {"question": f"nothing is decided: {visible(why)}"}
-        question, _ = shown_to_decide(out.approval.pending)
-        pending = [p.model_dump(mode="json") for p in out.approval.pending]
-        return head | {"pending": pending, "line": out.approval.line, "question": f"{decision}:\n{question}"}
+        a = out.approval
+        question, _ = shown_to_decide(a.pending, a.snippet_code)
+        pending = [p.model_dump(mode="json") for p in a.pending]
+        shown = {"pending": pending, "snippet_code": a.snippet_code, "line": a.line}
+        return head | shown | {"question": f"{decision}:\n{question}"}
 
     async def call(
         self, name: str, args: object, *, caller: str | None = None, ask: Asker | None = None, **hooks: Any

@@ -6,14 +6,15 @@ import json
 import re
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from toolcode._errors import error_info
 from toolcode._paused_run import DECISIONS, Decision, PausedRun
 from toolcode._types import ExecuteResult, LimitsReport, ToolCallRecord
 from toolcode._view import CatalogView
-from toolcode.calls import PendingCall
+from toolcode.calls import MAX_SNIPPET_CODE, PendingCall
+from toolcode.calls import snippet_code as kept_code
 from toolcode.exceptions import ApprovalRequiredError, ToolCodeError, clip
 from toolcode.models import (
     ApprovalRequest,
@@ -65,6 +66,7 @@ def outcome(
         approval = ApprovalRequest(
             execution_id=paused.execution_id,
             pending=[PendingCallInfo(**p.to_dict()) for p in paused.pending],
+            snippet_code=paused.snippet_code,
             line=paused.state.line,
             may_call=paused.may_call,
             expires=round(paused.expires, 3) if paused.expires is not None else None,
@@ -208,32 +210,53 @@ REFUSALS: Final[tuple[Decision, ...]] = ("deny", "abort")
 """What a question offers about calls too long to show whole."""
 
 
-def shown_to_decide(pending: Sequence[PendingCall | PendingCallInfo]) -> tuple[str, tuple[Decision, ...]]:
+def shown_to_decide(
+    pending: Sequence[PendingCall | PendingCallInfo], snippet_code: Mapping[str, str] | None = None
+) -> tuple[str, tuple[Decision, ...]]:
     """Every pending call as a person reads it before deciding, and the decisions that may be made about it.
 
     A person approves only what they were shown: each call whole, then the code of each saved
-    snippet approving them covers (:attr:`PendingCallInfo.code`, the code their digests bind), its
-    lines numbered and written out (:func:`code_lines`). Calls too long to show
-    (:data:`MAX_SHOWN_CHARS` together, code included) are shown cut, with a marker, and may only be
-    denied or stopped there; they are approved where they can be read whole (the console, ``toolcode
-    paused --json``, the paused run's ``pending``).
+    snippet approving them covers (:attr:`PendingCallInfo.snippets`), once however many calls name
+    it, its lines numbered and written out (:func:`code_lines`). The code is looked up by digest in
+    ``snippet_code`` (the paused run's table; ``None``: the code the calls were judged with,
+    :func:`~toolcode.calls.snippet_code`). A snippet whose code is not there (past
+    :data:`~toolcode.calls.MAX_SNIPPET_CODE`) is named as not shown, and the calls may only be
+    denied or stopped. Calls too long to show (:data:`MAX_SHOWN_CHARS` together, code included) are
+    shown cut, with a marker, and may only be denied or stopped there; they are approved where they
+    can be read whole (the console, ``toolcode paused --json``, the paused run's ``pending``).
     """
+    if snippet_code is None:
+        snippet_code = kept_code([p for p in pending if isinstance(p, PendingCall)])
     text = "\n".join(f"- {p.tool_id} ({p.tier}): {json_text(p.args)}\n  why asked: {p.reason}" for p in pending)
     text = visible(text)  # no bidi override reorders what is approved, no invisible character hides it
-    text += "".join(_snippet_code(tool_id, code) for tool_id, code in snippets_covered(pending))
-    if len(text) <= MAX_SHOWN_CHARS:
-        return text, DECISIONS
-    cut = (
-        f"{text[:2_000]}…\n(too long to show here in full: {len(text):,} characters. It can be denied or "
-        "stopped here; to approve it, read it whole in the console or in the paused run's pending calls, then "
-        "decide with resume_execution or toolcode resume.)"
-    )
-    return cut, REFUSALS
+    covered = snippets_covered(pending)
+    missing = [tool_id for tool_id, digest in covered if digest not in snippet_code]
+    text += "".join(_snippet_code(tool_id, snippet_code[h]) for tool_id, h in covered if h in snippet_code)
+    whole = len(text) <= MAX_SHOWN_CHARS
+    if not whole:
+        text = (
+            f"{text[:2_000]}…\n(too long to show here in full: {len(text):,} characters. It can be denied or "
+            "stopped here; to approve it, read it whole in the console or in the paused run's pending calls, then "
+            "decide with resume_execution or toolcode resume.)"
+        )
+    if missing:
+        text += _not_kept(missing)
+    return text, DECISIONS if whole and not missing else REFUSALS
 
 
 def snippets_covered(pending: Sequence[PendingCall | PendingCallInfo]) -> list[tuple[str, str]]:
-    """Each saved snippet approving ``pending`` covers, with the code judged, once: ``(tool id, code)``."""
-    return list(dict.fromkeys((tool_id, code) for p in pending for tool_id, code in p.code.items()))
+    """Each saved snippet approving ``pending`` covers, once: ``(tool id, digest of its code as judged)``."""
+    return list(dict.fromkeys((tool_id, digest) for p in pending for tool_id, digest in p.snippets.items()))
+
+
+def _not_kept(tool_ids: Sequence[str]) -> str:
+    """What a question says of the saved snippets whose code it does not show (nothing approves them unseen)."""
+    names = ", ".join(visible(t) for t in dict.fromkeys(tool_ids))
+    return (
+        f"\n(not shown: the code of {names}. The saved snippets' code these calls cover is more than one "
+        f"question keeps ({MAX_SNIPPET_CODE:,} characters): they can be denied or stopped, not approved; call "
+        "fewer or smaller snippets at once.)"
+    )
 
 
 def _snippet_code(tool_id: str, code: str) -> str:

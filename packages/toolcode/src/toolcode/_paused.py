@@ -20,8 +20,9 @@ import time
 from typing import Any, Final
 
 import anyio
+import anyio.to_thread
 
-from toolcode._paused_run import ID_PATTERN, PausedRun
+from toolcode._paused_run import ID_PATTERN, PausedRun, RecordTooLarge
 from toolcode._sessions import owner_of
 from toolcode._settings import PolicySettings
 from toolcode.exceptions import (
@@ -91,25 +92,29 @@ class PausedRuns:
 
         Raises:
             LimitExceededError: ``max_paused_bytes`` (code ``memory_limit``) if it is too large to
-                keep; ``max_paused_runs`` (code ``quota_exceeded``) if its owner has that many waiting
+                keep (its record is written only that far: :meth:`PausedRun.encode`);
+                ``max_paused_runs`` (code ``quota_exceeded``) if its owner has that many waiting
                 (counted before the run is written and again after: then it is taken back).
             StateUnavailableError: If the store cannot be reached (the run is taken back, or the error
                 says to abort it).
         """
         run.expires = time.time() + self.ttl
-        blob = run.encode()
         limits = self.settings
         waiting = await self.store.list(KIND, prefix=run.owner + "/", limit=limits.max_paused_runs)
         if len(waiting) >= limits.max_paused_runs:
             raise self._over_quota(len(waiting))
-        if len(blob) > limits.max_paused_bytes:
+        try:
+            # Written off the event loop, a part at a time, and stopped once past the limit: a large
+            # run never holds up the other callers, nor is built whole to be refused.
+            blob = await anyio.to_thread.run_sync(run.encode, limits.max_paused_bytes)
+        except RecordTooLarge as e:
             raise LimitExceededError(
                 "max_paused_bytes",
                 limits.max_paused_bytes,
-                len(blob),
+                e.at_least,
                 "the run could not pause: it holds too much to keep while a person decides; keep less in "
                 "variables before a call that asks (policy.max_paused_bytes)",
-            )
+            ) from None
         key = f"{run.owner}/{run.execution_id}"
         try:
             await self.store.put(KIND, key, blob, ttl=self.ttl)

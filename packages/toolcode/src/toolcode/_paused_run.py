@@ -4,6 +4,11 @@
 and approvals become when a call needs a person's decision; :meth:`PausedRun.encode` and
 :meth:`PausedRun.decode` are its one stored form (a JSON header line, then the snapshot bytes).
 :mod:`toolcode._paused` keeps these records in the state store.
+
+The code of the saved snippets its pending calls cover is kept once, by digest
+(:attr:`PausedRun.snippet_code`), however many calls name them; the calls refer to it. A record
+longer than its keeper allows is found out while its header is written, a part at a time: never by
+building all of it first (:meth:`PausedRun.encode`).
 """
 
 from __future__ import annotations
@@ -12,19 +17,28 @@ import json
 import math
 import os
 import re
+import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any, Final, Literal, get_args
+from typing import Any, Final, Literal, cast, get_args
 
 from toolcode._options import ResolvedOptions
 from toolcode._types import PauseState, ToolCallRecord
-from toolcode.calls import Approvals, PendingCall, call_key
+from toolcode.calls import Approvals, PendingCall, call_key, snippet_code
 from toolcode.exceptions import InvalidArgumentsError, SessionLimitError
 from toolcode.state import ABSENT
 from tooldocs import json_text
 
-__all__ = ["DECISIONS", "ID_PATTERN", "Decision", "PausedRun", "check_decision", "new_execution_id"]
+__all__ = [
+    "DECISIONS",
+    "ID_PATTERN",
+    "Decision",
+    "PausedRun",
+    "RecordTooLarge",
+    "check_decision",
+    "new_execution_id",
+]
 
 ID_PATTERN: Final = re.compile(r"^[0-9a-f]{32}\Z")
 Decision = Literal["approve", "approve_run", "deny", "abort"]
@@ -43,6 +57,15 @@ def check_decision(value: Any) -> Decision:
     if value in DECISIONS:
         return value
     raise InvalidArgumentsError("decision", f"must be one of {', '.join(DECISIONS)}; got {str(value)[:40]!r}")
+
+
+class RecordTooLarge(Exception):
+    """A paused run's record would be longer than allowed (:meth:`PausedRun.encode` stopped writing it)."""
+
+    def __init__(self, at_least: int) -> None:
+        super().__init__(f"the record would be at least {at_least} bytes long")
+        self.at_least = at_least
+        """Bytes counted when it stopped: the record is at least this long."""
 
 
 @dataclass(slots=True)
@@ -77,9 +100,14 @@ class PausedRun:
     """The version of its session's record when the run paused (``0``: the session was new); it
     continues only in the session at that version. ``None``: not in a session, or a record kept
     before this was (then the session is not checked)."""
+    snippet_code: dict[str, str] = field(default_factory=dict[str, str])
+    """The code of the saved snippets the pending calls cover, each once, by digest (what their
+    questions show; :func:`~toolcode.calls.snippet_code`, within its cap). By default, taken from
+    the pending calls as judged."""
 
     def __post_init__(self) -> None:
         self.run_id = self.run_id or self.execution_id
+        self.snippet_code = self.snippet_code or snippet_code(self.pending)
 
     def session_conflict(self, version: int) -> SessionLimitError | None:
         """Why the run cannot continue in its session, now at ``version`` (``0``: absent); ``None`` when it can.
@@ -105,7 +133,8 @@ class PausedRun:
     @property
     def pending(self) -> list[PendingCall]:
         """The calls that wait."""
-        return [p if isinstance(p, PendingCall) else PendingCall.from_dict(p) for p in self.state.pending]
+        code = self.snippet_code
+        return [p if isinstance(p, PendingCall) else PendingCall.from_dict(p, code) for p in self.state.pending]
 
     def apply(self, decision: Decision, who: str) -> None:
         """Record a decision on the pending calls (``abort`` is handled by the caller)."""
@@ -119,21 +148,54 @@ class PausedRun:
             elif decision == "deny":
                 a.denied.append(call_key(p.tool_id, p.args))
 
-    def encode(self) -> bytes:
-        """One JSON header line, then the engine's snapshot bytes."""
+    def encode(self, most: int | None = None) -> bytes:
+        """One JSON header line, then the engine's snapshot bytes.
+
+        The header is written a part at a time (each pending call, trace record and snippet's code
+        its own part), each part counted as it is written.
+
+        Args:
+            most: The longest record wanted, in bytes (``None``: any).
+
+        Raises:
+            RecordTooLarge: If the record is longer than ``most``: found once the parts written pass it,
+                so at most that much (and one part) is ever written.
+        """
+        limit = sys.maxsize if most is None else most
+        parts: list[str] = []
+        # Characters counted as written (no more than its bytes): the first part past ``limit`` stops it.
+        size = len(self.state.snapshot) + 2
+
+        def counted(text: str) -> str:
+            nonlocal size
+            size += len(text) + 1
+            if size > limit:
+                raise RecordTooLarge(size)
+            return text
+
+        def add(name: str, value: Any) -> None:
+            parts.append(counted(f'"{name}":{json_text(value)}'))
+
+        def add_list(name: str, items: Iterable[Any]) -> None:
+            parts.append(counted(f'"{name}":[') + ",".join(counted(json_text(item)) for item in items) + "]")
+
         o = self.options
-        header = {name: getattr(self, name) for name in _PLAIN} | {
-            "v": 1,
-            "options": {**asdict(o), "timeout": None if math.isinf(o.timeout) else o.timeout},
-            "drive": self.state.drive,
-            "pending": [p.to_dict() for p in self.pending],
-            "line": self.state.line,
-            "approvals": self.approvals.to_dict(),
-            "trace": [r.to_dict() for r in self.trace],
-            "run_id": self.run_id,
-            "session_version": self.session_version,
-        }
-        return json_text(header).encode("utf-8", "surrogatepass") + b"\n" + self.state.snapshot
+        add("v", 1)
+        for name in _PLAIN:
+            add(name, getattr(self, name))
+        add("options", {**asdict(o), "timeout": None if math.isinf(o.timeout) else o.timeout})
+        add("drive", self.state.drive)
+        add_list("pending", (p.to_dict() for p in self.pending))
+        add("line", self.state.line)
+        add("approvals", self.approvals.to_dict())
+        add_list("trace", (r.to_dict() for r in self.trace))
+        add("run_id", self.run_id)
+        add("session_version", self.session_version)
+        add_list("snippet_code", ([h, code] for h, code in self.snippet_code.items()))
+        blob = ("{" + ",".join(parts) + "}").encode("utf-8", "surrogatepass") + b"\n" + self.state.snapshot
+        if len(blob) > limit:
+            raise RecordTooLarge(len(blob))
+        return blob
 
     @classmethod
     def decode(cls, blob: bytes, *, snapshot: bool = True) -> PausedRun:
@@ -158,7 +220,9 @@ class PausedRun:
             o["timeout"] = math.inf if o["timeout"] is None else o["timeout"]
             if o["allowed_namespaces"] is not None:
                 o["allowed_namespaces"] = tuple(map(str, o["allowed_namespaces"]))
-            pending = [PendingCall.from_dict(p) for p in d["pending"]]
+            table = cast("list[tuple[Any, Any]]", d.get("snippet_code") or [])
+            code = {str(h): str(c) for h, c in table}
+            pending = [PendingCall.from_dict(p, code) for p in d["pending"]]
             return cls(
                 **{name: read(d[name]) for name, read in _PLAIN.items()},
                 options=ResolvedOptions(**o),
@@ -167,6 +231,7 @@ class PausedRun:
                 trace=[_record_of(r) for r in d["trace"]],
                 run_id=str(d.get("run_id") or ""),  # a record from before run ids: its own
                 session_version=None if d.get("session_version") is None else int(d["session_version"]),
+                snippet_code=code,
             )
         except (KeyError, TypeError, AttributeError) as e:
             raise ValueError(f"unreadable paused run: {type(e).__name__}: {e}") from None

@@ -57,8 +57,7 @@ class Diagnostic(_Model):
     column: int
     message: str
     code: str | None = None
-    """The error the run would have met there had it started (a value of
-    :class:`toolcode.exceptions.ErrorCode`: ``unknown_tool``, ``invalid_arguments`` or ``runtime_error``)."""
+    """The error the run would have met there (``unknown_tool``, ``invalid_arguments`` or ``runtime_error``)."""
 
 
 class ErrorInfo(_Model):
@@ -88,8 +87,7 @@ class SearchHitEntry(_Model):
     signature: str | None = None
     """The Python signature, as ``describe_tool`` shows it (``detail="schema"``)."""
     weak: bool = False
-    """A weak match (semantic search: its relevance is below ``toolcode.search.weak_relevance``):
-    it may not serve the request; read its summary before using it."""
+    """A weak match (relevance below ``toolcode.search.weak_relevance``): it may not serve; read its summary first."""
 
 
 class SearchResult(_Model):
@@ -97,8 +95,7 @@ class SearchResult(_Model):
 
     hits: list[SearchHitEntry]
     hint: str | None = None
-    """Where to look further: set when nothing matched or every hit is weak, and when a configured
-    server failed to start (its tools are not searched)."""
+    """Where to look further: when nothing matched or every hit is weak, or a configured server failed to start."""
 
 
 class ToolEntry(_Model):
@@ -309,11 +306,10 @@ class PendingCallInfo(_Model):
     reason: str
     """Which rule (or preset) asks for a decision; for a saved snippet, every tool it names that is asked about."""
     digest: str = ""
-    """What approving it covers: the tool's definition; for a saved snippet, its code and the definitions
-    of the tools it names. A change after the question is asked about again."""
-    code: dict[str, str] = Field(default_factory=dict[str, str], exclude_if=lambda v: not v)
-    """For a saved snippet, the code approving it runs, by tool id (itself, then the snippets it names):
-    what ``digest`` binds, shown whole in every question. Left out for a call of any other tool."""
+    """What approving covers: the tool's definition (a snippet: its code, the tools it names); changed: asked again."""
+    snippets: dict[str, str] = Field(default_factory=dict[str, str], exclude_if=lambda v: not v)
+    """For a saved snippet, the snippets approving it runs (itself, then those it names): tool id → digest of the
+    code judged, shown from ``snippet_code`` (one not there was too much to keep: said, never approved)."""
 
 
 class ApprovalRequest(_Model):
@@ -332,6 +328,8 @@ class ApprovalRequest(_Model):
     """Unix time after which the paused run is gone."""
     console: str | None = None
     """The run's page in the console, where a person can decide (when ``toolcode.console`` is on)."""
+    snippet_code: dict[str, str] = Field(default_factory=dict[str, str], exclude_if=lambda v: not v)
+    """The code of the saved snippets the calls cover (their ``snippets``), each once, by digest."""
 
 
 class PausedEntry(_Model):
@@ -345,6 +343,8 @@ class PausedEntry(_Model):
     expires: float | None
     caller: str | None = None
     """Whose run it is, when it is not the lister's own (an operator sees every caller's)."""
+    snippet_code: dict[str, str] = Field(default_factory=dict[str, str], exclude_if=lambda v: not v)
+    """The code of the saved snippets the calls cover (their ``snippets``), each once, by digest."""
 
 
 class PausedResult(_Model):

@@ -9,7 +9,7 @@ import os
 import shlex
 import sys
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -228,15 +228,20 @@ _ANSWERS = {"y": "approve", "r": "approve_run", "n": "deny", "a": "abort", "l": 
 _LABELS = {"y": "approve once", "r": "approve for this run", "n": "deny", "a": "abort", "l": "leave paused"}
 
 
-def ask_terminal(pending: Sequence[PendingCall | PendingCallInfo], line: int | None, code: str) -> str | None:
+def ask_terminal(
+    pending: Sequence[PendingCall | PendingCallInfo],
+    line: int | None,
+    code: str,
+    snippet_code: Mapping[str, str] | None = None,
+) -> str | None:
     """Ask the person at the terminal about pending calls; ``None``: leave the run paused.
 
-    Every call is shown whole (:func:`~toolcode._outcome.shown_to_decide`); calls too long to show
-    may only be denied, stopped or left paused here.
+    Every call is shown whole (:func:`~toolcode._outcome.shown_to_decide`, with the paused run's
+    ``snippet_code``); calls too long to show may only be denied, stopped or left paused here.
     """
     err = stderr()
     lines = code_lines(code)
-    shown, offered = shown_to_decide(pending)
+    shown, offered = shown_to_decide(pending, snippet_code)
     err.print(Text("approval needed:", "yellow"))
     err.print(Text(safe(shown)))
     if line is not None and 0 < line <= len(lines):
@@ -254,7 +259,11 @@ def ask_terminal(pending: Sequence[PendingCall | PendingCallInfo], line: int | N
 
 
 def decide(
-    approve: str | None, pending: Sequence[PendingCall | PendingCallInfo], line: int | None, code: str
+    approve: str | None,
+    pending: Sequence[PendingCall | PendingCallInfo],
+    line: int | None,
+    code: str,
+    snippet_code: Mapping[str, str] | None = None,
 ) -> tuple[str, str] | None:
     """A decision about pending calls and who made it: ``--approve``'s, else the person's at the terminal.
 
@@ -263,7 +272,7 @@ def decide(
     """
     if approve is not None:
         return ("approve_run" if approve == "all" else "deny"), f"flag:--approve={approve}"
-    decision = ask_terminal(pending, line, code) if interactive() else None
+    decision = ask_terminal(pending, line, code, snippet_code) if interactive() else None
     return (decision, f"person:{getpass.getuser()}") if decision is not None else None
 
 

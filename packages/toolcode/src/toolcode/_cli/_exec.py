@@ -44,7 +44,11 @@ async def cmd_exec(args: argparse.Namespace) -> int:
         outcome = await box.codemode.execute(code, input=data, options=options, session=args.session)
         for _ in range(_MAX_QUESTIONS):
             approval = outcome.approval
-            chosen = decide(args.approve, approval.pending, approval.line, code) if approval is not None else None
+            chosen = (
+                decide(args.approve, approval.pending, approval.line, code, approval.snippet_code)
+                if approval is not None
+                else None
+            )
             if approval is None or chosen is None:
                 break  # done, or left paused
             outcome = await box.codemode.resume(approval.execution_id, chosen[0], by=chosen[1])

@@ -45,6 +45,7 @@ from toolcode.calls._gate import Decide, Gate, ask_person, cannot_pause, pause, 
 from toolcode.calls._guard import AuditGuard
 from toolcode.calls._layer import Call, Layer
 from toolcode.calls._policy import (
+    MAX_SNIPPET_CODE,
     Approvals,
     Asker,
     Checkpoint,
@@ -54,6 +55,7 @@ from toolcode.calls._policy import (
     check_judged,
     decider,
     literal_tool_ids,
+    snippet_code,
 )
 from toolcode.calls._record import Record
 from toolcode.calls._run import Run, makeable_first
@@ -61,6 +63,7 @@ from toolrun import Runner
 
 __all__ = [
     "CALLS_AT_ONCE",
+    "MAX_SNIPPET_CODE",
     "Approvals",
     "Asker",
     "Call",
@@ -81,6 +84,7 @@ __all__ = [
     "literal_tool_ids",
     "pause",
     "refuse",
+    "snippet_code",
 ]
 
 

@@ -50,6 +50,7 @@ from toolcode.exceptions import ErrorCode, ToolError
 from toolindex import Tool, ToolIndexError
 
 __all__ = [
+    "MAX_SNIPPET_CODE",
     "PRESETS",
     "ApprovalNeeded",
     "Approvals",
@@ -64,6 +65,7 @@ __all__ = [
     "check_judged",
     "decider",
     "literal_tool_ids",
+    "snippet_code",
 ]
 
 TIERS: Final[tuple[Tier, ...]] = get_args(Tier)
@@ -120,8 +122,8 @@ class Verdict:
     """For a saved snippet: itself and the snippets it names (through others too), with the digest
     of the code judged for each (only that code runs under this verdict, however deep)."""
     code: tuple[tuple[str, str], ...] = ()
-    """For a saved snippet: the code judged of each of :attr:`snippets` (the texts of those digests),
-    which a person asked about it is shown."""
+    """For a saved snippet: the code judged of each of :attr:`snippets`, by its digest (the texts of
+    those digests), which a person asked about it is shown."""
 
 
 Judged = tuple[int | None, Verdict | None]
@@ -340,7 +342,7 @@ class Policy:
         digest = hashlib.sha256(code_digest.encode())
         calls: dict[str, str] = {}
         snippets: dict[str, str] = {tool.id: code_digest}
-        sources: dict[str, str] = {tool.id: code}  # the code of each of ``snippets``, shown to a person
+        sources: dict[str, str] = {code_digest: code}  # the code of each of ``snippets``, shown to a person
         strict: list[str] = []  # every named tool the person is asked about, listed in the question
         dynamic = False
         todo: list[tuple[Tool, str, str, int]] = [(tool, code, code_digest, 0)]  # depth first, each snippet once
@@ -366,7 +368,7 @@ class Policy:
                     verdicts.append((inner.id, iv.tier, iv.decision, iv.reason))
                 elif depth + 1 < _MAX_NESTING:
                     calls[inner.id] = snippets[inner.id] = inner_digest = _sha(inner_code)
-                    sources[inner.id] = inner_code
+                    sources[inner_digest] = inner_code
                     digest.update(f"\n{inner.id}={inner_digest}".encode())
                     todo.append((inner, inner_code, inner_digest, depth + 1))
                 # Deeper: judged when it is called, inside this snippet's run (which cannot stop
@@ -448,32 +450,57 @@ class PendingCall:
     reason: str
     digest: str = ""
     """What approving it binds (:attr:`Verdict.digest`)."""
-    code: Mapping[str, str] = field(default_factory=dict[str, str])
-    """For a saved snippet: the code of each saved snippet approving it covers (itself, then those it
-    names), by tool id, as judged: the code ``digest`` binds, which a person is shown whole."""
+    snippets: Mapping[str, str] = field(default_factory=dict[str, str])
+    """For a saved snippet: each saved snippet approving it covers (itself, then those it names), by
+    tool id, with the digest of its code as judged (what ``digest`` binds). The code itself is kept
+    once per question, by digest (:func:`snippet_code`), however many calls name it."""
+    code: Mapping[str, str] = field(default_factory=dict[str, str], compare=False, repr=False)
+    """The code of :attr:`snippets`, by digest, as judged: held here only until the question is
+    asked or the run pauses (never written with the call: a paused run keeps each code once)."""
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain data."""
-        return {
-            "tool_id": self.tool_id,
-            "args": dict(self.args),
-            "tier": self.tier,
-            "reason": self.reason,
-            "digest": self.digest,
-            "code": dict(self.code),
-        }
+        """Plain data (the code of :attr:`snippets` is not in it: see :func:`snippet_code`)."""
+        d = {"tool_id": self.tool_id, "args": dict(self.args), "tier": self.tier, "reason": self.reason}
+        return d | {"digest": self.digest, "snippets": dict(self.snippets)}
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> PendingCall:
-        """Read :meth:`to_dict`'s output back."""
+    def from_dict(cls, d: Mapping[str, Any], code: Mapping[str, str] | None = None) -> PendingCall:
+        """Read :meth:`to_dict`'s output back; ``code``: the question's code by digest (:func:`snippet_code`)."""
+        snippets = {str(k): str(v) for k, v in (as_mapping(d.get("snippets")) or {}).items()}
         return cls(
             str(d["tool_id"]),
             dict(cast("Mapping[str, Any]", d["args"])),
             cast(Tier, d["tier"]),
             str(d["reason"]),
             str(d.get("digest", "")),
-            {str(k): str(v) for k, v in (as_mapping(d.get("code")) or {}).items()},
+            snippets,
+            {h: code[h] for h in snippets.values() if h in code} if code else {},
         )
+
+
+MAX_SNIPPET_CODE: Final = 1_000_000
+"""The most characters of saved snippets' code one question keeps (:func:`snippet_code`): the code of
+the snippets past it is not kept, and the question says so and offers only *deny* and *abort*."""
+
+
+def snippet_code(pending: Iterable[PendingCall], most: int = MAX_SNIPPET_CODE) -> dict[str, str]:
+    """The code of every saved snippet the ``pending`` calls cover, each once, by digest: what a question shows.
+
+    However many calls name a snippet, its code is here once. In the order the calls name them, as
+    long as the total stays within ``most`` characters: from the first that would pass it on, none
+    is kept (never a part of one), and a question about them says which are not shown.
+    """
+    kept: dict[str, str] = {}
+    total = 0
+    for p in pending:
+        for h in p.snippets.values():
+            if h in kept or h not in p.code:
+                continue
+            total += len(p.code[h])
+            if total > most:
+                return kept
+            kept[h] = p.code[h]
+    return kept
 
 
 class ApprovalNeeded(Exception):  # a signal, not an error: the run pauses
@@ -546,6 +573,7 @@ class Checkpoint:
         scope = _scope.get()
         quarantined = self.policy.quarantined
         seen: dict[str, Tool | None] = {}  # a batch of calls names few tools: each looked up once
+        judged: dict[str, Verdict] = {}  # ... and each judged once (a snippet's verdict reads its code)
         for tool_id, args in calls:
             if tool_id in seen:
                 tool = seen[tool_id]
@@ -556,7 +584,9 @@ class Checkpoint:
                     tool = seen[tool_id] = None
             if tool is None:
                 continue  # the call itself reports the unknown (or unavailable) tool
-            v = self._not_refused(tool, quarantined)
+            v = judged.get(tool.id)
+            if v is None:
+                v = judged[tool.id] = self._not_refused(tool, quarantined)
             if v.decision == "allow":
                 verdicts[tool_id] = v
                 if version is not None and tool_id == tool.id and tool.namespace != SNIPPETS_NAMESPACE:
@@ -577,7 +607,7 @@ class Checkpoint:
                 pending_keys.append(approved)
                 verdicts[tool_id] = v
                 continue
-            pending.append(PendingCall(tool.id, dict(args), v.tier, v.reason, v.digest, dict(v.code)))
+            pending.append(PendingCall(tool.id, dict(args), v.tier, v.reason, v.digest, dict(v.snippets), dict(v.code)))
         if pending:
             if scope is not None:
                 first = pending[0]

@@ -231,6 +231,8 @@ class Console:
             if run is not None and (unlike or not hmac.compare_digest(form.get("shown", ""), self.views.shown(run))):
                 text = _html.unlike_text(unlike or [p.tool_id for p in run.pending])
                 return _message(viewer, "Not decided", text, 409)
+            if run is not None and (missing := _html.not_kept(run)):
+                return _message(viewer, "Not decided", _html.not_kept_text(missing), 409)
         out = await self.views.decide(viewer, request.path_params["execution_id"], decision)
         if out.error is not None and out.error.code == "invalid_arguments":
             return _message(viewer, "Not decided", out.error.message, 404)

@@ -14,9 +14,10 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlencode
 
-from toolcode._outcome import code_lines, visible
+from toolcode._outcome import code_lines, snippets_covered, visible
 from toolcode._paused_run import DECISIONS, PausedRun
 from toolcode._settings import Settings
+from toolcode.calls import MAX_SNIPPET_CODE
 from toolcode.console._auth import Viewer
 from toolcode.console._views import DECISIONS as AUDIT_DECISIONS
 from toolcode.console._views import PAGE, AuditFilter, Change, OwnerState
@@ -150,13 +151,28 @@ def unlike_text(unlike: Sequence[str]) -> str:
     )
 
 
+def not_kept(r: PausedRun) -> list[str]:
+    """The saved snippets the run's calls cover whose code it did not keep (it cannot be approved unseen)."""
+    return list(dict.fromkeys(t for t, h in snippets_covered(r.pending) if h not in r.snippet_code))
+
+
+def not_kept_text(missing: Sequence[str]) -> str:
+    """Why a run whose snippets' code was not all kept cannot be approved."""
+    return (
+        f"The code of {', '.join(missing)} is not shown: the saved snippets' code these calls cover is more than "
+        f"one question keeps ({MAX_SNIPPET_CODE:,} characters). Nobody approves code unseen: deny or abort it."
+    )
+
+
 def run(
     viewer: Viewer, r: PausedRun, owner: str, about: Mapping[str, str], unlike: Sequence[str] = (), shown: str = ""
 ) -> str:
     """One paused run: the calls with their arguments and what the tools say they do, the decision, the snippet.
 
-    A call of a saved snippet shows the code approving it runs: its own and that of the snippets it
-    names, as judged (:attr:`PendingCall.code`), whole.
+    The calls of saved snippets show the code approving them runs: their own and that of the
+    snippets they name, as judged, each once (:attr:`PausedRun.snippet_code`), whole. A snippet
+    whose code the run did not keep (too much: :data:`~toolcode.calls.MAX_SNIPPET_CODE`) is named,
+    and then only deny and abort are offered.
 
     ``about`` holds each pending tool's description, as its server gives it; ``unlike``: the tools
     whose definition here is not the one approving binds (then only deny and abort are offered);
@@ -165,17 +181,21 @@ def run(
     calls = "".join(
         f'<div class="call card"><p><code class="tool">{esc(p.tool_id)}</code> <span class="tier {esc(p.tier)}">'
         f'{esc(p.tier)}</span></p><p class="about">{esc(about.get(p.tool_id, ""))}</p>'
-        f'<p class="hint">{esc(p.reason)}</p><pre class="args">{_json(p.args)}</pre>'
-        f"{''.join(_saved_code(tool_id, code) for tool_id, code in p.code.items())}</div>"
+        f'<p class="hint">{esc(p.reason)}</p><pre class="args">{_json(p.args)}</pre></div>'
         for p in r.pending
     )
+    covered = snippets_covered(r.pending)
+    calls += "".join(_saved_code(t, r.snippet_code[h]) for t, h in covered if h in r.snippet_code)
+    missing = not_kept(r)
+    if missing:
+        calls += f'<p class="card error unlike">{esc(not_kept_text(missing))}</p>'
     lines = _numbered(r.code, r.state.line)
     facts = (
         f"<dl><dt>Caller</dt><dd>{esc(owner)}</dd><dt>Paused</dt><dd>{esc(when(r.paused_at))}</dd>"
         f"<dt>Expires</dt><dd>{esc(when(r.expires))}</dd><dt>Session</dt><dd>{esc(r.session or '—')}</dd>"
         f"<dt>May still call</dt><dd>{esc(', '.join(r.may_call) or '—')}</dd></dl>"
     )
-    offered = [d for d in DECISIONS if not (unlike and d in ("approve", "approve_run"))]
+    offered = [d for d in DECISIONS if not ((unlike or missing) and d in ("approve", "approve_run"))]
     buttons = "".join(f'<button name="decision" value="{d}" class="{d}">{esc(_LABELS[d])}</button>' for d in offered)
     warning = f'<p class="card error unlike">{esc(unlike_text(unlike))}</p>' if unlike else ""
     form = (

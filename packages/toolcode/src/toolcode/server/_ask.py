@@ -7,7 +7,7 @@ the answer. A dismissed question leaves the run paused (``resume_execution`` con
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import mcp_types as types
@@ -54,9 +54,11 @@ def _form(decisions: Sequence[str]) -> dict[str, Any]:
 Pending = Sequence[PendingCall | PendingCallInfo]
 
 
-def _question(pending: Pending, line: int | None, code: str) -> tuple[str, tuple[str, ...]]:
+def _question(
+    pending: Pending, line: int | None, code: str, snippet_code: Mapping[str, str] | None = None
+) -> tuple[str, tuple[str, ...]]:
     """The question a person answers about paused calls, and the decisions it offers (:func:`shown_to_decide`)."""
-    shown, offered = shown_to_decide(pending)
+    shown, offered = shown_to_decide(pending, snippet_code)
     lines = code_lines(code)
     shows_line = line is not None and 0 < line <= len(lines)
     where = f"\nat line {line}: {clip(lines[line - 1].strip(), 300)}" if line is not None and shows_line else ""
@@ -86,10 +88,14 @@ def can_ask_by_retry(ctx: ServerRequestContext[Any]) -> bool:
 
 
 async def _elicit(
-    ctx: ServerRequestContext[Any], pending: Sequence[PendingCall | PendingCallInfo], line: int | None, code: str
+    ctx: ServerRequestContext[Any],
+    pending: Pending,
+    line: int | None,
+    code: str,
+    snippet_code: Mapping[str, str] | None = None,
 ) -> str:
     """The person's decision, asked through the client (``cancel``: dismissed, or the client failed to ask)."""
-    message, offered = _question(pending, line, code)
+    message, offered = _question(pending, line, code, snippet_code)
     try:
         result = await ctx.session.elicit_form(message, _form(offered), related_request_id=ctx.request_id)
     except Exception as e:  # the client failed to ask: the run stays paused, to resume later
@@ -113,7 +119,7 @@ def input_required(out: ExecuteOutcome, code: str) -> types.InputRequiredResult:
     """The question about a paused run, for a client that asks its user and retries with the answer."""
     approval = out.approval
     assert approval is not None
-    message, offered = _question(approval.pending, approval.line, code)
+    message, offered = _question(approval.pending, approval.line, code, approval.snippet_code)
     params = types.ElicitRequestFormParams(message=message, requested_schema=_form(offered))
     return types.InputRequiredResult(
         input_requests={"decision": types.ElicitRequest(params=params)}, request_state=approval.execution_id
@@ -129,7 +135,9 @@ async def continue_by_retry(
     approval = paused.approval
     # What the question offered is asked again of the run as it waits (the question is its own:
     # a decided one answers below with how it ended, whatever the answer).
-    offered = _question(approval.pending, approval.line, "")[1] if approval is not None else DECISIONS
+    offered = DECISIONS
+    if approval is not None:
+        offered = _question(approval.pending, approval.line, "", approval.snippet_code)[1]
     decision = _decision_of(answer, offered) if isinstance(answer, types.ElicitResult) else "cancel"
     if decision == "cancel":  # dismissed: the run stays paused, as the 2025-11-25 era answers
         return paused
@@ -152,7 +160,7 @@ async def decide_now(
         approval = out.approval
         if approval is None:
             break
-        decision = await _elicit(ctx, approval.pending, approval.line, code)
+        decision = await _elicit(ctx, approval.pending, approval.line, code, approval.snippet_code)
         if decision == "cancel":
             break  # left paused: resume_execution continues it later
         out = await codemode.resume(
