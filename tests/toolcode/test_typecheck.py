@@ -313,6 +313,15 @@ BROKEN: dict[str, tuple[str, int, int, str, str]] = {
         "`ticket_id` is given a value of type `int`; the tool takes `str` there",
         "invalid_arguments",
     ),
+    "a result's number given where a string goes (literal id)": (
+        "run_tool('helpdesk:assign_ticket', ticket_id='PAR-1', engineer='Ana')\n"
+        "t = run_tool('helpdesk:list_tickets', office='Paris')[0]\n"
+        "run_tool('helpdesk:assign_ticket', ticket_id=t['age_days'], engineer='Ana')",
+        3,
+        36,
+        "`ticket_id` is given a value of type `int`; the tool takes `str` there",
+        "invalid_arguments",
+    ),
     "a result's count given where a string goes (module)": (
         "from tools import helpdesk\nhelpdesk.assign_ticket(ticket_id='PAR-1', engineer='Ana')\n"
         "staff = helpdesk.list_offices()[0]['staff']\nhelpdesk.on_call(office=staff)",

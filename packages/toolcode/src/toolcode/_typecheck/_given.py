@@ -62,10 +62,11 @@ def argument_certain(rule: str, message: str, given: tuple[ast.Call, ast.keyword
             continue  # takes no scalar
         if found in _JSON_KINDS.get(member, {found}):
             return None  # a member that takes it, or one this does not know (a class, a Literal, Any)
-    return (
-        f"invalid arguments for `{ast.unparse(call.func)}`: `{keyword.arg}` is given a value of type `{found}`; "
-        f"the tool takes `{expected}` there"
-    )
+    name = ast.unparse(call.func)
+    if name == "run_tool" and call.args:
+        name = f"run_tool({ast.unparse(call.args[0])})"  # the tool's id, as written
+    given_type = f"`{keyword.arg}` is given a value of type `{found}`"
+    return f"invalid arguments for `{name}`: {given_type}; the tool takes `{expected}` there"
 
 
 def _members(t: str) -> list[str]:

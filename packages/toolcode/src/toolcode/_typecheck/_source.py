@@ -10,8 +10,9 @@ display, a comprehension, a ``list()``/``dict()``/``set()`` call) is handed to `
 Python does not enforce. What keeps its type: the tools' results (declared by their output
 schemas), scalars and tuples, and whatever flows from them. A ``run_tool("ns:x", ...)`` call with
 a literal id is handed over as ``toolcode_result(<the module function>, run_tool(...))``, so its
-result is typed exactly as ``ns.x(...)``'s is. An import from ``tools`` whose name the snippet
-binds again is handed over as an import under another name and a plain assignment
+result is typed exactly as ``ns.x(...)``'s is; one of the id and keywords only, as the module
+function called with those keywords, so they are typed as its arguments too. An import from
+``tools`` whose name the snippet binds again is handed over as an import under another name and a plain assignment
 (``from tools import helpdesk as toolcode_import_0; helpdesk = toolcode_import_0``): to ``ty`` an
 import declares its name's type for good, and a Python name may be bound to anything later.
 """
@@ -180,6 +181,12 @@ def checked_source(
                 # Unpacked into names: a tuple of the results, the call kept in its first item.
                 more = "".join(f", {RESULT_FUNCTION}({MODULE_ALIAS}{f}, 0)" for f in rest)
                 wrap(node, f"({RESULT_FUNCTION}({MODULE_ALIAS}{first}, ", f"){more}{'' if rest else ','})")
+            elif _keywords_only(node):
+                # ``run_tool("ns:x", a=1)`` is the module function called with the same keywords, as
+                # written: its arguments are typed as the function's, and its result too.
+                start, end = span(node)
+                head = span(node.keywords[0])[0] if node.keywords else end
+                edits.append((start, 1, -head, head, f"{MODULE_ALIAS}{first}(" + ("" if node.keywords else ")")))
             else:
                 wrap(node, f"{RESULT_FUNCTION}({MODULE_ALIAS}{first}, ")
         elif isinstance(node, BUILT) and not isinstance(getattr(node, "ctx", ast.Load()), ast.Store | ast.Del):
@@ -207,6 +214,16 @@ def checked_source(
     parts.append(code[last:])
     new = "".join(parts)
     return CheckedSource(new, tuple((s, e, len(t)) for s, _, _, e, t in edits), starts, _line_starts(new))
+
+
+def _keywords_only(call: ast.Call) -> bool:
+    """``run_tool("ns:x", k=v, **more)``: the id alone, then keywords that are all the tool's arguments."""
+    return (
+        isinstance(call.func, ast.Name)
+        and call.func.id == "run_tool"
+        and len(call.args) == 1
+        and not any(k.arg in ("tool_id", "args") for k in call.keywords)
+    )
 
 
 def prepared(
