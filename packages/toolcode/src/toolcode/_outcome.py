@@ -27,7 +27,7 @@ from toolcode.models import (
 )
 from tooldocs import json_text
 
-__all__ = ["APPROVAL_OP", "code_lines", "outcome", "outcome_json", "outcome_text", "paused_result"]
+__all__ = ["APPROVAL_OP", "code_lines", "line_quoted", "outcome", "outcome_json", "outcome_text", "paused_result"]
 
 _SUMMARY_FAILURES = 3
 _SUMMARY_MESSAGE = 160
@@ -266,6 +266,15 @@ def _snippet_code(tool_id: str, code: str) -> str:
     shown = "\n".join(f"  {i:>{width}} | {line}" for i, line in enumerate(lines, start=1))
     count = f"{len(lines)} line{'s' if len(lines) != 1 else ''}"
     return f"\ncode of {visible(tool_id)} that approving runs ({count}):\n{shown}"
+
+
+def line_quoted(code: str, line: int | None) -> str | None:
+    """The snippet's line ``line`` as a question quotes it, or ``None`` when it has no such line.
+
+    Numbered and written out as :func:`code_lines` has it, stripped, at most 300 characters (a cut marked).
+    """
+    lines = code_lines(code)
+    return clip(lines[line - 1].strip(), 300) if line is not None and 0 < line <= len(lines) else None
 
 
 def code_lines(code: str) -> list[str]:

@@ -24,7 +24,7 @@ from toolcode._app import UNSANDBOXED_WARNING, ConnectEvent, Toolbox
 from toolcode._cli._render import print_json, safe
 from toolcode._errors import describe_error
 from toolcode._metatools import failure_reply, reply_of
-from toolcode._outcome import code_lines, shown_to_decide
+from toolcode._outcome import line_quoted, shown_to_decide
 from toolcode._settings import Settings, StateSettings
 from toolcode.calls import Asker, PendingCall
 from toolcode.exceptions import ConfigurationError, ToolCodeError
@@ -240,12 +240,11 @@ def ask_terminal(
     ``snippet_code``); calls too long to show may only be denied, stopped or left paused here.
     """
     err = stderr()
-    lines = code_lines(code)
     shown, offered = shown_to_decide(pending, snippet_code)
     err.print(Text("approval needed:", "yellow"))
     err.print(Text(safe(shown)))
-    if line is not None and 0 < line <= len(lines):
-        err.print(Text(safe(f"  line {line}: {lines[line - 1].strip()[:300]}")))
+    if (quoted := line_quoted(code, line)) is not None:
+        err.print(Text(safe(f"  line {line}: {quoted}")))
     keys = {k: d for k, d in _ANSWERS.items() if d is None or d in offered}
     prompt = "  ".join(f"[{k}] {_LABELS[k]}" for k in keys) + ": "
     while True:

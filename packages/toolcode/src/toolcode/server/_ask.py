@@ -14,11 +14,10 @@ import mcp_types as types
 from mcp.server import ServerRequestContext
 
 from toolcode._core import CodeMode
-from toolcode._outcome import code_lines, shown_to_decide
+from toolcode._outcome import line_quoted, shown_to_decide
 from toolcode._paused_run import DECISIONS
 from toolcode._types import OnToolCall
 from toolcode.calls import Asker, PendingCall
-from toolcode.exceptions import clip
 from toolcode.models import ExecuteOutcome, PendingCallInfo
 from toolindex.log import get_logger
 
@@ -59,9 +58,8 @@ def _question(
 ) -> tuple[str, tuple[str, ...]]:
     """The question a person answers about paused calls, and the decisions it offers (:func:`shown_to_decide`)."""
     shown, offered = shown_to_decide(pending, snippet_code)
-    lines = code_lines(code)
-    shows_line = line is not None and 0 < line <= len(lines)
-    where = f"\nat line {line}: {clip(lines[line - 1].strip(), 300)}" if line is not None and shows_line else ""
+    quoted = line_quoted(code, line)
+    where = f"\nat line {line}: {quoted}" if quoted is not None else ""
     head = f"A program run by the assistant wants to make {len(pending)} call(s) that need your decision:\n"
     return head + shown + where, offered
 
