@@ -322,6 +322,24 @@ BROKEN: dict[str, tuple[str, int, int, str, str]] = {
         "`ticket_id` is given a value of type `int`; the tool takes `str` there",
         "invalid_arguments",
     ),
+    "a result's number given where a string goes (literal id, arguments object)": (
+        "run_tool('helpdesk:assign_ticket', {'ticket_id': 'PAR-1', 'engineer': 'Ana'})\n"
+        "t = run_tool('helpdesk:list_tickets', {'office': 'Paris'})[0]\n"
+        "run_tool('helpdesk:assign_ticket', {'ticket_id': t['age_days'], 'engineer': 'Ana'})",
+        3,
+        37,
+        "`ticket_id` is given a value of type `int`; the tool takes `str` there",
+        "invalid_arguments",
+    ),
+    "a result's count given where a string goes (arguments object over lines)": (
+        "run_tool('helpdesk:assign_ticket', {'ticket_id': 'PAR-1', 'engineer': 'Ana'})\n"
+        "staff = run_tool('helpdesk:list_offices', {})[0]['staff']\n"
+        "run_tool(\n    'helpdesk:on_call',\n    {\n        'office': staff,  # the office\n    },\n)",
+        6,
+        9,
+        "`office` is given a value of type `int`; the tool takes `str` there",
+        "invalid_arguments",
+    ),
     "a result's count given where a string goes (module)": (
         "from tools import helpdesk\nhelpdesk.assign_ticket(ticket_id='PAR-1', engineer='Ana')\n"
         "staff = helpdesk.list_offices()[0]['staff']\nhelpdesk.on_call(office=staff)",
@@ -467,6 +485,21 @@ VALID: dict[str, tuple[str, Any]] = {
         ["Paris", "New York"],
     ),
     "import as": ("import tools.helpdesk as hd\nlen(hd.on_call(office='Paris'))", 2),
+    # An arguments object of literal keys is typed as the module function's keywords: only a type
+    # no member of the parameter's takes is refused.
+    "arguments object of a result's values": (
+        "t = run_tool('helpdesk:list_tickets', {'office': 'Paris'})[0]\n"
+        "o = run_tool('helpdesk:list_offices', {})[0]\n"
+        "len(run_tool('helpdesk:on_call', {'office': str(t['age_days'])})) + len(run_tool(\n"
+        "    'helpdesk:on_call', {  # where\n        'office': o['city'],\n    }  # done\n))",
+        None,
+    ),
+    "arguments object with a spread, a parenthesised key and value": (
+        "extra = {'office': 'Paris'}\na = run_tool('helpdesk:on_call', {**extra})\n"
+        "b = run_tool('helpdesk:on_call', {('office'): ('Paris')})\n"
+        "c = run_tool('helpdesk:on_call', {'office': ('Paris'), })\nlen(a) + len(b) + len(c)",
+        6,
+    ),
     # A tools import's name bound again: to ty an import declared its type for good.
     "module name rebound to its result": (
         "from tools import helpdesk\nhelpdesk = helpdesk.list_offices()\nhelpdesk[0]['city']",

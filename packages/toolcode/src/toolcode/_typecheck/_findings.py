@@ -324,6 +324,18 @@ def kept(
     arguments = {
         positions.of(k): (n, k) for n in ast.walk(tree) if isinstance(n, ast.Call) for k in n.keywords if k.arg
     }
+    # And each key of a ``run_tool("ns:x", {...})`` call's arguments object, read as a keyword there.
+    arguments.update(
+        (positions.of(k), (n, ast.keyword(k.value, v)))
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Name)
+        and n.func.id == "run_tool"
+        and len(n.args) == 2
+        and isinstance(n.args[1], ast.Dict)
+        for k, v in zip(n.args[1].keys, n.args[1].values, strict=True)
+        if isinstance(k, ast.Constant) and isinstance(k.value, str)
+    )
     out: list[Diagnostic] = []
     whole = _whole_unions(found)
     for m in found:

@@ -10,8 +10,9 @@ display, a comprehension, a ``list()``/``dict()``/``set()`` call) is handed to `
 Python does not enforce. What keeps its type: the tools' results (declared by their output
 schemas), scalars and tuples, and whatever flows from them. A ``run_tool("ns:x", ...)`` call with
 a literal id is handed over as ``toolcode_result(<the module function>, run_tool(...))``, so its
-result is typed exactly as ``ns.x(...)``'s is; one of the id and keywords only, as the module
-function called with those keywords, so they are typed as its arguments too. An import from
+result is typed exactly as ``ns.x(...)``'s is; one of the id and keywords only, or of the id and
+an object display of literal keys (:func:`as_keywords`), as the module function called with
+those keywords, so they are typed as its arguments too. An import from
 ``tools`` whose name the snippet binds again is handed over as an import under another name and a plain assignment
 (``from tools import helpdesk as toolcode_import_0; helpdesk = toolcode_import_0``): to ``ty`` an
 import declares its name's type for good, and a Python name may be bound to anything later.
@@ -21,10 +22,13 @@ from __future__ import annotations
 
 import ast
 import bisect
+import keyword
+import re
 import textwrap
-from collections.abc import Mapping, Sequence
+import unicodedata
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, cast
 
 from toolcode._modules import PACKAGE
 from toolcode._typecheck._diagnostic import Positions
@@ -187,6 +191,22 @@ def checked_source(
                 start, end = span(node)
                 head = span(node.keywords[0])[0] if node.keywords else end
                 edits.append((start, 1, -head, head, f"{MODULE_ALIAS}{first}(" + ("" if node.keywords else ")")))
+            elif (keys := as_keywords(node, code, span)) is not None:
+                # ``run_tool("ns:x", {"a": 1})``: the module function called with ``a=1``.
+                arguments = cast("ast.Dict", node.args[1])
+                skip.add(id(arguments))
+                start, end = span(node)
+                if keys:
+                    # ``run_tool("ns:x", {`` → ``ns.x(``; each ``"a": `` → ``a=``; ``})`` → ``)``.
+                    head = span(cast("ast.expr", arguments.keys[0]))[0]
+                    edits.append((start, 1, -head, head, f"{MODULE_ALIAS}{first}("))
+                    for name, key, value in zip(keys, arguments.keys, arguments.values, strict=True):
+                        at = span(value)[0]
+                        edits.append((span(cast("ast.expr", key))[0], 1, -at, at, f"{name}="))
+                    tail = span(arguments.values[-1])[1]
+                    edits.append((tail, 1, -end, end, ")"))
+                else:
+                    edits.append((start, 1, -end, end, f"{MODULE_ALIAS}{first}()"))
             else:
                 wrap(node, f"{RESULT_FUNCTION}({MODULE_ALIAS}{first}, ")
         elif isinstance(node, BUILT) and not isinstance(getattr(node, "ctx", ast.Load()), ast.Store | ast.Del):
@@ -224,6 +244,46 @@ def _keywords_only(call: ast.Call) -> bool:
         and len(call.args) == 1
         and not any(k.arg in ("tool_id", "args") for k in call.keywords)
     )
+
+
+def as_keywords(call: ast.Call, code: str, span: Callable[[ast.AST], tuple[int, int]]) -> tuple[str, ...] | None:
+    """The keywords ``run_tool("ns:x", {"a": 1, "b": x})``'s arguments object is written as (``None``: it is not).
+
+    Only an object display of distinct string keys that are identifiers as Python reads them
+    (``from``, a keyword, is not; nor ``"per-page"``), with nothing between a key and its value but
+    ``:``, and nothing after the last value but ``}``, ``,`` and ``)``: a parenthesised key or value,
+    a comment there or a ``**spread`` leaves the call as it is. A parameter named like an
+    identifier keeps its name in the module function's signature (:class:`tooldocs.NameMap`), so
+    ``a=`` is the argument ``"a"``.
+    """
+    if not (
+        isinstance(call.func, ast.Name)
+        and call.func.id == "run_tool"
+        and len(call.args) == 2
+        and not call.keywords
+        and isinstance(arguments := call.args[1], ast.Dict)
+    ):
+        return None
+    keys: list[str] = []
+    for key, value in zip(arguments.keys, arguments.values, strict=True):
+        if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+            return None
+        name = key.value
+        if not name.isidentifier() or keyword.iskeyword(name) or unicodedata.normalize("NFKC", name) != name:
+            return None
+        if _COMMENT.sub("", code[span(key)[1] : span(value)[0]]).strip() != ":":
+            return None
+        keys.append(name)
+    if len(set(keys)) != len(keys):
+        return None
+    if keys and not _CLOSING.fullmatch(_COMMENT.sub("", code[span(arguments.values[-1])[1] : span(call)[1]])):
+        return None
+    return tuple(keys)
+
+
+_COMMENT: Final = re.compile(r"#[^\n]*")
+_CLOSING: Final = re.compile(r"\s*,?\s*}\s*,?\s*\)")
+"""What may stand after an arguments object's last value, comments aside, for it to be read as keywords."""
 
 
 def prepared(
