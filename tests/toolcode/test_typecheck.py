@@ -340,6 +340,33 @@ BROKEN: dict[str, tuple[str, int, int, str, str]] = {
         "`office` is given a value of type `int`; the tool takes `str` there",
         "invalid_arguments",
     ),
+    "a result's number given where a string goes (args= and tool_id= keywords)": (
+        "run_tool('helpdesk:assign_ticket', ticket_id='PAR-1', engineer='Ana')\n"
+        "t = run_tool('helpdesk:list_tickets', office='Paris')[0]\n"
+        "run_tool(tool_id='helpdesk:assign_ticket', args={'engineer': 'Ana', 'ticket_id': t['age_days']})",
+        3,
+        69,
+        "invalid arguments for `run_tool('helpdesk:assign_ticket')`: `ticket_id` is given a value of type `int`",
+        "invalid_arguments",
+    ),
+    "a result's number given where a string goes (awaitable literal id)": (
+        "run_tool('helpdesk:assign_ticket', ticket_id='PAR-1', engineer='Ana')\n"
+        "t = (await run_tool_async('helpdesk:list_tickets', {'office': 'Paris'}))[0]\n"
+        "await run_tool_async('helpdesk:assign_ticket', ticket_id=t['age_days'], engineer='Ana')",
+        3,
+        48,
+        "invalid arguments for `run_tool_async('helpdesk:assign_ticket')`: `ticket_id` is given a value of type `int`",
+        "invalid_arguments",
+    ),
+    "a result's number given where a string goes (awaitable module function)": (
+        "from tools import helpdesk\nhelpdesk.assign_ticket(ticket_id='PAR-1', engineer='Ana')\n"
+        "t = helpdesk.list_tickets(office='Paris')[0]\n"
+        "await helpdesk.assign_ticket_async(ticket_id=t['age_days'], engineer='Ana')",
+        4,
+        36,
+        "invalid arguments for `helpdesk.assign_ticket_async`: `ticket_id` is given a value of type `int`",
+        "invalid_arguments",
+    ),
     "a result's count given where a string goes (module)": (
         "from tools import helpdesk\nhelpdesk.assign_ticket(ticket_id='PAR-1', engineer='Ana')\n"
         "staff = helpdesk.list_offices()[0]['staff']\nhelpdesk.on_call(office=staff)",
@@ -492,6 +519,13 @@ VALID: dict[str, tuple[str, Any]] = {
         "o = run_tool('helpdesk:list_offices', {})[0]\n"
         "len(run_tool('helpdesk:on_call', {'office': str(t['age_days'])})) + len(run_tool(\n"
         "    'helpdesk:on_call', {  # where\n        'office': o['city'],\n    }  # done\n))",
+        None,
+    ),
+    "awaitable calls given a result's values, awaited later": (
+        "t = (await run_tool_async('helpdesk:list_tickets', office='Paris'))[0]\n"
+        "c = run_tool_async('helpdesk:on_call', {'office': str(t['age_days'])})\n"
+        "d = run_tool_async(tool_id='helpdesk:on_call', args={'office': t['office']})\n"
+        "len(await c) + len(await d)",
         None,
     ),
     "arguments object with a spread, a parenthesised key and value": (
@@ -1728,7 +1762,7 @@ def test_an_arguments_type_is_refused_only_where_no_member_of_the_parameters_tak
             return self.result
 
         def plainly_typed(self, call: ast.Call, parameter: str) -> bool:
-            return self.plain
+            return self.plain and self.result is not None  # a call of no tool's types nothing
 
     call = ast.parse("ns.f(x=v)", mode="eval").body
     assert isinstance(call, ast.Call)

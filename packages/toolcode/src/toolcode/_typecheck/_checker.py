@@ -171,15 +171,19 @@ class TypeChecker:
         arguments = ArgumentChecker(view, self._input_schema)
         calls: list[tuple[ToolCall, Tool]] = []
         typed: dict[ast.Call, tuple[str, ...]] = {}
-        results: dict[ast.AST, Tool] = {}  # the calls whose value is the tool's result, not an awaitable
+        # The expressions whose value is the tool's result: a call, or the ``await`` of an awaitable one.
+        results: dict[ast.AST, Tool] = {}
         pairs: dict[ast.Call, list[str | None]] = {}  # each ``run_tools([...])`` call's pairs, in order
         for call in found.calls:
             if call.module is not None:
                 tool = self._tool_of(call, visible, modules)
                 if tool is not None:
                     calls.append((call, tool))
-                    if modules.function_of(tool) == (modules.module_name(tool.namespace), call.module.name):
+                    function = (modules.module_name(tool.namespace), call.module.name)
+                    if modules.function_of(tool) == function:
                         results[call.node] = tool
+                    elif modules.function_of(tool, awaitable=True) == function:
+                        _awaited(found, call.node, tool, results)
                 continue
             unknown = arguments.unknown_tool(call, positions)
             if unknown is not None:
@@ -203,6 +207,8 @@ class TypeChecker:
                 typed[call.node] = (".".join(function),)
                 if not awaitable:
                     results[call.node] = tool
+                else:
+                    _awaited(found, call.node, tool, results)
         typed.update(_unpacked(found, pairs))
         out.extend(arguments.check(tree, found, calls, positions))
         return tree, positions, found, out, visible, typed, results, modules
@@ -265,6 +271,13 @@ class TypeChecker:
     async def aclose(self) -> None:
         """Close ``ty``'s warm session and worker pool; idempotent (a later check starts them again)."""
         await self._ty.aclose()
+
+
+def _awaited(found: Scan, call: ast.Call, tool: Tool, results: dict[ast.AST, Tool]) -> None:
+    """``await ns.x_async(...)``: the ``await`` is the tool's result (a call not awaited there is not)."""
+    parent = found.parents.get(call)
+    if isinstance(parent, ast.Await):
+        results[parent] = tool
 
 
 def _unpacked(found: Scan, pairs: Mapping[ast.Call, Sequence[str | None]]) -> dict[ast.Call, tuple[str, ...]]:

@@ -42,7 +42,8 @@ def declared_types(tree: ast.Module, found: Scan, results: Mapping[ast.AST, Tool
             return declared(expr)
 
         def plainly_typed(self, call: ast.Call, parameter: str) -> bool:
-            tool = results.get(call)
+            parent = found.parents.get(call)
+            tool = results.get(parent if isinstance(parent, ast.Await) else call)
             if tool is None:
                 return False
             sig = keyword_signature(tool)

@@ -25,7 +25,7 @@ from toolcode._typecheck._calls import Scan
 from toolcode._typecheck._diagnostic import Diagnostic, Positions
 from toolcode._typecheck._doubts import Doubts
 from toolcode._typecheck._given import Declared, argument_certain
-from toolcode._typecheck._source import BUILT, CheckedSource
+from toolcode._typecheck._source import BUILT, CheckedSource, arguments_object
 from toolcode._typecheck._writes import loose_names, loosely_typed, tested_keys, written_keys
 from toolcode.exceptions import ErrorCode
 
@@ -328,12 +328,8 @@ def kept(
     arguments.update(
         (positions.of(k), (n, ast.keyword(k.value, v)))
         for n in ast.walk(tree)
-        if isinstance(n, ast.Call)
-        and isinstance(n.func, ast.Name)
-        and n.func.id == "run_tool"
-        and len(n.args) == 2
-        and isinstance(n.args[1], ast.Dict)
-        for k, v in zip(n.args[1].keys, n.args[1].values, strict=True)
+        if isinstance(n, ast.Call) and (given := arguments_object(n)) is not None
+        for k, v in zip(given.keys, given.values, strict=True)
         if isinstance(k, ast.Constant) and isinstance(k.value, str)
     )
     out: list[Diagnostic] = []

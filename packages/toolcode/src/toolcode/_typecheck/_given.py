@@ -12,6 +12,8 @@ import ast
 import re
 from typing import Final, Protocol
 
+from toolcode._typecheck._calls import RUN_TOOL
+
 __all__ = ["Declared", "argument_certain"]
 
 
@@ -25,6 +27,8 @@ class Declared(Protocol):
     def plainly_typed(self, call: ast.Call, parameter: str) -> bool:
         """Whether the tool ``call`` calls types ``parameter`` only by its top-level ``properties`` entry.
 
+        ``False`` for a call of no tool (a function of the snippet's own).
+
         A plain ``type`` there and nothing else in the schema that types it: then the stub's type of
         the parameter is all the schema takes there.
         """
@@ -32,9 +36,10 @@ class Declared(Protocol):
 
 
 _ARGUMENT: Final = re.compile(
-    r"^Argument to function `(\w+)` is incorrect: Expected `([^`]*)`, found `(str|int|float|bool)\*?`$"
+    r"^Argument(?: to function `(\w+)`)? is incorrect: Expected `([^`]*)`, found `(str|int|float|bool)\*?`$"
 )
 """``ty``'s finding of a keyword argument of another type than the parameter's: what is expected, what is found.
+(It names no function at an awaitable form, ``ns.x_async``: a wrapper of ``ns.x`` to ``ty``.)
 Only a plain scalar found: a ``Literal`` is what the text settles (the argument check's), a union
 may hold another member at run time."""
 _JSON_KINDS: Final = {"str": {"str"}, "int": {"int", "float"}, "float": {"int", "float"}, "bool": {"bool"}}
@@ -54,7 +59,7 @@ def argument_certain(rule: str, message: str, given: tuple[ast.Call, ast.keyword
     call, keyword = given
     if m is None or keyword.arg is None or not isinstance(call.func, ast.Name | ast.Attribute):
         return None
-    if declared(call) is None or not declared.plainly_typed(call, keyword.arg):
+    if not declared.plainly_typed(call, keyword.arg):
         return None
     expected, found = m.group(2), m.group(3)
     for member in _members(expected):
@@ -63,10 +68,14 @@ def argument_certain(rule: str, message: str, given: tuple[ast.Call, ast.keyword
         if found in _JSON_KINDS.get(member, {found}):
             return None  # a member that takes it, or one this does not know (a class, a Literal, Any)
     name = ast.unparse(call.func)
-    if name == "run_tool" and call.args:
-        name = f"run_tool({ast.unparse(call.args[0])})"  # the tool's id, as written
+    if name in RUN_TOOL and (tool_id := next(iter(call.args), None) or _named(call, "tool_id")) is not None:
+        name = f"{name}({ast.unparse(tool_id)})"  # the tool's id, as written
     given_type = f"`{keyword.arg}` is given a value of type `{found}`"
     return f"invalid arguments for `{name}`: {given_type}; the tool takes `{expected}` there"
+
+
+def _named(call: ast.Call, name: str) -> ast.expr | None:
+    return next((k.value for k in call.keywords if k.arg == name), None)
 
 
 def _members(t: str) -> list[str]:

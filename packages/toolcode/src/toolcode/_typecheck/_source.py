@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Final, cast
 
 from toolcode._modules import PACKAGE
+from toolcode._typecheck._calls import RUN_TOOL
 from toolcode._typecheck._diagnostic import Positions
 from toolcode.engines._monty_imports import sandbox_import
 from toolcode.engines._monty_pool import sandbox_module
@@ -193,7 +194,7 @@ def checked_source(
                 edits.append((start, 1, -head, head, f"{MODULE_ALIAS}{first}(" + ("" if node.keywords else ")")))
             elif (keys := as_keywords(node, code, span)) is not None:
                 # ``run_tool("ns:x", {"a": 1})``: the module function called with ``a=1``.
-                arguments = cast("ast.Dict", node.args[1])
+                arguments = cast("ast.Dict", arguments_object(node))
                 skip.add(id(arguments))
                 start, end = span(node)
                 if keys:
@@ -240,10 +241,27 @@ def _keywords_only(call: ast.Call) -> bool:
     """``run_tool("ns:x", k=v, **more)``: the id alone, then keywords that are all the tool's arguments."""
     return (
         isinstance(call.func, ast.Name)
-        and call.func.id == "run_tool"
+        and call.func.id in RUN_TOOL
         and len(call.args) == 1
         and not any(k.arg in ("tool_id", "args") for k in call.keywords)
     )
+
+
+def arguments_object(call: ast.Call) -> ast.Dict | None:
+    """The object display a ``run_tool``/``run_tool_async`` call gives as its arguments, if that is all it gives.
+
+    ``run_tool("ns:x", {...})``, ``run_tool("ns:x", args={...})`` or ``run_tool(tool_id="ns:x",
+    args={...})``; ``None`` for any other call, or one with keywords of the tool's beside it.
+    """
+    if not (isinstance(call.func, ast.Name) and call.func.id in RUN_TOOL) or len(call.args) > 2:
+        return None
+    named = {k.arg: k.value for k in call.keywords}
+    if set(named) - {"tool_id", "args"} or len(named) != len(call.keywords):
+        return None
+    given = call.args[1] if len(call.args) == 2 else named.get("args")
+    if len(call.args) + len(named) != 2:
+        return None
+    return given if isinstance(given, ast.Dict) else None
 
 
 def as_keywords(call: ast.Call, code: str, span: Callable[[ast.AST], tuple[int, int]]) -> tuple[str, ...] | None:
@@ -256,13 +274,8 @@ def as_keywords(call: ast.Call, code: str, span: Callable[[ast.AST], tuple[int, 
     identifier keeps its name in the module function's signature (:class:`tooldocs.NameMap`), so
     ``a=`` is the argument ``"a"``.
     """
-    if not (
-        isinstance(call.func, ast.Name)
-        and call.func.id == "run_tool"
-        and len(call.args) == 2
-        and not call.keywords
-        and isinstance(arguments := call.args[1], ast.Dict)
-    ):
+    arguments = arguments_object(call)
+    if arguments is None:
         return None
     keys: list[str] = []
     for key, value in zip(arguments.keys, arguments.values, strict=True):
