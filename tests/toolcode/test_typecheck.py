@@ -367,6 +367,22 @@ BROKEN: dict[str, tuple[str, int, int, str, str]] = {
         "invalid arguments for `helpdesk.assign_ticket_async`: `ticket_id` is given a value of type `int`",
         "invalid_arguments",
     ),
+    "unknown key of a result, the id a name bound to a literal": (
+        "LIST = 'helpdesk:list_offices'\nrun_tool('helpdesk:assign_ticket', ticket_id='PAR-1', engineer='Ana')\n"
+        "run_tool(LIST)[0]['ciity']",
+        3,
+        19,
+        'Unknown key "ciity" for TypedDict `Office`',
+        "runtime_error",
+    ),
+    "misspelt argument, the id a name bound to a literal": (
+        "ON_CALL: str = 'helpdesk:on_call'\nrun_tool('helpdesk:assign_ticket', ticket_id='PAR-1', engineer='Ana')\n"
+        "run_tools([(ON_CALL, {'ofice': 'Paris'})])",
+        3,
+        23,
+        "$.ofice: unexpected property (not in the schema); did you mean 'office'?",
+        "invalid_arguments",
+    ),
     "a result's count given where a string goes (module)": (
         "from tools import helpdesk\nhelpdesk.assign_ticket(ticket_id='PAR-1', engineer='Ana')\n"
         "staff = helpdesk.list_offices()[0]['staff']\nhelpdesk.on_call(office=staff)",
@@ -520,6 +536,11 @@ VALID: dict[str, tuple[str, Any]] = {
         "len(run_tool('helpdesk:on_call', {'office': str(t['age_days'])})) + len(run_tool(\n"
         "    'helpdesk:on_call', {  # where\n        'office': o['city'],\n    }  # done\n))",
         None,
+    ),
+    "ids bound to names, read after their line": (
+        "LIST = 'helpdesk:list_offices'\nON_CALL: str = 'helpdesk:on_call'\n"
+        "city = run_tool(LIST)[0]['city']\nlen(run_tool(ON_CALL, {'office': city})) + len(run_tool(ON_CALL, office=city))",
+        4,
     ),
     "awaitable calls given a result's values, awaited later": (
         "t = (await run_tool_async('helpdesk:list_tickets', office='Paris'))[0]\n"

@@ -166,6 +166,7 @@ def scan(tree: ast.AST) -> Scan:
         for n in nodes
         if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and not isinstance(n.ctx, ast.Load)
     }
+    ids = _ids(tree, out) if isinstance(tree, ast.Module) else {}
     for node in nodes:
         if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
             base = node.value
@@ -178,8 +179,34 @@ def scan(tree: ast.AST) -> Scan:
             if ref is not None and not ref.name.startswith("__") and named not in assigned:
                 out.references.append(ref)
         elif isinstance(node, ast.Call):
-            _call(node, names, out)
+            _call(node, names, ids, out)
     return out
+
+
+_Ids = dict[str, tuple[str, tuple[int, int]]]
+"""A name bound once, at the top level, to a string literal: the string, and where its binding ends."""
+
+
+def _ids(tree: ast.Module, out: Scan) -> _Ids:
+    """``TOOL = "ns:x"`` at the top level, the name bound nowhere else: read as the literal after that line.
+
+    A read before the line (in a function defined earlier, say) may see an earlier run's value of
+    the name, or none: only a read after it is the literal for certain (:func:`_literal_id`).
+    """
+    ids: _Ids = {}
+    for stmt in tree.body:
+        target = stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else None
+        if isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+            target = stmt.target
+        value = getattr(stmt, "value", None)
+        if (
+            isinstance(target, ast.Name)
+            and isinstance(value, ast.Constant)
+            and isinstance(value.value, str)
+            and out.bindings[target.id] == 1
+        ):
+            ids[target.id] = (value.value, (stmt.end_lineno or stmt.lineno, stmt.end_col_offset or 0))
+    return ids
 
 
 @functools.lru_cache(maxsize=16)
@@ -211,7 +238,7 @@ def parsed(code: str) -> tuple[ast.Module, Scan] | None:
     return tree, found
 
 
-def _call(node: ast.Call, names: _Names, out: Scan) -> None:
+def _call(node: ast.Call, names: _Names, ids: _Ids, out: Scan) -> None:
     ref = names.reference(node.func)
     if ref is not None:
         out.calls.append(ToolCall(node, tuple(node.keywords), module=ref, positional=tuple(node.args)))
@@ -222,36 +249,49 @@ def _call(node: ast.Call, names: _Names, out: Scan) -> None:
     if name == "save_snippet":
         out.saves_snippets = True
     elif name in RUN_TOOL:
-        call = _literal_call(node, node.args, node.keywords)
+        call = _literal_call(node, node.args, node.keywords, ids)
         if call is not None:
             out.calls.append(call)
     elif name in RUN_TOOLS and node.args and isinstance(node.args[0], ast.List | ast.Tuple):
-        out.calls.extend(c for c in map(_pair, node.args[0].elts) if c is not None)
+        out.calls.extend(c for e in node.args[0].elts if (c := _pair(e, ids)) is not None)
 
 
-def _literal_call(node: ast.Call, args: Sequence[ast.expr], keywords: Sequence[ast.keyword]) -> ToolCall | None:
-    """``run_tool("ns:x", {...}, k=v)``: ``None`` unless the id is a string literal."""
+def _literal_call(
+    node: ast.Call, args: Sequence[ast.expr], keywords: Sequence[ast.keyword], ids: _Ids
+) -> ToolCall | None:
+    """``run_tool("ns:x", {...}, k=v)``: ``None`` unless the id is a string literal (or a name bound to one)."""
     first = args[0] if args else next((k.value for k in keywords if k.arg == "tool_id"), None)
-    if not (isinstance(first, ast.Constant) and isinstance(first.value, str)):
+    tool_id = _literal_id(first, ids) if first is not None else None
+    if first is None or tool_id is None:
         return None
     given = args[1] if len(args) > 1 else next((k.value for k in keywords if k.arg == "args"), None)
     if isinstance(given, ast.Constant) and given.value is None:
         given = None
     rest = tuple(k for k in keywords if k.arg not in ("tool_id", "args"))
-    return ToolCall(node, rest, tool_id=first.value, id_node=first, args=given)
+    return ToolCall(node, rest, tool_id=tool_id, id_node=first, args=given)
 
 
-def _pair(element: ast.expr) -> ToolCall | None:
+def _literal_id(node: ast.expr, ids: _Ids) -> str | None:
+    """The id ``node`` writes: a string literal, or a name :func:`_ids` found, read after its line."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.Name) and node.id in ids:
+        value, bound = ids[node.id]
+        return value if (node.lineno, node.col_offset) > bound else None
+    return None
+
+
+def _pair(element: ast.expr, ids: _Ids) -> ToolCall | None:
     """One call of ``run_tools([...])``: ``("ns:x", {...})``, ``{"tool_id": ..., "args": ...}`` or ``"ns:x"``."""
     if isinstance(element, ast.Tuple | ast.List) and 1 <= len(element.elts) <= 2:
-        return _literal_call(_located_call(element), element.elts, ())
+        return _literal_call(_located_call(element), element.elts, (), ids)
     if isinstance(element, ast.Constant):
-        return _literal_call(_located_call(element), [element], ())
+        return _literal_call(_located_call(element), [element], (), ids)
     if isinstance(element, ast.Dict) and all(isinstance(k, ast.Constant) for k in element.keys):
         fields = {k.value: v for k, v in zip(element.keys, element.values, strict=True) if isinstance(k, ast.Constant)}
         if set(fields) <= {"tool_id", "args"}:
             keywords = [ast.keyword(arg=str(k), value=v) for k, v in fields.items()]
-            return _literal_call(_located_call(element), [], keywords)
+            return _literal_call(_located_call(element), [], keywords, ids)
     return None
 
 
