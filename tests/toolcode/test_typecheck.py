@@ -539,7 +539,8 @@ VALID: dict[str, tuple[str, Any]] = {
     ),
     "ids bound to names, read after their line": (
         "LIST = 'helpdesk:list_offices'\nON_CALL: str = 'helpdesk:on_call'\n"
-        "city = run_tool(LIST)[0]['city']\nlen(run_tool(ON_CALL, {'office': city})) + len(run_tool(ON_CALL, office=city))",
+        "city = run_tool(LIST)[0]['city']\n"
+        "len(run_tool(ON_CALL, {'office': city})) + len(run_tool(ON_CALL, office=city))",
         4,
     ),
     "awaitable calls given a result's values, awaited later": (
