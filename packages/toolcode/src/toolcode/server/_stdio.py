@@ -53,7 +53,9 @@ def _unread(exc: ValidationError) -> str | dict[str, Any] | list[Any] | None:
 
 
 def _answerable_id(message: Any) -> int | str | None:
-    rid = message.get("id") if isinstance(message, dict) else None
+    """The id of a message to answer with an error (``None``: not an object, or no valid id)."""
+    fields = as_object(message)
+    rid = fields.get("id") if fields is not None else None
     return rid if isinstance(rid, int | str) and not isinstance(rid, bool) else None
 
 
