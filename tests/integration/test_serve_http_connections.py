@@ -316,3 +316,32 @@ def _read_answer(sock: socket.socket) -> str:
     except TimeoutError:
         pass
     return got.decode("utf-8", "replace")
+
+
+@pytest.mark.parametrize("version", ["2025-11-25", "2026-07-28"])
+async def test_a_deeply_nested_call_is_answered_with_an_error(
+    patient_port: int, version: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A ``tools/call`` body of 200,000 nested arrays raised ``RecursionError`` in the reader that looks for
+    its id (to cancel it if its client leaves): ``500`` or a reset connection, and a long traceback logged
+    for every such request."""
+    import httpx2
+
+    url = f"http://127.0.0.1:{patient_port}/mcp"
+    auth = {"Authorization": f"Bearer {TOKEN}", "Accept": "application/json, text/event-stream"}
+    body = (
+        b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"execute_code","arguments":{"x":'
+        + b"[" * 200_000
+        + b"]" * 200_000
+        + b"}}}"
+    )
+    async with httpx2.AsyncClient(headers=auth, timeout=HANG) as http:
+        headers = {"content-type": "application/json", "mcp-protocol-version": version}
+        if version == "2025-11-25":
+            init = {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+            opened = await http.post(url, json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init})
+            headers["mcp-session-id"] = opened.headers["mcp-session-id"]
+        answer = await http.post(url, content=body, headers=headers)
+    assert answer.status_code < 500, answer.text[:300]
+    assert '"error"' in answer.text, answer.text[:300]
+    assert "RecursionError" not in caplog.text

@@ -34,7 +34,7 @@ class Wire:
         assert self.process.stdin is not None
         await self.process.stdin.send(line + b"\n")
 
-    async def reply(self, request_id: int) -> dict[str, Any]:
+    async def reply(self, request_id: int | str) -> dict[str, Any]:
         """The next message that answers ``request_id`` (notifications are skipped)."""
         with anyio.fail_after(HANG_S):
             while True:
@@ -90,3 +90,20 @@ async def test_an_unreadable_request_with_an_id_gets_an_error(tmp_path: Path) ->
         assert answer["error"]["code"] == -32600, answer  # invalid request
         await wire.send(b'{"jsonrpc":"2.0","id":9,"method":"ping"}')
         assert "result" in await wire.reply(9)
+
+
+async def test_each_request_of_a_batch_gets_an_error(tmp_path: Path) -> None:
+    # MCP has no batches: an array of requests was dropped, and its client waited forever for each.
+    async with _served(tmp_path) as wire:
+        batch = [
+            {"jsonrpc": "2.0", "id": 11, "method": "ping"},
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {"jsonrpc": "2.0", "id": "twelve", "method": "tools/list"},
+        ]
+        await wire.send(json.dumps(batch).encode())
+        for request_id in (11, "twelve"):
+            answer = await wire.reply(request_id)
+            assert answer["error"]["code"] == -32600, answer
+            assert "batch" in answer["error"]["message"], answer
+        await wire.send(b'{"jsonrpc":"2.0","id":13,"method":"ping"}')
+        assert "result" in await wire.reply(13)

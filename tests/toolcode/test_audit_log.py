@@ -234,3 +234,54 @@ async def test_a_call_that_paused_is_counted_once_when_it_is_made(tmp_path: Path
         assert out.approval is not None, out
         done = await box.codemode.resume(out.approval.execution_id, "approve")
         assert done.ok and done.value == ["wiped", "b"], done
+
+
+def _slow_box(tmp_path: Path, made: list[str], started: anyio.Event) -> Toolbox:
+    local = LocalBackend()
+
+    @local.tool(namespace="notes")
+    async def slow_write(text: str) -> str:
+        """Write a note (made at once), then take forever to answer."""
+        made.append(text)
+        started.set()
+        await anyio.sleep_forever()
+        return "never"
+
+    settings = Settings(state=StateSettings(dir=str(tmp_path / "state")))
+    return Toolbox([local], settings=settings)
+
+
+def _calls(entries: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    return [(e["tool_id"], e["decision"], e["ok"], e.get("code")) for e in entries if e["decision"] == "call"]
+
+
+@pytest.mark.parametrize("door", ["execute", "run_tool"])
+async def test_a_call_cancelled_in_flight_is_audited(tmp_path: Path, door: str) -> None:
+    # A client that cancelled its request (notifications/cancelled, or a dropped HTTP connection)
+    # while a write was in flight left no audit entry for it, though the upstream had received it.
+    made: list[str] = []
+    started = anyio.Event()
+    async with _slow_box(tmp_path, made, started) as box:
+        async with anyio.create_task_group() as tg:
+            if door == "execute":
+                tg.start_soon(box.codemode.execute, "run_tool('notes:slow_write', text='a')")
+            else:
+                tg.start_soon(box.codemode.run_tool, "notes:slow_write", {"text": "a"})
+            await started.wait()
+            tg.cancel_scope.cancel()
+        assert box.stores is not None
+        entries = await box.stores.audit.read()
+    assert made == ["a"]
+    assert _calls(entries) == [("notes:slow_write", "call", False, "cancelled")], entries
+
+
+async def test_a_call_in_flight_when_the_run_times_out_is_audited(tmp_path: Path) -> None:
+    made: list[str] = []
+    async with _slow_box(tmp_path, made, anyio.Event()) as box:
+        code = "run_tool('notes:slow_write', text='a')"
+        out = await box.codemode.execute(code, options=ExecuteOptions(timeout=1))
+        assert out.error is not None and out.error.code == "timeout", out
+        assert box.stores is not None
+        entries = await box.stores.audit.read()
+    assert made == ["a"]
+    assert _calls(entries) == [("notes:slow_write", "call", False, "cancelled")], entries

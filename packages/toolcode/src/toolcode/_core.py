@@ -18,6 +18,8 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, cast
 
+import anyio
+
 from toolcode._audit import AuditEntry, AuditTrail, Quarantine
 from toolcode._discovery import Discovery
 from toolcode._executor import Executor, Listeners
@@ -197,7 +199,9 @@ class CodeMode:
             finally:
                 entries = audit.take()
                 if entries and self.services.stores is not None:
-                    await self.services.stores.audit.write(entries)
+                    # Shielded: a call its client cancelled is audited all the same.
+                    with anyio.CancelScope(shield=True):
+                        await self.services.stores.audit.write(entries)
 
     async def search_tools(
         self, query: Any, limit: Any = 10, detail: Any = "summary", namespaces: Any = None, *, caller: str | None = None

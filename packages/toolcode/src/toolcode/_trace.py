@@ -134,13 +134,15 @@ class Trace:
             with contextlib.suppress(ValueError, OSError):
                 _log.warning("trace.listener_failed", tool_id=record.tool_id, error=repr(e))
 
-    def cancelled(self, slot: int, started: float, tool_id: str, args: Mapping[str, Any]) -> None:
+    def cancelled(self, slot: int, started: float, tool_id: str, args: Mapping[str, Any]) -> ToolCallRecord:
         """Fill a slot for a call that did not finish (no listener call: this runs while unwinding)."""
         now = time.perf_counter()
         error = "cancelled: the run ended before the call finished"
         elapsed, at = (now - started) * 1e3, (started - self._t0) * 1e3
-        self._slots[slot] = ToolCallRecord(tool_id, args, None, None, error, "cancelled", elapsed, at)
+        record = ToolCallRecord(tool_id, args, None, None, error, "cancelled", elapsed, at)
+        self._slots[slot] = record
         self._unknown.append(slot)
+        return record
 
     def discarded(
         self, tool_id: str, args: Mapping[str, Any], started: float, ended: float, backend_kind: str | None

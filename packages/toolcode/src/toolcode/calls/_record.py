@@ -78,7 +78,10 @@ class Record(Layer):
                 await trace.notify(record)
             raise
         except anyio.get_cancelled_exc_class():
-            trace.cancelled(slot, started, tool_id, args)
+            record = trace.cancelled(slot, started, tool_id, args)
+            # Audited too: the backend may have received (and acted on) a call its run or client cancelled.
+            early = "used" if call.early else None
+            self._audit.call(tool_id, args, False, "cancelled", record.duration_ms, None, early)
             if span is not None:
                 span.end(tool_id=tool_id, ok=False, code="cancelled", backend_kind=None)
             raise

@@ -128,7 +128,7 @@ def _request_id(body: bytes) -> int | str | None:
         return None
     try:
         message: object = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # nested past Python's parser: the SDK's own answers it
         return None
     if not isinstance(message, dict):
         return None

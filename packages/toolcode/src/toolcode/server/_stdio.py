@@ -10,6 +10,8 @@ around the read stream, :class:`AnsweringReadStream` takes those exceptions inst
 - otherwise, if the line carries a request id, that id is answered with a JSON-RPC error:
   ``-32700`` (parse error) for a line that is not JSON, ``-32600`` (invalid request) for JSON
   that is not a JSON-RPC message;
+- a batch (a JSON array, which MCP does not have) gets a ``-32600`` error for each request in it
+  that carries an id (the first 1,000);
 - a line with no id to answer is dropped, as before (nobody waits for it).
 """
 
@@ -18,7 +20,7 @@ from __future__ import annotations
 import json
 import re
 from types import TracebackType
-from typing import Any, Protocol, Self
+from typing import Any, Protocol, Self, cast
 
 import anyio
 import mcp_types as types
@@ -33,15 +35,28 @@ __all__ = ["AnsweringReadStream"]
 
 _log = get_logger("toolcode.server")
 _LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
+_MAX_BATCH_ANSWERS = 1_000
+"""Requests of one batch answered at most (each costs a line written back)."""
+_NO_BATCHES = "JSON-RPC batches are not supported (MCP has none): send each message on its own line"
 
 
-def _unread(exc: ValidationError) -> str | dict[str, Any] | None:
-    """What the SDK failed to read: the raw line for a JSON error, the parsed object for a shape error."""
+def _unread(exc: ValidationError) -> str | dict[str, Any] | list[Any] | None:
+    """What the SDK failed to read: the raw line for a JSON error, the parsed value for a shape error."""
     errors = exc.errors(include_url=False)
     lines = [e["input"] for e in errors if e["type"] == "json_invalid" and isinstance(e.get("input"), str)]
     if lines:
         return str(lines[0])
+    batch = next((cast("list[Any]", v) for e in errors if isinstance(v := e.get("input"), list)), None)
+    if batch is not None:
+        return batch
     return next((obj for e in errors if (obj := as_object(e.get("input"))) is not None), None)
+
+
+def _answerable_id(message: Any) -> int | str | None:
+    """The id of a message to answer with an error (``None``: not an object, or no valid id)."""
+    fields = as_object(message)
+    rid = fields.get("id") if fields is not None else None
+    return rid if isinstance(rid, int | str) and not isinstance(rid, bool) else None
 
 
 def _without_surrogates(line: str) -> Any:
@@ -93,10 +108,14 @@ class AnsweringReadStream:
                     return SessionMessage(types.jsonrpc_message_adapter.validate_python(parsed, by_name=False))
                 except ValidationError:
                     pass
+        if isinstance(parsed, list):  # a batch: MCP has none, so each request in it is refused
+            items = cast("list[Any]", parsed)
+            for rid in [r for m in items[:_MAX_BATCH_ANSWERS] if (r := _answerable_id(m)) is not None]:
+                await self._refuse(rid, types.INVALID_REQUEST, _NO_BATCHES)
+            return None
         message = as_object(parsed)
         if message is not None:
-            rid = message.get("id")
-            rid = rid if isinstance(rid, int | str) and not isinstance(rid, bool) else None
+            rid = _answerable_id(message)
             code, text = types.INVALID_REQUEST, "not a valid JSON-RPC request"
         else:
             rid = find_request_id(raw) if isinstance(raw, str) else None
@@ -104,9 +123,12 @@ class AnsweringReadStream:
         if rid is None:
             _log.debug("server.unreadable_message_dropped", error=str(exc.errors(include_url=False)[:1])[:200])
             return None
+        await self._refuse(rid, code, text)
+        return None
+
+    async def _refuse(self, rid: int | str, code: int, text: str) -> None:
         error = types.JSONRPCError(jsonrpc="2.0", id=rid, error=types.ErrorData(code=code, message=text))
         await self._write.send(SessionMessage(error))
-        return None
 
     def __aiter__(self) -> Self:
         return self
