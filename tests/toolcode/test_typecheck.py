@@ -1842,3 +1842,64 @@ async def test_a_parameter_typed_otherwise_under_a_branch_or_a_condition_takes_w
         out = await box.codemode.execute("from tools import t\nr = t.src()\nt.plain(n=r['name'])")
         assert out.error is not None and out.error.code == "type_error", out.error
         assert "`n` is given a value of type `str`" in out.error.message
+
+
+_STAFF = "from tools import helpdesk\no = helpdesk.list_offices()[0]\ns = o['staff']\n"
+# A test of a value's type that ``ty`` does not narrow by: where it says the value is of the type
+# tested, the snippet is ready for another type than the declared one (``True``: the check lets it run).
+TYPE_TESTS: dict[str, tuple[str, bool]] = {
+    "type(x) == C": (_STAFF + "s.upper() if type(s) == str else s", True),
+    "type(x) != C, else": (_STAFF + "s if type(s) != str else s.upper()", True),
+    "type(x) == C on a key read": (_STAFF + "o['staff'].upper() if type(o['staff']) == str else 1", True),
+    "type(x) in (...)": (_STAFF + "s.upper() if type(s) in (str, bytes) else s", True),
+    "type(x).__name__ ==": (_STAFF + "s.upper() if type(s).__name__ == 'str' else s", True),
+    "hasattr(x, name)": (_STAFF + "s.upper() if hasattr(s, 'upper') else s", True),
+    "hasattr(x, name) and": (_STAFF + "hasattr(s, 'upper') and s.upper()", True),
+    "hasattr, a list result": (
+        "from tools import helpdesk\nr = helpdesk.list_offices()\nr.get('offices') if hasattr(r, 'get') else len(r)",
+        True,
+    ),
+    "type(x) == C on a list result": (
+        "from tools import helpdesk\nr = helpdesk.list_offices()\nr['offices'] if type(r) == dict else len(r)",
+        True,
+    ),
+    "continue unless type(x) == C": (
+        "from tools import helpdesk\nout = []\nfor o in helpdesk.list_offices():\n    v = o['staff']\n"
+        "    if type(v) != str:\n        continue\n    out.append(v.upper())\nout",
+        True,
+    ),
+    "continue unless hasattr": (
+        "from tools import helpdesk\nout = []\nfor o in helpdesk.list_offices():\n    v = o['staff']\n"
+        "    if not hasattr(v, 'upper'):\n        continue\n    out.append(v.upper())\nout",
+        True,
+    ),
+    "return unless type(x) == C": (
+        "from tools import helpdesk\ndef f():\n    v = helpdesk.list_offices()[0]['staff']\n    if type(v) != str:\n"
+        "        return v\n    return v.upper()\nf()",
+        True,
+    ),
+    "raise if type(x) == C": (
+        _STAFF + "try:\n    if type(s) == int:\n        raise ValueError('int')\n    r = s.upper()\n"
+        "except ValueError:\n    r = 'int'\nr",
+        True,
+    ),
+    # Not excused: what the test does not say of the value, another value, a branch that returns nothing.
+    "type test of another value": (_STAFF + "if type(s) == int:\n    o['city'] + 1", False),
+    "type(x) is C, its true branch": (_STAFF + "s.upper() if type(s) is int else s", False),
+    "an if that falls through": (_STAFF + "if type(s) != str:\n    s + 1\ns.upper()", False),
+}
+
+
+@pytest.mark.parametrize("name", list(TYPE_TESTS))
+async def test_a_value_whose_type_the_snippet_tests_is_the_runs_business_where_ty_cannot_narrow(
+    box: Toolbox, name: str
+) -> None:
+    code, runs = TYPE_TESTS[name]
+    unchecked = await box.codemode.execute(code, options={"type_check": "off"})
+    assert unchecked.ok == runs, (name, unchecked.error)  # the table says what the run does
+    checked = await box.codemode.execute(code)
+    if runs:
+        assert checked.ok and checked.value == unchecked.value, (name, checked.error)
+    else:
+        assert checked.error is not None and checked.error.code == "type_error", (name, checked)
+

@@ -7,8 +7,16 @@ type says, so what ``ty`` finds there about that value, judged by the declared t
 to fail. ``ty`` itself narrows ``isinstance(now, dict)`` both ways (its finding then names a type
 that is not one value's); these are the forms it leaves as declared:
 
-- the branch of an ``if``, ``while`` or conditional expression where a test ``type(x) is C`` (or
-  ``==``) is false, or ``type(x) is not C`` (or ``!=``) true, within ``not``, ``and`` and ``or``;
+- the branch of an ``if``, ``while`` or conditional expression where a test ``type(x) is C`` is
+  false, or ``type(x) is not C`` true, within ``not``, ``and`` and ``or``; and both branches of the
+  tests ``ty`` narrows by in neither: ``type(x) == C`` (``!=``), ``type(x) in (C, D)`` (``not in``)
+  and a comparison of ``type(x).__name__``;
+- the branch where ``hasattr(x, "name")`` is true, for ``x.name`` only (what ``x`` lacks otherwise is
+  still found);
+- the operands of ``and`` (``or``) after a test, where it is true (false);
+- the rest of a block after an ``if`` without ``else`` whose body ends the block (``return``,
+  ``continue``, ``break``, ``raise``): the test is false there (``if type(v) != str: continue``
+  then ``v.upper()``), and after an ``assert``, where its test is true;
 - the handlers of a ``try`` that catch what a read of a wrongly typed value raises (``TypeError``,
   ``KeyError``, ``AttributeError`` or a base of them), for each value the ``try``'s body subscripts
   or reads an attribute of.
@@ -20,7 +28,7 @@ finding is about it when the expression it is at contains it.
 from __future__ import annotations
 
 import ast
-from typing import Final
+from typing import Final, cast
 
 from toolcode._typecheck._diagnostic import CATCHERS, Positions, catches
 
@@ -28,6 +36,9 @@ __all__ = ["Doubts"]
 
 _MISREAD: Final = CATCHERS["TypeError"] | CATCHERS["KeyError"] | CATCHERS["AttributeError"]
 """The handler types that catch what reading a value of another type raises (``1["k"]``, ``"s".get``)."""
+
+_ENDS: Final = (ast.Return, ast.Continue, ast.Break, ast.Raise)
+"""Statements after which the rest of their block does not run."""
 
 _Region = tuple[tuple[int, int], tuple[int, int], frozenset[str]]
 
@@ -54,6 +65,20 @@ class Doubts:
                 self._regions.append((positions.of(first), end, frozenset(values)))
 
         for node in ast.walk(tree):
+            for field in ("body", "orelse", "finalbody"):
+                block = getattr(node, field, None)
+                if isinstance(block, list):
+                    for i, stmt in enumerate(cast("list[ast.stmt]", block)[:-1]):
+                        rest = cast("list[ast.stmt]", block)[i + 1 :]
+                        if isinstance(stmt, ast.If) and not stmt.orelse and isinstance(stmt.body[-1], _ENDS):
+                            add(rest, _mistyped(stmt.test, False))
+                        elif isinstance(stmt, ast.Assert):
+                            add(rest, _mistyped(stmt.test, True))
+            if isinstance(node, ast.BoolOp):
+                # Each operand after the first is reached where those before it are true (``and``) or false.
+                truth = isinstance(node.op, ast.And)
+                for i, operand in enumerate(node.values[1:], start=1):
+                    add(operand, set[str]().union(*(_mistyped(v, truth) for v in node.values[:i])))
             if isinstance(node, ast.If | ast.While | ast.IfExp):
                 if node.body:
                     add(node.body, _mistyped(node.test, True))
@@ -89,20 +114,38 @@ def _mistyped(test: ast.expr, truth: bool) -> set[str]:
     if isinstance(test, ast.BoolOp):
         # Where ``a and b`` is false either may be; where ``a or b`` is true, either may be the true one.
         return set[str]().union(*(_mistyped(v, truth) for v in test.values))
+    if (tested := _called("hasattr", test, 2)) is not None:
+        name = test.args[1] if isinstance(test, ast.Call) else None
+        if truth and isinstance(name, ast.Constant) and isinstance(name.value, str):
+            return {ast.dump(ast.Attribute(value=tested, attr=name.value, ctx=ast.Load()))}
+        return set()
     if isinstance(test, ast.Compare) and len(test.ops) == 1:
-        left = test.left
-        if (
-            isinstance(left, ast.Call)
-            and isinstance(left.func, ast.Name)
-            and left.func.id == "type"
-            and len(left.args) == 1
-            and not left.keywords
-            and _value(left.args[0])
-        ):
-            op = test.ops[0]
-            if isinstance(op, ast.Is | ast.Eq | ast.IsNot | ast.NotEq) and isinstance(op, ast.Is | ast.Eq) != truth:
-                return {ast.dump(left.args[0])}
+        left, op = test.left, test.ops[0]
+        if isinstance(left, ast.Attribute) and left.attr == "__name__":
+            tested = _called("type", left.value, 1)
+            return set() if tested is None else {ast.dump(tested)}  # ``ty`` narrows by no name
+        tested = _called("type", left, 1)
+        if tested is None:
+            return set()
+        if isinstance(op, ast.Eq | ast.NotEq | ast.In | ast.NotIn):
+            return {ast.dump(tested)}  # ``ty`` narrows by ``is`` only: either branch may hold another type
+        if isinstance(op, ast.Is | ast.IsNot) and isinstance(op, ast.Is) != truth:
+            return {ast.dump(tested)}
     return set()
+
+
+def _called(function: str, node: ast.expr, arity: int) -> ast.expr | None:
+    """The value ``node`` hands to the builtin ``function`` (``type(x)``, ``hasattr(x, "k")``), if it is one."""
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == function
+        and len(node.args) == arity
+        and not node.keywords
+        and _value(node.args[0])
+    ):
+        return node.args[0]
+    return None
 
 
 def _value(node: ast.expr) -> bool:
