@@ -1903,3 +1903,28 @@ async def test_a_value_whose_type_the_snippet_tests_is_the_runs_business_where_t
     else:
         assert checked.error is not None and checked.error.code == "type_error", (name, checked)
 
+
+_CFG = "from tools import helpdesk\nclass Cfg:\n    def __init__(self):\n        self.office = 0\ncfg = Cfg()\n"
+# An attribute set on an instance from outside its class: ``ty`` keeps the type the class gave it.
+OUTSIDE_ATTRIBUTES: dict[str, tuple[str, bool]] = {
+    "read by a method call": (_CFG + "cfg.office = 'Paris'\ncfg.office.upper()", True),
+    "handed to a tool": (_CFG + "cfg.office = 'Paris'\nlen(helpdesk.on_call(office=cfg.office))", True),
+    "through a name": (_CFG + "cfg.office = 'Paris'\no = cfg.office\nlen(helpdesk.on_call(office=o))", True),
+    "set by a function": (
+        _CFG + "def setup(c):\n    c.office = 'Tokyo'\nsetup(cfg)\nlen(helpdesk.on_call(office=cfg.office))",
+        True,
+    ),
+    "set in the class only": (_CFG + "cfg.office.upper()", False),
+}
+
+
+@pytest.mark.parametrize("name", list(OUTSIDE_ATTRIBUTES))
+async def test_an_attribute_set_from_outside_its_class_has_the_type_it_was_given(box: Toolbox, name: str) -> None:
+    code, runs = OUTSIDE_ATTRIBUTES[name]
+    unchecked = await box.codemode.execute(code, options={"type_check": "off"})
+    assert unchecked.ok == runs, (name, unchecked.error)
+    checked = await box.codemode.execute(code)
+    if runs:
+        assert checked.ok and checked.value == unchecked.value, (name, checked.error)
+    else:
+        assert checked.error is not None and checked.error.code == "type_error", (name, checked)

@@ -26,7 +26,7 @@ from toolcode._typecheck._diagnostic import Diagnostic, Positions
 from toolcode._typecheck._doubts import Doubts
 from toolcode._typecheck._given import Declared, argument_certain
 from toolcode._typecheck._source import BUILT, CheckedSource, arguments_object
-from toolcode._typecheck._writes import loose_names, loosely_typed, tested_keys, written_keys
+from toolcode._typecheck._writes import loose_attributes, loose_names, loosely_typed, tested_keys, written_keys
 from toolcode.exceptions import ErrorCode
 
 __all__ = ["Declared", "kept", "may_fail"]
@@ -316,7 +316,8 @@ def kept(
             read.setdefault(positions.of(n), []).append(n)
     written = written_keys(tree)
     keys = None if written is None else written | tested_keys(tree)
-    loose = loose_names(tree, written)
+    attributes = loose_attributes(tree)
+    loose = loose_names(tree, written, attributes)
     classes = {n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
     starts = _outermost(tree, positions)
     doubts = Doubts(tree, positions)
@@ -354,7 +355,7 @@ def kept(
         if raised is None and declared is not None and (given := arguments.get(at)) is not None:
             if (wrong := argument_certain(rule, message, given, declared)) is not None:
                 raised, code, message, subject = "ToolError", ErrorCode.INVALID_ARGUMENTS, wrong, given[1].value
-        if raised is not None and rule != "invalid-key" and loosely_typed(subject, written, loose):
+        if raised is not None and rule != "invalid-key" and loosely_typed(subject, written, loose, attributes):
             raised = None  # the value there may not have the type ``ty`` gives it
         if raised is not None and rule == "unresolved-attribute" and _has_at_run_time(message, classes):
             raised = None  # see _has_at_run_time

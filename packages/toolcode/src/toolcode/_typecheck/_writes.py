@@ -2,7 +2,8 @@
 
 A result is a plain dict at run time: a key the snippet adds to one is there when it reads it back,
 a value it writes over is what it reads back, and a key it tests for first is not read when it is
-missing. :mod:`._findings` leaves ``ty``'s findings about such reads to the run.
+missing; an attribute it sets on an instance from outside its class holds what it set, whatever
+type the class's methods give it. :mod:`._findings` leaves ``ty``'s findings about such reads to the run.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Final
 
 from toolcode._names import bound_names
 
-__all__ = ["loose_names", "loosely_typed", "mentions", "tested_keys", "written_keys"]
+__all__ = ["loose_attributes", "loose_names", "loosely_typed", "mentions", "tested_keys", "written_keys"]
 
 
 _NO_KEYS: Final = (ast.Set, ast.SetComp, ast.Constant, ast.BinOp)
@@ -238,7 +239,38 @@ def tested_keys(tree: ast.Module) -> frozenset[str | int]:
     return frozenset(out)
 
 
-def loose_names(tree: ast.Module, written: frozenset[str | int] | None) -> frozenset[str]:
+def loose_attributes(tree: ast.Module) -> frozenset[str]:
+    """Attributes the snippet sets outside its classes' own methods (``cfg.office = "Paris"``).
+
+    ``ty`` types an instance's attribute by what the class's methods assign to it (``self.office =
+    0`` in ``__init__``) and keeps that type whatever is assigned from outside; the run reads what
+    was assigned last. An attribute set through a method's first parameter (``self``) is the class's own.
+    """
+    parents: dict[ast.AST, ast.AST] = {}
+    for node in ast.walk(tree):
+        for child in ast.iter_child_nodes(node):
+            parents[child] = node
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and not _own(node, parents):
+            out.add(node.attr)
+    return frozenset(out)
+
+
+def _own(node: ast.Attribute, parents: dict[ast.AST, ast.AST]) -> bool:
+    """Whether ``node`` (stored to) is an attribute of ``self`` in a method of a class."""
+    scope = parents.get(node)
+    while scope is not None and not isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+        scope = parents.get(scope)
+    if not isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef) or not scope.args.args:
+        return False
+    this = scope.args.args[0].arg
+    return isinstance(parents.get(scope), ast.ClassDef) and isinstance(node.value, ast.Name) and node.value.id == this
+
+
+def loose_names(
+    tree: ast.Module, written: frozenset[str | int] | None, attributes: frozenset[str] = frozenset()
+) -> frozenset[str]:
     """Names whose type at run time may not be the one ``ty`` gives them (its findings there are left to the run).
 
     - a name declared ``global`` or ``nonlocal`` (the check wraps the snippet in a function, so a
@@ -247,6 +279,7 @@ def loose_names(tree: ast.Module, written: frozenset[str | int] | None) -> froze
     - a list or dict the snippet writes items into at an index or a computed key
       (``offices[i] = o["city"]``), and a name bound to one of its items or to a key the snippet
       writes (``label = t["age"]`` after ``t["age"] = "6 days"``);
+    - a name bound to one of ``attributes`` (:func:`loose_attributes`: ``o = cfg.office``);
     - a name bound from (or looping over) any of these.
     """
     loose: set[str] = set()
@@ -264,7 +297,7 @@ def loose_names(tree: ast.Module, written: frozenset[str | int] | None) -> froze
         elif isinstance(node, ast.For | ast.AsyncFor | ast.comprehension):
             bindings.append(([node.target], node.iter))
     for targets, value in bindings:
-        if _gathers(value) or _reads_written(value, written):
+        if _gathers(value) or _reads_written(value, written) or _reads_attribute(value, attributes):
             loose.update(_bound(targets))
     changed = bool(loose)
     while changed:  # what is bound from a loose name is loose too
@@ -290,13 +323,25 @@ def _bound(targets: Sequence[ast.expr]) -> set[str]:
     return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
 
 
-def loosely_typed(node: ast.expr | None, written: frozenset[str | int] | None, loose: frozenset[str]) -> bool:
-    """Whether ``node`` reads a key the snippet writes, or a name of :func:`loose_names`."""
+def loosely_typed(
+    node: ast.expr | None,
+    written: frozenset[str | int] | None,
+    loose: frozenset[str],
+    attributes: frozenset[str] = frozenset(),
+) -> bool:
+    """Whether ``node`` reads a key the snippet writes, a name of :func:`loose_names` or one of ``attributes``."""
     if node is None:
         return False
     if loose and any(isinstance(n, ast.Name) and n.id in loose for n in ast.walk(node)):
         return True
-    return _reads_written(node, written)
+    return _reads_written(node, written) or _reads_attribute(node, attributes)
+
+
+def _reads_attribute(node: ast.expr, attributes: frozenset[str]) -> bool:
+    """Whether ``node`` reads one of ``attributes`` (of any value)."""
+    return bool(attributes) and any(
+        isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load) and n.attr in attributes for n in ast.walk(node)
+    )
 
 
 def _reads_written(node: ast.expr | None, written: frozenset[str | int] | None) -> bool:
