@@ -1883,6 +1883,15 @@ TYPE_TESTS: dict[str, tuple[str, bool]] = {
         "except ValueError:\n    r = 'int'\nr",
         True,
     ),
+    "a comprehension's if": (
+        "from tools import helpdesk\n[o['staff'].upper() for o in helpdesk.list_offices() if type(o['staff']) == str]",
+        True,
+    ),
+    "return unless, through an elif": (
+        "from tools import helpdesk\ndef f():\n    v = helpdesk.list_offices()[0]['staff']\n    if type(v) == int:\n"
+        "        return v\n    elif type(v) == float:\n        return int(v)\n    return v.upper()\nf()",
+        True,
+    ),
     # Not excused: what the test does not say of the value, another value, a branch that returns nothing.
     "type test of another value": (_STAFF + "if type(s) == int:\n    o['city'] + 1", False),
     "type(x) is C, its true branch": (_STAFF + "s.upper() if type(s) is int else s", False),

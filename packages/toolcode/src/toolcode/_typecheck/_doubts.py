@@ -14,8 +14,9 @@ that is not one value's); these are the forms it leaves as declared:
 - the branch where ``hasattr(x, "name")`` is true, for ``x.name`` only (what ``x`` lacks otherwise is
   still found);
 - the operands of ``and`` (``or``) after a test, where it is true (false);
-- the rest of a block after an ``if`` without ``else`` whose body ends the block (``return``,
-  ``continue``, ``break``, ``raise``): the test is false there (``if type(v) != str: continue``
+- the items of a comprehension, where its ``if`` clauses are true;
+- the rest of a block after an ``if`` (or ``elif``) whose body ends the block (``return``,
+  ``continue``, ``break``, ``raise``): its test is false there (``if type(v) != str: continue``
   then ``v.upper()``), and after an ``assert``, where its test is true;
 - the handlers of a ``try`` that catch what a read of a wrongly typed value raises (``TypeError``,
   ``KeyError``, ``AttributeError`` or a base of them), for each value the ``try``'s body subscripts
@@ -70,10 +71,15 @@ class Doubts:
                 if isinstance(block, list):
                     for i, stmt in enumerate(cast("list[ast.stmt]", block)[:-1]):
                         rest = cast("list[ast.stmt]", block)[i + 1 :]
-                        if isinstance(stmt, ast.If) and not stmt.orelse and isinstance(stmt.body[-1], _ENDS):
-                            add(rest, _mistyped(stmt.test, False))
+                        if isinstance(stmt, ast.If):
+                            add(rest, _left_early(stmt))
                         elif isinstance(stmt, ast.Assert):
                             add(rest, _mistyped(stmt.test, True))
+            if isinstance(node, ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp):
+                # The items are made where every ``if`` of the comprehension is true.
+                tested = set[str]().union(*(_mistyped(t, True) for g in node.generators for t in g.ifs))
+                for item in (node.key, node.value) if isinstance(node, ast.DictComp) else (node.elt,):
+                    add(item, tested)
             if isinstance(node, ast.BoolOp):
                 # Each operand after the first is reached where those before it are true (``and``) or false.
                 truth = isinstance(node.op, ast.And)
@@ -132,6 +138,17 @@ def _mistyped(test: ast.expr, truth: bool) -> set[str]:
         if isinstance(op, ast.Is | ast.IsNot) and isinstance(op, ast.Is) != truth:
             return {ast.dump(tested)}
     return set()
+
+
+def _left_early(stmt: ast.If) -> set[str]:
+    """The values doubted after ``stmt``: where each test of its ``if``/``elif`` chain whose branch ends is false."""
+    out: set[str] = set()
+    while True:
+        if stmt.body and isinstance(stmt.body[-1], _ENDS):
+            out |= _mistyped(stmt.test, False)
+        if len(stmt.orelse) != 1 or not isinstance(stmt.orelse[0], ast.If):
+            return out
+        stmt = stmt.orelse[0]
 
 
 def _called(function: str, node: ast.expr, arity: int) -> ast.expr | None:
