@@ -1039,6 +1039,11 @@ async def test_a_result_handed_straight_to_len_is_checked() -> None:
         assert "Sized" in found.message and found.code == "runtime_error"
         assert await checker.check("from tools import crm\nlen(crm.names())", view) == []
         assert await checker.check("from tools import crm\nsorted(crm.names())", view) == []
+        # A builtin class's constructor too (``ty`` words it otherwise than a function's call).
+        for built in ("list", "tuple", "set", "frozenset", "enumerate"):
+            [found] = await checker.check(f"from tools import crm\nx = {built}(crm.count())", view)
+            assert "Iterable" in found.message and found.code == "runtime_error", (built, found)
+            assert await checker.check(f"from tools import crm\nx = {built}(crm.names())", view) == []
     finally:
         await checker.aclose()
 

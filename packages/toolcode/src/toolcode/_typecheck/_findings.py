@@ -92,11 +92,12 @@ _SIZED_OR_ITERATED: Final = frozenset(
 )
 """Builtins that take a length or an iteration of their argument (what :data:`_NOT_SIZED_OR_ITERABLE` finds)."""
 _NOT_SIZED_OR_ITERABLE: Final = re.compile(
-    r"^Argument to function `\w+` is incorrect: Expected `(Sized|Iterable\[[^`]*\])`, "
+    r"^Argument to (?:function|class|constructor )?\s?`[\w.]+` is incorrect: Expected `(Sized|Iterable\[[^`]*\])`, "
     r"found `(int|float|bool|None|Literal\[(-?\d+|True|False)\])`$"
 )
-"""An argument that must have a length or be iterable (``len(n)``, ``sorted(n)``), given one scalar
-type that has neither: Python checks exactly these protocols at run time, so the call fails."""
+"""An argument that must have a length or be iterable (``len(n)``, ``sorted(n)``, ``list(n)``: ``ty`` names
+a builtin class's constructor otherwise than a function), given one scalar type that has neither:
+Python checks exactly these protocols at run time, so the call fails."""
 _KEY: Final = re.compile(r'^Unknown key "|got key of type `Literal\[-?\d+\]`')
 """The ``invalid-key`` findings about a key written as a literal (a ``str`` variable may hold a valid key)."""
 _UNKNOWN_KEY: Final = re.compile(r'^Unknown key "(.*)" for TypedDict `([^`]*)`')
