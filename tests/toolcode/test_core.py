@@ -197,6 +197,25 @@ async def test_ceilings_bind_callers_of_the_mcp_door(box: Toolbox) -> None:
     assert (await box.codemode.execute("1", options={"timeout": 0})).ok  # the operator's own door: no ceiling
 
 
+async def test_options_given_again_are_checked_alike_and_each_value_as_what_it_is(box: Toolbox) -> None:
+    # Options are parsed once per distinct value: a refused one is refused each time, and values a
+    # dict takes for one key (1, 1.0, True) are each parsed as what they are.
+    limited = box.codemode.with_ceilings(ExecuteOptions(timeout=10, max_tool_calls=5))
+    two_calls = "run_tool('files:read_file', path='a')\nrun_tool('files:read_file', path='b')"
+    for _ in range(2):
+        refused = await limited.execute("1", options={"timeout": 0})
+        assert refused.error is not None and "maximum" in refused.error.message
+        for one in (1, 1.0, True):
+            stopped = await limited.execute(two_calls, options={"max_tool_calls": one})
+            assert stopped.error is not None and stopped.error.code == "tool_call_limit", one
+        bad = await limited.execute("1", options={"max_tool_calls": 1.5})
+        assert bad.error is not None and "options.max_tool_calls" in bad.error.message
+        assert (await limited.execute(two_calls, options={"max_tool_calls": 2})).ok
+        hidden = await limited.execute(two_calls, options={"allowed_namespaces": ["admin"]})
+        assert hidden.error is not None and "unknown tool 'files:read_file'" in hidden.error.message
+        assert (await limited.execute(two_calls, options={"allowed_namespaces": ("files",)})).ok
+
+
 async def test_a_doors_clients_are_bound_by_finite_ceilings_unless_the_operator_lifts_them() -> None:
     # Without ceilings any client could switch its run's timeout off and hold workers without end.
     async def asks(settings: Settings, **options: object) -> str | None:

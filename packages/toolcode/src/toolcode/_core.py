@@ -13,7 +13,7 @@ import dataclasses
 import fnmatch
 import json
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Hashable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, cast
@@ -26,7 +26,7 @@ from toolcode._executor import Executor, Listeners
 from toolcode._limits import NARROW_HINT
 from toolcode._modules import every_tool
 from toolcode._operations import Operations
-from toolcode._options import ExecuteOptions, parse_options
+from toolcode._options import ExecuteOptions, ResolvedOptions, options_key, parse_options
 from toolcode._otel import run_span
 from toolcode._outcome import APPROVAL_OP, outcome, paused_result
 from toolcode._paused_run import Decision, PausedRun, check_decision
@@ -74,6 +74,8 @@ PrintListener = Callable[[str, str], None]
 """Told of each write of a run to ``stdout`` or ``stderr`` (``(stream, text)``) as it happens; must not block."""
 
 log = get_logger("toolcode.core")
+_PARSED_OPTIONS = 64
+"""Options kept parsed per core (a door sends the same few again and again)."""
 _OUTCOME_WORD = {"approve": "approved", "approve_run": "approved", "deny": "denied", "abort": "aborted"}
 
 
@@ -100,6 +102,8 @@ class CodeMode:
         self.ceilings = ceilings
         self.executor = Executor(services)
         self._observers: list[OnToolCall] = []
+        self._parsed: dict[Hashable, tuple[ExecuteOptions, ResolvedOptions]] = {}
+        """Options as given (:func:`options_key`), checked and resolved: the settings and ceilings never change."""
 
     @property
     def defaults(self) -> ExecuteOptions:
@@ -296,6 +300,25 @@ class CodeMode:
             opts = opts.model_copy(update={"allowed_namespaces": narrowed})
         return opts
 
+    def _run_options(
+        self, options: ExecuteOptions | Mapping[str, Any] | None
+    ) -> tuple[ExecuteOptions, ResolvedOptions]:
+        """A run's options, checked (:meth:`options`) and resolved over the settings; parsed once per distinct value.
+
+        Raises:
+            InvalidArgumentsError: If an option is invalid or above its ceiling (never kept).
+        """
+        key = options_key(options)
+        hit = self._parsed.get(key) if key is not None else None
+        if hit is None:
+            opts = self.options(options)
+            hit = (opts, opts.resolve(self.defaults))
+            if key is not None:
+                if len(self._parsed) >= _PARSED_OPTIONS:
+                    self._parsed.clear()
+                self._parsed[key] = hit
+        return hit
+
     async def execute(
         self,
         code: Any,
@@ -361,13 +384,12 @@ class CodeMode:
                 raise InvalidArgumentsError("code", f"must be a string, got {type(code).__name__}")
             if not code.strip():
                 raise InvalidArgumentsError("code", "is empty: write a program that sets __out")
-            opts = self.options(options)
+            opts, resolved = self._run_options(options)
             if session is not None:
                 self._stores("session")
                 Sessions.check_name(session)
         except ToolCodeError as exc:
             return _Done(outcome(None, exc, "none", started), None, exc)
-        resolved = opts.resolve(self.defaults)
         params = ExecuteParams(code=code, input=input, options=opts, resolved=resolved, caller=caller)
 
         async def go(state: SessionState | None) -> ExecuteResult:
@@ -534,25 +556,34 @@ class CodeMode:
         result: ExecuteResult | None = None
         error: ToolCodeError | None = None
         srun: SessionRun | None = None
-        try:
-            async with self._session(caller, session, hold) as srun:
-                try:
-                    result = await go(srun.state if srun is not None else None)
-                except ToolCodeError as exc:
-                    error, result = exc, exc.result
-                if error is not None:
-                    # Kept while the session is held: its next run sees the mark (_none_waiting).
-                    error = await self._keep_paused(error)
-                if srun is not None and srun.state.kept is not None:
-                    srun.state.imports = session_imports(srun.state.imports, code)
-        except ToolCodeError as exc:  # the session itself: busy, a limit, the store
-            error = exc
+        if session is None:
+            result, error = await self._attempt(go, None, code)
+        else:
+            try:
+                async with self._stores("session").sessions.use(caller, session, hold=min(hold, 86_400.0)) as srun:
+                    result, error = await self._attempt(go, srun, code)
+            except ToolCodeError as exc:  # the session itself: busy, a limit, the store
+                error = exc
         out = outcome(result, error, detail, started, view, self.services.settings.console.link)
         if error is None and result is not None:
             out = await self._with_stored(out, result, caller)
         if srun is not None:
             out = out.model_copy(update={"session": srun.report})
         return _Done(out, result, error)
+
+    async def _attempt(
+        self, go: Callable[[SessionState | None], Awaitable[ExecuteResult]], srun: SessionRun | None, code: str
+    ) -> tuple[ExecuteResult | None, ToolCodeError | None]:
+        """One go of the run (in ``srun``, held): its result, and its error, a pause stored."""
+        error: ToolCodeError | None = None
+        try:
+            result = await go(srun.state if srun is not None else None)
+        except ToolCodeError as exc:
+            # Kept while the session is held: its next run sees the mark (_none_waiting).
+            result, error = exc.result, await self._keep_paused(exc)
+        if srun is not None and srun.state.kept is not None:
+            srun.state.imports = session_imports(srun.state.imports, code)
+        return result, error
 
     async def _none_waiting(self, caller: str | None, session: str) -> None:
         """Refuse a run of a session in which a run waits for a decision (its state becomes the session's)."""
@@ -566,14 +597,6 @@ class CodeMode:
                 f"run {waiting} of this session waits for a decision: decide it first "
                 "(resume_execution, toolcode resume), then run again",
             )
-
-    @asynccontextmanager
-    async def _session(self, caller: str | None, name: str | None, hold: float) -> AsyncGenerator[SessionRun | None]:
-        if name is None:
-            yield None
-            return
-        async with self._stores("session").sessions.use(caller, name, hold=min(hold, 86_400.0)) as srun:
-            yield srun
 
     async def _keep_paused(self, exc: ToolCodeError) -> ToolCodeError:
         """Store a paused run; what to report instead when it cannot be kept."""

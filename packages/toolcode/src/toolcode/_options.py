@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal, Self
+from typing import Any, Final, Literal, Self, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -30,6 +30,7 @@ __all__ = [
     "ResolvedOptions",
     "TraceDetail",
     "TypeCheck",
+    "options_key",
     "parse_options",
 ]
 
@@ -196,3 +197,33 @@ def parse_options(
         name = f"{field}.{where}" if where else field
         raise InvalidArgumentsError(name, clip(err["msg"].removeprefix("Value error, "))) from None
     return opts
+
+
+_KEYED: Final = frozenset({type(None), bool, int, str})
+
+
+def options_key(value: object) -> Hashable | None:
+    """What tells options as a door gives them (``None`` or their JSON object) from any others, to reuse their parse.
+
+    Each value is keyed with its exact type (``1``, ``1.0`` and ``True`` are equal keys in a dict,
+    not the same option; a float with its sign, ``-0.0 == 0.0``), a list of names as a tuple of
+    them. ``None``: not keyed (an :class:`ExecuteOptions`, a nested or odd value): parse it.
+    """
+    if value is None:
+        return ()
+    if type(value) is not dict:
+        return None
+    key: list[tuple[str, type, object]] = []
+    for k, v in cast("dict[object, object]", value).items():
+        t = type(v)
+        if type(k) is not str:
+            return None
+        if t in _KEYED:
+            key.append((k, t, v))
+        elif t is float:
+            key.append((k, t, (v, math.copysign(1.0, cast("float", v)))))
+        elif (t is list or t is tuple) and all(type(x) is str for x in cast("Sequence[object]", v)):
+            key.append((k, t, tuple(cast("Sequence[str]", v))))
+        else:
+            return None
+    return tuple(key)

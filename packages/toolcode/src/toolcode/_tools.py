@@ -9,6 +9,7 @@ with code ``invalid_arguments``, never an engine failure.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
@@ -46,13 +47,22 @@ class DefaultTools:
 
     def __init__(self, services: Services, ops: Operations, output: OutputBuffer, caller: str | None) -> None:
         self.ops = ops
-        self.discovery = Discovery(services, ops.view, ops.budget)
         self.output = output
         self._services = services
         self._caller = caller
         self._module_map: dict[str, dict[str, ModuleFunction]] | None = None
-        self._reading = anyio.Lock()
+
+    # Made at a run's first read of the catalog: most runs make none.
+
+    @functools.cached_property
+    def discovery(self) -> Discovery:
+        """The run's reads of the catalog, counted against its budget."""
+        return Discovery(self._services, self.ops.view, self.ops.budget)
+
+    @functools.cached_property
+    def _reading(self) -> anyio.Lock:
         """Held by this run's catalog read under way: the run waits in the shared turns with one read at a time."""
+        return anyio.Lock()
 
     async def _plain(self, op: str, call: Callable[[], Awaitable[Any]]) -> Any:
         try:

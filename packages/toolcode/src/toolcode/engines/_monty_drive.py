@@ -105,6 +105,8 @@ class Drive:
 
         The call a restored snapshot stopped at is made again (now decided).
         """
+        if paused is None and type(snap) is pm.MontyComplete:
+            return snap.output  # a snippet that made no call: nothing to drive
         failure: pm.MontyError | Paused | None = None
         value: Any = None
         async with AsyncExitStack() as self._stack:

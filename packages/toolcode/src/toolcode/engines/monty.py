@@ -42,7 +42,8 @@ _FETCH_OUT = (
     + _state.suspect("__toolcode_out[1]")
     + "(*__toolcode_out, __toolcode_suspect is not None)\n"
 )
-_PRELUDE_NAMES = ("ToolError", "println", "tool_error_info")
+_PRELUDE_NAMES = re.compile("ToolError|println|tool_error_info")
+"""A snippet that spells none of these names cannot reach them (no ``globals()``, no ``eval``): no prelude fed."""
 _FETCH_IN_FEED_CHARS = 4_000
 """Snippets up to this long that set ``__out`` and end in a statement fetch it in the same feed (parsed to know)."""
 _MEMORY_RE = re.compile(r"memory limit exceeded: (\d+) bytes > (\d+) bytes")
@@ -55,6 +56,7 @@ _CANNOT_SUSPEND_HINT = (
 )
 """What Monty says when the worker process, not the heap's count, went over the limit (a very long snippet, say)."""
 _MODULE_CACHE = 16
+_LIMITS_CACHE = 16
 
 DEFAULT_MAX_MEMORY = 128 * 1024 * 1024
 """Heap limit per run. Monty refuses an operation whose estimated result does not fit before computing
@@ -140,6 +142,8 @@ class MontyEngine:
         self._max_memory = max_memory
         self._max_depth = max_recursion_depth
         self._packages: dict[int, tuple[ModuleMap, dict[str, pm.ExternalModule]]] = {}
+        self._limits: dict[float, tuple[pm.ResourceLimits, tuple[Any, ...]]] = {}
+        """The sandbox limits of a run, and what a worker checked out with them is compared by, per timeout."""
         limits = {"max_memory": max_memory, "max_recursion_depth": max_recursion_depth}
         self._info = EngineInfo(name="monty", sandboxed=True, limits=limits, sessions=True, pauses=True)
 
@@ -191,8 +195,14 @@ class MontyEngine:
         """
         return await self._run(params, tools, state)
 
-    async def _run(self, params: ExecuteParams, tools: Tools, paused: PauseState | None) -> ExecuteResult:
-        code, timeout = params.code, float(params.timeout) if params.timeout is not None else 30.0
+    def _limits_for(self, timeout: float) -> tuple[pm.ResourceLimits, tuple[Any, ...]]:
+        """The sandbox limits of a run with ``timeout``, and their sorted items (built once per timeout).
+
+        The dict is shared by the runs of that timeout: pydantic-monty only reads it.
+        """
+        hit = self._limits.get(timeout)
+        if hit is not None:
+            return hit
         bounded = math.isfinite(timeout)  # a switched-off timeout leaves the sandbox unbounded in time too
         limits: pm.ResourceLimits = {
             "max_feed_duration_secs": timeout if bounded else None,
@@ -201,13 +211,21 @@ class MontyEngine:
             "max_suspensions": 1_000_000,
             "max_total_sleep_secs": timeout if bounded else None,
         }
+        if len(self._limits) >= _LIMITS_CACHE:
+            self._limits.clear()
+        built = self._limits[timeout] = (limits, tuple(sorted(limits.items())))
+        return built
+
+    async def _run(self, params: ExecuteParams, tools: Tools, paused: PauseState | None) -> ExecuteResult:
+        code, timeout = params.code, float(params.timeout) if params.timeout is not None else 30.0
+        limits, limit_items = self._limits_for(timeout)
         # A session may use modules its earlier runs imported: it always gets the package.
         modules = tools.modules() if PACKAGE in code or params.session is not None else None
         package = self._package(modules) if modules else None
         if modules and PACKAGE + "." in code:
             # A long snippet's parse takes a while: off the event loop, which serves other callers.
             code = await runs_for(code)(importable, code, [name for name in modules if sandbox_module(name)])
-        shape = ((tuple(sorted(limits.items())), timeout, id(package)), package)
+        shape = ((limit_items, timeout, id(package)), package)
         drive = Drive(tools, timeout, self._max_depth, modules)
         session = SessionTurn(params.session, paused, self._max_depth) if params.session is not None else None
 
@@ -232,7 +250,7 @@ class MontyEngine:
                         except pm.MontyError as e:
                             raise EngineError("monty", f"the paused run cannot be restored: {e}") from None
                     elif session is None:
-                        if any(name in code for name in _PRELUDE_NAMES):  # a feed less for the others
+                        if _PRELUDE_NAMES.search(code):  # a feed less for the others
                             await sandbox.feed_run(_PRELUDE)
                     else:
                         await session.restore(worker, code)
