@@ -55,6 +55,18 @@ async def test_a_session_holding_two_ints_stays_small_however_many_runs(box: Too
     assert (await box.codemode.execute("c = 1", session="two")).value is None
 
 
+async def test_each_run_of_a_session_gets_the_whole_sleep_budget_of_its_timeout(box: Toolbox) -> None:
+    # A session's runs share one sandbox worker while it stays hot, and pydantic-monty counts sleeps
+    # (and suspensions) per worker: its limit added the runs up, so the third run failed with
+    # "sleep limit exceeded: 2.1s > 2s". A run is bounded by its own timeout, on the host.
+    for i in range(3):
+        out = await box.codemode.execute("import time\ntime.sleep(0.7)\n__out = 1", session="s", options={"timeout": 2})
+        assert out.ok and out.value == 1, (i, out.error)
+    # Within one run the timeout still stops sleeping, with the limit's code.
+    out = await box.codemode.execute("import time\ntime.sleep(30)", session="s", options={"timeout": 0.5})
+    assert out.error is not None and out.error.code == "timeout", out.error
+
+
 SETUP = """\
 from tools import helpdesk
 import json

@@ -14,7 +14,7 @@ import os
 import re
 from collections.abc import Generator, Mapping
 from contextlib import contextmanager
-from typing import Any, cast
+from typing import Any, Final, cast
 
 import pydantic_monty as pm
 from pydantic_monty.class_instance import ClassInstance
@@ -57,6 +57,8 @@ _CANNOT_SUSPEND_HINT = (
 """What Monty says when the worker process, not the heap's count, went over the limit (a very long snippet, say)."""
 _MODULE_CACHE = 16
 _LIMITS_CACHE = 16
+_UNCOUNTED: Final = 2**62
+"""``max_suspensions``, which pydantic-monty does not let be switched off: never reached by a run."""
 
 DEFAULT_MAX_MEMORY = 128 * 1024 * 1024
 """Heap limit per run. Monty refuses an operation whose estimated result does not fit before computing
@@ -208,8 +210,11 @@ class MontyEngine:
             "max_feed_duration_secs": timeout if bounded else None,
             "max_memory": self._max_memory,
             "max_recursion_depth": self._max_depth,
-            "max_suspensions": 1_000_000,
-            "max_total_sleep_secs": timeout if bounded else None,
+            # pydantic-monty counts suspensions and sleeps per checkout, and a session's runs share
+            # one while it stays hot: per run, these would add its runs up. A run's host round trips
+            # and sleeps are bounded by its timeout (and its calls by max_tool_calls) on the host.
+            "max_suspensions": _UNCOUNTED,
+            "max_total_sleep_secs": None,
         }
         if len(self._limits) >= _LIMITS_CACHE:
             self._limits.clear()
