@@ -157,6 +157,18 @@ def _attacks() -> dict[str, tuple[int, Callable[[Client], Awaitable[Any]]]]:
         options = {"max_tool_calls": 8000, "timeout": 120}
         return await c.call_tool("execute_code", {"code": fanned, "options": options})
 
+    futures = (
+        "import asyncio\nr = await asyncio.gather(*[run_tool_async('hostile:echo', text='x') for i in range(100_000)])"
+    )
+
+    async def future_flood(c: Client) -> Any:
+        return await c.call_tool("execute_code", {"code": futures, "options": {"timeout": 60, "type_check": "off"}})
+
+    raising = "raise ValueError('x' * 60_000_000)"
+
+    async def raise_flood(c: Client) -> Any:
+        return await c.call_tool("execute_code", {"code": raising})
+
     return {
         "cpu": (2, cpu),
         "redos": (1, redos),
@@ -170,6 +182,8 @@ def _attacks() -> dict[str, tuple[int, Callable[[Client], Awaitable[Any]]]]:
         "big_allowed": (1, big_allowed),
         "discovery_flood": (3, discovery_flood),
         "fan_out": (2, fan_out),
+        "future_flood": (2, future_flood),
+        "raise_flood": (4, raise_flood),
     }
 
 

@@ -8,6 +8,7 @@ stop by seconds. The time to stop on a quiet machine is a benchmark's figure (``
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -183,3 +184,36 @@ async def test_an_int_too_long_to_print_in_a_call_fails_that_call_not_the_host(c
         assert (await box.codemode.execute("__out = run_tool('t:add', a=1)")).value == 2
         entries = await box.stores.audit.read() if box.stores is not None else []
         assert entries, "the calls were audited"
+
+
+async def test_a_result_too_big_to_return_names_the_result_not_the_engines_lines(monty: Executor) -> None:
+    # Before, the error quoted the engine's own code after the snippet: "(line 8: __toolcode_json.dumps(...))".
+    err, _ = await _stopped(monty, '__out = "x" * 100_000_000', timeout=120.0)
+    assert err.limit == "max_memory", str(err)
+    assert str(err).endswith("(returning the result)"), str(err)
+    assert "__toolcode" not in str(err)
+
+
+async def test_a_huge_exception_message_is_read_once_and_off_the_event_loop(
+    monty: Executor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each read of a sandbox error's message copies it whole holding the interpreter lock: a 30 MB
+    # message read on the event loop, four times, stalled every other caller for half a second a run.
+    from toolcode.engines import monty as monty_module
+
+    reads: list[bool] = []
+    loop_thread = threading.get_ident()
+    read = monty_module._Failure.of
+
+    def counted(e: Any) -> Any:
+        reads.append(threading.get_ident() == loop_thread)
+        return read(e)
+
+    monkeypatch.setattr(monty_module._Failure, "of", counted)
+    with pytest.raises(CodeExecutionError) as ei:
+        await monty.execute(ExecuteParams(code='raise ValueError("x" * 30_000_000)'))
+    assert reads == [False], "read once, in a worker thread"
+    err = ei.value
+    assert err.exc_type == "ValueError" and err.line == 1
+    assert len(err.message) <= 2_000 and err.traceback is not None and len(err.traceback) <= 4_000
+    assert 'raise ValueError("x" * 30_000_000)' in err.traceback

@@ -14,8 +14,10 @@ import os
 import re
 from collections.abc import Generator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, Final, cast
 
+import anyio
 import pydantic_monty as pm
 from pydantic_monty.class_instance import ClassInstance
 
@@ -48,6 +50,8 @@ _FETCH_IN_FEED_CHARS = 4_000
 """Snippets up to this long that set ``__out`` and end in a statement fetch it in the same feed (parsed to know)."""
 _MEMORY_RE = re.compile(r"memory limit exceeded: (\d+) bytes > (\d+) bytes")
 _WORKER_OUT_OF_MEMORY = "the worker exceeded its memory limit"
+_SHORT_MESSAGE = 8_000
+"""Longer than this, an error message is the snippet's own (the host's are clipped to 2,000 characters)."""
 _CANNOT_SUSPEND = "cannot suspend in this synchronous context"
 """What Monty says of a host call made from a function a builtin calls back (``map``, ``sorted``'s key)."""
 _CANNOT_SUSPEND_HINT = (
@@ -289,9 +293,12 @@ class MontyEngine:
                     except (pm.MontySyntaxError, pm.MontyRuntimeError) as e:
                         # The snippet's own error: a session keeps what it did up to there (a REPL
                         # does the same); a limit (time, memory, depth) resets it.
-                        if session is not None and _limit(e) is None:
+                        if session is None:
+                            raise
+                        failure = await anyio.to_thread.run_sync(_Failure.of, e)
+                        if _limit(failure) is None:
                             await session.keep(worker, code, checkout, completed=False)
-                        raise
+                        raise _Failed(failure) from None
                     if session is not None:
                         await session.keep(worker, code, checkout, completed=True)
                     if isinstance(not_data, str):
@@ -303,8 +310,13 @@ class MontyEngine:
                             f"the result is nested deeper than the sandbox's {self._max_depth} levels at {cut}; "
                             "return flatter data",
                         )
+        except _Failed as f:
+            raise self._error(f.failure, timeout, drive.raised, code) from None
         except pm.MontyError as e:
-            raise self._error(e, timeout, drive.raised) from None
+            # Reading a snippet's error copies its message (as long as the sandbox's memory allows)
+            # while holding the interpreter lock: once, and off the event loop every caller shares.
+            failure = await anyio.to_thread.run_sync(_Failure.of, e)
+            raise self._error(failure, timeout, drive.raised, code) from None
         return ExecuteResult(value=value)
 
     def _package(self, modules: ModuleMap) -> dict[str, pm.ExternalModule]:
@@ -319,30 +331,31 @@ class MontyEngine:
         self._packages[id(modules)] = (modules, built)
         return built
 
-    def _error(self, e: pm.MontyError, timeout: float, raised: dict[str, ToolError]) -> ToolCodeError:
+    def _error(self, failure: _Failure, timeout: float, raised: dict[str, ToolError], code: str) -> ToolCodeError:
         """Monty's error as toolcode's: a limit that stopped the run, the snippet's own error, or the engine's."""
+        e = failure.error
         if isinstance(e, pm.MontyCrashedError):
             if e.timed_out:
                 return LimitExceededError("timeout", timeout, None, "the sandbox worker was killed")
-            return EngineError("monty", f"the sandbox worker died: {e}")
+            return EngineError("monty", f"the sandbox worker died: {failure.message}")
         if isinstance(e, pm.MontySyntaxError):
-            exc_type, message = "SyntaxError", str(e)
+            exc_type, message = "SyntaxError", failure.message
         elif isinstance(e, pm.MontyRuntimeError):
-            inner = e.exception()
-            exc_type, message, limit = type(inner).__name__, str(inner), _limit(e)
+            exc_type, message, limit = failure.exc_type, failure.message, _limit(failure)
             if limit == "timeout":
                 return LimitExceededError("timeout", timeout, None, message)
             if limit == "max_recursion_depth":
                 return LimitExceededError("max_recursion_depth", self._max_depth, None, message)
             if limit == "max_memory" and (m := _MEMORY_RE.search(message)):
-                return LimitExceededError("max_memory", self._max_memory, int(m.group(1)), _what_needed(e))
+                return LimitExceededError("max_memory", self._max_memory, int(m.group(1)), _what_needed(e, code))
             if limit == "max_memory" and _WORKER_OUT_OF_MEMORY in message:  # the process outgrew it: no count
                 return LimitExceededError("max_memory", self._max_memory, None, "the sandbox worker was terminated")
         else:
-            return EngineError("monty", f"{type(e).__name__}: {e}")
+            return EngineError("monty", f"{type(e).__name__}: {failure.message}")
         frames = e.traceback()
         frame = frames[-1] if frames else None
-        tool_error = raised.get(message)
+        # A ToolError's message is the host's own, short: a long one is the snippet's.
+        tool_error = raised.get(message) if len(message) <= _SHORT_MESSAGE else None
         err = CodeExecutionError(
             "ToolError" if tool_error is not None else exc_type,
             message,
@@ -350,7 +363,7 @@ class MontyEngine:
             column=frame.column if frame else None,
             tool_id=tool_error.tool_id if tool_error is not None else None,
             tool_code=tool_error.code if tool_error is not None else None,
-            traceback=e.display("traceback"),
+            traceback=failure.traceback,
         )
         if exc_type == "NotImplementedError" and _CANNOT_SUSPEND in message:
             err.hint = _CANNOT_SUSPEND_HINT
@@ -361,24 +374,72 @@ class MontyEngine:
         await self._pool.aclose()
 
 
-def _limit(e: pm.MontyError) -> str | None:
+@dataclass(frozen=True, slots=True)
+class _Failure:
+    """What a Monty error says, each part read once.
+
+    Every read of an error's message (``str``, ``exception()``, ``display()``) copies it whole while
+    holding the interpreter lock: a snippet's own exception may carry tens of megabytes
+    (``raise ValueError("x" * 60_000_000)``), about a tenth of a second per read.
+    """
+
+    error: pm.MontyError
+    inner: BaseException | None
+    """The sandbox's exception (a runtime error's)."""
+    exc_type: str
+    message: str
+    traceback: str | None
+    """The snippet-level traceback (with the message cut to :data:`_SHORT_MESSAGE` when longer)."""
+
+    @classmethod
+    def of(cls, e: pm.MontyError) -> _Failure:
+        """Read ``e`` once (in a worker thread: a long message holds the interpreter lock meanwhile)."""
+        if not isinstance(e, pm.MontyRuntimeError):
+            return cls(e, None, type(e).__name__, str(e), None)
+        inner = e.exception()
+        exc_type, message = type(inner).__name__, str(inner)
+        if len(message) <= _SHORT_MESSAGE:
+            shown = e.display("traceback")
+        else:
+            # Written from the frames, never by formatting the whole message again.
+            lines = ["Traceback (most recent call last):"]
+            for f in e.traceback():
+                lines.append(f'  File "{f.filename}", line {f.line}, in {f.function_name or "<module>"}')
+                if f.source_line:
+                    lines.append("    " + f.source_line.strip())
+            shown = "\n".join([*lines, f"{exc_type}: {message[:_SHORT_MESSAGE]}…"])
+        return cls(e, inner, exc_type, message, shown)
+
+
+class _Failed(Exception):
+    """A snippet's error already read (:class:`_Failure`), on its way out of the worker's block."""
+
+    def __init__(self, failure: _Failure) -> None:
+        super().__init__(failure.exc_type)
+        self.failure = failure
+
+
+def _limit(failure: _Failure) -> str | None:
     """The limit that stopped the run (``timeout``, ``max_memory``, ``max_recursion_depth``), if one did."""
-    if not isinstance(e, pm.MontyRuntimeError):
+    inner = failure.inner
+    if inner is None:
         return None
-    inner = e.exception()
-    if isinstance(inner, TimeoutError) and "time limit exceeded" in str(inner):
+    if isinstance(inner, TimeoutError) and "time limit exceeded" in failure.message:
         return "timeout"
     if isinstance(inner, MemoryError):
         return "max_memory"
     return "max_recursion_depth" if isinstance(inner, RecursionError) else None
 
 
-def _what_needed(e: pm.MontyRuntimeError) -> str:
+def _what_needed(e: pm.MontyRuntimeError, code: str) -> str:
     """Where the memory ran out: the line, and the expression when Monty points at one."""
     frames = e.traceback()
     if not frames:
         return ""
     f = frames[-1]
+    if f.line > code.count("\n") + 1:
+        # The engine's own lines after the snippet (they fetch ``__out``): not the snippet's to read.
+        return "returning the result"
     source = f.source_line or ""
     if f.end_line == f.line and 1 <= f.column < f.end_column <= len(source) + 1:
         what = source[f.column - 1 : f.end_column - 1]
