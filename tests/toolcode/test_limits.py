@@ -199,17 +199,17 @@ async def test_a_huge_exception_message_is_read_once_and_off_the_event_loop(
 ) -> None:
     # Each read of a sandbox error's message copies it whole holding the interpreter lock: a 30 MB
     # message read on the event loop, four times, stalled every other caller for half a second a run.
-    from toolcode.engines import monty as monty_module
+    from toolcode.engines import _monty_errors as monty_errors
 
     reads: list[bool] = []
     loop_thread = threading.get_ident()
-    read = monty_module._Failure.of
+    read = monty_errors.Failure.of
 
     def counted(e: Any) -> Any:
         reads.append(threading.get_ident() == loop_thread)
         return read(e)
 
-    monkeypatch.setattr(monty_module._Failure, "of", counted)
+    monkeypatch.setattr(monty_errors.Failure, "of", counted)
     with pytest.raises(CodeExecutionError) as ei:
         await monty.execute(ExecuteParams(code='raise ValueError("x" * 30_000_000)'))
     assert reads == [False], "read once, in a worker thread"

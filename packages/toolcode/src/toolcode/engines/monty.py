@@ -14,7 +14,6 @@ import os
 import re
 from collections.abc import Generator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any, Final, cast
 
 import anyio
@@ -29,10 +28,11 @@ from toolcode._types import EngineInfo, ExecuteParams, ExecuteResult, PauseState
 from toolcode.engines import _monty_state as _state
 from toolcode.engines._leaving import cut_path
 from toolcode.engines._monty_drive import Drive, ModuleMap, Paused
+from toolcode.engines._monty_errors import Failed, Failure, MontyErrors
 from toolcode.engines._monty_imports import importable
 from toolcode.engines._monty_pool import CALLER, WorkerPool, sandbox_module, start_pool
 from toolcode.engines._monty_session import SessionTurn
-from toolcode.exceptions import CodeExecutionError, EngineError, LimitExceededError, ToolCodeError, ToolError
+from toolcode.exceptions import CodeExecutionError, EngineError
 
 __all__ = ["DEFAULT_MAX_MEMORY", "MontyEngine", "default_max_processes"]
 
@@ -48,17 +48,6 @@ _PRELUDE_NAMES = re.compile("ToolError|println|tool_error_info")
 """A snippet that spells none of these names cannot reach them (no ``globals()``, no ``eval``): no prelude fed."""
 _FETCH_IN_FEED_CHARS = 4_000
 """Snippets up to this long that set ``__out`` and end in a statement fetch it in the same feed (parsed to know)."""
-_MEMORY_RE = re.compile(r"memory limit exceeded: (\d+) bytes > (\d+) bytes")
-_WORKER_OUT_OF_MEMORY = "the worker exceeded its memory limit"
-_SHORT_MESSAGE = 8_000
-"""Longer than this, an error message is the snippet's own (the host's are clipped to 2,000 characters)."""
-_CANNOT_SUSPEND = "cannot suspend in this synchronous context"
-"""What Monty says of a host call made from a function a builtin calls back (``map``, ``sorted``'s key)."""
-_CANNOT_SUSPEND_HINT = (
-    "a function that map, filter, or a key= of sorted, min or max calls cannot call a tool in this sandbox: "
-    "call it in a for loop or a list comprehension instead"
-)
-"""What Monty says when the worker process, not the heap's count, went over the limit (a very long snippet, say)."""
 _MODULE_CACHE = 16
 _LIMITS_CACHE = 16
 _UNCOUNTED: Final = 2**62
@@ -147,6 +136,7 @@ class MontyEngine:
         self._pool = WorkerPool(start, total, per_caller, queue_timeout, max_hot)
         self._max_memory = max_memory
         self._max_depth = max_recursion_depth
+        self._errors = MontyErrors(max_recursion_depth, max_memory)
         self._packages: dict[int, tuple[ModuleMap, dict[str, pm.ExternalModule]]] = {}
         self._limits: dict[float, tuple[pm.ResourceLimits, tuple[Any, ...]]] = {}
         """The sandbox limits of a run, and what a worker checked out with them is compared by, per timeout."""
@@ -295,10 +285,10 @@ class MontyEngine:
                         # does the same); a limit (time, memory, depth) resets it.
                         if session is None:
                             raise
-                        failure = await anyio.to_thread.run_sync(_Failure.of, e)
-                        if _limit(failure) is None:
+                        failure = await anyio.to_thread.run_sync(Failure.of, e)
+                        if failure.limit is None:
                             await session.keep(worker, code, checkout, completed=False)
-                        raise _Failed(failure) from None
+                        raise Failed(failure) from None
                     if session is not None:
                         await session.keep(worker, code, checkout, completed=True)
                     if isinstance(not_data, str):
@@ -310,13 +300,13 @@ class MontyEngine:
                             f"the result is nested deeper than the sandbox's {self._max_depth} levels at {cut}; "
                             "return flatter data",
                         )
-        except _Failed as f:
-            raise self._error(f.failure, timeout, drive.raised, code) from None
+        except Failed as f:
+            raise self._errors.mapped(f.failure, timeout, drive.raised, code) from None
         except pm.MontyError as e:
             # Reading a snippet's error copies its message (as long as the sandbox's memory allows)
             # while holding the interpreter lock: once, and off the event loop every caller shares.
-            failure = await anyio.to_thread.run_sync(_Failure.of, e)
-            raise self._error(failure, timeout, drive.raised, code) from None
+            failure = await anyio.to_thread.run_sync(Failure.of, e)
+            raise self._errors.mapped(failure, timeout, drive.raised, code) from None
         return ExecuteResult(value=value)
 
     def _package(self, modules: ModuleMap) -> dict[str, pm.ExternalModule]:
@@ -331,122 +321,9 @@ class MontyEngine:
         self._packages[id(modules)] = (modules, built)
         return built
 
-    def _error(self, failure: _Failure, timeout: float, raised: dict[str, ToolError], code: str) -> ToolCodeError:
-        """Monty's error as toolcode's: a limit that stopped the run, the snippet's own error, or the engine's."""
-        e = failure.error
-        if isinstance(e, pm.MontyCrashedError):
-            if e.timed_out:
-                return LimitExceededError("timeout", timeout, None, "the sandbox worker was killed")
-            return EngineError("monty", f"the sandbox worker died: {failure.message}")
-        if isinstance(e, pm.MontySyntaxError):
-            exc_type, message = "SyntaxError", failure.message
-        elif isinstance(e, pm.MontyRuntimeError):
-            exc_type, message, limit = failure.exc_type, failure.message, _limit(failure)
-            if limit == "timeout":
-                return LimitExceededError("timeout", timeout, None, message)
-            if limit == "max_recursion_depth":
-                return LimitExceededError("max_recursion_depth", self._max_depth, None, message)
-            if limit == "max_memory" and (m := _MEMORY_RE.search(message)):
-                return LimitExceededError("max_memory", self._max_memory, int(m.group(1)), _what_needed(e, code))
-            if limit == "max_memory" and _WORKER_OUT_OF_MEMORY in message:  # the process outgrew it: no count
-                return LimitExceededError("max_memory", self._max_memory, None, "the sandbox worker was terminated")
-        else:
-            return EngineError("monty", f"{type(e).__name__}: {failure.message}")
-        frames = e.traceback()
-        frame = frames[-1] if frames else None
-        # A ToolError's message is the host's own, short: a long one is the snippet's.
-        tool_error = raised.get(message) if len(message) <= _SHORT_MESSAGE else None
-        err = CodeExecutionError(
-            "ToolError" if tool_error is not None else exc_type,
-            message,
-            line=frame.line if frame else None,
-            column=frame.column if frame else None,
-            tool_id=tool_error.tool_id if tool_error is not None else None,
-            tool_code=tool_error.code if tool_error is not None else None,
-            traceback=failure.traceback,
-        )
-        if exc_type == "NotImplementedError" and _CANNOT_SUSPEND in message:
-            err.hint = _CANNOT_SUSPEND_HINT
-        return err
-
     async def aclose(self) -> None:
         """Shut the worker pool down; idempotent (a later run starts a new pool)."""
         await self._pool.aclose()
-
-
-@dataclass(frozen=True, slots=True)
-class _Failure:
-    """What a Monty error says, each part read once.
-
-    Every read of an error's message (``str``, ``exception()``, ``display()``) copies it whole while
-    holding the interpreter lock: a snippet's own exception may carry tens of megabytes
-    (``raise ValueError("x" * 60_000_000)``), about a tenth of a second per read.
-    """
-
-    error: pm.MontyError
-    inner: BaseException | None
-    """The sandbox's exception (a runtime error's)."""
-    exc_type: str
-    message: str
-    traceback: str | None
-    """The snippet-level traceback (with the message cut to :data:`_SHORT_MESSAGE` when longer)."""
-
-    @classmethod
-    def of(cls, e: pm.MontyError) -> _Failure:
-        """Read ``e`` once (in a worker thread: a long message holds the interpreter lock meanwhile)."""
-        if not isinstance(e, pm.MontyRuntimeError):
-            return cls(e, None, type(e).__name__, str(e), None)
-        inner = e.exception()
-        exc_type, message = type(inner).__name__, str(inner)
-        if len(message) <= _SHORT_MESSAGE:
-            shown = e.display("traceback")
-        else:
-            # Written from the frames, never by formatting the whole message again.
-            lines = ["Traceback (most recent call last):"]
-            for f in e.traceback():
-                lines.append(f'  File "{f.filename}", line {f.line}, in {f.function_name or "<module>"}')
-                if f.source_line:
-                    lines.append("    " + f.source_line.strip())
-            shown = "\n".join([*lines, f"{exc_type}: {message[:_SHORT_MESSAGE]}…"])
-        return cls(e, inner, exc_type, message, shown)
-
-
-class _Failed(Exception):
-    """A snippet's error already read (:class:`_Failure`), on its way out of the worker's block."""
-
-    def __init__(self, failure: _Failure) -> None:
-        super().__init__(failure.exc_type)
-        self.failure = failure
-
-
-def _limit(failure: _Failure) -> str | None:
-    """The limit that stopped the run (``timeout``, ``max_memory``, ``max_recursion_depth``), if one did."""
-    inner = failure.inner
-    if inner is None:
-        return None
-    if isinstance(inner, TimeoutError) and "time limit exceeded" in failure.message:
-        return "timeout"
-    if isinstance(inner, MemoryError):
-        return "max_memory"
-    return "max_recursion_depth" if isinstance(inner, RecursionError) else None
-
-
-def _what_needed(e: pm.MontyRuntimeError, code: str) -> str:
-    """Where the memory ran out: the line, and the expression when Monty points at one."""
-    frames = e.traceback()
-    if not frames:
-        return ""
-    f = frames[-1]
-    if f.line > code.count("\n") + 1:
-        # The engine's own lines after the snippet (they fetch ``__out``): not the snippet's to read.
-        return "returning the result"
-    source = f.source_line or ""
-    if f.end_line == f.line and 1 <= f.column < f.end_column <= len(source) + 1:
-        what = source[f.column - 1 : f.end_column - 1]
-    else:
-        what = source.strip()
-    what = what if len(what) <= 80 else what[:79] + "…"
-    return f"line {f.line}: {what}" if what else f"line {f.line}"
 
 
 def _module(name: str, functions: Mapping[str, object]) -> pm.ExternalModule | ClassInstance:
