@@ -24,8 +24,8 @@ from toolcode._modules import PACKAGE
 from toolcode._typecheck._calls import Scan
 from toolcode._typecheck._diagnostic import Diagnostic, Positions
 from toolcode._typecheck._doubts import Doubts
-from toolcode._typecheck._given import Declared, argument_certain
-from toolcode._typecheck._source import BUILT, CheckedSource, arguments_object
+from toolcode._typecheck._given import Declared, argument_certain, given_arguments
+from toolcode._typecheck._source import BUILT, CheckedSource
 from toolcode._typecheck._writes import loose_attributes, loose_names, loosely_typed, tested_keys, written_keys
 from toolcode.exceptions import ErrorCode
 
@@ -322,18 +322,7 @@ def kept(
     classes = {n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
     starts = _outermost(tree, positions)
     doubts = Doubts(tree, positions)
-    # Each keyword argument of a call by where it is written: ``ty`` puts a finding about it there.
-    arguments = {
-        positions.of(k): (n, k) for n in ast.walk(tree) if isinstance(n, ast.Call) for k in n.keywords if k.arg
-    }
-    # And each key of a ``run_tool("ns:x", {...})`` call's arguments object, read as a keyword there.
-    arguments.update(
-        (positions.of(k), (n, ast.keyword(k.value, v)))
-        for n in ast.walk(tree)
-        if isinstance(n, ast.Call) and (given := arguments_object(n)) is not None
-        for k, v in zip(given.keys, given.values, strict=True)
-        if isinstance(k, ast.Constant) and isinstance(k.value, str)
-    )
+    arguments = given_arguments(tree, positions)
     out: list[Diagnostic] = []
     whole = _whole_unions(found)
     for m in found:

@@ -13,8 +13,10 @@ import re
 from typing import Final, Protocol
 
 from toolcode._typecheck._calls import RUN_TOOL
+from toolcode._typecheck._diagnostic import Positions
+from toolcode._typecheck._source import arguments_object
 
-__all__ = ["Declared", "argument_certain"]
+__all__ = ["Declared", "argument_certain", "given_arguments"]
 
 
 class Declared(Protocol):
@@ -72,6 +74,24 @@ def argument_certain(rule: str, message: str, given: tuple[ast.Call, ast.keyword
         name = f"{name}({ast.unparse(tool_id)})"  # the tool's id, as written
     given_type = f"`{keyword.arg}` is given a value of type `{found}`"
     return f"invalid arguments for `{name}`: {given_type}; the tool takes `{expected}` there"
+
+
+def given_arguments(tree: ast.AST, positions: Positions) -> dict[tuple[int, int], tuple[ast.Call, ast.keyword]]:
+    """Each keyword argument of a call, by where it is written: ``ty`` puts a finding about it there.
+
+    And each key of a ``run_tool("ns:x", {...})`` call's arguments object, read as a keyword there
+    (the checked source writes it as one: :func:`~._source.as_keywords`).
+    """
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)]
+    out = {positions.of(k): (n, k) for n in calls for k in n.keywords if k.arg}
+    out.update(
+        (positions.of(k), (n, ast.keyword(k.value, v)))
+        for n in calls
+        if (given := arguments_object(n)) is not None
+        for k, v in zip(given.keys, given.values, strict=True)
+        if isinstance(k, ast.Constant) and isinstance(k.value, str)
+    )
+    return out
 
 
 def _named(call: ast.Call, name: str) -> ast.expr | None:
