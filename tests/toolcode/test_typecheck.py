@@ -383,6 +383,14 @@ BROKEN: dict[str, tuple[str, int, int, str, str]] = {
         "$.ofice: unexpected property (not in the schema); did you mean 'office'?",
         "invalid_arguments",
     ),
+    "enum value given by a dict's update line": (
+        "from tools import helpdesk\nhelpdesk.assign_ticket(ticket_id='PAR-1', engineer='Ana')\n"
+        "params = dict(office='Paris')\nparams.update(status='archived')\nhelpdesk.list_tickets(**params)",
+        4,
+        22,
+        '$.status: "archived" is not one of',
+        "invalid_arguments",
+    ),
     "a result's count given where a string goes (module)": (
         "from tools import helpdesk\nhelpdesk.assign_ticket(ticket_id='PAR-1', engineer='Ana')\n"
         "staff = helpdesk.list_offices()[0]['staff']\nhelpdesk.on_call(office=staff)",
@@ -542,6 +550,11 @@ VALID: dict[str, tuple[str, Any]] = {
         "city = run_tool(LIST)[0]['city']\n"
         "len(run_tool(ON_CALL, {'office': city})) + len(run_tool(ON_CALL, office=city))",
         4,
+    ),
+    "a dict made by dict() and given keys by update lines": (
+        "from tools import helpdesk\nparams = dict(office='Paris')\nparams.update({'status': 'open'})\n"
+        "params.update(status='closed', **{'office': 'Paris'})\nlen(helpdesk.list_tickets(**params)) >= 0",
+        True,
     ),
     "awaitable calls given a result's values, awaited later": (
         "t = (await run_tool_async('helpdesk:list_tickets', office='Paris'))[0]\n"

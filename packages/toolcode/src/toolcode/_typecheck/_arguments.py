@@ -60,27 +60,38 @@ class _Constants:
     """Names bound once, by a top-level ``name = <literal>`` (or ``name: T = ...``) before the call, never changed.
 
     A list or dict qualifies only when every use of the name hands it whole to a tool call (or to
-    a call that cannot change it), so that what the tool receives is what the literal says. A dict
-    may also be given keys by top-level ``name["key"] = value`` lines: a call made at the top level
-    (not in a function, which may run later) gets the keys given before it.
+    a call that cannot change it), so that what the tool receives is what the literal says; a dict
+    written ``dict(k=v, ...)`` (the builtin) is read as its display. A dict may also be given keys
+    by top-level ``name["key"] = value`` and ``name.update(k=v, ...)`` (or ``name.update({...})``)
+    lines: a call made at the top level (not in a function, which may run later) gets the keys
+    given before it.
     """
 
     def __init__(self, tree: ast.Module, found: Scan, tool_call_nodes: set[ast.Call]) -> None:
         self._found = found
         self._calls = tool_call_nodes
         self.bound: dict[str, tuple[ast.expr, tuple[int, int]]] = {}
-        self._keys: dict[str, list[ast.Assign]] = {}
-        """Top-level ``name["key"] = value`` lines of a dict bound here, in order."""
+        self._keys: dict[str, list[tuple[ast.expr | None, ast.expr, tuple[int, int]]]] = {}
+        """The keys top-level lines give a dict bound here, in order: (key, value, where the line ends)."""
+        given: set[int] = set()
+        """The nodes whose use of a dict's name is such a line (the subscript, the ``update`` attribute)."""
         for stmt in tree.body:
             if isinstance(stmt, ast.AnnAssign) and stmt.value is not None and isinstance(stmt.target, ast.Name):
                 if found.bindings[stmt.target.id] == 1:
-                    self.bound[stmt.target.id] = (stmt.value, _end(stmt))
+                    self.bound[stmt.target.id] = (self._display(stmt.value), _end(stmt))
+                continue
+            if isinstance(stmt, ast.Expr) and (update := self._update(stmt.value)) is not None:
+                attribute, items = update
+                given.add(id(attribute))
+                self._keys.setdefault(cast("ast.Name", attribute.value).id, []).extend(
+                    (k, v, _end(stmt)) for k, v in items
+                )
                 continue
             if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
                 continue
             target = stmt.targets[0]
             if isinstance(target, ast.Name) and found.bindings[target.id] == 1:
-                self.bound[target.id] = (stmt.value, _end(stmt))
+                self.bound[target.id] = (self._display(stmt.value), _end(stmt))
             elif (
                 isinstance(target, ast.Subscript)
                 and isinstance(target.value, ast.Name)
@@ -88,8 +99,8 @@ class _Constants:
                 and isinstance(target.slice, ast.Constant)
                 and isinstance(target.slice.value, str)
             ):
-                self._keys.setdefault(target.value.id, []).append(stmt)
-        given = {id(a.targets[0]) for lines in self._keys.values() for a in lines}
+                given.add(id(target))
+                self._keys.setdefault(target.value.id, []).append((target.slice, stmt.value, _end(stmt)))
         mutable = {n for n, (v, _) in self.bound.items() if isinstance(v, ast.Dict | ast.List | ast.Tuple)}
         if mutable:
             for node in ast.walk(tree):
@@ -97,6 +108,39 @@ class _Constants:
                     if id(self._found.parents.get(node)) not in given and not self._handed_whole(node):
                         mutable.discard(node.id)
                         self.bound.pop(node.id, None)
+
+    def _display(self, value: ast.expr) -> ast.expr:
+        """``dict(k=v, ...)`` (the builtin, keywords only) as the display it makes; any other value as it is."""
+        if (
+            isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Name)
+            and value.func.id == "dict"
+            and not self._found.bindings["dict"]
+            and not value.args
+        ):
+            keys: list[ast.expr | None] = [
+                None if k.arg is None else ast.copy_location(ast.Constant(k.arg), k) for k in value.keywords
+            ]
+            return ast.copy_location(ast.Dict(keys=keys, values=[k.value for k in value.keywords]), value)
+        return value
+
+    def _update(self, value: ast.expr) -> tuple[ast.Attribute, list[tuple[ast.expr | None, ast.expr]]] | None:
+        """``name.update(k=v, ...)`` or ``name.update({...})`` of a dict bound here: its attribute and items."""
+        if not (
+            isinstance(value, ast.Call)
+            and isinstance(attribute := value.func, ast.Attribute)
+            and attribute.attr == "update"
+            and isinstance(attribute.value, ast.Name)
+            and isinstance(self.bound.get(attribute.value.id, (None,))[0], ast.Dict)
+        ):
+            return None
+        if not value.args:
+            return attribute, [
+                (None if k.arg is None else ast.copy_location(ast.Constant(k.arg), k), k.value) for k in value.keywords
+            ]
+        if len(value.args) == 1 and not value.keywords and isinstance(value.args[0], ast.Dict):
+            return attribute, list(zip(value.args[0].keys, value.args[0].values, strict=True))
+        return None
 
     def _handed_whole(self, node: ast.Name) -> bool:
         child: ast.AST = node
@@ -135,9 +179,9 @@ class _Constants:
             return None  # a function may run after more keys were given
         base = hit[0]
         assert isinstance(base, ast.Dict)
-        before = [a for a in lines if _end(a) < at]
-        keys = [*base.keys, *(cast("ast.Subscript", a.targets[0]).slice for a in before)]
-        return ast.copy_location(ast.Dict(keys=keys, values=[*base.values, *(a.value for a in before)]), base)
+        before = [(k, v) for k, v, end in lines if end < at]
+        keys = [*base.keys, *(k for k, _ in before)]
+        return ast.copy_location(ast.Dict(keys=keys, values=[*base.values, *(v for _, v in before)]), base)
 
 
 class _Arguments:
