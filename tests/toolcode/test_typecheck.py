@@ -391,6 +391,14 @@ BROKEN: dict[str, tuple[str, int, int, str, str]] = {
         '$.status: "archived" is not one of',
         "invalid_arguments",
     ),
+    "a number the text computes given where a string goes": (
+        "from tools import helpdesk\nhelpdesk.assign_ticket(ticket_id='PAR-1', engineer='Ana')\n"
+        "floor = 2\nhelpdesk.on_call(office=floor * 3)",
+        4,
+        18,
+        "`office` is given a value of type `int`; the tool takes `str` there",
+        "invalid_arguments",
+    ),
     "a result's count given where a string goes (module)": (
         "from tools import helpdesk\nhelpdesk.assign_ticket(ticket_id='PAR-1', engineer='Ana')\n"
         "staff = helpdesk.list_offices()[0]['staff']\nhelpdesk.on_call(office=staff)",
@@ -555,6 +563,12 @@ VALID: dict[str, tuple[str, Any]] = {
         "from tools import helpdesk\nparams = dict(office='Paris')\nparams.update({'status': 'open'})\n"
         "params.update(status='closed', **{'office': 'Paris'})\nlen(helpdesk.list_tickets(**params)) >= 0",
         True,
+    ),
+    "strings the text builds given where strings go": (
+        "from tools import helpdesk\ncity = 'Par'\nn = len(helpdesk.on_call(office=f'{city}is'))\n"
+        "n + len(helpdesk.on_call(office=city + 'is'))\n"
+        "n + len(helpdesk.list_tickets(office='Paris', status=f'op{\"en\"}'))",
+        None,
     ),
     "awaitable calls given a result's values, awaited later": (
         "t = (await run_tool_async('helpdesk:list_tickets', office='Paris'))[0]\n"

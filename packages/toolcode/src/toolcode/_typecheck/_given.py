@@ -38,12 +38,19 @@ class Declared(Protocol):
 
 
 _ARGUMENT: Final = re.compile(
-    r"^Argument(?: to function `(\w+)`)? is incorrect: Expected `([^`]*)`, found `(str|int|float|bool)\*?`$"
+    r"^Argument(?: to function `(\w+)`)? is incorrect: Expected `([^`]*)`, "
+    r"found `(str|int|float|bool|Literal\[[^`]*\])\*?`$"
 )
 """``ty``'s finding of a keyword argument of another type than the parameter's: what is expected, what is found.
 (It names no function at an awaitable form, ``ns.x_async``: a wrapper of ``ns.x`` to ``ty``.)
-Only a plain scalar found: a ``Literal`` is what the text settles (the argument check's), a union
-may hold another member at run time."""
+A plain scalar found, or a ``Literal`` of one kind of scalar (:func:`_literal_kind`); a union may
+hold another member at run time."""
+_LITERAL_MEMBER: Final = {
+    "str": re.compile(r'"(?:[^"\\]|\\.)*"'),
+    "int": re.compile(r"-?\d+"),
+    "bool": re.compile(r"True|False"),
+}
+"""How ``ty`` writes one member of a ``Literal`` of each kind of scalar."""
 _JSON_KINDS: Final = {"str": {"str"}, "int": {"int", "float"}, "float": {"int", "float"}, "bool": {"bool"}}
 """What a JSON Schema type of a stub's parameter accepts of each scalar: ``integer`` takes ``1.0``,
 ``number`` takes ``1`` (a ``bool`` is neither)."""
@@ -64,6 +71,12 @@ def argument_certain(rule: str, message: str, given: tuple[ast.Call, ast.keyword
     if not declared.plainly_typed(call, keyword.arg):
         return None
     expected, found = m.group(2), m.group(3)
+    if found.startswith("Literal["):
+        # A value the text settles is the argument check's, which says it in the run's words: a
+        # literal type here is one of a value the text builds (``f"{n}"``, ``"a" + "b"``).
+        if _settled(keyword.value) or (kind := _literal_kind(found)) is None:
+            return None
+        found = kind
     for member in _members(expected):
         if member == "None" or member.startswith(("list[", "dict[", "tuple[")):
             continue  # takes no scalar
@@ -92,6 +105,22 @@ def given_arguments(tree: ast.AST, positions: Positions) -> dict[tuple[int, int]
         if isinstance(k, ast.Constant) and isinstance(k.value, str)
     )
     return out
+
+
+def _settled(value: ast.expr) -> bool:
+    """Whether the argument check reads ``value`` (a literal, or a name that may be bound to one)."""
+    if isinstance(value, ast.UnaryOp):
+        value = value.operand
+    return isinstance(value, ast.Constant | ast.Name)
+
+
+def _literal_kind(found: str) -> str | None:
+    """``str``, ``int`` or ``bool``: the one kind of scalar every member of ``Literal[...]`` is, if one."""
+    inner = found.removeprefix("Literal[").removesuffix("]")
+    for kind, member in _LITERAL_MEMBER.items():
+        if re.fullmatch(rf"{member.pattern}(?:, {member.pattern})*", inner):
+            return kind
+    return None
 
 
 def _named(call: ast.Call, name: str) -> ast.expr | None:
