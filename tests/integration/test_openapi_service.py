@@ -392,11 +392,12 @@ async def test_a_path_value_that_would_move_through_the_path_is_refused_before_a
 
 async def test_path_values_reach_the_service_as_exactly_one_segment_each(service: RunningServer) -> None:
     cases = [
-        ("deleteItem", {"tenant": "acme", "id": "a/../b"}, "DELETE", "/v1/tenants/acme/items/a%2F..%2Fb"),
+        ("deleteItem", {"tenant": "acme", "id": "group/project"}, "DELETE", "/v1/tenants/acme/items/group%2Fproject"),
+        ("deleteItem", {"tenant": "acme", "id": "a/.b/c../..."}, "DELETE", "/v1/tenants/acme/items/a%2F.b%2Fc..%2F..."),
         ("deleteItem", {"tenant": "acme", "id": "..."}, "DELETE", "/v1/tenants/acme/items/..."),
         ("deleteItem", {"tenant": "acme", "id": "%2E%2E"}, "DELETE", "/v1/tenants/acme/items/%252E%252E"),
         ("listItems", {"tenant": "a?b#c"}, "GET", "/v1/tenants/a%3Fb%23c/items"),
-        ("byLabel", {"label": "x/.."}, "GET", "/v1/labels/.x%2F.."),
+        ("byLabel", {"label": "x/y"}, "GET", "/v1/labels/.x%2Fy"),
         ("byMatrix", {"m": ".."}, "GET", "/v1/matrix/;m=.."),
         ("byMatrix", {"m": "a/b"}, "GET", "/v1/matrix/;m=a%2Fb"),
         ("byTags", {"tags": ["a/b", ".."]}, "GET", "/v1/tags/a%2Fb,.."),
@@ -406,6 +407,33 @@ async def test_path_values_reach_the_service_as_exactly_one_segment_each(service
         for tool, args, method, raw_path in cases:
             assert (await runner.run(f"tenants:{tool}", args)).value == {"method": method, "raw_path": raw_path}
     assert [(r["method"], r["raw_path"]) for r in await seen_by(service)] == [(m, p) for _, _, m, p in cases]
+
+
+async def test_a_path_value_holding_a_move_between_slashes_is_refused_before_any_request(
+    service: RunningServer,
+) -> None:
+    # Each is one encoded segment here, but a front end that decodes the path before resolving dot
+    # segments (nginx: '%2F'; IIS: '\\'; an NFKC step: full-width dots and slashes) reads a move.
+    cases = [
+        ("deleteItem", {"tenant": "acme", "id": "x/../.."}, "id"),  # nginx: DELETE /v1/tenants/acme, the tenant
+        ("deleteItem", {"tenant": "acme", "id": "a/../b"}, "id"),  # nginx: DELETE /v1/tenants/acme/items/b
+        ("deleteItem", {"tenant": "acme", "id": "x\\..\\.."}, "id"),
+        ("deleteItem", {"tenant": "acme", "id": "x\uff0f\uff0e\uff0e\uff0f\uff0e\uff0e"}, "id"),
+        ("deleteItem", {"tenant": "acme", "id": "\u2025/x"}, "id"),  # the two-dot leader is '..' under NFKC
+        ("deleteItem", {"tenant": "acme", "id": "\uff0e\uff0e"}, "id"),
+        ("listItems", {"tenant": "./x"}, "tenant"),
+        ("byLabel", {"label": "x/.."}, "label"),
+        ("byMatrix", {"m": "x/../.."}, "m"),
+        ("byTags", {"tags": ["a", "b/../.."]}, "tags"),
+        ("byJson", {"doc": "/../"}, "doc"),
+    ]
+    async with tenants(service) as runner:
+        for tool, args, refused in cases:
+            with pytest.raises(InputValidationError) as caught:
+                await runner.run(f"tenants:{tool}", args)
+            assert [p.path for p in caught.value.problems] == [f"$.{refused}"], (tool, args)
+            assert "a path parameter fills exactly one segment" in str(caught.value)
+    assert await seen_by(service) == []  # nothing was sent
 
 
 async def test_the_url_check_stops_a_request_that_another_way_of_building_gets_wrong(

@@ -667,7 +667,7 @@ async def test_requests_encode_values_and_refuse_header_injection() -> None:
 def test_the_url_check_accepts_only_the_template_with_each_segment_filled_once() -> None:
     # The check looks at the URL the HTTP client is about to send, however it was built.
     target = PathTemplate("http://api.example/v1/", "/tenants/{tenant}/items/{id}.json")
-    target.check(httpx2.URL("http://api.example/v1/tenants/acme/items/a%2F..%2Fb.json?page=2"))
+    target.check(httpx2.URL("http://api.example/v1/tenants/acme/items/a%2F.b%2Fc..json?page=2"))
     target.check(httpx2.URL("http://API.example:80/v1/tenants/%2E%2E%2E/items/.json"))  # '...', and '' before '.json'
     both = ("tenant", "id")
     refused = {
@@ -675,6 +675,10 @@ def test_the_url_check_accepts_only_the_template_with_each_segment_filled_once()
         "http://api.example/v1/tenants/acme/items/x.json/..": both,
         "http://api.example/v1/tenants/acme/items/a/b.json": both,
         "http://api.example/v1/tenants/%2e%2E/items/x.json": ("tenant",),
+        # A move between encoded separators, which nginx, IIS or an NFKC step decode and resolve.
+        "http://api.example/v1/tenants/acme/items/a%2F..%2Fb.json": ("id",),
+        "http://api.example/v1/tenants/x%5C..%5C../items/x.json": ("tenant",),
+        "http://api.example/v1/tenants/%EF%BC%8E%EF%BC%8E/items/x.json": ("tenant",),
         "http://api.example/v1/tenants/./items/x.json": both,  # collapsed too
         "http://api.example/v1/tenants//items/x.json": ("tenant",),
         "http://api.example/v1/tenants/acme/items/x.txt": ("id",),
@@ -700,6 +704,9 @@ def test_filling_a_segment_refuses_what_a_url_reads_as_a_move() -> None:
         ({"x": "1", "y": ".", "z": "."}, ("y", "z")),
         ({"x": "1", "y": "%2E", "z": "."}, ("y", "z")),  # what URLs read as '..' too
         ({"x": "1", "y": "", "z": ""}, ("y", "z")),
+        ({"x": "a%2F..%2Fb", "y": "1", "z": "2"}, ("x",)),  # decoded, '..' between slashes
+        ({"x": "a%5C.", "y": "1", "z": "2"}, ("x",)),
+        ({"x": "%E2%80%A5", "y": "1", "z": "2"}, ("x",)),  # the two-dot leader, '..' under NFKC
     ]:
         with pytest.raises(PathError) as caught:
             target.fill(values)

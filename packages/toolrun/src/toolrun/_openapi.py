@@ -99,8 +99,9 @@ class OpenAPIProvider:
     followed); a call that takes longer than ``timeout`` raises ``ToolTimeoutError``; a server
     that cannot be reached raises ``BackendUnavailableError``; a response over
     ``max_response_bytes`` fails. A path parameter fills exactly one segment of the operation's
-    path: a value that would make it empty, ``.`` or ``..`` is refused with
-    ``InputValidationError`` naming its argument, before any request. So is an object whose
+    path: a value that would make it empty, ``.`` or ``..``, or hold ``.`` or ``..`` between
+    slashes once decoded, is refused with ``InputValidationError`` naming its argument, before
+    any request. So is an object whose
     keys become names of the request's own (an exploded ``form`` query parameter's keys, the
     top-level fields of a ``body`` argument) when a key is a method override (``_method``,
     ``X-HTTP-Method-Override``…, which servers read as the request's method) or, for a query

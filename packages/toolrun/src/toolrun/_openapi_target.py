@@ -4,8 +4,11 @@ A path parameter is data: its value fills one segment of the template, never mor
 move through the path. The value comes percent-encoded (``/`` is ``%2F``), and a segment that a
 value fills may not be empty, ``.`` or ``..``: HTTP clients collapse ``items/..`` to its parent,
 servers merge ``//``, and encoding the dots would not help, since RFC 3986 (section 6.2.2.2)
-and the WHATWG URL standard read ``%2E%2E`` as ``..`` too. :meth:`PathTemplate.fill` refuses such
-a value, naming its parameter; :meth:`PathTemplate.check` then verifies that the URL the HTTP
+and the WHATWG URL standard read ``%2E%2E`` as ``..`` too. Nor may a value hold ``.`` or ``..``
+between separators (``x/../..`` is the segment ``x%2F..%2F..``): nginx decodes ``%2F`` before it
+resolves dot segments, IIS reads a backslash as ``/``, some applications apply NFKC (full-width dots
+and slashes), and each of them turns such a segment into a move. :meth:`PathTemplate.fill` refuses
+such a value, naming its parameter; :meth:`PathTemplate.check` then verifies that the URL the HTTP
 client is about to send, however it was built, has the template's origin, its base path, and
 exactly the template's segments, each one filled by its values alone.
 """
@@ -13,6 +16,7 @@ exactly the template's segments, each one filled by its values alone.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Mapping
 from typing import Final, NamedTuple
 from urllib.parse import unquote
@@ -24,6 +28,8 @@ __all__ = ["PathError", "PathTemplate", "origin", "template_problem"]
 _PLACEHOLDER: Final = re.compile(r"\{([^{}/]+)\}")
 _MOVES: Final = frozenset({"", ".", "..", "%2e", ".%2e", "%2e.", "%2e%2e"})
 """Segments a URL reads as a move through the path (compared in lower case); ``""`` merges with its neighbour."""
+_SEPARATORS: Final = re.compile(r"[/\\]")
+"""What servers and proxies read as a separator in a decoded path (IIS and nginx on Windows: ``\\``)."""
 _SHOWN: Final = 60
 
 
@@ -94,6 +100,14 @@ def _segment(text: str) -> _Segment:
     return _Segment(text, params, re.compile(".*".join(re.escape(unquote(p)) for p in parts), re.DOTALL))
 
 
+def _move_inside(segment: str) -> bool:
+    """Whether ``segment`` (as sent) is or holds ``.`` or ``..`` between separators once decoded and NFKC-normalised."""
+    decoded = unquote(segment)
+    if not decoded.isascii():
+        decoded = unicodedata.normalize("NFKC", decoded)  # full-width dots and slashes, the two-dot leader
+    return "." in decoded and any(p in (".", "..") for p in _SEPARATORS.split(decoded))
+
+
 def _shown(segment: str) -> str:
     return segment if len(segment) <= _SHOWN else segment[: _SHOWN - 1] + "…"
 
@@ -141,7 +155,8 @@ class PathTemplate:
             The URL (without the call's query parameters).
 
         Raises:
-            PathError: If a segment a value fills would be empty, ``.`` or ``..``.
+            PathError: If a segment a value fills would be empty, ``.`` or ``..``, or would hold a
+                ``.`` or ``..`` between separators once decoded.
             ValueError: If a parameter of the template has no value.
         """
 
@@ -163,6 +178,13 @@ class PathTemplate:
                     f"the value makes the path segment {_shown(text)!r}, which a URL reads as a move through the "
                     "path, not as a name: a path parameter fills exactly one segment, never empty, '.' or '..'",
                 )
+            if _move_inside(text):
+                raise PathError(
+                    seg.params,
+                    f"the value makes the path segment {_shown(text)!r}, which holds '.' or '..' between slashes: "
+                    "a server or proxy that decodes the path first (nginx, IIS) reads it as a move through the path; "
+                    "a path parameter fills exactly one segment",
+                )
             filled.append(text)
         return self._base + "/" + "/".join(filled) + _PLACEHOLDER.sub(value, self._suffix)
 
@@ -171,7 +193,8 @@ class PathTemplate:
 
         Each literal segment must be the template's (compared decoded), and each segment with
         parameters one segment matching the template's literal parts, never empty, ``.`` or
-        ``..`` (nor their percent-encoded forms).
+        ``..`` (nor their percent-encoded forms), and holding no ``.`` or ``..`` between
+        separators once decoded.
 
         Args:
             url: The URL a request is about to be sent to.
@@ -196,7 +219,11 @@ class PathTemplate:
             if seg.pattern is None:
                 fits = unquote(text) == unquote(seg.text)
             else:
-                fits = text.lower() not in _MOVES and seg.pattern.fullmatch(unquote(text)) is not None
+                fits = (
+                    text.lower() not in _MOVES
+                    and not _move_inside(text)
+                    and seg.pattern.fullmatch(unquote(text)) is not None
+                )
             if not fits:
                 raise PathError(
                     seg.params, f"the request path has {_shown(text)!r} where {self.template!r} has {seg.text!r}"
