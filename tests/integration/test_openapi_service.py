@@ -436,6 +436,42 @@ async def test_a_path_value_holding_a_move_between_slashes_is_refused_before_any
     assert await seen_by(service) == []  # nothing was sent
 
 
+async def test_no_argument_sends_a_second_credential_beside_the_configured_one(service: RunningServer) -> None:
+    # A second Cookie header (Node joins them and its parsers keep the first `session`), `API_KEY`
+    # beside `api_key` (ASP.NET reads both as one name, and binds the first), `X_Api_Key` beside
+    # `X-Api-Key` (CGI and WSGI read both as HTTP_X_API_KEY): the service would act as whoever the
+    # snippet's credential names, and the writes the policy allowed would land in that account.
+    def param(name: str, where: str) -> dict[str, Any]:
+        return {"name": name, "in": where, "schema": {"type": "string"}}
+
+    names = [("session", "cookie"), ("theme", "cookie"), ("API_KEY", "query"), ("page", "query")]
+    names += [("X_Api_Key", "header"), ("x-api-key", "header"), ("X-Trace", "header")]
+    document = {
+        "openapi": "3.0.3",
+        "info": {"title": "Notes", "version": "1"},
+        "paths": {"/headers": {"post": _op("whatArrived", *(param(n, w) for n, w in names))}},
+    }
+    session = "session=victim-session-5e1f"
+    provider = OpenAPIProvider(
+        "notes",
+        document,
+        base_url=service.url,
+        headers={"cookie": session, "X-Api-Key": API_KEY},
+        query={"api_key": TOKEN},
+    )
+    async with DefaultRunner(InMemoryIndex(), [ProviderBackend("notes", provider)]) as runner:
+        with structlog.testing.capture_logs():
+            await runner.attach()
+        tool = runner.index.get("notes:whatArrived")
+        assert tool is not None and list(tool.input_schema["properties"]) == ["theme", "page", "X-Trace"]
+        seen = (await runner.run("notes:whatArrived", {"theme": "dark", "page": "2", "X-Trace": "t1"})).value
+    headers = [(k, v) for k, v in seen["headers"] if k in ("cookie", "x-api-key", "x_api_key", "x-trace")]
+    # One Cookie header, the configured cookie first; one API key; the arguments' own values beside
+    # them (the configured values are secrets: the echo shows them masked).
+    assert sorted(headers) == [("cookie", "***; theme=dark"), ("x-api-key", "***"), ("x-trace", "t1")]
+    assert seen["query"] == "page=2&api_key=***"
+
+
 async def test_the_url_check_stops_a_request_that_another_way_of_building_gets_wrong(
     service: RunningServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -154,6 +154,12 @@ async def echo(request: Request) -> Response:
     )
 
 
+async def headers_seen(request: Request) -> Response:
+    # Every header line as sent (a name twice stays twice) and the query as sent.
+    raw = [[k.decode("latin-1"), v.decode("latin-1")] for k, v in request.scope["headers"]]
+    return JSONResponse({"headers": raw, "query": request.scope["query_string"].decode("latin-1")})
+
+
 async def put_note(request: Request) -> Response:
     lines = await request.json()
     return JSONResponse({"id": request.path_params["id"], "lines": len(lines)})
@@ -229,6 +235,7 @@ app = Starlette(
         Route("/drip.yaml", drip),
         Route("/redirect", redirect, methods=["GET", "POST", "DELETE"]),
         Route("/v1/{rest:path}", v1, methods=["GET", "POST", "DELETE"]),
+        Route("/headers", headers_seen, methods=["POST"]),
         Route("/openapi.yaml.gz", spec_gz),
         Route("/pets", list_pets, methods=["GET"]),
         Route("/pets", create_pet, methods=["POST"]),

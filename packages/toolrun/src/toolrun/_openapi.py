@@ -53,7 +53,7 @@ from toolrun._openapi_document import (
     read_file,
 )
 from toolrun._openapi_target import PathError, PathTemplate, origin
-from toolrun._openapi_tools import BuiltTools, Operation, ParamSpec, build_tools, is_method_override
+from toolrun._openapi_tools import BuiltTools, Operation, ParamSpec, build_tools, is_method_override, wire_key
 from toolrun._redact import redact, redact_url, register_secrets
 from toolrun._size import container_bound, containers_at_most
 from toolrun._types import BackendResult
@@ -321,7 +321,11 @@ class OpenAPIProvider:
         # the collection that follows sees only what survives (the tools), not the document too.
         with collector_paused(large):
             doc = load()
-            supplied = [*(("header", h) for h in self._headers), *(("query", q) for q in self._query)]
+            supplied = [
+                *(("header", h) for h in self._headers),
+                *(("query", q) for q in self._query),
+                *(("cookie", c) for c in _cookie_names(self._headers)),
+            ]
             built = build_tools(
                 doc,
                 server=self.name,
@@ -678,10 +682,21 @@ class _Request:
                 req.encode_body(body.media_type, value)
         # The configuration's headers and query parameters (credentials) are sent as given; the
         # tools have no arguments of their names, and nothing else may send one (an object's key
-        # of such a name is refused above; this is the last word).
-        req.headers.update(headers)
+        # of such a name is refused above; this is the last word). Names compare as services
+        # read them: a second `cookie` header or an `API_KEY` beside `api_key` would let the
+        # caller's credential stand in for the configured one.
+        configured = {wire_key("header", h) for h in headers}
+        arg_cookie = next((v for k, v in req.headers.items() if k.lower() == "cookie"), None)
+        req.headers = {k: v for k, v in req.headers.items() if wire_key("header", k) not in configured}
+        for name, value in headers.items():
+            if name.lower() == "cookie" and arg_cookie:
+                # One Cookie header: the configured cookies first (first wins in most parsers), then the
+                # arguments', whose names differ from them (cookie parameters of their names are not arguments).
+                value = f"{value}; {arg_cookie}"
+            req.headers[name] = value
         if query:
-            req.params = [(k, v) for k, v in req.params if k not in query]
+            mine = {wire_key("query", q) for q in query}
+            req.params = [(k, v) for k, v in req.params if wire_key("query", k) not in mine]
             req.params.extend(query.items())
         return req
 
@@ -700,6 +715,13 @@ class _Request:
             self.content = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
         else:
             self.content = value.encode("utf-8")
+
+
+def _cookie_names(headers: Mapping[str, str]) -> list[str]:
+    # The cookies a configured Cookie header sends (`session=…; csrf=…`): cookie parameters of those names are not
+    # arguments.
+    values = (v for k, v in headers.items() if k.lower() == "cookie")
+    return [c.split("=", 1)[0].strip() for v in values for c in v.split(";") if "=" in c]
 
 
 def _header_safe(name: str, text: str) -> str:

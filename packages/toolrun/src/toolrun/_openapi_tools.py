@@ -49,6 +49,7 @@ __all__ = [
     "build_tools",
     "is_method_override",
     "tool_name",
+    "wire_key",
 ]
 
 METHODS: Final = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
@@ -200,6 +201,20 @@ def _media_rank(media_type: str) -> int:
     return 4 if mt.startswith("text/") else 5
 
 
+def wire_key(location: str, name: str) -> tuple[str, str]:
+    """``(location, name)`` as the services that read it compare names.
+
+    Header names in any case and with ``_`` as ``-`` (CGI, WSGI and PHP read ``X_Api_Key`` and
+    ``X-Api-Key`` as the one ``HTTP_X_API_KEY``); query names in any case (ASP.NET and others read
+    ``API_KEY`` as ``api_key``); cookie and path names as written.
+    """
+    if location == "header":
+        return location, name.lower().replace("_", "-")
+    if location == "query":
+        return location, name.casefold()
+    return location, name
+
+
 def _first_server(*holders: Mapping[str, Any]) -> str | None:
     for holder in holders:
         servers = holder.get("servers")
@@ -220,7 +235,7 @@ class _Builder:
     def __init__(self, doc: dict[str, Any], server: str, supplied: Collection[tuple[str, str]] = ()) -> None:
         # Parameters that are not arguments, as (location, name) with header names lower-case:
         # the headers the client sets, and whatever the configuration sends with every call.
-        given = ((loc, n.lower() if loc == "header" else n) for loc, n in supplied)
+        given = (wire_key(loc, n) for loc, n in supplied)
         self.supplied = frozenset([*(("header", h) for h in _IGNORED_HEADERS), *given])
         try:
             from referencing import Registry, Resource, Specification
@@ -354,11 +369,11 @@ class _Builder:
                 wire, location = p.get("name"), p.get("in")
                 if not isinstance(wire, str) or not wire or location not in _LOCATIONS:
                     raise Skip("a parameter has no valid 'name' and 'in'")
-                if (location, wire.lower() if location == "header" else wire) in self.supplied:
+                if wire_key(location, wire) in self.supplied:
                     continue  # the client or the configuration sends it
                 if location in ("header", "query") and is_method_override(wire):
                     continue
-                if location == "header" and wire.lower().startswith(_IGNORED_PREFIXES):
+                if location == "header" and wire_key(location, wire)[1].startswith(_IGNORED_PREFIXES):
                     continue
                 found[(wire, location)] = (wire, location, p, p_resolver)
         return list(found.values())
@@ -526,8 +541,8 @@ def build_tools(
         output_schemas: Whether tools declare the success response's schema as output schema.
         on_skip: Called with ``METHOD /path`` and the reason for each skipped operation.
         supplied: Parameters the caller sends with every call, as ``(location, name)``
-            (``("header", "X-API-Key")``, ``("query", "api_key")``; header names in any case):
-            they are not arguments.
+            (``("header", "X-API-Key")``, ``("query", "api_key")``, ``("cookie", "session")``),
+            compared as :func:`wire_key` does: they are not arguments.
 
     Returns:
         The tools, the operations behind them, and what was skipped.
