@@ -544,28 +544,30 @@ async def test_a_snippet_cannot_override_the_method_through_an_object_in_the_que
 async def test_credentials_never_go_to_another_origin_a_fetched_document_names(
     service: RunningServer, other: RunningServer, env: dict[str, str]
 ) -> None:
-    # The document on A says the API is on B.
+    # The document on A says the API is on B (a public host: a loopback one is refused for
+    # another reason, see the test below), or on C.
+    public = {"openapi": f"{service.url}/openapi-for?server=https://api.example.org"}
     elsewhere = {"openapi": f"{service.url}/openapi-for?server={other.url}"}
     for creds in ({"headers": {"Authorization": "Bearer ${PETS_TOKEN}"}}, {"query": {"appid": "${PETS_API_KEY}"}}):
         with pytest.raises(ConfigError) as caught:
-            async with runner_for({**elsewhere, **creds}, env):
+            async with runner_for({**public, **creds}, env):
                 pass
         assert caught.value.field == "baseUrl"
-        assert f"to {other.url}, the document's server URL" in caught.value.reason
+        assert "to https://api.example.org, the document's server URL" in caught.value.reason
         assert f"only to {service.url}, where the document was fetched from" in caught.value.reason
-    # Without credentials the document's word is taken: nothing secret goes to B.
-    async with runner_for(elsewhere, env) as runner:
-        assert (await runner.run("pets:getPet", {"petId": 1})).value["name"] == "Rex"
+    # Without credentials either: B is a loopback address on another origin than the document's,
+    # which a document may not point calls at (see the test below).
+    with pytest.raises(ConfigError) as caught:
+        async with runner_for(elsewhere, env):
+            pass
+    assert caught.value.field == "baseUrl" and "a loopback, private or link-local address" in caught.value.reason
     # baseUrl names B: the credentials go there, and not to A with the document's request.
     async with runner_for(
         {**elsewhere, "baseUrl": other.url, "headers": {"Authorization": "Bearer ${PETS_TOKEN}"}}, env
     ) as runner:
         assert (await runner.run("pets:pets_create", {"name": "Nemo"})).value["name"] == "Nemo"
     at_b = await seen_by(other)
-    assert [(r["method"], r["raw_path"], r["authorization"]) for r in at_b] == [
-        ("GET", "/pets/1", None),
-        ("POST", "/pets", f"Bearer {TOKEN}"),
-    ]
+    assert [(r["method"], r["raw_path"], r["authorization"]) for r in at_b] == [("POST", "/pets", f"Bearer {TOKEN}")]
     # The document's requests: with the headers only while A was the credentials' origin (no
     # baseUrl); never with the query credentials; not once baseUrl named B.
     assert [(r["raw_path"], "appid" in r["query"], r["authorization"]) for r in await seen_by(service)] == [
@@ -574,6 +576,28 @@ async def test_credentials_never_go_to_another_origin_a_fetched_document_names(
         ("/openapi-for", False, None),
         ("/openapi-for", False, None),
     ]
+
+
+async def test_a_document_never_points_calls_at_this_host_s_network(
+    service: RunningServer, other: RunningServer, env: dict[str, str]
+) -> None:
+    # The document on A names B, a loopback address (as it would the metadata service at
+    # 169.254.169.254, or an admin port): plainly, relative to the document, through a variable.
+    host, port = "127.0.0.1", other.url.rsplit(":", 1)[1]
+    servers = [f"http://{host}:{port}", f"//{host}:{port}", "http://{h}:" + port, f"http://2130706433:{port}"]
+    for server in servers:
+        with pytest.raises(ConfigError) as caught:
+            url = f"{service.url}/openapi-for?server={quote(server, safe='')}&h={host}"
+            async with runner_for({"openapi": url}, env):
+                pass
+        assert caught.value.field == "baseUrl", server
+        assert "a loopback, private or link-local address, on another origin than the document's" in caught.value.reason
+    # The document's own origin is its own to name, and baseUrl is the configuration's word.
+    async with runner_for({"openapi": f"{service.url}/openapi.yaml"}, env) as runner:
+        assert (await runner.run("pets:getPet", {"petId": 1})).value["name"] == "Rex"
+    async with runner_for({"openapi": f"{service.url}/openapi-for?server={other.url}", "baseUrl": other.url}, env) as r:
+        assert (await r.run("pets:getPet", {"petId": 2})).value["name"] == "Tom"
+    assert [r["raw_path"] for r in await seen_by(other)] == ["/pets/2"]
 
 
 async def test_without_base_url_credentials_go_to_the_origin_the_document_came_from(

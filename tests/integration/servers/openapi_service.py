@@ -67,7 +67,10 @@ async def seen(request: Request) -> Response:
 
 async def spec_for(request: Request) -> Response:
     # The document with another server URL, as a document on one host may name another.
-    text = SPEC.read_text().replace("  - url: /\n", f"  - url: {request.query_params['server']}\n", 1)
+    server = f"  - url: '{request.query_params['server']}'\n"
+    if "h" in request.query_params:  # the server URL's variable h, with this default
+        server += f"    variables:\n      h:\n        default: '{request.query_params['h']}'\n"
+    text = SPEC.read_text().replace("  - url: /\n", server, 1)
     return PlainTextResponse(text, media_type="application/yaml")
 
 

@@ -52,7 +52,7 @@ from toolrun._openapi_document import (
     plain_document,
     read_file,
 )
-from toolrun._openapi_target import PathError, PathTemplate, origin
+from toolrun._openapi_target import PathError, PathTemplate, non_public_host, origin
 from toolrun._openapi_tools import BuiltTools, Operation, ParamSpec, build_tools, is_method_override, wire_key
 from toolrun._redact import redact, redact_url, register_secrets
 from toolrun._size import container_bound, containers_at_most
@@ -353,6 +353,8 @@ class OpenAPIProvider:
             base = joined if is_url(joined) else None
         problem = base_url_problem(base) if base is not None else None
         if base is not None and problem is None:
+            problem = self._steered_inside(base)
+        if base is not None and problem is None:
             return base
         if server is None:
             reason = "the document declares no server URL: set baseUrl"
@@ -363,6 +365,20 @@ class OpenAPIProvider:
         if config_error:
             raise ConfigError(self.name, "baseUrl", reason)
         raise ValueError(reason)  # pragma: no cover - list_tools checked every operation
+
+    def _steered_inside(self, base: str) -> str | None:
+        # A document may not point calls at this host's own network (a metadata service, an admin
+        # port on localhost): a special-purpose address is taken only on the document's own origin.
+        try:
+            host = non_public_host(base)
+            if host is None or (self._document_url is not None and origin(base) == origin(self._document_url)):
+                return None
+        except httpx2.InvalidURL:
+            return None  # _check_origins says what is wrong with it
+        return (
+            f"names {host[:_SHOWN_KEY]!r}, a loopback, private or link-local address, on another origin than the "
+            "document's; a document does not choose to call into this host's network"
+        )
 
     def _credentials_origin(self) -> str | None:
         # The one origin configured credentials may go to; None when the configuration names none.

@@ -15,7 +15,9 @@ exactly the template's segments, each one filled by its values alone.
 
 from __future__ import annotations
 
+import ipaddress
 import re
+import socket
 import unicodedata
 from collections.abc import Mapping
 from typing import Final, NamedTuple
@@ -23,7 +25,7 @@ from urllib.parse import unquote
 
 import httpx2
 
-__all__ = ["PathError", "PathTemplate", "origin", "template_problem"]
+__all__ = ["PathError", "PathTemplate", "non_public_host", "origin", "template_problem"]
 
 _PLACEHOLDER: Final = re.compile(r"\{([^{}/]+)\}")
 _MOVES: Final = frozenset({"", ".", "..", "%2e", ".%2e", "%2e.", "%2e%2e"})
@@ -47,6 +49,35 @@ def origin(url: str | httpx2.URL) -> str:
     if ":" in host:
         host = f"[{host}]"
     return f"{parsed.scheme}://{host}{f':{parsed.port}' if parsed.port is not None else ''}"
+
+
+def non_public_host(url: str | httpx2.URL) -> str | None:
+    """The host of ``url`` when it names a special-purpose address (``None`` for a public one).
+
+    ``localhost`` and ``*.localhost``, and every IP address that is not globally reachable
+    (loopback, private, link-local such as the cloud metadata service ``169.254.169.254``, shared,
+    unspecified, reserved), also in the forms the resolver accepts (``2130706433``, ``0x7f.1``) and
+    as IPv4-mapped IPv6. A name that only resolves to such an address is not seen.
+
+    >>> non_public_host("http://169.254.169.254/latest"), non_public_host("https://api.example.org")
+    ('169.254.169.254', None)
+
+    Raises:
+        httpx2.InvalidURL: If ``url`` is not a URL.
+    """
+    host = (url if isinstance(url, httpx2.URL) else httpx2.URL(url)).host.lower().rstrip(".")
+    if host == "localhost" or host.endswith(".localhost"):
+        return host
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        try:  # what getaddrinfo reads as IPv4 too: one number, octal or hex parts
+            address = ipaddress.ip_address(socket.inet_aton(host))
+        except OSError:
+            return None
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    return None if address.is_global else host
 
 
 def template_problem(template: str) -> str | None:
