@@ -472,6 +472,30 @@ async def test_no_argument_sends_a_second_credential_beside_the_configured_one(s
     assert seen["query"] == "page=2&api_key=***"
 
 
+async def test_an_answer_in_a_charset_python_does_not_read_is_read_as_utf_8(service: RunningServer) -> None:
+    # An unknown name, or a codec that is no text encoding, failed every call with LookupError.
+    query = {"name": "status", "in": "query", "schema": {"type": "integer"}}
+    name = {"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}
+    document = {
+        "openapi": "3.0.3",
+        "info": {"title": "Text", "version": "1"},
+        "paths": {
+            "/charset/{name}": {"get": {**_op("text", name, query), "responses": {"200": {"description": "text"}}}}
+        },
+    }
+    provider = OpenAPIProvider("text", document, base_url=service.url)
+    async with DefaultRunner(InMemoryIndex(), [ProviderBackend("text", provider)]) as runner:
+        with structlog.testing.capture_logs():
+            await runner.attach()
+        for charset in ("x-bogus", "zlib_codec", "rot13", "utf-8"):
+            result = await runner.run("text:text", {"name": charset})
+            assert [c["text"] for c in result.content] == ["café"], charset
+        assert (await runner.run("text:text", {"name": "latin-1"})).content[0]["text"] == "cafÃ©"
+        with pytest.raises(ToolExecutionError) as caught:
+            await runner.run("text:text", {"name": "x-bogus", "status": 404})
+    assert str(caught.value).endswith("/charset/x-bogus: café")
+
+
 async def test_the_url_check_stops_a_request_that_another_way_of_building_gets_wrong(
     service: RunningServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:

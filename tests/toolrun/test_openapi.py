@@ -25,6 +25,7 @@ from toolrun import (
     OpenAPIProvider,
     OpenAPIServerConfig,
     ProviderBackend,
+    _openapi_tools,
     backends_from_config,
     compile_schema,
     load_config,
@@ -449,6 +450,19 @@ async def test_yaml_alias_bombs_and_recursive_aliases_are_refused(tmp_path: Path
     loop.write_text('openapi: "3.0.3"\npaths: &p {x: *p}\n')
     with pytest.raises(ConfigError, match="nests deeper than 256 levels"):
         await OpenAPIProvider("api", loop).list_tools()
+
+
+async def test_a_document_with_more_operations_than_the_bound_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Each tool costs memory and start-up time: a 64 MiB document of tiny operations made about a
+    # million (minutes of start-up, gigabytes). The bound counts what include and tags choose.
+    monkeypatch.setattr(_openapi_tools, "MAX_OPERATIONS", 10)
+    document = doc({f"/p{i}": {"get": {"operationId": f"op{i}", "responses": ok()}} for i in range(11)})
+    with pytest.raises(ConfigError) as caught:
+        await OpenAPIProvider("api", document).list_tools()
+    assert caught.value.field == "openapi"
+    assert "more than 10 operations (after 'include' and 'tags')" in caught.value.reason
+    tools, _ = await tools_of(document, include=["op1", "op1?"])
+    assert sorted(tools) == ["op1", "op10"]
 
 
 async def test_documents_that_are_not_openapi_3_or_too_large_are_config_errors(tmp_path: Path) -> None:

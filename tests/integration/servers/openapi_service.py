@@ -163,6 +163,12 @@ async def headers_seen(request: Request) -> Response:
     return JSONResponse({"headers": raw, "query": request.scope["query_string"].decode("latin-1")})
 
 
+async def charset(request: Request) -> Response:
+    # Text in whatever charset the path names, known or not, with the status the query asks for.
+    headers = {"content-type": f"text/plain; charset={request.path_params['name']}"}
+    return Response(b"caf\xc3\xa9", status_code=int(request.query_params.get("status", 200)), headers=headers)
+
+
 async def put_note(request: Request) -> Response:
     lines = await request.json()
     return JSONResponse({"id": request.path_params["id"], "lines": len(lines)})
@@ -239,6 +245,7 @@ app = Starlette(
         Route("/redirect", redirect, methods=["GET", "POST", "DELETE"]),
         Route("/v1/{rest:path}", v1, methods=["GET", "POST", "DELETE"]),
         Route("/headers", headers_seen, methods=["POST"]),
+        Route("/charset/{name}", charset),
         Route("/openapi.yaml.gz", spec_gz),
         Route("/pets", list_pets, methods=["GET"]),
         Route("/pets", create_pet, methods=["POST"]),

@@ -240,7 +240,8 @@ class OpenAPIProvider:
             MCP-style tool mappings (``name``, ``description``, ``inputSchema``, ``outputSchema``…).
 
         Raises:
-            ConfigError: If the document cannot be read or is not OpenAPI 3.0/3.1, no base URL
+            ConfigError: If the document cannot be read, is not OpenAPI 3.0/3.1 or has more than 25,000
+                operations (after ``include`` and ``tags``), no base URL
                 can be found for an operation, an operation would send the credentials to
                 another origin than theirs, or the ``openapi`` extra is missing.
             BackendUnavailableError: If the document's URL cannot be fetched within ``load_timeout``.
@@ -523,7 +524,7 @@ class OpenAPIProvider:
             body = b"".join(chunks)
             status, reason = response.status_code, response.reason_phrase
             content_type = response.headers.get("content-type", "")
-            encoding = response.charset_encoding or "utf-8"
+            encoding = _text_encoding(response.charset_encoding)
             location = response.headers.get("location")
         finally:
             await response.aclose()
@@ -567,6 +568,20 @@ def _origin_of(url: str, server: str, field: str) -> str:
 def _invalid_path(tool_id: str, op: Operation, e: PathError) -> InputValidationError:
     paths = [json_path([s.arg]) for s in op.params if s.location == "path" and s.name in e.params]
     return InputValidationError(tool_id, [ValidationProblem(p, e.reason) for p in paths or ["$"]])
+
+
+def _text_encoding(charset: str | None) -> str:
+    # The charset the answer names, when Python reads it as text; else UTF-8 (an unknown name, or a
+    # codec such as 'zlib' or 'rot13' that is no text encoding, failed the call with LookupError).
+    if charset:
+        try:
+            b"a".decode(charset)  # not b"": that is '' for any name, unlooked-up
+        except LookupError:
+            return "utf-8"
+        except ValueError:  # a text encoding that cannot read one byte alone (UTF-16)
+            pass
+        return charset
+    return "utf-8"
 
 
 def _excerpt(body: bytes, encoding: str) -> str:
