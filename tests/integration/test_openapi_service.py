@@ -392,11 +392,12 @@ async def test_a_path_value_that_would_move_through_the_path_is_refused_before_a
 
 async def test_path_values_reach_the_service_as_exactly_one_segment_each(service: RunningServer) -> None:
     cases = [
-        ("deleteItem", {"tenant": "acme", "id": "a/../b"}, "DELETE", "/v1/tenants/acme/items/a%2F..%2Fb"),
+        ("deleteItem", {"tenant": "acme", "id": "group/project"}, "DELETE", "/v1/tenants/acme/items/group%2Fproject"),
+        ("deleteItem", {"tenant": "acme", "id": "a/.b/c../..."}, "DELETE", "/v1/tenants/acme/items/a%2F.b%2Fc..%2F..."),
         ("deleteItem", {"tenant": "acme", "id": "..."}, "DELETE", "/v1/tenants/acme/items/..."),
         ("deleteItem", {"tenant": "acme", "id": "%2E%2E"}, "DELETE", "/v1/tenants/acme/items/%252E%252E"),
         ("listItems", {"tenant": "a?b#c"}, "GET", "/v1/tenants/a%3Fb%23c/items"),
-        ("byLabel", {"label": "x/.."}, "GET", "/v1/labels/.x%2F.."),
+        ("byLabel", {"label": "x/y"}, "GET", "/v1/labels/.x%2Fy"),
         ("byMatrix", {"m": ".."}, "GET", "/v1/matrix/;m=.."),
         ("byMatrix", {"m": "a/b"}, "GET", "/v1/matrix/;m=a%2Fb"),
         ("byTags", {"tags": ["a/b", ".."]}, "GET", "/v1/tags/a%2Fb,.."),
@@ -406,6 +407,93 @@ async def test_path_values_reach_the_service_as_exactly_one_segment_each(service
         for tool, args, method, raw_path in cases:
             assert (await runner.run(f"tenants:{tool}", args)).value == {"method": method, "raw_path": raw_path}
     assert [(r["method"], r["raw_path"]) for r in await seen_by(service)] == [(m, p) for _, _, m, p in cases]
+
+
+async def test_a_path_value_holding_a_move_between_slashes_is_refused_before_any_request(
+    service: RunningServer,
+) -> None:
+    # Each is one encoded segment here, but a front end that decodes the path before resolving dot
+    # segments (nginx: '%2F'; IIS: '\\'; an NFKC step: full-width dots and slashes) reads a move.
+    cases = [
+        ("deleteItem", {"tenant": "acme", "id": "x/../.."}, "id"),  # nginx: DELETE /v1/tenants/acme, the tenant
+        ("deleteItem", {"tenant": "acme", "id": "a/../b"}, "id"),  # nginx: DELETE /v1/tenants/acme/items/b
+        ("deleteItem", {"tenant": "acme", "id": "x\\..\\.."}, "id"),
+        ("deleteItem", {"tenant": "acme", "id": "x\uff0f\uff0e\uff0e\uff0f\uff0e\uff0e"}, "id"),
+        ("deleteItem", {"tenant": "acme", "id": "\u2025/x"}, "id"),  # the two-dot leader is '..' under NFKC
+        ("deleteItem", {"tenant": "acme", "id": "\uff0e\uff0e"}, "id"),
+        ("listItems", {"tenant": "./x"}, "tenant"),
+        ("byLabel", {"label": "x/.."}, "label"),
+        ("byMatrix", {"m": "x/../.."}, "m"),
+        ("byTags", {"tags": ["a", "b/../.."]}, "tags"),
+        ("byJson", {"doc": "/../"}, "doc"),
+    ]
+    async with tenants(service) as runner:
+        for tool, args, refused in cases:
+            with pytest.raises(InputValidationError) as caught:
+                await runner.run(f"tenants:{tool}", args)
+            assert [p.path for p in caught.value.problems] == [f"$.{refused}"], (tool, args)
+            assert "a path parameter fills exactly one segment" in str(caught.value)
+    assert await seen_by(service) == []  # nothing was sent
+
+
+async def test_no_argument_sends_a_second_credential_beside_the_configured_one(service: RunningServer) -> None:
+    # A second Cookie header (Node joins them and its parsers keep the first `session`), `API_KEY`
+    # beside `api_key` (ASP.NET reads both as one name, and binds the first), `X_Api_Key` beside
+    # `X-Api-Key` (CGI and WSGI read both as HTTP_X_API_KEY): the service would act as whoever the
+    # snippet's credential names, and the writes the policy allowed would land in that account.
+    def param(name: str, where: str) -> dict[str, Any]:
+        return {"name": name, "in": where, "schema": {"type": "string"}}
+
+    names = [("session", "cookie"), ("theme", "cookie"), ("API_KEY", "query"), ("page", "query")]
+    names += [("X_Api_Key", "header"), ("x-api-key", "header"), ("X-Trace", "header")]
+    document = {
+        "openapi": "3.0.3",
+        "info": {"title": "Notes", "version": "1"},
+        "paths": {"/headers": {"post": _op("whatArrived", *(param(n, w) for n, w in names))}},
+    }
+    session = "session=victim-session-5e1f"
+    provider = OpenAPIProvider(
+        "notes",
+        document,
+        base_url=service.url,
+        headers={"cookie": session, "X-Api-Key": API_KEY},
+        query={"api_key": TOKEN},
+    )
+    async with DefaultRunner(InMemoryIndex(), [ProviderBackend("notes", provider)]) as runner:
+        with structlog.testing.capture_logs():
+            await runner.attach()
+        tool = runner.index.get("notes:whatArrived")
+        assert tool is not None and list(tool.input_schema["properties"]) == ["theme", "page", "X-Trace"]
+        seen = (await runner.run("notes:whatArrived", {"theme": "dark", "page": "2", "X-Trace": "t1"})).value
+    headers = [(k, v) for k, v in seen["headers"] if k in ("cookie", "x-api-key", "x_api_key", "x-trace")]
+    # One Cookie header, the configured cookie first; one API key; the arguments' own values beside
+    # them (the configured values are secrets: the echo shows them masked).
+    assert sorted(headers) == [("cookie", "***; theme=dark"), ("x-api-key", "***"), ("x-trace", "t1")]
+    assert seen["query"] == "page=2&api_key=***"
+
+
+async def test_an_answer_in_a_charset_python_does_not_read_is_read_as_utf_8(service: RunningServer) -> None:
+    # An unknown name, or a codec that is no text encoding, failed every call with LookupError.
+    query = {"name": "status", "in": "query", "schema": {"type": "integer"}}
+    name = {"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}
+    document = {
+        "openapi": "3.0.3",
+        "info": {"title": "Text", "version": "1"},
+        "paths": {
+            "/charset/{name}": {"get": {**_op("text", name, query), "responses": {"200": {"description": "text"}}}}
+        },
+    }
+    provider = OpenAPIProvider("text", document, base_url=service.url)
+    async with DefaultRunner(InMemoryIndex(), [ProviderBackend("text", provider)]) as runner:
+        with structlog.testing.capture_logs():
+            await runner.attach()
+        for charset in ("x-bogus", "zlib_codec", "rot13", "utf-8"):
+            result = await runner.run("text:text", {"name": charset})
+            assert [c["text"] for c in result.content] == ["café"], charset
+        assert (await runner.run("text:text", {"name": "latin-1"})).content[0]["text"] == "cafÃ©"
+        with pytest.raises(ToolExecutionError) as caught:
+            await runner.run("text:text", {"name": "x-bogus", "status": 404})
+    assert str(caught.value).endswith("/charset/x-bogus: café")
 
 
 async def test_the_url_check_stops_a_request_that_another_way_of_building_gets_wrong(
@@ -480,28 +568,30 @@ async def test_a_snippet_cannot_override_the_method_through_an_object_in_the_que
 async def test_credentials_never_go_to_another_origin_a_fetched_document_names(
     service: RunningServer, other: RunningServer, env: dict[str, str]
 ) -> None:
-    # The document on A says the API is on B.
+    # The document on A says the API is on B (a public host: a loopback one is refused for
+    # another reason, see the test below), or on C.
+    public = {"openapi": f"{service.url}/openapi-for?server=https://api.example.org"}
     elsewhere = {"openapi": f"{service.url}/openapi-for?server={other.url}"}
     for creds in ({"headers": {"Authorization": "Bearer ${PETS_TOKEN}"}}, {"query": {"appid": "${PETS_API_KEY}"}}):
         with pytest.raises(ConfigError) as caught:
-            async with runner_for({**elsewhere, **creds}, env):
+            async with runner_for({**public, **creds}, env):
                 pass
         assert caught.value.field == "baseUrl"
-        assert f"to {other.url}, the document's server URL" in caught.value.reason
+        assert "to https://api.example.org, the document's server URL" in caught.value.reason
         assert f"only to {service.url}, where the document was fetched from" in caught.value.reason
-    # Without credentials the document's word is taken: nothing secret goes to B.
-    async with runner_for(elsewhere, env) as runner:
-        assert (await runner.run("pets:getPet", {"petId": 1})).value["name"] == "Rex"
+    # Without credentials either: B is a loopback address on another origin than the document's,
+    # which a document may not point calls at (see the test below).
+    with pytest.raises(ConfigError) as caught:
+        async with runner_for(elsewhere, env):
+            pass
+    assert caught.value.field == "baseUrl" and "a loopback, private or link-local address" in caught.value.reason
     # baseUrl names B: the credentials go there, and not to A with the document's request.
     async with runner_for(
         {**elsewhere, "baseUrl": other.url, "headers": {"Authorization": "Bearer ${PETS_TOKEN}"}}, env
     ) as runner:
         assert (await runner.run("pets:pets_create", {"name": "Nemo"})).value["name"] == "Nemo"
     at_b = await seen_by(other)
-    assert [(r["method"], r["raw_path"], r["authorization"]) for r in at_b] == [
-        ("GET", "/pets/1", None),
-        ("POST", "/pets", f"Bearer {TOKEN}"),
-    ]
+    assert [(r["method"], r["raw_path"], r["authorization"]) for r in at_b] == [("POST", "/pets", f"Bearer {TOKEN}")]
     # The document's requests: with the headers only while A was the credentials' origin (no
     # baseUrl); never with the query credentials; not once baseUrl named B.
     assert [(r["raw_path"], "appid" in r["query"], r["authorization"]) for r in await seen_by(service)] == [
@@ -510,6 +600,28 @@ async def test_credentials_never_go_to_another_origin_a_fetched_document_names(
         ("/openapi-for", False, None),
         ("/openapi-for", False, None),
     ]
+
+
+async def test_a_document_never_points_calls_at_this_host_s_network(
+    service: RunningServer, other: RunningServer, env: dict[str, str]
+) -> None:
+    # The document on A names B, a loopback address (as it would the metadata service at
+    # 169.254.169.254, or an admin port): plainly, relative to the document, through a variable.
+    host, port = "127.0.0.1", other.url.rsplit(":", 1)[1]
+    servers = [f"http://{host}:{port}", f"//{host}:{port}", "http://{h}:" + port, f"http://2130706433:{port}"]
+    for server in servers:
+        with pytest.raises(ConfigError) as caught:
+            url = f"{service.url}/openapi-for?server={quote(server, safe='')}&h={host}"
+            async with runner_for({"openapi": url}, env):
+                pass
+        assert caught.value.field == "baseUrl", server
+        assert "a loopback, private or link-local address, on another origin than the document's" in caught.value.reason
+    # The document's own origin is its own to name, and baseUrl is the configuration's word.
+    async with runner_for({"openapi": f"{service.url}/openapi.yaml"}, env) as runner:
+        assert (await runner.run("pets:getPet", {"petId": 1})).value["name"] == "Rex"
+    async with runner_for({"openapi": f"{service.url}/openapi-for?server={other.url}", "baseUrl": other.url}, env) as r:
+        assert (await r.run("pets:getPet", {"petId": 2})).value["name"] == "Tom"
+    assert [r["raw_path"] for r in await seen_by(other)] == ["/pets/2"]
 
 
 async def test_without_base_url_credentials_go_to_the_origin_the_document_came_from(

@@ -25,6 +25,7 @@ from toolrun import (
     OpenAPIProvider,
     OpenAPIServerConfig,
     ProviderBackend,
+    _openapi_tools,
     backends_from_config,
     compile_schema,
     load_config,
@@ -451,6 +452,19 @@ async def test_yaml_alias_bombs_and_recursive_aliases_are_refused(tmp_path: Path
         await OpenAPIProvider("api", loop).list_tools()
 
 
+async def test_a_document_with_more_operations_than_the_bound_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Each tool costs memory and start-up time: a 64 MiB document of tiny operations made about a
+    # million (minutes of start-up, gigabytes). The bound counts what include and tags choose.
+    monkeypatch.setattr(_openapi_tools, "MAX_OPERATIONS", 10)
+    document = doc({f"/p{i}": {"get": {"operationId": f"op{i}", "responses": ok()}} for i in range(11)})
+    with pytest.raises(ConfigError) as caught:
+        await OpenAPIProvider("api", document).list_tools()
+    assert caught.value.field == "openapi"
+    assert "more than 10 operations (after 'include' and 'tags')" in caught.value.reason
+    tools, _ = await tools_of(document, include=["op1", "op1?"])
+    assert sorted(tools) == ["op1", "op10"]
+
+
 async def test_documents_that_are_not_openapi_3_or_too_large_are_config_errors(tmp_path: Path) -> None:
     cases = {
         "swagger.json": (json.dumps({"swagger": "2.0", "paths": {}}), "Swagger 2.0 documents are not supported"),
@@ -646,12 +660,12 @@ async def test_requests_encode_values_and_refuse_header_injection() -> None:
     get = provider.operations["pets_get"]
     req = _Request.build(
         get,
-        {"path_petId": "../admin?x=1", "fields": ["a", "b"], "query_petId": None, "X-Trace": "t1"},
+        {"path_petId": "a/admin?x=1", "fields": ["a", "b"], "query_petId": None, "X-Trace": "t1"},
         PathTemplate("https://api.example.org/v1/", get.path),
         {"X-Trace": "from-config"},
     )
     # The value stays one path segment; None leaves a parameter out; the config's headers win.
-    assert req.url == "https://api.example.org/v1/pets/..%2Fadmin%3Fx%3D1"
+    assert req.url == "https://api.example.org/v1/pets/a%2Fadmin%3Fx%3D1"
     assert req.params == [("fields", "a"), ("fields", "b")]
     assert req.headers["X-Trace"] == "from-config" and req.headers["Accept"] == "application/json"
     with pytest.raises(ValueError, match="line break"):
@@ -667,7 +681,7 @@ async def test_requests_encode_values_and_refuse_header_injection() -> None:
 def test_the_url_check_accepts_only_the_template_with_each_segment_filled_once() -> None:
     # The check looks at the URL the HTTP client is about to send, however it was built.
     target = PathTemplate("http://api.example/v1/", "/tenants/{tenant}/items/{id}.json")
-    target.check(httpx2.URL("http://api.example/v1/tenants/acme/items/a%2F..%2Fb.json?page=2"))
+    target.check(httpx2.URL("http://api.example/v1/tenants/acme/items/a%2F.b%2Fc..json?page=2"))
     target.check(httpx2.URL("http://API.example:80/v1/tenants/%2E%2E%2E/items/.json"))  # '...', and '' before '.json'
     both = ("tenant", "id")
     refused = {
@@ -675,6 +689,10 @@ def test_the_url_check_accepts_only_the_template_with_each_segment_filled_once()
         "http://api.example/v1/tenants/acme/items/x.json/..": both,
         "http://api.example/v1/tenants/acme/items/a/b.json": both,
         "http://api.example/v1/tenants/%2e%2E/items/x.json": ("tenant",),
+        # A move between encoded separators, which nginx, IIS or an NFKC step decode and resolve.
+        "http://api.example/v1/tenants/acme/items/a%2F..%2Fb.json": ("id",),
+        "http://api.example/v1/tenants/x%5C..%5C../items/x.json": ("tenant",),
+        "http://api.example/v1/tenants/%EF%BC%8E%EF%BC%8E/items/x.json": ("tenant",),
         "http://api.example/v1/tenants/./items/x.json": both,  # collapsed too
         "http://api.example/v1/tenants//items/x.json": ("tenant",),
         "http://api.example/v1/tenants/acme/items/x.txt": ("id",),
@@ -700,6 +718,9 @@ def test_filling_a_segment_refuses_what_a_url_reads_as_a_move() -> None:
         ({"x": "1", "y": ".", "z": "."}, ("y", "z")),
         ({"x": "1", "y": "%2E", "z": "."}, ("y", "z")),  # what URLs read as '..' too
         ({"x": "1", "y": "", "z": ""}, ("y", "z")),
+        ({"x": "a%2F..%2Fb", "y": "1", "z": "2"}, ("x",)),  # decoded, '..' between slashes
+        ({"x": "a%5C.", "y": "1", "z": "2"}, ("x",)),
+        ({"x": "%E2%80%A5", "y": "1", "z": "2"}, ("x",)),  # the two-dot leader, '..' under NFKC
     ]:
         with pytest.raises(PathError) as caught:
             target.fill(values)

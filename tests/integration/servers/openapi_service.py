@@ -67,7 +67,10 @@ async def seen(request: Request) -> Response:
 
 async def spec_for(request: Request) -> Response:
     # The document with another server URL, as a document on one host may name another.
-    text = SPEC.read_text().replace("  - url: /\n", f"  - url: {request.query_params['server']}\n", 1)
+    server = f"  - url: '{request.query_params['server']}'\n"
+    if "h" in request.query_params:  # the server URL's variable h, with this default
+        server += f"    variables:\n      h:\n        default: '{request.query_params['h']}'\n"
+    text = SPEC.read_text().replace("  - url: /\n", server, 1)
     return PlainTextResponse(text, media_type="application/yaml")
 
 
@@ -154,6 +157,18 @@ async def echo(request: Request) -> Response:
     )
 
 
+async def headers_seen(request: Request) -> Response:
+    # Every header line as sent (a name twice stays twice) and the query as sent.
+    raw = [[k.decode("latin-1"), v.decode("latin-1")] for k, v in request.scope["headers"]]
+    return JSONResponse({"headers": raw, "query": request.scope["query_string"].decode("latin-1")})
+
+
+async def charset(request: Request) -> Response:
+    # Text in whatever charset the path names, known or not, with the status the query asks for.
+    headers = {"content-type": f"text/plain; charset={request.path_params['name']}"}
+    return Response(b"caf\xc3\xa9", status_code=int(request.query_params.get("status", 200)), headers=headers)
+
+
 async def put_note(request: Request) -> Response:
     lines = await request.json()
     return JSONResponse({"id": request.path_params["id"], "lines": len(lines)})
@@ -229,6 +244,8 @@ app = Starlette(
         Route("/drip.yaml", drip),
         Route("/redirect", redirect, methods=["GET", "POST", "DELETE"]),
         Route("/v1/{rest:path}", v1, methods=["GET", "POST", "DELETE"]),
+        Route("/headers", headers_seen, methods=["POST"]),
+        Route("/charset/{name}", charset),
         Route("/openapi.yaml.gz", spec_gz),
         Route("/pets", list_pets, methods=["GET"]),
         Route("/pets", create_pet, methods=["POST"]),

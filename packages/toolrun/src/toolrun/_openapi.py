@@ -52,8 +52,8 @@ from toolrun._openapi_document import (
     plain_document,
     read_file,
 )
-from toolrun._openapi_target import PathError, PathTemplate, origin
-from toolrun._openapi_tools import BuiltTools, Operation, ParamSpec, build_tools, is_method_override
+from toolrun._openapi_target import PathError, PathTemplate, non_public_host, origin
+from toolrun._openapi_tools import BuiltTools, Operation, ParamSpec, build_tools, is_method_override, wire_key
 from toolrun._redact import redact, redact_url, register_secrets
 from toolrun._size import container_bound, containers_at_most
 from toolrun._types import BackendResult
@@ -99,8 +99,9 @@ class OpenAPIProvider:
     followed); a call that takes longer than ``timeout`` raises ``ToolTimeoutError``; a server
     that cannot be reached raises ``BackendUnavailableError``; a response over
     ``max_response_bytes`` fails. A path parameter fills exactly one segment of the operation's
-    path: a value that would make it empty, ``.`` or ``..`` is refused with
-    ``InputValidationError`` naming its argument, before any request. So is an object whose
+    path: a value that would make it empty, ``.`` or ``..``, or hold ``.`` or ``..`` between
+    slashes once decoded, is refused with ``InputValidationError`` naming its argument, before
+    any request. So is an object whose
     keys become names of the request's own (an exploded ``form`` query parameter's keys, the
     top-level fields of a ``body`` argument) when a key is a method override (``_method``,
     ``X-HTTP-Method-Override``…, which servers read as the request's method) or, for a query
@@ -239,7 +240,8 @@ class OpenAPIProvider:
             MCP-style tool mappings (``name``, ``description``, ``inputSchema``, ``outputSchema``…).
 
         Raises:
-            ConfigError: If the document cannot be read or is not OpenAPI 3.0/3.1, no base URL
+            ConfigError: If the document cannot be read, is not OpenAPI 3.0/3.1 or has more than 25,000
+                operations (after ``include`` and ``tags``), no base URL
                 can be found for an operation, an operation would send the credentials to
                 another origin than theirs, or the ``openapi`` extra is missing.
             BackendUnavailableError: If the document's URL cannot be fetched within ``load_timeout``.
@@ -320,7 +322,11 @@ class OpenAPIProvider:
         # the collection that follows sees only what survives (the tools), not the document too.
         with collector_paused(large):
             doc = load()
-            supplied = [*(("header", h) for h in self._headers), *(("query", q) for q in self._query)]
+            supplied = [
+                *(("header", h) for h in self._headers),
+                *(("query", q) for q in self._query),
+                *(("cookie", c) for c in _cookie_names(self._headers)),
+            ]
             built = build_tools(
                 doc,
                 server=self.name,
@@ -348,6 +354,8 @@ class OpenAPIProvider:
             base = joined if is_url(joined) else None
         problem = base_url_problem(base) if base is not None else None
         if base is not None and problem is None:
+            problem = self._steered_inside(base)
+        if base is not None and problem is None:
             return base
         if server is None:
             reason = "the document declares no server URL: set baseUrl"
@@ -358,6 +366,20 @@ class OpenAPIProvider:
         if config_error:
             raise ConfigError(self.name, "baseUrl", reason)
         raise ValueError(reason)  # pragma: no cover - list_tools checked every operation
+
+    def _steered_inside(self, base: str) -> str | None:
+        # A document may not point calls at this host's own network (a metadata service, an admin
+        # port on localhost): a special-purpose address is taken only on the document's own origin.
+        try:
+            host = non_public_host(base)
+            if host is None or (self._document_url is not None and origin(base) == origin(self._document_url)):
+                return None
+        except httpx2.InvalidURL:
+            return None  # _check_origins says what is wrong with it
+        return (
+            f"names {host[:_SHOWN_KEY]!r}, a loopback, private or link-local address, on another origin than the "
+            "document's; a document does not choose to call into this host's network"
+        )
 
     def _credentials_origin(self) -> str | None:
         # The one origin configured credentials may go to; None when the configuration names none.
@@ -502,7 +524,7 @@ class OpenAPIProvider:
             body = b"".join(chunks)
             status, reason = response.status_code, response.reason_phrase
             content_type = response.headers.get("content-type", "")
-            encoding = response.charset_encoding or "utf-8"
+            encoding = _text_encoding(response.charset_encoding)
             location = response.headers.get("location")
         finally:
             await response.aclose()
@@ -546,6 +568,20 @@ def _origin_of(url: str, server: str, field: str) -> str:
 def _invalid_path(tool_id: str, op: Operation, e: PathError) -> InputValidationError:
     paths = [json_path([s.arg]) for s in op.params if s.location == "path" and s.name in e.params]
     return InputValidationError(tool_id, [ValidationProblem(p, e.reason) for p in paths or ["$"]])
+
+
+def _text_encoding(charset: str | None) -> str:
+    # The charset the answer names, when Python reads it as text; else UTF-8 (an unknown name, or a
+    # codec such as 'zlib' or 'rot13' that is no text encoding, failed the call with LookupError).
+    if charset:
+        try:
+            b"a".decode(charset)  # not b"": that is '' for any name, unlooked-up
+        except LookupError:
+            return "utf-8"
+        except ValueError:  # a text encoding that cannot read one byte alone (UTF-16)
+            pass
+        return charset
+    return "utf-8"
 
 
 def _excerpt(body: bytes, encoding: str) -> str:
@@ -677,10 +713,21 @@ class _Request:
                 req.encode_body(body.media_type, value)
         # The configuration's headers and query parameters (credentials) are sent as given; the
         # tools have no arguments of their names, and nothing else may send one (an object's key
-        # of such a name is refused above; this is the last word).
-        req.headers.update(headers)
+        # of such a name is refused above; this is the last word). Names compare as services
+        # read them: a second `cookie` header or an `API_KEY` beside `api_key` would let the
+        # caller's credential stand in for the configured one.
+        configured = {wire_key("header", h) for h in headers}
+        arg_cookie = next((v for k, v in req.headers.items() if k.lower() == "cookie"), None)
+        req.headers = {k: v for k, v in req.headers.items() if wire_key("header", k) not in configured}
+        for name, value in headers.items():
+            if name.lower() == "cookie" and arg_cookie:
+                # One Cookie header: the configured cookies first (first wins in most parsers), then the
+                # arguments', whose names differ from them (cookie parameters of their names are not arguments).
+                value = f"{value}; {arg_cookie}"
+            req.headers[name] = value
         if query:
-            req.params = [(k, v) for k, v in req.params if k not in query]
+            mine = {wire_key("query", q) for q in query}
+            req.params = [(k, v) for k, v in req.params if wire_key("query", k) not in mine]
             req.params.extend(query.items())
         return req
 
@@ -699,6 +746,13 @@ class _Request:
             self.content = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
         else:
             self.content = value.encode("utf-8")
+
+
+def _cookie_names(headers: Mapping[str, str]) -> list[str]:
+    # The cookies a configured Cookie header sends (`session=…; csrf=…`): cookie parameters of those names are not
+    # arguments.
+    values = (v for k, v in headers.items() if k.lower() == "cookie")
+    return [c.split("=", 1)[0].strip() for v in values for c in v.split(";") if "=" in c]
 
 
 def _header_safe(name: str, text: str) -> str:

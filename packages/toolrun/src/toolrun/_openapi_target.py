@@ -4,26 +4,34 @@ A path parameter is data: its value fills one segment of the template, never mor
 move through the path. The value comes percent-encoded (``/`` is ``%2F``), and a segment that a
 value fills may not be empty, ``.`` or ``..``: HTTP clients collapse ``items/..`` to its parent,
 servers merge ``//``, and encoding the dots would not help, since RFC 3986 (section 6.2.2.2)
-and the WHATWG URL standard read ``%2E%2E`` as ``..`` too. :meth:`PathTemplate.fill` refuses such
-a value, naming its parameter; :meth:`PathTemplate.check` then verifies that the URL the HTTP
+and the WHATWG URL standard read ``%2E%2E`` as ``..`` too. Nor may a value hold ``.`` or ``..``
+between separators (``x/../..`` is the segment ``x%2F..%2F..``): nginx decodes ``%2F`` before it
+resolves dot segments, IIS reads a backslash as ``/``, some applications apply NFKC (full-width dots
+and slashes), and each of them turns such a segment into a move. :meth:`PathTemplate.fill` refuses
+such a value, naming its parameter; :meth:`PathTemplate.check` then verifies that the URL the HTTP
 client is about to send, however it was built, has the template's origin, its base path, and
 exactly the template's segments, each one filled by its values alone.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import re
+import socket
+import unicodedata
 from collections.abc import Mapping
 from typing import Final, NamedTuple
 from urllib.parse import unquote
 
 import httpx2
 
-__all__ = ["PathError", "PathTemplate", "origin", "template_problem"]
+__all__ = ["PathError", "PathTemplate", "non_public_host", "origin", "template_problem"]
 
 _PLACEHOLDER: Final = re.compile(r"\{([^{}/]+)\}")
 _MOVES: Final = frozenset({"", ".", "..", "%2e", ".%2e", "%2e.", "%2e%2e"})
 """Segments a URL reads as a move through the path (compared in lower case); ``""`` merges with its neighbour."""
+_SEPARATORS: Final = re.compile(r"[/\\]")
+"""What servers and proxies read as a separator in a decoded path (IIS and nginx on Windows: ``\\``)."""
 _SHOWN: Final = 60
 
 
@@ -41,6 +49,35 @@ def origin(url: str | httpx2.URL) -> str:
     if ":" in host:
         host = f"[{host}]"
     return f"{parsed.scheme}://{host}{f':{parsed.port}' if parsed.port is not None else ''}"
+
+
+def non_public_host(url: str | httpx2.URL) -> str | None:
+    """The host of ``url`` when it names a special-purpose address (``None`` for a public one).
+
+    ``localhost`` and ``*.localhost``, and every IP address that is not globally reachable
+    (loopback, private, link-local such as the cloud metadata service ``169.254.169.254``, shared,
+    unspecified, reserved), also in the forms the resolver accepts (``2130706433``, ``0x7f.1``) and
+    as IPv4-mapped IPv6. A name that only resolves to such an address is not seen.
+
+    >>> non_public_host("http://169.254.169.254/latest"), non_public_host("https://api.example.org")
+    ('169.254.169.254', None)
+
+    Raises:
+        httpx2.InvalidURL: If ``url`` is not a URL.
+    """
+    host = (url if isinstance(url, httpx2.URL) else httpx2.URL(url)).host.lower().rstrip(".")
+    if host == "localhost" or host.endswith(".localhost"):
+        return host
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        try:  # what getaddrinfo reads as IPv4 too: one number, octal or hex parts
+            address = ipaddress.ip_address(socket.inet_aton(host))
+        except OSError:
+            return None
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    return None if address.is_global else host
 
 
 def template_problem(template: str) -> str | None:
@@ -94,6 +131,14 @@ def _segment(text: str) -> _Segment:
     return _Segment(text, params, re.compile(".*".join(re.escape(unquote(p)) for p in parts), re.DOTALL))
 
 
+def _move_inside(segment: str) -> bool:
+    """Whether ``segment`` (as sent) is or holds ``.`` or ``..`` between separators once decoded and NFKC-normalised."""
+    decoded = unquote(segment)
+    if not decoded.isascii():
+        decoded = unicodedata.normalize("NFKC", decoded)  # full-width dots and slashes, the two-dot leader
+    return "." in decoded and any(p in (".", "..") for p in _SEPARATORS.split(decoded))
+
+
 def _shown(segment: str) -> str:
     return segment if len(segment) <= _SHOWN else segment[: _SHOWN - 1] + "…"
 
@@ -141,7 +186,8 @@ class PathTemplate:
             The URL (without the call's query parameters).
 
         Raises:
-            PathError: If a segment a value fills would be empty, ``.`` or ``..``.
+            PathError: If a segment a value fills would be empty, ``.`` or ``..``, or would hold a
+                ``.`` or ``..`` between separators once decoded.
             ValueError: If a parameter of the template has no value.
         """
 
@@ -163,6 +209,13 @@ class PathTemplate:
                     f"the value makes the path segment {_shown(text)!r}, which a URL reads as a move through the "
                     "path, not as a name: a path parameter fills exactly one segment, never empty, '.' or '..'",
                 )
+            if _move_inside(text):
+                raise PathError(
+                    seg.params,
+                    f"the value makes the path segment {_shown(text)!r}, which holds '.' or '..' between slashes: "
+                    "a server or proxy that decodes the path first (nginx, IIS) reads it as a move through the path; "
+                    "a path parameter fills exactly one segment",
+                )
             filled.append(text)
         return self._base + "/" + "/".join(filled) + _PLACEHOLDER.sub(value, self._suffix)
 
@@ -171,7 +224,8 @@ class PathTemplate:
 
         Each literal segment must be the template's (compared decoded), and each segment with
         parameters one segment matching the template's literal parts, never empty, ``.`` or
-        ``..`` (nor their percent-encoded forms).
+        ``..`` (nor their percent-encoded forms), and holding no ``.`` or ``..`` between
+        separators once decoded.
 
         Args:
             url: The URL a request is about to be sent to.
@@ -196,7 +250,11 @@ class PathTemplate:
             if seg.pattern is None:
                 fits = unquote(text) == unquote(seg.text)
             else:
-                fits = text.lower() not in _MOVES and seg.pattern.fullmatch(unquote(text)) is not None
+                fits = (
+                    text.lower() not in _MOVES
+                    and not _move_inside(text)
+                    and seg.pattern.fullmatch(unquote(text)) is not None
+                )
             if not fits:
                 raise PathError(
                     seg.params, f"the request path has {_shown(text)!r} where {self.template!r} has {seg.text!r}"

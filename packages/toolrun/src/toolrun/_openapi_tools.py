@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from toolrun._compat_referencing import Resolver
 
 __all__ = [
+    "MAX_OPERATIONS",
     "METHODS",
     "METHOD_OVERRIDES",
     "BodySpec",
@@ -49,8 +50,15 @@ __all__ = [
     "build_tools",
     "is_method_override",
     "tool_name",
+    "wire_key",
 ]
 
+MAX_OPERATIONS: Final = 25_000
+"""Most operations a document may have as tools (after ``include`` and ``tags``; Microsoft Graph v1.0: 11,422).
+
+Each tool costs about 10 KB in the index and 0.15 ms to build, so a 64 MiB document of tiny operations
+(about a million) would hold a start-up for minutes and take gigabytes.
+"""
 METHODS: Final = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 """HTTP methods that are operations of a path item."""
 
@@ -200,6 +208,20 @@ def _media_rank(media_type: str) -> int:
     return 4 if mt.startswith("text/") else 5
 
 
+def wire_key(location: str, name: str) -> tuple[str, str]:
+    """``(location, name)`` as the services that read it compare names.
+
+    Header names in any case and with ``_`` as ``-`` (CGI, WSGI and PHP read ``X_Api_Key`` and
+    ``X-Api-Key`` as the one ``HTTP_X_API_KEY``); query names in any case (ASP.NET and others read
+    ``API_KEY`` as ``api_key``); cookie and path names as written.
+    """
+    if location == "header":
+        return location, name.lower().replace("_", "-")
+    if location == "query":
+        return location, name.casefold()
+    return location, name
+
+
 def _first_server(*holders: Mapping[str, Any]) -> str | None:
     for holder in holders:
         servers = holder.get("servers")
@@ -220,7 +242,7 @@ class _Builder:
     def __init__(self, doc: dict[str, Any], server: str, supplied: Collection[tuple[str, str]] = ()) -> None:
         # Parameters that are not arguments, as (location, name) with header names lower-case:
         # the headers the client sets, and whatever the configuration sends with every call.
-        given = ((loc, n.lower() if loc == "header" else n) for loc, n in supplied)
+        given = (wire_key(loc, n) for loc, n in supplied)
         self.supplied = frozenset([*(("header", h) for h in _IGNORED_HEADERS), *given])
         try:
             from referencing import Registry, Resource, Specification
@@ -354,11 +376,11 @@ class _Builder:
                 wire, location = p.get("name"), p.get("in")
                 if not isinstance(wire, str) or not wire or location not in _LOCATIONS:
                     raise Skip("a parameter has no valid 'name' and 'in'")
-                if (location, wire.lower() if location == "header" else wire) in self.supplied:
+                if wire_key(location, wire) in self.supplied:
                     continue  # the client or the configuration sends it
                 if location in ("header", "query") and is_method_override(wire):
                     continue
-                if location == "header" and wire.lower().startswith(_IGNORED_PREFIXES):
+                if location == "header" and wire_key(location, wire)[1].startswith(_IGNORED_PREFIXES):
                     continue
                 found[(wire, location)] = (wire, location, p, p_resolver)
         return list(found.values())
@@ -526,22 +548,23 @@ def build_tools(
         output_schemas: Whether tools declare the success response's schema as output schema.
         on_skip: Called with ``METHOD /path`` and the reason for each skipped operation.
         supplied: Parameters the caller sends with every call, as ``(location, name)``
-            (``("header", "X-API-Key")``, ``("query", "api_key")``; header names in any case):
-            they are not arguments.
+            (``("header", "X-API-Key")``, ``("query", "api_key")``, ``("cookie", "session")``),
+            compared as :func:`wire_key` does: they are not arguments.
 
     Returns:
         The tools, the operations behind them, and what was skipped.
 
     Raises:
-        ConfigError: If the document is not OpenAPI 3.0/3.1, has no ``paths`` object, or the
-            ``openapi`` extra is missing.
+        ConfigError: If the document is not OpenAPI 3.0/3.1, has no ``paths`` object, has more than
+            :data:`MAX_OPERATIONS` operations after ``include`` and ``tags``, or the ``openapi``
+            extra is missing.
     """
     builder = _Builder(doc, server, supplied)
     paths = doc.get("paths", {})
     if not isinstance(paths, dict):
         raise ConfigError(server, "openapi", "the document's 'paths' is not an object")
     with collector_paused(len(cast(dict[str, Any], paths)) >= LARGE_DOCUMENT_PATHS):
-        return _build(builder, cast(dict[str, Any], paths), include, tags, output_schemas, on_skip)
+        return _build(builder, cast(dict[str, Any], paths), include, tags, output_schemas, on_skip, server)
 
 
 def _build(
@@ -551,8 +574,10 @@ def _build(
     tags: Sequence[str],
     output_schemas: bool,
     on_skip: Callable[[str, str], None] | None,
+    server: str,
 ) -> BuiltTools:
     built = BuiltTools()
+    chosen = 0
     taken: set[str] = set()
     wanted_tags = {t.strip().lower() for t in tags}
     for path, raw_item in paths.items():
@@ -590,6 +615,14 @@ def _build(
                 fnmatch.fnmatchcase(base, g) or (op_id and fnmatch.fnmatchcase(op_id, g)) for g in include
             ):
                 continue
+            chosen += 1
+            if chosen > MAX_OPERATIONS:
+                raise ConfigError(
+                    server,
+                    "openapi",
+                    f"the document has more than {MAX_OPERATIONS:,} operations (after 'include' and 'tags'): "
+                    "choose the ones to use with 'include' or 'tags'",
+                )
             name = unique_name(base, taken)
             try:
                 tool, operation = builder.operation(name, method, path, cast(dict[str, Any], item), o, resolver)
