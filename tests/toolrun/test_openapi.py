@@ -670,6 +670,11 @@ async def test_requests_encode_values_and_refuse_header_injection() -> None:
     assert req.headers["X-Trace"] == "from-config" and req.headers["Accept"] == "application/json"
     with pytest.raises(ValueError, match="line break"):
         _Request.build(get, {"path_petId": 1, "X-Trace": "a\r\nX-Evil: 1"}, PathTemplate("https://h", get.path), {})
+    # A character no header carries is the argument's fault (invalid_arguments at the call), not a crash.
+    from toolrun import InputValidationError
+
+    with pytest.raises(InputValidationError, match=r"\$\[\"X-Trace\"\]: header parameter 'X-Trace' holds 'é'"):
+        await provider.call_tool("pets_get", {"path_petId": 1, "X-Trace": "café"})
     put = provider.operations["put_pets_petId"]
     req = _Request.build(put, {"petId": 7, "name": "Rex", "tag": None}, PathTemplate("https://h", put.path), {})
     assert req.content == b'{"name":"Rex","tag":null}' and req.headers["Content-Type"] == "application/json"

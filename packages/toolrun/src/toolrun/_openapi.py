@@ -453,7 +453,7 @@ class OpenAPIProvider:
             LookupError: If no operation has this name.
             InputValidationError: If a path value would not fill exactly one segment, or an
                 object's key would name a method override or another query parameter.
-            ValueError: If an argument cannot be sent (a header value with a line break).
+            InputValidationError: If a header value cannot be sent (a line break, a character outside ASCII).
         """
         if self._closed:
             raise BackendUnavailableError(f"openapi:{self.name}", "the provider is closed")
@@ -688,7 +688,7 @@ class _Request:
                 req.params.extend(_query_pairs(spec, value, taken - {spec.name.casefold()}))
             elif spec.location == "header":
                 text = json.dumps(value) if spec.as_json else _joined(value, spec.explode)
-                req.headers[spec.name] = _header_safe(spec.name, text)
+                req.headers[spec.name] = _header_safe(spec.arg, spec.name, text)
             else:
                 text = json.dumps(value) if spec.as_json else _joined(value, spec.explode)
                 cookies.append(f"{spec.name}={quote(text, safe='')}")
@@ -755,9 +755,15 @@ def _cookie_names(headers: Mapping[str, str]) -> list[str]:
     return [c.split("=", 1)[0].strip() for v in values for c in v.split(";") if "=" in c]
 
 
-def _header_safe(name: str, text: str) -> str:
+def _header_safe(arg: str, name: str, text: str) -> str:
+    """``text`` as the value of header ``name`` (argument ``arg``), refused where no header can carry it."""
     if _HEADER_UNSAFE.search(text):
-        raise ValueError(f"header parameter {name!r} holds a line break or NUL, which HTTP headers cannot carry")
+        reason = f"header parameter {name!r} holds a line break or NUL, which HTTP headers cannot carry"
+        raise _RefusedKey([arg], reason)
+    if not text.isascii():
+        odd = next(c for c in text if not c.isascii())
+        reason = f"header parameter {name!r} holds {odd!r} (U+{ord(odd):04X}): HTTP header values carry ASCII only"
+        raise _RefusedKey([arg], reason)
     return text
 
 
