@@ -586,6 +586,42 @@ async def test_mcp_a_dismissed_question_answers_the_runs_own_outcome(
     assert (files_dir / "c.txt").read_text() == "c"
 
 
+async def test_mcp_a_question_nobody_answers_leaves_the_run_paused_after_ask_timeout(
+    files_dir: Path, tmp_path: Path
+) -> None:
+    # A client that asks its user and never answers held the request (and one of its caller's slots)
+    # for good; past policy.ask_timeout the run stays paused and the request answers with it.
+    import anyio
+    import mcp_types as types
+    from mcp import Client
+
+    asked = anyio.Event()
+
+    async def on_elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.set()
+        await anyio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    cfg = _serve_config(files_dir, tmp_path)
+    config = json.loads(cfg.read_text())
+    config["toolcode"]["policy"] = {"ask_timeout": 1}
+    cfg.write_text(json.dumps(config))
+    d = str(files_dir)
+    with anyio.fail_after(120):  # a real hang only: the answer comes about a second after the question
+        async with Client(_stdio(cfg), mode="legacy", elicitation_callback=on_elicit) as client:  # type: ignore[arg-type]
+            res = await client.call_tool(
+                "execute_code", {"code": f"run_tool('fs:write_file', path={d!r} + '/u.txt', content='u')\n__out = 2"}
+            )
+            assert asked.is_set()
+            data = res.structured_content
+            assert data is not None and data.get("status") == "approval_required", res.content
+            assert not (files_dir / "u.txt").exists()
+            eid = data["approval"]["execution_id"]
+            done = await client.call_tool("resume_execution", {"execution_id": eid, "decision": "approve"})
+            assert done.structured_content is not None and done.structured_content["value"] == 2, done.content
+    assert (files_dir / "u.txt").read_text() == "u"
+
+
 # -- the command line ------------------------------------------------------------------------
 
 

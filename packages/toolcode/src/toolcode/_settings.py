@@ -135,6 +135,13 @@ class PolicySettings(_Section):
     pause_ttl: float = Field(
         default=86_400.0, gt=0, allow_inf_nan=False, description="Seconds a paused run waits for its decision."
     )
+    ask_timeout: float = Field(
+        default=600.0,
+        gt=0,
+        allow_inf_nan=False,
+        description="Seconds a question asked within a request (MCP elicitation) waits for the person's answer; "
+        "unanswered, the run stays paused and the request answers with it (resume_execution decides it later).",
+    )
     max_paused_bytes: int = Field(
         default=16 * 1024 * 1024,
         ge=1024,

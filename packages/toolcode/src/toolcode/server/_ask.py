@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import anyio
 import mcp_types as types
 from mcp.server import ServerRequestContext
 
@@ -87,28 +88,41 @@ def can_ask_by_retry(ctx: ServerRequestContext[Any]) -> bool:
 
 async def _elicit(
     ctx: ServerRequestContext[Any],
+    wait: float,
     pending: Pending,
     line: int | None,
     code: str,
     snippet_code: Mapping[str, str] | None = None,
 ) -> str:
-    """The person's decision, asked through the client (``cancel``: dismissed, or the client failed to ask)."""
+    """The person's decision, asked through the client.
+
+    ``cancel``: dismissed, the client failed to ask, or nobody answered within ``wait`` seconds
+    (``policy.ask_timeout``): the run stays paused, for ``resume_execution``.
+    """
     message, offered = _question(pending, line, code, snippet_code)
-    try:
-        result = await ctx.session.elicit_form(message, _form(offered), related_request_id=ctx.request_id)
-    except Exception as e:  # the client failed to ask: the run stays paused, to resume later
-        log.warning("server.elicitation_failed", error=repr(e)[:300])
+    result = None
+    with anyio.move_on_after(wait):
+        try:
+            result = await ctx.session.elicit_form(message, _form(offered), related_request_id=ctx.request_id)
+        except Exception as e:  # the client failed to ask: the run stays paused, to resume later
+            log.warning("server.elicitation_failed", error=repr(e)[:300])
+            return "cancel"
+    if result is None:
+        log.info("server.elicitation_unanswered", seconds=wait)
         return "cancel"
     return _decision_of(result, offered)
 
 
-def asker(ctx: ServerRequestContext[Any], caller: str | None) -> Asker | None:
-    """Asks the client's user (MCP elicitation) when the client declared it can; else ``None``."""
+def asker(ctx: ServerRequestContext[Any], caller: str | None, wait: float) -> Asker | None:
+    """Asks the client's user (MCP elicitation) when the client declared it can; else ``None``.
+
+    ``wait``: how long a question waits for its answer (``policy.ask_timeout``).
+    """
     if not can_elicit(ctx) or not ctx.session.can_send_request:
         return None
 
     async def ask(pending: Sequence[PendingCall], line: int | None) -> tuple[str, str]:
-        return await _elicit(ctx, pending, line, ""), _by(caller)
+        return await _elicit(ctx, wait, pending, line, ""), _by(caller)
 
     return ask
 
@@ -152,13 +166,14 @@ async def decide_now(
     on_tool_call: OnToolCall | None,
 ) -> ExecuteOutcome:
     """While the run waits and the client can ask its user, ask within this request and continue."""
-    if asker(ctx, caller) is None:
+    wait = codemode.services.settings.policy.ask_timeout
+    if asker(ctx, caller, wait) is None:
         return out
     for _ in range(_MAX_ASKS_PER_REQUEST):
         approval = out.approval
         if approval is None:
             break
-        decision = await _elicit(ctx, approval.pending, approval.line, code, approval.snippet_code)
+        decision = await _elicit(ctx, wait, approval.pending, approval.line, code, approval.snippet_code)
         if decision == "cancel":
             break  # left paused: resume_execution continues it later
         out = await codemode.resume(

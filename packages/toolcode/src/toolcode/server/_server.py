@@ -197,7 +197,7 @@ class CodeModeServer:
     ) -> types.CallToolResult | types.InputRequiredResult:
         self._remember(ctx)
         name, args, caller = params.name, params.arguments or {}, _caller_of(ctx)
-        ask = asker(ctx, caller)
+        ask = asker(ctx, caller, self.codemode.services.settings.policy.ask_timeout)
         if name not in ("execute_code", "run_chain") or name not in self.door.names:
             reply = await self.door.call(name, args, caller=caller, ask=ask)
             exposed = None if name in self.door.names else self.door.current.tools.get(name)
