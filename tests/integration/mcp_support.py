@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -217,3 +218,68 @@ async def serving_http(**options: object) -> AsyncIterator[str]:
             await ready.wait()
         yield urls[0]
         tg.cancel_scope.cancel()
+
+
+@dataclass
+class ServeProcess:
+    """A running ``toolcode serve`` (over HTTP: its ``url``) whose stderr is read line by line as it comes."""
+
+    process: Any
+    """The ``anyio.abc.Process``."""
+    url: str
+    lines: list[str] = field(default_factory=list[str])
+    """Every stderr line so far."""
+    more: Any = None
+    """An ``anyio.Event`` set (and replaced) at each new line, and at end of output."""
+    ended: bool = False
+
+    async def line_with(self, *texts: str) -> str:
+        """The first stderr line with one of ``texts`` (waiting for it); ``AssertionError`` if output ends first."""
+        while True:
+            found = next((ln for ln in self.lines if any(t in ln for t in texts)), None)
+            if found is not None:
+                return found
+            assert not self.ended, f"no line with {texts!r} in:\n" + "\n".join(self.lines[-40:])
+            await self.more.wait()
+
+
+@asynccontextmanager
+async def toolcode_serve_process(config: Path, *extra: str, http: bool = True) -> AsyncIterator[ServeProcess]:
+    """Start ``toolcode serve`` (``--http 127.0.0.1:0`` unless ``http=False``; stdin and stdout piped), killed after.
+
+    stderr is read all along (:attr:`ServeProcess.lines`): a test can signal the process and read what it logged.
+    """
+    import anyio
+
+    args = toolcode_serve_args(config, *(("--http", "127.0.0.1:0") if http else ()), *extra)
+    proc = await anyio.open_process([sys.executable, "-m", "toolcode.cli", "-v", *args[2:]])  # -v: info lines
+    served = ServeProcess(proc, "", more=anyio.Event())
+
+    async def pump() -> None:
+        assert proc.stderr is not None
+        buf = b""
+        async for chunk in proc.stderr:
+            buf += chunk
+            *done, buf = buf.split(b"\n")
+            served.lines.extend(d.decode(errors="replace") for d in done)
+            served.more.set()
+            served.more = anyio.Event()
+        served.lines.extend([buf.decode(errors="replace")] if buf else [])
+        served.ended = True
+        served.more.set()
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(pump)
+            if http:
+                with anyio.fail_after(60):  # a hang bound
+                    listening = await served.line_with("listening on ")
+                served.url = listening.split("listening on ", 1)[1].strip()
+            yield served
+            tg.cancel_scope.cancel()
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+        with anyio.CancelScope(shield=True):
+            await proc.wait()
+            await proc.aclose()

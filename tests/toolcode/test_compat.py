@@ -70,3 +70,19 @@ def test_the_uvicorn_h11_protocol_seams_are_there() -> None:
         assert seam in source, seam
     assert h11.IDLE is not h11.SEND_BODY
     assert version("uvicorn").startswith(UVICORN_CHECKED_ON + "."), version("uvicorn")
+
+
+def test_the_uvicorn_stop_seams_are_there() -> None:
+    # toolcode.server._compat_uvicorn closes uvicorn's listeners and keeps it from raising a handled signal again.
+    import signal
+    from types import SimpleNamespace
+
+    import uvicorn
+
+    from toolcode.server._compat_uvicorn import take_signals
+
+    assert "in reversed(self._captured_signals)" in inspect.getsource(uvicorn.Server.capture_signals)
+    assert "self.servers" in inspect.getsource(uvicorn.Server.startup)
+    server = SimpleNamespace(_captured_signals=[signal.SIGTERM.value])
+    assert take_signals(server) == [signal.SIGTERM]  # type: ignore[arg-type]
+    assert server._captured_signals == []  # cleared: not raised again

@@ -812,6 +812,37 @@ async def test_a_resume_that_cannot_hold_the_session_leaves_the_run_waiting(
         assert after.ok and after.value == ["p", "q"], after
 
 
+@pytest.mark.parametrize("store", ["sqlite", "redis"])
+async def test_a_second_resume_of_a_run_being_resumed_is_busy_at_once(
+    tmp_path: Path, store: str, request: pytest.FixtureRequest
+) -> None:
+    # The second resume waited for the session's lock, that is for the whole first resume (or
+    # queue_timeout), before it learned that the run was taken: here the first never ends until
+    # the second has answered, on this replica and on another.
+    async with _two_replicas(tmp_path, store, request, queue_timeout=600) as (one, two, held):
+        paused = await one.codemode.execute("log = []\n" + _PAUSING, session="s")
+        assert paused.approval is not None, paused
+        eid = paused.approval.execution_id
+        held.held = True  # the first resume waits for the session until both others have answered
+        async with anyio.create_task_group() as tg:
+            first: list[ExecuteOutcome] = []
+
+            async def resume() -> None:
+                first.append(await one.codemode.resume(eid, "approve"))
+
+            tg.start_soon(resume)
+            with anyio.fail_after(60):  # bounds a hang only (without the fix: the first resume's whole run)
+                await held.tried.wait()
+                seconds = [await one.codemode.resume(eid, "approve"), await two.codemode.resume(eid, "deny")]
+            held.held = False
+        for second in seconds:
+            assert second.error is not None and second.error.code == "busy", second
+            assert eid in second.error.message and "being resumed" in second.error.message, second.error
+        assert first[0].ok and first[0].value == 2, first  # resumed once, by the first request
+        after = await two.codemode.execute("__out = log", session="s")
+        assert after.ok and after.value == ["p", "p2"], after
+
+
 async def test_a_paused_run_never_overwrites_a_session_written_while_it_waited(
     tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:

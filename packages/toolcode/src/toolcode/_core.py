@@ -445,7 +445,15 @@ class CodeMode:
         except ToolCodeError as exc:
             return await self._not_taken(execution_id, caller, exc, started)
         listen = self._listen(on_tool_call, on_tool_start, on_print)
-        done, taken = await self._continue(run, version, chosen, caller, by, listen)
+        hold = min(max(run.options.timeout - run.elapsed, 1.0), 86_400.0)
+        try:  # held before the session is waited for: a second resume is refused now, not after this one's run
+            release = await self._stores("execution_id").paused.hold_for_resume(run, seconds=hold)
+        except ToolCodeError as exc:
+            return await self._not_taken(execution_id, caller, exc, started)
+        try:
+            done, taken = await self._continue(run, version, chosen, caller, by, listen)
+        finally:
+            await release()
         if not taken:
             assert done.error is not None
             return await self._not_taken(execution_id, caller, done.error, started)

@@ -11,6 +11,11 @@ decided). A run continued in its session is read (:meth:`PausedRuns.read`), then
 (:meth:`PausedRuns.claim`: taken, its mark removed) only once its resumer holds the session, and
 it goes on only in the session as it left it (:meth:`PausedRun.session_conflict`): no run of the
 session starts between the mark going and the resumed run's state being written.
+
+A resume holds the run (:meth:`PausedRuns.hold_for_resume`, a lock of the store) from before it waits for
+the session until it is over: a second resume of the same run, here or on another replica, is
+answered ``busy`` at once instead of waiting for the first one's whole run. Taking the record stays
+what makes a run continue at most once; the lock only spares the wait.
 """
 
 from __future__ import annotations
@@ -26,12 +31,13 @@ from toolcode._paused_run import ID_PATTERN, PausedRun, RecordTooLarge
 from toolcode._sessions import owner_of
 from toolcode._settings import PolicySettings
 from toolcode.exceptions import (
+    EngineBusyError,
     InvalidArgumentsError,
     LimitExceededError,
     StateConflictError,
     StateUnavailableError,
 )
-from toolcode.state import StateStore
+from toolcode.state import Release, StateStore
 from toolindex.log import get_logger
 
 __all__ = ["PausedRuns"]
@@ -246,6 +252,36 @@ class PausedRuns:
                 await self._unmark(run)
             except StateUnavailableError as e:  # the run is taken all the same: a mark without its run holds nothing
                 _log.warning("paused.unmark_failed", execution_id=run.execution_id, error=str(e)[:300])
+
+    async def hold_for_resume(self, run: PausedRun, *, seconds: float) -> Release:
+        """Hold ``run`` for one resume that may take ``seconds``: another resume of it meanwhile is refused at once.
+
+        Returns:
+            What gives the run back (when the resume is over; never raises, idempotent).
+
+        Raises:
+            EngineBusyError: If another request (on this server or another sharing the store) is
+                resuming it.
+            StateUnavailableError: If the store cannot be reached.
+        """
+        name = f"resume/{run.owner}/{run.execution_id}"
+        release = await self.store.try_lock(name, ttl=min(seconds, 86_400.0) + 30.0)
+        if release is None:
+            raise EngineBusyError(
+                "paused",
+                f"paused run {run.execution_id!r} is being resumed by another request: its outcome goes to that "
+                "request (resume it again once that is over to read it)",
+            )
+        taken = release
+
+        async def give_back() -> None:
+            with anyio.CancelScope(shield=True):
+                try:
+                    await taken()
+                except StateUnavailableError as e:  # the lock expires with its ttl
+                    _log.warning("paused.resume_unlock_failed", execution_id=run.execution_id, error=str(e)[:300])
+
+        return give_back
 
     async def take(self, execution_id: Any, caller: str | None, *, operator: bool = False) -> PausedRun:
         """:meth:`read` and :meth:`claim` a paused run (one that is not continued in its session: see claim).

@@ -308,16 +308,17 @@ async def cmd_serve(args: argparse.Namespace) -> int:
     from toolcode.server import TOKENS_ENV, BearerTokens, serve_http, serve_stdio
     from toolcode.server._http_address import check_bind
     from toolcode.server._http_guard import MAX_SESSIONS_PER_CALLER
+    from toolcode.server._http_stopping import STOP_GRACE
     from toolcode.server._serve import SESSION_IDLE_TIMEOUT
 
     sys.setswitchinterval(SERVE_SWITCH_INTERVAL)  # this process is the server: the setting is its own
 
     if args.http is None:
-        sessions = (args.sessions_per_caller, args.session_idle_timeout)
-        if args.token_file or args.allow_host or args.allow_origin or any(v is not None for v in sessions):
+        numbers = (args.sessions_per_caller, args.session_idle_timeout, args.stop_grace)
+        if args.token_file or args.allow_host or args.allow_origin or any(v is not None for v in numbers):
             raise UsageError(
-                "--token-file, --allow-host, --allow-origin, --sessions-per-caller and --session-idle-timeout "
-                "apply to --http only"
+                "--token-file, --allow-host, --allow-origin, --sessions-per-caller, --session-idle-timeout and "
+                "--stop-grace apply to --http only"
             )
         async with connected(args) as box:
             await serve_stdio(box, expose=args.expose or None)
@@ -342,6 +343,7 @@ async def cmd_serve(args: argparse.Namespace) -> int:
             allowed_origins=args.allow_origin,
             sessions_per_caller=args.sessions_per_caller or MAX_SESSIONS_PER_CALLER,
             session_idle_timeout=args.session_idle_timeout or SESSION_IDLE_TIMEOUT,
+            stop_grace=args.stop_grace or STOP_GRACE,
         )
     return 0
 

@@ -197,6 +197,13 @@ def build_parser() -> argparse.ArgumentParser:
         type=_at_least(1, float),
         help="seconds a 2025-11-25 session may go without a request before it ends (default: 1800)",
     )
+    g.add_argument(
+        "--stop-grace",
+        metavar="SECONDS",
+        type=_at_least(1, float),
+        help="on SIGTERM or SIGINT, seconds the requests in flight may take to finish before they are cancelled "
+        "(default: 10)",
+    )
     p.add_argument(
         "--expose",
         metavar="NS:NAME",

@@ -1,22 +1,29 @@
-"""The private parts of uvicorn that the HTTP door relies on, in one place: bounds on a request's arrival.
+"""The private parts of uvicorn that the HTTP door relies on, in one place: bounds on a request's arrival, and its stop.
 
 uvicorn waits for a request as long as its client keeps the connection open, so a client without a
 token could hold many half-sent heads until the process runs out of file descriptors, and one with
 a token could hold a body it never finishes. :func:`deadline_protocol` is uvicorn's h11 protocol
 with a deadline on each request's head (from the connection's start, or from the first byte after
 a response, until the head is complete) and on its body (from the head's end until the body is
-complete). A connection past either is closed. Its internals are pinned by
+complete). A connection past either is closed.
+
+uvicorn stops on SIGTERM and SIGINT, then raises the signal again once it has stopped: SIGTERM then
+kills the process before anything after the server (the upstream servers' shutdown) runs.
+:func:`stop_listening` and :func:`take_signals` let the door stop listening before it drains its
+requests, and keep the signals it has handled from being raised again. These internals are pinned by
 ``tests/toolcode/test_compat.py`` against the installed uvicorn.
 """
 
 from __future__ import annotations
 
 import asyncio
+import signal
 
 import h11
+import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-__all__ = ["BODY_TIMEOUT", "CHECKED_ON", "HEAD_TIMEOUT", "deadline_protocol"]
+__all__ = ["BODY_TIMEOUT", "CHECKED_ON", "HEAD_TIMEOUT", "deadline_protocol", "stop_listening", "take_signals"]
 
 CHECKED_ON = "0.54"
 """The uvicorn minor version these internals were read on."""
@@ -73,3 +80,23 @@ def deadline_protocol(head: float, body: float) -> type[asyncio.Protocol]:
                 self.transport.close()
 
     return Deadlines
+
+
+def stop_listening(server: uvicorn.Server) -> None:
+    """Close ``server``'s listening sockets (uvicorn's own shutdown does it again, harmlessly)."""
+    for listener in server.servers:
+        listener.close()
+
+
+def take_signals(server: uvicorn.Server) -> list[signal.Signals]:
+    """The signals ``server`` stopped on so far, which it will then not raise again (call it before ``serve`` returns).
+
+    Raises:
+        RuntimeError: If the installed uvicorn no longer keeps them in ``_captured_signals``.
+    """
+    captured: object = getattr(server, "_captured_signals", None)
+    if not isinstance(captured, list):
+        raise RuntimeError(f"uvicorn.Server keeps no _captured_signals list any more (checked on uvicorn {CHECKED_ON})")
+    taken = [signal.Signals(s) for s in captured]  # pyright: ignore[reportUnknownVariableType]
+    captured.clear()  # pyright: ignore[reportUnknownMemberType]
+    return taken

@@ -8,6 +8,10 @@ connection drops before the answer has gone out, it does what the client would h
 sends the server a ``notifications/cancelled`` for that request, in the request's session (a
 2025-11-25 session's requests run apart from their ``POST``), and cancels the ``POST``'s own
 handling (a stateless request runs inside it).
+
+A client that leaves while still sending a request's body started nothing: that request's handling
+is cancelled where it waits for the rest, with one ``info`` line, instead of the MCP SDK (or
+uvicorn) logging the ``ClientDisconnect`` with its traceback.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import json
 from typing import Final, cast
 
 import anyio
+import anyio.lowlevel
 
 from toolcode.server._http_guard import ASGIApp, Message, Receive, Scope, Send
 from toolindex.log import get_logger
@@ -53,6 +58,11 @@ class CancelOnLeave:
         async def received() -> Message:
             nonlocal size, request_id
             message = await receive()
+            if message["type"] == "http.disconnect" and not arrived.is_set():
+                if "reason" not in message:  # else the server cut it (it is stopping), and says so itself
+                    log.info("http.client_left", during="request body", received_bytes=size)
+                handling.cancel()
+                await anyio.lowlevel.checkpoint()  # raises the cancellation here, where the body was awaited
             if message["type"] == "http.request":
                 chunk = message.get("body", b"")
                 size += len(chunk)
@@ -71,6 +81,7 @@ class CancelOnLeave:
                 answered = True
             await send(message)
 
+        handling = anyio.CancelScope()
         async with anyio.create_task_group() as tg:
 
             async def watch() -> None:
@@ -81,18 +92,22 @@ class CancelOnLeave:
                 tg.cancel_scope.cancel()
                 if request_id is not None:
                     with anyio.CancelScope(shield=True):
-                        await self._cancel(scope, request_id)
+                        await self._cancel(scope, request_id, message.get("reason"))
 
             tg.start_soon(watch)
-            await self.app(scope, received, sent)
+            with handling:
+                await self.app(scope, received, sent)
             tg.cancel_scope.cancel()
 
-    async def _cancel(self, scope: Scope, request_id: int | str) -> None:
-        """Tell the server, in the request's own session and as its caller, that the request is cancelled."""
+    async def _cancel(self, scope: Scope, request_id: int | str, reason: str | None) -> None:
+        """Tell the server, in the request's own session and as its caller, that the request is cancelled.
+
+        ``reason``: why the server itself ended the request (``None``: its client disconnected).
+        """
         note = {
             "jsonrpc": "2.0",
             "method": "notifications/cancelled",
-            "params": {"requestId": request_id, "reason": "the client disconnected"},
+            "params": {"requestId": request_id, "reason": reason or "the client disconnected"},
         }
         data = json.dumps(note).encode()
         headers = [(k, v) for k, v in scope.get("headers", ()) if k.lower() in _KEPT_HEADERS]
@@ -119,7 +134,8 @@ class CancelOnLeave:
                 await self.app(inner, receive, discard)
             except Exception as e:  # the client is gone: nobody to tell, only the log
                 log.debug("http.cancel_failed", error=repr(e)[:200])
-        log.info("http.client_left", request_id=str(request_id)[:40])
+        if reason is None:
+            log.info("http.client_left", request_id=str(request_id)[:40])
 
 
 def _request_id(body: bytes) -> int | str | None:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
+import signal
 import socket
 import sys
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Sequence
+from types import FrameType
 from typing import Any
 
 import anyio
@@ -18,7 +21,13 @@ from mcp.server.transport_security import TransportSecuritySettings
 from toolcode._app import Toolbox
 from toolcode._compat_mcp import session_ender
 from toolcode.exceptions import ConfigurationError
-from toolcode.server._compat_uvicorn import BODY_TIMEOUT, HEAD_TIMEOUT, deadline_protocol
+from toolcode.server._compat_uvicorn import (
+    BODY_TIMEOUT,
+    HEAD_TIMEOUT,
+    deadline_protocol,
+    stop_listening,
+    take_signals,
+)
 from toolcode.server._http_address import check_bind, is_loopback
 from toolcode.server._http_guard import (
     MAX_SESSIONS,
@@ -30,6 +39,7 @@ from toolcode.server._http_guard import (
     Send,
 )
 from toolcode.server._http_leaving import CancelOnLeave
+from toolcode.server._http_stopping import STOP_GRACE, Stopping
 from toolcode.server._http_tokens import BearerTokens
 from toolcode.server._server import CodeModeServer
 from toolcode.server._stdio import AnsweringReadStream
@@ -47,15 +57,37 @@ SESSION_IDLE_TIMEOUT = 30 * 60.0
 
 
 class _Server(uvicorn.Server):
-    """Uvicorn's server with an event for "listening", so nothing has to poll for it."""
+    """Uvicorn's server with an event for "listening", and a graceful stop (:mod:`._http_stopping`).
 
-    def __init__(self, config: uvicorn.Config) -> None:
+    A signal it stops on is not raised again once it has stopped (uvicorn's way): SIGTERM would kill
+    the process before the upstream servers are closed. :attr:`signals` says which it stopped on.
+    """
+
+    def __init__(self, config: uvicorn.Config, stopping: Stopping, grace: float) -> None:
         super().__init__(config)
         self.ready = anyio.Event()
+        self.stopping = stopping
+        self.grace = grace
+        self.signals: list[signal.Signals] = []
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets=sockets)
         self.ready.set()
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        self.signals.append(signal.Signals(sig))
+        super().handle_exit(sig, frame)
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None]:
+        with super().capture_signals():
+            yield
+            take_signals(self)
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        stop_listening(self)
+        await self.stopping.stop(self.grace, why=self.signals[0].name if self.signals else "")
+        await super().shutdown(sockets=sockets)
 
 
 def log_to_stderr(level: int = logging.INFO) -> None:
@@ -161,8 +193,14 @@ async def serve_http(
     body_timeout: float = BODY_TIMEOUT,
     session_idle_timeout: float = SESSION_IDLE_TIMEOUT,
     sessions_per_caller: int = MAX_SESSIONS_PER_CALLER,
+    stop_grace: float = STOP_GRACE,
 ) -> None:
-    """Serve streamable HTTP on ``host:port`` (``port=0`` picks a free port) until cancelled.
+    """Serve streamable HTTP on ``host:port`` (``port=0`` picks a free port) until cancelled or signalled.
+
+    In the main thread, SIGTERM and SIGINT stop it gracefully: it stops listening, lets the requests
+    in flight finish for up to ``stop_grace`` seconds, then cancels the rest and answers each
+    (``503``, or its response ended), one log line per request cut; then it returns (SIGTERM) or
+    raises ``KeyboardInterrupt`` (SIGINT).
 
     Both protocol eras are served on the same endpoint: 2026-07-28 requests are stateless,
     2025-11-25 clients get a session after ``initialize``. Every request passes an
@@ -195,6 +233,7 @@ async def serve_http(
         session_idle_timeout: Seconds a 2025-11-25 session may go without a request in flight (no
             request being served, no open ``GET`` stream) before it ends; its id answers 404 after.
         sessions_per_caller: With ``tokens``, the sessions one caller may hold at once.
+        stop_grace: Seconds the requests in flight may take to finish once a signal stops the server.
 
     Raises:
         ConfigurationError: A non-loopback ``host`` without ``tokens``; a malformed
@@ -209,6 +248,7 @@ async def serve_http(
         ("head_timeout", head_timeout),
         ("body_timeout", body_timeout),
         ("session_idle_timeout", session_idle_timeout),
+        ("stop_grace", stop_grace),
     )
     for field, seconds in timeouts:
         if not 0 < seconds < math.inf:
@@ -240,6 +280,7 @@ async def serve_http(
             allowed_hosts=allowed_hosts, allowed_origins=allowed_origins, signs_in=("/console",) if console else (),
             end_session=session_ender(server.server.session_manager), sessions_per_caller=sessions_per_caller,
         )  # fmt: skip
+        stopping = Stopping(guarded)
     except BaseException:
         sock.close()
         server.close()
@@ -256,8 +297,9 @@ async def serve_http(
             tokens=len(tokens) if tokens is not None else 0,
         )
     protocol = deadline_protocol(head_timeout, body_timeout)
-    config = uvicorn.Config(guarded, http=protocol, log_level="warning", lifespan="on", timeout_graceful_shutdown=2)
-    web = _Server(config)
+    # Its own wait is a backstop only: the requests are ended by `stopping` first.
+    config = uvicorn.Config(stopping, http=protocol, log_level="warning", lifespan="on", timeout_graceful_shutdown=2)
+    web = _Server(config, stopping, stop_grace)
 
     async def announce() -> None:
         await web.ready.wait()
@@ -271,3 +313,7 @@ async def serve_http(
         await _serve(server, lambda: web.serve(sockets=[sock]), announce)
     finally:
         sock.close()
+    if web.signals:
+        log.info("server.stopped", why=web.signals[0].name)
+    if signal.SIGINT in web.signals:
+        raise KeyboardInterrupt
