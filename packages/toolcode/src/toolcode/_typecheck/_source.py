@@ -269,8 +269,8 @@ def as_keywords(call: ast.Call, code: str, span: Callable[[ast.AST], tuple[int, 
 
     Only an object display of distinct string keys that are identifiers as Python reads them
     (``from``, a keyword, is not; nor ``"per-page"``), with nothing between a key and its value but
-    ``:``, and nothing after the last value but ``}``, ``,`` and ``)``: a parenthesised key or value,
-    a comment there or a ``**spread`` leaves the call as it is. A parameter named like an
+    ``:``, and nothing after the last value but ``}``, ``,`` and ``)`` (comments there are dropped):
+    a parenthesised key or value, or a ``**spread``, leaves the call as it is. A parameter named like an
     identifier keeps its name in the module function's signature (:class:`tooldocs.NameMap`), so
     ``a=`` is the argument ``"a"``.
     """
