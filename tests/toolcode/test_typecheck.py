@@ -1644,6 +1644,15 @@ class _Renamed:
                     "additionalProperties": False,
                 },
             },
+            {
+                "name": "search",
+                "description": "Search, taking keys beyond its own.",
+                "inputSchema": {
+                    "type": "object",
+                    "properties": {"per-page": {"type": "integer"}, "from": _S},
+                    "additionalProperties": True,
+                },
+            },
         ]
 
     async def call_tool(self, name: str, args: Any) -> Any:
@@ -1688,6 +1697,15 @@ RENAMED_VALID: dict[str, tuple[str, Any]] = {
     "names the signature gave a collision": (
         'from tools import billing\nopts = {"class_": "a", "per_page_2": 2}\nbilling.page(per_page=1, **opts)',
         {"class": "a", "per-page": 2, "per_page": 1},
+    ),
+    # An arguments object is keyed by wire names: ``per_page`` there is a key of its own, beyond the
+    # schema, not ``per-page`` (the keyword ``per_page=`` of the module function).
+    "arguments object key named like another wire name's keyword": (
+        'a = run_tool("billing:search", {"per_page": "t" + "en", "from_": 1 + 1})\n'
+        'b = run_tool("billing:search", args={"per_page": f"{2}"})\n'
+        'c = await run_tool_async(tool_id="billing:search", args={"per_page": "x" * 2})\n'
+        "[a, b, c]",
+        [{"from_": 2, "per_page": "ten"}, {"per_page": "2"}, {"per_page": "xx"}],
     ),
 }
 # Broken twins: (code, words of the diagnostic); each fails when run with ``invalid_arguments``.
@@ -1815,7 +1833,7 @@ def test_an_arguments_type_is_refused_only_where_no_member_of_the_parameters_tak
         def __call__(self, expr: ast.expr, /) -> str | None:
             return self.result
 
-        def plainly_typed(self, call: ast.Call, parameter: str) -> bool:
+        def plainly_typed(self, call: ast.Call, parameter: str, *, wire: bool = False) -> bool:
             return self.plain and self.result is not None  # a call of no tool's types nothing
 
     call = ast.parse("ns.f(x=v)", mode="eval").body

@@ -41,17 +41,19 @@ def declared_types(tree: ast.Module, found: Scan, results: Mapping[ast.AST, Tool
         def __call__(self, expr: ast.expr, /) -> str | None:
             return declared(expr)
 
-        def plainly_typed(self, call: ast.Call, parameter: str) -> bool:
+        def plainly_typed(self, call: ast.Call, parameter: str, *, wire: bool = False) -> bool:
             parent = found.parents.get(call)
             tool = results.get(parent if isinstance(parent, ast.Await) else call)
             if tool is None:
                 return False
             sig = keyword_signature(tool)
             try:
-                wire = next(iter(sig.wire_args({parameter: None}))) if sig is not None else parameter
+                named = next(iter(sig.wire_args({parameter: None}))) if sig is not None else parameter
             except ValueError:
                 return False
-            return _plain(tool.input_schema, wire)
+            if wire and named != parameter:
+                return False  # a key of its own (beyond the schema), named like another wire name's keyword
+            return _plain(tool.input_schema, named)
 
     def declared(expr: ast.expr) -> str | None:
         keys: list[str | int] = []

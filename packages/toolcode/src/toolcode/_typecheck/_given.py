@@ -26,10 +26,12 @@ class Declared(Protocol):
         """The declared result type of an expression that is a tool call, or a name bound once to one."""
         ...
 
-    def plainly_typed(self, call: ast.Call, parameter: str) -> bool:
+    def plainly_typed(self, call: ast.Call, parameter: str, *, wire: bool = False) -> bool:
         """Whether the tool ``call`` calls types ``parameter`` only by its top-level ``properties`` entry.
 
-        ``False`` for a call of no tool (a function of the snippet's own).
+        ``False`` for a call of no tool (a function of the snippet's own). ``wire``: ``parameter`` is
+        a wire name as written (an arguments object's key), not the module function's keyword; then
+        ``False`` where that keyword is another wire name's (``per_page`` for ``per-page``).
 
         A plain ``type`` there and nothing else in the schema that types it: then the stub's type of
         the parameter is all the schema takes there.
@@ -68,7 +70,10 @@ def argument_certain(rule: str, message: str, given: tuple[ast.Call, ast.keyword
     call, keyword = given
     if m is None or keyword.arg is None or not isinstance(call.func, ast.Name | ast.Attribute):
         return None
-    if not declared.plainly_typed(call, keyword.arg):
+    # An arguments object's key (read here as a keyword: :func:`given_arguments`) reaches the tool as
+    # written, while ``ty`` reads it as the module function's keyword, which may name another parameter.
+    keyed = not any(k is keyword for k in call.keywords)
+    if not declared.plainly_typed(call, keyword.arg, wire=keyed):
         return None
     expected, found = m.group(2), m.group(3)
     if found.startswith("Literal["):
