@@ -107,6 +107,22 @@ async def test_the_check_before_the_run_knows_the_sessions_imports(box: Toolbox)
     assert (await cm.execute("n + 1", session="typed")).value == 2
 
 
+async def test_the_check_knows_a_builtin_or_a_global_an_earlier_run_bound_again(box: Toolbox) -> None:
+    # An earlier run's ``def list`` or ``run_tool = ...`` is what later runs call: the check must not
+    # read those names as the builtin or the snippet's global (it refused correct code).
+    cm = box.codemode
+    setup = "from tools import helpdesk\ndef list(x):\n    return [x]\nrun_tool = lambda tool_id, **kw: tool_id"
+    assert (await cm.execute(setup, session="own")).ok
+    out = await cm.execute("list(helpdesk.list_offices()[0]['staff']) + [run_tool('helpdesk:nope')]", session="own")
+    assert out.ok and out.value[-1] == "helpdesk:nope", out.error
+    # A later run that imports the tools module under the name makes it the module again for the next.
+    assert (
+        await cm.execute("from tools import helpdesk as list\nn = len(list.on_call(office='Paris'))", session="own")
+    ).ok
+    again = await cm.execute("list.on_call(ofice='Paris')", session="own")
+    assert again.error is not None and again.error.code == "type_error", again.error
+
+
 async def test_a_snippet_error_keeps_the_state_a_limit_resets_it(box: Toolbox) -> None:
     cm = box.codemode
     await cm.execute("kept = 'yes'", session="r")

@@ -11,6 +11,7 @@ reads it under the same lock it took before its pause mark went, so that is the 
 from __future__ import annotations
 
 import ast
+import builtins
 import hashlib
 import json
 import re
@@ -23,6 +24,7 @@ from typing import Any, Final
 
 import anyio
 
+from toolcode._globals import SNIPPET_GLOBALS, async_names
 from toolcode._modules import PACKAGE
 from toolcode._names import alias_name, module_names
 from toolcode._settings import SessionSettings
@@ -68,12 +70,22 @@ def owner_of(caller: str | None) -> str:
     return f"{kind[0]}-{safe}-{digest}"
 
 
+_REBOUND_MODULE: Final = "toolcode_session_value"
+"""A module no import finds: ``import toolcode_session_value as list`` tells the check of a later run
+that ``list`` is a value of the session's, of no type it knows (an earlier run's ``def list``)."""
+_SPECIAL: Final = frozenset(dir(builtins)) | frozenset(g.name for g in SNIPPET_GLOBALS) | frozenset(async_names())
+"""Names the check reads as the builtin or the snippet's global unless the snippet binds them."""
+
+
 def session_imports(earlier: Sequence[str], code: str) -> tuple[str, ...]:
-    """The ``tools`` imports a session's next runs are checked with, after a run of ``code``.
+    """The lines a session's next runs are checked with, after a run of ``code``: what its names hold.
 
     The earlier ones, less each name this run bound otherwise at its top level (``import time``,
-    ``def time():``, a loop variable ``time``: no longer the module), then this run's own, as
-    source lines.
+    ``def time():``, a loop variable ``time``: no longer the module), then this run's own ``tools``
+    imports, as source lines; and for a builtin or a snippet global this run bound again at its top
+    level (``def list(x): ...``, ``run_tool = ...``), a line that binds it to a value the check
+    does not know (:data:`_REBOUND_MODULE`), so that later runs are not checked as if it were
+    the builtin.
     """
     try:
         tree = ast.parse(code)
@@ -91,7 +103,8 @@ def session_imports(earlier: Sequence[str], code: str) -> tuple[str, ...]:
             last.update((n, False) for n in module_names(node))
     kept = [line for e in earlier if (line := _without(e, last.keys())) is not None]
     own = [line for node in mine if (line := _without(ast.unparse(node), {n for n, t in last.items() if not t}))]
-    return (*kept, *own)
+    rebound = [f"import {_REBOUND_MODULE} as {n}" for n, t in last.items() if not t and n in _SPECIAL]
+    return (*kept, *own, *rebound)
 
 
 def _imports_tools(node: ast.stmt) -> bool:
