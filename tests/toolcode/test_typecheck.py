@@ -17,7 +17,7 @@ import anyio.lowlevel
 import pytest
 from typing_extensions import TypedDict
 
-from toolcode import ExecuteOptions, Settings, Toolbox, ToolCallRecord
+from toolcode import ExecuteOptions, ExecuteOutcome, Settings, Toolbox, ToolCallRecord
 from toolcode._module_views import ToolModules
 from toolcode._modules import module_names
 from toolcode._typecheck import TypeChecker
@@ -1795,6 +1795,14 @@ async def test_a_missing_name_is_the_snippets_own_where_a_handler_catches_what_t
     box: Toolbox, name: str
 ) -> None:
     code, runs = HANDLED[name]
+    checked = await _checked_as_it_runs(box, name, code, runs)
+    if not runs:
+        assert checked.error is not None
+        assert [d.code for d in checked.error.diagnostics or []] == ["unknown_tool"], checked.error
+
+
+async def _checked_as_it_runs(box: Toolbox, name: str, code: str, runs: bool) -> ExecuteOutcome:
+    """``code`` run unchecked (it runs, or not, as ``runs`` says), then checked: let through, or refused."""
     unchecked = await box.codemode.execute(code, options={"type_check": "off"})
     assert unchecked.ok == runs, (name, unchecked.error)  # the table says what the run does
     checked = await box.codemode.execute(code)
@@ -1802,7 +1810,7 @@ async def test_a_missing_name_is_the_snippets_own_where_a_handler_catches_what_t
         assert checked.ok and checked.value == unchecked.value, (name, checked.error)
     else:
         assert checked.error is not None and checked.error.code == "type_error", (name, checked)
-        assert [d.code for d in checked.error.diagnostics or []] == ["unknown_tool"], checked.error
+    return checked
 
 
 @pytest.mark.parametrize(
@@ -1954,13 +1962,7 @@ async def test_a_value_whose_type_the_snippet_tests_is_the_runs_business_where_t
     box: Toolbox, name: str
 ) -> None:
     code, runs = TYPE_TESTS[name]
-    unchecked = await box.codemode.execute(code, options={"type_check": "off"})
-    assert unchecked.ok == runs, (name, unchecked.error)  # the table says what the run does
-    checked = await box.codemode.execute(code)
-    if runs:
-        assert checked.ok and checked.value == unchecked.value, (name, checked.error)
-    else:
-        assert checked.error is not None and checked.error.code == "type_error", (name, checked)
+    await _checked_as_it_runs(box, name, code, runs)
 
 
 _CFG = "from tools import helpdesk\nclass Cfg:\n    def __init__(self):\n        self.office = 0\ncfg = Cfg()\n"
@@ -1980,10 +1982,4 @@ OUTSIDE_ATTRIBUTES: dict[str, tuple[str, bool]] = {
 @pytest.mark.parametrize("name", list(OUTSIDE_ATTRIBUTES))
 async def test_an_attribute_set_from_outside_its_class_has_the_type_it_was_given(box: Toolbox, name: str) -> None:
     code, runs = OUTSIDE_ATTRIBUTES[name]
-    unchecked = await box.codemode.execute(code, options={"type_check": "off"})
-    assert unchecked.ok == runs, (name, unchecked.error)
-    checked = await box.codemode.execute(code)
-    if runs:
-        assert checked.ok and checked.value == unchecked.value, (name, checked.error)
-    else:
-        assert checked.error is not None and checked.error.code == "type_error", (name, checked)
+    await _checked_as_it_runs(box, name, code, runs)
