@@ -5,8 +5,8 @@ from __future__ import annotations
 import hmac
 import json
 import secrets
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
-from contextlib import suppress
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, MutableMapping
+from contextlib import aclosing, suppress
 from importlib.resources import files
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import parse_qsl
@@ -19,7 +19,7 @@ from starlette.routing import Route, Router
 from toolcode._core import CodeMode
 from toolcode.console import _html
 from toolcode.console._auth import PRE_COOKIE, SESSION_COOKIE, SignIns, Viewer, may_post, same, set_cookie
-from toolcode.console._views import PAGE, AuditFilter, Views
+from toolcode.console._views import AuditFilter, Views
 from toolcode.exceptions import InvalidArgumentsError, StateUnavailableError, ToolCodeError
 
 if TYPE_CHECKING:
@@ -41,6 +41,8 @@ _HEADERS: Final = [
 ]
 _MAX_FORM: Final = 64 * 1024
 _STALE: Final = "The form is stale or was not sent from this site."
+_EXPORT_BATCH: Final = 500
+"""Audit entries written to the export at a time."""
 _LOOK_AGAIN_S: Final = 2.0
 """How often the live list looks again without a nudge (runs paused by another process sharing the store)."""
 _STATIC: Final = {
@@ -299,17 +301,37 @@ class Console:
 
     async def _audit(self, request: Request, viewer: Viewer) -> Response:
         f = AuditFilter.of(request.query_params, viewer)
-        # One match past the page tells whether an older page exists; nothing older is read.
-        return HTMLResponse(_html.audit(viewer, f, await self.views.audit(f, (f.page + 1) * PAGE + 1)))
+        shown, older = await self.views.audit_page(f)
+        return HTMLResponse(_html.audit(viewer, f, shown, older=older))
 
     async def _export(self, request: Request, viewer: Viewer) -> Response:
-        entries = await self.views.audit(AuditFilter.of(request.query_params, viewer))
-        body = "".join(json.dumps(e, ensure_ascii=False, default=str) + "\n" for e in entries)
+        entries = self.views.audit(AuditFilter.of(request.query_params, viewer))
+
+        async def lines() -> AsyncGenerator[str, None]:
+            # Streamed a batch at a time: an export of 100,000 entries holds a batch, not all of them.
+            async with aclosing(entries):
+                batch: list[str] = []
+                async for e in entries:
+                    batch.append(json.dumps(e, ensure_ascii=False, default=str) + "\n")
+                    if len(batch) >= _EXPORT_BATCH:
+                        yield "".join(batch)
+                        batch.clear()
+                yield "".join(batch)
+
+        body = lines()
+        first = await anext(body)  # a store that cannot be read answers 503 before the download starts
         headers = {"content-disposition": 'attachment; filename="audit.jsonl"'}
-        return Response(body, media_type="application/x-ndjson", headers=headers)
+        return StreamingResponse(_chain(first, body), media_type="application/x-ndjson", headers=headers)
 
     async def _state(self, request: Request, viewer: Viewer) -> Response:
         return HTMLResponse(_html.state(viewer, await self.views.state(viewer), self._settings))
+
+
+async def _chain(first: str, rest: AsyncGenerator[str, None]) -> AsyncGenerator[str, None]:
+    yield first
+    async with aclosing(rest):
+        async for chunk in rest:
+            yield chunk
 
 
 async def _form(request: Request) -> dict[str, str] | None:
