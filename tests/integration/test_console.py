@@ -6,6 +6,7 @@ reached it. Skipped only when no chromium binary is found (.ci/run installs Debi
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
 from pathlib import Path
 
@@ -312,6 +313,39 @@ async def test_a_caller_holds_a_bounded_number_of_live_lists_and_a_closed_one_fr
         with anyio.fail_after(30):  # a bound against hangs only
             while await _live_list_status(alice) == 429:  # each look is a request: it waits on the server
                 pass
+
+
+async def test_a_caller_holds_a_bounded_number_of_console_requests_and_a_finished_one_frees_its_place(
+    tmp_path: Path,
+) -> None:
+    # Console paths sign in with a cookie, so the door's count of a caller's requests in flight (32) never
+    # applied: one caller held any number (each may read 100,000 audit entries or every paused run).
+    async with served(tmp_path) as s, console_client(s.base, ALICE) as alice, console_client(s.base, OPS) as ops:
+        most = 8  # requests of one signed-in name in flight at once (docs/console.md)
+        release = anyio.Event()
+        answered: list[int] = []
+
+        async def slow_body() -> AsyncIterator[bytes]:
+            yield b"csrf="
+            await release.wait()
+            yield b"x&decision=deny"
+
+        async def held() -> None:
+            headers = {"Origin": s.base, "Content-Type": "application/x-www-form-urlencoded"}
+            res = await alice.post(f"/console/runs/{'0' * 32}", content=slow_body(), headers=headers)
+            answered.append(res.status_code)
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(most):
+                tg.start_soon(held)
+            with anyio.fail_after(60):  # a bound against hangs only: the server counts them as they arrive
+                while (refused := await alice.get("/console/runs")).status_code != 429:
+                    pass
+            assert refused.headers["retry-after"] == "1" and f"at most {most}" in refused.text
+            assert (await ops.get("/console/runs")).status_code == 200  # another caller's are counted apart
+            release.set()
+        assert answered == [403] * most  # each held request was answered (a stale form)
+        assert (await alice.get("/console/runs")).status_code == 200  # and gave its place back
 
 
 async def test_the_highlighted_line_is_the_one_that_makes_the_call(tmp_path: Path) -> None:

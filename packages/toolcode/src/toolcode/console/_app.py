@@ -25,7 +25,7 @@ from toolcode.exceptions import InvalidArgumentsError, StateUnavailableError, To
 if TYPE_CHECKING:
     from toolcode.server._http_tokens import BearerTokens
 
-__all__ = ["CONSOLE_PATH", "Console", "is_console_path"]
+__all__ = ["CONSOLE_PATH", "MAX_IN_FLIGHT", "Console", "is_console_path"]
 
 CONSOLE_PATH: Final = "/console"
 _CSP: Final = (
@@ -40,6 +40,10 @@ _HEADERS: Final = [
     (b"cache-control", b"no-store"),
 ]
 _MAX_FORM: Final = 64 * 1024
+MAX_IN_FLIGHT: Final = 8
+"""Console requests one signed-in name may have in flight at once (its live lists aside, bounded apart)."""
+_AFTER: Final = "toolcode.console.after"
+"""The scope key of what to do once a console response is sent (give a request's place back)."""
 _STALE: Final = "The form is stale or was not sent from this site."
 _EXPORT_BATCH: Final = 500
 """Audit entries written to the export at a time."""
@@ -105,6 +109,8 @@ class Console:
         self._settings = services.settings
         self._streams: dict[str, int] = {}
         """Live lists open now, per signed-in name."""
+        self._in_flight: dict[str, int] = {}
+        """Requests being served now (their answers not sent yet), per signed-in name."""
         self._static = {n: files("toolcode.console").joinpath("static", n).read_bytes() for n in _STATIC}
         signed: list[tuple[str, Handler, str]] = [
             ("/runs", self._runs, "GET"),
@@ -117,7 +123,7 @@ class Console:
             ("/audit.jsonl", self._export, "GET"),
             ("/state", self._state, "GET"),
         ]
-        routes = [Route(CONSOLE_PATH + p, self._signed(h), methods=[m]) for p, h, m in signed]
+        routes = [Route(CONSOLE_PATH + p, self._signed(h, counted=p != "/events"), methods=[m]) for p, h, m in signed]
         routes += [
             Route(CONSOLE_PATH, _home),
             Route(CONSOLE_PATH + "/", _home),
@@ -136,11 +142,16 @@ class Console:
                 message["headers"] = [*message.get("headers", []), *_HEADERS]
             await send(message)
 
-        await self.app(scope, receive, secured)
+        after: list[Callable[[], None]] = []
+        try:
+            await self.app({**scope, _AFTER: after}, receive, secured)
+        finally:  # the answer is sent, or the client left
+            for done in after:
+                done()
 
     # -- sign-in ------------------------------------------------------------------------------
 
-    def _signed(self, handler: Handler) -> Callable[[Request], Awaitable[Response]]:
+    def _signed(self, handler: Handler, *, counted: bool) -> Callable[[Request], Awaitable[Response]]:
         async def endpoint(request: Request) -> Response:
             viewer: Viewer | None = None
             try:
@@ -148,6 +159,11 @@ class Console:
                     if request.method == "GET" and not request.url.path.endswith((".jsonl", "/events")):
                         return RedirectResponse(CONSOLE_PATH + "/signin", 303)
                     return _message(None, "Sign in first", "This needs a signed-in session.", 401)
+                if counted and not self._hold(request, viewer.name):
+                    text = f"You have {MAX_IN_FLIGHT} requests being served already, at most {MAX_IN_FLIGHT}: retry."
+                    response = _message(viewer, "Too many requests", text, 429)
+                    response.headers["retry-after"] = "1"
+                    return response
                 return await handler(request, viewer)
             except InvalidArgumentsError as e:
                 return _message(viewer, "Not found", e.reason, 404)
@@ -157,6 +173,22 @@ class Console:
                 return _message(viewer, "Not allowed", str(e), 403)
 
         return endpoint
+
+    def _hold(self, request: Request, name: str) -> bool:
+        """Count a request of ``name``'s until its answer is sent; ``False`` when it has its share in flight."""
+        # The door's bound on a caller's requests in flight (HTTPGuard) counts bearer tokens; the console's
+        # cookie-signed requests are counted here, so no caller's requests hold the server's reads and memory.
+        held = self._in_flight.get(name, 0)
+        if held >= MAX_IN_FLIGHT:
+            return False
+        self._in_flight[name] = held + 1
+
+        def release() -> None:
+            if left := self._in_flight.pop(name) - 1:
+                self._in_flight[name] = left
+
+        request.scope[_AFTER].append(release)
+        return True
 
     async def _signin_form(self, request: Request, *, failed: bool = False) -> Response:
         pre = secrets.token_urlsafe(32)
