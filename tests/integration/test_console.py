@@ -289,6 +289,51 @@ async def test_only_the_console_paths_skip_the_bearer_token_and_they_carry_a_str
         assert wrong.status_code == 401 and "toolcode_console=" not in wrong.headers.get("set-cookie", "")
 
 
+async def test_under_an_https_console_url_the_cookies_are_secure_without_a_forwarded_proto(tmp_path: Path) -> None:
+    # A TLS proxy that forwards no X-Forwarded-Proto made every sign-in cookie non-Secure, though people open
+    # the console only at its https:// address: an active network attacker could have it sent over http.
+    async with served(tmp_path, url="https://tools.example.test") as s, httpx2.AsyncClient(base_url=s.base) as http:
+        page = await http.get("/console/signin")
+        pre = page.headers["set-cookie"]
+        form = {"csrf": csrf_of(page.text), "token": ALICE}
+        pre_value = pre.split("=", 1)[1].split(";", 1)[0]
+        headers = {"Origin": s.base, "Cookie": f"toolcode_console_pre={pre_value}"}
+        done = await http.post("/console/signin", data=form, headers=headers)
+        assert done.status_code == 303, done.text[:300]
+        session = next(c for c in done.headers.get_list("set-cookie") if c.startswith("toolcode_console="))
+        assert "secure" in pre.lower() and "secure" in session.lower(), (pre, session)
+
+
+async def test_signing_out_from_a_page_of_an_earlier_sign_in_ends_the_session(tmp_path: Path) -> None:
+    # A tab opened before the browser signed in again carries the earlier session's CSRF token: its
+    # "Sign out" deleted the browser's cookie and showed the sign-in page, but left the session valid.
+    async with served(tmp_path) as s, console_client(s.base, ALICE) as http:
+        stale = csrf_of((await http.get("/console/runs")).text)
+        page = await http.get("/console/signin")  # the same browser signs in again, in another tab
+        form = {"csrf": csrf_of(page.text), "token": ALICE}
+        assert (await http.post("/console/signin", data=form, headers={"Origin": s.base})).status_code == 303
+        sid = http.cookies["toolcode_console"]
+        out = await http.post("/console/signout", data={"csrf": stale}, headers={"Origin": s.base})
+        assert out.status_code == 303 and out.headers["location"] == "/console/signin"
+        async with httpx2.AsyncClient(base_url=s.base, cookies={"toolcode_console": sid}) as thief:
+            again = await thief.get("/console/runs")
+        assert again.status_code == 303 and again.headers["location"] == "/console/signin"
+
+
+async def test_a_head_of_the_live_list_holds_no_place(tmp_path: Path) -> None:
+    # Starlette answers HEAD on a GET route: HEAD of the live list ran the stream (sending nothing) and
+    # held one of the caller's places until its client left; four of them refused the caller's page.
+    async with served(tmp_path) as s, console_client(s.base, ALICE) as alice, AsyncExitStack() as stack:
+        sid = alice.cookies["toolcode_console"]
+        for _ in range(s.box.settings.console.max_streams):
+            other = await stack.enter_async_context(
+                httpx2.AsyncClient(base_url=s.base, cookies={"toolcode_console": sid})
+            )
+            head = await other.head("/console/events")
+            assert head.status_code == 200 and head.headers["content-type"].startswith("text/event-stream")
+        assert await _live_list_status(alice) == 200
+
+
 async def _live_list_status(http: httpx2.AsyncClient) -> int:
     """Open the live list (server-sent events), read the status, close it."""
     async with http.stream("GET", "/console/events") as response:

@@ -107,6 +107,7 @@ class Console:
         store, console = self.views.stores.sessions.store, services.settings.console
         self.signins = SignIns(store, tokens, console, services.is_operator)
         self._settings = services.settings
+        self._https = (console.url or "").lower().startswith("https://")
         self._streams: dict[str, int] = {}
         """Live lists open now, per signed-in name."""
         self._in_flight: dict[str, int] = {}
@@ -194,7 +195,7 @@ class Console:
         pre = secrets.token_urlsafe(32)
         page = _html.signin(pre, failed=failed, open_door=self.signins.tokens is None)
         response = HTMLResponse(page, 401 if failed else 200)
-        set_cookie(response, request, PRE_COOKIE, pre, 600)
+        set_cookie(response, request, PRE_COOKIE, pre, 600, https=self._https)
         return response
 
     async def _signin(self, request: Request) -> Response:
@@ -210,14 +211,16 @@ class Console:
         except StateUnavailableError as e:
             return _unavailable(None, e)
         response = RedirectResponse(CONSOLE_PATH + "/runs", 303)
-        set_cookie(response, request, SESSION_COOKIE, sid, int(self.signins.settings.session_ttl))
+        set_cookie(response, request, SESSION_COOKIE, sid, int(self.signins.settings.session_ttl), https=self._https)
         response.delete_cookie(PRE_COOKIE, path=CONSOLE_PATH)
         return response
 
     async def _signout(self, request: Request) -> Response:
         try:
-            viewer, form = await self.signins.viewer(request.cookies), await _form(request)
-            if viewer is not None and form is not None and may_post(request, form, viewer.csrf):
+            # No CSRF token asked: a tab of an earlier sign-in carries that one's, and its "Sign out" must end
+            # the session the browser holds now. A form with an Origin header (same-site: the guard refused
+            # another) can only end a session, never open or act in one.
+            if await _form(request) is not None and "origin" in request.headers:
                 await self.signins.sign_out(request.cookies)
         except StateUnavailableError as e:
             return _unavailable(None, e)
@@ -273,6 +276,8 @@ class Console:
         return HTMLResponse(_html.decided(viewer, decision, out))
 
     async def _events(self, request: Request, viewer: Viewer) -> Response:
+        if request.method == "HEAD":  # Starlette's HEAD of a GET route: the head alone, no stream run for nobody
+            return Response(media_type="text/event-stream")
         paused, most = self.views.stores.paused, self._settings.console.max_streams
         if self._streams.get(viewer.name, 0) >= most:
             # Each live list polls the store: one caller's many open lists must not load it for everyone.
