@@ -6,6 +6,7 @@ reached it. Skipped only when no chromium binary is found (.ci/run installs Debi
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
 from pathlib import Path
 
@@ -288,6 +289,51 @@ async def test_only_the_console_paths_skip_the_bearer_token_and_they_carry_a_str
         assert wrong.status_code == 401 and "toolcode_console=" not in wrong.headers.get("set-cookie", "")
 
 
+async def test_under_an_https_console_url_the_cookies_are_secure_without_a_forwarded_proto(tmp_path: Path) -> None:
+    # A TLS proxy that forwards no X-Forwarded-Proto made every sign-in cookie non-Secure, though people open
+    # the console only at its https:// address: an active network attacker could have it sent over http.
+    async with served(tmp_path, url="https://tools.example.test") as s, httpx2.AsyncClient(base_url=s.base) as http:
+        page = await http.get("/console/signin")
+        pre = page.headers["set-cookie"]
+        form = {"csrf": csrf_of(page.text), "token": ALICE}
+        pre_value = pre.split("=", 1)[1].split(";", 1)[0]
+        headers = {"Origin": s.base, "Cookie": f"toolcode_console_pre={pre_value}"}
+        done = await http.post("/console/signin", data=form, headers=headers)
+        assert done.status_code == 303, done.text[:300]
+        session = next(c for c in done.headers.get_list("set-cookie") if c.startswith("toolcode_console="))
+        assert "secure" in pre.lower() and "secure" in session.lower(), (pre, session)
+
+
+async def test_signing_out_from_a_page_of_an_earlier_sign_in_ends_the_session(tmp_path: Path) -> None:
+    # A tab opened before the browser signed in again carries the earlier session's CSRF token: its
+    # "Sign out" deleted the browser's cookie and showed the sign-in page, but left the session valid.
+    async with served(tmp_path) as s, console_client(s.base, ALICE) as http:
+        stale = csrf_of((await http.get("/console/runs")).text)
+        page = await http.get("/console/signin")  # the same browser signs in again, in another tab
+        form = {"csrf": csrf_of(page.text), "token": ALICE}
+        assert (await http.post("/console/signin", data=form, headers={"Origin": s.base})).status_code == 303
+        sid = http.cookies["toolcode_console"]
+        out = await http.post("/console/signout", data={"csrf": stale}, headers={"Origin": s.base})
+        assert out.status_code == 303 and out.headers["location"] == "/console/signin"
+        async with httpx2.AsyncClient(base_url=s.base, cookies={"toolcode_console": sid}) as thief:
+            again = await thief.get("/console/runs")
+        assert again.status_code == 303 and again.headers["location"] == "/console/signin"
+
+
+async def test_a_head_of_the_live_list_holds_no_place(tmp_path: Path) -> None:
+    # Starlette answers HEAD on a GET route: HEAD of the live list ran the stream (sending nothing) and
+    # held one of the caller's places until its client left; four of them refused the caller's page.
+    async with served(tmp_path) as s, console_client(s.base, ALICE) as alice, AsyncExitStack() as stack:
+        sid = alice.cookies["toolcode_console"]
+        for _ in range(s.box.settings.console.max_streams):
+            other = await stack.enter_async_context(
+                httpx2.AsyncClient(base_url=s.base, cookies={"toolcode_console": sid})
+            )
+            head = await other.head("/console/events")
+            assert head.status_code == 200 and head.headers["content-type"].startswith("text/event-stream")
+        assert await _live_list_status(alice) == 200
+
+
 async def _live_list_status(http: httpx2.AsyncClient) -> int:
     """Open the live list (server-sent events), read the status, close it."""
     async with http.stream("GET", "/console/events") as response:
@@ -312,6 +358,39 @@ async def test_a_caller_holds_a_bounded_number_of_live_lists_and_a_closed_one_fr
         with anyio.fail_after(30):  # a bound against hangs only
             while await _live_list_status(alice) == 429:  # each look is a request: it waits on the server
                 pass
+
+
+async def test_a_caller_holds_a_bounded_number_of_console_requests_and_a_finished_one_frees_its_place(
+    tmp_path: Path,
+) -> None:
+    # Console paths sign in with a cookie, so the door's count of a caller's requests in flight (32) never
+    # applied: one caller held any number (each may read 100,000 audit entries or every paused run).
+    async with served(tmp_path) as s, console_client(s.base, ALICE) as alice, console_client(s.base, OPS) as ops:
+        most = 8  # requests of one signed-in name in flight at once (docs/console.md)
+        release = anyio.Event()
+        answered: list[int] = []
+
+        async def slow_body() -> AsyncIterator[bytes]:
+            yield b"csrf="
+            await release.wait()
+            yield b"x&decision=deny"
+
+        async def held() -> None:
+            headers = {"Origin": s.base, "Content-Type": "application/x-www-form-urlencoded"}
+            res = await alice.post(f"/console/runs/{'0' * 32}", content=slow_body(), headers=headers)
+            answered.append(res.status_code)
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(most):
+                tg.start_soon(held)
+            with anyio.fail_after(60):  # a bound against hangs only: the server counts them as they arrive
+                while (refused := await alice.get("/console/runs")).status_code != 429:
+                    pass
+            assert refused.headers["retry-after"] == "1" and f"at most {most}" in refused.text
+            assert (await ops.get("/console/runs")).status_code == 200  # another caller's are counted apart
+            release.set()
+        assert answered == [403] * most  # each held request was answered (a stale form)
+        assert (await alice.get("/console/runs")).status_code == 200  # and gave its place back
 
 
 async def test_the_highlighted_line_is_the_one_that_makes_the_call(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 import time
+import tracemalloc
 from typing import Any
 
 import httpx2
@@ -103,3 +104,33 @@ async def test_the_audit_page_takes_as_long_on_a_long_log_as_on_a_short_one(tmp_
         assert _tools(await _page(ops)) == _newest(range(30_500), calls=1)[:50]
         # The same page over 60 times the log: it read the whole log on every request (~30x slower).
         assert long < 4 * short, (long, short)
+
+
+async def test_an_export_and_a_deep_page_hold_a_few_entries_not_every_match(tmp_path: Any) -> None:
+    # The export built every match (up to 100,000) and then one string of them all; a deep page kept every
+    # match before it to show 50: a few requests of one caller took hundreds of MB of the server's memory.
+    async with served(tmp_path, state=StateSettings(memory=True)) as s, console_client(s.base, ALICE) as alice:
+        entries = [
+            {"at": 1000.0 + i / 1000, "tool_id": "ledger:read_notes", "decision": "call", "caller": "token:alice",
+             "execution_id": f"{i:032x}", "ok": True, "duration_ms": 1.5}
+            for i in range(30_000)
+        ]  # fmt: skip
+        await s.box.stores.audit.write(entries)
+        del entries
+        await _page(alice)  # what a first request loads, loaded
+        tracemalloc.start()
+        try:
+            lines = 0
+            async with alice.stream("GET", "/console/audit.jsonl") as res:
+                async for chunk in res.aiter_bytes():
+                    lines += chunk.count(b"\n")
+            _, export_peak = tracemalloc.get_traced_memory()
+            tracemalloc.reset_peak()
+            deep = await _page(alice, page=598)
+            _, page_peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert res.status_code == 200 and lines == 30_000
+        assert "entries 29,901-29,950 · page 599" in deep and len(_tools(deep)) == 50 and 'rel="next"' in deep
+        # Every match held at once is ~30 MB here; a page of the log read at a time is ~1 MB.
+        assert export_peak < 8 << 20 and page_peak < 8 << 20, (export_peak >> 20, page_peak >> 20)

@@ -4,6 +4,6 @@ Off unless ``toolcode.console.enabled`` is set; served on the door's port under 
 the same guard (Host and Origin) and signed in with the same bearer tokens.
 """
 
-from toolcode.console._app import CONSOLE_PATH, Console, is_console_path
+from toolcode.console._app import CONSOLE_PATH, MAX_IN_FLIGHT, Console, is_console_path
 
-__all__ = ["CONSOLE_PATH", "Console", "is_console_path"]
+__all__ = ["CONSOLE_PATH", "MAX_IN_FLIGHT", "Console", "is_console_path"]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import hmac
 import json
 import secrets
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
-from contextlib import suppress
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, MutableMapping
+from contextlib import aclosing, suppress
 from importlib.resources import files
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import parse_qsl
@@ -19,13 +19,13 @@ from starlette.routing import Route, Router
 from toolcode._core import CodeMode
 from toolcode.console import _html
 from toolcode.console._auth import PRE_COOKIE, SESSION_COOKIE, SignIns, Viewer, may_post, same, set_cookie
-from toolcode.console._views import PAGE, AuditFilter, Views
+from toolcode.console._views import AuditFilter, Views
 from toolcode.exceptions import InvalidArgumentsError, StateUnavailableError, ToolCodeError
 
 if TYPE_CHECKING:
     from toolcode.server._http_tokens import BearerTokens
 
-__all__ = ["CONSOLE_PATH", "Console", "is_console_path"]
+__all__ = ["CONSOLE_PATH", "MAX_IN_FLIGHT", "Console", "is_console_path"]
 
 CONSOLE_PATH: Final = "/console"
 _CSP: Final = (
@@ -40,7 +40,13 @@ _HEADERS: Final = [
     (b"cache-control", b"no-store"),
 ]
 _MAX_FORM: Final = 64 * 1024
+MAX_IN_FLIGHT: Final = 8
+"""Console requests one signed-in name may have in flight at once (its live lists aside, bounded apart)."""
+_AFTER: Final = "toolcode.console.after"
+"""The scope key of what to do once a console response is sent (give a request's place back)."""
 _STALE: Final = "The form is stale or was not sent from this site."
+_EXPORT_BATCH: Final = 500
+"""Audit entries written to the export at a time."""
 _LOOK_AGAIN_S: Final = 2.0
 """How often the live list looks again without a nudge (runs paused by another process sharing the store)."""
 _STATIC: Final = {
@@ -101,8 +107,11 @@ class Console:
         store, console = self.views.stores.sessions.store, services.settings.console
         self.signins = SignIns(store, tokens, console, services.is_operator)
         self._settings = services.settings
+        self._https = (console.url or "").lower().startswith("https://")
         self._streams: dict[str, int] = {}
         """Live lists open now, per signed-in name."""
+        self._in_flight: dict[str, int] = {}
+        """Requests being served now (their answers not sent yet), per signed-in name."""
         self._static = {n: files("toolcode.console").joinpath("static", n).read_bytes() for n in _STATIC}
         signed: list[tuple[str, Handler, str]] = [
             ("/runs", self._runs, "GET"),
@@ -115,7 +124,7 @@ class Console:
             ("/audit.jsonl", self._export, "GET"),
             ("/state", self._state, "GET"),
         ]
-        routes = [Route(CONSOLE_PATH + p, self._signed(h), methods=[m]) for p, h, m in signed]
+        routes = [Route(CONSOLE_PATH + p, self._signed(h, counted=p != "/events"), methods=[m]) for p, h, m in signed]
         routes += [
             Route(CONSOLE_PATH, _home),
             Route(CONSOLE_PATH + "/", _home),
@@ -134,11 +143,16 @@ class Console:
                 message["headers"] = [*message.get("headers", []), *_HEADERS]
             await send(message)
 
-        await self.app(scope, receive, secured)
+        after: list[Callable[[], None]] = []
+        try:
+            await self.app({**scope, _AFTER: after}, receive, secured)
+        finally:  # the answer is sent, or the client left
+            for done in after:
+                done()
 
     # -- sign-in ------------------------------------------------------------------------------
 
-    def _signed(self, handler: Handler) -> Callable[[Request], Awaitable[Response]]:
+    def _signed(self, handler: Handler, *, counted: bool) -> Callable[[Request], Awaitable[Response]]:
         async def endpoint(request: Request) -> Response:
             viewer: Viewer | None = None
             try:
@@ -146,6 +160,11 @@ class Console:
                     if request.method == "GET" and not request.url.path.endswith((".jsonl", "/events")):
                         return RedirectResponse(CONSOLE_PATH + "/signin", 303)
                     return _message(None, "Sign in first", "This needs a signed-in session.", 401)
+                if counted and not self._hold(request, viewer.name):
+                    text = f"You have {MAX_IN_FLIGHT} requests being served already, at most {MAX_IN_FLIGHT}: retry."
+                    response = _message(viewer, "Too many requests", text, 429)
+                    response.headers["retry-after"] = "1"
+                    return response
                 return await handler(request, viewer)
             except InvalidArgumentsError as e:
                 return _message(viewer, "Not found", e.reason, 404)
@@ -156,11 +175,27 @@ class Console:
 
         return endpoint
 
+    def _hold(self, request: Request, name: str) -> bool:
+        """Count a request of ``name``'s until its answer is sent; ``False`` when it has its share in flight."""
+        # The door's bound on a caller's requests in flight (HTTPGuard) counts bearer tokens; the console's
+        # cookie-signed requests are counted here, so no caller's requests hold the server's reads and memory.
+        held = self._in_flight.get(name, 0)
+        if held >= MAX_IN_FLIGHT:
+            return False
+        self._in_flight[name] = held + 1
+
+        def release() -> None:
+            if left := self._in_flight.pop(name) - 1:
+                self._in_flight[name] = left
+
+        request.scope[_AFTER].append(release)
+        return True
+
     async def _signin_form(self, request: Request, *, failed: bool = False) -> Response:
         pre = secrets.token_urlsafe(32)
         page = _html.signin(pre, failed=failed, open_door=self.signins.tokens is None)
         response = HTMLResponse(page, 401 if failed else 200)
-        set_cookie(response, request, PRE_COOKIE, pre, 600)
+        set_cookie(response, request, PRE_COOKIE, pre, 600, https=self._https)
         return response
 
     async def _signin(self, request: Request) -> Response:
@@ -176,14 +211,16 @@ class Console:
         except StateUnavailableError as e:
             return _unavailable(None, e)
         response = RedirectResponse(CONSOLE_PATH + "/runs", 303)
-        set_cookie(response, request, SESSION_COOKIE, sid, int(self.signins.settings.session_ttl))
+        set_cookie(response, request, SESSION_COOKIE, sid, int(self.signins.settings.session_ttl), https=self._https)
         response.delete_cookie(PRE_COOKIE, path=CONSOLE_PATH)
         return response
 
     async def _signout(self, request: Request) -> Response:
         try:
-            viewer, form = await self.signins.viewer(request.cookies), await _form(request)
-            if viewer is not None and form is not None and may_post(request, form, viewer.csrf):
+            # No CSRF token asked: a tab of an earlier sign-in carries that one's, and its "Sign out" must end
+            # the session the browser holds now. A form with an Origin header (same-site: the guard refused
+            # another) can only end a session, never open or act in one.
+            if await _form(request) is not None and "origin" in request.headers:
                 await self.signins.sign_out(request.cookies)
         except StateUnavailableError as e:
             return _unavailable(None, e)
@@ -239,6 +276,8 @@ class Console:
         return HTMLResponse(_html.decided(viewer, decision, out))
 
     async def _events(self, request: Request, viewer: Viewer) -> Response:
+        if request.method == "HEAD":  # Starlette's HEAD of a GET route: the head alone, no stream run for nobody
+            return Response(media_type="text/event-stream")
         paused, most = self.views.stores.paused, self._settings.console.max_streams
         if self._streams.get(viewer.name, 0) >= most:
             # Each live list polls the store: one caller's many open lists must not load it for everyone.
@@ -299,17 +338,37 @@ class Console:
 
     async def _audit(self, request: Request, viewer: Viewer) -> Response:
         f = AuditFilter.of(request.query_params, viewer)
-        # One match past the page tells whether an older page exists; nothing older is read.
-        return HTMLResponse(_html.audit(viewer, f, await self.views.audit(f, (f.page + 1) * PAGE + 1)))
+        shown, older = await self.views.audit_page(f)
+        return HTMLResponse(_html.audit(viewer, f, shown, older=older))
 
     async def _export(self, request: Request, viewer: Viewer) -> Response:
-        entries = await self.views.audit(AuditFilter.of(request.query_params, viewer))
-        body = "".join(json.dumps(e, ensure_ascii=False, default=str) + "\n" for e in entries)
+        entries = self.views.audit(AuditFilter.of(request.query_params, viewer))
+
+        async def lines() -> AsyncGenerator[str, None]:
+            # Streamed a batch at a time: an export of 100,000 entries holds a batch, not all of them.
+            async with aclosing(entries):
+                batch: list[str] = []
+                async for e in entries:
+                    batch.append(json.dumps(e, ensure_ascii=False, default=str) + "\n")
+                    if len(batch) >= _EXPORT_BATCH:
+                        yield "".join(batch)
+                        batch.clear()
+                yield "".join(batch)
+
+        body = lines()
+        first = await anext(body)  # a store that cannot be read answers 503 before the download starts
         headers = {"content-disposition": 'attachment; filename="audit.jsonl"'}
-        return Response(body, media_type="application/x-ndjson", headers=headers)
+        return StreamingResponse(_chain(first, body), media_type="application/x-ndjson", headers=headers)
 
     async def _state(self, request: Request, viewer: Viewer) -> Response:
         return HTMLResponse(_html.state(viewer, await self.views.state(viewer), self._settings))
+
+
+async def _chain(first: str, rest: AsyncGenerator[str, None]) -> AsyncGenerator[str, None]:
+    yield first
+    async with aclosing(rest):
+        async for chunk in rest:
+            yield chunk
 
 
 async def _form(request: Request) -> dict[str, str] | None:

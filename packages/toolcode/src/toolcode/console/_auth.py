@@ -157,9 +157,15 @@ def may_post(request: Request, form: Mapping[str, str], csrf: str) -> bool:
     return "origin" in request.headers and same(form.get("csrf", ""), csrf)
 
 
-def set_cookie(response: Response, request: Request, name: str, value: str, max_age: int | None) -> None:
-    """Set one of the console's cookies: ``HttpOnly; SameSite=Strict``, its path, ``Secure`` over HTTPS."""
-    secure = request.url.scheme == "https" or request.headers.get("x-forwarded-proto", "") == "https"
+def set_cookie(
+    response: Response, request: Request, name: str, value: str, max_age: int | None, *, https: bool = False
+) -> None:
+    """Set one of the console's cookies: ``HttpOnly; SameSite=Strict``, its path, ``Secure`` over HTTPS.
+
+    ``https``: people open the console at an ``https://`` address (``console.url``); the cookie is then
+    ``Secure`` even when the proxy in front says nothing of the scheme.
+    """
+    secure = https or request.url.scheme == "https" or request.headers.get("x-forwarded-proto", "") == "https"
     response.set_cookie(
         name, value, max_age=max_age, path="/console", httponly=True, samesite="strict", secure=secure
     )  # fmt: skip

@@ -272,13 +272,12 @@ def quarantine(viewer: Viewer, changes: Sequence[Change], *, enabled: bool) -> s
     return _page("Quarantine", body, viewer, "quarantine")
 
 
-def audit(viewer: Viewer, f: AuditFilter, entries: Sequence[Mapping[str, Any]]) -> str:
+def audit(viewer: Viewer, f: AuditFilter, shown: Sequence[Mapping[str, Any]], *, older: bool) -> str:
     """The audit log, filtered and paged, with the export of the same filter as JSON lines.
 
-    ``entries``: the matches, newest first, up to this page's and one more (that one says an older page exists).
+    ``shown``: this page's matches, newest first; ``older``: whether an older page exists.
     """
     first = f.page * PAGE
-    shown = entries[first : first + PAGE]
     rows = (
         f"<tr><td>{esc(when(e.get('at')))}</td><td>{esc(e.get('caller') or 'local')}</td>"
         f"<td><code>{esc(e.get('tool_id', ''))}</code></td><td>{esc(e.get('decision', ''))}</td>"
@@ -299,7 +298,7 @@ def audit(viewer: Viewer, f: AuditFilter, entries: Sequence[Mapping[str, Any]]) 
     pages = [f'<a href="/console/audit.jsonl?{esc(urlencode(f.query(page=0)))}" download>Export JSON lines</a>']
     if f.page:
         pages.append(f'<a href="?{esc(urlencode(f.query(page=f.page - 1)))}" rel="prev">Newer</a>')
-    if first + PAGE < len(entries):
+    if older:
         pages.append(f'<a href="?{esc(urlencode(f.query(page=f.page + 1)))}" rel="next">Older</a>')
     span = f"entries {first + 1:,}-{first + len(shown):,} · " if shown else ""
     nav = f'<p class="pages">{span}page {f.page + 1} · {" · ".join(pages)}</p>'

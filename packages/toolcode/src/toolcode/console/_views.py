@@ -16,7 +16,7 @@ import hashlib
 import hmac
 import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from contextlib import aclosing
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
@@ -231,22 +231,42 @@ class Views:
         entry = AuditEntry(time.time(), tool_id, None, "quarantined", by, viewer.caller)
         await self.stores.audit.write([entry.to_dict()])
 
-    async def audit(self, f: AuditFilter, limit: int = _MAX_READ) -> list[dict[str, Any]]:
-        """The newest ``limit`` entries that pass ``f`` (:meth:`AuditFilter.of` for this viewer), newest first.
+    async def audit(self, f: AuditFilter) -> AsyncGenerator[dict[str, Any], None]:
+        """The entries that pass ``f`` (:meth:`AuditFilter.of` for this viewer), newest first, as they are read.
 
-        The log is read from its end only as far as needed: to the ``limit``-th match, and never past
-        the newest ``_MAX_READ`` entries at or after ``f.since``.
+        The log is read from its end only as far as they are asked for, and never past the newest
+        ``_MAX_READ`` entries at or after ``f.since``; nothing is kept but the store's page being
+        read. Close the iterator when stopping early (``contextlib.aclosing``).
+
+        Raises:
+            StateUnavailableError: If the store cannot be read.
         """
-        out: list[dict[str, Any]] = []
         async with aclosing(self.stores.audit.newest(since=_time(f.since))) as entries:
             seen = 0
             async for entry in entries:
                 seen += 1
                 if f.matches(entry):
-                    out.append(entry)
-                if len(out) >= limit or seen >= _MAX_READ:
-                    break
-        return out
+                    yield entry
+                if seen >= _MAX_READ:
+                    return
+
+    async def audit_page(self, f: AuditFilter) -> tuple[list[dict[str, Any]], bool]:
+        """The matches of ``f``'s page (:data:`PAGE` of them) and whether an older page exists.
+
+        The matches before the page are counted, not kept: a deep page holds what it shows.
+
+        Raises:
+            StateUnavailableError: If the store cannot be read.
+        """
+        first, matched, shown = f.page * PAGE, 0, list[dict[str, Any]]()
+        async with aclosing(self.audit(f)) as entries:
+            async for entry in entries:
+                if matched >= first + PAGE:
+                    return shown, True  # one match past the page: an older page exists
+                if matched >= first:
+                    shown.append(entry)
+                matched += 1
+        return shown, False
 
     async def state(self, viewer: Viewer) -> list[OwnerState]:
         """Sessions, paused runs, stored results and saved snippets per caller (the viewer's only, unless operator)."""
