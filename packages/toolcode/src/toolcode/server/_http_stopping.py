@@ -39,15 +39,23 @@ _UNAVAILABLE = b"the server is stopping: try again on another replica or after i
 class _Request:
     """One request in flight: whether it answered, and what ends it."""
 
-    __slots__ = ("cut", "done", "ended", "scope", "started", "stream")
+    __slots__ = ("cut", "done", "ended", "receiving", "scope", "started", "stream")
 
     def __init__(self, stream: bool) -> None:
         self.stream = stream
         self.started = False
         self.ended = False
-        self.cut = anyio.Event()
+        self.cut = False
         self.done = anyio.Event()
         self.scope = anyio.CancelScope()
+        self.receiving: anyio.CancelScope | None = None
+        """The scope of the application's wait for a message under way (cancelled when the request is cut)."""
+
+    def end(self) -> None:
+        """Cut the request: the message it waits for, and each one after, is ``http.disconnect``."""
+        self.cut = True
+        if self.receiving is not None:
+            self.receiving.cancel()
 
 
 class Stopping:
@@ -72,19 +80,10 @@ class Stopping:
         request = _Request(stream=scope.get("method") == "GET")
 
         async def received() -> Message:
-            if request.cut.is_set():
-                return {"type": "http.disconnect", "reason": STOPPING_REASON}
-            got: list[Message] = []
-            async with anyio.create_task_group() as tg:
-
-                async def take() -> None:
-                    got.append(await receive())
-                    tg.cancel_scope.cancel()
-
-                tg.start_soon(take)
-                await request.cut.wait()
-                tg.cancel_scope.cancel()
-            return got[0] if got else {"type": "http.disconnect", "reason": STOPPING_REASON}
+            if not request.cut:
+                with anyio.CancelScope() as request.receiving:  # cancelled only by request.end()
+                    return await receive()
+            return {"type": "http.disconnect", "reason": STOPPING_REASON}
 
         async def sent(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -101,7 +100,7 @@ class Stopping:
             self._requests.discard(request)
             request.done.set()
         # A response begun and not ended is ended here (the MCP SDK's session streams can return so).
-        if not request.ended and (request.started or request.cut.is_set()):
+        if not request.ended and (request.started or request.cut):
             try:
                 if request.started:
                     await send({"type": "http.response.body", "body": b"", "more_body": False})
@@ -116,14 +115,14 @@ class Stopping:
         work = [r for r in self._requests if not r.stream]
         log.info("server.stopping", why=why or None, requests=len(work), grace_s=grace)
         for r in self._requests - set(work):
-            r.cut.set()
+            r.end()
         with anyio.move_on_after(grace):
             for r in work:
                 await r.done.wait()
         left = [r for r in work if not r.done.is_set()]
         for r in left:
             log.warning("server.request_cut", reason=f"still running {grace:g} s after the server began to stop")
-            r.cut.set()
+            r.end()
         with anyio.move_on_after(_CUT_WAIT):
             for r in list(self._requests):
                 await r.done.wait()
