@@ -445,7 +445,7 @@ class CodeMode:
         except ToolCodeError as exc:
             return await self._not_taken(execution_id, caller, exc, started)
         listen = self._listen(on_tool_call, on_tool_start, on_print)
-        hold = min(max(run.options.timeout - run.elapsed, 1.0), 86_400.0)
+        hold = max(run.options.timeout - run.elapsed, 1.0)  # hold_for_resume caps it at a day
         try:  # held before the session is waited for: a second resume is refused now, not after this one's run
             release = await self._stores("execution_id").paused.hold_for_resume(run, seconds=hold)
         except ToolCodeError as exc:

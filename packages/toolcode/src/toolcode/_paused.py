@@ -272,12 +272,11 @@ class PausedRuns:
                 f"paused run {run.execution_id!r} is being resumed by another request: its outcome goes to that "
                 "request (resume it again once that is over to read it)",
             )
-        taken = release
 
         async def give_back() -> None:
             with anyio.CancelScope(shield=True):
                 try:
-                    await taken()
+                    await release()
                 except StateUnavailableError as e:  # the lock expires with its ttl
                     _log.warning("paused.resume_unlock_failed", execution_id=run.execution_id, error=str(e)[:300])
 
