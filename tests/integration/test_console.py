@@ -6,11 +6,11 @@ reached it. Skipped only when no chromium binary is found (.ci/run installs Debi
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
 from pathlib import Path
 
 import anyio
+import anyio.abc
 import httpx2
 import pytest
 from console_support import ALICE, OPS, chromium, console_client, csrf_of, served, shot, signed_in
@@ -369,28 +369,68 @@ async def test_a_caller_holds_a_bounded_number_of_console_requests_and_a_finishe
         most = 8  # requests of one signed-in name in flight at once (docs/console.md)
         release = anyio.Event()
         answered: list[int] = []
-
-        async def slow_body() -> AsyncIterator[bytes]:
-            yield b"csrf="
-            await release.wait()
-            yield b"x&decision=deny"
+        url = httpx2.URL(s.base)
+        body = b"csrf=x&decision=deny"
+        head = (
+            f"POST /console/runs/{'0' * 32} HTTP/1.1\r\nHost: {url.netloc.decode()}\r\nOrigin: {s.base}\r\n"
+            f"Cookie: {'; '.join(f'{k}={v}' for k, v in alice.cookies.items())}\r\nConnection: close\r\n"
+            f"Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {len(body)}\r\n\r\n"
+        ).encode()
 
         async def held() -> None:
-            headers = {"Origin": s.base, "Content-Type": "application/x-www-form-urlencoded"}
-            res = await alice.post(f"/console/runs/{'0' * 32}", content=slow_body(), headers=headers)
-            answered.append(res.status_code)
+            # Sent again while refused: a probing GET below may hold a place as it arrives.
+            while (status := await _held_form(url, head, body, release)) is None:
+                pass
+            answered.append(status)
 
         async with anyio.create_task_group() as tg:
             for _ in range(most):
                 tg.start_soon(held)
             with anyio.fail_after(60):  # a bound against hangs only: the server counts them as they arrive
-                while (refused := await alice.get("/console/runs")).status_code != 429:
-                    pass
+                while True:
+                    if (refused := await alice.get("/console/runs")).status_code == 429:
+                        break
+                    await anyio.sleep(0.01)  # room for a form refused while this GET was served to be sent again
             assert refused.headers["retry-after"] == "1" and f"at most {most}" in refused.text
             assert (await ops.get("/console/runs")).status_code == 200  # another caller's are counted apart
             release.set()
         assert answered == [403] * most  # each held request was answered (a stale form)
         assert (await alice.get("/console/runs")).status_code == 200  # and gave its place back
+
+
+async def _held_form(url: httpx2.URL, head: bytes, body: bytes, release: anyio.Event) -> int | None:
+    """Send a form whose body stops after its first bytes until ``release``; its answer's status.
+
+    ``None``: answered before its body ended (``429``). It is sent on a socket of its own because an
+    HTTP client reads no answer before it has sent the whole body.
+    """
+    early: list[bytes] = []
+    async with await anyio.connect_tcp(url.host, url.port or 80) as sock:
+        await sock.send(head + body[:5])
+        async with anyio.create_task_group() as watch:
+
+            async def answered_early() -> None:
+                early.append(await _all_of(sock))
+                watch.cancel_scope.cancel()
+
+            watch.start_soon(answered_early)
+            await release.wait()
+            watch.cancel_scope.cancel()
+        if early:
+            assert early[0].startswith(b"HTTP/1.1 429 "), early[0][:200]
+            return None
+        await sock.send(body[5:])
+        return int((await _all_of(sock)).split(b" ", 2)[1])
+
+
+async def _all_of(sock: anyio.abc.SocketStream) -> bytes:
+    """What ``sock`` receives until its peer closes it (an answer sent with ``Connection: close``)."""
+    got = b""
+    try:
+        while True:
+            got += await sock.receive()
+    except (anyio.EndOfStream, anyio.BrokenResourceError):
+        return got
 
 
 async def test_the_highlighted_line_is_the_one_that_makes_the_call(tmp_path: Path) -> None:
