@@ -8,9 +8,10 @@ import math
 import signal
 import socket
 import sys
+import threading
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Sequence
 from types import FrameType
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import uvicorn
@@ -43,6 +44,7 @@ from toolcode.server._http_stopping import STOP_GRACE, Stopping
 from toolcode.server._http_tokens import BearerTokens
 from toolcode.server._server import CodeModeServer
 from toolcode.server._stdio import AnsweringReadStream
+from toolcode.server._stdio_in import StdinLines
 from toolindex.log import get_logger
 from toolrun import RedactingFilter, redact_processor
 
@@ -156,10 +158,14 @@ async def _serve(server: CodeModeServer, main: Callable[[], Awaitable[None]], *b
 
 
 async def serve_stdio(toolbox: Toolbox, *, expose: Sequence[str] | None = None) -> None:
-    """Serve the code-mode tools over stdin/stdout until the client closes stdin.
+    """Serve the code-mode tools over stdin/stdout until the client closes stdin, or the process is told to stop.
 
     Nothing but the protocol reaches stdout while serving: text a program printed before is
     flushed first, and the packages never log to stdout (:func:`log_to_stderr` is a ready-made setup).
+    Cancelling the caller's scope stops the server at once, whether or not its client is sending;
+    called from the main thread, SIGTERM and SIGINT do the same (logged as ``server.stopping``): runs
+    in flight are cancelled, then it returns (SIGTERM) or raises ``KeyboardInterrupt`` (SIGINT), as
+    :func:`serve_http` does; the toolbox is the caller's to close.
 
     Args:
         toolbox: A connected toolbox (not closed here).
@@ -171,11 +177,37 @@ async def serve_stdio(toolbox: Toolbox, *, expose: Sequence[str] | None = None) 
     server = CodeModeServer(toolbox, expose=expose)
     options = server.server.create_initialization_options(NotificationOptions(tools_changed=True))
 
+    stopped_on: list[signal.Signals] = []
+
     async def run() -> None:
-        async with stdio_server() as (read, write):
-            await server.server.run(AnsweringReadStream(read, write), write, options)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_stop_on_signals, tg.cancel_scope, stopped_on)
+            async with StdinLines() as lines, stdio_server(stdin=cast("anyio.AsyncFile[str]", lines)) as (read, write):
+                await server.server.run(AnsweringReadStream(read, write), write, options)
+            tg.cancel_scope.cancel()
 
     await _serve(server, run)
+    _stopped(stopped_on)
+
+
+async def _stop_on_signals(scope: anyio.CancelScope, received: list[signal.Signals]) -> None:
+    """Cancel ``scope`` on SIGINT or SIGTERM, which goes in ``received`` (main thread only: signals are its alone)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for sig in signals:
+            received.append(signal.Signals(sig))
+            log.info("server.stopping", why=received[0].name)
+            scope.cancel()
+            return
+
+
+def _stopped(signals: list[signal.Signals]) -> None:
+    """After a server stopped on ``signals``: say so, and raise ``KeyboardInterrupt`` for SIGINT."""
+    if signals:
+        log.info("server.stopped", why=signals[0].name)
+    if signal.SIGINT in signals:
+        raise KeyboardInterrupt
 
 
 async def serve_http(
@@ -313,7 +345,4 @@ async def serve_http(
         await _serve(server, lambda: web.serve(sockets=[sock]), announce)
     finally:
         sock.close()
-    if web.signals:
-        log.info("server.stopped", why=web.signals[0].name)
-    if signal.SIGINT in web.signals:
-        raise KeyboardInterrupt
+    _stopped(web.signals)
