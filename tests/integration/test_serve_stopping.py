@@ -109,3 +109,21 @@ async def test_sigterm_stops_gracefully_with_requests_in_flight(config: Path) ->
         assert any("server.stopping" in ln and "SIGTERM" in ln for ln in served.lines), served.lines
         _, alive = await anyio.to_thread.run_sync(lambda: psutil.wait_procs(upstream, timeout=HANG))
         assert not alive, [p.cmdline() for p in alive]
+
+
+async def test_a_sessions_run_in_flight_gets_the_grace_and_its_answer(config: Path) -> None:
+    """A 2025-11-25 session's answer is a stream of events, which sse_starlette ended at the signal
+    itself: the run's result never reached its client, however long the grace."""
+    async with toolcode_serve_process(config, "--stop-grace", "60") as served:
+        sid = await _session(served.url)
+        code = "import time\ntime.sleep(2)\n__out = 'finished after the signal'"
+        running = await _post(served, sid, _call(1, {"code": code}))
+        with anyio.fail_after(HANG):
+            head = await running.receive()
+        assert head.startswith(b"HTTP/1.1 200"), "the run did not start"
+        served.process.send_signal(signal.SIGTERM)
+        answer = head + await _read_all(running)
+        with anyio.fail_after(HANG):
+            assert await served.process.wait() == 0, served.lines
+        assert b"finished after the signal" in answer, answer[-500:]
+        assert not [ln for ln in served.lines if "server.request_cut" in ln], served.lines

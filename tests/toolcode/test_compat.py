@@ -86,3 +86,18 @@ def test_the_uvicorn_stop_seams_are_there() -> None:
     server = SimpleNamespace(_captured_signals=[signal.SIGTERM.value])
     assert take_signals(server) == [signal.SIGTERM]  # type: ignore[arg-type]
     assert server._captured_signals == []  # cleared: not raised again
+
+
+def test_sse_starlette_leaves_its_streams_to_the_door_while_held() -> None:
+    # sse_starlette ends every event stream when uvicorn is told to exit unless its switch is off.
+    from sse_starlette.sse import AppStatus
+
+    from toolcode.server._compat_uvicorn import streams_left_to_the_door
+
+    assert "enable_automatic_graceful_drain" in inspect.getsource(AppStatus.handle_exit)
+    assert AppStatus.enable_automatic_graceful_drain
+    with streams_left_to_the_door():
+        with streams_left_to_the_door():  # two doors in one process
+            assert not AppStatus.enable_automatic_graceful_drain
+        assert not AppStatus.enable_automatic_graceful_drain  # the other still serves
+    assert AppStatus.enable_automatic_graceful_drain

@@ -10,20 +10,37 @@ complete). A connection past either is closed.
 uvicorn stops on SIGTERM and SIGINT, then raises the signal again once it has stopped: SIGTERM then
 kills the process before anything after the server (the upstream servers' shutdown) runs.
 :func:`stop_listening` and :func:`take_signals` let the door stop listening before it drains its
-requests, and keep the signals it has handled from being raised again. These internals are pinned by
-``tests/toolcode/test_compat.py`` against the installed uvicorn.
+requests, and keep the signals it has handled from being raised again.
+
+sse_starlette (the MCP SDK's event streams) patches ``uvicorn.Server.handle_exit`` so that a signal
+ends every event stream at once: a 2025-11-25 session's answers are such streams, so a run in flight
+lost its answer whatever the door's grace. :func:`streams_left_to_the_door` turns that off while the
+door serves (its graceful stop ends the streams after the grace instead).
+
+These internals are pinned by ``tests/toolcode/test_compat.py`` against the installed packages.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
+from collections.abc import Generator
 
 import h11
 import uvicorn
+from sse_starlette.sse import AppStatus
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-__all__ = ["BODY_TIMEOUT", "CHECKED_ON", "HEAD_TIMEOUT", "deadline_protocol", "stop_listening", "take_signals"]
+__all__ = [
+    "BODY_TIMEOUT",
+    "CHECKED_ON",
+    "HEAD_TIMEOUT",
+    "deadline_protocol",
+    "stop_listening",
+    "streams_left_to_the_door",
+    "take_signals",
+]
 
 CHECKED_ON = "0.54"
 """The uvicorn minor version these internals were read on."""
@@ -100,3 +117,22 @@ def take_signals(server: uvicorn.Server) -> list[signal.Signals]:
     taken = [signal.Signals(s) for s in captured]  # pyright: ignore[reportUnknownVariableType]
     captured.clear()  # pyright: ignore[reportUnknownMemberType]
     return taken
+
+
+_doors_holding_streams = 0
+"""Doors serving in this process (sse_starlette's switch is process-wide: the last one out restores it)."""
+
+
+@contextlib.contextmanager
+def streams_left_to_the_door() -> Generator[None]:
+    """While held, a signal to uvicorn no longer ends sse_starlette's event streams (the door ends them)."""
+    global _doors_holding_streams
+    if _doors_holding_streams == 0:
+        AppStatus.disable_automatic_graceful_drain()
+    _doors_holding_streams += 1
+    try:
+        yield
+    finally:
+        _doors_holding_streams -= 1
+        if _doors_holding_streams == 0:
+            AppStatus.enable_automatic_graceful_drain_mode()

@@ -27,6 +27,7 @@ from toolcode.server._compat_uvicorn import (
     HEAD_TIMEOUT,
     deadline_protocol,
     stop_listening,
+    streams_left_to_the_door,
     take_signals,
 )
 from toolcode.server._http_address import check_bind, is_loopback
@@ -342,7 +343,8 @@ async def serve_http(
             await out
 
     try:
-        await _serve(server, lambda: web.serve(sockets=[sock]), announce)
+        with streams_left_to_the_door():  # its Stopping ends them, after the grace
+            await _serve(server, lambda: web.serve(sockets=[sock]), announce)
     finally:
         sock.close()
     _stopped(web.signals)
