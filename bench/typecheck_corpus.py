@@ -945,6 +945,11 @@ IDIOMS: list[tuple[str, str]] = [
         "ts.extend([{'id': 'END', 'note': 'end'}])\n[ts[0]['note'], ts[-1]['note']]",
     ),
     (
+        "rows added to a result list with +=",
+        "from tools import helpdesk\nts = helpdesk.list_tickets(office='Paris')\n"
+        "ts += [{'id': 'END', 'note': 'end'}]\nts[-1]['note']",
+    ),
+    (
         "a field rewritten as text, then used as text",
         "from tools import helpdesk\nts = helpdesk.list_tickets(office='Paris')\nfor t in ts:\n"
         "    t['age_days'] = f\"{t['age_days']} days\"\n[t['age_days'].upper() for t in ts]",

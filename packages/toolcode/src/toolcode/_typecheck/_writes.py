@@ -28,8 +28,8 @@ def written_keys(tree: ast.Module) -> frozenset[str | int] | None:
     Keys are added by ``d["k"] = v``, ``d.update({"k": v})`` or ``d.update(k=v)``,
     ``d.setdefault("k", v)``, ``d |= {"k": v}`` and ``d | {"k": v}``; ``d[name] = v``,
     ``d.update(other)`` or ``d |= other`` may add any key. A dict written in the snippet and put in
-    a list (``append``, ``insert``, ``extend``, directly or through a name bound to it) brings its
-    keys along. A result is a plain dict at run time: a key the snippet adds to one is there when it
+    a list (``append``, ``insert``, ``extend``, ``+=``, directly or through a name bound to it)
+    brings its keys along. A result is a plain dict at run time: a key the snippet adds to one is there when it
     reads it back, though the result's declared type lacks it, and a value it writes over one
     (``t["age"] = f"{t['age']} days"``, ``offices[0] = "HQ"``) is what it reads back, whatever the
     declared type. Which dict or list was written to is not followed (a missed mistake costs less
@@ -65,6 +65,15 @@ def written_keys(tree: ast.Module) -> frozenset[str | int] | None:
     def owned(node: ast.expr) -> bool:
         return isinstance(node, ast.Name) and node.id in own
 
+    def joined(values: Sequence[ast.expr]) -> None:
+        """The keys of the dicts ``values`` hold, written there or bound to a name: put into a list."""
+        for part in (sub for value in values for sub in ast.walk(value)):
+            if isinstance(part, ast.Name):
+                for d in bound.get(part.id, ()):
+                    display(d)
+            elif isinstance(part, ast.Dict):
+                display(part)
+
     for node in ast.walk(tree):
         if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
             if not owned(node.value):
@@ -72,6 +81,8 @@ def written_keys(tree: ast.Module) -> frozenset[str | int] | None:
         elif isinstance(node, ast.AugAssign) and isinstance(node.op, ast.BitOr):
             if not owned(node.target):
                 display(node.value)
+        elif isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add):
+            joined([node.value])  # ``rows += [{...}]``: ``extend``
         elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
             sides = (node.left, node.right)
             if any(isinstance(side, _NO_KEYS) for side in sides):
@@ -93,12 +104,7 @@ def written_keys(tree: ast.Module) -> frozenset[str | int] | None:
             elif node.func.attr == "setdefault" and node.args:
                 literal(node.args[0])
             elif node.func.attr in ("append", "insert", "extend"):
-                for part in (sub for arg in node.args for sub in ast.walk(arg)):
-                    if isinstance(part, ast.Name):
-                        for d in bound.get(part.id, ()):
-                            display(d)
-                    elif isinstance(part, ast.Dict):
-                        display(part)
+                joined(node.args)
     return None if computed else frozenset(out)
 
 
