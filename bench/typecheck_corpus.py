@@ -414,6 +414,11 @@ IDIOMS: list[tuple[str, str]] = [
         "set_status(helpdesk.list_offices()[0]['city'])\nstatus.upper()",
     ),
     (
+        "a result a helper swaps for another with global",
+        "from tools import helpdesk\ncurrent = helpdesk.list_offices()[0]\ndef switch():\n    global current\n"
+        "    current = helpdesk.list_tickets(office='Paris')[0]\nswitch()\ncurrent['priority']",
+    ),
+    (
         "attribute set on the snippet's own class",
         "from tools import helpdesk\nclass Stats:\n    pass\ns = Stats()\n"
         "s.total = len(helpdesk.list_offices())\ns.total",
