@@ -414,6 +414,11 @@ IDIOMS: list[tuple[str, str]] = [
         "set_status(helpdesk.list_offices()[0]['city'])\nstatus.upper()",
     ),
     (
+        "a result a helper swaps for another with global",
+        "from tools import helpdesk\ncurrent = helpdesk.list_offices()[0]\ndef switch():\n    global current\n"
+        "    current = helpdesk.list_tickets(office='Paris')[0]\nswitch()\ncurrent['priority']",
+    ),
+    (
         "attribute set on the snippet's own class",
         "from tools import helpdesk\nclass Stats:\n    pass\ns = Stats()\n"
         "s.total = len(helpdesk.list_offices())\ns.total",
@@ -943,6 +948,11 @@ IDIOMS: list[tuple[str, str]] = [
         "from tools import helpdesk\nts = helpdesk.list_tickets(office='Paris')\n"
         "row = {'id': 'NOTE', 'note': 'none open'}\nts.insert(0, row)\n"
         "ts.extend([{'id': 'END', 'note': 'end'}])\n[ts[0]['note'], ts[-1]['note']]",
+    ),
+    (
+        "rows added to a result list with +=",
+        "from tools import helpdesk\nts = helpdesk.list_tickets(office='Paris')\n"
+        "ts += [{'id': 'END', 'note': 'end'}]\nts[-1]['note']",
     ),
     (
         "a field rewritten as text, then used as text",

@@ -123,6 +123,22 @@ async def test_the_check_knows_a_builtin_or_a_global_an_earlier_run_bound_again(
     assert again.error is not None and again.error.code == "type_error", again.error
 
 
+async def test_the_check_knows_a_name_a_function_of_an_earlier_run_bound_with_global(box: Toolbox) -> None:
+    # A function that declares a tools module's name ``global`` and binds it replaces the module in
+    # the session once called: later runs must not be checked as if the name were still the module.
+    cm = box.codemode
+    assert (await cm.execute("from tools import helpdesk", session="g")).ok
+    setup = "def reset():\n    global helpdesk\n    helpdesk = 41\nreset()"
+    assert (await cm.execute(setup, session="g")).ok
+    out = await cm.execute("helpdesk + 1", session="g")
+    assert out.ok and out.value == 42, out.error
+    # A function that only reads the module through ``global`` leaves it the module for the check.
+    assert (await cm.execute("from tools import helpdesk", session="r")).ok
+    assert (await cm.execute("def n():\n    global helpdesk\n    return len(helpdesk.list_offices())", session="r")).ok
+    again = await cm.execute("helpdesk.on_call(ofice='Paris')", session="r")
+    assert again.error is not None and again.error.code == "type_error", again.error
+
+
 async def test_a_snippet_error_keeps_the_state_a_limit_resets_it(box: Toolbox) -> None:
     cm = box.codemode
     await cm.execute("kept = 'yes'", session="r")

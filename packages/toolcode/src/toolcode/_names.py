@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable, Iterator
 
-__all__ = ["alias_name", "binds", "bound_names", "module_names"]
+__all__ = ["alias_name", "binds", "bound_names", "module_names", "rebound_by_functions"]
 
 
 def alias_name(alias: ast.alias) -> str:
@@ -73,3 +73,21 @@ def module_names(stmt: ast.stmt) -> Iterator[str]:
             yield from binds(node)
         inside = in_comprehension or isinstance(node, _COMPREHENSIONS)
         stack.extend((child, inside) for child in ast.iter_child_nodes(node))
+
+
+def rebound_by_functions(
+    tree: ast.AST, declared: tuple[type[ast.Global | ast.Nonlocal], ...] = (ast.Global,)
+) -> frozenset[str]:
+    """The names a function declares ``global`` (or, asked, ``nonlocal``) and binds: a call may rebind them.
+
+    Whatever the name held before, it holds what the function gave it once the function has run,
+    wherever that call is. A function that only reads the name through the declaration changes nothing.
+    """
+    out: set[str] = set()
+    for fn in ast.walk(tree):
+        if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+            inside = [node for stmt in fn.body for node in ast.walk(stmt)]
+            names = {n for node in inside if isinstance(node, declared) for n in node.names}
+            if names:
+                out |= names & set(bound_names(n for n in inside if not isinstance(n, ast.Global | ast.Nonlocal)))
+    return frozenset(out)

@@ -26,7 +26,7 @@ import anyio
 
 from toolcode._globals import SNIPPET_GLOBALS, async_names
 from toolcode._modules import PACKAGE
-from toolcode._names import alias_name, module_names
+from toolcode._names import alias_name, module_names, rebound_by_functions
 from toolcode._settings import SessionSettings
 from toolcode._types import SessionState
 from toolcode.exceptions import (
@@ -81,7 +81,8 @@ def session_imports(earlier: Sequence[str], code: str) -> tuple[str, ...]:
     """The lines a session's next runs are checked with, after a run of ``code``: what its names hold.
 
     The earlier ones, less each name this run bound otherwise at its top level (``import time``,
-    ``def time():``, a loop variable ``time``: no longer the module), then this run's own ``tools``
+    ``def time():``, a loop variable ``time``: no longer the module) or in a function that declares
+    it ``global``, then this run's own ``tools``
     imports, as source lines; and for a builtin or a snippet global this run bound again at its top
     level (``def list(x): ...``, ``run_tool = ...``), a line that binds it to a value the check
     does not know (:data:`_REBOUND_MODULE`), so that later runs are not checked as if it were
@@ -101,6 +102,8 @@ def session_imports(earlier: Sequence[str], code: str) -> tuple[str, ...]:
             last.update((alias_name(a), True) for a in node.names)
         else:
             last.update((n, False) for n in module_names(node))
+    # A function that declares a name ``global`` and binds it rebinds it once called, wherever.
+    last.update((n, False) for n in rebound_by_functions(tree))
     kept = [line for e in earlier if (line := _without(e, last.keys())) is not None]
     own = [line for node in mine if (line := _without(ast.unparse(node), {n for n, t in last.items() if not t}))]
     rebound = [f"import {_REBOUND_MODULE} as {n}" for n, t in last.items() if not t and n in _SPECIAL]

@@ -26,7 +26,14 @@ from toolcode._typecheck._diagnostic import Diagnostic, Positions
 from toolcode._typecheck._doubts import Doubts
 from toolcode._typecheck._given import Declared, argument_certain, given_arguments
 from toolcode._typecheck._source import BUILT, CheckedSource
-from toolcode._typecheck._writes import loose_attributes, loose_names, loosely_typed, tested_keys, written_keys
+from toolcode._typecheck._writes import (
+    loose_attributes,
+    loose_names,
+    loosely_typed,
+    rebound_names,
+    tested_keys,
+    written_keys,
+)
 from toolcode.exceptions import ErrorCode
 
 __all__ = ["Declared", "kept", "may_fail"]
@@ -319,6 +326,7 @@ def kept(
     keys = None if written is None else written | tested_keys(tree)
     attributes = loose_attributes(tree)
     loose = loose_names(tree, written, attributes)
+    rebound = rebound_names(tree)
     classes = {n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
     starts = _outermost(tree, positions)
     doubts = Doubts(tree, positions)
@@ -347,6 +355,8 @@ def kept(
                 raised, code, message, subject = "ToolError", ErrorCode.INVALID_ARGUMENTS, wrong, given[1].value
         if raised is not None and rule != "invalid-key" and loosely_typed(subject, written, loose, attributes):
             raised = None  # the value there may not have the type ``ty`` gives it
+        if raised is not None and rule == "invalid-key" and _reads_name(keyed.get(at), rebound):
+            raised = None  # a helper may have bound the name to another value (``global``): its keys are the run's
         if raised is not None and rule == "unresolved-attribute" and _has_at_run_time(message, classes):
             raised = None  # see _has_at_run_time
         if raised is not None and doubts.about(keyed.get(at) or subject, positions.of(subject) if subject else at):
@@ -356,6 +366,15 @@ def kept(
                 message = _beyond_schema(message, closed)
             out.append(Diagnostic(at[0], at[1], message, rule, code, raised))
     return out
+
+
+def _reads_name(subscript: ast.Subscript | None, names: frozenset[str]) -> bool:
+    """Whether the object ``subscript`` reads a key of is read from one of ``names``."""
+    return (
+        bool(names)
+        and subscript is not None
+        and any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(subscript.value))
+    )
 
 
 _IN_UNION: Final = re.compile(r'^Unknown key "(.*)" for TypedDict `([^`]*)` \(subscripted object has type `([^`]*)`\)$')

@@ -13,9 +13,17 @@ from collections import Counter
 from collections.abc import Collection, Sequence
 from typing import Final
 
-from toolcode._names import bound_names
+from toolcode._names import bound_names, rebound_by_functions
 
-__all__ = ["loose_attributes", "loose_names", "loosely_typed", "mentions", "tested_keys", "written_keys"]
+__all__ = [
+    "loose_attributes",
+    "loose_names",
+    "loosely_typed",
+    "mentions",
+    "rebound_names",
+    "tested_keys",
+    "written_keys",
+]
 
 
 _NO_KEYS: Final = (ast.Set, ast.SetComp, ast.Constant, ast.BinOp)
@@ -28,8 +36,8 @@ def written_keys(tree: ast.Module) -> frozenset[str | int] | None:
     Keys are added by ``d["k"] = v``, ``d.update({"k": v})`` or ``d.update(k=v)``,
     ``d.setdefault("k", v)``, ``d |= {"k": v}`` and ``d | {"k": v}``; ``d[name] = v``,
     ``d.update(other)`` or ``d |= other`` may add any key. A dict written in the snippet and put in
-    a list (``append``, ``insert``, ``extend``, directly or through a name bound to it) brings its
-    keys along. A result is a plain dict at run time: a key the snippet adds to one is there when it
+    a list (``append``, ``insert``, ``extend``, ``+=``, directly or through a name bound to it)
+    brings its keys along. A result is a plain dict at run time: a key the snippet adds to one is there when it
     reads it back, though the result's declared type lacks it, and a value it writes over one
     (``t["age"] = f"{t['age']} days"``, ``offices[0] = "HQ"``) is what it reads back, whatever the
     declared type. Which dict or list was written to is not followed (a missed mistake costs less
@@ -65,6 +73,15 @@ def written_keys(tree: ast.Module) -> frozenset[str | int] | None:
     def owned(node: ast.expr) -> bool:
         return isinstance(node, ast.Name) and node.id in own
 
+    def joined(values: Sequence[ast.expr]) -> None:
+        """The keys of the dicts ``values`` hold, written there or bound to a name: put into a list."""
+        for part in (sub for value in values for sub in ast.walk(value)):
+            if isinstance(part, ast.Name):
+                for d in bound.get(part.id, ()):
+                    display(d)
+            elif isinstance(part, ast.Dict):
+                display(part)
+
     for node in ast.walk(tree):
         if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
             if not owned(node.value):
@@ -72,6 +89,8 @@ def written_keys(tree: ast.Module) -> frozenset[str | int] | None:
         elif isinstance(node, ast.AugAssign) and isinstance(node.op, ast.BitOr):
             if not owned(node.target):
                 display(node.value)
+        elif isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add):
+            joined([node.value])  # ``rows += [{...}]``: ``extend``
         elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
             sides = (node.left, node.right)
             if any(isinstance(side, _NO_KEYS) for side in sides):
@@ -93,12 +112,7 @@ def written_keys(tree: ast.Module) -> frozenset[str | int] | None:
             elif node.func.attr == "setdefault" and node.args:
                 literal(node.args[0])
             elif node.func.attr in ("append", "insert", "extend"):
-                for part in (sub for arg in node.args for sub in ast.walk(arg)):
-                    if isinstance(part, ast.Name):
-                        for d in bound.get(part.id, ()):
-                            display(d)
-                    elif isinstance(part, ast.Dict):
-                        display(part)
+                joined(node.args)
     return None if computed else frozenset(out)
 
 
@@ -283,24 +297,47 @@ def loose_names(
     - a name bound from (or looping over) any of these.
     """
     loose: set[str] = set()
-    bindings: list[tuple[list[ast.expr], ast.expr]] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Global | ast.Nonlocal):
             loose.update(node.names)
         elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store) and isinstance(node.value, ast.Name):
             if not (isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str)):
                 loose.add(node.value.id)  # its items replaced (a key written by name is followed as a key)
-        elif isinstance(node, ast.Assign):
+    bindings = _bindings(tree)
+    for targets, value in bindings:
+        if _gathers(value) or _reads_written(value, written) or _reads_attribute(value, attributes):
+            loose.update(_bound(targets))
+    return _spread(loose, bindings)
+
+
+def rebound_names(tree: ast.Module) -> frozenset[str]:
+    """Names a function of the snippet declares ``global`` or ``nonlocal`` and binds, and names bound from them.
+
+    The check wraps the snippet in a function, so ``ty`` types such a name by the snippet's own
+    bindings of it alone: after ``current = offices[0]``, ``current["priority"]`` reads a key
+    ``Office`` lacks, though a helper's ``global current; current = ticket`` has run by then.
+    Unlike the other :func:`loose_names`, the keys read from these are left to the run too.
+    """
+    return _spread(set(rebound_by_functions(tree, (ast.Global, ast.Nonlocal))), _bindings(tree))
+
+
+def _bindings(tree: ast.Module) -> list[tuple[list[ast.expr], ast.expr]]:
+    """Each binding of the snippet to a value: its targets and the value (a loop's: what it iterates)."""
+    bindings: list[tuple[list[ast.expr], ast.expr]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
             bindings.append((node.targets, node.value))
         elif isinstance(node, ast.AnnAssign | ast.AugAssign | ast.NamedExpr) and node.value is not None:
             bindings.append(([node.target], node.value))
         elif isinstance(node, ast.For | ast.AsyncFor | ast.comprehension):
             bindings.append(([node.target], node.iter))
-    for targets, value in bindings:
-        if _gathers(value) or _reads_written(value, written) or _reads_attribute(value, attributes):
-            loose.update(_bound(targets))
+    return bindings
+
+
+def _spread(loose: set[str], bindings: Sequence[tuple[list[ast.expr], ast.expr]]) -> frozenset[str]:
+    """``loose`` and every name bound from (or looping over) one of them, repeatedly."""
     changed = bool(loose)
-    while changed:  # what is bound from a loose name is loose too
+    while changed:
         changed = False
         for targets, value in bindings:
             names = _bound(targets)
