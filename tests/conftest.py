@@ -26,9 +26,14 @@ settings.load_profile("toolcode")
 def _logging_configuration_stays_with_its_test() -> Iterator[None]:
     # A test that runs the CLI configures structlog for the whole process (warnings only, to
     # stderr): restore what was there, so a later test in the same worker sees what it set up.
-    before = structlog.get_config()
+    # (``configure`` with the defaults still marks structlog configured: the packages' lines would
+    # then go to its default logger, on stdout, in every later test.)
+    configured, before = structlog.is_configured(), structlog.get_config()
     yield
-    structlog.configure(**before)
+    if configured:
+        structlog.configure(**before)
+    else:
+        structlog.reset_defaults()
 
 
 # Waits for a server to start or answer are bounds on a hang, not speeds: generous on purpose.

@@ -5,6 +5,7 @@ Each test reads the server's stderr: what it logs is what an operator sees. The 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import signal
 import sys
@@ -127,3 +128,49 @@ async def test_a_sessions_run_in_flight_gets_the_grace_and_its_answer(config: Pa
             assert await served.process.wait() == 0, served.lines
         assert b"finished after the signal" in answer, answer[-500:]
         assert not [ln for ln in served.lines if "server.request_cut" in ln], served.lines
+
+
+async def test_cancelling_an_in_process_server_stops_it_as_a_signal_does(
+    capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    # Cancelled, uvicorn's serve() was cut before its shutdown: its lifespan task, left to the loop,
+    # logged a CancelledError traceback, and the requests in flight got no grace.
+    from toolcode import Toolbox
+    from toolcode.server import serve_http
+
+    caplog.set_level("INFO", logger="toolcode.server")
+    async with Toolbox.from_config({"mcpServers": {}}) as box:
+        urls: list[str] = []
+        async with anyio.create_task_group() as tg:
+            ready = anyio.Event()
+
+            def on_ready(url: str) -> None:
+                urls.append(url)
+                ready.set()
+
+            serving = anyio.CancelScope()
+
+            async def serve() -> None:
+                with serving:
+                    await serve_http(box, "127.0.0.1", 0, on_ready=on_ready)
+
+            tg.start_soon(serve)
+            with anyio.fail_after(HANG):
+                await ready.wait()
+            sid = await _session(urls[0])
+            code = "import time\ntime.sleep(1)\n__out = 'finished after the cancel'"
+            async with httpx2.AsyncClient(timeout=HANG) as http:
+                headers = {"Accept": "application/json, text/event-stream", "mcp-session-id": sid}
+                headers |= {"mcp-protocol-version": VERSION, "Content-Type": "application/json"}
+                async with http.stream("POST", urls[0], content=_call(1, {"code": code}), headers=headers) as res:
+                    assert res.status_code == 200
+                    serving.cancel()
+                    answer = await res.aread()
+        assert b"finished after the cancel" in answer, answer
+    left = [t for t in asyncio.all_tasks() if "uvicorn" in repr(t)]
+    assert not left, left  # uvicorn's lifespan task waited to be cancelled at the loop's end (a traceback)
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and "CancelledError" not in err, err
+    logged = caplog.text
+    assert "server.stopping" in logged and "cancelled" in logged, logged
+    assert "callers='any local'" in logged, logged  # not hidden as a secret-looking key

@@ -72,6 +72,7 @@ class _Server(uvicorn.Server):
         self.stopping = stopping
         self.grace = grace
         self.signals: list[signal.Signals] = []
+        self.cancelled = False
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets=sockets)
@@ -89,8 +90,28 @@ class _Server(uvicorn.Server):
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         stop_listening(self)
-        await self.stopping.stop(self.grace, why=self.signals[0].name if self.signals else "")
+        why = self.signals[0].name if self.signals else "cancelled" if self.cancelled else ""
+        await self.stopping.stop(self.grace, why=why)
         await super().shutdown(sockets=sockets)
+
+    async def serve_until_cancelled(self, sock: socket.socket) -> None:
+        """Serve on ``sock``; cancelled, stop as on SIGTERM (uvicorn's own stop, under a shield) and return.
+
+        Cut mid-way, uvicorn's ``serve`` skipped its shutdown: the requests in flight got no grace, and
+        its lifespan task, left to the loop, logged a ``CancelledError`` traceback when the loop ended.
+        """
+        async with anyio.create_task_group() as tg:
+
+            async def stop_when_cancelled() -> None:
+                try:
+                    await anyio.sleep_forever()
+                finally:
+                    self.cancelled = self.should_exit = True
+
+            tg.start_soon(stop_when_cancelled)
+            with anyio.CancelScope(shield=True):
+                await self.serve(sockets=[sock])
+            tg.cancel_scope.cancel()
 
 
 def log_to_stderr(level: int = logging.INFO) -> None:
@@ -336,7 +357,8 @@ async def serve_http(
 
     async def announce() -> None:
         await web.ready.wait()
-        log.info("server.listening", url=url, auth="bearer" if tokens is not None else "none")
+        # Not ``auth=``: the log's redaction hides the values of keys that look secret.
+        log.info("server.listening", url=url, callers="bearer tokens" if tokens is not None else "any local")
         if toolbox.settings.console.enabled:
             log.info("server.console", url=f"http://{shown}/console")
         if on_ready is not None and (out := on_ready(url)) is not None:
@@ -344,7 +366,7 @@ async def serve_http(
 
     try:
         with streams_left_to_the_door():  # its Stopping ends them, after the grace
-            await _serve(server, lambda: web.serve(sockets=[sock]), announce)
+            await _serve(server, lambda: web.serve_until_cancelled(sock), announce)
     finally:
         sock.close()
     _stopped(web.signals)
