@@ -359,7 +359,9 @@ async def test_a_session_run_that_pauses_keeps_its_state_when_resumed(files_dir:
         assert (await cm.execute("total", session="s")).value == 16
 
 
-async def test_quarantine_blocks_a_tool_whose_description_changes_until_approved(tmp_path: Path) -> None:
+async def test_quarantine_blocks_a_tool_whose_description_changes_until_approved(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from mcp_support import FAULT_SERVER
 
     flag = tmp_path / "changed"
@@ -381,7 +383,11 @@ async def test_quarantine_blocks_a_tool_whose_description_changes_until_approved
         cfg.write_text(json.dumps({"mcpServers": servers, "toolcode": {"policy": {"quarantine": True}}}))
         argv = ["tools", "quarantined", "--config", str(cfg), "--state-dir", str(tmp_path / "state"), "--json"]
         assert await anyio.to_thread.run_sync(main, argv) == 0
-        argv = ["tools", "approve", "faults:echo", "--config", str(cfg), "--state-dir", str(tmp_path / "state")]
+        digest = next(
+            t["digest"] for t in json.loads(capsys.readouterr().out)["tools"] if t["tool_id"] == "faults:echo"
+        )
+        echo = f"faults:echo@{digest}"  # the definition listed
+        argv = ["tools", "approve", echo, "--config", str(cfg), "--state-dir", str(tmp_path / "state")]
         assert await anyio.to_thread.run_sync(main, argv) == 0
         with anyio.fail_after(60):  # a hang bound
             while not (ok := await cm.execute("run_tool('faults:echo', text='hi')")).ok:  # noqa: ASYNC110 - waits for the 2 s sync

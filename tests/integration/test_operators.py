@@ -63,13 +63,19 @@ async def test_only_an_operator_approves_quarantined_tools(
         call = {"tool_id": "time:get_current_time", "args": {"timezone": "UTC"}}
         failed, out = await _call(server.url, BOB, "run_tool", call)
         assert failed and out["error"]["code"] == "not_allowed", out  # quarantined: new to this server
-        await _only_an_operator_approves(server.url, ["time:*"], call)
+        await _only_an_operator_approves(server.url, ["time:convert_time", "time:get_current_time"], call)
     finally:
         server.stop()
 
 
-async def _only_an_operator_approves(url: str, tools: list[str], call: dict[str, Any]) -> None:
-    """Bob may not approve ``tools`` and his ``call`` stays refused; once Alice (an operator) approves, it runs."""
+async def _only_an_operator_approves(url: str, ids: list[str], call: dict[str, Any]) -> None:
+    """Bob may not approve ``ids`` and his ``call`` stays refused; once Alice (an operator) approves, it runs.
+
+    Alice approves the definitions ``describe_tool`` showed her, by their digests.
+    """
+    failed, out = await _call(url, ALICE, "describe_tool", {"tool_id": ids, "level": "full"})
+    assert not failed, out
+    tools = {d["id"]: d["digest"] for d in out["docs"]}
     failed, out = await _call(url, BOB, "approve_tools", {"tools": tools})
     assert failed and out["error"]["code"] == "not_allowed" and "operator" in out["error"]["message"], out
     failed, out = await _call(url, BOB, "run_tool", call)
@@ -96,6 +102,13 @@ async def test_a_tool_whose_title_changes_is_quarantined_until_an_operator_appro
     echo = {"tool_id": "faults:echo", "args": {"text": "hi"}}
     try:
         failed, out = await _call(server.url, ALICE, "approve_tools", {"tools": ["faults:*"]})
+        assert failed and out["error"]["code"] == "invalid_arguments", out  # a glob names no definition
+        failed, out = await _call(
+            server.url, ALICE, "describe_tool", {"tool_id": ["faults:echo", "faults:add_tool"], "level": "full"}
+        )
+        assert not failed, out
+        shown = {d["id"]: d["digest"] for d in out["docs"]}
+        failed, out = await _call(server.url, ALICE, "approve_tools", {"tools": shown})
         assert not failed, out
         failed, out = await _call(server.url, BOB, "run_tool", echo)
         assert not failed, out
@@ -134,6 +147,10 @@ async def test_the_cli_approves_quarantined_tools_only_for_an_operator(
     code, out = await toolcode(["token:ops"], "tools", "quarantined")
     assert code == 0 and out["tools"] and all(t["approved_by"] is None for t in out["tools"]), out  # still blocked
     code, out = await toolcode(["local"], "tools", "approve", "time:*")
+    assert code == 2 and out["error"]["code"] == "invalid_arguments", out  # a glob names no definition
+    code, out = await toolcode(["local"], "tools", "quarantined")
+    bound = [f"{t['tool_id']}@{t['digest']}" for t in out["tools"]]
+    code, out = await toolcode(["local"], "tools", "approve", *bound)
     assert code == 0 and out["approved"], out
 
 

@@ -66,7 +66,7 @@ def _steps(chain: Any) -> list[tuple[bool, str | None]]:
 async def test_a_chain_step_quarantined_while_an_earlier_step_runs_is_not_called(tmp_path: Path, path: str) -> None:
     async with _box(tmp_path, {"quarantine": True}) as box:
         cm = box.codemode
-        await cm.approve_tools(["faults:*", "wait:*"], by="person:ops")
+        await cm.approve_tools(cm.quarantined_tools().digests(), by="person:ops")
         before = box.index.get("faults:echo").description
         _pull(tmp_path)
         if path == "door":
@@ -199,7 +199,7 @@ async def test_a_call_waiting_for_a_place_while_its_tool_changes_is_judged_as_it
 
     async with _box(tmp_path, {"quarantine": True}, local) as box:
         cm = box.codemode
-        await cm.approve_tools(["faults:*", "hold:*"], by="person:ops")
+        await cm.approve_tools(cm.quarantined_tools().digests(), by="person:ops")
         outcome: list[Any] = []
 
         async def run() -> None:
@@ -221,7 +221,7 @@ async def test_a_call_whose_tool_changes_while_a_listener_holds_it_is_not_made(t
     # then must not let it go on under the verdict of the definition before.
     async with _box(tmp_path, {"quarantine": True}) as box:
         cm = box.codemode
-        await cm.approve_tools(["faults:*", "wait:*"], by="person:ops")
+        await cm.approve_tools(cm.quarantined_tools().digests(), by="person:ops")
         changed = anyio.Event()
 
         async def started(tool_id: str) -> None:

@@ -10,17 +10,19 @@
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import json
+import re
 import time
 from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, fields
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from toolcode._data import as_dict, as_list
 from toolcode._settings import AuditSettings
-from toolcode.exceptions import StateUnavailableError
+from toolcode.exceptions import InvalidArgumentsError, StateUnavailableError, clip
 from toolcode.models import ToolApprovalEntry
 from toolcode.state import StateStore
 from toolcode.state._protocol import keep_in_sync
@@ -28,7 +30,17 @@ from tooldocs import REFERENCE_META_KEYS, json_text
 from toolindex import Index, Tool
 from toolindex.log import get_logger
 
-__all__ = ["AuditEntry", "AuditLog", "AuditTrail", "Quarantine", "tool_definition", "tool_hash"]
+__all__ = [
+    "APPROVAL_FORM",
+    "AuditEntry",
+    "AuditLog",
+    "AuditTrail",
+    "Quarantine",
+    "approval_request",
+    "tool_definition",
+    "tool_hash",
+    "unbound_text",
+]
 
 _log = get_logger("toolcode.audit")
 
@@ -187,6 +199,58 @@ def tool_hash(tool: Tool) -> str:
     return hashlib.sha256(json.dumps(tool_definition(tool), sort_keys=True, default=str).encode()).hexdigest()[:32]
 
 
+APPROVAL_FORM: Final = "{'ns:name': 'DIGEST'} or ['ns:name@DIGEST']"
+"""How an approval of quarantined tools names each definition: by the digest shown with it."""
+_BOUND: Final = re.compile(r"^(?P<tool>.+)@(?P<digest>[0-9a-f]{32})$")
+_MAX_APPROVALS: Final = 1_000
+
+
+def approval_request(tools: Any) -> tuple[dict[str, str], list[str]]:
+    """What an approval of quarantined tools names: ``({tool_id: digest}, patterns named without a digest)``.
+
+    ``tools``: ``{tool_id: digest}``, a list of ``"tool_id@digest"`` strings, or one such string.
+    An entry without a digest (an id or a glob) binds nothing: the caller refuses it.
+
+    Raises:
+        InvalidArgumentsError: If ``tools`` is none of these forms (or names over 1,000 tools).
+    """
+    shape = f"must be {APPROVAL_FORM}: each tool with the digest of the definition reviewed"
+    bound: dict[str, str] = {}
+    unbound: list[str] = []
+    if isinstance(tools, str):
+        tools = [tools]
+    if isinstance(tools, Mapping):
+        items = list(cast("Mapping[Any, Any]", tools).items())
+        if not all(isinstance(k, str) and isinstance(v, str) and v for k, v in items):
+            raise InvalidArgumentsError("tools", shape)
+        bound = dict(cast("list[tuple[str, str]]", items))
+    elif isinstance(tools, list) and all(isinstance(p, str) for p in cast("list[Any]", tools)):
+        for p in cast("list[str]", tools):
+            if (m := _BOUND.match(p)) is not None:
+                bound[m["tool"]] = m["digest"]
+            else:
+                unbound.append(p)
+    else:
+        raise InvalidArgumentsError("tools", shape)
+    if len(bound) + len(unbound) > _MAX_APPROVALS:
+        raise InvalidArgumentsError("tools", f"at most {_MAX_APPROVALS:,} tools at once")
+    return bound, unbound
+
+
+def unbound_text(patterns: Sequence[str], blocked: Sequence[ToolApprovalEntry]) -> str:
+    """Why an approval that names tools without digests is refused, and what it would cover, with the digests now."""
+    covered = [e for e in blocked if any(fnmatch.fnmatchcase(e.tool_id, p) for p in patterns)]
+    named = ", ".join(repr(clip(p, 80)) for p in patterns[:5]) + (" ..." if len(patterns) > 5 else "")
+    shown = "; ".join(f"{e.tool_id}@{e.digest} ({e.state})" for e in covered[:10])
+    more = f"; and {len(covered) - 10} more" if len(covered) > 10 else ""
+    cover = f"it covers {shown}{more}" if covered else "it covers no quarantined tool now"
+    return (
+        f"{named} names no definition: an approval covers only the definition the approver was shown, so "
+        f"name each tool with its digest ({APPROVAL_FORM}). {cover}. Each digest is of the definition now: "
+        "review it (describe_tool at level 'full' shows it with its digest) before approving that digest"
+    )
+
+
 class AuditLog:
     """The audit log of one state store.
 
@@ -310,6 +374,10 @@ class Quarantine:
         self._hashes[tool.id] = (tool, h)
         return h
 
+    def digest(self, tool: Tool) -> str:
+        """The digest of the tool's definition (:func:`tool_hash`), what an approval of it names."""
+        return self._hash(tool)
+
     def quarantined(self, tool: Tool) -> bool:
         """Whether calls of this tool are blocked (new, or changed since approved). Saved snippets never are."""
         if tool.namespace == _SNIPPETS:
@@ -320,10 +388,13 @@ class Quarantine:
     def status(self, tool: Tool) -> ToolApprovalEntry:
         """The tool's standing."""
         approved = self._approved.get(tool.id)
+        digest = self._hash(tool)
         if approved is None:
-            return ToolApprovalEntry(tool_id=tool.id, state="new")
-        state = "approved" if approved[0] == self._hash(tool) else "changed"
-        return ToolApprovalEntry(tool_id=tool.id, state=state, approved_by=approved[1], approved_at=approved[2])
+            return ToolApprovalEntry(tool_id=tool.id, state="new", digest=digest)
+        state = "approved" if approved[0] == digest else "changed"
+        return ToolApprovalEntry(
+            tool_id=tool.id, state=state, digest=digest, approved_by=approved[1], approved_at=approved[2]
+        )
 
     async def sync(self) -> None:
         """Read the approvals from the store."""

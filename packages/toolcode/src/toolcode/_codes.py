@@ -71,6 +71,7 @@ class ErrorCode(StrEnum):
     SESSION_LIMIT = "session_limit"
     QUOTA_EXCEEDED = "quota_exceeded"
     RESPONSE_TOO_LARGE = "response_too_large"
+    DEFINITION_CHANGED = "definition_changed"
 
 
 ERROR_CODE_MEANINGS: Final[dict[ErrorCode, str]] = {
@@ -108,5 +109,8 @@ ERROR_CODE_MEANINGS: Final[dict[ErrorCode, str]] = {
     ErrorCode.QUOTA_EXCEEDED: "a caller's quota is used up (paused runs, saved snippets): free some, then try again",
     ErrorCode.RESPONSE_TOO_LARGE: "an upstream tool's reply was larger than its server's `maxResponseBytes`, so it "
     "was not read; the message names the server, the tool and the bound",
+    ErrorCode.DEFINITION_CHANGED: "an approval of quarantined tools named a definition digest that is not the tool's "
+    "definition now (it changed since it was shown, or the tool is gone); the message names the tool, and nothing "
+    "was approved",
 }
 """One line per code: what it means (docs/errors.md shows exactly these, with each code's exit code)."""

@@ -10,17 +10,17 @@ through it: same names, same fields, same errors. A run has one path, :meth:`Cod
 from __future__ import annotations
 
 import dataclasses
-import fnmatch
+import hmac
 import json
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Hashable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 import anyio
 
-from toolcode._audit import AuditEntry, AuditTrail, Quarantine
+from toolcode._audit import AuditEntry, AuditTrail, Quarantine, approval_request, unbound_text
 from toolcode._discovery import Discovery
 from toolcode._executor import Executor, Listeners
 from toolcode._limits import NARROW_HINT
@@ -39,6 +39,7 @@ from toolcode._view import CatalogView
 from toolcode.calls import Asker, Checkpoint, Scope, ask_person, build, decider, refuse
 from toolcode.exceptions import (
     ApprovalRequiredError,
+    DefinitionChangedError,
     ErrorCode,
     InvalidArgumentsError,
     SessionLimitError,
@@ -64,6 +65,7 @@ from toolcode.models import (
     ToolApprovalsResult,
     ToolListResult,
 )
+from toolindex import Tool, ToolIndexError
 from toolindex.log import get_logger
 
 __all__ = ["CodeMode", "PrintListener", "ToolStart"]
@@ -801,28 +803,59 @@ class CodeMode:
             raise InvalidArgumentsError("tools", "quarantine is off (set toolcode.policy.quarantine to true)")
         return quarantine
 
-    async def approve_tools(self, patterns: Any, *, by: str = "operator") -> ToolApprovalsResult:
-        """Approve the current definitions of the tools matching ``patterns`` (ids or globs).
+    async def approve_tools(self, tools: Any, *, by: str = "operator") -> ToolApprovalsResult:
+        """Approve the definitions of quarantined tools that the approver was shown, each named by its digest.
+
+        An approval covers only a definition someone reviewed: each tool is named with the digest
+        shown with its definition (``describe_tool(id, "full")``, :meth:`quarantined_tools`, the
+        console), and a tool whose definition changed since refuses the whole request. Ids and
+        globs without a digest approve nothing: the error lists the quarantined tools they cover,
+        with their digests now, to review and name.
+
+        Args:
+            tools: ``{tool_id: digest}``, or a list of ``"tool_id@digest"`` (one such string: one tool).
+                ``quarantined_tools().digests()`` is every blocked tool as it was listed.
+            by: Who approves (kept with each approval and in the audit log).
+
+        Returns:
+            The ids approved (``approved``).
 
         Raises:
-            InvalidArgumentsError: If quarantine is off, or ``patterns`` is not a list of strings.
+            InvalidArgumentsError: If quarantine is off, ``tools`` is not of these forms, or it
+                names a tool without a digest (an id or a glob: the message lists what it covers).
+            DefinitionChangedError: If a named tool's definition now is not the one its digest
+                names (changed since it was shown, or gone): nothing is approved.
+            StateUnavailableError: If the store (or a required audit log) cannot be written.
         """
         quarantine = self._quarantine()
-        if isinstance(patterns, str):
-            patterns = [patterns]
-        if not isinstance(patterns, list) or not all(isinstance(p, str) for p in cast("list[Any]", patterns)):
-            raise InvalidArgumentsError("tools", "must be a list of tool ids or globs")
-        wanted = cast("list[str]", patterns)
-        chosen = [t for t in every_tool(self.services.index) if any(fnmatch.fnmatchcase(t.id, p) for p in wanted)]
+        bound, unbound = approval_request(tools)
+        if unbound:
+            raise InvalidArgumentsError("tools", unbound_text(unbound, self.quarantined_tools().tools))
         stores, audit = self.services.stores, self.services.settings.policy.audit
         if stores is not None and audit.enabled and audit.required:
             await stores.audit.probe()  # no approval while its entry cannot be written (fail closed)
+        # From here to the approval nothing awaits: the definitions checked are the ones approved.
+        chosen: list[Tool] = []
+        changed: dict[str, str | None] = {}
+        for tool_id, digest in bound.items():
+            try:
+                tool = self.services.index.get(tool_id)
+            except ToolIndexError:
+                changed[tool_id] = None
+                continue
+            now = quarantine.digest(tool)
+            if tool.id != tool_id or not hmac.compare_digest(now, digest):
+                changed[tool_id] = now if tool.id == tool_id else None
+            else:
+                chosen.append(tool)
+        if changed:
+            raise DefinitionChangedError(changed, bound)
         approved = await quarantine.approve(chosen, by)
         if stores is not None and audit.enabled:
             # Who let which definition through: one entry per tool, the digest of what was approved.
-            now = time.time()
+            now_at = time.time()
             entries = [
-                AuditEntry(now, tool_id, None, "approved", by, args={"definition": digest}).to_dict()
+                AuditEntry(now_at, tool_id, None, "approved", by, args={"definition": digest}).to_dict()
                 for tool_id, digest in approved.items()
             ]
             await stores.audit.write(entries)

@@ -77,6 +77,7 @@ class Discovery:
         self.store = services.docs
         self.modules = services.modules.seen_by(view)
         self._quarantined = services.policy.quarantined
+        self._quarantine = services.stores.quarantine if services.stores is not None else None
 
     def _check_budget(self) -> None:
         if self.budget is not None:
@@ -270,6 +271,17 @@ class Discovery:
             raise
         except Exception as e:  # the store is another package's code: keep its words, name the tool
             raise ToolError(tool_id, f"cannot describe it: {type(e).__name__}: {message_of(e)}", "describe") from e
+        quarantine = self._quarantine
+        if level == "full" and quarantine is not None and quarantine.quarantined(tool):
+            # The digest of the definition just rendered (the same object, nothing awaited between):
+            # an approval names it, and covers this definition only.
+            digest = quarantine.digest(tool)
+            state = quarantine.status(tool).state
+            text += (
+                f"\n\n# quarantined ({state}): not callable until an operator approves this definition, "
+                f"its digest: {digest}; approve_tools(tools={{{tool.id!r}: {digest!r}}})"
+            )
+            return ToolDocEntry(id=tool.id, level=level, text=text, digest=digest)
         return ToolDocEntry(id=tool.id, level=level, text=text)
 
     def _describe_module(self, name: str) -> ToolDocEntry:

@@ -13,11 +13,13 @@ import base64
 import binascii
 import fnmatch
 import hashlib
+import json
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 from toolcode._app import Toolbox
+from toolcode._audit import approval_request, tool_definition, tool_hash, unbound_text
 from toolcode._core import CodeMode
 from toolcode._metatools import (
     DESCRIPTIONS,
@@ -35,7 +37,7 @@ from toolcode.calls import Asker
 from toolcode.exceptions import ConfigurationError, InvalidArgumentsError, ToolCodeError, clip
 from toolcode.models import RunToolOutcome
 from tooldocs import json_text
-from toolindex import Tool
+from toolindex import Tool, ToolIndexError
 from toolindex.log import get_logger
 
 __all__ = [
@@ -291,20 +293,16 @@ class Door:
         The arguments alone name an execution id the model picked: ``resume_execution`` gets the
         calls that run waits to make, whole (``pending``, with the code of the saved snippets they
         cover once, by digest: ``snippet_code``), and the question the other doors ask
-        about them (``question``, :func:`~toolcode._outcome.shown_to_decide`); ``approve_tools`` the
-        quarantined tools its patterns match now. A call that would decide nothing says so.
+        about them (``question``, :func:`~toolcode._outcome.shown_to_decide`); ``approve_tools`` each
+        definition it names, whole, as it is now (``tools``, ``digests``: id → digest; a digest that
+        is not the definition now is said to be refused). A call that would decide nothing says so.
         """
         try:
             arguments = parse_arguments(args)
         except ToolCodeError as exc:
             return {"tool": name, "question": f"nothing is decided: {exc}"}
         if name == "approve_tools":
-            raw: object = arguments.get("patterns")
-            patterns = [str(p) for p in cast("list[object]", raw)] if isinstance(raw, list) else [str(raw)]
-            blocked = [t.tool_id for t in self.codemode.quarantined_tools().tools]
-            matched = [t for t in blocked if any(fnmatch.fnmatchcase(t, p) for p in patterns)]
-            text = f"approve the current definitions of: {', '.join(matched) or 'no blocked tool now'}"
-            return {"tool": name, "patterns": patterns, "tools": matched, "question": visible(text)}
+            return {"tool": name, **self._approval_asked(arguments.get("tools"))}
         execution_id, decision = arguments.get("execution_id"), arguments.get("decision")
         out = await self.codemode.paused_outcome(execution_id, caller)
         head = {"tool": name, "execution_id": execution_id, "decision": decision}
@@ -316,6 +314,36 @@ class Door:
         pending = [p.model_dump(mode="json") for p in a.pending]
         shown = {"pending": pending, "snippet_code": a.snippet_code, "line": a.line}
         return head | shown | {"question": f"{decision}:\n{question}"}
+
+    def _approval_asked(self, tools: object) -> dict[str, Any]:
+        """What approving an ``approve_tools`` call decides: each definition it names, whole, as it is now."""
+        try:
+            bound, unbound = approval_request(tools)
+            if unbound:
+                blocked = self.codemode.quarantined_tools().tools
+                return {"question": f"nothing is decided: {visible(unbound_text(unbound, blocked))}"}
+        except ToolCodeError as exc:
+            return {"question": f"nothing is decided: {visible(str(exc))}"}
+        parts: list[str] = []
+        shown: dict[str, str] = {}
+        for tool_id, digest in bound.items():
+            try:
+                tool = self.codemode.services.index.get(tool_id)
+            except ToolIndexError:
+                tool = None
+            if tool is None or tool.id != tool_id:
+                parts.append(f"{tool_id}: no longer in the catalog (the approval would be refused)")
+            elif (now := tool_hash(tool)) != digest:
+                parts.append(
+                    f"{tool_id}: its definition changed since it was shown (digest named: {digest}, now: {now}): "
+                    "refused"
+                )
+            else:
+                shown[tool_id] = digest
+                text = json.dumps(tool_definition(tool), ensure_ascii=False, indent=2, sort_keys=True, default=str)
+                parts.append(f"{tool_id} (digest: {digest}):\n{text}")
+        head = "approve these definitions of quarantined tools" if shown else "nothing is decided"
+        return {"tools": list(shown), "digests": shown, "question": visible(f"{head}:\n" + "\n\n".join(parts))}
 
     async def call(
         self, name: str, args: object, *, caller: str | None = None, ask: Asker | None = None, **hooks: Any

@@ -420,7 +420,7 @@ _REPLIES: dict[type[BaseModel], Callable[[Any], MetaToolReply]] = {
     ),
     DeleteOutcome: _text(lambda out: f"snippets:{out.name} " + ("deleted" if out.deleted else "did not exist")),
     PausedResult: _text(_paused_text),
-    ToolApprovalsResult: _text(lambda out: "approved: " + (", ".join(out.approved) or "nothing (no tool matched)")),
+    ToolApprovalsResult: _text(lambda out: "approved: " + (", ".join(out.approved) or "nothing (no tool named)")),
     ResultPage: _text(
         lambda out: out.text + (f"\n[next_offset: {out.next_offset}]" if out.next_offset is not None else "")
     ),

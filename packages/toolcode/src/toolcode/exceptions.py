@@ -12,6 +12,7 @@ Every error derives from :class:`ToolCodeError` and carries a stable :class:`Err
     ├── ConfigurationError        invalid configuration: config file, engine, executor setup (names the field)
     ├── LimitExceededError        a limit stopped the run (which limit, its value, what was reached)
     ├── ApprovalRequiredError     not a failure: the run paused at a call that waits for a decision
+    ├── DefinitionChangedError    an approval named a tool definition that is not the tool's now (nothing approved)
     ├── EngineError               the engine itself failed (a sandbox worker crashed, a broken engine)
     │   └── EngineBusyError       every worker (or the caller's share) stayed busy: try again shortly
     └── ToolError                 a tool call or lookup failed; raised *inside* the snippet, where code
@@ -40,6 +41,7 @@ __all__ = [
     "ApprovalRequiredError",
     "CodeExecutionError",
     "ConfigurationError",
+    "DefinitionChangedError",
     "EngineBusyError",
     "EngineError",
     "ErrorCode",
@@ -349,6 +351,35 @@ class ApprovalRequiredError(ToolCodeError, code=ErrorCode.APPROVAL_REQUIRED):
         shown = ", ".join(f"{p.tool_id} ({p.tier})" for p in pending[:5])
         where = f" at line {self.line}" if self.line is not None else ""
         super().__init__(f"paused{where}: {shown} needs a decision (execution_id {self.execution_id})")
+
+
+class DefinitionChangedError(ToolCodeError, code=ErrorCode.DEFINITION_CHANGED):
+    """An approval of quarantined tools named a definition that is not the tool's now: nothing was approved.
+
+    ``approve_tools`` binds each approval to the digest of the definition the approver was shown
+    (``describe_tool`` at level ``full``, ``quarantined_tools``, the console); a tool whose
+    definition changed since (or that is gone) refuses the whole request.
+
+    Attributes:
+        tool_id: The first such tool.
+        changed: Each such tool id, with the digest of its definition now (``None``: no longer in the catalog).
+        named: The digest the request named for each of them.
+    """
+
+    def __init__(self, changed: dict[str, str | None], named: dict[str, str]) -> None:
+        self.changed = dict(changed)
+        self.named = {k: named[k] for k in changed}
+        self.tool_id: str | None = next(iter(changed), None)
+        parts = [
+            f"{clip(t)} ({'no longer in the catalog' if now is None else f'digest now: {now}'}, "
+            f"named: {clip(named[t], 40)})"
+            for t, now in list(changed.items())[:5]
+        ]
+        more = f" and {len(changed) - 5} more" if len(changed) > 5 else ""
+        super().__init__(
+            f"definition changed since it was shown: {', '.join(parts)}{more}; nothing was approved. Review the "
+            "definition now (describe_tool at level 'full' shows it with its digest) and approve that digest."
+        )
 
 
 class StateUnavailableError(ToolCodeError, code=ErrorCode.STATE_UNAVAILABLE):

@@ -135,6 +135,9 @@ class ToolDocEntry(_Model):
     id: str
     level: str
     text: str
+    digest: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    """At level ``full``, for a quarantined tool: the digest of the definition shown, which
+    ``approve_tools`` names to approve exactly it (``None`` otherwise)."""
 
 
 class DocsResult(_Model):
@@ -358,6 +361,8 @@ class ToolApprovalEntry(_Model):
 
     tool_id: str
     state: Literal["approved", "new", "changed"]
+    digest: str
+    """The digest of the tool's definition now (what ``approve_tools`` names to approve it)."""
     approved_by: str | None = None
     approved_at: float | None = None
 
@@ -369,6 +374,14 @@ class ToolApprovalsResult(_Model):
     """Ids approved by this call."""
     tools: list[ToolApprovalEntry] = Field(default_factory=list[ToolApprovalEntry])
     """Each visible tool's standing (``quarantined_tools``)."""
+
+    def digests(self) -> dict[str, str]:
+        """``{tool_id: digest}`` of :attr:`tools`: what ``approve_tools`` takes to approve exactly these definitions.
+
+        Approving them approves what was listed: a tool whose definition changed since is refused
+        (:class:`~toolcode.exceptions.DefinitionChangedError`).
+        """
+        return {t.tool_id: t.digest for t in self.tools}
 
 
 class ExecuteOutcome(_Model):

@@ -13,6 +13,7 @@ import json
 import sys
 import time
 from datetime import datetime
+from fnmatch import fnmatchcase
 from typing import Any
 
 import anyio
@@ -22,6 +23,7 @@ from rich.table import Table
 from rich.text import Text
 
 from toolcode._app import Toolbox
+from toolcode._audit import approval_request, tool_definition, tool_hash
 from toolcode._cli._common import (
     Handled,
     UsageError,
@@ -32,6 +34,7 @@ from toolcode._cli._common import (
     read_code,
     reply_text,
     stderr,
+    stdout,
     table,
     terminal_asker,
     when,
@@ -39,6 +42,7 @@ from toolcode._cli._common import (
 from toolcode._cli._exec import cmd_exec, cmd_resume
 from toolcode._cli._render import safe
 from toolcode._metatools import as_operator, delete_snippet, reset_session
+from toolindex import ToolIndexError
 
 __all__ = ["run_command"]
 
@@ -70,11 +74,12 @@ async def cmd_describe(args: argparse.Namespace) -> int:
 async def cmd_tools(args: argparse.Namespace) -> int:
     if args.action == "approve":
         if not args.patterns:
-            raise UsageError("tools approve needs tool ids or globs (PATTERN ...)")
+            raise UsageError("tools approve needs tool ids with their digests (ID@DIGEST ...)")
         by = f"operator:{getpass.getuser()}"
 
         async def approve(box: Toolbox) -> Any:
             as_operator(box.codemode, None)  # the local user, held to policy.operators as at every door
+            _show_definitions(args, box, list(args.patterns))
             return await box.codemode.approve_tools(list(args.patterns), by=by)
 
         return await operation(args, approve, reply_text)
@@ -84,8 +89,13 @@ async def cmd_tools(args: argparse.Namespace) -> int:
             return box.codemode.quarantined_tools()
 
         def show_quarantined(out: Console, r: Any, box: Toolbox) -> None:
-            rows = [(t.tool_id, t.state, t.approved_by or "-", when(t.approved_at)) for t in r.tools]
-            table(out, f"{len(r.tools)} quarantined tools", ("id", "state", "approved by", "approved"), rows)
+            rows = [(t.tool_id, t.state, t.digest, t.approved_by or "-", when(t.approved_at)) for t in r.tools]
+            columns = ("id", "state", "digest", "approved by", "approved")
+            table(out, f"{len(r.tools)} quarantined tools", columns, rows)
+            if r.tools:
+                words = ("tools", "approve", "ID@DIGEST", "...")
+                out.print(f"review one: {again(args, 'describe', 'ID', '--level', 'full')}", markup=False)
+                out.print(f"approve what you reviewed: {again(args, *words)}", markup=False)
 
         return await operation(args, quarantined, show_quarantined)
 
@@ -96,6 +106,32 @@ async def cmd_tools(args: argparse.Namespace) -> int:
             out.print(f"more: {again(args, 'tools', '--cursor', r.next_cursor, *page)}", markup=False)
 
     return await operation(args, lambda box: box.codemode.list_tools(args.namespace, args.cursor, args.limit), show)
+
+
+def _show_definitions(args: argparse.Namespace, box: Toolbox, named: list[str]) -> None:
+    """Print each definition ``tools approve`` would approve, whole, with its digest (not with ``--json``).
+
+    Named with digests, these are the definitions approved (one whose digest differs is refused);
+    named without (ids, globs), nothing is approved and the command to approve exactly the
+    definitions printed follows them.
+    """
+    if args.json:
+        return
+    bound, unbound = approval_request(named)
+    cm, out = box.codemode, stdout()
+    blocked = cm.quarantined_tools().tools
+    covered = {t.tool_id: t.digest for t in blocked if any(fnmatchcase(t.tool_id, p) for p in unbound)}
+    for tool_id in [*bound, *covered]:
+        try:
+            tool = cm.services.index.get(tool_id)
+        except ToolIndexError:
+            continue
+        digest = tool_hash(tool)
+        text = json.dumps(tool_definition(tool), ensure_ascii=False, indent=2, sort_keys=True, default=str)
+        out.print(safe(f"# {tool.id} (digest: {digest})\n{text}\n"), markup=False)
+    if covered:
+        line = again(args, "tools", "approve", *(f"{t}@{d}" for t, d in covered.items()))
+        out.print(f"to approve exactly the definitions above: {line}", markup=False)
 
 
 def _show_namespaces(out: Console, r: Any, box: Toolbox) -> None:

@@ -31,7 +31,7 @@ EXIT_CODES: dict[int, str] = {
 
 EXIT_BY_CODE: dict[str, int] = {
     **dict.fromkeys(("syntax_error", "runtime_error", "type_error", "tool_error", "unknown_tool"), 1),
-    **dict.fromkeys(("not_allowed", "approval_denied", "invalid_reference"), 1),
+    **dict.fromkeys(("not_allowed", "approval_denied", "invalid_reference", "definition_changed"), 1),
     "invalid_arguments": 2,
     "config_error": 3,
     **dict.fromkeys(
@@ -313,10 +313,15 @@ def build_parser() -> argparse.ArgumentParser:
         "tools",
         "list the tools of the catalog, a page at a time; approve quarantined ones",
         "list: the catalog, a page at a time. quarantined: the tools that are new or changed since "
-        "approved (policy.quarantine). approve PATTERN...: approve the current definitions of these tools.",
+        "approved (policy.quarantine), with the digest of each definition. approve ID@DIGEST...: approve these "
+        "definitions, each named by the digest shown with it (one that changed since is refused: "
+        "definition_changed); an ID or a glob without a digest approves nothing and prints the definitions it "
+        "covers, with the command that approves exactly those.",
     )
     p.add_argument("action", nargs="?", choices=("list", "quarantined", "approve"), default="list")
-    p.add_argument("patterns", nargs="*", metavar="PATTERN", help="approve: tool ids or globs ('github:*')")
+    p.add_argument(
+        "patterns", nargs="*", metavar="PATTERN", help="approve: ID@DIGEST (an id or a glob alone: show what it covers)"
+    )
     p.add_argument("--namespace", metavar="NS", help="only this namespace")
     p.add_argument("--cursor", metavar="CURSOR", help="continue after an earlier page")
     p.add_argument("--limit", type=int, default=1000, help="page size, 1-1000 (default: %(default)s)")

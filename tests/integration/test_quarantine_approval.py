@@ -1,0 +1,156 @@
+"""An approval of a quarantined tool covers only the definition the approver was shown.
+
+A real MCP server (the fault server) shows ``faults:echo`` one way while the operator reviews it,
+then changes it and announces ``tools/list_changed`` before the approval arrives. Each door that
+approves (``CodeMode.approve_tools``, the ``approve_tools`` MCP tool of ``toolcode serve``,
+``toolcode tools approve``) names the definition by the digest shown with it: the changed
+definition is refused (``definition_changed``) and stays blocked; an id or a glob without a
+digest approves nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp_support import FAULT_SERVER, toolcode_serve_http
+
+from toolcode import Settings, Toolbox
+from toolcode._door import Door
+from toolcode._settings import PolicySettings, StateSettings
+from toolcode.exceptions import DefinitionChangedError, InvalidArgumentsError
+
+pytestmark = [pytest.mark.integration, pytest.mark.anyio]
+
+
+def _servers(tmp_path: Path) -> dict[str, Any]:
+    """The fault server, whose echo changes once the flag file exists (at its next listing)."""
+    flag = str(tmp_path / "changed")
+    return {"faults": {"command": sys.executable, "args": [str(FAULT_SERVER), "--changed-flag", flag]}}
+
+
+async def test_an_approval_names_the_reviewed_definition_and_a_changed_one_is_refused(tmp_path: Path) -> None:
+    settings = Settings(state=StateSettings(dir=str(tmp_path / "state")), policy=PolicySettings(quarantine=True))
+    async with Toolbox.from_config({"mcpServers": _servers(tmp_path)}, settings=settings) as box:
+        cm = box.codemode
+        reviewed = (await cm.describe_tool("faults:echo", "full")).docs[0]
+        assert reviewed.digest is not None and reviewed.digest in reviewed.text, reviewed
+        listed = cm.quarantined_tools().digests()
+        assert listed["faults:echo"] == reviewed.digest
+        await cm.approve_tools({"faults:add_tool": listed["faults:add_tool"]}, by="person:ops")
+        # The server changes echo and announces it, between the review and the approval.
+        (tmp_path / "changed").write_text("1")
+        assert (await cm.execute("run_tool('faults:add_tool', name='extra')")).ok
+        with anyio.fail_after(60):  # a hang bound
+            while "changed" not in box.index.get("faults:echo").description:  # noqa: ASYNC110 - the re-listing
+                await anyio.sleep(0.05)
+        with pytest.raises(DefinitionChangedError) as info:
+            await cm.approve_tools({"faults:echo": reviewed.digest}, by="person:ops")
+        err = info.value
+        assert err.code == "definition_changed" and err.tool_id == "faults:echo", err
+        assert err.changed == {"faults:echo": box.stores.quarantine.digest(box.index.get("faults:echo"))}  # type: ignore[union-attr]
+        assert "faults:echo" in str(err) and "changed since it was shown" in str(err), err
+        # The same in the other form, and an id or a glob without a digest: nothing is approved.
+        with pytest.raises(DefinitionChangedError):
+            await cm.approve_tools([f"faults:echo@{reviewed.digest}"], by="person:ops")
+        for unbound in (["faults:echo"], ["faults:*"], "faults:echo"):
+            with pytest.raises(InvalidArgumentsError, match="names no definition") as bad:
+                await cm.approve_tools(unbound, by="person:ops")
+            assert err.changed["faults:echo"] in str(bad.value)  # what it covers, with the digest now
+        blocked = await cm.execute("run_tool('faults:echo', text='hi')")
+        assert blocked.error is not None and "quarantined" in blocked.error.message, blocked
+        # Reviewed again, the new definition is approved by its own digest.
+        again = (await cm.describe_tool("faults:echo", "full")).docs[0]
+        assert again.digest == err.changed["faults:echo"] and "changed" in again.text
+        # A host's person asked about the agent's approve_tools call sees what it would approve, whole.
+        door = Door(box)
+        stale = await door.asked("approve_tools", {"tools": {"faults:echo": reviewed.digest}})
+        assert stale["tools"] == [] and "changed since it was shown" in stale["question"], stale
+        asked = await door.asked("approve_tools", {"tools": [f"faults:echo@{again.digest}"]})
+        assert asked["digests"] == {"faults:echo": again.digest} and "sends it elsewhere" in asked["question"], asked
+        assert (await cm.approve_tools({"faults:echo": again.digest}, by="person:ops")).approved == ["faults:echo"]
+        assert (await cm.execute("run_tool('faults:echo', text='hi')")).ok
+        assert (await cm.describe_tool("faults:echo", "full")).docs[0].digest is None  # approved: nothing to name
+
+
+async def _call(client: Client, tool: str, args: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
+    res = await client.call_tool(tool, args)
+    return bool(res.is_error), dict(res.structured_content or {})
+
+
+async def test_the_approve_tools_tool_refuses_a_definition_changed_since_describe_showed_it(tmp_path: Path) -> None:
+    config = tmp_path / "mcp.json"
+    toolcode = {"tools": ["*"], "policy": {"quarantine": True}, "state": {"dir": str(tmp_path / "state")}}
+    config.write_text(json.dumps({"mcpServers": _servers(tmp_path), "toolcode": toolcode}))
+    async with (
+        toolcode_serve_http(config) as served,
+        httpx2.AsyncClient(timeout=httpx2.Timeout(10, read=60)) as http,
+        Client(streamable_http_client(served.url, http_client=http)) as op,  # type: ignore[arg-type]
+    ):
+        failed, out = await _call(op, "describe_tool", {"tool_id": ["faults:echo", "faults:add_tool"], "level": "full"})
+        assert not failed, out
+        echo, add = out["docs"]
+        assert f"approve_tools(tools={{'faults:echo': {echo['digest']!r}}})" in echo["text"], echo
+        failed, out = await _call(op, "approve_tools", {"tools": {"faults:add_tool": add["digest"]}})
+        assert not failed and out["approved"] == ["faults:add_tool"], out
+        (tmp_path / "changed").write_text("1")
+        failed, out = await _call(op, "run_tool", {"tool_id": "faults:add_tool", "args": {"name": "extra"}})
+        assert not failed, out
+        with anyio.fail_after(60):  # a hang bound: the re-list follows the announcement
+            while True:
+                failed, now = await _call(op, "describe_tool", {"tool_id": "faults:echo", "level": "full"})
+                if "changed" in now["docs"][0]["text"]:
+                    break
+                await anyio.sleep(0.1)
+        failed, out = await _call(op, "approve_tools", {"tools": [f"faults:echo@{echo['digest']}"]})
+        assert failed and out["error"]["code"] == "definition_changed", out
+        assert out["error"]["tool_id"] == "faults:echo" and now["docs"][0]["digest"] in out["error"]["message"], out
+        failed, out = await _call(op, "approve_tools", {"tools": ["faults:echo"]})
+        assert failed and out["error"]["code"] == "invalid_arguments" and "names no definition" in str(out), out
+        failed, out = await _call(op, "run_tool", {"tool_id": "faults:echo", "args": {"text": "hi"}})
+        assert failed and out["error"]["code"] == "not_allowed", out  # still quarantined
+        failed, out = await _call(op, "approve_tools", {"tools": {"faults:echo": now["docs"][0]["digest"]}})
+        assert not failed and out["approved"] == ["faults:echo"], out
+        failed, out = await _call(op, "run_tool", {"tool_id": "faults:echo", "args": {"text": "hi"}})
+        assert not failed, out
+
+
+async def test_the_cli_approves_only_the_digest_it_was_given_and_shows_what_a_bare_id_covers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Each command starts the server afresh: the server may show one definition to `tools
+    # quarantined` and another to `tools approve`.
+    from toolcode.cli import main
+
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": _servers(tmp_path), "toolcode": {"policy": {"quarantine": True}}}))
+
+    async def toolcode(*argv: str) -> tuple[int, str]:
+        argv += ("--config", str(config), "--state-dir", str(tmp_path / "state"))
+        code = await anyio.to_thread.run_sync(main, list(argv))
+        return code, capsys.readouterr().out
+
+    code, out = await toolcode("tools", "quarantined", "--json")
+    assert code == 0, out
+    shown = {t["tool_id"]: t["digest"] for t in json.loads(out)["tools"]}
+    (tmp_path / "changed").write_text("1")  # the next process lists echo changed
+    code, out = await toolcode("tools", "approve", f"faults:echo@{shown['faults:echo']}", "--json")
+    assert code == 1 and json.loads(out)["error"]["code"] == "definition_changed", out
+    # An id alone prints the definitions it covers, whole, and the command that approves exactly them.
+    code, out = await toolcode("tools", "approve", "faults:echo")
+    assert code == 2, out
+    now = out.split("faults:echo@", 1)[1].split()[0].strip("'")
+    assert now != shown["faults:echo"] and f"# faults:echo (digest: {now})" in out and "(changed)" in out, out
+    code, out = await toolcode("tools", "quarantined", "--json")
+    assert {t["tool_id"] for t in json.loads(out)["tools"]} >= {"faults:echo"}, out  # nothing was approved
+    code, out = await toolcode("tools", "approve", f"faults:echo@{now}")
+    assert code == 0 and "approved: faults:echo" in out, out
+    code, out = await toolcode("tools", "quarantined", "--json")
+    assert "faults:echo" not in {t["tool_id"] for t in json.loads(out)["tools"]}, out
