@@ -7,6 +7,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
@@ -23,6 +24,7 @@ from mcp_support import SERVERS_DIR, RunningServer
 from toolcode import Toolbox
 from toolindex import InMemoryIndex
 from toolrun import (
+    AddressRefusedError,
     BackendUnavailableError,
     ConfigError,
     DefaultRunner,
@@ -622,6 +624,97 @@ async def test_a_document_never_points_calls_at_this_host_s_network(
     async with runner_for({"openapi": f"{service.url}/openapi-for?server={other.url}", "baseUrl": other.url}, env) as r:
         assert (await r.run("pets:getPet", {"petId": 2})).value["name"] == "Tom"
     assert [r["raw_path"] for r in await seen_by(other)] == ["/pets/2"]
+
+
+REBOUND = "pets.rebound.test"
+"""A host name that resolves to 127.0.0.1 in this process only (see ``rebound``)."""
+
+
+@pytest.fixture
+def rebound(monkeypatch: pytest.MonkeyPatch) -> str:
+    """:data:`REBOUND` resolves to 127.0.0.1, as an attacker's name resolves to the metadata service.
+
+    The resolver itself is patched (every lookup the process makes goes through it), and only for
+    that name: no network is needed, and nothing above the resolver knows.
+    """
+    real = socket.getaddrinfo
+
+    def getaddrinfo(host: bytes | str | None, *args: Any, **kwargs: Any) -> Any:
+        name = host.decode() if isinstance(host, bytes) else host
+        if name is not None and name.rstrip(".").lower() == REBOUND:
+            return real("127.0.0.1", *args, **kwargs)
+        return real(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    return REBOUND
+
+
+async def test_a_document_s_host_name_that_resolves_into_this_host_s_network_is_refused_when_connecting(
+    service: RunningServer, other: RunningServer, rebound: str
+) -> None:
+    # The document on A names a host name (no address to see in it) that resolves to B on loopback:
+    # as `metadata.attacker.example` would to 169.254.169.254, or a name rebound after a check.
+    port = other.url.rsplit(":", 1)[1]
+    server = f"http://{rebound}:{port}"
+    document = f"{service.url}/openapi-for?server={quote(server, safe='')}"
+    code = (
+        "try:\n"
+        "    run_tool('pets:getPet', {'petId': 1})\n"
+        "    refused = None\n"
+        "except ToolError as e:\n"
+        "    refused = str(e)\n"
+        "__out = refused"
+    )
+    with structlog.testing.capture_logs():
+        async with Toolbox([ProviderBackend("pets", OpenAPIProvider("pets", document))], engine="inprocess") as box:
+            out = await box.codemode.execute(code)
+    assert out.ok, out.error
+    assert out.value is not None, "the call went through"
+    message = out.value
+    assert message.startswith("[config_error] pets:getPet: ")
+    assert f"{rebound!r}, which resolves to 127.0.0.1, a loopback, private or link-local address" in message
+    assert "tool 'pets:getPet' was not called" in message and "set baseUrl" in message
+    assert await seen_by(other) == []  # refused before connecting: nothing reached B
+    # baseUrl naming that host is the configuration's word.
+    provider = OpenAPIProvider("pets", document, base_url=server)
+    async with Toolbox([ProviderBackend("pets", provider)], engine="inprocess") as box:
+        out = await box.codemode.execute("__out = run_tool('pets:getPet', {'petId': 2})['name']")
+    assert out.ok and out.value == "Tom", out.error
+    assert [r["raw_path"] for r in await seen_by(other)] == ["/pets/2"]
+
+
+async def test_a_proxy_of_the_environment_does_not_carry_calls_to_a_server_the_document_chose(
+    service: RunningServer, other: RunningServer, rebound: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # B stands for the proxy: it would resolve the name itself, where no address can be checked.
+    port = other.url.rsplit(":", 1)[1]
+    documents = {
+        "api.example.org": f"{service.url}/openapi-for?server=http://api.example.org",
+        rebound: f"{service.url}/openapi-for?server={quote(f'http://{rebound}:{port}', safe='')}",
+    }
+    refused: dict[str, AddressRefusedError] = {}
+    with monkeypatch.context() as env:
+        for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"):
+            for variant in (name, name.lower()):
+                env.delenv(variant, raising=False)
+        env.setenv("HTTP_PROXY", other.url)
+        # Connected to directly: the documents' origin, and the name that is then checked.
+        env.setenv("NO_PROXY", f"127.0.0.1,{rebound}")
+        for host, document in documents.items():
+            async with DefaultRunner(
+                InMemoryIndex(), [ProviderBackend("pets", OpenAPIProvider("pets", document))]
+            ) as r:
+                with structlog.testing.capture_logs():
+                    await r.attach()
+                with pytest.raises(AddressRefusedError) as caught:
+                    await r.run("pets:getPet", {"petId": 1})
+            refused[host] = caught.value
+    through_proxy = refused["api.example.org"]
+    assert through_proxy.tool_id == "pets:getPet" and through_proxy.address is None
+    assert "a proxy of the environment" in str(through_proxy) and "NO_PROXY" in str(through_proxy)
+    direct = refused[rebound]
+    assert (direct.host, direct.address, direct.field) == (rebound, "127.0.0.1", "baseUrl")
+    assert await seen_by(other) == []  # nothing went to the proxy, nor to what the name resolves to
 
 
 async def test_without_base_url_credentials_go_to_the_origin_the_document_came_from(

@@ -1,7 +1,7 @@
 """The private parts of dependencies that toolcode and toolrun rely on are still where they were.
 
 Each lives behind one compat module (``toolcode._compat_monty``, ``toolrun._compat_mcp``,
-``toolrun._compat_referencing``, ``toolcode.server._compat_uvicorn``, the provider peek in
+``toolrun._compat_referencing``, ``toolrun._compat_httpx``, ``toolcode.server._compat_uvicorn``, the provider peek in
 ``toolcode._otel``); these tests fail loudly on an upgrade that moves one, before anything else breaks in a subtler way.
 """
 
@@ -12,11 +12,14 @@ from importlib.metadata import version
 from pathlib import Path
 
 import opentelemetry.trace
+import pytest
 from mcp import ClientSession
 from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 
 from toolcode._compat_monty import find_monty_binary
 from toolcode.server._compat_uvicorn import CHECKED_ON as UVICORN_CHECKED_ON
+from toolrun._compat_httpx import CHECKED_ON as HTTPX_CHECKED_ON
+from toolrun._compat_httpx import environment_proxies, wrap_network_backend
 from toolrun._compat_mcp import TransportStreams
 from toolrun._compat_referencing import Resolver, base_uri
 
@@ -46,6 +49,45 @@ def test_referencing_resolvers_have_a_base_uri() -> None:
     assert isinstance(resolver, Resolver)
     assert base_uri(resolver) == "urn:doc"
     assert version("referencing").startswith("0.3"), version("referencing")
+
+
+def test_the_httpx2_transport_opens_its_connections_through_a_backend_it_can_be_given(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # toolrun._openapi_connect checks the address of every connection to a server a document chose.
+    import anyio
+    import httpcore2
+    import httpx2
+
+    class Asked(Exception):
+        pass
+
+    class Backend(httpcore2.AsyncNetworkBackend):
+        def __init__(self, inner: httpcore2.AsyncNetworkBackend) -> None:
+            assert isinstance(inner, httpcore2.AsyncNetworkBackend)
+
+        async def connect_tcp(self, host: str, port: int, **kwargs: object) -> httpcore2.AsyncNetworkStream:
+            raise Asked(host, port)
+
+    async def main() -> None:
+        transport = httpx2.AsyncHTTPTransport()
+        wrap_network_backend(transport, Backend)
+        async with httpx2.AsyncClient(transport=transport) as client:
+            with pytest.raises(Asked) as caught:  # raised as it is, not mapped to an httpx2 error
+                await client.get("http://api.example.test:8080/x")
+        assert caught.value.args == ("api.example.test", 8080)
+
+    anyio.run(main)
+    with pytest.raises(TypeError):
+        wrap_network_backend(httpx2.AsyncHTTPTransport(proxy="http://proxy.test:3128"), Backend)
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"):
+        for variant in (name, name.lower()):
+            monkeypatch.delenv(variant, raising=False)
+    monkeypatch.setenv("HTTPS_PROXY", "proxy.test:3128")
+    monkeypatch.setenv("NO_PROXY", "internal.test")
+    assert environment_proxies() == {"https://": "http://proxy.test:3128", "all://*internal.test": None}
+    for package in ("httpx2", "httpcore2"):
+        assert version(package).startswith(HTTPX_CHECKED_ON + "."), version(package)
 
 
 def test_the_opentelemetry_provider_peek_is_there() -> None:

@@ -92,6 +92,7 @@ LOWER_ERRORS: Final[dict[type[Exception], Lower]] = {
     rn.AmbiguousToolIDError: Lower("resolve", ErrorCode.UNKNOWN_TOOL, _qualify),
     rn.InvalidToolIDError: _INVALID,
     rn.ConfigError: _CONFIG,
+    rn.AddressRefusedError: _CONFIG,
     rn.NoBackendError: _UNREACHABLE,
     rn.InputValidationError: _INVALID,
     rn.OutputValidationError: Lower("validate_output", ErrorCode.TOOL_ERROR),

@@ -46,6 +46,7 @@ from toolrun._types import (
 )
 from toolrun._validation import DEFAULT_VALIDATION_POLICY, CompiledSchema, SchemaCache, compile_schema, json_path
 from toolrun.exceptions import (
+    AddressRefusedError,
     AmbiguousToolIDError,
     BackendUnavailableError,
     ChainError,
@@ -75,6 +76,7 @@ __all__ = [
     "DEFAULT_SCHEMA_LIMITS",
     "DEFAULT_VALIDATION_POLICY",
     "WATCHDOG_SUPPORTED",
+    "AddressRefusedError",
     "AmbiguousToolIDError",
     "ArgumentLimits",
     "Backend",

@@ -8,9 +8,10 @@
 The tools are built by :func:`~toolrun._openapi_tools.build_tools` (names, schemas, ``$ref``
 resolution); this module reads the document and makes the calls: real HTTP with ``httpx2``,
 a timeout on the whole call (connecting, sending and reading), no redirects followed, a cap on
-the bytes of a response that are read, credentials sent to one origin only, and every request
+the bytes of a response that are read, credentials sent to one origin only, every request
 URL checked to be its operation's path template with its segments filled
-(:mod:`~toolrun._openapi_target`).
+(:mod:`~toolrun._openapi_target`), and a server the document chose on another origin than its own
+connected to only on a globally reachable address (:mod:`~toolrun._openapi_connect`).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from toolrun._config import (
 )
 from toolrun._gc import LARGE_DOCUMENT_BYTES, LARGE_DOCUMENT_PATHS, collector_paused
 from toolrun._http_inflate import IDENTITY, UnreadableEncodingError, body_chunks
+from toolrun._openapi_connect import AddressRefused, public_client
 from toolrun._openapi_document import (
     MAX_DOCUMENT_BYTES,
     fetch_document,
@@ -59,6 +61,7 @@ from toolrun._size import container_bound, containers_at_most
 from toolrun._types import BackendResult
 from toolrun._validation import json_path
 from toolrun.exceptions import (
+    AddressRefusedError,
     BackendUnavailableError,
     ConfigError,
     HTTPStatusError,
@@ -112,8 +115,16 @@ class OpenAPIProvider:
     document read from a file or given as a mapping, without ``base_url``) is a
     ``ConfigError`` naming ``baseUrl`` when credentials are configured.
 
-    Concurrency: calls may run from many tasks at once (one pooled HTTP client).
-    Ownership: :meth:`aclose` closes the HTTP client (``ProviderBackend`` calls it).
+    Without ``base_url``, a server URL the document names on another origin than its own is the
+    document's choice alone: a special-purpose address in it is refused when the tools are built,
+    and its calls connect only to globally reachable addresses, checked on the address connected
+    to (a name that resolves into this host's network, or is rebound there, is refused with
+    :class:`~toolrun.AddressRefusedError` before anything is sent; so is such a call that a proxy
+    of the environment would carry).
+
+    Concurrency: calls may run from many tasks at once (pooled HTTP clients: one for ``base_url``
+    and the document's own origin, one for the servers the document chose elsewhere).
+    Ownership: :meth:`aclose` closes the HTTP clients (``ProviderBackend`` calls it).
     """
 
     def __init__(
@@ -181,6 +192,9 @@ class OpenAPIProvider:
         self._document_url: str | None = None
         self._targets: dict[str, PathTemplate] = {}
         self._client: httpx2.AsyncClient | None = None
+        self._public_client: httpx2.AsyncClient | None = None
+        self._chosen: set[str] = set()
+        """The operations (by name) whose base URL the document chose on another origin than its own."""
         self._closed = False
         self.operations: dict[str, Operation] = {}
         """The operation behind each tool, by tool name (filled by :meth:`list_tools`)."""
@@ -222,11 +236,16 @@ class OpenAPIProvider:
             max_response_bytes=config.max_response_bytes,
         )
 
-    def _http(self) -> httpx2.AsyncClient:
-        # Created on first use (no await in between, so concurrent callers share one).
+    def _http(self, chosen: bool = False) -> httpx2.AsyncClient:
+        # Created on first use (no await in between, so concurrent callers share one). Uncompressed
+        # replies: a compressed one is inflated within maxResponseBytes (_http_inflate).
+        if chosen:
+            # A server the document chose: only globally reachable addresses, checked when connecting.
+            if self._public_client is None:
+                self._public_client = public_client(httpx2.Timeout(self._timeout), IDENTITY)
+            return self._public_client
         if self._client is None:
             timeout = httpx2.Timeout(self._timeout)
-            # Uncompressed replies: a compressed one is inflated within maxResponseBytes (_http_inflate).
             self._client = httpx2.AsyncClient(timeout=timeout, follow_redirects=False, headers=IDENTITY)
         return self._client
 
@@ -304,6 +323,7 @@ class OpenAPIProvider:
             )
         self.operations = built.operations
         self._targets = {}
+        self._chosen = set()
         self.skipped = built.skipped
         self.trimmed = built.notes
         _log.info(
@@ -434,7 +454,10 @@ class OpenAPIProvider:
     def _target(self, op: Operation) -> PathTemplate:
         target = self._targets.get(op.name)
         if target is None:
-            target = self._targets[op.name] = PathTemplate(self._base_for(op), op.path)
+            base = self._base_for(op)
+            if self._base_url is None and (self._document_url is None or origin(base) != origin(self._document_url)):
+                self._chosen.add(op.name)
+            target = self._targets[op.name] = PathTemplate(base, op.path)
         return target
 
     async def call_tool(self, name: str, args: Mapping[str, Any]) -> BackendResult:
@@ -454,6 +477,9 @@ class OpenAPIProvider:
             InputValidationError: If a path value would not fill exactly one segment, or an
                 object's key would name a method override or another query parameter.
             InputValidationError: If a header value cannot be sent (a line break, a character outside ASCII).
+            AddressRefusedError: If the server is one the document chose on another origin than its
+                own (no ``base_url``) and its host resolves into this host's network, or a proxy of
+                the environment would carry the call; nothing was sent.
         """
         if self._closed:
             raise BackendUnavailableError(f"openapi:{self.name}", "the provider is closed")
@@ -462,9 +488,10 @@ class OpenAPIProvider:
             raise LookupError(f"{self.name!r} has no operation {name!r}")
         tool_id = f"{self.name}:{name}"
         target = self._target(op)
+        client = self._http(op.name in self._chosen)
         try:
             request = _Request.build(op, args, target, self._headers, self._query)
-            sent = self._http().build_request(
+            sent = client.build_request(
                 op.method,
                 request.url,
                 params=request.params,
@@ -484,7 +511,9 @@ class OpenAPIProvider:
         started = time.perf_counter()
         with anyio.move_on_after(math.inf if self._timeout is None else self._timeout) as scope:
             try:
-                result = await self._send(tool_id, op, sent, request.shown)
+                result = await self._send(client, tool_id, op, sent, request.shown)
+            except AddressRefused as e:
+                raise AddressRefusedError(tool_id, self.name, e.host, e.address) from None
             except httpx2.TimeoutException as e:
                 raise ToolTimeoutError(tool_id, self._timeout or 0.0) from e
             except httpx2.ConnectError as e:
@@ -504,8 +533,10 @@ class OpenAPIProvider:
         assert scope.cancelled_caught
         raise ToolTimeoutError(tool_id, self._timeout or 0.0)
 
-    async def _send(self, tool_id: str, op: Operation, request: httpx2.Request, url: str) -> BackendResult:
-        response = await self._http().send(request, stream=True)
+    async def _send(
+        self, client: httpx2.AsyncClient, tool_id: str, op: Operation, request: httpx2.Request, url: str
+    ) -> BackendResult:
+        response = await client.send(request, stream=True)
         try:
             chunks: list[bytes] = []
             size = 0
@@ -544,11 +575,13 @@ class OpenAPIProvider:
         return _result(body, content_type, encoding, op, shown)
 
     async def aclose(self) -> None:
-        """Close the HTTP client; idempotent."""
+        """Close the HTTP clients; idempotent."""
         self._closed = True
-        client, self._client = self._client, None
-        if client is not None:
-            await client.aclose()
+        clients = (self._client, self._public_client)
+        self._client = self._public_client = None
+        for client in clients:
+            if client is not None:
+                await client.aclose()
 
 
 def _file_size(path: str) -> int:

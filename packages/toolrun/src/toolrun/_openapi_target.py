@@ -25,7 +25,7 @@ from urllib.parse import unquote
 
 import httpx2
 
-__all__ = ["PathError", "PathTemplate", "non_public_host", "origin", "template_problem"]
+__all__ = ["PathError", "PathTemplate", "non_public_address", "non_public_host", "origin", "template_problem"]
 
 _PLACEHOLDER: Final = re.compile(r"\{([^{}/]+)\}")
 _MOVES: Final = frozenset({"", ".", "..", "%2e", ".%2e", "%2e.", "%2e%2e"})
@@ -54,10 +54,10 @@ def origin(url: str | httpx2.URL) -> str:
 def non_public_host(url: str | httpx2.URL) -> str | None:
     """The host of ``url`` when it names a special-purpose address (``None`` for a public one).
 
-    ``localhost`` and ``*.localhost``, and every IP address that is not globally reachable
-    (loopback, private, link-local such as the cloud metadata service ``169.254.169.254``, shared,
-    unspecified, reserved), also in the forms the resolver accepts (``2130706433``, ``0x7f.1``) and
-    as IPv4-mapped IPv6. A name that only resolves to such an address is not seen.
+    ``localhost`` and ``*.localhost``, and every address :func:`non_public_address` refuses, also
+    in the forms the resolver accepts (``2130706433``, ``0x7f.1``). A name that only resolves to
+    such an address is not seen here: the connection is checked for that
+    (:mod:`~toolrun._openapi_connect`).
 
     >>> non_public_host("http://169.254.169.254/latest"), non_public_host("https://api.example.org")
     ('169.254.169.254', None)
@@ -75,9 +75,39 @@ def non_public_host(url: str | httpx2.URL) -> str | None:
             address = ipaddress.ip_address(socket.inet_aton(host))
         except OSError:
             return None
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
-    return None if address.is_global else host
+    return host if non_public_address(address) else None
+
+
+_NAT64: Final = (ipaddress.IPv6Network("64:ff9b::/96"), ipaddress.IPv6Network("64:ff9b:1::/48"))
+"""IPv6 prefixes that a NAT64 gateway turns into the IPv4 address in their last 32 bits."""
+_IPV4_COMPATIBLE: Final = ipaddress.IPv6Network("::/96")
+"""The deprecated IPv4-compatible IPv6 addresses (``::127.0.0.1``)."""
+
+
+def non_public_address(address: str | ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    """Whether ``address`` (an IP address) is not globally reachable: a connection into this host's network.
+
+    Loopback, private, link-local such as the cloud metadata service ``169.254.169.254``, shared,
+    unspecified, reserved and multicast addresses; an IPv6 address that carries an IPv4 address
+    (IPv4-mapped ``::ffff:a.b.c.d``, IPv4-compatible ``::a.b.c.d``, 6to4, NAT64 ``64:ff9b::/96``)
+    as that IPv4 address. An IPv6 zone (``fe80::1%eth0``) is ignored; what is not an IP address
+    counts as not public.
+
+    >>> non_public_address("::ffff:169.254.169.254"), non_public_address("93.184.216.34")
+    (True, False)
+    """
+    if isinstance(address, str):
+        try:
+            address = ipaddress.ip_address(address.partition("%")[0])
+        except ValueError:
+            return True
+    if isinstance(address, ipaddress.IPv6Address):
+        embedded = address.ipv4_mapped or address.sixtofour
+        if embedded is None and (address in _IPV4_COMPATIBLE or any(address in n for n in _NAT64)):
+            embedded = ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+        if embedded is not None:
+            address = embedded
+    return not address.is_global or address.is_multicast
 
 
 def template_problem(template: str) -> str | None:

@@ -16,6 +16,7 @@ from toolrun._gc import collector_paused
 from toolrun._redact import mask_secrets
 from toolrun._types import BackendResult, ProgressCallback
 from toolrun.exceptions import (
+    AddressRefusedError,
     BackendUnavailableError,
     InputValidationError,
     NoBackendError,
@@ -186,7 +187,7 @@ class ProviderBackend:
                 return await self._call(name, args)
             with anyio.move_on_after(timeout) as scope:
                 return await self._call(name, args)
-        except (ToolTimeoutError, InputValidationError, ResponseTooLargeError) as e:
+        except (ToolTimeoutError, InputValidationError, ResponseTooLargeError, AddressRefusedError) as e:
             # The provider's own errors know its tool by the provider's name, not by the id the
             # index gives it (a namespace other than the provider's).
             if e.tool_id == tool.id:
@@ -225,11 +226,13 @@ class ProviderBackend:
 
 
 def _renamed(
-    e: ToolTimeoutError | InputValidationError | ResponseTooLargeError, tool_id: str
-) -> ToolTimeoutError | InputValidationError | ResponseTooLargeError:
+    e: ToolTimeoutError | InputValidationError | ResponseTooLargeError | AddressRefusedError, tool_id: str
+) -> ToolTimeoutError | InputValidationError | ResponseTooLargeError | AddressRefusedError:
     """``e`` about the tool the index knows as ``tool_id``."""
     if isinstance(e, ToolTimeoutError):
         return ToolTimeoutError(tool_id, e.timeout)
     if isinstance(e, InputValidationError):  # arguments only the provider can judge (an OpenAPI path value)
         return InputValidationError(tool_id, e.problems)
+    if isinstance(e, AddressRefusedError):  # an OpenAPI server the document chose, in this host's network
+        return AddressRefusedError(tool_id, e.server or "", e.host, e.address)
     return ResponseTooLargeError(tool_id, e.server, e.limit, e.containers)

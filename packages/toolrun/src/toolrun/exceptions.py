@@ -9,6 +9,7 @@ toolindex class of the same name); :data:`INDEX_ERRORS` is the one table that ma
     ├── AmbiguousToolIDError      a bare name matches several namespaces (also toolindex's; candidates)
     ├── InvalidToolIDError        the id is malformed (also toolindex.InvalidToolIDError)
     ├── ConfigError               bad server configuration (names the server and the field)
+    │   └── AddressRefusedError   an OpenAPI call a document pointed into this host's network was not made
     ├── NoBackendError            the tool has no backend this runner can use
     ├── InputValidationError      args do not match the input schema (JSON path of each problem)
     ├── OutputValidationError     the result does not match the output schema
@@ -41,6 +42,7 @@ from toolrun._redact import mask_secrets, redact
 
 __all__ = [
     "INDEX_ERRORS",
+    "AddressRefusedError",
     "AmbiguousToolIDError",
     "BackendUnavailableError",
     "ChainError",
@@ -121,6 +123,45 @@ class ConfigError(ToolRunError, ValueError):
         if field:
             where += f" field {field!r}"
         super().__init__(f"{where}: {reason}")
+
+
+class AddressRefusedError(ConfigError):
+    """An OpenAPI call was not made: the server a document chose would be reached in this host's network.
+
+    Without ``baseUrl``, a call to a server URL that the document names on another origin than its
+    own connects only to globally reachable addresses; its host here is a name that resolves to a
+    loopback, private, link-local or other special-purpose address (``169.254.169.254``, the
+    metadata service), or the call would go through a proxy of the environment, which resolves the
+    name where the address cannot be checked. Nothing was sent. ``baseUrl`` is the configuration's
+    word and may name any address.
+
+    Attributes:
+        tool_id: The tool whose call was refused.
+        server: The OpenAPI entry's name.
+        field: ``"baseUrl"``, the field that would name the address.
+        host: The server URL's host (clipped to 100 characters).
+        address: The address it resolved to; ``None`` when the call would go through a proxy.
+        reason: Why.
+    """
+
+    def __init__(self, tool_id: str, server: str, host: str, address: str | None) -> None:
+        self.tool_id = tool_id
+        self.host = host
+        self.address = address
+        where = f"its server URL, which the document names on another origin than its own, has the host {host!r}"
+        if address is None:
+            why = (
+                f"{where}, and a proxy of the environment (HTTP_PROXY, HTTPS_PROXY or ALL_PROXY) would carry the "
+                "call and resolve that name itself, where the address cannot be checked against this host's "
+                "network: list the host in NO_PROXY to connect directly (the address is then checked), or set "
+                "baseUrl"
+            )
+        else:
+            why = (
+                f"{where}, which resolves to {address}, a loopback, private or link-local address; a document does "
+                "not choose to call into this host's network: set baseUrl"
+            )
+        super().__init__(server, "baseUrl", f"tool {tool_id!r} was not called: {why}")
 
 
 class NoBackendError(ToolRunError):
