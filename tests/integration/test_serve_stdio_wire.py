@@ -107,3 +107,37 @@ async def test_each_request_of_a_batch_gets_an_error(tmp_path: Path) -> None:
             assert "batch" in answer["error"]["message"], answer
         await wire.send(b'{"jsonrpc":"2.0","id":13,"method":"ping"}')
         assert "result" in await wire.reply(13)
+
+
+@pytest.mark.parametrize("stdin", ["a file", "a pipe closed after writing"])
+async def test_each_request_sent_before_the_end_of_input_is_answered(tmp_path: Path, stdin: str) -> None:
+    # At the end of its input the server stopped at once and cancelled the requests still in
+    # flight: `toolcode serve < requests.jsonl` answered the initialize alone.
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {}}))
+    info = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": info},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        *({"jsonrpc": "2.0", "id": i, "method": "ping"} for i in range(2, 8)),
+        {
+            "jsonrpc": "2.0",
+            "id": 8,
+            "method": "tools/call",
+            "params": {"name": "execute_code", "arguments": {"code": "__out = 6 * 7"}},
+        },
+    ]
+    body = b"\n".join(json.dumps(m).encode() for m in lines)  # the last line without its newline
+    source = tmp_path / "requests.jsonl"
+    source.write_bytes(body)
+    command = [sys.executable, *toolcode_serve_args(config)]
+    with anyio.fail_after(HANG_S):
+        if stdin == "a file":
+            with source.open("rb") as f:
+                done = await anyio.run_process(command, stdin=f, check=False)
+        else:
+            done = await anyio.run_process(command, input=body, check=False)
+    answers = {m["id"]: m for m in map(json.loads, done.stdout.splitlines()) if "id" in m}
+    assert sorted(answers) == list(range(1, 9)), done.stderr.decode()[-2000:]
+    assert "42" in json.dumps(answers[8]["result"]), answers[8]
+    assert done.returncode == 0, done.stderr.decode()[-2000:]

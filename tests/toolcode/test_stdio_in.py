@@ -76,3 +76,15 @@ async def test_the_descriptor_reads_the_null_device_while_served_and_is_given_ba
         assert os.fstat(fd).st_ino == source.stat().st_ino
     finally:
         os.close(fd)
+
+
+async def test_a_carriage_return_ends_a_line_too(tmp_path: Path) -> None:
+    # The SDK's reader (universal newlines) ended a line at \r, \r\n or \n: a client ending its
+    # messages with \r alone was never answered once only \n ended a line.
+    source = tmp_path / "requests.jsonl"
+    source.write_bytes(b"one\rtwo\r\nthree\nfour\r")
+    fd = os.open(source, os.O_RDONLY)
+    try:
+        assert [line.strip() for line in await _lines(fd)] == ["one", "two", "three", "four"]
+    finally:
+        os.close(fd)

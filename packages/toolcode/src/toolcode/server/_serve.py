@@ -44,7 +44,7 @@ from toolcode.server._http_leaving import CancelOnLeave
 from toolcode.server._http_stopping import STOP_GRACE, Stopping
 from toolcode.server._http_tokens import BearerTokens
 from toolcode.server._server import CodeModeServer
-from toolcode.server._stdio import AnsweringReadStream
+from toolcode.server._stdio import AnsweringReadStream, OpenRequests
 from toolcode.server._stdio_in import StdinLines
 from toolindex.log import get_logger
 from toolrun import RedactingFilter, redact_processor
@@ -205,7 +205,10 @@ async def serve_stdio(toolbox: Toolbox, *, expose: Sequence[str] | None = None) 
         async with anyio.create_task_group() as tg:
             tg.start_soon(_stop_on_signals, tg.cancel_scope, stopped_on)
             async with StdinLines() as lines, stdio_server(stdin=cast("anyio.AsyncFile[str]", lines)) as (read, write):
-                await server.server.run(AnsweringReadStream(read, write), write, options)
+                # At the end of input, the requests sent before it are answered first (for up to the grace).
+                requests = OpenRequests(STOP_GRACE)
+                reading = requests.reading(AnsweringReadStream(read, write))
+                await server.server.run(reading, requests.writing(write), options)
             tg.cancel_scope.cancel()
 
     await _serve(server, run)

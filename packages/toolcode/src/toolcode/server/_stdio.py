@@ -13,6 +13,12 @@ around the read stream, :class:`AnsweringReadStream` takes those exceptions inst
 - a batch (a JSON array, which MCP does not have) gets a ``-32600`` error for each request in it
   that carries an id (the first 1,000);
 - a line with no id to answer is dropped, as before (nobody waits for it).
+
+The SDK's server also stops serving the moment its input ends, cancelling the requests still in
+flight: a client that closes stdin after its last request (``toolcode serve < requests.jsonl``, a
+pipe) got no answer to them. :class:`OpenRequests` counts the requests handed on and the answers
+written: read through it, the end of input waits until each request is answered (or cancelled by
+its client), for up to a grace, then ends the server as before.
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ from toolcode._metatools import as_object
 from toolindex.log import get_logger
 from toolrun import find_request_id
 
-__all__ = ["AnsweringReadStream"]
+__all__ = ["AnsweringReadStream", "OpenRequests"]
 
 _log = get_logger("toolcode.server")
 _LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
@@ -71,6 +77,10 @@ class _Receiving(Protocol):
 
 class _Sending(Protocol):
     async def send(self, item: SessionMessage, /) -> None: ...
+
+
+class _Writing(_Sending, Protocol):
+    async def aclose(self) -> None: ...
 
 
 class AnsweringReadStream:
@@ -141,6 +151,110 @@ class AnsweringReadStream:
 
     async def aclose(self) -> None:
         """Close the wrapped stream."""
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc_val: BaseException | None, exc_tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+
+class OpenRequests:
+    """The client's requests handed to the server and not answered yet (see the module docstring).
+
+    Args:
+        grace: Seconds the end of input waits for the answers at most.
+    """
+
+    def __init__(self, grace: float) -> None:
+        self.grace = grace
+        self._open: set[int | str] = set()
+        self._none = anyio.Event()
+        self._none.set()
+
+    def reading(self, inner: _Receiving) -> _EndsWhenAnswered:
+        """``inner``, whose requests are counted and whose end waits for their answers."""
+        return _EndsWhenAnswered(inner, self)
+
+    def writing(self, inner: _Writing) -> _CountsAnswers:
+        """``inner``, whose answers are counted."""
+        return _CountsAnswers(inner, self)
+
+    def asked(self, message: SessionMessage | Exception) -> None:
+        """Count ``message`` if it is a request; a client's cancellation of one closes it."""
+        item = message.message if isinstance(message, SessionMessage) else None
+        if isinstance(item, types.JSONRPCRequest):
+            if not self._open:
+                self._none = anyio.Event()
+            self._open.add(item.id)
+        elif isinstance(item, types.JSONRPCNotification) and item.method == "notifications/cancelled":
+            fields = as_object(item.params)
+            self.answered(fields.get("requestId") if fields is not None else None)
+
+    def answered(self, rid: object) -> None:
+        """Close request ``rid`` (answered, or cancelled by its client)."""
+        if isinstance(rid, int | str) and rid in self._open:
+            self._open.discard(rid)
+            if not self._open:
+                self._none.set()
+
+    async def ended(self) -> None:
+        """Wait until each request is answered, for up to :attr:`grace` seconds (then say how many are left)."""
+        with anyio.move_on_after(self.grace):
+            await self._none.wait()
+        if self._open:
+            _log.warning("server.input_ended_unanswered", requests=len(self._open), grace_s=self.grace)
+
+
+class _EndsWhenAnswered:
+    def __init__(self, inner: _Receiving, requests: OpenRequests) -> None:
+        self._inner = inner
+        self._requests = requests
+
+    async def receive(self) -> SessionMessage | Exception:
+        try:
+            item = await self._inner.receive()
+        except anyio.EndOfStream:
+            await self._requests.ended()
+            raise
+        self._requests.asked(item)
+        return item
+
+    def __aiter__(self) -> Self:
+        return self
+
+    async def __anext__(self) -> SessionMessage | Exception:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc_val: BaseException | None, exc_tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+
+class _CountsAnswers:
+    def __init__(self, inner: _Writing, requests: OpenRequests) -> None:
+        self._inner = inner
+        self._requests = requests
+
+    async def send(self, item: SessionMessage, /) -> None:
+        await self._inner.send(item)
+        if isinstance(item.message, types.JSONRPCResponse | types.JSONRPCError):
+            self._requests.answered(item.message.id)
+
+    async def aclose(self) -> None:
         await self._inner.aclose()
 
     async def __aenter__(self) -> Self:

@@ -75,9 +75,13 @@ class StdinLines:
         return self
 
     async def __anext__(self) -> str:
-        """The next line, with its newline (the last one may have none); ends at end of file."""
+        """The next line, with its end (the last one may have none); ends at end of file.
+
+        A line feed, a carriage return, or the two in that order each end a line, as for the SDK's
+        reader (universal newlines); a JSON message holds neither character unescaped.
+        """
         while True:
-            end = self._buffer.find(b"\n", self._scanned)
+            end = _line_end(self._buffer, self._scanned)
             if end > MAX_LINE or (end < 0 and len(self._buffer) > MAX_LINE):
                 self._drop()
                 continue
@@ -87,6 +91,8 @@ class StdinLines:
                 self._scanned = 0
                 if self._dropping:
                     self._dropping = False
+                    continue
+                if line in (b"\n", b"\r"):  # the \n of a \r\n, or an empty line: nothing to read
                     continue
                 return line.decode("utf-8", "replace")
             self._scanned = len(self._buffer)
@@ -104,7 +110,7 @@ class StdinLines:
         """Drop the line being read: the bytes up to its end (or all there are, and those to come up to it)."""
         if not self._dropping:
             _log.warning("server.stdin_line_dropped", reason=f"longer than {MAX_LINE} bytes")
-        end = self._buffer.find(b"\n", self._scanned)
+        end = _line_end(self._buffer, self._scanned)
         if end < 0:
             self._buffer.clear()
             self._dropping = True
@@ -122,3 +128,9 @@ class StdinLines:
         if not self._waits:
             await anyio.lowlevel.checkpoint()
         return os.read(self._wire, _CHUNK)
+
+
+def _line_end(buffer: bytearray, start: int) -> int:
+    """Where the first line feed or carriage return of ``buffer`` from ``start`` is (``-1``: none yet)."""
+    ends = [i for i in (buffer.find(b"\n", start), buffer.find(b"\r", start)) if i >= 0]
+    return min(ends) if ends else -1
