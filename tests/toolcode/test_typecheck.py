@@ -1424,6 +1424,38 @@ RULED_OUT: dict[str, tuple[str, str]] = {
         'from tools import helpdesk\nQUIET = False\nQUIET or helpdesk.list_tickets(office="Paris", status="pending")\n'
         'len(helpdesk.on_call(office="Paris"))',
     ),
+    "after a guard clause that returns": (
+        'from tools import helpdesk\nSTATUS = "all"\ndef fetch(city):\n    if STATUS == "all":\n'
+        "        return helpdesk.list_tickets(office=city)\n"
+        '    return helpdesk.list_tickets(office=city, status=STATUS)\nlen(fetch("Paris"))',
+        'from tools import helpdesk\nSTATUS = "pending"\ndef fetch(city):\n    if STATUS == "all":\n'
+        "        return helpdesk.list_tickets(office=city)\n"
+        '    return helpdesk.list_tickets(office=city, status=STATUS)\nlen(fetch("Paris"))',
+    ),
+    "after a guard clause that continues": (
+        'from tools import helpdesk\nSTATUS = "all"\nn = 0\nfor city in ["Paris", "Tokyo"]:\n    if STATUS == "all":\n'
+        "        n += len(helpdesk.list_tickets(office=city))\n        continue\n"
+        "    n += len(helpdesk.list_tickets(office=city, status=STATUS))\nn",
+        'from tools import helpdesk\nSTATUS = "pending"\nn = 0\nfor city in ["Paris", "Tokyo"]:\n'
+        '    if STATUS == "all":\n'
+        "        n += len(helpdesk.list_tickets(office=city))\n        continue\n"
+        "    n += len(helpdesk.list_tickets(office=city, status=STATUS))\nn",
+    ),
+    "after a guard clause that breaks": (
+        'from tools import helpdesk\nSTATUS = "all"\nwhile True:\n    if STATUS == "all":\n'
+        '        n = len(helpdesk.list_tickets(office="Paris"))\n        break\n'
+        '    n = len(helpdesk.list_tickets(office="Paris", status=STATUS))\n    break\nn',
+        'from tools import helpdesk\nSTATUS = "pending"\nwhile True:\n    if STATUS == "all":\n'
+        '        n = len(helpdesk.list_tickets(office="Paris"))\n        break\n'
+        '    n = len(helpdesk.list_tickets(office="Paris", status=STATUS))\n    break\nn',
+    ),
+    "after a guard clause that raises": (
+        'from tools import helpdesk\nSTATUS = "all"\ntry:\n    if STATUS == "all":\n        raise LookupError(STATUS)\n'
+        '    n = len(helpdesk.list_tickets(office="Paris", status=STATUS))\nexcept LookupError:\n    n = 0\nn',
+        'from tools import helpdesk\nSTATUS = "pending"\ntry:\n    if STATUS == "all":\n'
+        "        raise LookupError(STATUS)\n"
+        '    n = len(helpdesk.list_tickets(office="Paris", status=STATUS))\nexcept LookupError:\n    n = 0\nn',
+    ),
     "a result misused where the test rules it out": (
         # ``ty`` sees the list as built at run time, so it does not rule the branch out itself.
         'from tools import helpdesk\nMODE = "summary"\nn = len(helpdesk.list_offices())\nif MODE in ["full", "raw"]:\n'
@@ -1515,6 +1547,54 @@ async def test_a_test_settled_by_the_text_rules_out_a_branch(form: str) -> None:
             assert branches == expected, (form, test, [d.message for d in found])
     finally:
         await checker.aclose()
+
+
+# Code after a statement that always leaves its block never runs: snippet → whether ``x.f(a='after')``
+# is still found there.
+_AFTER: dict[str, tuple[str, bool]] = {
+    "return": ("def g():\n    return x.f(a=1)\n    x.f(a='after')\ng()\n", False),
+    "raise": ("def g():\n    raise ValueError('no')\n    x.f(a='after')\ng()\n", False),
+    "break": ("for i in range(2):\n    break\n    x.f(a='after')\n", False),
+    "continue": ("for i in range(2):\n    continue\n    x.f(a='after')\n", False),
+    "if and else that both return": (
+        "def g(n):\n    if n:\n        return 1\n    else:\n        raise ValueError(n)\n    x.f(a='after')\ng(1)\n",
+        False,
+    ),
+    "a while True without break": ("def g():\n    while True:\n        return 1\n    x.f(a='after')\ng()\n", False),
+    "assert False": ("def g():\n    assert False, 'unreachable'\n    x.f(a='after')\ng()\n", False),
+    "a try whose body and handlers all leave": (
+        "def g():\n    try:\n        return x.f(a=1)\n    except ToolError:\n        raise\n    x.f(a='after')\ng()\n",
+        False,
+    ),
+    # Blocks that may complete: what follows them runs.
+    "if without else": ("def g(n):\n    if n:\n        return 1\n    x.f(a='after')\ng(0)\n", True),
+    "a while True with a break": ("while True:\n    break\nx.f(a='after')\n", True),
+    "a loop whose body leaves": ("for i in range(0):\n    break\nx.f(a='after')\n", True),
+    "a try whose handler falls through": (
+        "try:\n    raise ValueError('no')\nexcept ValueError:\n    pass\nx.f(a='after')\n",
+        True,
+    ),
+    "a with block": (
+        "class C:\n    def __enter__(self):\n        return self\n    def __exit__(self, *a):\n"
+        "        return True\nwith C():\n    raise ValueError('no')\nx.f(a='after')\n",
+        True,
+    ),
+    "a nested function that returns": ("def g():\n    def h():\n        return 1\n    x.f(a='after')\ng()\n", True),
+}
+
+
+@pytest.mark.parametrize("name", list(_AFTER))
+async def test_code_after_a_statement_that_always_leaves_its_block_is_not_refused(name: str) -> None:
+    index = await _one_int_tool()
+    view = CatalogView(index, None)
+    checker = TypeChecker(ToolModules(index))
+    code, found_after = _AFTER[name]
+    try:
+        found = await checker.check("from tools import x\n" + code, view)
+    finally:
+        await checker.aclose()
+    after = [d for d in found if '"after" is not of type' in d.message]
+    assert bool(after) is found_after, (name, [d.message for d in found])
 
 
 # A function's body runs where it is called: a constant bound after the ``def`` and before every

@@ -22,6 +22,13 @@ nothing of the snippet runs), and what it rules out is dead:
 
 Anything else (a value computed at run time, a comparison Python refuses, ``is`` between two
 strings) leaves the test unsettled: both branches are checked, as before.
+
+And in any block, what follows a statement that always leaves it is dead: a ``return``, ``raise``,
+``break`` or ``continue``; an ``if`` whose branches that can run (by the tests above) all leave
+(a guard clause ``if MODE == "all": return ...`` on a constant); a ``while`` whose test is settled
+true and that has no ``break`` of its own; ``assert`` of a false test; a ``try`` whose ``finally``
+leaves, or whose body (or ``else``) and every handler leave. A loop, whose body may not run, and a
+``with``, whose context may swallow a ``raise``, never count as leaving.
 """
 
 from __future__ import annotations
@@ -89,7 +96,40 @@ class DeadCode:
         return line, self._positions.char_column(line, getattr(node, "end_col_offset", None) or 0) + 1
 
     def _ruled_out(self, node: ast.AST) -> list[tuple[ast.AST, ast.AST]]:
-        """The parts of ``node`` its own test rules out, as (first, last) nodes of each."""
+        """The parts of ``node`` its own test rules out, as (first, last) nodes of each.
+
+        And in each block of statements ``node`` holds, those after one that always leaves it.
+        """
+        out = [(block[i + 1], block[-1]) for block in _blocks(node) if (i := self._leaving(block)) < len(block) - 1]
+        return out + self._untaken(node)
+
+    def _leaving(self, block: list[ast.stmt]) -> int:
+        """The index of the first statement of ``block`` after which nothing runs (``len(block)``: none)."""
+        return next((i for i, stmt in enumerate(block) if self._leaves(stmt)), len(block))
+
+    def _leaves(self, stmt: ast.stmt) -> bool:
+        """Whether ``stmt`` never goes on to the next statement (it returns, raises, breaks or continues)."""
+        if isinstance(stmt, ast.Return | ast.Raise | ast.Break | ast.Continue):
+            return True
+        if isinstance(stmt, ast.Assert):
+            return self.truth(stmt.test) is False
+        if isinstance(stmt, ast.If):
+            truth = self.truth(stmt.test)
+            taken = [b for b, runs in ((stmt.body, truth is not False), (stmt.orelse, truth is not True)) if runs]
+            return all(self._leaving(b) < len(b) for b in taken)
+        if isinstance(stmt, ast.While):
+            # Left only by a ``break`` (then what follows runs), a ``return`` or a ``raise``.
+            return self.truth(stmt.test) is True and not _breaks(stmt.body)
+        if isinstance(stmt, ast.Try | ast.TryStar):
+            if stmt.finalbody and self._leaving(stmt.finalbody) < len(stmt.finalbody):
+                return True
+            goes_on = self._leaving(stmt.body) == len(stmt.body) and self._leaving(stmt.orelse) == len(stmt.orelse)
+            handled = all(self._leaving(h.body) < len(h.body) for h in stmt.handlers)
+            return not goes_on and handled
+        return False  # a loop (its body may not run), ``with`` (it may swallow a raise), ``match``, ...
+
+    def _untaken(self, node: ast.AST) -> list[tuple[ast.AST, ast.AST]]:
+        """The parts of ``node`` its own test rules out."""
         if isinstance(node, ast.IfExp):
             truth = self.truth(node.test)
             return [] if truth is None else [(node.orelse, node.orelse)] if truth else [(node.body, node.body)]
@@ -204,6 +244,26 @@ class DeadCode:
         if isinstance(parent, ast.FunctionDef | ast.AsyncFunctionDef) and child in parent.body:
             return max(at, self._called.get(parent, at))
         return at
+
+
+def _blocks(node: ast.AST) -> list[list[ast.stmt]]:
+    """The blocks of statements ``node`` holds (a body, an ``else``, a ``finally``)."""
+    blocks = (getattr(node, field, None) for field in ("body", "orelse", "finalbody"))
+    return [b for b in blocks if isinstance(b, list) and b and isinstance(b[0], ast.stmt)]
+
+
+def _breaks(body: list[ast.stmt]) -> bool:
+    """Whether a loop's ``body`` has a ``break`` of that loop (not of a loop or function inside it)."""
+    todo: list[ast.AST] = list(body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Break):
+            return True
+        if isinstance(node, ast.For | ast.AsyncFor | ast.While):
+            todo.extend(node.orelse)  # a loop's ``else`` belongs to the loop around it
+        elif not isinstance(node, _SCOPES):
+            todo.extend(ast.iter_child_nodes(node))
+    return False
 
 
 _SCOPES: Final = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.GeneratorExp, ast.Module)
