@@ -258,16 +258,15 @@ async def timing(box: Toolbox, repeat: int) -> dict[str, Any]:
     call = "r = run_tool('github:list_issues', {'owner': 'octo', 'repo': 'hello', 'perPage': 'five'})\n"
     chain = "\n".join(f"a{i} = a{i - 1}" for i in range(LONG_LINES, 0, -1))
     apart = "\n".join(f"a{i} = {i}" for i in range(LONG_LINES, 0, -1))
-    long_ms: dict[str, float] = {}
-    for key, lines in (("chained", chain), ("apart", apart)):
-        times: list[float] = []
-        for i in range(3):
+    times: dict[str, list[float]] = {"chained": [], "apart": []}
+    for i in range(5):  # alternated, the least of each: a busy machine's swings fall on both alike
+        for key, lines in (("chained", chain), ("apart", apart)):
             code = f"def h():\n    global a0\n    a0 = {{}}\n{lines}\n{call}x = {i}"
             t0 = time.perf_counter()
             found = await checker.check(code, view)
-            times.append((time.perf_counter() - t0) * 1000)
+            times[key].append((time.perf_counter() - t0) * 1000)
             assert found, key  # the argument is refused, whatever the names before it
-        long_ms[key] = round(min(times), 1)
+    long_ms = {key: round(min(ts), 1) for key, ts in times.items()}
     return {
         "long_snippet_ms": {**long_ms, "ratio": round(long_ms["chained"] / long_ms["apart"], 2)},
         "check_ms_p50": {k: _p50(out[k]) for k in ("2_tools", "117_tools", "117_tools_result_used")},
