@@ -335,16 +335,24 @@ def _bindings(tree: ast.Module) -> list[tuple[list[ast.expr], ast.expr]]:
 
 
 def _spread(loose: set[str], bindings: Sequence[tuple[list[ast.expr], ast.expr]]) -> frozenset[str]:
-    """``loose`` and every name bound from (or looping over) one of them, repeatedly."""
-    changed = bool(loose)
-    while changed:
-        changed = False
-        for targets, value in bindings:
-            names = _bound(targets)
-            if not names <= loose and any(isinstance(n, ast.Name) and n.id in loose for n in ast.walk(value)):
-                loose.update(names)
-                changed = True
-    return frozenset(loose)
+    """``loose`` and every name bound from (or looping over) one of them, repeatedly.
+
+    Each name is followed once, to the bindings that read it: a chain of ``a1 = a0`` lines costs
+    its length, not its length squared (re-scanning every binding until nothing changed did).
+    """
+    readers: dict[str, list[set[str]]] = {}
+    for targets, value in bindings:
+        names = _bound(targets)
+        for read in {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}:
+            readers.setdefault(read, []).append(names)
+    out = set(loose)
+    todo = list(out)
+    while todo:
+        for names in readers.get(todo.pop(), ()):
+            new = names - out
+            out |= new
+            todo.extend(new)
+    return frozenset(out)
 
 
 def _gathers(node: ast.expr) -> bool:
