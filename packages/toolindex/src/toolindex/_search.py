@@ -31,12 +31,14 @@ a partition besides its slots: which terms its tools have, so a query word only 
 looked up, not corrected, in a search that names it.
 
 Typo vocabulary: the words typo correction and abbreviation expansion reach are a tool's words
-of 3 to :data:`MAX_TYPO_WORD_CHARS` letters, admitted per namespace under two budgets of
-:data:`MAX_TYPO_NAMESPACE_ENTRIES` table entries (a word of n letters makes n + 1): one for
-words of names, titles and parameter names, one for the rest of the text, so a namespace's
-descriptions never crowd out its names and one namespace never crowds out another; and under
-:data:`MAX_TYPO_ENTRIES` for all namespaces together. A word past a budget is found as written,
-not corrected. A bucket holding one word stores the word itself (most do), not a set.
+of 3 to :data:`MAX_TYPO_WORD_CHARS` letters. A word new to the vocabulary is charged to the
+namespace whose tool brought it, under two budgets of :data:`MAX_TYPO_NAMESPACE_ENTRIES` table
+entries (a word of n letters makes n + 1): one for words of names, titles and parameter names,
+one for the rest of the text, so a namespace's descriptions never crowd out its names and one
+namespace never crowds out another; and under :data:`MAX_TYPO_ENTRIES` for all namespaces
+together. A word past a budget is found as written, not corrected; the charge is given back
+when the word leaves the vocabulary. A key held by one word stores the word itself (most do),
+not a set.
 
 The engine is not thread-safe; :class:`~toolindex.InMemoryIndex` serialises access.
 """
@@ -170,14 +172,17 @@ class _Doc:
 
 
 class _TypoBudget:
-    """One namespace's share of the typo vocabulary."""
+    """What one namespace's tools brought to the typo vocabulary.
 
-    __slots__ = ("counts", "names", "seen", "used")
+    The entries of the words they added to it (a word already there costs nothing), charged
+    until the word leaves it.
+    """
 
-    def __init__(self) -> None:
-        self.counts: Counter[str] = Counter()  # admitted word -> live tools of the namespace holding it
-        self.seen: set[str] = set()  # the same words, as a set (a set difference with it is quick)
-        self.names: set[str] = set()  # those charged to the names budget
+    __slots__ = ("names", "namespace", "used")
+
+    def __init__(self, namespace: str) -> None:
+        self.namespace = namespace
+        self.names: set[str] = set()  # the words charged to the names budget
         self.used = [0, 0]  # entries charged: names, the rest
 
 
@@ -229,6 +234,10 @@ def _deletes(word: str) -> set[str]:
     return {word, *(word[:i] + word[i + 1 :] for i in range(len(word)))}
 
 
+def _prefixes(word: str) -> list[str]:
+    return [word[:i] for i in range(3, min(len(word), _MAX_PREFIX + 1))]
+
+
 def _typo_cost(word: str) -> int:
     """Typo-table entries a word is charged: its one-deletion variants and itself.
 
@@ -244,17 +253,6 @@ def _typo_words(words: Iterable[str]) -> frozenset[str]:
 
 TypoTable = dict[str, "str | list[str]"]
 """Key -> the word that has it, or the words (a list) when several do: most keys have one."""
-
-
-def _table_add(table: TypoTable, key: str, word: str) -> None:
-    held = table.get(key)
-    if held is None:
-        table[key] = word
-    elif isinstance(held, str):
-        if held != word:
-            table[key] = [held, word]
-    elif word not in held:
-        held.append(word)
 
 
 def _table_drop(table: TypoTable, key: str, word: str) -> None:
@@ -452,9 +450,12 @@ class SearchEngine:
         self._part_slots: dict[str, set[int]] = {}
         self._norm: FloatArray | None = None  # weight / length normaliser, per field and slot
         self._gen = 0  # bumped whenever the normalisers are recomputed (term caches key on it)
-        # Typo vocabulary: unstemmed word -> number of live public tools it was admitted for;
-        # each namespace's budget; the entries its words are charged (see the module docstring).
+        # Typo vocabulary: unstemmed word -> number of live public tools it was admitted for (and
+        # its words as a set, which a set difference reads quickly); the budget each word is
+        # charged to, each namespace's budget, the entries charged (see the module docstring).
         self._words: Counter[str] = Counter()
+        self._word_set: set[str] = set()
+        self._owner: dict[str, _TypoBudget] = {}
         self._typo_budgets: dict[str, _TypoBudget] = {}
         self._typo_cost = 0
         # One-deletion variants and prefixes of the vocabulary, for typos and abbreviations.
@@ -639,7 +640,7 @@ class SearchEngine:
         if part is None:
             self._n_public -= 1
             self._len_sum -= self._lens[:, slot]
-            self._release(doc.tool.namespace, prepared.words if doc.typo_words is None else doc.typo_words)
+            self._release(prepared.words if doc.typo_words is None else doc.typo_words)
         else:
             self._partitioned[slot] = False
             self._part_slots[part].discard(slot)
@@ -722,79 +723,76 @@ class SearchEngine:
     def _admit(self, namespace: str, prepared: Prepared, new_words: list[str]) -> frozenset[str] | None:
         """Count a public tool's typo words in; returns those admitted when some were left out, else ``None``.
 
-        A word is left out when its namespace's budget (or the global one) has no room for it.
-        Words new to the whole vocabulary are appended to ``new_words``: admission is cheap,
-        the tables themselves are extended by :meth:`_add_vocab` (once built).
+        A word new to the vocabulary is charged to the tool's namespace (to its names budget
+        when it comes from the tool's name, title or parameter names) and left out when that
+        budget, or the global one, has no room for it; a word already there is free. New words
+        are appended to ``new_words``: admission is bookkeeping, :meth:`_add_vocab` extends
+        the tables themselves (once built).
         """
         words = prepared.words
         if not words:
             return None
-        budget = self._typo_budgets.get(namespace)
-        if budget is None:
-            budget = self._typo_budgets[namespace] = _TypoBudget()
-        fresh = words - budget.seen
+        fresh = words - self._word_set
         admitted = None
         if fresh:
-            vocab = self._words
+            budget = self._typo_budgets.get(namespace)
+            if budget is None:
+                budget = self._typo_budgets[namespace] = _TypoBudget(namespace)
             fresh_names = fresh & prepared.names
             taken: list[str] = []
             for kind, group in enumerate((fresh_names, fresh - fresh_names)):
                 if not group:
                     continue
-                room = MAX_TYPO_NAMESPACE_ENTRIES - budget.used[kind]
-                need = sum(map(len, group)) + len(group)
-                if need <= room and self._typo_cost + need <= MAX_TYPO_ENTRIES:
+                room = min(MAX_TYPO_NAMESPACE_ENTRIES - budget.used[kind], MAX_TYPO_ENTRIES - self._typo_cost)
+                if sum(map(len, group)) + len(group) <= room:
                     order: Iterable[str] = group  # all of them fit: the order does not matter
                 elif min(map(len, group)) + 1 > room:
                     continue  # none fits
                 else:  # shortest first, ties by spelling: which words fit never depends on set order
                     order = sorted(group, key=lambda w: (len(w), w))
+                owner = self._owner
                 for w in order:
                     cost = _typo_cost(w)
                     if cost > room:
                         break
-                    new = w not in vocab
-                    if new and self._typo_cost + cost > MAX_TYPO_ENTRIES:
-                        continue
                     room -= cost
                     budget.used[kind] += cost
+                    self._typo_cost += cost
+                    owner[w] = budget
                     if kind == 0:
                         budget.names.add(w)
-                    if new:
-                        self._typo_cost += cost
-                        new_words.append(w)
-                        vocab[w] = 0  # counted below with the tool's other words
                     taken.append(w)
-            budget.seen.update(taken)
+            if not taken:
+                if budget.used == [0, 0]:
+                    del self._typo_budgets[namespace]
+            else:
+                new_words.extend(taken)
+                self._word_set.update(taken)
             if len(taken) < len(fresh):
                 words = admitted = (words - fresh).union(taken)
-        budget.counts.update(words)
         self._words.update(words)
         return admitted
 
-    def _release(self, namespace: str, words: frozenset[str]) -> None:
+    def _release(self, words: frozenset[str]) -> None:
         """Count a removed public tool's admitted typo words out; words no tool holds any more leave the tables."""
         if not words:
-            return  # (its namespace may have no budget left: the last tool holding words removes it)
-        budget = self._typo_budgets[namespace]
-        counts = budget.counts
-        counts.subtract(words)
-        for w in [w for w in words if counts[w] <= 0]:
-            del counts[w]
-            budget.seen.discard(w)
-            if w in budget.names:
-                budget.names.discard(w)
-                budget.used[0] -= _typo_cost(w)
-            else:
-                budget.used[1] -= _typo_cost(w)
-        if not counts:
-            del self._typo_budgets[namespace]
+            return
         vocab = self._words
         vocab.subtract(words)
         gone = [w for w in words if vocab[w] <= 0]
         for w in gone:
             del vocab[w]
-            self._typo_cost -= _typo_cost(w)
+            self._word_set.discard(w)
+            cost = _typo_cost(w)
+            self._typo_cost -= cost
+            budget = self._owner.pop(w)
+            if w in budget.names:
+                budget.names.discard(w)
+                budget.used[0] -= cost
+            else:
+                budget.used[1] -= cost
+            if budget.used == [0, 0]:
+                del self._typo_budgets[budget.namespace]
         if gone:
             self._drop_vocab(gone)
 
@@ -802,16 +800,25 @@ class SearchEngine:
         # The typo-index entries of one word: its deletion neighbourhood and its prefixes.
         for key in _deletes(word):
             yield self._deletes, key
-        for i in range(3, min(len(word), _MAX_PREFIX + 1)):
-            yield self._prefixes, word[:i]
+        for key in _prefixes(word):
+            yield self._prefixes, key
 
     def _add_vocab(self, words: Iterable[str]) -> None:
         self._expansions.clear()
         if not self._typo_ready:
             return
-        for w in words:
-            for table, key in self._vocab_keys(w):
-                _table_add(table, key, w)
+        # _table_add inlined: this loop is most of what building the tables costs.
+        for table, keys_of in ((self._deletes, _deletes), (self._prefixes, _prefixes)):
+            for w in words:
+                for key in keys_of(w):
+                    held = table.setdefault(key, w)
+                    if held is w:
+                        continue
+                    if isinstance(held, str):
+                        if held != w:
+                            table[key] = [held, w]
+                    elif w not in held:
+                        held.append(w)
 
     def _ensure_typo_index(self) -> None:
         # Built on the first query that needs it, then kept up to date incrementally.
