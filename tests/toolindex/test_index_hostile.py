@@ -11,6 +11,7 @@ import functools
 import random
 import string
 import time
+import tracemalloc
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -27,8 +28,9 @@ from toolindex import (
     Tool,
     ToolID,
     ToolNotFoundError,
+    _search,
 )
-from toolindex._limits import MAX_QUERY_CHARS, MAX_QUERY_WORDS
+from toolindex._limits import MAX_QUERY_CHARS, MAX_QUERY_WORDS, MAX_TYPO_NAMESPACE_ENTRIES, MAX_TYPO_WORD_CHARS
 
 BOUND_S = 2.0
 MESSAGE_CHARS = 1_000
@@ -218,3 +220,136 @@ def test_registration_indexes_a_bounded_amount_of_text() -> None:
     assert hits[0].summary == "Reads the news aloud."
     added = index._engine.stats()["terms"] - before  # pyright: ignore[reportPrivateUsage]
     assert added < 50_000
+
+
+# -- the typo vocabulary ---------------------------------------------------------------------
+#
+# Typo correction keeps, for each vocabulary word, its one-deletion variants (a word of n letters
+# makes n + 1 entries). An upstream whose descriptions hold many distinct long words once made
+# the first search with a typo (or any later registration) build millions of entries: about a
+# gigabyte and seconds of CPU time. The bounds are checked by memory and by the index's own
+# entry count, which a busy machine does not change.
+
+TYPO_MB = 16
+
+
+def distinct_words(n: int, length: int, seed: int) -> list[str]:
+    rnd = random.Random(seed)
+    return ["".join(rnd.choices(string.ascii_lowercase, k=length)) for _ in range(n)]
+
+
+def flood_tools(namespace: str, n_tools: int, length: int = 12, seed: int = 7) -> list[Tool]:
+    """``n_tools`` tools whose descriptions are 16 KB of distinct ``length``-letter words each."""
+    per_tool = 16_384 // (length + 1)
+    words = distinct_words(n_tools * per_tool, length, seed)
+    return [
+        Tool(name=f"t{i}", namespace=namespace, description=" ".join(words[i * per_tool : (i + 1) * per_tool]))
+        for i in range(n_tools)
+    ]
+
+
+def register(index: InMemoryIndex, tools: list[Tool]) -> None:
+    index.register_many([(t, BackendRef.mcp(t.namespace)) for t in tools])
+
+
+def typo_stats(index: InMemoryIndex) -> dict[str, int]:
+    return index._engine.stats()  # pyright: ignore[reportPrivateUsage]
+
+
+@contextmanager
+def traced() -> Iterator[list[int]]:
+    """Yields [retained, peak] bytes allocated in the block (filled in when it ends)."""
+    out = [0, 0]
+    tracemalloc.start()
+    try:
+        start = tracemalloc.get_traced_memory()[0]
+        yield out
+        current, peak = tracemalloc.get_traced_memory()
+        out[:] = [current - start, peak - start]
+    finally:
+        tracemalloc.stop()
+
+
+def test_distinct_words_in_descriptions_build_a_bounded_typo_index() -> None:
+    # 24 tools of 16 KB of distinct 12-letter words: 30,000 words, 400,000 deletion entries unbounded.
+    index = catalog()
+    register(index, flood_tools("evil", 24))
+    with traced() as mem:
+        hits = index.search("get the wether")  # a typo: builds the typo tables
+    assert hits[0].id == "weather:get_weather"
+    assert mem[1] < TYPO_MB * 2**20, f"the typo tables took {mem[1] / 2**20:.0f} MB"
+    stats = typo_stats(index)
+    assert stats["typo_entries"] <= 2 * MAX_TYPO_NAMESPACE_ENTRIES + 10_000
+    assert index.search("wether", namespaces=["weather"])[0].id == "weather:get_weather"
+
+
+def test_a_listing_after_the_typo_index_exists_adds_a_bounded_amount() -> None:
+    flood = flood_tools("evil", 24)
+    reference = catalog()
+    with traced() as without:
+        register(reference, flood)  # no typo tables: what registering costs anyway
+    index = catalog()
+    assert index.search("get the wether")[0].id == "weather:get_weather"  # typo tables built
+    with traced() as with_typos:
+        register(index, flood)
+    extra = with_typos[0] - without[0]
+    assert extra < TYPO_MB * 2**20, f"the typo tables grew by {extra / 2**20:.0f} MB"
+    assert typo_stats(index)["typo_entries"] <= 2 * MAX_TYPO_NAMESPACE_ENTRIES + 10_000
+    # Unregistering the tools gives their entries back.
+    for tool in flood:
+        index.unregister(f"evil:{tool.name}")
+    assert typo_stats(index)["typo_entries"] <= 10_000
+
+
+def test_a_flooded_namespace_keeps_its_names_and_others_keep_their_typos() -> None:
+    index = catalog()
+    register(index, flood_tools("evil", 24))
+    index.search("wether")  # typo tables built
+    register(
+        index,
+        [
+            Tool(name="get_calendar", namespace="evil", description="Shows the agenda."),
+            Tool(name="get_forecast", namespace="meteo", description="Tomorrow's outlook for a region."),
+        ],
+    )
+    assert index.search("calender")[0].id == "evil:get_calendar"  # a name word: its own budget
+    assert index.search("outlok for a regon")[0].id == "meteo:get_forecast"  # another namespace's budget
+
+
+def test_the_typo_index_has_a_global_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_search, "MAX_TYPO_ENTRIES", 20_000)
+    index = catalog()
+    index.search("wether")
+    for n in range(8):
+        register(index, flood_tools(f"ns_flood{n}", 2, seed=n))
+    assert typo_stats(index)["typo_entries"] <= 20_000
+    # Exact words are found whatever the bound; a typo of a word left out is not corrected.
+    word = flood_tools("ns_flood7", 2, seed=7)[1].description.split()[-1]
+    assert index.search(word)[0].id == "ns_flood7:t1"
+
+
+def test_words_longer_than_the_bound_are_not_typo_targets() -> None:
+    index = catalog()
+    long_word = "a" + "bcdefghij" * 4  # 37 letters
+    ok_word = "internationalization"
+    register(index, [Tool(name="odd", namespace="x", description=f"{long_word} {ok_word}")])
+    assert index.search("internationalisation")[0].id == "x:odd"
+    assert index.search(long_word[:-1] + "z") == []  # one letter changed: not corrected
+    assert MAX_TYPO_WORD_CHARS < len(long_word)
+
+
+def test_typo_budgets_are_given_back_whatever_the_order_of_removal() -> None:
+    index = InMemoryIndex()
+    tools = [
+        Tool(name="x1", namespace="n", description="42"),  # no typo word at all
+        Tool(name="get_weather", namespace="n", description="Current weather."),
+        Tool(name="y2", namespace="n"),
+    ]
+    register(index, tools)
+    assert index.search("wether")[0].id == "n:get_weather"
+    for tool in tools:
+        index.unregister(f"n:{tool.name}")
+    assert typo_stats(index)["typo_entries"] == 0
+    assert typo_stats(index)["typo_keys"] == 0
+    register(index, tools[::-1])
+    assert index.search("wether")[0].id == "n:get_weather"

@@ -16,6 +16,9 @@ __all__ = [
     "MAX_PARAM_CHARS",
     "MAX_QUERY_CHARS",
     "MAX_QUERY_WORDS",
+    "MAX_TYPO_ENTRIES",
+    "MAX_TYPO_NAMESPACE_ENTRIES",
+    "MAX_TYPO_WORD_CHARS",
     "clip",
 ]
 
@@ -32,6 +35,18 @@ MAX_PARAMS = 256
 """Schema parameters (nested ones included) whose names and descriptions are indexed."""
 MAX_PARAM_CHARS = 8_192
 """Characters of one parameter's description (with its enum values) that are indexed."""
+MAX_TYPO_WORD_CHARS = 32
+"""Longest word (letters only, 3 at least) that typo correction and abbreviation expansion reach;
+the longest word of the evaluation catalogs has 19 letters, of Microsoft Graph's OpenAPI document 50."""
+MAX_TYPO_NAMESPACE_ENTRIES = 32_768
+"""Typo-table entries (a word of n letters makes n + 1) one namespace's words may add, once for
+its tools' names, titles and parameter names and once more for the rest of their text
+(descriptions, parameter descriptions, tags, the namespace's description). The largest real
+namespaces need about 10,000 (names) and 15,600 (the rest); a word past the budget is found as
+written but not corrected."""
+MAX_TYPO_ENTRIES = 262_144
+"""Typo-table entries of all namespaces together (the evaluation catalogs' 3,500 tools make
+61,000): past it, no new word becomes a typo target."""
 MAX_ECHO_CHARS = 200
 """Characters of an id, name, namespace or query that an error message repeats."""
 

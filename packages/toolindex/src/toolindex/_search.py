@@ -12,6 +12,7 @@ repeated across fields does not count many times over). On top of that:
 - query words the index has never seen are expanded to close vocabulary words (typos:
   a deletion-neighbourhood index proposes candidates, rapidfuzz's OSA distance confirms
   them) or to words they begin (abbreviations: ``repo`` → ``repository``), at a discount.
+  The words these tables hold are bounded whatever the catalog says (see "Typo vocabulary").
 
 Layout: inverted postings per term, one packed integer per (tool, field) appended on
 registration (``array`` buffers); the saturated per-tool weights of a term are computed
@@ -28,6 +29,16 @@ the idf of a term that no tool has). So what one partition holds changes nothing
 returns, while its own searches rank its tools among the public ones. What the engine keeps of
 a partition besides its slots: which terms its tools have, so a query word only they hold is
 looked up, not corrected, in a search that names it.
+
+Typo vocabulary: the words typo correction and abbreviation expansion reach are a tool's words
+of 3 to :data:`MAX_TYPO_WORD_CHARS` letters. A word new to the vocabulary is charged to the
+namespace whose tool brought it, under two budgets of :data:`MAX_TYPO_NAMESPACE_ENTRIES` table
+entries (a word of n letters makes n + 1): one for words of names, titles and parameter names,
+one for the rest of the text, so a namespace's descriptions never crowd out its names and one
+namespace never crowds out another; and under :data:`MAX_TYPO_ENTRIES` for all namespaces
+together. A word past a budget is found as written, not corrected; the charge is given back
+when the word leaves the vocabulary. A key held by one word stores the word itself (most do),
+not a set.
 
 The engine is not thread-safe; :class:`~toolindex.InMemoryIndex` serialises access.
 """
@@ -48,7 +59,16 @@ import numpy as np
 import numpy.typing as npt
 
 from toolindex._dense import DenseVectors
-from toolindex._limits import MAX_FIELD_CHARS, MAX_PARAM_CHARS, MAX_PARAMS, MAX_QUERY_CHARS, MAX_QUERY_WORDS
+from toolindex._limits import (
+    MAX_FIELD_CHARS,
+    MAX_PARAM_CHARS,
+    MAX_PARAMS,
+    MAX_QUERY_CHARS,
+    MAX_QUERY_WORDS,
+    MAX_TYPO_ENTRIES,
+    MAX_TYPO_NAMESPACE_ENTRIES,
+    MAX_TYPO_WORD_CHARS,
+)
 from toolindex._model import Tool
 from toolindex._semantic import Embedder, gist_text, query_texts, tool_text
 from toolindex._tokenize import STOPWORDS, quoted_pieces, split_words, stem, terms_of
@@ -146,6 +166,24 @@ class _Doc:
     """The namespace description the tool was indexed with."""
     partition: str | None = None
     """The partition the tool belongs to (``None``: the public catalog)."""
+    typo_words: frozenset[str] | None = None
+    """The tool's typo words admitted to the vocabulary, when its namespace's budget had no room
+    for all of them (``None``: all; see :meth:`SearchEngine._admit`)."""
+
+
+class _TypoBudget:
+    """What one namespace's tools brought to the typo vocabulary.
+
+    The entries of the words they added to it (a word already there costs nothing), charged
+    until the word leaves it.
+    """
+
+    __slots__ = ("names", "namespace", "used")
+
+    def __init__(self, namespace: str) -> None:
+        self.namespace = namespace
+        self.names: set[str] = set()  # the words charged to the names budget
+        self.used = [0, 0]  # entries charged: names, the rest
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,6 +232,48 @@ _MAX_PREFIX = 8
 
 def _deletes(word: str) -> set[str]:
     return {word, *(word[:i] + word[i + 1 :] for i in range(len(word)))}
+
+
+def _prefixes(word: str) -> list[str]:
+    return [word[:i] for i in range(3, min(len(word), _MAX_PREFIX + 1))]
+
+
+def _typo_cost(word: str) -> int:
+    """Typo-table entries a word is charged: its one-deletion variants and itself.
+
+    Its prefixes (at most :data:`_MAX_PREFIX` - 2 more entries) are not counted.
+    """
+    return len(word) + 1
+
+
+def _typo_words(words: Iterable[str]) -> frozenset[str]:
+    """The words typo correction may reach: letters only, 3 to :data:`MAX_TYPO_WORD_CHARS` of them."""
+    return frozenset(w for w in words if 3 <= len(w) <= MAX_TYPO_WORD_CHARS and w.isalpha())
+
+
+TypoTable = dict[str, "str | list[str]"]
+"""Key -> the word that has it, or the words (a list) when several do: most keys have one."""
+
+
+def _table_drop(table: TypoTable, key: str, word: str) -> None:
+    held = table.get(key)
+    if held is None:
+        return
+    if isinstance(held, str):
+        if held == word:
+            del table[key]
+        return
+    if word in held:
+        held.remove(word)
+        if len(held) == 1:
+            table[key] = held[0]
+
+
+def _table_get(table: TypoTable, key: str) -> Sequence[str]:
+    held = table.get(key)
+    if held is None:
+        return ()
+    return (held,) if isinstance(held, str) else held
 
 
 def _schema_params(schema: Mapping[str, Any], depth: int = 0) -> Iterable[tuple[str, str]]:
@@ -250,13 +330,22 @@ class Prepared:
 
     fields: dict[int, dict[str, int]]
     words: frozenset[str]
+    """The words typo correction may reach (see :func:`_typo_words`)."""
+    names: frozenset[str]
+    """Those of them from the tool's name, title, parameter names or namespace name."""
 
 
 @lru_cache(maxsize=4096)
-def _namespace_terms(namespace: str, text: str | None) -> tuple[dict[str, int], dict[str, int], frozenset[str]]:
+def _namespace_terms(
+    namespace: str, text: str | None
+) -> tuple[dict[str, int], dict[str, int], frozenset[str], frozenset[str]]:
     # Shared by every tool of the namespace (the counts are never changed): tokenised once.
-    words: set[str] = set()
-    return _count(terms_of(namespace, words)), _count(terms_of(text, words)) if text else {}, frozenset(words)
+    # Its typo words: of its name, of its description.
+    name_words: set[str] = set()
+    text_words: set[str] = set()
+    name_terms = _count(terms_of(namespace, name_words))
+    text_terms = _count(terms_of(text, text_words)) if text else {}
+    return name_terms, text_terms, _typo_words(name_words), _typo_words(text_words)
 
 
 _SHARED_CHARS = 2_000
@@ -301,25 +390,29 @@ def document_fields(tool: Tool, namespace_text: str | None) -> Prepared:
     read (real tools stay far below both).
     """
     ns_text = namespace_text[:MAX_FIELD_CHARS] if namespace_text else namespace_text
-    ns_terms, ns_text_terms, ns_words = _namespace_terms(tool.namespace, ns_text)
-    words: set[str] = set(ns_words)
+    ns_terms, ns_text_terms, ns_names, ns_words = _namespace_terms(tool.namespace, ns_text)
+    # Words of the name, title and parameter names, then of the rest (each budgeted apart).
+    words: set[str] = set()
     name = terms_of(tool.name, words)
     title = _text_terms(tool.title[:MAX_FIELD_CHARS], words) if tool.title else _NO_TEXT
     schema = tool.input_schema
     params = list(itertools.islice(_schema_params(schema), MAX_PARAMS)) if schema.get("properties") else []
     # Parameter texts are joined with a separator no identifier contains, so names never run together.
+    param_names = _text_terms(_joined(p for p, _ in params), words).counts if params else {}
+    names = _typo_words(words) | ns_names
+    words = set()
     counted: tuple[tuple[int, dict[str, int]], ...] = (
         (_F["name"], _count(name)),
         (_F["title"], title.counts),
         (_F["description"], _count(terms_of(tool.description[:MAX_FIELD_CHARS], words)) if tool.description else {}),
-        (_F["param_names"], _text_terms(_joined(p for p, _ in params), words).counts if params else {}),
+        (_F["param_names"], param_names),
         (_F["param_text"], _text_terms(_joined(d for _, d in params if d), words).counts if params else {}),
         (_F["tags"], _text_terms(_joined(tool.tags), words).counts if tool.tags else {}),
         (_F["namespace"], ns_terms),
         (_F["ns_text"], ns_text_terms),
         (_F["phrase"], _count(_pairs(name) + _pairs(title.terms))),
     )
-    return Prepared({f: counts for f, counts in counted if counts}, frozenset(words))
+    return Prepared({f: counts for f, counts in counted if counts}, _typo_words(words) | ns_words | names, names)
 
 
 def _count(terms: Iterable[str]) -> dict[str, int]:
@@ -357,11 +450,17 @@ class SearchEngine:
         self._part_slots: dict[str, set[int]] = {}
         self._norm: FloatArray | None = None  # weight / length normaliser, per field and slot
         self._gen = 0  # bumped whenever the normalisers are recomputed (term caches key on it)
-        # Typo vocabulary: unstemmed word -> number of live public tools using it.
+        # Typo vocabulary: unstemmed word -> number of live public tools it was admitted for (and
+        # its words as a set, which a set difference reads quickly); the budget each word is
+        # charged to, each namespace's budget, the entries charged (see the module docstring).
         self._words: Counter[str] = Counter()
+        self._word_set: set[str] = set()
+        self._owner: dict[str, _TypoBudget] = {}
+        self._typo_budgets: dict[str, _TypoBudget] = {}
+        self._typo_cost = 0
         # One-deletion variants and prefixes of the vocabulary, for typos and abbreviations.
-        self._deletes: dict[str, set[str]] = {}
-        self._prefixes: dict[str, set[str]] = {}
+        self._deletes: TypoTable = {}
+        self._prefixes: TypoTable = {}
         self._typo_ready = False
         # Unknown query word -> (expansions, the vocabulary word one typo away that stands in for it).
         self._expansions: dict[str, tuple[list[tuple[str, float]], str | None]] = {}
@@ -406,7 +505,11 @@ class SearchEngine:
         return self._n_alive
 
     def stats(self) -> dict[str, int]:
-        """Sizes: live tools (and those in partitions), slots (live + dead until compaction), terms, postings, words."""
+        """Sizes: live tools (and those in partitions), slots (live + dead until compaction), terms, postings, words.
+
+        ``words`` are the typo words, ``typo_entries`` the table entries they are charged and
+        ``typo_keys`` the keys the tables hold (none before a query builds them).
+        """
         return {
             "tools": self._n_alive,
             "partitioned": self._n_alive - self._n_public,
@@ -414,6 +517,8 @@ class SearchEngine:
             "terms": len(self._postings),
             "postings": sum(len(p.codes) for p in self._postings.values()),
             "words": len(self._words),
+            "typo_entries": self._typo_cost,
+            "typo_keys": len(self._deletes) + len(self._prefixes),
             "dense_bytes": self._dense.nbytes() if self._dense is not None else 0,
         }
 
@@ -469,7 +574,8 @@ class SearchEngine:
         len_slots: list[int] = []
         len_values: list[int] = []
         df = self._df if partition is None else self._part_df.setdefault(partition, Counter())
-        vocab, max_tf = self._words, _MAX_TF
+        max_tf = _MAX_TF
+        new_words: list[str] = []
         for i, (tid, tool, ns_text, prepared) in enumerate(entries):
             slot = first + i
             fields = prepared.fields
@@ -483,17 +589,8 @@ class SearchEngine:
                     batch[term].append(base | (tf if tf <= max_tf else max_tf))
             df.update(set[str]().union(*fields.values()))
             # A partition's words are no typo targets: a correction to one would tell it exists.
-            if public and self._typo_ready:
-                new_words = [w for w in prepared.words if w not in vocab]
-                vocab.update(prepared.words)
-                if new_words:
-                    self._add_vocab(new_words)
-            elif public:  # no typo tables to extend: whether a word is new only matters to the caches
-                known = len(vocab)
-                vocab.update(prepared.words)
-                if len(vocab) != known:
-                    self._add_vocab(())
-            self._docs.append(_Doc(tid, tool, ns_text, partition))
+            admitted = self._admit(tool.namespace, prepared, new_words) if public else None
+            self._docs.append(_Doc(tid, tool, ns_text, partition, admitted))
             self._slot_of[tid] = slot
             self._ns_slots.setdefault(tool.namespace, set()).add(slot)
             for tag in tool.tags:
@@ -508,6 +605,8 @@ class SearchEngine:
             if p is None:
                 p = postings[term] = _Postings()
             p.codes.extend(codes)
+        if new_words:
+            self._add_vocab(new_words)
         end = first + len(entries)
         self._alive[first:end] = True
         self._n_alive += len(entries)
@@ -541,12 +640,7 @@ class SearchEngine:
         if part is None:
             self._n_public -= 1
             self._len_sum -= self._lens[:, slot]
-            self._words.subtract(prepared.words)
-            gone = [w for w in prepared.words if self._words[w] <= 0]
-            for w in gone:
-                del self._words[w]
-            if gone:
-                self._drop_vocab(gone)
+            self._release(prepared.words if doc.typo_words is None else doc.typo_words)
         else:
             self._partitioned[slot] = False
             self._part_slots[part].discard(slot)
@@ -626,23 +720,105 @@ class SearchEngine:
             self._dense.compact(live, ~self._partitioned[: len(live)])
         self._norm = None
 
-    def _vocab_keys(self, word: str) -> Iterator[tuple[dict[str, set[str]], str]]:
-        # The typo-index entries of one word: its deletion neighbourhood and its prefixes.
-        if not word.isalpha():
+    def _admit(self, namespace: str, prepared: Prepared, new_words: list[str]) -> frozenset[str] | None:
+        """Count a public tool's typo words in; returns those admitted when some were left out, else ``None``.
+
+        A word new to the vocabulary is charged to the tool's namespace (to its names budget
+        when it comes from the tool's name, title or parameter names) and left out when that
+        budget, or the global one, has no room for it; a word already there is free. New words
+        are appended to ``new_words``: admission is bookkeeping, :meth:`_add_vocab` extends
+        the tables themselves (once built).
+        """
+        words = prepared.words
+        if not words:
+            return None
+        fresh = words - self._word_set
+        admitted = None
+        if fresh:
+            budget = self._typo_budgets.get(namespace)
+            if budget is None:
+                budget = self._typo_budgets[namespace] = _TypoBudget(namespace)
+            fresh_names = fresh & prepared.names
+            taken: list[str] = []
+            for kind, group in enumerate((fresh_names, fresh - fresh_names)):
+                if not group:
+                    continue
+                room = min(MAX_TYPO_NAMESPACE_ENTRIES - budget.used[kind], MAX_TYPO_ENTRIES - self._typo_cost)
+                if sum(map(len, group)) + len(group) <= room:
+                    order: Iterable[str] = group  # all of them fit: the order does not matter
+                elif min(map(len, group)) + 1 > room:
+                    continue  # none fits
+                else:  # shortest first, ties by spelling: which words fit never depends on set order
+                    order = sorted(group, key=lambda w: (len(w), w))
+                owner = self._owner
+                for w in order:
+                    cost = _typo_cost(w)
+                    if cost > room:
+                        break
+                    room -= cost
+                    budget.used[kind] += cost
+                    self._typo_cost += cost
+                    owner[w] = budget
+                    if kind == 0:
+                        budget.names.add(w)
+                    taken.append(w)
+            if not taken:
+                if budget.used == [0, 0]:
+                    del self._typo_budgets[namespace]
+            else:
+                new_words.extend(taken)
+                self._word_set.update(taken)
+            if len(taken) < len(fresh):
+                words = admitted = (words - fresh).union(taken)
+        self._words.update(words)
+        return admitted
+
+    def _release(self, words: frozenset[str]) -> None:
+        """Count a removed public tool's admitted typo words out; words no tool holds any more leave the tables."""
+        if not words:
             return
-        if len(word) >= _MIN_FUZZY - 1:
-            for key in _deletes(word):
-                yield self._deletes, key
-        for i in range(3, min(len(word), _MAX_PREFIX + 1)):
-            yield self._prefixes, word[:i]
+        vocab = self._words
+        vocab.subtract(words)
+        gone = [w for w in words if vocab[w] <= 0]
+        for w in gone:
+            del vocab[w]
+            self._word_set.discard(w)
+            cost = _typo_cost(w)
+            self._typo_cost -= cost
+            budget = self._owner.pop(w)
+            if w in budget.names:
+                budget.names.discard(w)
+                budget.used[0] -= cost
+            else:
+                budget.used[1] -= cost
+            if budget.used == [0, 0]:
+                del self._typo_budgets[budget.namespace]
+        if gone:
+            self._drop_vocab(gone)
+
+    def _vocab_keys(self, word: str) -> Iterator[tuple[TypoTable, str]]:
+        # The typo-index entries of one word: its deletion neighbourhood and its prefixes.
+        for key in _deletes(word):
+            yield self._deletes, key
+        for key in _prefixes(word):
+            yield self._prefixes, key
 
     def _add_vocab(self, words: Iterable[str]) -> None:
         self._expansions.clear()
         if not self._typo_ready:
             return
-        for w in words:
-            for table, key in self._vocab_keys(w):
-                table.setdefault(key, set()).add(w)
+        # _table_add inlined: this loop is most of what building the tables costs.
+        for table, keys_of in ((self._deletes, _deletes), (self._prefixes, _prefixes)):
+            for w in words:
+                for key in keys_of(w):
+                    held = table.setdefault(key, w)
+                    if held is w:
+                        continue
+                    if isinstance(held, str):
+                        if held != w:
+                            table[key] = [held, w]
+                    elif w not in held:
+                        held.append(w)
 
     def _ensure_typo_index(self) -> None:
         # Built on the first query that needs it, then kept up to date incrementally.
@@ -656,11 +832,7 @@ class SearchEngine:
             return
         for w in words:
             for table, key in self._vocab_keys(w):
-                bucket = table.get(key)
-                if bucket is not None:
-                    bucket.discard(w)
-                    if not bucket:
-                        del table[key]
+                _table_drop(table, key, w)
 
     # -- query ----------------------------------------------------------------------------
 
@@ -698,14 +870,14 @@ class SearchEngine:
         p = self.params
         out: dict[str, float] = {}
         fix: str | None = None
-        if word.isalpha() and len(word) >= _MIN_FUZZY:
+        # Vocabulary words have at most MAX_TYPO_WORD_CHARS letters: a longer word has no neighbour.
+        if word.isalpha() and _MIN_FUZZY <= len(word) <= MAX_TYPO_WORD_CHARS + 1:
             # Candidates share a one-deletion variant with the word (covers one insertion,
             # deletion, substitution or transposition); rapidfuzz confirms the distance.
             cands: set[str] = set()
+            table = self._deletes
             for key in _deletes(word):
-                hit = self._deletes.get(key)
-                if hit:
-                    cands.update(hit)
+                cands.update(_table_get(table, key))
             from rapidfuzz.distance import OSA  # here: a query's unknown word is the first to need it
 
             scored = [(w, OSA.distance(word, w)) for w in cands]
@@ -718,7 +890,7 @@ class SearchEngine:
                 weight = p.fuzzy_discount * (1.0 - dist / (len(word) + 1))
                 out[s] = max(out.get(s, 0.0), weight)
         if word.isalpha() and len(word) >= 3 and not out:
-            longer = sorted(self._prefixes.get(word, ()), key=lambda w: (-self._words[w], w))
+            longer = sorted(_table_get(self._prefixes, word), key=lambda w: (-self._words[w], w))
             for w in longer[: p.max_expansions]:
                 s = stem(w)
                 out[s] = max(out.get(s, 0.0), p.prefix_discount * len(word) / len(w))
