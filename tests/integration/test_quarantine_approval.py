@@ -6,7 +6,8 @@ approves (``CodeMode.approve_tools``, the ``approve_tools`` MCP tool of ``toolco
 ``toolcode tools approve``) names the definition by the digest shown with it: the changed
 definition is refused (``definition_changed``) and stays blocked; an id or a glob without a
 digest approves nothing. Where a digest is shown, the whole definition it covers is shown with it,
-however long (``--changed-flag`` holding ``long``: parts past the docs' budget say ``*-TAIL``).
+however long (``--changed-flag`` holding ``long``: parts past the docs' budget say ``*-TAIL``), and
+a digest that is not one is refused as an invalid argument.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
-from console_support import OPS, console_client, served
+from console_support import OPS, console_client, csrf_of, served
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_support import FAULT_SERVER, toolcode_serve_http
@@ -79,6 +80,28 @@ async def test_describe_full_shows_a_quarantined_definition_whole_past_the_docs_
         assert docs.digest is None and len(docs.text) <= Budgets().full and "DESC-TAIL" not in docs.text, docs
 
 
+async def test_a_digest_that_is_not_one_is_an_invalid_argument_at_each_door(tmp_path: Path) -> None:
+    # A digest outside ASCII reached hmac.compare_digest, whose TypeError came out as an internal error.
+    settings = Settings(state=StateSettings(dir=str(tmp_path / "state")), policy=PolicySettings(quarantine=True))
+    async with Toolbox.from_config({"mcpServers": _servers(tmp_path)}, settings=settings) as box:
+        cm, door = box.codemode, Door(box, tools=["execute_code", "approve_tools"])
+        digest = cm.quarantined_tools().digests()["faults:echo"]
+        for bad in ("\u00e9" * 32, digest[:31] + "\u0661", digest.upper(), digest[:31], digest + "\n"):
+            with pytest.raises(InvalidArgumentsError) as info:
+                await cm.approve_tools({"faults:echo": bad}, by="person:ops")
+            err = info.value
+            assert err.tool_id == "faults:echo" and "faults:echo" in str(err) and "digest" in str(err), err
+            with pytest.raises(InvalidArgumentsError, match="faults:echo"):
+                await cm.approve_tools([f"faults:echo@{bad}"], by="person:ops")
+            reply = await door.call("approve_tools", {"tools": {"faults:echo": bad}})
+            assert reply.error is not None and reply.error.code == "invalid_arguments", reply
+            assert "faults:echo" in reply.error.message, reply
+            asked = await door.asked("approve_tools", {"tools": {"faults:echo": bad}})
+            assert asked["question"].startswith("nothing is decided: invalid") and "tools" not in asked, asked
+        assert "faults:echo" in cm.quarantined_tools().digests()  # nothing was approved
+        assert (await cm.approve_tools({"faults:echo": digest}, by="person:ops")).approved == ["faults:echo"]
+
+
 async def test_the_console_shows_a_changed_definition_whole_with_its_changes_marked(tmp_path: Path) -> None:
     # The page showed three lines around each change; approving its digest approved every line.
     async with served(tmp_path, quarantine=True) as s, console_client(s.base, OPS) as http:
@@ -106,6 +129,25 @@ async def test_the_console_shows_a_changed_definition_whole_with_its_changes_mar
         assert not missing, missing
         before = next(line for line in _whole(tool_definition(changed)).splitlines() if "SYSTEM NOTE" in line)
         assert f'<span class="del">{esc("-" + before)}</span>' in page  # the change, marked
+
+
+async def test_the_console_answers_a_digest_that_is_not_one_with_a_4xx(tmp_path: Path) -> None:
+    # A digest outside ASCII reached hmac.compare_digest: its TypeError was an internal error (500).
+    async with served(tmp_path, quarantine=True) as s, console_client(s.base, OPS) as http:
+        cm = s.box.codemode
+        page = (await http.get("/console/quarantine")).text
+        for bad in ("\u00e9" * 32, "not-a-digest"):
+            form = {"csrf": csrf_of(page), "action": "approve", "tool_id": "ledger:read_notes", "digest": bad}
+            res = await http.post("/console/quarantine", data=form, headers={"Origin": s.base})
+            assert res.status_code == 400 and "ledger:read_notes" in res.text and "digest" in res.text, res.text
+        assert "ledger:read_notes" in cm.quarantined_tools().digests()  # nothing was approved
+        # So is a page digest that is not one on a paused run's decision (409: not the page shown).
+        await cm.approve_tools(cm.quarantined_tools().digests(), by="operator:setup")
+        run = await s.pause("alice")
+        csrf = csrf_of((await http.get(f"/console/runs/{run}")).text)
+        form = {"csrf": csrf, "decision": "approve", "shown": "\u00e9" * 32}
+        res = await http.post(f"/console/runs/{run}", data=form, headers={"Origin": s.base})
+        assert res.status_code == 409 and s.notes() == [], (res.status_code, res.text[-500:])
 
 
 async def test_an_approval_names_the_reviewed_definition_and_a_changed_one_is_refused(tmp_path: Path) -> None:
