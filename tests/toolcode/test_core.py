@@ -671,6 +671,24 @@ async def test_approving_a_quarantined_definition_is_in_the_audit_log(tmp_path: 
     ]
 
 
+def test_an_approval_names_each_digest_in_its_one_form_or_is_refused_naming_the_tool() -> None:
+    # A digest outside ASCII reached hmac.compare_digest and raised a TypeError, not invalid_arguments.
+    from toolcode._audit import approval_request
+    from toolcode.exceptions import InvalidArgumentsError
+
+    good = "0b48041bbd8223ac1e06ed4d5cc6a72f"
+    assert approval_request({"ns:t": good}) == ({"ns:t": good}, [])
+    assert approval_request([f"ns:t@{good}", "ns:*", "@scope/pkg:*"]) == ({"ns:t": good}, ["ns:*", "@scope/pkg:*"])
+    assert approval_request(f"@scope/pkg:t@{good}") == ({"@scope/pkg:t": good}, [])
+    for bad in ("\u00e9" * 32, good[:31] + "\u0661", good.upper(), good[:31], good + "0", good + "\n", " " + good):
+        for tools, field in (({"ns:t": bad}, "tools['ns:t']"), ([f"ns:t@{bad}"], "tools[0]")):
+            with pytest.raises(InvalidArgumentsError) as info:
+                approval_request(tools)
+            err = info.value
+            assert (err.field, err.tool_id) == (field, "ns:t") and "'ns:t'" in str(err), err
+            assert "32 lowercase hexadecimal" in err.reason and err.code == "invalid_arguments", err
+
+
 async def test_a_session_run_that_waited_while_another_paused_is_refused_not_lost(tmp_path: Path) -> None:
     # The "a run waits in this session" check came before the session's lock, and the mark after
     # it: a run queued on the lock while another paused went through, and the paused run's state

@@ -32,6 +32,7 @@ from toolindex.log import get_logger
 
 __all__ = [
     "APPROVAL_FORM",
+    "DIGEST_FORM",
     "AuditEntry",
     "AuditLog",
     "AuditTrail",
@@ -201,7 +202,9 @@ def tool_hash(tool: Tool) -> str:
 
 APPROVAL_FORM: Final = "{'ns:name': 'DIGEST'} or ['ns:name@DIGEST']"
 """How an approval of quarantined tools names each definition: by the digest shown with it."""
-_BOUND: Final = re.compile(r"^(?P<tool>.+)@(?P<digest>[0-9a-f]{32})$")
+DIGEST_FORM: Final = "32 lowercase hexadecimal characters"
+"""What :func:`tool_hash` gives, and so the only digest an approval may name."""
+_DIGEST: Final = re.compile(r"[0-9a-f]{32}")
 _MAX_APPROVALS: Final = 1_000
 
 
@@ -209,10 +212,12 @@ def approval_request(tools: Any) -> tuple[dict[str, str], list[str]]:
     """What an approval of quarantined tools names: ``({tool_id: digest}, patterns named without a digest)``.
 
     ``tools``: ``{tool_id: digest}``, a list of ``"tool_id@digest"`` strings, or one such string.
-    An entry without a digest (an id or a glob) binds nothing: the caller refuses it.
+    An entry without a digest (an id or a glob) binds nothing: the caller refuses it. A list entry
+    with an ``@`` after its ``:`` names a digest (a tool's name never holds an ``@``).
 
     Raises:
-        InvalidArgumentsError: If ``tools`` is none of these forms (or names over 1,000 tools).
+        InvalidArgumentsError: If ``tools`` is none of these forms (or names over 1,000 tools), or a
+            digest named is not one (:data:`DIGEST_FORM`): ``field`` says where, ``tool_id`` which tool.
     """
     shape = f"must be {APPROVAL_FORM}: each tool with the digest of the definition reviewed"
     bound: dict[str, str] = {}
@@ -221,13 +226,15 @@ def approval_request(tools: Any) -> tuple[dict[str, str], list[str]]:
         tools = [tools]
     if isinstance(tools, Mapping):
         items = list(cast("Mapping[Any, Any]", tools).items())
-        if not all(isinstance(k, str) and isinstance(v, str) and v for k, v in items):
+        if not all(isinstance(k, str) for k, _ in items):
             raise InvalidArgumentsError("tools", shape)
-        bound = dict(cast("list[tuple[str, str]]", items))
+        for tool_id, digest in cast("list[tuple[str, Any]]", items):
+            bound[tool_id] = _digest(f"tools[{clip(tool_id, 80)!r}]", tool_id, digest)
     elif isinstance(tools, list) and all(isinstance(p, str) for p in cast("list[Any]", tools)):
-        for p in cast("list[str]", tools):
-            if (m := _BOUND.match(p)) is not None:
-                bound[m["tool"]] = m["digest"]
+        for i, p in enumerate(cast("list[str]", tools)):
+            tool_id, at, digest = p.rpartition("@")
+            if at and ":" in tool_id and ":" not in digest:
+                bound[tool_id] = _digest(f"tools[{i}]", tool_id, digest)
             else:
                 unbound.append(p)
     else:
@@ -235,6 +242,19 @@ def approval_request(tools: Any) -> tuple[dict[str, str], list[str]]:
     if len(bound) + len(unbound) > _MAX_APPROVALS:
         raise InvalidArgumentsError("tools", f"at most {_MAX_APPROVALS:,} tools at once")
     return bound, unbound
+
+
+def _digest(field: str, tool_id: str, digest: Any) -> str:
+    """``digest`` if it is one (:data:`DIGEST_FORM`); else what is wrong, naming the tool."""
+    if isinstance(digest, str) and _DIGEST.fullmatch(digest):
+        return digest
+    got = clip(ascii(digest), 60) if isinstance(digest, str) else type(digest).__name__
+    raise InvalidArgumentsError(
+        field,
+        f"the digest named for {clip(tool_id, 80)!r} is not one (got {got}): a digest is {DIGEST_FORM}, "
+        "the one shown with the definition reviewed (describe_tool at level 'full')",
+        tool_id=tool_id,
+    )
 
 
 def unbound_text(patterns: Sequence[str], blocked: Sequence[ToolApprovalEntry]) -> str:

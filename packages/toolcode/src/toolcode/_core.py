@@ -821,8 +821,10 @@ class CodeMode:
             The ids approved (``approved``).
 
         Raises:
-            InvalidArgumentsError: If quarantine is off, ``tools`` is not of these forms, or it
-                names a tool without a digest (an id or a glob: the message lists what it covers).
+            InvalidArgumentsError: If quarantine is off, ``tools`` is not of these forms, a digest
+                is not one (32 lowercase hexadecimal characters: ``field`` and ``tool_id`` say
+                which), or it names a tool without a digest (an id or a glob: the message lists
+                what it covers).
             DefinitionChangedError: If a named tool's definition now is not the one its digest
                 names (changed since it was shown, or gone): nothing is approved.
             StateUnavailableError: If the store (or a required audit log) cannot be written.

@@ -12,10 +12,12 @@ import inspect
 from collections.abc import Sequence
 from typing import Any, Final, Literal, cast, get_args
 
+from toolcode._audit import tool_definition
 from toolcode._checks import bad, check_choice, check_int, check_names, check_str, check_tool_id
 from toolcode._data import as_dict
 from toolcode._errors import as_tool_error, error_info, message_of
 from toolcode._limits import CallBudget
+from toolcode._outcome import definition_text
 from toolcode._services import Services
 from toolcode._view import CatalogView
 from toolcode.exceptions import ToolCodeError, ToolError, clip
@@ -274,12 +276,15 @@ class Discovery:
         quarantine = self._quarantine
         if level == "full" and quarantine is not None and quarantine.quarantined(tool):
             # The digest of the definition just rendered (the same object, nothing awaited between):
-            # an approval names it, and covers this definition only.
+            # an approval names it, and covers this definition only, every part of it. The docs
+            # above are cut to their budget; the definition the digest covers is shown whole.
             digest = quarantine.digest(tool)
             state = quarantine.status(tool).state
             text += (
-                f"\n\n# quarantined ({state}): not callable until an operator approves this definition, "
-                f"its digest: {digest}; approve_tools(tools={{{tool.id!r}: {digest!r}}})"
+                f"\n\n# quarantined ({state}): not callable until an operator approves this definition. "
+                "The whole definition (what approving its digest approves; the docs above may be cut):\n"
+                f"{definition_text(tool_definition(tool))}\n"
+                f"# its digest: {digest}; approve_tools(tools={{{tool.id!r}: {digest!r}}})"
             )
             return ToolDocEntry(id=tool.id, level=level, text=text, digest=digest)
         return ToolDocEntry(id=tool.id, level=level, text=text)

@@ -13,7 +13,6 @@ import base64
 import binascii
 import fnmatch
 import hashlib
-import json
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -31,7 +30,7 @@ from toolcode._metatools import (
     parse_arguments,
 )
 from toolcode._modules import every_tool
-from toolcode._outcome import shown_to_decide, visible
+from toolcode._outcome import definition_text, shown_to_decide, visible
 from toolcode._saved_snippet import NAMESPACE as SNIPPETS_NAMESPACE
 from toolcode.calls import Asker
 from toolcode.exceptions import ConfigurationError, InvalidArgumentsError, ToolCodeError, clip
@@ -340,8 +339,7 @@ class Door:
                 )
             else:
                 shown[tool_id] = digest
-                text = json.dumps(tool_definition(tool), ensure_ascii=False, indent=2, sort_keys=True, default=str)
-                parts.append(f"{tool_id} (digest: {digest}):\n{text}")
+                parts.append(f"{tool_id} (digest: {digest}):\n{definition_text(tool_definition(tool))}")
         head = "approve these definitions of quarantined tools" if shown else "nothing is decided"
         return {"tools": list(shown), "digests": shown, "question": visible(f"{head}:\n" + "\n\n".join(parts))}
 

@@ -27,7 +27,16 @@ from toolcode.models import (
 )
 from tooldocs import json_text
 
-__all__ = ["APPROVAL_OP", "code_lines", "line_quoted", "outcome", "outcome_json", "outcome_text", "paused_result"]
+__all__ = [
+    "APPROVAL_OP",
+    "code_lines",
+    "definition_text",
+    "line_quoted",
+    "outcome",
+    "outcome_json",
+    "outcome_text",
+    "paused_result",
+]
 
 _SUMMARY_FAILURES = 3
 _SUMMARY_MESSAGE = 160
@@ -310,6 +319,17 @@ def visible(text: str) -> str:
     character hides.
     """
     return _INVISIBLE.sub(_written_out, text)
+
+
+def definition_text(definition: Mapping[str, Any]) -> str:
+    """A tool's definition (:func:`toolcode._audit.tool_definition`) as a person reviews it before approving its digest.
+
+    Its JSON, indented with its keys sorted, whole: never cut to a budget, since approving its
+    digest approves every part of it. Every door that shows the digest of a quarantined tool's
+    definition shows it with this text (``describe_tool`` at level ``full``, the approval question
+    of ``approve_tools``, ``toolcode tools approve``, the console), written out as :func:`visible` does.
+    """
+    return visible(json.dumps(definition, ensure_ascii=False, indent=2, sort_keys=True, default=str))
 
 
 def _written_out(m: re.Match[str]) -> str:

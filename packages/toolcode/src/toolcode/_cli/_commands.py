@@ -42,6 +42,7 @@ from toolcode._cli._common import (
 from toolcode._cli._exec import cmd_exec, cmd_resume
 from toolcode._cli._render import safe
 from toolcode._metatools import as_operator, delete_snippet, reset_session
+from toolcode._outcome import definition_text
 from toolindex import ToolIndexError
 
 __all__ = ["run_command"]
@@ -94,7 +95,8 @@ async def cmd_tools(args: argparse.Namespace) -> int:
             table(out, f"{len(r.tools)} quarantined tools", columns, rows)
             if r.tools:
                 words = ("tools", "approve", "ID@DIGEST", "...")
-                out.print(f"review one: {again(args, 'describe', 'ID', '--level', 'full')}", markup=False)
+                review = again(args, "describe", "ID", "--level", "full")
+                out.print(f"review one, its whole definition with its digest: {review}", markup=False)
                 out.print(f"approve what you reviewed: {again(args, *words)}", markup=False)
 
         return await operation(args, quarantined, show_quarantined)
@@ -127,8 +129,7 @@ def _show_definitions(args: argparse.Namespace, box: Toolbox, named: list[str]) 
         except ToolIndexError:
             continue
         digest = tool_hash(tool)
-        text = json.dumps(tool_definition(tool), ensure_ascii=False, indent=2, sort_keys=True, default=str)
-        out.print(safe(f"# {tool.id} (digest: {digest})\n{text}\n"), markup=False)
+        out.print(safe(f"# {tool.id} (digest: {digest})\n{definition_text(tool_definition(tool))}\n"), markup=False)
     if covered:
         line = again(args, "tools", "approve", *(f"{t}@{d}" for t, d in covered.items()))
         out.print(f"to approve exactly the definitions above: {line}", markup=False)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hmac
 import json
 import secrets
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, MutableMapping
@@ -265,7 +264,7 @@ class Console:
             except InvalidArgumentsError:
                 run = None  # decided or expired meanwhile: the core answers with how it ended
             unlike = self.views.unlike_bound(run) if run is not None else []
-            if run is not None and (unlike or not hmac.compare_digest(form.get("shown", ""), self.views.shown(run))):
+            if run is not None and (unlike or not same(form.get("shown", ""), self.views.shown(run))):
                 text = _html.unlike_text(unlike or [p.tool_id for p in run.pending])
                 return _message(viewer, "Not decided", text, 409)
             if run is not None and (missing := _html.not_kept(run)):
@@ -326,7 +325,10 @@ class Console:
             return _message(viewer, "Refused", _STALE, 403)
         tool_id = form.get("tool_id", "")
         if form.get("action") == "approve":
-            approved = await self.views.approve_tool(viewer, tool_id, form.get("digest", ""))
+            try:
+                approved = await self.views.approve_tool(viewer, tool_id, form.get("digest", ""))
+            except InvalidArgumentsError as e:  # a digest that is not one (not this page's): nothing approved
+                return _message(viewer, "Not approved", str(e), 400)
             if approved is None:
                 text = f"{tool_id}'s definition is not the one shown (it changed since): nothing approved; look again."
             else:

@@ -13,7 +13,6 @@ import fnmatch
 import functools
 import hashlib
 import hmac
-import json
 import time
 from collections.abc import AsyncGenerator, Callable, Mapping
 from contextlib import aclosing
@@ -25,6 +24,7 @@ from toolcode import _paused, _results, _sessions
 from toolcode._audit import AuditEntry, tool_definition, tool_hash
 from toolcode._core import CodeMode
 from toolcode._metatools import as_operator
+from toolcode._outcome import definition_text
 from toolcode._paused_run import PausedRun
 from toolcode.console._auth import Viewer
 from toolcode.exceptions import DefinitionChangedError, InvalidArgumentsError, clip
@@ -194,7 +194,9 @@ class Views:
             now = tool_definition(tool)
             before = await quarantine.approved_definition(entry.tool_id) if quarantine is not None else None
             old, new = (_lines(before) if before is not None else []), _lines(now)
-            diff = list(difflib.unified_diff(old, new, "approved", "now", n=3, lineterm=""))[2:]
+            # Every line, its changes marked: approving the digest approves all of it, not the lines changed.
+            whole = max(len(old), len(new))
+            diff = list(difflib.unified_diff(old, new, "approved", "now", n=whole, lineterm=""))[2:]
             out.append(Change(entry.tool_id, entry.state, entry.approved_by, entry.approved_at, diff, tool_hash(tool)))
         return out
 
@@ -290,4 +292,4 @@ class Views:
 
 
 def _lines(definition: Mapping[str, Any]) -> list[str]:
-    return json.dumps(definition, indent=2, sort_keys=True, ensure_ascii=False, default=str).splitlines()
+    return definition_text(definition).split("\n")
