@@ -673,7 +673,7 @@ async def test_approving_a_quarantined_definition_is_in_the_audit_log(tmp_path: 
 
 def test_an_approval_names_each_digest_in_its_one_form_or_is_refused_naming_the_tool() -> None:
     # A digest outside ASCII reached hmac.compare_digest and raised a TypeError, not invalid_arguments.
-    from toolcode._audit import approval_request
+    from toolcode._approval_request import approval_request
     from toolcode.exceptions import InvalidArgumentsError
 
     good = "0b48041bbd8223ac1e06ed4d5cc6a72f"

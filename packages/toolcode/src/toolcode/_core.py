@@ -20,7 +20,8 @@ from typing import Any
 
 import anyio
 
-from toolcode._audit import AuditEntry, AuditTrail, Quarantine, approval_request, unbound_text
+from toolcode._approval_request import approval_request, unbound_text
+from toolcode._audit import AuditEntry, AuditTrail, Quarantine
 from toolcode._discovery import Discovery
 from toolcode._executor import Executor, Listeners
 from toolcode._limits import NARROW_HINT

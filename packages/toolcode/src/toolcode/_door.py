@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from toolcode._app import Toolbox
-from toolcode._audit import approval_request, tool_definition, tool_hash, unbound_text
+from toolcode._approval_request import approval_request, unbound_text
+from toolcode._audit import tool_definition, tool_hash
 from toolcode._core import CodeMode
 from toolcode._metatools import (
     DESCRIPTIONS,

@@ -26,6 +26,7 @@ from toolcode._typecheck._diagnostic import Diagnostic, Positions
 from toolcode._typecheck._doubts import Doubts
 from toolcode._typecheck._given import Declared, argument_certain, given_arguments
 from toolcode._typecheck._source import BUILT, CheckedSource
+from toolcode._typecheck._types_text import literal_kinds, one_value_type, split_top_level
 from toolcode._typecheck._writes import (
     loose_attributes,
     loose_names,
@@ -139,9 +140,9 @@ def _certain(rule: str, message: str, written: bool, added: frozenset[str | int]
     # An enum field (``Literal["low", "urgent"]``) has one runtime type: what that type lacks, each
     # value lacks. Not an attribute a ``float`` has, for whole numbers: JSON's ``1.0`` is one of ``[1, 2]``.
     by_type = rule in ("unresolved-attribute", "unsupported-operator") and not (
-        any(_literal_kinds(t) == {"int"} for t in named) and _float_may_do(rule, message)
+        any(literal_kinds(t) == {"int"} for t in named) and _float_may_do(rule, message)
     )
-    return raised if all(_one_value_type(t, by_type) for t in named) else None
+    return raised if all(one_value_type(t, by_type) for t in named) else None
 
 
 _ORDERING: Final = re.compile(r"^Operator `(<|>|<=|>=)` ")
@@ -170,68 +171,6 @@ def _is_name_quoted(t: str, message: str) -> bool:
     return bool(re.search(rf"(Operator|operator|attribute|member|Attribute) `{re.escape(t)}`", message))
 
 
-def _one_value_type(t: str, by_type: bool = False) -> bool:
-    """Whether ``t`` is the type of each value it stands for (no union, nothing unknown).
-
-    ``by_type``: what is asked of the values depends on their runtime type only (an attribute, an
-    operator), so a ``Literal`` whose members all have one type (``Literal["low", "urgent"]``, all
-    ``str``) is one value's type too.
-    """
-    if not t or "Unknown" in t or "@Todo" in t or t in ("Any", "object") or _top_level(t, "|") > 1:
-        return False  # ``object``: what ``ty`` knows of a TypedDict's ``.values()``, not the value's type
-    if not (t.startswith("Literal[") and t.endswith("]")):
-        return True
-    if _top_level(t[8:-1], ",") == 1:
-        return True
-    kinds = _literal_kinds(t)
-    return by_type and len(kinds) == 1 and None not in kinds
-
-
-def _literal_kinds(t: str) -> set[str | None]:
-    """The runtime types of the members of ``Literal[...]`` ``t`` (empty for another type)."""
-    if not (t.startswith("Literal[") and t.endswith("]")):
-        return set()
-    return {_literal_type(m) for m in _split_top_level(t[8:-1], ",")}
-
-
-_LITERAL_KINDS: Final = (
-    (re.compile(r'^"(?:[^"\\]|\\.)*"$'), "str"),
-    (re.compile(r"^'(?:[^'\\]|\\.)*'$"), "str"),
-    (re.compile(r"^-?\d+$"), "int"),
-    (re.compile(r"^(True|False)$"), "bool"),
-)
-
-
-def _literal_type(member: str) -> str | None:
-    """The runtime type of a member of ``ty``'s ``Literal[...]`` (``None``: another kind, bytes or an enum's)."""
-    member = member.strip()
-    return next((kind for pattern, kind in _LITERAL_KINDS if pattern.match(member)), None)
-
-
-def _top_level(text: str, sep: str) -> int:
-    """How many parts ``text`` has, split at ``sep`` outside brackets and quotes."""
-    return len(_split_top_level(text, sep))
-
-
-def _split_top_level(text: str, sep: str) -> list[str]:
-    """``text`` split at ``sep`` outside brackets and quotes."""
-    depth, quote, start = 0, "", 0
-    parts: list[str] = []
-    for i, ch in enumerate(text):
-        if quote:
-            quote = "" if ch == quote else quote
-        elif ch in "\"'":
-            quote = ch
-        elif ch in "[(":
-            depth += 1
-        elif ch in "])":
-            depth -= 1
-        elif ch == sep and depth == 0:
-            parts.append(text[start:i])
-            start = i + 1
-    return [*parts, text[start:]]
-
-
 _KEY_TYPE: Final = re.compile(r"with key of type `([^`]*)`")
 _FLOAT: Final = re.compile(r"\bfloat\b")
 _SUBSCRIPTED: Final = re.compile(
@@ -250,7 +189,7 @@ def _subscript_certain(rule: str, message: str, at: Sequence[ast.Subscript], dec
     """
     m = _SUBSCRIPTED.search(message) if rule in ("invalid-argument-type", "not-subscriptable") else None
     named = (m.group(1) or m.group(2)) if m is not None else None
-    if not named or not _one_value_type(named) or not any(declared(n.value) == named for n in at):
+    if not named or not one_value_type(named) or not any(declared(n.value) == named for n in at):
         return None
     if (key := _KEY_TYPE.search(message)) is not None and _FLOAT.search(key.group(1)):
         return None  # ``names[: rating // 2]``: a whole JSON number is an ``int`` (see _int_may_do)
@@ -391,14 +330,14 @@ def _whole_unions(found: Sequence[re.Match[str]]) -> set[tuple[str, str, str, st
         union = _IN_UNION.search(m.group(4)) if m.group(3) == "invalid-key" else None
         if union is not None:
             members.setdefault((m.group(1), m.group(2), union.group(1), union.group(3)), set()).add(union.group(2))
-    return {where for where, named in members.items() if named == {t.strip() for t in _split_top_level(where[3], "|")}}
+    return {where for where, named in members.items() if named == {t.strip() for t in split_top_level(where[3], "|")}}
 
 
 def _beyond_schema(message: str, closed: frozenset[str]) -> str:
     """``ty``'s unknown-key message, with how to read a key an open object's tool returns beyond its schema."""
     m = _UNKNOWN_KEY.search(message)
     # A union's key (no member declares it) is beyond the schema only where some member is open.
-    if m is None or all(t.strip() in closed for t in _split_top_level(m.group(2), "|")) or "did you mean" in message:
+    if m is None or all(t.strip() in closed for t in split_top_level(m.group(2), "|")) or "did you mean" in message:
         return message  # a closed object's, or a slip for a key it declares (ty names that key)
     key = m.group(1)
     if '"' in key or "\\" in key:
