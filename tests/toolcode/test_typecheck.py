@@ -1456,6 +1456,24 @@ RULED_OUT: dict[str, tuple[str, str]] = {
         "        raise LookupError(STATUS)\n"
         '    n = len(helpdesk.list_tickets(office="Paris", status=STATUS))\nexcept LookupError:\n    n = 0\nn',
     ),
+    "a function called only where the test rules it out": (
+        "from tools import helpdesk\nDRY = True\ndef push():\n"
+        '    helpdesk.list_tickets(office="Paris", status="pending")\n'
+        'if not DRY:\n    push()\nlen(helpdesk.on_call(office="Paris"))',
+        "from tools import helpdesk\nDRY = False\ndef push():\n"
+        '    helpdesk.list_tickets(office="Paris", status="pending")\n'
+        'if not DRY:\n    push()\nlen(helpdesk.on_call(office="Paris"))',
+    ),
+    "a constant bound in the function": (
+        "from tools import helpdesk\ndef run():\n    dry = True\n    if not dry:\n"
+        '        helpdesk.list_tickets(office="Paris", status="pending")\n'
+        '    return len(helpdesk.on_call(office="Paris"))\n'
+        "run()",
+        "from tools import helpdesk\ndef run():\n    dry = False\n    if not dry:\n"
+        '        helpdesk.list_tickets(office="Paris", status="pending")\n'
+        '    return len(helpdesk.on_call(office="Paris"))\n'
+        "run()",
+    ),
     "a result misused where the test rules it out": (
         # ``ty`` sees the list as built at run time, so it does not rule the branch out itself.
         'from tools import helpdesk\nMODE = "summary"\nn = len(helpdesk.list_offices())\nif MODE in ["full", "raw"]:\n'
@@ -1595,6 +1613,145 @@ async def test_code_after_a_statement_that_always_leaves_its_block_is_not_refuse
         await checker.aclose()
     after = [d for d in found if '"after" is not of type' in d.message]
     assert bool(after) is found_after, (name, [d.message for d in found])
+
+
+# A function called only from code that cannot run does not run either; one the snippet may run
+# (called from a live place, handed on, decorated, a method, ...) is checked. Snippet → whether
+# ``x.f(a='in')`` in ``g`` is still found.
+_UNCALLED: dict[str, tuple[str, bool]] = {
+    "called only where a test rules it out": ("DRY = True\ndef g():\n    x.f(a='in')\nif not DRY:\n    g()\n", False),
+    "called only after a return": ("def g():\n    x.f(a='in')\ndef k():\n    return 1\n    g()\nk()\n", False),
+    "called only by a function that cannot run": (
+        "DRY = True\ndef g():\n    x.f(a='in')\ndef k():\n    g()\n    g()\nif not DRY:\n    k()\n",
+        False,
+    ),
+    "recursive, called only where a test rules it out": (
+        "DRY = True\ndef g(n):\n    x.f(a='in')\n    return g(n - 1) if n else 0\nDRY or g(2)\n",
+        False,
+    ),
+    "async, awaited only where a test rules it out": (
+        "DRY = True\nasync def g():\n    x.f(a='in')\nif not DRY:\n    await g()\n",
+        False,
+    ),
+    "nested, called only where a test rules it out": (
+        "def k():\n    dry = True\n    def g():\n        x.f(a='in')\n    if not dry:\n        g()\n"
+        "    return 1\nk()\n",
+        False,
+    ),
+    "never called": ("def g():\n    x.f(a='in')\n", False),
+    # It may run.
+    "also called where it runs": ("DRY = True\ndef g():\n    x.f(a='in')\nif not DRY:\n    g()\ng()\n", True),
+    "called where the test is not settled": (
+        "import os\ndef g():\n    x.f(a='in')\nif os.getenv('X'):\n    g()\n",
+        True,
+    ),
+    "handed on": ("DRY = True\ndef g():\n    x.f(a='in')\nh = g\nif not DRY:\n    g()\nh()\n", True),
+    "returned": (
+        "DRY = True\ndef g():\n    x.f(a='in')\ndef k():\n    return g\nif not DRY:\n    g()\nk()()\n",
+        True,
+    ),
+    "decorated": (
+        "DRY = True\nhooks = []\ndef hook(f):\n    hooks.append(f)\n    return f\n@hook\ndef g():\n    x.f(a='in')\n"
+        "if not DRY:\n    g()\nhooks[0]()\n",
+        True,
+    ),
+    "a method": (
+        "DRY = True\nclass C:\n    def g():\n        x.f(a='in')\n    if not DRY:\n        g()\nC.g()\n",
+        True,
+    ),
+    "called by a function that runs": (
+        "DRY = True\ndef g():\n    x.f(a='in')\ndef k():\n    g()\nif not DRY:\n    g()\nk()\n",
+        True,
+    ),
+    "called by a function never called": (
+        "DRY = True\ndef g():\n    x.f(a='in')\ndef k():\n    g()\nif not DRY:\n    g()\n",
+        True,
+    ),
+    "called from a default value": (
+        "DRY = True\ndef g():\n    x.f(a='in')\ndef k(v=g()):\n    return v\nif not DRY:\n    k()\n",
+        True,
+    ),
+    "looked up by name": (
+        "DRY = True\ndef g():\n    x.f(a='in')\nif not DRY:\n    g()\nglobals()['g']()\n",
+        True,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(_UNCALLED))
+async def test_a_function_called_only_from_code_that_cannot_run_is_not_refused(name: str) -> None:
+    index = await _one_int_tool()
+    view = CatalogView(index, None)
+    checker = TypeChecker(ToolModules(index))
+    code, found_in = _UNCALLED[name]
+    try:
+        found = await checker.check("from tools import x\n" + code, view)
+    finally:
+        await checker.aclose()
+    inside = [d for d in found if '"in" is not of type' in d.message]
+    assert bool(inside) is found_in, (name, [d.message for d in found])
+
+
+# A function's own constant settles a test after it in that function, as a top-level one does.
+# Snippet (the body of ``g``, called) → whether ``x.f(a='in')`` is still found.
+_LOCAL: dict[str, tuple[str, bool]] = {
+    "a flag": ("    dry = True\n    if not dry:\n        x.f(a='in')\n", False),
+    "annotated": ("    mode: str = 'all'\n    if mode != 'all':\n        x.f(a='in')\n", False),
+    "from another of its constants": (
+        "    mode = 'all'\n    full = mode == 'all'\n    if not full:\n        x.f(a='in')\n",
+        False,
+    ),
+    "from a top-level constant": ("    dry = DRY\n    if not dry:\n        x.f(a='in')\n", False),
+    "a guard clause": ("    mode = 'all'\n    if mode == 'all':\n        return 0\n    x.f(a='in')\n", False),
+    # Not settled.
+    "bound twice": ("    dry = True\n    dry = False\n    if not dry:\n        x.f(a='in')\n", True),
+    "augmented": ("    n = 0\n    n += 1\n    if n:\n        x.f(a='in')\n", True),
+    "bound in a loop": (
+        "    for i in range(2):\n        dry = i == 0\n    if not dry:\n        x.f(a='in')\n",
+        True,
+    ),
+    "bound in a branch": (
+        "    if len(str(DRY)) > 9:\n        dry = True\n    else:\n        dry = False\n"
+        "    if not dry:\n        x.f(a='in')\n",
+        True,
+    ),
+    "read before it is bound": ("    if not dry:\n        x.f(a='in')\n    dry = True\n", True),
+    "rebound by nonlocal": (
+        "    dry = True\n    def flip():\n        nonlocal dry\n        dry = False\n    flip()\n"
+        "    if not dry:\n        x.f(a='in')\n",
+        True,
+    ),
+    "global": ("    global dry\n    dry = True\n    if not dry:\n        x.f(a='in')\n", True),
+    "computed at run time": ("    dry = len(str(DRY)) == 4\n    if not dry:\n        x.f(a='in')\n", True),
+    "a list": (
+        "    modes = ['a']\n    modes.append('b')\n    if modes == ['a']:\n        return 0\n    x.f(a='in')\n",
+        True,
+    ),
+    "read in a function inside": (
+        "    dry = True\n    def h():\n        if not dry:\n            x.f(a='in')\n    h()\n",
+        True,
+    ),
+    "read at the top level": ("    dry = True\n    return dry\nif not dry:\n    x.f(a='in')\n", True),
+    "a parameter of that name elsewhere": (
+        "    dry = True\n    if not dry:\n        x.f(a='in')\ndef k(dry):\n    return dry\n",
+        True,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(_LOCAL))
+async def test_a_constant_bound_in_a_function_settles_a_test_after_it_there(name: str) -> None:
+    index = await _one_int_tool()
+    view = CatalogView(index, None)
+    checker = TypeChecker(ToolModules(index))
+    body = _LOCAL[name][0]
+    code = "from tools import x\nDRY = True\ndef g():\n" + body + "g()\n"
+    try:
+        found = await checker.check(code, view)
+    finally:
+        await checker.aclose()
+    inside = [d for d in found if '"in" is not of type' in d.message]
+    assert bool(inside) is _LOCAL[name][1], (name, [d.message for d in found])
 
 
 # A function's body runs where it is called: a constant bound after the ``def`` and before every

@@ -8,8 +8,9 @@ exist, a key a result lacks) is no failure of the run.
 A test is settled when it is made only of literals (a string, a number, ``True``, ``False``,
 ``None``, a tuple, list or set display of such) and of names bound once, by a top-level ``name =
 value`` before the test runs (in a top-level function only ever called by top-level code: before
-its first call), to a value settled the same way that cannot change (not a list or a
-set; bound nowhere else, such a name keeps that value), combined by comparisons (``==``, ``!=``,
+its first call), or by a ``name = value`` among a function's own statements, the test in that
+function (not in one inside it) after it, to a value settled the same way that cannot change (not
+a list or a set; bound nowhere else, such a name keeps that value), combined by comparisons (``==``, ``!=``,
 ``<``, ``<=``, ``>``, ``>=``, ``in``, ``not in``, and ``is``/``is not`` against ``None``,
 ``True`` or ``False``), ``not``, ``and``, ``or`` and conditional expressions; the value's truth
 decides. Such a test is evaluated here on those values alone (with Python's own operators;
@@ -29,6 +30,13 @@ And in any block, what follows a statement that always leaves it is dead: a ``re
 true and that has no ``break`` of its own; ``assert`` of a false test; a ``try`` whose ``finally``
 leaves, or whose body (or ``else``) and every handler leave. A loop, whose body may not run, and a
 ``with``, whose context may swallow a ``raise``, never count as leaving.
+
+And the body of a function called only from code that cannot run (that of another such function
+included) is dead: one bound once, by a ``def`` without decorators that is not a method, whose
+name is only ever the callee of a call (never passed, returned, stored or otherwise read), called
+at least once outside its own body. Its defaults and decorators run at its ``def``: they are live.
+A snippet that reads ``globals()``, ``locals()``, ``vars()``, ``eval``, ``exec`` or ``__import__``
+has no such function.
 """
 
 from __future__ import annotations
@@ -63,21 +71,39 @@ class DeadCode:
         self._positions = positions
         self._parents = found.parents
         self._values: dict[str, object] = {}
-        self._bound: dict[str, tuple[ast.expr, tuple[int, int]]] = {}
-        """Name → its literal and where its binding ends (``ast``'s line and byte column)."""
-        for stmt in tree.body:
-            target, value = _single_binding(stmt)
-            if target is not None and value is not None and found.bindings[target] == 1:
-                self._bound[target] = (value, (stmt.end_lineno or stmt.lineno, stmt.end_col_offset or 0))
+        self._bound: dict[str, tuple[ast.expr, tuple[int, int], ast.AST]] = {}
+        """Name → its literal, where its binding ends (``ast``'s line and byte column) and the scope binding it."""
+        scopes = [tree, *(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef))]
+        for scope in scopes:
+            for stmt in scope.body:
+                target, value = _single_binding(stmt)
+                if target is not None and value is not None and found.bindings[target] == 1:
+                    end = (stmt.end_lineno or stmt.lineno, stmt.end_col_offset or 0)
+                    self._bound[target] = (value, end, scope)
         self._called = _first_calls(tree, found) if self._bound else {}
         ranges: list[tuple[tuple[int, int], tuple[int, int]]] = []
         for node in ast.walk(tree):
             for first, last in self._ruled_out(node):
                 ranges.append((positions.of(first), self._end(last)))
-        # Ranges are disjoint or nested: the outermost ones are kept, in order.
-        ranges.sort(key=lambda r: (r[0], (-r[1][0], -r[1][1])))
         self._starts: list[tuple[int, int]] = []
         self._ends: list[tuple[int, int]] = []
+        self._merge(ranges)
+        # A function called only from code that cannot run does not run either (nor do those it calls).
+        uncalled = _calls_only(tree, found)
+        while ranges and uncalled:
+            dead = [fn for fn, calls in uncalled.items() if all(self.covers(positions.of(c)) for c in calls)]
+            if not dead:
+                break
+            for fn in dead:
+                del uncalled[fn]
+                ranges.append((positions.of(fn.body[0]), self._end(fn.body[-1])))
+            self._merge(ranges)
+
+    def _merge(self, ranges: list[tuple[tuple[int, int], tuple[int, int]]]) -> None:
+        """Keep ``ranges`` as sorted disjoint ranges: nested or overlapping ones become their outermost."""
+        ranges.sort(key=lambda r: (r[0], (-r[1][0], -r[1][1])))
+        self._starts.clear()
+        self._ends.clear()
         for start, end in ranges:
             if self._ends and start < self._ends[-1]:
                 if end > self._ends[-1]:
@@ -224,10 +250,17 @@ class DeadCode:
         return True
 
     def _constant(self, node: ast.Name, depth: int) -> object:
-        """The literal value of a name bound once, at the top level, before ``node`` (else unsettled)."""
+        """The literal value of a name bound once, before ``node``, at the top level or in ``node``'s function."""
         hit = self._bound.get(node.id)
-        if hit is None or self._read_at(node) <= hit[1]:
-            return _UNSETTLED  # read before (or while) it is bound: an earlier run's value, say
+        if hit is None:
+            return _UNSETTLED
+        if isinstance(hit[2], ast.Module):
+            if self._read_at(node) <= hit[1]:
+                return _UNSETTLED  # read before (or while) it is bound: an earlier run's value, say
+        elif _scope(node, self._parents) is not hit[2] or (node.lineno, node.col_offset) <= hit[1]:
+            # A function's own name: read there after its binding (elsewhere, it is another name, or
+            # a function inside that may run before the binding; before it, the read fails).
+            return _UNSETTLED
         if node.id not in self._values:
             value = self._value(hit[0], depth)
             # A list or a set may be changed in place (``names.append(x)``) without the name being bound again.
@@ -303,6 +336,64 @@ def _first_calls(tree: ast.Module, found: Scan) -> dict[ast.AST, tuple[int, int]
         at = (node.lineno, node.col_offset)
         first[fn] = min(first.get(fn, at), at)
     return {fn: at for fn, at in first.items() if fn not in handed_on}
+
+
+def _scope(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> ast.AST | None:
+    """The innermost of :data:`_SCOPES` around ``node``."""
+    scope = parents.get(node)
+    while scope is not None and not isinstance(scope, _SCOPES):
+        scope = parents.get(scope)
+    return scope
+
+
+_INTROSPECTION: Final = frozenset({"globals", "locals", "vars", "eval", "exec", "__import__"})
+"""Names through which a snippet may reach its functions other than by name."""
+
+
+def _calls_only(tree: ast.Module, found: Scan) -> dict[ast.FunctionDef | ast.AsyncFunctionDef, list[ast.Name]]:
+    """The snippet's functions whose name is only ever called, with where it is called (not from their own body).
+
+    A function bound once, by a ``def`` without decorators that is not a method, whose name is
+    read only as the callee of a call (never handed on: passed, returned, stored, ...), at least
+    once outside its own body. It runs only where those calls run. None when the snippet reads
+    ``globals()``, ``locals()``, ``vars()``, ``eval``, ``exec`` or ``__import__``, through which it
+    may reach a function otherwise.
+    """
+    defs: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
+    names: list[ast.Name] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            if node.id in _INTROSPECTION:
+                return {}
+            names.append(node)
+        elif (
+            isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+            and node.body
+            and not node.decorator_list
+            and found.bindings[node.name] == 1
+            and not isinstance(_scope(node, found.parents), ast.ClassDef)
+        ):
+            defs[node.name] = node
+    calls: dict[ast.FunctionDef | ast.AsyncFunctionDef, list[ast.Name]] = {}
+    handed_on: set[ast.AST] = set()
+    for name in names:
+        fn = defs.get(name.id)
+        if fn is None:
+            continue
+        parent = found.parents.get(name)
+        if not (isinstance(parent, ast.Call) and parent.func is name):
+            handed_on.add(fn)
+        elif not _within(name, fn, found.parents):
+            calls.setdefault(fn, []).append(name)
+    return {fn: at for fn, at in calls.items() if fn not in handed_on}
+
+
+def _within(node: ast.AST, fn: ast.FunctionDef | ast.AsyncFunctionDef, parents: dict[ast.AST, ast.AST]) -> bool:
+    """Whether ``node`` is in ``fn``'s body (not its decorators, defaults or annotations, which run at its ``def``)."""
+    child, parent = node, parents.get(node)
+    while parent is not None and parent is not fn:
+        child, parent = parent, parents.get(parent)
+    return parent is fn and child in fn.body
 
 
 def _frozen(value: object) -> bool:
