@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import os
 import sys
+import threading
 import traceback
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
@@ -21,8 +22,11 @@ import pytest
 from mcp_support import SERVERS_DIR, RunningServer, free_port
 from structlog.testing import capture_logs
 
+import toolindex
+import toolindex._index
 import toolrun._config
-from toolindex import BackendRef, ChangeEvent, InMemoryIndex
+import toolrun._mcp
+from toolindex import BackendRef, ChangeEvent, InMemoryIndex, Tool
 from toolrun import (
     DEFAULT_MAX_RESPONSE_BYTES,
     BackendUnavailableError,
@@ -513,3 +517,41 @@ async def test_stderr_is_redacted_and_rate_limited(mcp_runner: Callable[..., Any
     assert max(len(e["line"]) for e in stderr) <= 501  # each line cut to 500 characters and "…"
     suppressed = sum(e["lines"] for e in logs if e["event"] == "mcp.stderr_suppressed")
     assert suppressed >= 500 - BURST
+
+
+async def test_a_relist_is_tokenised_off_the_loop_and_registered_in_small_parts(
+    mcp_runner: Callable[..., Any], hostile: Hostile, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # What a re-list leaves on the event loop is bounded by the work of each part, not by the listing:
+    # tokenising the tools (most of the CPU of registering them) runs in a worker thread, and the index
+    # updates run in parts of at most _REGISTER_COST characters of tool text, with other tasks between.
+    # Counted, not timed: a busy machine cannot make it pass or fail.
+    loop_thread = threading.get_ident()
+    on_loop: list[str] = []
+    parts: list[int] = []
+    real_fields = toolindex._index.document_fields
+    real_register = getattr(toolindex.InMemoryIndex, "register_prepared", None)
+
+    def fields(tool: Tool, text: str | None) -> Any:
+        if tool.name.startswith("bulk_") and threading.get_ident() == loop_thread:
+            on_loop.append(tool.name)
+        return real_fields(tool, text)
+
+    def register(self: toolindex.InMemoryIndex, batch: toolindex.PreparedBatch) -> None:
+        parts.append(batch.cost)
+        assert real_register is not None
+        real_register(self, batch)
+
+    monkeypatch.setattr(toolindex._index, "document_fields", fields)
+    monkeypatch.setattr(toolindex.InMemoryIndex, "register_prepared", register, raising=False)
+    async with mcp_runner({"hostile": hostile.entry()}) as (runner, backends):
+        relisted = anyio.Event()
+        runner.index.subscribe(lambda event: relisted.set() if "hostile:bulk_1999" in event.tool_ids else None)
+        with anyio.fail_after(120):
+            await runner.run("hostile:churn", {"tools": 2000, "props": 2000, "storm": 1})
+            await relisted.wait()
+        assert len(backends["hostile"].tools) > 2000
+    assert on_loop == []
+    assert len(parts) > 1
+    # A part holds several tools up to the bound, or one tool alone.
+    assert max(parts) <= max(toolrun._mcp._REGISTER_COST, 100_000)

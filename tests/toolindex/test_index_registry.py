@@ -11,8 +11,10 @@ from toolindex import (
     InMemoryIndex,
     InvalidToolError,
     InvalidToolIDError,
+    PreparedBatch,
     Tool,
     ToolNotFoundError,
+    indexing_cost,
 )
 
 
@@ -283,3 +285,34 @@ def test_failure_half_way_through_a_large_batch_is_rolled_back(monkeypatch: pyte
     page = index.list_tools(limit=1000)
     for t in page.tools:
         assert (t, index.backends(t.id)) == before[t.id]
+
+
+def test_a_prepared_batch_registers_as_register_many_does_in_parts_of_bounded_cost() -> None:
+    def tools(word: str) -> list[tuple[Tool, BackendRef]]:
+        return [
+            (Tool(name=f"t{i}", namespace="ns", description=f"{word} {i} " * 300), BackendRef.mcp("ns", tool=f"t{i}"))
+            for i in range(20)
+        ]
+
+    plain, parted = InMemoryIndex(), InMemoryIndex()
+    plain.register_many(tools("alpha"))
+    batch = parted.prepare_many(tools("alpha"))
+    assert len(parted) == 0  # preparing changes nothing
+    cost = max(indexing_cost(t) for t, _ in tools("alpha"))
+    parts = batch.split(3 * cost)
+    assert sum(len(p) for p in parts) == 20 and all(2 <= len(p) <= 3 for p in parts)
+    assert all(isinstance(p, PreparedBatch) and p.cost <= 3 * cost for p in parts)
+    assert batch.split(1) and all(len(p) == 1 for p in batch.split(1))  # a tool costing more: alone
+    for part in parts:
+        parted.register_prepared(part)
+    assert [h.id for h in parted.search("alpha 7")] == [h.id for h in plain.search("alpha 7")]
+    # Replacing costs the old definition's removal too; a changed namespace text is tokenised again.
+    again = parted.prepare_many(tools("beta"))
+    assert again.cost == batch.cost + sum(indexing_cost(t) for t, _ in tools("beta"))
+    parted.describe_namespace("ns", "gamma things")
+    parted.register_prepared(again)
+    assert parted.search("gamma")[0].id.startswith("ns:")
+    assert parted.search("beta 3")[0].id == "ns:t3"
+    assert parted.search("alpha") == []
+    with pytest.raises(ValueError, match="another index"):
+        plain.register_prepared(again)

@@ -33,7 +33,7 @@ from toolcode._types import Engine, ExecuteResult, ToolCallRecord
 from toolcode.exceptions import ConfigurationError, StateUnavailableError
 from toolcode.state import MemoryStateStore, StateStore, open_state_store
 from tooldocs import InMemoryStore
-from toolindex import BackendRef, InMemoryIndex, Tool, ToolIndexError
+from toolindex import BackendRef, InMemoryIndex, PreparedBatch, Tool, ToolIndexError
 from toolindex.log import get_logger
 from toolrun import (
     Backend,
@@ -93,6 +93,12 @@ class _ExcludingIndex:
         self, items: Iterable[tuple[Tool, BackendRef | Sequence[BackendRef]]], *, partition: str | None = None
     ) -> None:
         self._index.register_many([(t, b) for t, b in items if not self._excluded(t.key)], partition=partition)
+
+    def prepare_many(
+        self, items: Iterable[tuple[Tool, BackendRef | Sequence[BackendRef]]], *, partition: str | None = None
+    ) -> PreparedBatch:
+        # Filtered as register_many is (register_prepared, forwarded, registers what this let through).
+        return self._index.prepare_many([(t, b) for t, b in items if not self._excluded(t.key)], partition=partition)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._index, name)

@@ -9,7 +9,7 @@
 """
 
 from toolindex._ids import ToolID
-from toolindex._index import InMemoryIndex
+from toolindex._index import InMemoryIndex, PreparedBatch
 from toolindex._model import (
     DEFAULT_NAMESPACE,
     BackendKind,
@@ -23,7 +23,7 @@ from toolindex._model import (
     summarize,
 )
 from toolindex._protocol import ChangeCallback, Index, Unsubscribe
-from toolindex._search import FIELDS, SearchParams
+from toolindex._search import FIELDS, SearchParams, indexing_cost
 from toolindex._semantic import DEFAULT_WEAK_RELEVANCE, Embedder, StaticEmbedder, default_embedder
 from toolindex.exceptions import (
     AmbiguousToolIDError,
@@ -52,6 +52,7 @@ __all__ = [
     "InvalidToolError",
     "InvalidToolIDError",
     "NamespaceInfo",
+    "PreparedBatch",
     "SearchHit",
     "SearchParams",
     "SemanticUnavailableError",
@@ -63,5 +64,6 @@ __all__ = [
     "ToolPage",
     "Unsubscribe",
     "default_embedder",
+    "indexing_cost",
     "summarize",
 ]

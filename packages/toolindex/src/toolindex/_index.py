@@ -6,6 +6,7 @@ import base64
 import re
 import threading
 from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass
 from typing import cast
 
 from toolindex._dense import FloatArray
@@ -15,12 +16,12 @@ from toolindex._limits import MAX_ID_CHARS, MAX_QUERY_CHARS, clip
 from toolindex._model import BackendRef, ChangeEvent, ChangeKind, NamespaceInfo, SearchHit, Tool, ToolPage
 from toolindex._partitions import PartitionMap, Seen, check_seen
 from toolindex._protocol import ChangeCallback, Unsubscribe
-from toolindex._search import Prepared, SearchEngine, SearchParams, document_fields
+from toolindex._search import Prepared, SearchEngine, SearchParams, document_fields, indexing_cost
 from toolindex._semantic import Embedder, PackageEmbedder
 from toolindex.exceptions import AmbiguousToolIDError, DuplicateToolError, InvalidToolError, ToolNotFoundError
 from toolindex.log import get_logger
 
-__all__ = ["InMemoryIndex"]
+__all__ = ["InMemoryIndex", "PreparedBatch"]
 
 _log = get_logger("toolindex")
 
@@ -58,6 +59,86 @@ _Replaced = tuple[Tool, list[BackendRef], str, str | None]
 
 _GC_PAUSE_BATCH = 1000
 _CHUNK = 1024
+
+
+@dataclass(frozen=True, slots=True)
+class _Ready:
+    """One tool of a :class:`PreparedBatch`: checked, tokenised and summarised."""
+
+    tool: Tool
+    refs: list[BackendRef]
+    ns_text: str | None
+    """The namespace description it was tokenised with (tokenised again if it changed since)."""
+    prepared: Prepared | None
+    """``None``: tokenised when registered (:meth:`InMemoryIndex.register_many`)."""
+    summary: str
+    cost: int
+    """Of indexing it, plus of removing the definition it replaces (see :meth:`PreparedBatch.split`)."""
+
+
+class PreparedBatch:
+    """A batch checked and tokenised by :meth:`InMemoryIndex.prepare_many`, to register with ``register_prepared``.
+
+    Immutable. Preparing is the CPU work of a registration that reads no index state (checking
+    the items, tokenising each tool's text, its summary, the semantic vectors), so it may run
+    in a worker thread while the index serves searches; registering it is what is left, under
+    the index's lock.
+    """
+
+    __slots__ = ("_items", "_owner", "_vectors", "partition")
+
+    def __init__(
+        self, owner: InMemoryIndex, items: list[_Ready], vectors: FloatArray | None, partition: str | None
+    ) -> None:
+        self._owner = owner
+        self._items = items
+        self._vectors = vectors
+        self.partition = partition
+        """The partition the batch registers its tools in (``None``: the public catalog)."""
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    @property
+    def cost(self) -> int:
+        """The work of registering the batch, in characters of tool text indexed (or unindexed)."""
+        return sum(r.cost for r in self._items)
+
+    def split(self, max_cost: int) -> list[PreparedBatch]:
+        """The batch in consecutive parts of at most ``max_cost`` each (a tool costing more is a part alone).
+
+        Each part registers atomically; registering the parts one after another, with other
+        work between them, bounds each hold of the index's lock (and of an event loop that
+        registers them) by ``max_cost`` rather than by the batch.
+        """
+        parts: list[PreparedBatch] = []
+        start = total = 0
+        for i, r in enumerate(self._items):
+            if i > start and total + r.cost > max_cost:
+                parts.append(self._part(start, i))
+                start, total = i, 0
+            total += r.cost
+        if start < len(self._items):
+            parts.append(self._part(start, len(self._items)))
+        return parts
+
+    def _part(self, start: int, end: int) -> PreparedBatch:
+        vectors = self._vectors[start:end] if self._vectors is not None else None
+        return PreparedBatch(self._owner, self._items[start:end], vectors, self.partition)
+
+
+def _checked_batch(
+    items: Iterable[tuple[Tool, BackendRef | Sequence[BackendRef]]],
+) -> list[tuple[Tool, list[BackendRef]]]:
+    batch: list[tuple[Tool, list[BackendRef]]] = []
+    seen: set[str] = set()
+    for pos, item in enumerate(items):
+        batch.append(_check_item(pos, item))
+        tid = batch[-1][0].id
+        if tid in seen:
+            raise DuplicateToolError(tid)
+        seen.add(tid)
+    return batch
 
 
 def _check_relevance(value: float | None, semantic: bool) -> float | None:
@@ -213,30 +294,92 @@ class InMemoryIndex:
             ValueError: If ``partition`` is an empty string. Nothing is registered.
         """
         _check_partition(partition)
-        batch: list[tuple[Tool, list[BackendRef]]] = []
-        ids: list[str] = []
-        seen: set[str] = set()
-        for pos, item in enumerate(items):
-            batch.append(_check_item(pos, item))
-            tid = batch[-1][0].id
-            if tid in seen:
-                raise DuplicateToolError(tid)
-            seen.add(tid)
-            ids.append(tid)
+        batch = _checked_batch(items)
         if not batch:
             return
         # Embedding is the slow part of a semantic registration and needs no index state: it
         # runs before the lock, so searches go on meanwhile.
         vectors = self._engine.embed_tools([tool for tool, _ in batch])
-        with self._lock, collector_paused(len(batch) >= _GC_PAUSE_BATCH):
+        with self._lock:
+            # In chunks, so the temporary token tables of a huge batch never all exist at once.
+            # (prepare_many tokenises before the lock, the whole batch at once.)
+            chunks = (batch[start : start + _CHUNK] for start in range(0, len(batch), _CHUNK))
+            ready = (
+                [_Ready(tool, refs, self._ns_text.get(tool.namespace), None, tool.summary, 0) for tool, refs in chunk]
+                for chunk in chunks
+            )
+            self._register_ready(ready, len(batch), vectors, partition)
+
+    def prepare_many(
+        self, items: Iterable[tuple[Tool, BackendRef | Sequence[BackendRef]]], *, partition: str | None = None
+    ) -> PreparedBatch:
+        """Check and tokenise a batch for :meth:`register_prepared`; the index does not change.
+
+        This is the CPU work of :meth:`register_many` that needs no index state (tokenising each
+        tool's text, its summary, its semantic vectors): the lock is taken only to read the
+        namespace descriptions and the definitions the batch replaces, so another thread (an
+        event loop) goes on searching meanwhile. The batch is registered later by
+        :meth:`register_prepared`, whole or in the parts of :meth:`PreparedBatch.split`.
+
+        Raises:
+            InvalidToolError, DuplicateToolError, ValueError: As :meth:`register_many`, and
+                before anything is tokenised.
+        """
+        _check_partition(partition)
+        batch = _checked_batch(items)
+        with self._lock:
+            texts = {ns: self._ns_text.get(ns) for ns in {tool.namespace for tool, _ in batch}}
+            olds = [self._tools.get(tool.id) for tool, _ in batch]
+        ready = [
+            _Ready(
+                tool,
+                refs,
+                texts[tool.namespace],
+                document_fields(tool, texts[tool.namespace]),
+                tool.summary,
+                indexing_cost(tool) + (indexing_cost(old) if old is not None else 0),
+            )
+            for (tool, refs), old in zip(batch, olds, strict=True)
+        ]
+        # Embedding is the slow part of a semantic registration and needs no index state either.
+        vectors = self._engine.embed_tools([tool for tool, _ in batch]) if batch else None
+        return PreparedBatch(self, ready, vectors, partition)
+
+    def register_prepared(self, batch: PreparedBatch) -> None:
+        """Register a batch :meth:`prepare_many` made, atomically: as :meth:`register_many` does.
+
+        A tool whose namespace description changed since it was prepared is tokenised again
+        (under the lock).
+
+        Raises:
+            ValueError: If ``batch`` was prepared by another index.
+        """
+        if batch._owner is not self:  # pyright: ignore[reportPrivateUsage]
+            raise ValueError("the batch was prepared by another index")
+        items = batch._items  # pyright: ignore[reportPrivateUsage]
+        vectors = batch._vectors  # pyright: ignore[reportPrivateUsage]
+        if not items:
+            return
+        with self._lock:
+            chunks = (items[start : start + _CHUNK] for start in range(0, len(items), _CHUNK))
+            self._register_ready(chunks, len(items), vectors, batch.partition)
+
+    def _register_ready(
+        self, chunks: Iterable[list[_Ready]], size: int, vectors: FloatArray | None, partition: str | None
+    ) -> None:
+        # Under the lock: register the chunks of a batch of ``size`` tools, all or (rolled back) none.
+        ids: list[str] = []
+        with collector_paused(size >= _GC_PAUSE_BATCH):
             new_ids: list[str] = []
             replaced: dict[str, _Replaced] = {}
             try:
-                # In chunks, so the temporary token tables of a huge batch never all exist at once.
-                for start in range(0, len(batch), _CHUNK):
-                    end = start + _CHUNK
+                start = 0
+                for chunk in chunks:
+                    end = start + len(chunk)
                     chunk_vectors = vectors[start:end] if vectors is not None else None
-                    self._register_chunk(batch[start:end], ids[start:end], new_ids, replaced, chunk_vectors, partition)
+                    self._register_chunk(chunk, new_ids, replaced, chunk_vectors, partition)
+                    ids.extend(r.tool.id for r in chunk)
+                    start = end
             except BaseException:
                 self._roll_back(new_ids, replaced)
                 raise
@@ -247,18 +390,22 @@ class InMemoryIndex:
 
     def _register_chunk(
         self,
-        chunk: list[tuple[Tool, list[BackendRef]]],
-        ids: list[str],
+        chunk: list[_Ready],
         new_ids: list[str],
         replaced: dict[str, _Replaced],
         vectors: FloatArray | None = None,
         partition: str | None = None,
     ) -> None:
-        # The work that could fail (tokenising) comes before any change.
-        texts = [self._ns_text.get(tool.namespace) for tool, _ in chunk]
-        prepared = [document_fields(tool, text) for (tool, _), text in zip(chunk, texts, strict=True)]
-        summaries = [tool.summary for tool, _ in chunk]
-        for (tool, refs), tid, summary in zip(chunk, ids, summaries, strict=True):
+        # The work that could fail (tokenising again, for a namespace description changed since
+        # the batch was prepared) comes before any change.
+        texts = [self._ns_text.get(r.tool.namespace) for r in chunk]
+        prepared = [
+            r.prepared if r.prepared is not None and r.ns_text == text else document_fields(r.tool, text)
+            for r, text in zip(chunk, texts, strict=True)
+        ]
+        ids = [r.tool.id for r in chunk]
+        for r, tid in zip(chunk, ids, strict=True):
+            tool, refs, summary = r.tool, r.refs, r.summary
             old = self._tools.get(tid)
             if old is None:
                 new_ids.append(tid)
@@ -274,7 +421,7 @@ class InMemoryIndex:
             self._summaries[tid] = summary
             self._partitions.assign(tid, tool.namespace, partition)
         self._engine.add_many(
-            [(tid, tool, text, doc) for (tool, _), tid, text, doc in zip(chunk, ids, texts, prepared, strict=True)],
+            [(tid, r.tool, text, doc) for r, tid, text, doc in zip(chunk, ids, texts, prepared, strict=True)],
             vectors,
             partition=partition,
         )

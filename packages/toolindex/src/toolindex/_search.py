@@ -73,7 +73,7 @@ from toolindex._model import Tool
 from toolindex._semantic import Embedder, gist_text, query_texts, tool_text
 from toolindex._tokenize import STOPWORDS, quoted_pieces, split_words, stem, terms_of
 
-__all__ = ["FIELDS", "Prepared", "Ranked", "SearchEngine", "SearchParams", "document_fields"]
+__all__ = ["FIELDS", "Prepared", "Ranked", "SearchEngine", "SearchParams", "document_fields", "indexing_cost"]
 
 FloatArray = npt.NDArray[np.float32]
 IntArray = npt.NDArray[np.int32]
@@ -413,6 +413,21 @@ def document_fields(tool: Tool, namespace_text: str | None) -> Prepared:
         (_F["phrase"], _count(_pairs(name) + _pairs(title.terms))),
     )
     return Prepared({f: counts for f, counts in counted if counts}, _typo_words(words) | ns_words | names, names)
+
+
+def indexing_cost(tool: Tool) -> int:
+    """The work of indexing ``tool`` (or of removing it), in characters of its text that are read.
+
+    Each field counts as far as :func:`document_fields` reads it, so the figure is bounded
+    whatever the tool holds. Cheap (no tokenising): callers use it to cut a large registration
+    into parts of similar cost.
+    """
+    cost = 64 + len(tool.name) + min(len(tool.title or ""), MAX_FIELD_CHARS)
+    cost += min(len(tool.description), MAX_FIELD_CHARS) + len(_joined(tool.tags))
+    if tool.input_schema.get("properties"):
+        params = list(itertools.islice(_schema_params(tool.input_schema), MAX_PARAMS))
+        cost += len(_joined(p for p, _ in params)) + len(_joined(d for _, d in params if d))
+    return cost
 
 
 def _count(terms: Iterable[str]) -> dict[str, int]:

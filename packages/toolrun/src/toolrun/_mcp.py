@@ -6,7 +6,7 @@ import json
 import math
 import time
 import traceback
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from functools import partial
@@ -26,7 +26,7 @@ from mcp.shared.dispatcher import ProgressFnT
 from mcp_types import CONNECTION_CLOSED, HEADER_MISMATCH, PARSE_ERROR
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from toolindex import BackendKind, BackendRef, Index, Tool, ToolNotFoundError
+from toolindex import BackendKind, BackendRef, Index, PreparedBatch, Tool, ToolNotFoundError, indexing_cost
 from toolindex.log import get_logger
 from toolrun._child_env import child_env
 from toolrun._compat_mcp import TransportStreams, is_closed
@@ -68,8 +68,13 @@ _LIST_BYTES_PER_REPLY = 4
 """A whole tool listing holds at most this many times the server's ``maxResponseBytes``."""
 _SHOWN_CURSOR = 100
 """Characters of a cursor quoted in the log."""
-# Tools registered into the index per slice of a re-list, between which other tasks run.
+# Tools registered into the index per slice of a re-list, between which other tasks run (an
+# index that cannot prepare a batch off the loop).
 _REGISTER_SLICE = 100
+# Work per slice of a re-list registered on the event loop, in characters of tool text indexed
+# or unindexed (toolindex.indexing_cost): ~10 ms of index updates (a 16 KB description costs
+# ~3 ms); a tool costing more (at most ~100,000) is a slice alone.
+_REGISTER_COST = 48_000
 # Skipped tools logged one by one per listing; the rest are counted.
 _SKIP_LOG_MAX = 20
 # A server announcing list changes in a storm is re-listed at most once per interval.
@@ -705,8 +710,18 @@ class MCPBackend:
         modern = conn.session.protocol_version in MODERN_PROTOCOL_VERSIONS
         # Checking schemas is CPU work that grows with the catalog (seconds for a tool with 30,000
         # properties): a worker thread does it, so the event loop keeps serving every other call.
-        plan = await anyio.to_thread.run_sync(
-            partial(_plan_listing, raw_tools, self._name, modern, dict(self._tools), self._verdicts, conn.session),
+        index = self._index
+        # An index that can (toolindex.InMemoryIndex) also tokenises the changed tools there.
+        prepare: Callable[[list[tuple[Tool, BackendRef]]], PreparedBatch] | None = getattr(index, "prepare_many", None)
+        register_prepared: Callable[[PreparedBatch], None] | None = getattr(index, "register_prepared", None)
+        if register_prepared is None:
+            prepare = None
+        plan, prepared = await anyio.to_thread.run_sync(
+            partial(
+                _plan_and_prepare,
+                partial(_plan_listing, raw_tools, self._name, modern, dict(self._tools), self._verdicts, conn.session),
+                prepare,
+            ),
             abandon_on_cancel=True,
         )
         for n, (label, reason) in enumerate(plan.skipped.items()):
@@ -714,16 +729,27 @@ class MCPBackend:
                 self._log.warning("mcp.tools_skipped", more=len(plan.skipped) - n)
                 break
             self._log.warning("mcp.tool_skipped", tool=redact(label), reason=redact(reason))
-        index = self._index
         if index is not None:
-            # Registering indexes each tool's text on the event loop: in slices, with other tasks between.
-            for start in range(0, len(plan.changed), _REGISTER_SLICE):
-                if start:
+            # What is left of registering runs on the event loop (index events reach their
+            # subscribers there): in slices of bounded work, with other tasks between. Each slice
+            # is atomic; a reader between two sees some tools new and the others not yet.
+            if prepared is not None and register_prepared is not None:
+                for n, part in enumerate(prepared.split(_REGISTER_COST)):
+                    if n:
+                        await anyio.lowlevel.checkpoint()
+                    register_prepared(part)
+            else:
+                for start in range(0, len(plan.changed), _REGISTER_SLICE):
+                    if start:
+                        await anyio.lowlevel.checkpoint()
+                    index.register_many(plan.changed[start : start + _REGISTER_SLICE])
+            # Removing a tool tokenises it again (to find its terms): sliced by the same measure.
+            done = 0
+            for old in plan.removed:
+                if done >= _REGISTER_COST:
                     await anyio.lowlevel.checkpoint()
-                index.register_many(plan.changed[start : start + _REGISTER_SLICE])
-            for n, old in enumerate(plan.removed):
-                if n and not n % _REGISTER_SLICE:
-                    await anyio.lowlevel.checkpoint()
+                    done = 0
+                done += indexing_cost(old)
                 try:
                     index.unregister(old.id)
                 except ToolNotFoundError:
@@ -816,6 +842,15 @@ def _check_tool(raw: Any, server: str, modern: bool) -> Tool | str:
         return "its definition is nested too deep to check"
     except Exception as e:  # boundary: whatever one hostile definition does, the others are kept
         return f"cannot be read ({type(e).__name__})"
+
+
+def _plan_and_prepare(
+    plan_listing: Callable[[], _Plan], prepare: Callable[[list[tuple[Tool, BackendRef]]], PreparedBatch] | None
+) -> tuple[_Plan, PreparedBatch | None]:
+    # Runs in a worker thread: the listing's plan, and its changed tools checked and tokenised
+    # for the index (which reads its own state under its lock).
+    plan = plan_listing()
+    return plan, prepare(plan.changed) if prepare is not None and plan.changed else None
 
 
 def _plan_listing(
