@@ -49,6 +49,7 @@ from typing import Any, Final, cast
 
 from toolcode._typecheck._calls import Scan
 from toolcode._typecheck._diagnostic import Positions
+from toolcode._typecheck._functions import SCOPES, calls_only, first_calls, scope_of
 
 __all__ = ["DeadCode"]
 
@@ -80,7 +81,7 @@ class DeadCode:
                 if target is not None and value is not None and found.bindings[target] == 1:
                     end = (stmt.end_lineno or stmt.lineno, stmt.end_col_offset or 0)
                     self._bound[target] = (value, end, scope)
-        self._called = _first_calls(tree, found) if self._bound else {}
+        self._called = first_calls(tree, found) if self._bound else {}
         ranges: list[tuple[tuple[int, int], tuple[int, int]]] = []
         for node in ast.walk(tree):
             for first, last in self._ruled_out(node):
@@ -89,7 +90,7 @@ class DeadCode:
         self._ends: list[tuple[int, int]] = []
         self._merge(ranges)
         # A function called only from code that cannot run does not run either (nor do those it calls).
-        uncalled = _calls_only(tree, found)
+        uncalled = calls_only(tree, found)
         while ranges and uncalled:
             dead = [fn for fn, calls in uncalled.items() if all(self.covers(positions.of(c)) for c in calls)]
             if not dead:
@@ -257,7 +258,7 @@ class DeadCode:
         if isinstance(hit[2], ast.Module):
             if self._read_at(node) <= hit[1]:
                 return _UNSETTLED  # read before (or while) it is bound: an earlier run's value, say
-        elif _scope(node, self._parents) is not hit[2] or (node.lineno, node.col_offset) <= hit[1]:
+        elif scope_of(node, self._parents) is not hit[2] or (node.lineno, node.col_offset) <= hit[1]:
             # A function's own name: read there after its binding (elsewhere, it is another name, or
             # a function inside that may run before the binding; before it, the read fails).
             return _UNSETTLED
@@ -268,11 +269,11 @@ class DeadCode:
         return self._values[node.id]
 
     def _read_at(self, node: ast.Name) -> tuple[int, int]:
-        """Where ``node`` is read: as written, or at the first call of the :func:`_first_calls` function it is in."""
+        """Where ``node`` is read: as written, or at the first call of the ``first_calls`` function it is in."""
         at = (node.lineno, node.col_offset)
         child: ast.AST = node
         parent = self._parents.get(node)
-        while parent is not None and not isinstance(parent, _SCOPES):
+        while parent is not None and not isinstance(parent, SCOPES):
             child, parent = parent, self._parents.get(parent)
         if isinstance(parent, ast.FunctionDef | ast.AsyncFunctionDef) and child in parent.body:
             return max(at, self._called.get(parent, at))
@@ -294,106 +295,9 @@ def _breaks(body: list[ast.stmt]) -> bool:
             return True
         if isinstance(node, ast.For | ast.AsyncFor | ast.While):
             todo.extend(node.orelse)  # a loop's ``else`` belongs to the loop around it
-        elif not isinstance(node, _SCOPES):
+        elif not isinstance(node, SCOPES):
             todo.extend(ast.iter_child_nodes(node))
     return False
-
-
-_SCOPES: Final = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.GeneratorExp, ast.Module)
-"""Where code may run at another time than where it is written (a generator's body runs as it is consumed)."""
-
-
-def _first_calls(tree: ast.Module, found: Scan) -> dict[ast.AST, tuple[int, int]]:
-    """The snippet's top-level functions whose body runs only where the top level calls them, with the first call.
-
-    A function bound once, by a top-level ``def``, whose name is only called (never handed on), by
-    top-level code (a comprehension included; not another function, nor a generator, which run later
-    or elsewhere), or by its own body (a later call): its body runs at those calls, not where it is
-    written. A read in it of a constant bound after the ``def`` and before every call is settled.
-    """
-    defs = {
-        stmt.name: stmt
-        for stmt in tree.body
-        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and found.bindings[stmt.name] == 1
-    }
-    first: dict[ast.AST, tuple[int, int]] = {}
-    handed_on: set[ast.AST] = set()
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Name) or not isinstance(node.ctx, ast.Load):
-            continue
-        fn = defs.get(node.id)
-        if fn is None:
-            continue
-        parent = found.parents.get(node)
-        scope = parent
-        while scope is not None and not isinstance(scope, _SCOPES):
-            scope = found.parents.get(scope)
-        if scope is fn:
-            continue  # recursion: a call made once the function runs
-        if not (isinstance(parent, ast.Call) and parent.func is node and isinstance(scope, ast.Module)):
-            handed_on.add(fn)
-            continue
-        at = (node.lineno, node.col_offset)
-        first[fn] = min(first.get(fn, at), at)
-    return {fn: at for fn, at in first.items() if fn not in handed_on}
-
-
-def _scope(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> ast.AST | None:
-    """The innermost of :data:`_SCOPES` around ``node``."""
-    scope = parents.get(node)
-    while scope is not None and not isinstance(scope, _SCOPES):
-        scope = parents.get(scope)
-    return scope
-
-
-_INTROSPECTION: Final = frozenset({"globals", "locals", "vars", "eval", "exec", "__import__"})
-"""Names through which a snippet may reach its functions other than by name."""
-
-
-def _calls_only(tree: ast.Module, found: Scan) -> dict[ast.FunctionDef | ast.AsyncFunctionDef, list[ast.Name]]:
-    """The snippet's functions whose name is only ever called, with where it is called (not from their own body).
-
-    A function bound once, by a ``def`` without decorators that is not a method, whose name is
-    read only as the callee of a call (never handed on: passed, returned, stored, ...), at least
-    once outside its own body. It runs only where those calls run. None when the snippet reads
-    ``globals()``, ``locals()``, ``vars()``, ``eval``, ``exec`` or ``__import__``, through which it
-    may reach a function otherwise.
-    """
-    defs: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
-    names: list[ast.Name] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-            if node.id in _INTROSPECTION:
-                return {}
-            names.append(node)
-        elif (
-            isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
-            and node.body
-            and not node.decorator_list
-            and found.bindings[node.name] == 1
-            and not isinstance(_scope(node, found.parents), ast.ClassDef)
-        ):
-            defs[node.name] = node
-    calls: dict[ast.FunctionDef | ast.AsyncFunctionDef, list[ast.Name]] = {}
-    handed_on: set[ast.AST] = set()
-    for name in names:
-        fn = defs.get(name.id)
-        if fn is None:
-            continue
-        parent = found.parents.get(name)
-        if not (isinstance(parent, ast.Call) and parent.func is name):
-            handed_on.add(fn)
-        elif not _within(name, fn, found.parents):
-            calls.setdefault(fn, []).append(name)
-    return {fn: at for fn, at in calls.items() if fn not in handed_on}
-
-
-def _within(node: ast.AST, fn: ast.FunctionDef | ast.AsyncFunctionDef, parents: dict[ast.AST, ast.AST]) -> bool:
-    """Whether ``node`` is in ``fn``'s body (not its decorators, defaults or annotations, which run at its ``def``)."""
-    child, parent = node, parents.get(node)
-    while parent is not None and parent is not fn:
-        child, parent = parent, parents.get(parent)
-    return parent is fn and child in fn.body
 
 
 def _frozen(value: object) -> bool:
