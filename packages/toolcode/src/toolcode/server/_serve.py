@@ -184,9 +184,11 @@ async def serve_stdio(toolbox: Toolbox, *, expose: Sequence[str] | None = None) 
 
     Nothing but the protocol reaches stdout while serving: text a program printed before is
     flushed first, and the packages never log to stdout (:func:`log_to_stderr` is a ready-made setup).
-    Cancelling the caller's scope stops the server at once, whether or not its client is sending;
-    called from the main thread, SIGTERM and SIGINT do the same (logged as ``server.stopping``): runs
-    in flight are cancelled, then it returns (SIGTERM) or raises ``KeyboardInterrupt`` (SIGINT), as
+    When stdin ends, the requests read before its end are answered first (for up to 10 seconds,
+    :data:`~toolcode.server._http_stopping.STOP_GRACE`). Cancelling the caller's scope stops the
+    server at once, whether or not its client is sending; called from the main thread, SIGTERM and
+    SIGINT do the same (logged as ``server.stopping``): runs in flight are cancelled, then it
+    returns (SIGTERM) or raises ``KeyboardInterrupt`` (SIGINT), as
     :func:`serve_http` does; the toolbox is the caller's to close.
 
     Args:
@@ -257,7 +259,8 @@ async def serve_http(
     In the main thread, SIGTERM and SIGINT stop it gracefully: it stops listening, lets the requests
     in flight finish for up to ``stop_grace`` seconds, then cancels the rest and answers each
     (``503``, or its response ended), one log line per request cut; then it returns (SIGTERM) or
-    raises ``KeyboardInterrupt`` (SIGINT).
+    raises ``KeyboardInterrupt`` (SIGINT). Cancelled, it stops the same way (the grace included), then
+    lets the cancellation go on.
 
     Both protocol eras are served on the same endpoint: 2026-07-28 requests are stateless,
     2025-11-25 clients get a session after ``initialize``. Every request passes an

@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import re
 from types import TracebackType
-from typing import Any, Protocol, Self, cast
+from typing import Any, Generic, Protocol, Self, TypeVar, cast
 
 import anyio
 import mcp_types as types
@@ -83,7 +83,48 @@ class _Writing(_Sending, Protocol):
     async def aclose(self) -> None: ...
 
 
-class AnsweringReadStream:
+class _Closing(Protocol):
+    async def aclose(self) -> None: ...
+
+
+_Inner = TypeVar("_Inner", bound=_Closing)
+
+
+class _Wrapper(Generic[_Inner]):
+    """What a stream wrapped for the SDK does beside its own job: close the stream it wraps, in ``async with`` too."""
+
+    _inner: _Inner
+
+    async def aclose(self) -> None:
+        """Close the wrapped stream."""
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc_val: BaseException | None, exc_tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+
+class _ReadWrapper(_Wrapper[_Receiving]):
+    """A wrapped read stream: iterated, it ends where :meth:`receive` raises ``anyio.EndOfStream``."""
+
+    async def receive(self) -> SessionMessage | Exception:
+        raise NotImplementedError
+
+    def __aiter__(self) -> Self:
+        return self
+
+    async def __anext__(self) -> SessionMessage | Exception:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+
+class AnsweringReadStream(_ReadWrapper):
     """Wraps the stdio transport's read stream (see the module docstring).
 
     Args:
@@ -140,27 +181,6 @@ class AnsweringReadStream:
         error = types.JSONRPCError(jsonrpc="2.0", id=rid, error=types.ErrorData(code=code, message=text))
         await self._write.send(SessionMessage(error))
 
-    def __aiter__(self) -> Self:
-        return self
-
-    async def __anext__(self) -> SessionMessage | Exception:
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
-
-    async def aclose(self) -> None:
-        """Close the wrapped stream."""
-        await self._inner.aclose()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc_val: BaseException | None, exc_tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
-
 
 class OpenRequests:
     """The client's requests handed to the server and not answered yet (see the module docstring).
@@ -209,7 +229,7 @@ class OpenRequests:
             _log.warning("server.input_ended_unanswered", requests=len(self._open), grace_s=self.grace)
 
 
-class _EndsWhenAnswered:
+class _EndsWhenAnswered(_ReadWrapper):
     def __init__(self, inner: _Receiving, requests: OpenRequests) -> None:
         self._inner = inner
         self._requests = requests
@@ -223,28 +243,8 @@ class _EndsWhenAnswered:
         self._requests.asked(item)
         return item
 
-    def __aiter__(self) -> Self:
-        return self
 
-    async def __anext__(self) -> SessionMessage | Exception:
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc_val: BaseException | None, exc_tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
-
-
-class _CountsAnswers:
+class _CountsAnswers(_Wrapper[_Writing]):
     def __init__(self, inner: _Writing, requests: OpenRequests) -> None:
         self._inner = inner
         self._requests = requests
@@ -253,14 +253,3 @@ class _CountsAnswers:
         await self._inner.send(item)
         if isinstance(item.message, types.JSONRPCResponse | types.JSONRPCError):
             self._requests.answered(item.message.id)
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc_val: BaseException | None, exc_tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
