@@ -14,8 +14,9 @@ from typing import Any, Final, cast
 
 from toolcode.exceptions import InvalidArgumentsError, clip
 from toolcode.models import ToolApprovalEntry
+from toolindex import Index, Tool, ToolIndexError
 
-__all__ = ["APPROVAL_FORM", "DIGEST_FORM", "approval_request", "unbound_text"]
+__all__ = ["APPROVAL_FORM", "DIGEST_FORM", "approval_request", "named_tool", "unbound_text"]
 
 APPROVAL_FORM: Final = "{'ns:name': 'DIGEST'} or ['ns:name@DIGEST']"
 """How an approval of quarantined tools names each definition: by the digest shown with it."""
@@ -86,3 +87,16 @@ def unbound_text(patterns: Sequence[str], blocked: Sequence[ToolApprovalEntry]) 
         f"name each tool with its digest ({APPROVAL_FORM}). {cover}. Each digest is of the definition now: "
         "review it (describe_tool at level 'full' shows it with its digest) before approving that digest"
     )
+
+
+def named_tool(index: Index, tool_id: str) -> Tool | None:
+    """The catalog's tool of exactly the id an approval names (``None``: no such tool now).
+
+    A bare name or an earlier version that the index resolves to another id counts as none: an
+    approval covers the tool it names, never one it happens to resolve to.
+    """
+    try:
+        tool = index.get(tool_id)
+    except ToolIndexError:
+        return None
+    return tool if tool.id == tool_id else None

@@ -20,7 +20,7 @@ from typing import Any
 
 import anyio
 
-from toolcode._approval_request import approval_request, unbound_text
+from toolcode._approval_request import approval_request, named_tool, unbound_text
 from toolcode._audit import AuditEntry, AuditTrail, Quarantine
 from toolcode._discovery import Discovery
 from toolcode._executor import Executor, Listeners
@@ -66,7 +66,7 @@ from toolcode.models import (
     ToolApprovalsResult,
     ToolListResult,
 )
-from toolindex import Tool, ToolIndexError
+from toolindex import Tool
 from toolindex.log import get_logger
 
 __all__ = ["CodeMode", "PrintListener", "ToolStart"]
@@ -841,14 +841,10 @@ class CodeMode:
         chosen: list[Tool] = []
         changed: dict[str, str | None] = {}
         for tool_id, digest in bound.items():
-            try:
-                tool = self.services.index.get(tool_id)
-            except ToolIndexError:
+            if (tool := named_tool(self.services.index, tool_id)) is None:
                 changed[tool_id] = None
-                continue
-            now = quarantine.digest(tool)
-            if tool.id != tool_id or not hmac.compare_digest(now, digest):
-                changed[tool_id] = now if tool.id == tool_id else None
+            elif not hmac.compare_digest(now := quarantine.digest(tool), digest):
+                changed[tool_id] = now
             else:
                 chosen.append(tool)
         if changed:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from toolcode._app import Toolbox
-from toolcode._approval_request import approval_request, unbound_text
+from toolcode._approval_request import approval_request, named_tool, unbound_text
 from toolcode._audit import tool_definition, tool_hash
 from toolcode._core import CodeMode
 from toolcode._metatools import (
@@ -37,7 +37,7 @@ from toolcode.calls import Asker
 from toolcode.exceptions import ConfigurationError, InvalidArgumentsError, ToolCodeError, clip
 from toolcode.models import RunToolOutcome
 from tooldocs import json_text
-from toolindex import Tool, ToolIndexError
+from toolindex import Tool
 from toolindex.log import get_logger
 
 __all__ = [
@@ -327,11 +327,7 @@ class Door:
         parts: list[str] = []
         shown: dict[str, str] = {}
         for tool_id, digest in bound.items():
-            try:
-                tool = self.codemode.services.index.get(tool_id)
-            except ToolIndexError:
-                tool = None
-            if tool is None or tool.id != tool_id:
+            if (tool := named_tool(self.codemode.services.index, tool_id)) is None:
                 parts.append(f"{tool_id}: no longer in the catalog (the approval would be refused)")
             elif (now := tool_hash(tool)) != digest:
                 parts.append(
