@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,21 @@ description, the output schema, the annotations."""
 def _whole(definition: dict[str, Any]) -> str:
     """A definition as the review shows it: its JSON, indented, keys sorted (nothing invisible in these)."""
     return json.dumps(definition, ensure_ascii=False, indent=2, sort_keys=True, default=str)
+
+
+def _cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Callable[..., Awaitable[tuple[int, str]]]:
+    """``toolcode ARGS`` as an operator runs it, each command starting the upstream afresh: (exit code, stdout)."""
+    from toolcode.cli import main
+
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": _servers(tmp_path), "toolcode": {"policy": {"quarantine": True}}}))
+
+    async def toolcode(*argv: str) -> tuple[int, str]:
+        argv += ("--config", str(config), "--state-dir", str(tmp_path / "state"))
+        code = await anyio.to_thread.run_sync(main, list(argv))
+        return code, capsys.readouterr().out
+
+    return toolcode
 
 
 async def test_describe_full_shows_a_quarantined_definition_whole_past_the_docs_budget(tmp_path: Path) -> None:
@@ -241,16 +257,7 @@ async def test_the_cli_approves_only_the_digest_it_was_given_and_shows_what_a_ba
 ) -> None:
     # Each command starts the server afresh: the server may show one definition to `tools
     # quarantined` and another to `tools approve`.
-    from toolcode.cli import main
-
-    config = tmp_path / "mcp.json"
-    config.write_text(json.dumps({"mcpServers": _servers(tmp_path), "toolcode": {"policy": {"quarantine": True}}}))
-
-    async def toolcode(*argv: str) -> tuple[int, str]:
-        argv += ("--config", str(config), "--state-dir", str(tmp_path / "state"))
-        code = await anyio.to_thread.run_sync(main, list(argv))
-        return code, capsys.readouterr().out
-
+    toolcode = _cli(tmp_path, capsys)
     code, out = await toolcode("tools", "quarantined", "--json")
     assert code == 0, out
     shown = {t["tool_id"]: t["digest"] for t in json.loads(out)["tools"]}
@@ -273,17 +280,8 @@ async def test_the_cli_approves_only_the_digest_it_was_given_and_shows_what_a_ba
 async def test_the_cli_shows_a_long_quarantined_definition_whole_where_it_gives_its_digest(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from toolcode.cli import main
-
     (tmp_path / "changed").write_text("long")
-    config = tmp_path / "mcp.json"
-    config.write_text(json.dumps({"mcpServers": _servers(tmp_path), "toolcode": {"policy": {"quarantine": True}}}))
-
-    async def toolcode(*argv: str) -> tuple[int, str]:
-        argv += ("--config", str(config), "--state-dir", str(tmp_path / "state"))
-        code = await anyio.to_thread.run_sync(main, list(argv))
-        return code, capsys.readouterr().out
-
+    toolcode = _cli(tmp_path, capsys)
     code, out = await toolcode("tools", "quarantined", "--json")
     digest = {t["tool_id"]: t["digest"] for t in json.loads(out)["tools"]}["faults:echo"]
     for argv in (("describe", "faults:echo", "--level", "full"), ("tools", "approve", "faults:echo")):
