@@ -7,10 +7,11 @@ namespaces named like a standard-library module and like no identifier at all.
 from __future__ import annotations
 
 import itertools
+import re
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Final, Literal
 
 import anyio
 import anyio.lowlevel
@@ -823,6 +824,21 @@ async def _one_int_tool() -> InMemoryIndex:
     return index
 
 
+_REFUSED: Final = re.compile(r'"(\w+)" is not of type')
+
+
+async def _refused_for_x_f(code: str) -> tuple[set[str], list[str]]:
+    """The strings ``from tools import x`` then ``code`` is refused for giving ``x.f``, and every message found."""
+    index = await _one_int_tool()
+    checker = TypeChecker(ToolModules(index))
+    try:
+        found = await checker.check("from tools import x\n" + code, CatalogView(index, None))
+    finally:
+        await checker.aclose()
+    messages = [d.message for d in found]
+    return {v for m in messages for v in _REFUSED.findall(m)}, messages
+
+
 async def test_a_checker_that_cannot_answer_lets_the_run_go_on() -> None:
     index = await _one_int_tool()
     view = CatalogView(index, None)
@@ -1603,16 +1619,9 @@ _AFTER: dict[str, tuple[str, bool]] = {
 
 @pytest.mark.parametrize("name", list(_AFTER))
 async def test_code_after_a_statement_that_always_leaves_its_block_is_not_refused(name: str) -> None:
-    index = await _one_int_tool()
-    view = CatalogView(index, None)
-    checker = TypeChecker(ToolModules(index))
     code, found_after = _AFTER[name]
-    try:
-        found = await checker.check("from tools import x\n" + code, view)
-    finally:
-        await checker.aclose()
-    after = [d for d in found if '"after" is not of type' in d.message]
-    assert bool(after) is found_after, (name, [d.message for d in found])
+    refused, messages = await _refused_for_x_f(code)
+    assert ("after" in refused) is found_after, (name, messages)
 
 
 # A function called only from code that cannot run does not run either; one the snippet may run
@@ -1680,16 +1689,9 @@ _UNCALLED: dict[str, tuple[str, bool]] = {
 
 @pytest.mark.parametrize("name", list(_UNCALLED))
 async def test_a_function_called_only_from_code_that_cannot_run_is_not_refused(name: str) -> None:
-    index = await _one_int_tool()
-    view = CatalogView(index, None)
-    checker = TypeChecker(ToolModules(index))
     code, found_in = _UNCALLED[name]
-    try:
-        found = await checker.check("from tools import x\n" + code, view)
-    finally:
-        await checker.aclose()
-    inside = [d for d in found if '"in" is not of type' in d.message]
-    assert bool(inside) is found_in, (name, [d.message for d in found])
+    refused, messages = await _refused_for_x_f(code)
+    assert ("in" in refused) is found_in, (name, messages)
 
 
 # A function's own constant settles a test after it in that function, as a top-level one does.
@@ -1741,17 +1743,9 @@ _LOCAL: dict[str, tuple[str, bool]] = {
 
 @pytest.mark.parametrize("name", list(_LOCAL))
 async def test_a_constant_bound_in_a_function_settles_a_test_after_it_there(name: str) -> None:
-    index = await _one_int_tool()
-    view = CatalogView(index, None)
-    checker = TypeChecker(ToolModules(index))
-    body = _LOCAL[name][0]
-    code = "from tools import x\nDRY = True\ndef g():\n" + body + "g()\n"
-    try:
-        found = await checker.check(code, view)
-    finally:
-        await checker.aclose()
-    inside = [d for d in found if '"in" is not of type' in d.message]
-    assert bool(inside) is _LOCAL[name][1], (name, [d.message for d in found])
+    body, found_in = _LOCAL[name]
+    refused, messages = await _refused_for_x_f("DRY = True\ndef g():\n" + body + "g()\n")
+    assert ("in" in refused) is found_in, (name, messages)
 
 
 # A function's body runs where it is called: a constant bound after the ``def`` and before every
